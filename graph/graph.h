@@ -1,0 +1,198 @@
+/* The model IR: element types, partial shapes, values, nodes and graphs.
+ *
+ * A graph owns its values and nodes. Values are edges: each is produced by at
+ * most one node output, or is a parameter (graph input), or is a constant
+ * (initializer). Nodes are kept in topological order once graph_sort() ran
+ * (the readers call it). Subgraphs of control-flow ops are graphs too, held in
+ * GRAPH attributes, with `parent` pointing to the enclosing graph so that
+ * names from the outer scope resolve.
+ *
+ * The graph knows no devices. Everything here is single-threaded: a graph is
+ * built, transformed, then treated as immutable while compiled models use it.
+ */
+#ifndef RUNNEL_GRAPH_GRAPH_H
+#define RUNNEL_GRAPH_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runnel/status.h"
+#include "runnel/tensor.h"
+
+typedef struct graph graph;
+typedef struct graph_node graph_node;
+typedef struct graph_value graph_value;
+
+/* A partial shape; rank -1 means unknown rank, a dim of RN_DIM_DYNAMIC means
+ * a dim known only at run time. */
+typedef rn_partial_shape graph_shape;
+
+/* A dense row-major tensor descriptor. As a constant (graph_value.constant,
+ * TENSOR attributes) it owns `data` (malloc'ed, freed with the graph); as a
+ * kernel argument it only describes a buffer someone else owns. For STRING
+ * tensors `data` is an array of `count` char* (each malloc'ed when owned). */
+typedef struct graph_tensor {
+    rn_element_type type;
+    int rank;
+    int64_t dims[RN_MAX_RANK];
+    void *data;
+    size_t nbytes;
+} graph_tensor;
+
+/* Number of elements (product of dims; 1 for rank 0). */
+size_t graph_tensor_count(const graph_tensor *t);
+
+/* Frees the data of an owned tensor (strings included) and clears it. */
+void graph_tensor_release(graph_tensor *t);
+
+/* Deep copy of an owned tensor into *dst. */
+rn_status graph_tensor_copy(graph_tensor *dst, const graph_tensor *src);
+
+/* Number of elements of a static shape; -1 if any dim is dynamic or the rank
+ * is unknown. */
+int64_t graph_shape_count(const graph_shape *s);
+bool graph_shape_is_static(const graph_shape *s);
+/* Writes "[1,3,?,224]" (or "[...]" for unknown rank) into buf. Returns buf. */
+const char *graph_shape_str(const graph_shape *s, char *buf, size_t size);
+
+typedef enum graph_attr_type {
+    GRAPH_ATTR_UNDEFINED = 0,
+    GRAPH_ATTR_FLOAT = 1,
+    GRAPH_ATTR_INT = 2,
+    GRAPH_ATTR_STRING = 3,
+    GRAPH_ATTR_TENSOR = 4,
+    GRAPH_ATTR_GRAPH = 5,
+    GRAPH_ATTR_FLOATS = 6,
+    GRAPH_ATTR_INTS = 7,
+    GRAPH_ATTR_STRINGS = 8,
+    GRAPH_ATTR_TENSORS = 9,
+    GRAPH_ATTR_GRAPHS = 10,
+} graph_attr_type; /* numbers follow onnx.AttributeProto.AttributeType */
+
+/* One node attribute; owned by its node. Only the members of `type` are set:
+ * scalars in f / i / s / t / g, lists in count + floats / ints / strings /
+ * tensors / graphs. STRING values are NUL-terminated copies (ONNX strings
+ * with embedded NULs are cut at the first NUL). */
+typedef struct graph_attr {
+    char *name;
+    graph_attr_type type;
+    float f;
+    int64_t i;
+    char *s;
+    graph_tensor *t;
+    graph *g;
+    int count;
+    float *floats;
+    int64_t *ints;
+    char **strings;
+    graph_tensor *tensors;
+    graph **graphs;
+} graph_attr;
+
+/* Frees what an attribute owns (not the struct itself). */
+void graph_attr_release(graph_attr *a);
+
+struct graph_value {
+    char *name;
+    int id;                 /* index in graph.values */
+    rn_element_type type;   /* RN_UNDEFINED while unknown */
+    graph_shape shape;      /* declared or inferred */
+    graph_node *producer;   /* NULL for parameters and constants */
+    int producer_output;    /* output index on producer */
+    graph_tensor *constant; /* non-NULL: the value is this constant (owned) */
+    bool is_parameter;      /* a graph input fed by the user */
+};
+
+struct graph_node {
+    char *name;          /* unique within its graph ("" in ONNX gets a made-up name) */
+    char *op_type;       /* "Conv" */
+    char *domain;        /* "" for the default ONNX domain */
+    int opset;           /* opset version imported for `domain` */
+    int id;              /* index in graph.nodes, refreshed by graph_sort */
+    int n_inputs;
+    graph_value **inputs; /* NULL entry: an omitted optional input */
+    int n_outputs;
+    graph_value **outputs; /* NULL entry: an omitted optional output */
+    int n_attrs;
+    graph_attr *attrs;
+    int n_fused;
+    char **fused_names; /* names of the original nodes this node stands for */
+};
+
+struct graph {
+    char *name;
+    int n_values, cap_values;
+    graph_value **values;
+    int n_nodes, cap_nodes;
+    graph_node **nodes; /* topological order after graph_sort */
+    int n_inputs;
+    graph_value **inputs; /* parameters, in declaration order */
+    int n_outputs;
+    graph_value **outputs; /* results, in declaration order */
+    int opset;             /* default-domain opset version */
+    int ir_version;
+    graph *parent; /* enclosing graph for subgraphs, else NULL */
+};
+
+/* Creates an empty graph. `name` may be NULL. */
+rn_status graph_create(const char *name, graph **out);
+
+/* Frees the graph with its values, nodes, constants and subgraphs. NULL is a no-op. */
+void graph_free(graph *g);
+
+/* Adds a value named `name` (copied; must be unique in g). */
+rn_status graph_add_value(graph *g, const char *name, graph_value **out);
+
+/* The value named `name` in g, or NULL. With `outer` set, also searches the
+ * enclosing graphs (for subgraph references to outer-scope names). */
+graph_value *graph_find_value(const graph *g, const char *name, bool outer);
+
+/* Marks v as a graph input (parameter) / appends it to the results. */
+rn_status graph_add_input(graph *g, graph_value *v);
+rn_status graph_add_output(graph *g, graph_value *v);
+
+/* Adds a node. `inputs` entries may be NULL (omitted optional inputs);
+ * `outputs` entries may be NULL (omitted optional outputs) and must not
+ * already have a producer. The node's name is the sole entry of its
+ * fused_names. Names are copied. */
+rn_status graph_add_node(graph *g, const char *name, const char *domain, const char *op_type,
+                         int opset, int n_inputs, graph_value *const *inputs, int n_outputs,
+                         graph_value *const *outputs, graph_node **out);
+
+/* Appends an attribute to a node, taking ownership of what *attr holds (the
+ * struct is copied, so the caller must not release it). Duplicate names are
+ * an error. */
+rn_status graph_node_add_attr(graph_node *n, graph_attr *attr);
+
+/* Appends a name to the node's fused_names. */
+rn_status graph_node_add_fused_name(graph_node *n, const char *name);
+
+/* Attribute look-ups. The typed getters return the default when the
+ * attribute is absent; a present attribute of another type also yields the
+ * default (graph_validate reports such mismatches against the schema). */
+const graph_attr *graph_node_attr(const graph_node *n, const char *name);
+int64_t graph_node_attr_int(const graph_node *n, const char *name, int64_t dflt);
+float graph_node_attr_float(const graph_node *n, const char *name, float dflt);
+const char *graph_node_attr_string(const graph_node *n, const char *name, const char *dflt);
+/* Number of ints and *vals, or -1 (and *vals = NULL) when absent. */
+int graph_node_attr_ints(const graph_node *n, const char *name, const int64_t **vals);
+int graph_node_attr_floats(const graph_node *n, const char *name, const float **vals);
+
+/* Sorts nodes topologically (stable with respect to the file's order) and
+ * refreshes node ids. A cycle is RN_PARSE_ERROR naming a node on it. */
+rn_status graph_sort(graph *g);
+
+/* Checks structural invariants: every node input is produced, a parameter, a
+ * constant or an outer-scope value; every result is defined; names are
+ * unique; every node has a schema (graph/ops.h) with a legal input/output
+ * count and its required attributes. The error names the node and value. */
+rn_status graph_validate(const graph *g);
+
+/* Deep copy (constants and subgraphs included). */
+rn_status graph_clone(const graph *g, graph **out);
+
+/* Removes nodes whose outputs reach no result, and values no one uses. */
+void graph_prune(graph *g);
+
+#endif /* RUNNEL_GRAPH_GRAPH_H */

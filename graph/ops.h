@@ -1,0 +1,102 @@
+/* Op schemas: for every op the runtime knows, its input and output counts,
+ * its attributes and a shape-inference function.
+ *
+ * Shape inference runs twice: at compile time over the graph, where an input
+ * value is known only when it is constant (so some output dims stay
+ * RN_DIM_DYNAMIC), and at run time with every input known, which is where
+ * shapes that depend on input values (Reshape's shape, Range's limits, ...)
+ * are resolved.
+ *
+ * The table is split into families (graph/ops/<family>.c), each an array
+ * ending with a zeroed entry; graph/ops/table.c lists the families. Adding an
+ * op is one entry in its family plus its infer function.
+ */
+#ifndef RUNNEL_GRAPH_OPS_H
+#define RUNNEL_GRAPH_OPS_H
+
+#include "graph/graph.h"
+
+/* What shape inference sees of one input or output. */
+typedef struct graph_port {
+    bool present;         /* false: an omitted optional input/output */
+    rn_element_type type; /* RN_UNDEFINED while unknown */
+    graph_shape shape;
+    /* Inputs only: the value, when it is known (a constant at compile time,
+     * every input at run time); NULL otherwise. Dense row-major of `type`. */
+    const void *data;
+} graph_port;
+
+/* Fills out[0..n_out) (type and shape) from the inputs and the node's
+ * attributes. Unknown parts stay RN_UNDEFINED / RN_DIM_DYNAMIC / rank -1; an
+ * inconsistency (mismatched dims, wrong type, bad attribute) is an error
+ * naming the node (rn_set_error with RN_SHAPE_MISMATCH, RN_TYPE_MISMATCH or
+ * RN_INVALID_ARG). Entries of `out` whose `present` is false need not be set. */
+typedef rn_status (*graph_infer_fn)(const graph_node *node, const graph_port *in, int n_in,
+                                    graph_port *out, int n_out);
+
+typedef struct graph_attr_spec {
+    const char *name;
+    graph_attr_type type;
+    bool required;
+} graph_attr_spec;
+
+#define GRAPH_MAX_ATTR_SPECS 16
+
+typedef struct graph_op_schema {
+    const char *domain; /* "" for the default ONNX domain */
+    const char *op_type;
+    int min_inputs, max_inputs; /* max -1: variadic */
+    int min_outputs, max_outputs;
+    /* Bitmask of inputs whose *values* shape inference reads (Reshape: 1<<1).
+     * At compile time those are read only when constant. */
+    uint32_t value_inputs;
+    graph_infer_fn infer;
+    /* Attributes the op accepts; ends with a {NULL} entry or at the array's end. */
+    graph_attr_spec attrs[GRAPH_MAX_ATTR_SPECS];
+} graph_op_schema;
+
+/* The schema for (domain, op_type), or NULL when the runtime does not know
+ * the op. domain "ai.onnx" is the default domain "". */
+const graph_op_schema *graph_op_find(const char *domain, const char *op_type);
+
+/* Number of schemas and the i-th one (for listings). */
+int graph_op_count(void);
+const graph_op_schema *graph_op_at(int i);
+
+/* Fills the ports of a node from the graph's values (types, shapes and
+ * constant data), in `in` and `out` arrays of node->n_inputs / n_outputs. */
+void graph_node_ports(const graph_node *node, graph_port *in, graph_port *out);
+
+/* Runs the node's infer function; on success writes out[] back into the
+ * node's output values (only dims/types that are known; a declared output
+ * shape that contradicts the inferred one is an error). */
+rn_status graph_infer_node(graph_node *node);
+
+/* Infers every node in topological order (the graph must be sorted).
+ * Subgraphs are inferred when their op's infer function asks for it. */
+rn_status graph_infer_shapes(graph *g);
+
+/* Families of the table (defined in graph/ops/<family>.c). */
+extern const graph_op_schema graph_ops_nn[];          /* conv, pool, norm, gemm, softmax ... */
+extern const graph_op_schema graph_ops_elementwise[]; /* unary, binary, compare, logic, cast ... */
+extern const graph_op_schema graph_ops_movement[];    /* reshape, transpose, concat, slice ... */
+extern const graph_op_schema graph_ops_reduce[];      /* Reduce*, ArgMax, ... */
+
+/* ---- helpers every infer function may use (graph/ops/infer_util.c) ---- */
+
+/* Numpy-style broadcast of two shapes into *out; error names the node. */
+rn_status graph_broadcast_shapes(const graph_node *node, const graph_shape *a,
+                                 const graph_shape *b, graph_shape *out);
+
+/* Reads element i of an integer-typed input value (i32/i64/u8.. as int64). */
+int64_t graph_port_int(const graph_port *p, size_t i);
+/* Reads element i of a numeric input value as double. */
+double graph_port_double(const graph_port *p, size_t i);
+
+/* Normalises a possibly negative axis against rank; error when out of range. */
+rn_status graph_normalize_axis(const graph_node *node, int64_t axis, int rank, int *out);
+
+/* Sets out to an unknown shape of unknown rank and `type`. */
+void graph_port_unknown(graph_port *out, rn_element_type type);
+
+#endif /* RUNNEL_GRAPH_OPS_H */

@@ -1,0 +1,93 @@
+/* Element types and host tensors.
+ *
+ * An rn_tensor is an element type, a shape and a dense row-major buffer,
+ * either owned (rn_tensor_create) or borrowed from the caller
+ * (rn_tensor_wrap). Element type numbers are ONNX's TensorProto.DataType. */
+#ifndef RUNNEL_TENSOR_H
+#define RUNNEL_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runnel/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest rank a tensor or shape may have. */
+#define RN_MAX_RANK 8
+
+/* A dimension that is not known until the request runs. */
+#define RN_DIM_DYNAMIC (-1)
+
+/* X(NAME, onnx data type, short name, byte size) */
+#define RN_ELEMENT_TYPE_MAP(X)                                                                     \
+    X(UNDEFINED, 0, "undefined", 0)                                                                \
+    X(F32, 1, "f32", 4)                                                                            \
+    X(U8, 2, "u8", 1)                                                                              \
+    X(I8, 3, "i8", 1)                                                                              \
+    X(U16, 4, "u16", 2)                                                                            \
+    X(I16, 5, "i16", 2)                                                                            \
+    X(I32, 6, "i32", 4)                                                                            \
+    X(I64, 7, "i64", 8)                                                                            \
+    X(STRING, 8, "string", 0)                                                                      \
+    X(BOOL, 9, "boolean", 1)                                                                       \
+    X(F16, 10, "f16", 2)                                                                           \
+    X(F64, 11, "f64", 8)                                                                           \
+    X(U32, 12, "u32", 4)                                                                           \
+    X(U64, 13, "u64", 8)                                                                           \
+    X(BF16, 16, "bf16", 2)
+
+typedef enum rn_element_type {
+#define RN_ELEMENT_TYPE_ENUM_(name, onnx, text, size) RN_##name = onnx,
+    RN_ELEMENT_TYPE_MAP(RN_ELEMENT_TYPE_ENUM_)
+#undef RN_ELEMENT_TYPE_ENUM_
+} rn_element_type;
+
+/* Bytes per element; 0 for UNDEFINED, STRING and numbers outside the table. */
+size_t rn_element_type_size(rn_element_type type);
+
+/* "f32", "i64", ...; "unknown" outside the table. Static string. */
+const char *rn_element_type_name(rn_element_type type);
+
+/* True for a value in the table other than UNDEFINED. */
+int rn_element_type_is_valid(rn_element_type type);
+
+/* A partial shape: rank -1 means the rank itself is unknown; a dim of
+ * RN_DIM_DYNAMIC is known only when the request runs. */
+typedef struct rn_partial_shape {
+    int rank;
+    int64_t dims[RN_MAX_RANK];
+} rn_partial_shape;
+
+typedef struct rn_tensor rn_tensor;
+
+/* Allocates a zero-filled tensor that owns its buffer (64-byte aligned).
+ * Every dim must be >= 0 and rank <= RN_MAX_RANK. */
+rn_status rn_tensor_create(rn_element_type type, const int64_t *dims, size_t rank,
+                           rn_tensor **out);
+
+/* Wraps a caller's buffer without copying. `byte_size` must equal the size the
+ * shape and type call for. The caller keeps ownership of `data`, which must
+ * outlive the tensor. */
+rn_status rn_tensor_wrap(rn_element_type type, const int64_t *dims, size_t rank, void *data,
+                         size_t byte_size, rn_tensor **out);
+
+/* Frees the tensor (and its buffer when owned). NULL is a no-op. */
+void rn_tensor_free(rn_tensor *tensor);
+
+rn_element_type rn_tensor_element_type(const rn_tensor *tensor);
+size_t rn_tensor_rank(const rn_tensor *tensor);
+/* Borrowed pointer to rank dims, valid while the tensor lives. */
+const int64_t *rn_tensor_dims(const rn_tensor *tensor);
+size_t rn_tensor_element_count(const rn_tensor *tensor);
+size_t rn_tensor_byte_size(const rn_tensor *tensor);
+/* The buffer (owned by the tensor or the caller who wrapped it). */
+void *rn_tensor_data(const rn_tensor *tensor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUNNEL_TENSOR_H */

@@ -1,0 +1,93 @@
+/* The per-plugin kernel registry: kernels registered per (domain, op_type),
+ * picked per node by their `supports` predicate. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/api/kernel.h"
+
+struct plugin_kernel_registry {
+    int count, cap;
+    const plugin_kernel **kernels;
+};
+
+rn_status plugin_kernel_registry_create(plugin_kernel_registry **out)
+{
+    plugin_kernel_registry *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "kernel registry: out of memory");
+    *out = r;
+    return RN_OK;
+}
+
+void plugin_kernel_registry_free(plugin_kernel_registry *r)
+{
+    if (r == NULL)
+        return;
+    free(r->kernels);
+    free(r);
+}
+
+rn_status plugin_kernel_registry_add(plugin_kernel_registry *r, const plugin_kernel *k)
+{
+    if (k == NULL || k->op_type == NULL || k->run == NULL || k->supports == NULL)
+        return rn_set_error(RN_INVALID_ARG,
+                            "kernel registry: a kernel needs op_type, supports and run");
+    if (r->count == r->cap) {
+        int ncap = r->cap ? r->cap * 2 : 64;
+        const plugin_kernel **p = realloc(r->kernels, (size_t)ncap * sizeof *p);
+        if (p == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "kernel registry: out of memory");
+        r->kernels = p;
+        r->cap = ncap;
+    }
+    r->kernels[r->count++] = k;
+    return RN_OK;
+}
+
+rn_status plugin_kernel_registry_add_list(plugin_kernel_registry *r,
+                                          const plugin_kernel *const *list)
+{
+    for (; *list != NULL; list++) {
+        rn_status st = plugin_kernel_registry_add(r, *list);
+        if (st != RN_OK)
+            return st;
+    }
+    return RN_OK;
+}
+
+static bool same_domain(const char *a, const char *b)
+{
+    if (a == NULL || strcmp(a, "ai.onnx") == 0)
+        a = "";
+    if (b == NULL || strcmp(b, "ai.onnx") == 0)
+        b = "";
+    return strcmp(a, b) == 0;
+}
+
+rn_status plugin_kernel_registry_pick(const plugin_kernel_registry *r, const graph_node *node,
+                                      const plugin_kernel **out)
+{
+    char reasons[512] = "";
+    size_t used = 0;
+    bool any = false;
+    for (int i = 0; i < r->count; i++) {
+        const plugin_kernel *k = r->kernels[i];
+        if (strcmp(k->op_type, node->op_type) != 0 || !same_domain(k->domain, node->domain))
+            continue;
+        any = true;
+        const char *why = NULL;
+        if (k->supports(node, &why)) {
+            *out = k;
+            return RN_OK;
+        }
+        if (used < sizeof reasons)
+            used += (size_t)snprintf(reasons + used, sizeof reasons - used, "%s%s",
+                                     used ? "; " : "", why ? why : "not supported");
+    }
+    if (!any)
+        return rn_set_error(RN_UNSUPPORTED, "node '%s': no kernel for op '%s' on this device",
+                            node->name, node->op_type);
+    return rn_set_error(RN_UNSUPPORTED, "node '%s' (%s): not supported: %s", node->name,
+                        node->op_type, reasons);
+}

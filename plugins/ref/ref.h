@@ -1,0 +1,20 @@
+/* REF: the reference device. Plain C kernels, one file per op or op family
+ * under kernels/, registered per op type. Every other device is checked
+ * against it. */
+#ifndef RUNNEL_PLUGINS_REF_REF_H
+#define RUNNEL_PLUGINS_REF_REF_H
+
+#include "plugins/api/kernel.h"
+
+/* Registers every REF kernel into r. */
+rn_status ref_register_kernels(plugin_kernel_registry *r);
+
+/* The kernel families, each a NULL-terminated list defined in
+ * plugins/ref/kernels/list_<family>.c. Adding a kernel: its file under
+ * kernels/ plus one line in its family's list. */
+extern const plugin_kernel *const ref_kernels_nn[];
+extern const plugin_kernel *const ref_kernels_elementwise[];
+extern const plugin_kernel *const ref_kernels_movement[];
+extern const plugin_kernel *const ref_kernels_reduce[];
+
+#endif /* RUNNEL_PLUGINS_REF_REF_H */

@@ -1,0 +1,17 @@
+#include "plugins/ref/ref.h"
+
+rn_status ref_register_kernels(plugin_kernel_registry *r)
+{
+    static const plugin_kernel *const *const families[] = {
+        ref_kernels_nn,
+        ref_kernels_elementwise,
+        ref_kernels_movement,
+        ref_kernels_reduce,
+    };
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+        rn_status st = plugin_kernel_registry_add_list(r, families[i]);
+        if (st != RN_OK)
+            return st;
+    }
+    return RN_OK;
+}
