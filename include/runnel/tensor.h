@@ -65,8 +65,7 @@ typedef struct rn_tensor rn_tensor;
 
 /* Allocates a zero-filled tensor that owns its buffer (64-byte aligned).
  * Every dim must be >= 0 and rank <= RN_MAX_RANK. */
-rn_status rn_tensor_create(rn_element_type type, const int64_t *dims, size_t rank,
-                           rn_tensor **out);
+rn_status rn_tensor_create(rn_element_type type, const int64_t *dims, size_t rank, rn_tensor **out);
 
 /* Wraps a caller's buffer without copying. `byte_size` must equal the size the
  * shape and type call for. The caller keeps ownership of `data`, which must

@@ -39,8 +39,8 @@ struct plugin_kernel_args {
 };
 
 typedef struct plugin_kernel {
-    const char *domain;  /* "" for the default ONNX domain */
-    const char *op_type; /* "Conv" */
+    const char *domain;    /* "" for the default ONNX domain */
+    const char *op_type;   /* "Conv" */
     const char *impl_type; /* what the runtime model reports: "ref", "jit_avx2", ... */
     /* Pure predicate: whether this kernel runs `node` as it stands (input and
      * output types and shapes already inferred, attributes set). On false it

@@ -5,6 +5,10 @@
 #define RUNNEL_PLUGINS_REF_REF_H
 
 #include "plugins/api/kernel.h"
+#include "runnel/plugin.h"
+
+/* The REF plugin's vtable (built in: the Core registers it at start). */
+extern const rn_plugin_ops ref_plugin_ops;
 
 /* Registers every REF kernel into r. */
 rn_status ref_register_kernels(plugin_kernel_registry *r);

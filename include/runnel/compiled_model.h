@@ -1,0 +1,40 @@
+/* A model compiled for one device: creates infer requests. */
+#ifndef RUNNEL_COMPILED_MODEL_H
+#define RUNNEL_COMPILED_MODEL_H
+
+#include <stddef.h>
+
+#include "runnel/core.h"
+#include "runnel/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rn_infer_request rn_infer_request;
+
+/* Frees a compiled model. Its infer requests must be freed first. NULL is a no-op. */
+void rn_compiled_model_free(rn_compiled_model *compiled);
+
+/* The device the model was compiled for ("REF"). */
+const char *rn_compiled_model_device(const rn_compiled_model *compiled);
+
+size_t rn_compiled_model_input_count(const rn_compiled_model *compiled);
+size_t rn_compiled_model_output_count(const rn_compiled_model *compiled);
+rn_status rn_compiled_model_input(const rn_compiled_model *compiled, size_t index, rn_port *out);
+rn_status rn_compiled_model_output(const rn_compiled_model *compiled, size_t index, rn_port *out);
+
+/* Reads a property of the compiled model into buf (NUL-terminated).
+ * RN_NOT_FOUND names an unknown key; RN_INVALID_ARG when buf is too small. */
+rn_status rn_compiled_model_get_property(const rn_compiled_model *compiled, const char *key,
+                                         char *buf, size_t size);
+
+/* Creates an infer request with its own input and output buffers. */
+rn_status rn_compiled_model_create_infer_request(rn_compiled_model *compiled,
+                                                 rn_infer_request **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUNNEL_COMPILED_MODEL_H */

@@ -1,0 +1,57 @@
+/* The Core: the device registry, and the entry point for reading and
+ * compiling models.
+ *
+ * A core knows the devices of the plugins registered in it (REF is built in).
+ * It reads models, compiles them for a device with properties, and answers
+ * which devices are available. A core may be used from several threads. */
+#ifndef RUNNEL_CORE_H
+#define RUNNEL_CORE_H
+
+#include <stddef.h>
+
+#include "runnel/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rn_core rn_core;
+typedef struct rn_model rn_model;
+typedef struct rn_compiled_model rn_compiled_model;
+
+/* A property: string key and string value, OpenVINO's names
+ * ("ENABLE_PROFILING" = "YES"). */
+typedef struct rn_property {
+    const char *key;
+    const char *value;
+} rn_property;
+
+/* Creates a core with the built-in devices registered. */
+rn_status rn_core_create(rn_core **out);
+
+/* Frees the core. Models and compiled models made with it must be freed
+ * first. NULL is a no-op. */
+void rn_core_free(rn_core *core);
+
+/* Number of available devices and the i-th device's name ("REF"). The name
+ * is owned by the core. */
+size_t rn_core_device_count(const rn_core *core);
+const char *rn_core_device_name(const rn_core *core, size_t index);
+
+/* Reads a model file (ONNX). On success *out is a new model the caller frees
+ * with rn_model_free. A missing, malformed or unsupported file is an error
+ * whose message names the file and the problem. */
+rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out);
+
+/* Compiles `model` for `device` with compile-time properties (which override
+ * the device's). Unknown keys and bad values are errors naming the key. The
+ * model is not modified and may be freed after compiling. */
+rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char *device,
+                                const rn_property *properties, size_t n_properties,
+                                rn_compiled_model **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUNNEL_CORE_H */

@@ -1,0 +1,72 @@
+/* Infer requests: set inputs, run, read outputs and per-node profiling.
+ *
+ * A request owns a tensor for every input and output of its compiled model.
+ * Inputs start zero-filled with the model's static shape (dynamic dims as 0)
+ * until the caller sets them. A request is used by one thread at a time. */
+#ifndef RUNNEL_INFER_REQUEST_H
+#define RUNNEL_INFER_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runnel/compiled_model.h"
+#include "runnel/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Frees the request. NULL is a no-op. */
+void rn_infer_request_free(rn_infer_request *request);
+
+/* Sets the tensor for the input or output called `name`. The request keeps
+ * a reference to the caller's tensor (no copy: its buffer is read at infer
+ * time), which must outlive the request or be replaced. Element type and
+ * rank must match the port; static dims must match. For an output, the
+ * result is written into the caller's buffer when its shape fits. */
+rn_status rn_infer_request_set_tensor(rn_infer_request *request, const char *name,
+                                      rn_tensor *tensor);
+rn_status rn_infer_request_set_input_tensor(rn_infer_request *request, size_t index,
+                                            rn_tensor *tensor);
+rn_status rn_infer_request_set_output_tensor(rn_infer_request *request, size_t index,
+                                             rn_tensor *tensor);
+
+/* The tensor bound to the input or output called `name` (borrowed: owned by
+ * the request, or the caller's if set). Output tensors hold the results of
+ * the last infer. */
+rn_status rn_infer_request_get_tensor(rn_infer_request *request, const char *name, rn_tensor **out);
+rn_status rn_infer_request_get_input_tensor(rn_infer_request *request, size_t index,
+                                            rn_tensor **out);
+rn_status rn_infer_request_get_output_tensor(rn_infer_request *request, size_t index,
+                                             rn_tensor **out);
+
+/* Runs inference synchronously in the caller's thread. */
+rn_status rn_infer_request_infer(rn_infer_request *request);
+
+typedef enum rn_node_status {
+    RN_NODE_NOT_RUN = 0, /* not executed (e.g. folded away, or no infer yet) */
+    RN_NODE_OPTIMIZED_OUT = 1,
+    RN_NODE_EXECUTED = 2,
+} rn_node_status;
+
+/* Per-node profiling of the last infer (filled when the model was compiled
+ * with ENABLE_PROFILING=YES; otherwise real_time_us is 0). Strings are owned
+ * by the compiled model. */
+typedef struct rn_profiling_info {
+    const char *node_name;
+    const char *node_type; /* the op */
+    const char *exec_type; /* the kernel implementation ("ref") */
+    rn_node_status status;
+    uint64_t real_time_us;
+} rn_profiling_info;
+
+/* The profiling entries of the last infer, one per node in execution order.
+ * The array is owned by the request and valid until its next infer. */
+rn_status rn_infer_request_profiling_info(rn_infer_request *request, const rn_profiling_info **info,
+                                          size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUNNEL_INFER_REQUEST_H */

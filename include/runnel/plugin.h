@@ -1,0 +1,77 @@
+/* The plugin ABI: what a device plugin implements so that the Core can
+ * compile models for it and run infer requests.
+ *
+ * A plugin is a set of versioned vtables of function pointers plus opaque
+ * contexts (ggml's backend style). Each vtable starts with the ABI version
+ * it was built against; the Core rejects a mismatch. Slots marked
+ * "(optional)" may be NULL, and the Core then falls back or reports
+ * RN_NOT_IMPLEMENTED.
+ *
+ * Models cross this boundary as runnel graphs (graph/graph.h) and tensors as
+ * graph_tensor descriptors: plugins are built with the graph library. */
+#ifndef RUNNEL_PLUGIN_H
+#define RUNNEL_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runnel/core.h"
+#include "runnel/infer_request.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RN_PLUGIN_ABI_VERSION 1
+
+struct graph;
+struct graph_tensor;
+
+/* One infer request of a compiled model, on the device's side. */
+typedef struct rn_request_ops {
+    uint32_t abi_version;
+    /* Binds input `index` to a host buffer described by t, read during
+     * infer; the buffer stays the caller's and lives until the next bind. */
+    rn_status (*set_input)(void *request, size_t index, const struct graph_tensor *t);
+    /* (optional) Binds output `index` to a caller's buffer of the right
+     * size, to be written in place. */
+    rn_status (*set_output)(void *request, size_t index, const struct graph_tensor *t);
+    /* Runs the request synchronously in the calling thread. */
+    rn_status (*infer)(void *request);
+    /* Describes output `index` of the last infer: a host buffer owned by the
+     * request (or the caller's bound one), valid until the next infer. */
+    rn_status (*get_output)(void *request, size_t index, struct graph_tensor *out);
+    /* Per-node profiling of the last infer, owned by the request. */
+    rn_status (*profiling)(void *request, const rn_profiling_info **info, size_t *count);
+    void (*free)(void *request);
+} rn_request_ops;
+
+typedef struct rn_compiled_model_ops {
+    uint32_t abi_version;
+    /* Creates a request with its own buffers. */
+    rn_status (*create_request)(void *compiled, void **request);
+    const rn_request_ops *request_ops;
+    /* (optional) Reads a property into buf; RN_NOT_FOUND for unknown keys. */
+    rn_status (*get_property)(void *compiled, const char *key, char *buf, size_t size);
+    void (*free)(void *compiled);
+} rn_compiled_model_ops;
+
+typedef struct rn_plugin_ops {
+    uint32_t abi_version;
+    const char *device_name;
+    /* Starts the backend; fails with the reason when it cannot (no driver,
+     * no device). */
+    rn_status (*create)(void **plugin);
+    void (*destroy)(void *plugin);
+    /* Compiles a model (the plugin clones what it keeps) with the merged
+     * properties; an unknown key or a bad value is RN_INVALID_ARG naming it. */
+    rn_status (*compile_model)(void *plugin, const struct graph *model,
+                               const rn_property *properties, size_t n_properties,
+                               const rn_compiled_model_ops **ops, void **compiled);
+} rn_plugin_ops;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUNNEL_PLUGIN_H */

@@ -1,0 +1,59 @@
+/* rn_compiled_model: a device's compiled plan and the ports it exposes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+void rn_compiled_model_free(rn_compiled_model *compiled)
+{
+    if (compiled == NULL)
+        return;
+    compiled->ops->free(compiled->compiled);
+    runtime_ports_free(compiled->inputs, compiled->n_inputs);
+    runtime_ports_free(compiled->outputs, compiled->n_outputs);
+    free(compiled);
+}
+
+const char *rn_compiled_model_device(const rn_compiled_model *compiled)
+{
+    return compiled->device->ops->device_name;
+}
+
+size_t rn_compiled_model_input_count(const rn_compiled_model *compiled)
+{
+    return compiled->n_inputs;
+}
+
+size_t rn_compiled_model_output_count(const rn_compiled_model *compiled)
+{
+    return compiled->n_outputs;
+}
+
+rn_status rn_compiled_model_input(const rn_compiled_model *compiled, size_t index, rn_port *out)
+{
+    if (index >= compiled->n_inputs)
+        return rn_set_error(RN_INVALID_ARG, "compiled model input %zu is out of range (%zu inputs)",
+                            index, compiled->n_inputs);
+    *out = compiled->inputs[index];
+    return RN_OK;
+}
+
+rn_status rn_compiled_model_output(const rn_compiled_model *compiled, size_t index, rn_port *out)
+{
+    if (index >= compiled->n_outputs)
+        return rn_set_error(RN_INVALID_ARG,
+                            "compiled model output %zu is out of range (%zu outputs)", index,
+                            compiled->n_outputs);
+    *out = compiled->outputs[index];
+    return RN_OK;
+}
+
+rn_status rn_compiled_model_get_property(const rn_compiled_model *compiled, const char *key,
+                                         char *buf, size_t size)
+{
+    if (key == NULL || buf == NULL)
+        return rn_set_error(RN_INVALID_ARG, "get_property: key and buf must be set");
+    if (compiled->ops->get_property == NULL)
+        return rn_set_error(RN_NOT_FOUND, "compiled model: unknown property '%s'", key);
+    return compiled->ops->get_property(compiled->compiled, key, buf, size);
+}

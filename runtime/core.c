@@ -1,0 +1,123 @@
+/* The Core: the device registry, model reading and compiling. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "graph/onnx/onnx_reader.h"
+#include "runtime/runtime.h"
+
+/* Built-in plugins, registered when a core is created. */
+extern const rn_plugin_ops ref_plugin_ops;
+
+static const rn_plugin_ops *const builtin_plugins[] = {
+    &ref_plugin_ops,
+};
+
+rn_status rn_core_create(rn_core **out)
+{
+    if (out == NULL)
+        return rn_set_error(RN_INVALID_ARG, "rn_core_create: out is NULL");
+    rn_core *core = calloc(1, sizeof *core);
+    if (core == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "core: out of memory");
+    for (size_t i = 0; i < sizeof builtin_plugins / sizeof builtin_plugins[0]; i++) {
+        const rn_plugin_ops *ops = builtin_plugins[i];
+        if (ops->abi_version != RN_PLUGIN_ABI_VERSION)
+            continue;
+        void *plugin = NULL;
+        if (ops->create(&plugin) != RN_OK)
+            continue; /* the device is absent; the others still work */
+        core->devices[core->n_devices].ops = ops;
+        core->devices[core->n_devices].plugin = plugin;
+        core->n_devices++;
+    }
+    rn_clear_error();
+    *out = core;
+    return RN_OK;
+}
+
+void rn_core_free(rn_core *core)
+{
+    if (core == NULL)
+        return;
+    for (int i = 0; i < core->n_devices; i++)
+        core->devices[i].ops->destroy(core->devices[i].plugin);
+    free(core);
+}
+
+size_t rn_core_device_count(const rn_core *core)
+{
+    return (size_t)core->n_devices;
+}
+
+const char *rn_core_device_name(const rn_core *core, size_t index)
+{
+    if (index >= (size_t)core->n_devices)
+        return NULL;
+    return core->devices[index].ops->device_name;
+}
+
+rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out)
+{
+    (void)core;
+    if (path == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG, "rn_core_read_model: path and out must not be NULL");
+    rn_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "model: out of memory");
+    rn_status st = onnx_read_file(path, &m->g);
+    if (st != RN_OK) {
+        free(m);
+        return st;
+    }
+    *out = m;
+    return RN_OK;
+}
+
+rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char *device,
+                                const rn_property *properties, size_t n_properties,
+                                rn_compiled_model **out)
+{
+    if (core == NULL || model == NULL || device == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG,
+                            "rn_core_compile_model: core, model, device and out must be set");
+    if (n_properties > 0 && properties == NULL)
+        return rn_set_error(RN_INVALID_ARG, "rn_core_compile_model: properties is NULL");
+    for (size_t i = 0; i < n_properties; i++)
+        if (properties[i].key == NULL || properties[i].value == NULL)
+            return rn_set_error(RN_INVALID_ARG, "property %zu: key and value must be set", i);
+    const runtime_device *dev = NULL;
+    for (int i = 0; i < core->n_devices; i++)
+        if (strcasecmp(core->devices[i].ops->device_name, device) == 0)
+            dev = &core->devices[i];
+    if (dev == NULL)
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    rn_compiled_model *cm = calloc(1, sizeof *cm);
+    if (cm == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+    cm->core = core;
+    cm->device = dev;
+    rn_status st = runtime_ports_from_graph(model->g->inputs, model->g->n_inputs, &cm->inputs);
+    if (st == RN_OK) {
+        cm->n_inputs = (size_t)model->g->n_inputs;
+        st = runtime_ports_from_graph(model->g->outputs, model->g->n_outputs, &cm->outputs);
+    }
+    if (st == RN_OK) {
+        cm->n_outputs = (size_t)model->g->n_outputs;
+        st = dev->ops->compile_model(dev->plugin, model->g, properties, n_properties, &cm->ops,
+                                     &cm->compiled);
+    }
+    if (st == RN_OK && cm->ops->abi_version != RN_PLUGIN_ABI_VERSION) {
+        cm->ops->free(cm->compiled);
+        st = rn_set_error(RN_INTERNAL, "device %s: compiled model ABI %u, expected %u", device,
+                          cm->ops->abi_version, RN_PLUGIN_ABI_VERSION);
+    }
+    if (st != RN_OK) {
+        runtime_ports_free(cm->inputs, cm->n_inputs);
+        runtime_ports_free(cm->outputs, cm->n_outputs);
+        free(cm);
+        return rn_wrap_error(st, "compiling for %s: ", dev->ops->device_name);
+    }
+    *out = cm;
+    return RN_OK;
+}

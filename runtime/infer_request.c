@@ -1,0 +1,246 @@
+/* rn_infer_request: tensors bound to a device request, sync infer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+void rn_infer_request_free(rn_infer_request *r)
+{
+    if (r == NULL)
+        return;
+    rn_compiled_model *cm = r->compiled;
+    if (r->request != NULL)
+        cm->ops->request_ops->free(r->request);
+    for (size_t i = 0; r->inputs != NULL && i < cm->n_inputs; i++)
+        if (r->own_input[i])
+            rn_tensor_free(r->inputs[i]);
+    for (size_t i = 0; r->outputs != NULL && i < cm->n_outputs; i++)
+        if (r->own_output[i])
+            rn_tensor_free(r->outputs[i]);
+    free(r->inputs);
+    free(r->own_input);
+    free(r->outputs);
+    free(r->own_output);
+    free(r->user_output);
+    free(r);
+}
+
+rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer_request **out)
+{
+    if (cm == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG, "create_infer_request: compiled and out must be set");
+    rn_infer_request *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
+    r->compiled = cm;
+    r->inputs = calloc(cm->n_inputs + 1, sizeof *r->inputs);
+    r->own_input = calloc(cm->n_inputs + 1, sizeof *r->own_input);
+    r->outputs = calloc(cm->n_outputs + 1, sizeof *r->outputs);
+    r->own_output = calloc(cm->n_outputs + 1, sizeof *r->own_output);
+    r->user_output = calloc(cm->n_outputs + 1, sizeof *r->user_output);
+    rn_status st = RN_OK;
+    if (!r->inputs || !r->own_input || !r->outputs || !r->own_output || !r->user_output) {
+        st = rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
+        goto fail;
+    }
+    if ((st = cm->ops->create_request(cm->compiled, &r->request)) != RN_OK)
+        goto fail;
+    /* Every input starts as a zero-filled tensor of the port's shape
+     * (dynamic dims as 0); every output as an empty view until infer. */
+    for (size_t i = 0; i < cm->n_inputs; i++) {
+        const rn_port *p = &cm->inputs[i];
+        int64_t dims[RN_MAX_RANK];
+        int rank = p->shape.rank < 0 ? 0 : p->shape.rank;
+        for (int d = 0; d < rank; d++)
+            dims[d] = p->shape.dims[d] < 0 ? 0 : p->shape.dims[d];
+        rn_element_type type = p->element_type == RN_UNDEFINED ? RN_F32 : p->element_type;
+        if (type == RN_STRING) {
+            st = rn_set_error(RN_UNSUPPORTED, "input '%s': string inputs are not supported",
+                              p->name);
+            goto fail;
+        }
+        if ((st = rn_tensor_create(type, dims, (size_t)rank, &r->inputs[i])) != RN_OK)
+            goto fail;
+        r->own_input[i] = true;
+    }
+    for (size_t i = 0; i < cm->n_outputs; i++) {
+        rn_tensor *t = calloc(1, sizeof *t);
+        if (t == NULL) {
+            st = rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
+            goto fail;
+        }
+        t->type = cm->outputs[i].element_type;
+        r->outputs[i] = t;
+        r->own_output[i] = true;
+    }
+    *out = r;
+    return RN_OK;
+fail:
+    rn_infer_request_free(r);
+    return st;
+}
+
+/* Checks that a tensor fits a port: element type, rank and static dims. */
+static rn_status check_fits(const rn_port *p, const rn_tensor *t, const char *what)
+{
+    if (p->element_type != RN_UNDEFINED && t->type != p->element_type)
+        return rn_set_error(RN_TYPE_MISMATCH, "%s '%s': expected element type %s, got %s", what,
+                            p->name, rn_element_type_name(p->element_type),
+                            rn_element_type_name(t->type));
+    if (p->shape.rank >= 0) {
+        if ((size_t)p->shape.rank != t->rank)
+            return rn_set_error(RN_SHAPE_MISMATCH, "%s '%s': expected rank %d, got %zu", what,
+                                p->name, p->shape.rank, t->rank);
+        for (int d = 0; d < p->shape.rank; d++)
+            if (p->shape.dims[d] >= 0 && p->shape.dims[d] != t->dims[d])
+                return rn_set_error(RN_SHAPE_MISMATCH,
+                                    "%s '%s': dim %d is %lld, the model expects %lld", what,
+                                    p->name, d, (long long)t->dims[d], (long long)p->shape.dims[d]);
+    }
+    return RN_OK;
+}
+
+rn_status rn_infer_request_set_input_tensor(rn_infer_request *r, size_t index, rn_tensor *tensor)
+{
+    if (r == NULL || tensor == NULL)
+        return rn_set_error(RN_INVALID_ARG, "set_input_tensor: request and tensor must be set");
+    rn_compiled_model *cm = r->compiled;
+    if (index >= cm->n_inputs)
+        return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%zu inputs)", index,
+                            cm->n_inputs);
+    rn_status st = check_fits(&cm->inputs[index], tensor, "input");
+    if (st != RN_OK)
+        return st;
+    if (r->own_input[index])
+        rn_tensor_free(r->inputs[index]);
+    r->inputs[index] = tensor;
+    r->own_input[index] = false;
+    return RN_OK;
+}
+
+rn_status rn_infer_request_set_output_tensor(rn_infer_request *r, size_t index, rn_tensor *tensor)
+{
+    if (r == NULL || tensor == NULL)
+        return rn_set_error(RN_INVALID_ARG, "set_output_tensor: request and tensor must be set");
+    rn_compiled_model *cm = r->compiled;
+    if (index >= cm->n_outputs)
+        return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%zu outputs)", index,
+                            cm->n_outputs);
+    rn_status st = check_fits(&cm->outputs[index], tensor, "output");
+    if (st != RN_OK)
+        return st;
+    const rn_request_ops *ops = cm->ops->request_ops;
+    if (ops->set_output == NULL)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "device %s cannot write into caller's outputs",
+                            rn_compiled_model_device(cm));
+    graph_tensor view;
+    runtime_tensor_view(tensor, &view);
+    if ((st = ops->set_output(r->request, index, &view)) != RN_OK)
+        return st;
+    if (r->own_output[index])
+        rn_tensor_free(r->outputs[index]);
+    r->outputs[index] = tensor;
+    r->own_output[index] = false;
+    r->user_output[index] = true;
+    return RN_OK;
+}
+
+/* Finds `name` among inputs (is_input = 1) then outputs (0); -1 if absent. */
+static long find_port(const rn_compiled_model *cm, const char *name, int *is_input)
+{
+    for (size_t i = 0; i < cm->n_inputs; i++)
+        if (strcmp(cm->inputs[i].name, name) == 0) {
+            *is_input = 1;
+            return (long)i;
+        }
+    for (size_t i = 0; i < cm->n_outputs; i++)
+        if (strcmp(cm->outputs[i].name, name) == 0) {
+            *is_input = 0;
+            return (long)i;
+        }
+    return -1;
+}
+
+rn_status rn_infer_request_set_tensor(rn_infer_request *r, const char *name, rn_tensor *tensor)
+{
+    if (r == NULL || name == NULL)
+        return rn_set_error(RN_INVALID_ARG, "set_tensor: request and name must be set");
+    int is_input;
+    long i = find_port(r->compiled, name, &is_input);
+    if (i < 0)
+        return rn_set_error(RN_NOT_FOUND, "no input or output is called '%s'", name);
+    return is_input ? rn_infer_request_set_input_tensor(r, (size_t)i, tensor)
+                    : rn_infer_request_set_output_tensor(r, (size_t)i, tensor);
+}
+
+rn_status rn_infer_request_get_input_tensor(rn_infer_request *r, size_t index, rn_tensor **out)
+{
+    if (r == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG, "get_input_tensor: request and out must be set");
+    if (index >= r->compiled->n_inputs)
+        return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%zu inputs)", index,
+                            r->compiled->n_inputs);
+    *out = r->inputs[index];
+    return RN_OK;
+}
+
+rn_status rn_infer_request_get_output_tensor(rn_infer_request *r, size_t index, rn_tensor **out)
+{
+    if (r == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG, "get_output_tensor: request and out must be set");
+    if (index >= r->compiled->n_outputs)
+        return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%zu outputs)", index,
+                            r->compiled->n_outputs);
+    *out = r->outputs[index];
+    return RN_OK;
+}
+
+rn_status rn_infer_request_get_tensor(rn_infer_request *r, const char *name, rn_tensor **out)
+{
+    if (r == NULL || name == NULL)
+        return rn_set_error(RN_INVALID_ARG, "get_tensor: request and name must be set");
+    int is_input;
+    long i = find_port(r->compiled, name, &is_input);
+    if (i < 0)
+        return rn_set_error(RN_NOT_FOUND, "no input or output is called '%s'", name);
+    return is_input ? rn_infer_request_get_input_tensor(r, (size_t)i, out)
+                    : rn_infer_request_get_output_tensor(r, (size_t)i, out);
+}
+
+rn_status rn_infer_request_infer(rn_infer_request *r)
+{
+    if (r == NULL)
+        return rn_set_error(RN_INVALID_ARG, "infer: request is NULL");
+    rn_compiled_model *cm = r->compiled;
+    const rn_request_ops *ops = cm->ops->request_ops;
+    rn_status st;
+    for (size_t i = 0; i < cm->n_inputs; i++) {
+        graph_tensor view;
+        runtime_tensor_view(r->inputs[i], &view);
+        if ((st = ops->set_input(r->request, i, &view)) != RN_OK)
+            return st;
+    }
+    if ((st = ops->infer(r->request)) != RN_OK)
+        return st;
+    for (size_t i = 0; i < cm->n_outputs; i++) {
+        if (r->user_output[i])
+            continue;
+        graph_tensor view;
+        if ((st = ops->get_output(r->request, i, &view)) != RN_OK)
+            return st;
+        runtime_tensor_rebind(r->outputs[i], &view);
+    }
+    return RN_OK;
+}
+
+rn_status rn_infer_request_profiling_info(rn_infer_request *r, const rn_profiling_info **info,
+                                          size_t *count)
+{
+    if (r == NULL || info == NULL || count == NULL)
+        return rn_set_error(RN_INVALID_ARG, "profiling_info: request, info and count must be set");
+    const rn_request_ops *ops = r->compiled->ops->request_ops;
+    if (ops->profiling == NULL)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "device %s reports no profiling",
+                            rn_compiled_model_device(r->compiled));
+    return ops->profiling(r->request, info, count);
+}

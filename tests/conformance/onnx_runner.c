@@ -1,0 +1,699 @@
+/* Conformance runner over ONNX backend test folders.
+ *
+ *   bazel run //tests/conformance:onnx -- --device REF DIR...
+ *
+ * Each DIR is either one case (model.onnx + test_data_set_N/{input,output}_K.pb)
+ * or a folder of cases (searched one level down), or a folder of ONNX "light"
+ * models (light_X.onnx + light_X_output_0.pb, whose input is arange(n)/n as
+ * float32). Every case runs in a child process with a time limit, so a crash
+ * or a hang is a FAIL with its reason, never the end of the run. Outputs are
+ * compared with ONNX's tolerance (rtol 1e-3, atol 1e-7; NaN equals NaN).
+ *
+ * A case is UNSUPPORTED when reading or compiling refuses it with
+ * RN_UNSUPPORTED (an op, type or attribute the device lacks); any other
+ * failure is FAIL. The runner prints one line per case that is not a PASS, a
+ * per-op table and a final line "N passed, N failed, N unsupported".
+ *
+ * --baseline FILE: every case named in FILE (one per line) must PASS; the
+ * exit status is non-zero otherwise. --write-passing FILE writes the names
+ * of the passing cases. --filter SUBSTR keeps the cases whose name contains it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "graph/onnx/onnx_reader.h"
+#include "runnel/runnel.h"
+#include "third_party/onnx_proto/onnx.pb-c.h"
+
+#define MAX_CASES 8192
+#define MAX_OPS   512
+
+typedef enum { PASS, FAIL, UNSUPPORTED } verdict;
+static const char *const verdict_names[] = {"PASS", "FAIL", "UNSUPPORTED"};
+
+typedef struct test_case {
+    char *name;
+    char *dir;          /* backend case folder, or NULL for a light model */
+    char *model;        /* path of the .onnx file */
+    char *light_output; /* light models: expected output .pb */
+    verdict result;
+    char reason[512];
+    char ops[256]; /* op types of the model, space separated */
+} test_case;
+
+typedef struct op_row {
+    char op[64];
+    int counts[3];
+} op_row;
+
+static const char *device = "REF";
+static double time_limit_s = 60.0;
+static bool use_fork = true;
+static bool verbose = false;
+
+static char *xstrdup(const char *s)
+{
+    char *d = strdup(s);
+    if (d == NULL) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return d;
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_case(const void *a, const void *b)
+{
+    return strcmp(((const test_case *)a)->name, ((const test_case *)b)->name);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ---- discovery ---- */
+
+static int n_cases;
+static test_case cases[MAX_CASES];
+
+static void add_case(const char *name, const char *dir, const char *model, const char *light)
+{
+    if (n_cases == MAX_CASES) {
+        fprintf(stderr, "too many cases (max %d)\n", MAX_CASES);
+        exit(2);
+    }
+    test_case *c = &cases[n_cases++];
+    memset(c, 0, sizeof *c);
+    c->name = xstrdup(name);
+    c->dir = dir ? xstrdup(dir) : NULL;
+    c->model = xstrdup(model);
+    c->light_output = light ? xstrdup(light) : NULL;
+}
+
+static const char *base_name(const char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    static char buf[1024];
+    snprintf(buf, sizeof buf, "%.*s", (int)n, path);
+    const char *slash = strrchr(buf, '/');
+    return slash ? slash + 1 : buf;
+}
+
+static void discover(const char *path, int depth)
+{
+    char model[4096];
+    snprintf(model, sizeof model, "%s/model.onnx", path);
+    if (is_file(model)) {
+        add_case(base_name(path), path, model, NULL);
+        return;
+    }
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        fprintf(stderr, "cannot open %s: %s\n", path, strerror(errno));
+        exit(2);
+    }
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        names = realloc(names, (n + 1) * sizeof *names);
+        names[n++] = xstrdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/%s", path, names[i]);
+        size_t len = strlen(names[i]);
+        if (len > 5 && strcmp(names[i] + len - 5, ".onnx") == 0) {
+            char out[4096];
+            snprintf(out, sizeof out, "%s/%.*s_output_0.pb", path, (int)(len - 5), names[i]);
+            if (is_file(out)) {
+                char cname[512];
+                snprintf(cname, sizeof cname, "%.*s", (int)(len - 5), names[i]);
+                add_case(cname, NULL, sub, out);
+            }
+        } else if (depth > 0 && is_dir(sub)) {
+            discover(sub, depth - 1);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Lists the op types of a model into ops (best effort: empty when the file
+ * does not parse). */
+static void model_ops(const char *path, char *ops, size_t size)
+{
+    ops[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
+    size_t got = buf ? fread(buf, 1, (size_t)len, f) : 0;
+    fclose(f);
+    Onnx__ModelProto *m =
+        buf && got == (size_t)len ? onnx__model_proto__unpack(NULL, got, buf) : NULL;
+    free(buf);
+    if (m == NULL || m->graph == NULL) {
+        if (m)
+            onnx__model_proto__free_unpacked(m, NULL);
+        return;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < m->graph->n_node; i++) {
+        const char *op = m->graph->node[i]->op_type;
+        if (op == NULL || strcmp(op, "Constant") == 0)
+            continue;
+        char word[80];
+        snprintf(word, sizeof word, " %s ", op);
+        char padded[300];
+        snprintf(padded, sizeof padded, " %s ", ops);
+        if (strstr(padded, word) != NULL)
+            continue;
+        if (used + strlen(op) + 2 < size)
+            used += (size_t)snprintf(ops + used, size - used, "%s%s", used ? " " : "", op);
+    }
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
+/* ---- running one case (in the child) ---- */
+
+static int result_fd = -1;
+
+static verdict report(test_case *c, verdict v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static verdict report(test_case *c, verdict v, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->reason, sizeof c->reason, fmt, ap);
+    va_end(ap);
+    c->result = v;
+    return v;
+}
+
+static double elem_as_double(rn_element_type type, const void *data, size_t i)
+{
+    switch (type) {
+    case RN_F32:
+        return ((const float *)data)[i];
+    case RN_F64:
+        return ((const double *)data)[i];
+    case RN_I8:
+        return ((const int8_t *)data)[i];
+    case RN_U8:
+    case RN_BOOL:
+        return ((const uint8_t *)data)[i];
+    case RN_I16:
+        return ((const int16_t *)data)[i];
+    case RN_U16:
+        return ((const uint16_t *)data)[i];
+    case RN_I32:
+        return ((const int32_t *)data)[i];
+    case RN_U32:
+        return ((const uint32_t *)data)[i];
+    case RN_I64:
+        return (double)((const int64_t *)data)[i];
+    case RN_U64:
+        return (double)((const uint64_t *)data)[i];
+    case RN_F16: {
+        uint16_t h = ((const uint16_t *)data)[i];
+        int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+        double v = e == 0    ? ldexp(m, -24)
+                   : e == 31 ? (m ? NAN : INFINITY)
+                             : ldexp(m + 1024, e - 25);
+        return (h & 0x8000) ? -v : v;
+    }
+    case RN_BF16: {
+        uint32_t bits = (uint32_t)((const uint16_t *)data)[i] << 16;
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+    default:
+        return 0;
+    }
+}
+
+static bool is_float_type(rn_element_type t)
+{
+    return t == RN_F32 || t == RN_F64 || t == RN_F16 || t == RN_BF16;
+}
+
+/* Compares an output with the expected tensor; on mismatch writes why. */
+static bool compare(const char *name, const rn_tensor *got, const graph_tensor *want, char *why,
+                    size_t size)
+{
+    if (rn_tensor_element_type(got) != want->type) {
+        snprintf(why, size, "output '%s': type %s, expected %s", name,
+                 rn_element_type_name(rn_tensor_element_type(got)),
+                 rn_element_type_name(want->type));
+        return false;
+    }
+    size_t rank = rn_tensor_rank(got);
+    const int64_t *dims = rn_tensor_dims(got);
+    bool same = rank == (size_t)want->rank;
+    for (size_t d = 0; same && d < rank; d++)
+        same = dims[d] == want->dims[d];
+    if (!same) {
+        char a[128] = "", b[128] = "";
+        size_t ua = 0, ub = 0;
+        for (size_t d = 0; d < rank && ua < sizeof a; d++)
+            ua +=
+                (size_t)snprintf(a + ua, sizeof a - ua, "%s%lld", d ? "," : "", (long long)dims[d]);
+        for (int d = 0; d < want->rank && ub < sizeof b; d++)
+            ub += (size_t)snprintf(b + ub, sizeof b - ub, "%s%lld", d ? "," : "",
+                                   (long long)want->dims[d]);
+        snprintf(why, size, "output '%s': shape [%s], expected [%s]", name, a, b);
+        return false;
+    }
+    if (want->type == RN_STRING) {
+        snprintf(why, size, "output '%s': string outputs are not compared", name);
+        return false;
+    }
+    size_t n = graph_tensor_count(want);
+    const void *g = rn_tensor_data(got);
+    for (size_t i = 0; i < n; i++) {
+        double x = elem_as_double(want->type, g, i);
+        double e = elem_as_double(want->type, want->data, i);
+        bool ok;
+        if (is_float_type(want->type)) {
+            if (isnan(e))
+                ok = isnan(x);
+            else if (isinf(e))
+                ok = x == e;
+            else
+                ok = fabs(x - e) <= 1e-7 + 1e-3 * fabs(e);
+        } else if (want->type == RN_I64 || want->type == RN_U64) {
+            size_t es = rn_element_type_size(want->type);
+            ok = memcmp((const char *)g + i * es, (const char *)want->data + i * es, es) == 0;
+        } else {
+            ok = x == e;
+        }
+        if (!ok) {
+            snprintf(why, size, "output '%s': element %zu is %.9g, expected %.9g", name, i, x, e);
+            return false;
+        }
+    }
+    return true;
+}
+
+static verdict status_verdict(rn_status st)
+{
+    return st == RN_UNSUPPORTED ? UNSUPPORTED : FAIL;
+}
+
+static verdict run_data_set(test_case *c, rn_infer_request *req, const rn_compiled_model *cm,
+                            const char *set_dir)
+{
+    size_t n_in = rn_compiled_model_input_count(cm), n_out = rn_compiled_model_output_count(cm);
+    graph_tensor *ins = calloc(n_in + 1, sizeof *ins);
+    rn_tensor **wrapped = calloc(n_in + 1, sizeof *wrapped);
+    verdict v = PASS;
+    for (size_t i = 0; i < n_in && v == PASS; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/input_%zu.pb", set_dir, i);
+        rn_status st = onnx_read_tensor_file(p, &ins[i]);
+        if (st != RN_OK) {
+            v = report(c, status_verdict(st), "input_%zu.pb: %s", i, rn_last_error());
+            break;
+        }
+        st = rn_tensor_wrap(ins[i].type, ins[i].dims, (size_t)ins[i].rank, ins[i].data,
+                            ins[i].nbytes, &wrapped[i]);
+        if (st == RN_OK)
+            st = rn_infer_request_set_input_tensor(req, i, wrapped[i]);
+        if (st != RN_OK)
+            v = report(c, status_verdict(st), "input %zu: %s: %s", i, rn_status_name(st),
+                       rn_last_error());
+    }
+    if (v == PASS) {
+        rn_status st = rn_infer_request_infer(req);
+        if (st != RN_OK)
+            v = report(c, status_verdict(st), "infer: %s: %s", rn_status_name(st), rn_last_error());
+    }
+    for (size_t o = 0; o < n_out && v == PASS; o++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/output_%zu.pb", set_dir, o);
+        graph_tensor want = {0};
+        rn_status st = onnx_read_tensor_file(p, &want);
+        if (st != RN_OK) {
+            v = report(c, FAIL, "output_%zu.pb: %s", o, rn_last_error());
+            break;
+        }
+        rn_tensor *got;
+        rn_port port;
+        rn_compiled_model_output(cm, o, &port);
+        rn_infer_request_get_output_tensor(req, o, &got);
+        char why[400];
+        if (!compare(port.name, got, &want, why, sizeof why))
+            v = report(c, FAIL, "%s", why);
+        graph_tensor_release(&want);
+    }
+    for (size_t i = 0; i < n_in; i++) {
+        rn_tensor_free(wrapped[i]);
+        graph_tensor_release(&ins[i]);
+    }
+    free(wrapped);
+    free(ins);
+    return v;
+}
+
+/* Light models: the one non-constant input is arange(n)/n as float32. */
+static verdict run_light(test_case *c, rn_infer_request *req, const rn_compiled_model *cm)
+{
+    if (rn_compiled_model_input_count(cm) != 1 || rn_compiled_model_output_count(cm) != 1)
+        return report(c, FAIL, "light model with %zu inputs and %zu outputs",
+                      rn_compiled_model_input_count(cm), rn_compiled_model_output_count(cm));
+    rn_tensor *in;
+    rn_infer_request_get_input_tensor(req, 0, &in);
+    size_t n = rn_tensor_element_count(in);
+    float *x = rn_tensor_data(in);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((double)i / (double)n);
+    rn_status st = rn_infer_request_infer(req);
+    if (st != RN_OK)
+        return report(c, status_verdict(st), "infer: %s: %s", rn_status_name(st), rn_last_error());
+    graph_tensor want = {0};
+    if ((st = onnx_read_tensor_file(c->light_output, &want)) != RN_OK)
+        return report(c, FAIL, "%s: %s", c->light_output, rn_last_error());
+    rn_tensor *got;
+    rn_port port;
+    rn_compiled_model_output(cm, 0, &port);
+    rn_infer_request_get_output_tensor(req, 0, &got);
+    char why[400];
+    verdict v = compare(port.name, got, &want, why, sizeof why) ? PASS : report(c, FAIL, "%s", why);
+    graph_tensor_release(&want);
+    return v;
+}
+
+static verdict run_case(test_case *c)
+{
+    rn_core *core = NULL;
+    rn_model *model = NULL;
+    rn_compiled_model *cm = NULL;
+    rn_infer_request *req = NULL;
+    verdict v = PASS;
+    rn_status st = rn_core_create(&core);
+    if (st != RN_OK)
+        return report(c, FAIL, "core: %s", rn_last_error());
+    if ((st = rn_core_read_model(core, c->model, &model)) != RN_OK) {
+        v = report(c, status_verdict(st), "read: %s: %s", rn_status_name(st), rn_last_error());
+        goto done;
+    }
+    if ((st = rn_core_compile_model(core, model, device, NULL, 0, &cm)) != RN_OK) {
+        v = report(c, status_verdict(st), "compile: %s: %s", rn_status_name(st), rn_last_error());
+        goto done;
+    }
+    if ((st = rn_compiled_model_create_infer_request(cm, &req)) != RN_OK) {
+        v = report(c, status_verdict(st), "request: %s: %s", rn_status_name(st), rn_last_error());
+        goto done;
+    }
+    if (c->light_output != NULL) {
+        v = run_light(c, req, cm);
+        goto done;
+    }
+    int sets = 0;
+    for (int k = 0; v == PASS; k++) {
+        char set_dir[4096];
+        snprintf(set_dir, sizeof set_dir, "%s/test_data_set_%d", c->dir, k);
+        if (!is_dir(set_dir))
+            break;
+        sets++;
+        v = run_data_set(c, req, cm, set_dir);
+    }
+    if (v == PASS && sets == 0)
+        v = report(c, FAIL, "no test_data_set_* folder");
+done:
+    rn_infer_request_free(req);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    if (v == PASS)
+        c->reason[0] = '\0';
+    return v;
+}
+
+/* Runs a case in a child process with a time limit; the child writes
+ * "<verdict> <reason>" to a pipe. */
+static void run_isolated(test_case *c)
+{
+    if (!use_fork) {
+        run_case(c);
+        return;
+    }
+    int fds[2];
+    if (pipe(fds) != 0) {
+        report(c, FAIL, "pipe: %s", strerror(errno));
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        report(c, FAIL, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        result_fd = fds[1];
+        verdict v = run_case(c);
+        char line[600];
+        int len = snprintf(line, sizeof line, "%d %s", (int)v, c->reason);
+        if (write(result_fd, line, (size_t)(len < (int)sizeof line ? len : (int)sizeof line - 1)) <
+            0)
+            _exit(3);
+        _exit(0);
+    }
+    close(fds[1]);
+    char buf[600];
+    size_t got = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool timed_out = false;
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double left = time_limit_s -
+                      ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
+        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            continue;
+        ssize_t k = read(fds[0], buf + got, sizeof buf - 1 - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fds[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    buf[got] = '\0';
+    if (timed_out) {
+        report(c, FAIL, "timed out after %.0f s", time_limit_s);
+    } else if (WIFSIGNALED(status)) {
+        report(c, FAIL, "crashed: signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    } else if (got == 0 || WEXITSTATUS(status) != 0) {
+        report(c, FAIL, "child exited with status %d and no result", WEXITSTATUS(status));
+    } else {
+        char *space = strchr(buf, ' ');
+        c->result = (verdict)atoi(buf);
+        snprintf(c->reason, sizeof c->reason, "%s", space ? space + 1 : "");
+    }
+}
+
+/* ---- main ---- */
+
+static int row_index(op_row *rows, int *n_rows, const char *op)
+{
+    for (int i = 0; i < *n_rows; i++)
+        if (strcmp(rows[i].op, op) == 0)
+            return i;
+    if (*n_rows == MAX_OPS)
+        return -1;
+    snprintf(rows[*n_rows].op, sizeof rows[*n_rows].op, "%s", op);
+    memset(rows[*n_rows].counts, 0, sizeof rows[*n_rows].counts);
+    return (*n_rows)++;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    return strcmp(((const op_row *)a)->op, ((const op_row *)b)->op);
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: onnx --device DEV [--baseline FILE] [--write-passing FILE] "
+                    "[--filter SUBSTR] [--timeout SECONDS] [--no-fork] [--verbose] DIR...\n");
+    exit(2);
+}
+
+static char **read_lines(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "cannot open baseline %s: %s\n", path, strerror(errno));
+        exit(2);
+    }
+    char **lines = NULL;
+    char line[1024];
+    *n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '\0' || line[0] == '#')
+            continue;
+        lines = realloc(lines, (*n + 1) * sizeof *lines);
+        lines[(*n)++] = xstrdup(line);
+    }
+    fclose(f);
+    return lines;
+}
+
+int main(int argc, char **argv)
+{
+    const char *baseline = NULL, *write_passing = NULL, *filter = NULL;
+    int first_dir = argc;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+            device = argv[++i];
+        else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc)
+            baseline = argv[++i];
+        else if (strcmp(argv[i], "--write-passing") == 0 && i + 1 < argc)
+            write_passing = argv[++i];
+        else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
+            filter = argv[++i];
+        else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+            time_limit_s = atof(argv[++i]);
+        else if (strcmp(argv[i], "--no-fork") == 0)
+            use_fork = false;
+        else if (strcmp(argv[i], "--verbose") == 0)
+            verbose = true;
+        else if (argv[i][0] == '-')
+            usage();
+        else {
+            first_dir = i;
+            break;
+        }
+    }
+    if (first_dir >= argc)
+        usage();
+    for (int i = first_dir; i < argc; i++) {
+        if (!is_dir(argv[i])) {
+            fprintf(stderr, "%s: not a folder\n", argv[i]);
+            return 2;
+        }
+        discover(argv[i], 1);
+    }
+    qsort(cases, (size_t)n_cases, sizeof cases[0], cmp_case);
+    int counts[3] = {0};
+    op_row *rows = calloc(MAX_OPS, sizeof *rows);
+    int n_rows = 0;
+    int ran = 0;
+    for (int i = 0; i < n_cases; i++) {
+        test_case *c = &cases[i];
+        if (filter != NULL && strstr(c->name, filter) == NULL)
+            continue;
+        ran++;
+        model_ops(c->model, c->ops, sizeof c->ops);
+        run_isolated(c);
+        counts[c->result]++;
+        if (c->result != PASS || verbose)
+            printf("%-11s %s [%s] %s\n", verdict_names[c->result], c->name, c->ops, c->reason);
+        char ops[256];
+        snprintf(ops, sizeof ops, "%s", c->ops[0] ? c->ops : "(none)");
+        for (char *tok = strtok(ops, " "); tok != NULL; tok = strtok(NULL, " ")) {
+            int r = row_index(rows, &n_rows, tok);
+            if (r >= 0)
+                rows[r].counts[c->result]++;
+        }
+    }
+    qsort(rows, (size_t)n_rows, sizeof *rows, cmp_row);
+    printf("\n%-28s %6s %6s %6s\n", "op", "pass", "fail", "unsup");
+    for (int i = 0; i < n_rows; i++)
+        printf("%-28s %6d %6d %6d\n", rows[i].op, rows[i].counts[PASS], rows[i].counts[FAIL],
+               rows[i].counts[UNSUPPORTED]);
+    free(rows);
+    int exit_code = counts[FAIL] ? 1 : 0;
+    if (baseline != NULL) {
+        size_t n;
+        char **names = read_lines(baseline, &n);
+        size_t missing = 0;
+        for (size_t k = 0; k < n; k++) {
+            bool passed = false;
+            bool found = false;
+            for (int i = 0; i < n_cases; i++)
+                if (strcmp(cases[i].name, names[k]) == 0) {
+                    found = true;
+                    passed = cases[i].result == PASS &&
+                             (filter == NULL || strstr(cases[i].name, filter) != NULL);
+                }
+            if (found && !passed) {
+                printf("baseline case no longer passes: %s\n", names[k]);
+                missing++;
+            } else if (!found) {
+                printf("baseline case not found: %s\n", names[k]);
+                missing++;
+            }
+            free(names[k]);
+        }
+        free(names);
+        printf("baseline: %zu of %zu cases still pass\n", n - missing, n);
+        exit_code = missing ? 1 : 0;
+    }
+    if (write_passing != NULL) {
+        FILE *f = fopen(write_passing, "w");
+        if (f == NULL) {
+            fprintf(stderr, "cannot write %s: %s\n", write_passing, strerror(errno));
+            return 2;
+        }
+        for (int i = 0; i < n_cases; i++)
+            if (cases[i].result == PASS && (filter == NULL || strstr(cases[i].name, filter)))
+                fprintf(f, "%s\n", cases[i].name);
+        fclose(f);
+    }
+    printf("\n%d passed, %d failed, %d unsupported\n", counts[PASS], counts[FAIL],
+           counts[UNSUPPORTED]);
+    (void)ran;
+    return exit_code;
+}
