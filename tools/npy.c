@@ -114,9 +114,9 @@ rn_status npy_read(const char *path, rn_tensor **out)
         st = rn_set_error(RN_PARSE_ERROR, "%s: truncated header", path);
         goto done;
     }
-    rn_element_type type;
-    int64_t dims[RN_MAX_RANK];
-    size_t rank;
+    rn_element_type type = RN_UNDEFINED;
+    int64_t dims[RN_MAX_RANK] = {0};
+    size_t rank = 0;
     if ((st = parse_header(path, header, &type, dims, &rank)) != RN_OK)
         goto done;
     if ((st = rn_tensor_create(type, dims, rank, &t)) != RN_OK)

@@ -1,0 +1,109 @@
+/* Internals shared by the files of the ONNX reader; not for use outside
+ * graph/onnx/. */
+#ifndef RUNNEL_GRAPH_ONNX_INTERNAL_H
+#define RUNNEL_GRAPH_ONNX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "graph/graph.h"
+#include "runnel/status.h"
+#include "third_party/onnx_proto/onnx.pb-c.h"
+
+/* ---- files (file.c) ---- */
+
+/* The bytes of a whole file, mapped read-only (or a heap buffer for an empty
+ * file). A missing, unreadable or non-regular file is RN_IO_ERROR naming the
+ * path. Release with onnx_file_unmap. */
+typedef struct onnx_file {
+    void *data;
+    size_t size;
+    bool mapped;
+} onnx_file;
+
+rn_status onnx_file_map(const char *path, onnx_file *out);
+void onnx_file_unmap(onnx_file *f);
+
+/* The folder part of `path` ("." when it has none), malloc'ed; NULL when out
+ * of memory. */
+char *onnx_dirname(const char *path);
+
+/* ---- wire data (wire.c) ---- */
+
+/* Subgraphs nest this deep at most; deeper is refused before the C stack is. */
+#define ONNX_MAX_DEPTH 64
+
+/* Protobuf messages nest at most this deep in a model: 3 levels per subgraph
+ * (graph, node, attribute) leave room for ONNX_MAX_DEPTH subgraphs. */
+#define ONNX_MAX_MESSAGE_DEPTH 256
+
+/* False when the wire data of a `desc` message nests messages deeper than
+ * max_depth; true otherwise, malformed or not (protobuf-c judges the rest).
+ * Run before protobuf-c's unpack, which recurses without a limit. */
+bool onnx_wire_depth_ok(const ProtobufCMessageDescriptor *desc, const void *data, size_t len,
+                        int max_depth);
+
+/* ---- names (names.c) ---- */
+
+/* A string -> pointer hash map that owns copies of its keys. Built per graph
+ * while reading, so that name look-ups stay O(1) on graphs of many nodes. */
+typedef struct onnx_name_map {
+    size_t cap;   /* slots, a power of two (0 before the first insertion) */
+    size_t count; /* keys present */
+    char **keys;
+    void **vals;
+} onnx_name_map;
+
+void onnx_name_map_free(onnx_name_map *m);
+/* The value stored for `key`, or NULL. */
+void *onnx_name_map_get(const onnx_name_map *m, const char *key);
+bool onnx_name_map_has(const onnx_name_map *m, const char *key);
+/* Inserts or replaces `key`. RN_OUT_OF_MEMORY is the only error. */
+rn_status onnx_name_map_put(onnx_name_map *m, const char *key, void *val);
+
+/* ---- element types and tensors (tensor.c) ---- */
+
+/* Maps an ONNX TensorProto.DataType number to the runtime's element type.
+ * `what` names the value or tensor in the error: RN_UNSUPPORTED for an ONNX
+ * type the runtime lacks (complex, float8, 4-bit), RN_PARSE_ERROR for a number
+ * ONNX does not define. UNDEFINED (0) is accepted only when `allow_undefined`. */
+rn_status onnx_element_type(int32_t data_type, const char *what, bool allow_undefined,
+                            rn_element_type *out);
+
+/* As onnx_tensor_from_proto, but may take over the proto's raw_data buffer
+ * instead of copying it (the proto then holds no raw_data), which halves the
+ * peak memory of reading large initializers. */
+rn_status onnx_tensor_take(Onnx__TensorProto *proto, const char *base_dir, graph_tensor *out);
+
+/* ---- graphs (model.c, attr.c) ---- */
+
+/* Errors inside subgraphs are prefixed with where they happened ("node 'x'
+ * (If): attribute 'then_branch': subgraph 'g': ") for this many levels; below
+ * that the prefixes would push the cause out of the bounded message. */
+#define ONNX_WRAP_DEPTH 8
+
+/* The model-wide state a graph and its subgraphs are read with. */
+typedef struct onnx_ctx {
+    const char *base_dir; /* folder of external data; NULL refuses it */
+    const Onnx__ModelProto *model;
+    int default_opset;
+    int ir_version;
+    int depth; /* nesting level of the graph being read (0: the main graph) */
+} onnx_ctx;
+
+/* Reads one GraphProto into a new graph whose enclosing graph is `parent`
+ * (NULL for the main graph); the result is sorted and validated but its
+ * shapes are not inferred. The proto is not const because initializers may
+ * give their raw_data buffers to the graph. */
+rn_status onnx_read_graph(const onnx_ctx *ctx, Onnx__GraphProto *proto, graph *parent, graph **out);
+
+/* Converts one AttributeProto of `node` (already added to g) into *out.
+ * Subgraphs are read with g as their enclosing graph. */
+rn_status onnx_read_attr(const onnx_ctx *ctx, graph *g, const graph_node *node,
+                         Onnx__AttributeProto *proto, graph_attr *out);
+
+/* Builds the constant tensor of a Constant node from its single attribute. */
+rn_status onnx_constant_value(const onnx_ctx *ctx, const Onnx__NodeProto *node, const char *name,
+                              graph_tensor *out);
+
+#endif /* RUNNEL_GRAPH_ONNX_INTERNAL_H */

@@ -1,0 +1,233 @@
+/* The public API: tensors, core, compile, infer requests and their errors. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "runnel/runnel.h"
+
+#define NODE_DIR "/usr/share/libonnx-testdata/data/node"
+
+Test(status, names_come_from_the_table)
+{
+    cr_assert_str_eq(rn_status_name(RN_OK), "OK");
+    cr_assert_str_eq(rn_status_name(RN_REQUEST_BUSY), "REQUEST_BUSY");
+    cr_assert_str_eq(rn_status_name((rn_status)-999), "UNKNOWN");
+    cr_assert(RN_INVALID_ARG < 0);
+}
+
+Test(status, last_error_is_per_thread_detail)
+{
+    rn_status st = rn_set_error(RN_INVALID_ARG, "key '%s'", "FOO");
+    cr_assert_eq(st, RN_INVALID_ARG);
+    cr_assert_str_eq(rn_last_error(), "key 'FOO'");
+    rn_wrap_error(st, "compile: ");
+    cr_assert_str_eq(rn_last_error(), "compile: key 'FOO'");
+}
+
+Test(tensor, create_owns_zeroed_buffer)
+{
+    int64_t dims[] = {2, 3};
+    rn_tensor *t = NULL;
+    cr_assert_eq(rn_tensor_create(RN_F32, dims, 2, &t), RN_OK);
+    cr_assert_eq(rn_tensor_byte_size(t), 24);
+    cr_assert_eq(rn_tensor_element_count(t), 6);
+    cr_assert_eq(rn_tensor_rank(t), 2);
+    cr_assert_eq(rn_tensor_dims(t)[1], 3);
+    const float *x = rn_tensor_data(t);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(x[i], 0.0f);
+    rn_tensor_free(t);
+    rn_tensor_free(NULL);
+}
+
+Test(tensor, bad_shapes_are_errors_and_out_untouched)
+{
+    int64_t dims[] = {2, -1};
+    rn_tensor *t = (rn_tensor *)0x1;
+    cr_assert_eq(rn_tensor_create(RN_F32, dims, 2, &t), RN_INVALID_ARG);
+    cr_assert_eq(t, (rn_tensor *)0x1);
+    cr_assert(strstr(rn_last_error(), "negative") != NULL);
+    int64_t big[RN_MAX_RANK + 1] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    cr_assert_eq(rn_tensor_create(RN_F32, big, RN_MAX_RANK + 1, &t), RN_INVALID_ARG);
+    cr_assert_eq(rn_tensor_create((rn_element_type)99, dims, 0, &t), RN_INVALID_ARG);
+}
+
+Test(tensor, wrap_checks_the_byte_size)
+{
+    float buf[6];
+    int64_t dims[] = {2, 3};
+    rn_tensor *t;
+    cr_assert_eq(rn_tensor_wrap(RN_F32, dims, 2, buf, sizeof buf - 4, &t), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "24 bytes") != NULL);
+    cr_assert_eq(rn_tensor_wrap(RN_F32, dims, 2, buf, sizeof buf, &t), RN_OK);
+    cr_assert_eq(rn_tensor_data(t), buf);
+    rn_tensor_free(t); /* does not free buf */
+}
+
+Test(core, lists_ref)
+{
+    rn_core *core;
+    cr_assert_eq(rn_core_create(&core), RN_OK);
+    bool ref = false;
+    for (size_t i = 0; i < rn_core_device_count(core); i++)
+        ref |= strcmp(rn_core_device_name(core, i), "REF") == 0;
+    cr_assert(ref);
+    cr_assert_null(rn_core_device_name(core, 1000));
+    rn_core_free(core);
+}
+
+Test(core, missing_model_file_names_the_path)
+{
+    rn_core *core;
+    rn_core_create(&core);
+    rn_model *m = NULL;
+    cr_assert_eq(rn_core_read_model(core, "/nonexistent/model.onnx", &m), RN_IO_ERROR);
+    cr_assert_null(m);
+    cr_assert(strstr(rn_last_error(), "/nonexistent/model.onnx") != NULL, "%s", rn_last_error());
+    rn_core_free(core);
+}
+
+/* A core with test_add compiled on REF, and a request. */
+typedef struct fixture {
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *compiled;
+    rn_infer_request *request;
+} fixture;
+
+static void open_add(fixture *f, const rn_property *props, size_t n)
+{
+    cr_assert_eq(rn_core_create(&f->core), RN_OK);
+    cr_assert_eq(rn_core_read_model(f->core, NODE_DIR "/test_add/model.onnx", &f->model), RN_OK,
+                 "%s", rn_last_error());
+    cr_assert_eq(rn_core_compile_model(f->core, f->model, "REF", props, n, &f->compiled), RN_OK,
+                 "%s", rn_last_error());
+    cr_assert_eq(rn_compiled_model_create_infer_request(f->compiled, &f->request), RN_OK);
+}
+
+static void close_fixture(fixture *f)
+{
+    rn_infer_request_free(f->request);
+    rn_compiled_model_free(f->compiled);
+    rn_model_free(f->model);
+    rn_core_free(f->core);
+}
+
+Test(compile, unknown_device_is_not_found)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = NULL;
+    rn_core_create(&core);
+    cr_assert_eq(rn_core_read_model(core, NODE_DIR "/test_add/model.onnx", &model), RN_OK);
+    cr_assert_eq(rn_core_compile_model(core, model, "TPU", NULL, 0, &cm), RN_NOT_FOUND);
+    cr_assert(strstr(rn_last_error(), "TPU") != NULL);
+    cr_assert_null(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+Test(compile, unknown_property_names_the_key)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = NULL;
+    rn_core_create(&core);
+    cr_assert_eq(rn_core_read_model(core, NODE_DIR "/test_add/model.onnx", &model), RN_OK);
+    rn_property props[] = {{"NO_SUCH_KEY", "1"}};
+    cr_assert_eq(rn_core_compile_model(core, model, "REF", props, 1, &cm), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "NO_SUCH_KEY") != NULL, "%s", rn_last_error());
+    rn_property bad[] = {{"ENABLE_PROFILING", "maybe"}};
+    cr_assert_eq(rn_core_compile_model(core, model, "REF", bad, 1, &cm), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "ENABLE_PROFILING") != NULL, "%s", rn_last_error());
+    cr_assert_null(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+Test(request, add_computes_the_sum)
+{
+    fixture f;
+    open_add(&f, NULL, 0);
+    cr_assert_eq(rn_compiled_model_input_count(f.compiled), 2);
+    rn_port port;
+    cr_assert_eq(rn_compiled_model_input(f.compiled, 0, &port), RN_OK);
+    cr_assert_eq(port.element_type, RN_F32);
+    cr_assert_eq(port.shape.rank, 3);
+    rn_tensor *a, *b, *y;
+    cr_assert_eq(rn_infer_request_get_input_tensor(f.request, 0, &a), RN_OK);
+    cr_assert_eq(rn_infer_request_get_input_tensor(f.request, 1, &b), RN_OK);
+    size_t n = rn_tensor_element_count(a);
+    float *x0 = rn_tensor_data(a), *x1 = rn_tensor_data(b);
+    for (size_t i = 0; i < n; i++) {
+        x0[i] = (float)i;
+        x1[i] = 0.5f * (float)i;
+    }
+    cr_assert_eq(rn_infer_request_infer(f.request), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_infer_request_get_output_tensor(f.request, 0, &y), RN_OK);
+    cr_assert_eq(rn_tensor_element_count(y), n);
+    const float *out = rn_tensor_data(y);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_float_eq(out[i], 1.5f * (float)i, 1e-6);
+    close_fixture(&f);
+}
+
+Test(request, wrong_type_or_shape_is_refused)
+{
+    fixture f;
+    open_add(&f, NULL, 0);
+    int64_t dims[] = {3, 4, 5};
+    rn_tensor *t;
+    rn_tensor_create(RN_I32, dims, 3, &t);
+    cr_assert_eq(rn_infer_request_set_input_tensor(f.request, 0, t), RN_TYPE_MISMATCH);
+    cr_assert(strstr(rn_last_error(), "i32") != NULL, "%s", rn_last_error());
+    rn_tensor_free(t);
+    int64_t wrong[] = {3, 4, 6};
+    rn_tensor_create(RN_F32, wrong, 3, &t);
+    cr_assert_eq(rn_infer_request_set_input_tensor(f.request, 0, t), RN_SHAPE_MISMATCH);
+    cr_assert_eq(rn_infer_request_set_tensor(f.request, "no_such_input", t), RN_NOT_FOUND);
+    cr_assert(strstr(rn_last_error(), "no_such_input") != NULL);
+    cr_assert_eq(rn_infer_request_set_input_tensor(f.request, 7, t), RN_INVALID_ARG);
+    rn_tensor_free(t);
+    close_fixture(&f);
+}
+
+Test(request, caller_output_buffer_receives_results)
+{
+    fixture f;
+    open_add(&f, NULL, 0);
+    float out[60];
+    memset(out, 0, sizeof out);
+    int64_t dims[] = {3, 4, 5};
+    rn_tensor *y;
+    cr_assert_eq(rn_tensor_wrap(RN_F32, dims, 3, out, sizeof out, &y), RN_OK);
+    rn_port port;
+    rn_compiled_model_output(f.compiled, 0, &port);
+    cr_assert_eq(rn_infer_request_set_tensor(f.request, port.name, y), RN_OK, "%s",
+                 rn_last_error());
+    rn_tensor *a;
+    rn_infer_request_get_input_tensor(f.request, 0, &a);
+    ((float *)rn_tensor_data(a))[7] = 2.0f;
+    cr_assert_eq(rn_infer_request_infer(f.request), RN_OK, "%s", rn_last_error());
+    cr_assert_float_eq(out[7], 2.0f, 1e-6);
+    rn_tensor *got;
+    rn_infer_request_get_output_tensor(f.request, 0, &got);
+    cr_assert_eq(got, y);
+    close_fixture(&f);
+    rn_tensor_free(y);
+}
+
+Test(request, profiling_reports_every_node)
+{
+    fixture f;
+    rn_property props[] = {{"ENABLE_PROFILING", "YES"}};
+    open_add(&f, props, 1);
+    cr_assert_eq(rn_infer_request_infer(f.request), RN_OK);
+    const rn_profiling_info *info;
+    size_t n;
+    cr_assert_eq(rn_infer_request_profiling_info(f.request, &info, &n), RN_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(info[0].node_type, "Add");
+    cr_assert_str_eq(info[0].exec_type, "ref");
+    cr_assert_eq(info[0].status, RN_NODE_EXECUTED);
+    close_fixture(&f);
+}
