@@ -91,9 +91,8 @@ int64_t graph_shape_count(const graph_shape *s)
         return -1;
     int64_t n = 1;
     for (int i = 0; i < s->rank; i++) {
-        if (s->dims[i] < 0)
-            return -1;
-        n *= s->dims[i];
+        if (s->dims[i] < 0 || __builtin_mul_overflow(n, s->dims[i], &n))
+            return -1; /* dynamic, or too large to be a real tensor */
     }
     return n;
 }
@@ -275,16 +274,65 @@ void graph_free(graph *g)
     free(g->values);
     free(g->inputs);
     free(g->outputs);
+    free(g->index);
     free(g->name);
     free(g);
+}
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Inserts value id into g's name index (which has room). */
+static void index_put(graph *g, int id)
+{
+    size_t mask = (size_t)g->index_cap - 1;
+    size_t i = (size_t)name_hash(g->values[id]->name) & mask;
+    while (g->index[i] != 0)
+        i = (i + 1) & mask;
+    g->index[i] = id + 1;
+}
+
+/* Rebuilds the name index for at least `need` values (load factor <= 1/2). */
+static rn_status index_rebuild(graph *g, int need)
+{
+    int cap = 64;
+    while (cap < 2 * need)
+        cap *= 2;
+    int *index = calloc((size_t)cap, sizeof *index);
+    if (index == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "graph: out of memory");
+    free(g->index);
+    g->index = index;
+    g->index_cap = cap;
+    for (int v = 0; v < g->n_values; v++)
+        index_put(g, v);
+    return RN_OK;
+}
+
+static graph_value *index_get(const graph *g, const char *name)
+{
+    if (g->index_cap == 0)
+        return NULL;
+    size_t mask = (size_t)g->index_cap - 1;
+    for (size_t i = (size_t)name_hash(name) & mask; g->index[i] != 0; i = (i + 1) & mask) {
+        graph_value *v = g->values[g->index[i] - 1];
+        if (strcmp(v->name, name) == 0)
+            return v;
+    }
+    return NULL;
 }
 
 graph_value *graph_find_value(const graph *g, const char *name, bool outer)
 {
     for (; g != NULL; g = outer ? g->parent : NULL) {
-        for (int i = 0; i < g->n_values; i++)
-            if (strcmp(g->values[i]->name, name) == 0)
-                return g->values[i];
+        graph_value *v = index_get(g, name);
+        if (v != NULL)
+            return v;
     }
     return NULL;
 }
@@ -297,6 +345,8 @@ rn_status graph_add_value(graph *g, const char *name, graph_value **out)
         return rn_set_error(RN_PARSE_ERROR, "graph '%s': value '%s' is defined twice", g->name,
                             name);
     rn_status st = grow((void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(void *));
+    if (st == RN_OK && 2 * (g->n_values + 1) > g->index_cap)
+        st = index_rebuild(g, g->n_values + 1);
     if (st != RN_OK)
         return st;
     graph_value *v = calloc(1, sizeof *v);
@@ -307,6 +357,7 @@ rn_status graph_add_value(graph *g, const char *name, graph_value **out)
     v->shape.rank = -1;
     v->id = g->n_values;
     g->values[g->n_values++] = v;
+    index_put(g, v->id);
     *out = v;
     return RN_OK;
 }
@@ -468,64 +519,168 @@ int graph_node_attr_floats(const graph_node *n, const char *name, const float **
 
 /* ---- topological sort ---- */
 
-/* Kahn's algorithm over producer edges, taking ready nodes in their original
- * order so that the result is stable. Inputs from outer scopes, constants and
- * parameters are always ready. */
+/* The node of g that produces v, or NULL (parameters, constants, values of
+ * other graphs). */
+static graph_node *local_producer(const graph *g, const graph_value *v)
+{
+    if (v == NULL || v->producer == NULL || !(v->id < g->n_values && g->values[v->id] == v))
+        return NULL;
+    return v->producer;
+}
+
+typedef struct dep_list {
+    int n, cap;
+    int *producers; /* node indices */
+} dep_list;
+
+static rn_status dep_add(dep_list *d, int producer)
+{
+    if (d->n == d->cap) {
+        int ncap = d->cap ? d->cap * 2 : 8;
+        int *p = realloc(d->producers, (size_t)ncap * sizeof *p);
+        if (p == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "graph: out of memory sorting");
+        d->producers = p;
+        d->cap = ncap;
+    }
+    d->producers[d->n++] = producer;
+    return RN_OK;
+}
+
+/* Adds the producers in g of every value that the subgraphs of `node` read
+ * from outer scopes (at any depth): a control-flow node runs after them. */
+static rn_status subgraph_deps(const graph *g, const graph_node *node, dep_list *d)
+{
+    for (int a = 0; a < node->n_attrs; a++) {
+        const graph_attr *at = &node->attrs[a];
+        int ng = at->g != NULL ? 1 : (at->graphs != NULL ? at->count : 0);
+        for (int s = 0; s < ng; s++) {
+            const graph *sub = at->g != NULL ? at->g : at->graphs[s];
+            for (int sn = 0; sn < sub->n_nodes; sn++) {
+                const graph_node *inner = sub->nodes[sn];
+                for (int k = 0; k < inner->n_inputs; k++) {
+                    graph_node *p = local_producer(g, inner->inputs[k]);
+                    if (p != NULL) {
+                        rn_status st = dep_add(d, p->id);
+                        if (st != RN_OK)
+                            return st;
+                    }
+                }
+                rn_status st = subgraph_deps(g, inner, d);
+                if (st != RN_OK)
+                    return st;
+            }
+            for (int o = 0; o < sub->n_outputs; o++) {
+                graph_node *p = local_producer(g, sub->outputs[o]);
+                if (p != NULL) {
+                    rn_status st = dep_add(d, p->id);
+                    if (st != RN_OK)
+                        return st;
+                }
+            }
+        }
+    }
+    return RN_OK;
+}
+
+/* A binary min-heap of node indices: ready nodes leave in file order, so the
+ * sort is stable. */
+static void heap_push(int *heap, int *n, int x)
+{
+    int i = (*n)++;
+    while (i > 0 && heap[(i - 1) / 2] > x) {
+        heap[i] = heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    heap[i] = x;
+}
+
+static int heap_pop(int *heap, int *n)
+{
+    int top = heap[0], x = heap[--(*n)], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && heap[c + 1] < heap[c])
+            c++;
+        if (heap[c] >= x)
+            break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    if (*n > 0)
+        heap[i] = x;
+    return top;
+}
+
+/* Kahn's algorithm over producer edges (direct inputs and the outer values
+ * subgraphs read), taking ready nodes in their original order. O(E log N). */
 rn_status graph_sort(graph *g)
 {
     int n = g->n_nodes;
     if (n == 0)
         return RN_OK;
-    int *pending = calloc((size_t)n, sizeof(int));
-    graph_node **sorted = malloc((size_t)n * sizeof *sorted);
-    char *done = calloc((size_t)n, 1);
-    if (!pending || !sorted || !done) {
-        free(pending);
-        free(sorted);
-        free(done);
-        return rn_set_error(RN_OUT_OF_MEMORY, "graph: out of memory sorting");
-    }
     for (int i = 0; i < n; i++)
         g->nodes[i]->id = i;
-    /* A producer belongs to this graph if it is in g->nodes at its id. */
-    for (int i = 0; i < n; i++) {
-        graph_node *node = g->nodes[i];
-        for (int k = 0; k < node->n_inputs; k++) {
-            graph_value *v = node->inputs[k];
-            if (v != NULL && v->producer != NULL && v->producer->id < n &&
-                g->nodes[v->producer->id] == v->producer)
-                pending[i]++;
-        }
-    }
-    int count = 0;
-    bool progress = true;
-    /* Repeated stable sweeps: O(n * depth) worst case, fine for model sizes. */
-    while (count < n && progress) {
-        progress = false;
-        for (int i = 0; i < n; i++) {
-            if (done[i] || pending[i] != 0)
-                continue;
-            graph_node *node = g->nodes[i];
-            done[i] = 1;
-            sorted[count++] = node;
-            progress = true;
-            for (int o = 0; o < node->n_outputs; o++) {
-                graph_value *v = node->outputs[o];
-                if (v == NULL)
-                    continue;
-                for (int j = 0; j < n; j++) {
-                    graph_node *c = g->nodes[j];
-                    for (int k = 0; k < c->n_inputs; k++)
-                        if (c->inputs[k] == v)
-                            pending[j]--;
-                }
-            }
-        }
-    }
     rn_status st = RN_OK;
+    dep_list *deps = calloc((size_t)n, sizeof *deps);
+    int *pending = calloc((size_t)n, sizeof(int));
+    int *n_consumers = calloc((size_t)n + 1, sizeof(int));
+    int *heap = malloc((size_t)n * sizeof(int));
+    graph_node **sorted = malloc((size_t)n * sizeof *sorted);
+    int *consumers = NULL;
+    if (!deps || !pending || !n_consumers || !heap || !sorted) {
+        st = rn_set_error(RN_OUT_OF_MEMORY, "graph: out of memory sorting");
+        goto done;
+    }
+    int edges = 0;
+    for (int i = 0; i < n && st == RN_OK; i++) {
+        const graph_node *node = g->nodes[i];
+        for (int k = 0; k < node->n_inputs && st == RN_OK; k++) {
+            graph_node *p = local_producer(g, node->inputs[k]);
+            if (p != NULL)
+                st = dep_add(&deps[i], p->id);
+        }
+        if (st == RN_OK)
+            st = subgraph_deps(g, node, &deps[i]);
+        pending[i] = deps[i].n;
+        edges += deps[i].n;
+        for (int k = 0; k < deps[i].n; k++)
+            n_consumers[deps[i].producers[k] + 1]++;
+    }
+    if (st != RN_OK)
+        goto done;
+    /* Consumers in compressed-row form: n_consumers becomes row offsets. */
+    for (int i = 0; i < n; i++)
+        n_consumers[i + 1] += n_consumers[i];
+    consumers = malloc((size_t)(edges ? edges : 1) * sizeof(int));
+    int *fill = calloc((size_t)n, sizeof(int));
+    if (consumers == NULL || fill == NULL) {
+        free(fill);
+        st = rn_set_error(RN_OUT_OF_MEMORY, "graph: out of memory sorting");
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < deps[i].n; k++) {
+            int p = deps[i].producers[k];
+            consumers[n_consumers[p] + fill[p]++] = i;
+        }
+    free(fill);
+    int heap_n = 0, count = 0;
+    for (int i = 0; i < n; i++)
+        if (pending[i] == 0)
+            heap_push(heap, &heap_n, i);
+    while (heap_n > 0) {
+        int i = heap_pop(heap, &heap_n);
+        sorted[count++] = g->nodes[i];
+        for (int c = n_consumers[i]; c < n_consumers[i + 1]; c++)
+            if (--pending[consumers[c]] == 0)
+                heap_push(heap, &heap_n, consumers[c]);
+    }
     if (count < n) {
         for (int i = 0; i < n; i++) {
-            if (!done[i]) {
+            if (pending[i] > 0) {
                 st = rn_set_error(RN_PARSE_ERROR,
                                   "graph '%s': node '%s' (%s) is on a cycle or depends on one",
                                   g->name, g->nodes[i]->name, g->nodes[i]->op_type);
@@ -537,9 +692,16 @@ rn_status graph_sort(graph *g)
         for (int i = 0; i < n; i++)
             g->nodes[i]->id = i;
     }
+done:
+    if (deps != NULL)
+        for (int i = 0; i < n; i++)
+            free(deps[i].producers);
+    free(deps);
     free(pending);
+    free(n_consumers);
+    free(heap);
     free(sorted);
-    free(done);
+    free(consumers);
     return st;
 }
 
@@ -729,4 +891,12 @@ void graph_prune(graph *g)
     g->n_values = vk;
     free(live);
     free(used);
+    if (index_rebuild(g, g->n_values) != RN_OK) {
+        /* Without an index look-ups would miss: fall back to an empty index of
+         * the old size is impossible, so drop it; graph_find_value then finds
+         * nothing, which callers report as an error rather than misbehaving. */
+        free(g->index);
+        g->index = NULL;
+        g->index_cap = 0;
+    }
 }

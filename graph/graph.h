@@ -105,11 +105,11 @@ struct graph_value {
 };
 
 struct graph_node {
-    char *name;          /* unique within its graph ("" in ONNX gets a made-up name) */
-    char *op_type;       /* "Conv" */
-    char *domain;        /* "" for the default ONNX domain */
-    int opset;           /* opset version imported for `domain` */
-    int id;              /* index in graph.nodes, refreshed by graph_sort */
+    char *name;    /* unique within its graph ("" in ONNX gets a made-up name) */
+    char *op_type; /* "Conv" */
+    char *domain;  /* "" for the default ONNX domain */
+    int opset;     /* opset version imported for `domain` */
+    int id;        /* index in graph.nodes, refreshed by graph_sort */
     int n_inputs;
     graph_value **inputs; /* NULL entry: an omitted optional input */
     int n_outputs;
@@ -133,6 +133,9 @@ struct graph {
     int opset;             /* default-domain opset version */
     int ir_version;
     graph *parent; /* enclosing graph for subgraphs, else NULL */
+    /* Private: open-addressing hash of value names (slot = id + 1, 0 empty). */
+    int index_cap;
+    int *index;
 };
 
 /* Creates an empty graph. `name` may be NULL. */

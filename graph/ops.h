@@ -81,12 +81,19 @@ extern const graph_op_schema graph_ops_nn[];          /* conv, pool, norm, gemm,
 extern const graph_op_schema graph_ops_elementwise[]; /* unary, binary, compare, logic, cast ... */
 extern const graph_op_schema graph_ops_movement[];    /* reshape, transpose, concat, slice ... */
 extern const graph_op_schema graph_ops_reduce[];      /* Reduce*, ArgMax, ... */
+extern const graph_op_schema graph_ops_indexing[];    /* Scatter*, TopK, OneHot, CumSum, ... */
+extern const graph_op_schema graph_ops_image[];  /* Resize, ConvTranspose, *Normalization ... */
+extern const graph_op_schema graph_ops_quant[];  /* QuantizeLinear, QLinearConv, ... */
+extern const graph_op_schema graph_ops_signal[]; /* DFT, STFT, windows, MelWeightMatrix */
+extern const graph_op_schema graph_ops_rnn[];    /* RNN, GRU, LSTM */
+extern const graph_op_schema graph_ops_random[]; /* RandomNormal, Bernoulli, ... */
+extern const graph_op_schema graph_ops_math[];   /* Einsum, Det, ... */
 
 /* ---- helpers every infer function may use (graph/ops/infer_util.c) ---- */
 
 /* Numpy-style broadcast of two shapes into *out; error names the node. */
-rn_status graph_broadcast_shapes(const graph_node *node, const graph_shape *a,
-                                 const graph_shape *b, graph_shape *out);
+rn_status graph_broadcast_shapes(const graph_node *node, const graph_shape *a, const graph_shape *b,
+                                 graph_shape *out);
 
 /* Reads element i of an integer-typed input value (i32/i64/u8.. as int64). */
 int64_t graph_port_int(const graph_port *p, size_t i);

@@ -1,4 +1,5 @@
 /* Structural validation of a graph against the op schemas. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph.h"
@@ -34,19 +35,44 @@ static rn_status validate_attrs(const graph_node *n, const graph_op_schema *s)
     return RN_OK;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Node names are unique: sort a copy of them and compare neighbours. */
+static rn_status check_node_names(const graph *g)
+{
+    if (g->n_nodes < 2)
+        return RN_OK;
+    char **names = malloc((size_t)g->n_nodes * sizeof *names);
+    if (names == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "graph: out of memory validating");
+    for (int i = 0; i < g->n_nodes; i++)
+        names[i] = g->nodes[i]->name;
+    qsort(names, (size_t)g->n_nodes, sizeof *names, cmp_names);
+    rn_status st = RN_OK;
+    for (int i = 1; i < g->n_nodes; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) {
+            st = rn_set_error(RN_PARSE_ERROR, "graph '%s': node name '%s' is used twice", g->name,
+                              names[i]);
+            break;
+        }
+    free(names);
+    return st;
+}
+
 rn_status graph_validate(const graph *g)
 {
     for (int i = 0; i < g->n_values; i++)
-        for (int j = i + 1; j < g->n_values; j++)
-            if (strcmp(g->values[i]->name, g->values[j]->name) == 0)
-                return rn_set_error(RN_PARSE_ERROR, "graph '%s': value '%s' is defined twice",
-                                    g->name, g->values[i]->name);
+        if (graph_find_value(g, g->values[i]->name, false) != g->values[i])
+            return rn_set_error(RN_PARSE_ERROR, "graph '%s': value '%s' is defined twice", g->name,
+                                g->values[i]->name);
+    rn_status st = check_node_names(g);
+    if (st != RN_OK)
+        return st;
     for (int i = 0; i < g->n_nodes; i++) {
         const graph_node *n = g->nodes[i];
-        for (int j = 0; j < i; j++)
-            if (strcmp(g->nodes[j]->name, n->name) == 0)
-                return rn_set_error(RN_PARSE_ERROR, "graph '%s': node name '%s' is used twice",
-                                    g->name, n->name);
         const graph_op_schema *s = graph_op_find(n->domain, n->op_type);
         if (s == NULL)
             return rn_set_error(RN_UNSUPPORTED, "node '%s': unknown op '%s%s%s'", n->name,
@@ -65,7 +91,7 @@ rn_status graph_validate(const graph *g)
                                     "input or initializer",
                                     n->name, n->op_type, k, v->name);
         }
-        rn_status st = validate_attrs(n, s);
+        st = validate_attrs(n, s);
         if (st != RN_OK)
             return st;
         for (int a = 0; a < n->n_attrs; a++) {

@@ -37,7 +37,11 @@ extern "C" {
     X(F64, 11, "f64", 8)                                                                           \
     X(U32, 12, "u32", 4)                                                                           \
     X(U64, 13, "u64", 8)                                                                           \
-    X(BF16, 16, "bf16", 2)
+    X(BF16, 16, "bf16", 2)                                                                         \
+    X(F8E4M3FN, 17, "f8e4m3fn", 1)                                                                 \
+    X(F8E4M3FNUZ, 18, "f8e4m3fnuz", 1)                                                             \
+    X(F8E5M2, 19, "f8e5m2", 1)                                                                     \
+    X(F8E5M2FNUZ, 20, "f8e5m2fnuz", 1)
 
 typedef enum rn_element_type {
 #define RN_ELEMENT_TYPE_ENUM_(name, onnx, text, size) RN_##name = onnx,

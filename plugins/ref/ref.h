@@ -20,5 +20,12 @@ extern const plugin_kernel *const ref_kernels_nn[];
 extern const plugin_kernel *const ref_kernels_elementwise[];
 extern const plugin_kernel *const ref_kernels_movement[];
 extern const plugin_kernel *const ref_kernels_reduce[];
+extern const plugin_kernel *const ref_kernels_indexing[];
+extern const plugin_kernel *const ref_kernels_image[];
+extern const plugin_kernel *const ref_kernels_quant[];
+extern const plugin_kernel *const ref_kernels_signal[];
+extern const plugin_kernel *const ref_kernels_rnn[];
+extern const plugin_kernel *const ref_kernels_random[];
+extern const plugin_kernel *const ref_kernels_math[];
 
 #endif /* RUNNEL_PLUGINS_REF_REF_H */
