@@ -57,6 +57,41 @@ const char *rn_core_device_name(const rn_core *core, size_t index)
     return core->devices[index].ops->device_name;
 }
 
+static const runtime_device *find_device(const rn_core *core, const char *device)
+{
+    for (int i = 0; i < core->n_devices; i++)
+        if (strcasecmp(core->devices[i].ops->device_name, device) == 0)
+            return &core->devices[i];
+    return NULL;
+}
+
+rn_status rn_core_set_property(rn_core *core, const char *device, const rn_property *properties,
+                               size_t n_properties)
+{
+    if (core == NULL || device == NULL || (n_properties > 0 && properties == NULL))
+        return rn_set_error(RN_INVALID_ARG,
+                            "set_property: core, device and properties must be set");
+    const runtime_device *dev = find_device(core, device);
+    if (dev == NULL)
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    if (dev->ops->set_property == NULL)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "device %s has no settable properties", device);
+    return dev->ops->set_property(dev->plugin, properties, n_properties);
+}
+
+rn_status rn_core_get_property(const rn_core *core, const char *device, const char *key, char *buf,
+                               size_t size)
+{
+    if (core == NULL || device == NULL || key == NULL || buf == NULL)
+        return rn_set_error(RN_INVALID_ARG, "get_property: core, device, key and buf must be set");
+    const runtime_device *dev = find_device(core, device);
+    if (dev == NULL)
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    if (dev->ops->get_property == NULL)
+        return rn_set_error(RN_NOT_FOUND, "device %s: unknown property '%s'", device, key);
+    return dev->ops->get_property(dev->plugin, key, buf, size);
+}
+
 rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out)
 {
     (void)core;
@@ -86,10 +121,7 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
     for (size_t i = 0; i < n_properties; i++)
         if (properties[i].key == NULL || properties[i].value == NULL)
             return rn_set_error(RN_INVALID_ARG, "property %zu: key and value must be set", i);
-    const runtime_device *dev = NULL;
-    for (int i = 0; i < core->n_devices; i++)
-        if (strcasecmp(core->devices[i].ops->device_name, device) == 0)
-            dev = &core->devices[i];
+    const runtime_device *dev = find_device(core, device);
     if (dev == NULL)
         return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
     rn_compiled_model *cm = calloc(1, sizeof *cm);

@@ -22,7 +22,54 @@ void rn_infer_request_free(rn_infer_request *r)
     free(r->outputs);
     free(r->own_output);
     free(r->user_output);
+    pthread_mutex_destroy(&r->lock);
     free(r);
+}
+
+static rn_status bind_inputs(rn_infer_request *r);
+
+/* Points the output tensors at the results of the last run. */
+static rn_status bind_outputs(rn_infer_request *r)
+{
+    rn_compiled_model *cm = r->compiled;
+    const rn_request_ops *ops = cm->ops->request_ops;
+    for (size_t i = 0; i < cm->n_outputs; i++) {
+        if (r->user_output[i])
+            continue;
+        graph_tensor view;
+        rn_status st = ops->get_output(r->request, i, &view);
+        if (st != RN_OK)
+            return st;
+        runtime_tensor_rebind(r->outputs[i], &view);
+    }
+    return RN_OK;
+}
+
+/* The device request's completion callback: bind the outputs, then call the
+ * user's callback with the request handle. */
+static void on_complete(void *user_data, rn_status status)
+{
+    rn_infer_request *r = user_data;
+    if (status == RN_OK) {
+        rn_status st = bind_outputs(r);
+        if (st != RN_OK)
+            status = st;
+    }
+    pthread_mutex_lock(&r->lock);
+    rn_infer_callback cb = r->callback;
+    void *data = r->callback_data;
+    pthread_mutex_unlock(&r->lock);
+    if (cb != NULL)
+        cb(r, status, data);
+}
+
+/* RN_REQUEST_BUSY (naming `what`) while an async run is in flight. */
+static rn_status check_idle(const rn_infer_request *r, const char *what)
+{
+    const rn_request_ops *ops = r->compiled->ops->request_ops;
+    if (ops->busy != NULL && ops->busy(r->request))
+        return rn_set_error(RN_REQUEST_BUSY, "%s: the infer request is running", what);
+    return RN_OK;
 }
 
 rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer_request **out)
@@ -33,6 +80,7 @@ rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer
     if (r == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
     r->compiled = cm;
+    pthread_mutex_init(&r->lock, NULL);
     r->inputs = calloc(cm->n_inputs + 1, sizeof *r->inputs);
     r->own_input = calloc(cm->n_inputs + 1, sizeof *r->own_input);
     r->outputs = calloc(cm->n_outputs + 1, sizeof *r->outputs);
@@ -44,6 +92,9 @@ rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer
         goto fail;
     }
     if ((st = cm->ops->create_request(cm->compiled, &r->request)) != RN_OK)
+        goto fail;
+    const rn_request_ops *ops = cm->ops->request_ops;
+    if (ops->set_callback != NULL && (st = ops->set_callback(r->request, on_complete, r)) != RN_OK)
         goto fail;
     /* Every input starts as a zero-filled tensor of the port's shape
      * (dynamic dims as 0); every output as an empty view until infer. */
@@ -105,6 +156,9 @@ rn_status rn_infer_request_set_input_tensor(rn_infer_request *r, size_t index, r
     if (r == NULL || tensor == NULL)
         return rn_set_error(RN_INVALID_ARG, "set_input_tensor: request and tensor must be set");
     rn_compiled_model *cm = r->compiled;
+    rn_status busy = check_idle(r, "set_tensor");
+    if (busy != RN_OK)
+        return busy;
     if (index >= cm->n_inputs)
         return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%zu inputs)", index,
                             cm->n_inputs);
@@ -123,6 +177,9 @@ rn_status rn_infer_request_set_output_tensor(rn_infer_request *r, size_t index, 
     if (r == NULL || tensor == NULL)
         return rn_set_error(RN_INVALID_ARG, "set_output_tensor: request and tensor must be set");
     rn_compiled_model *cm = r->compiled;
+    rn_status busy = check_idle(r, "set_tensor");
+    if (busy != RN_OK)
+        return busy;
     if (index >= cm->n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%zu outputs)", index,
                             cm->n_outputs);
@@ -177,6 +234,9 @@ rn_status rn_infer_request_get_input_tensor(rn_infer_request *r, size_t index, r
 {
     if (r == NULL || out == NULL)
         return rn_set_error(RN_INVALID_ARG, "get_input_tensor: request and out must be set");
+    rn_status busy = check_idle(r, "get_tensor");
+    if (busy != RN_OK)
+        return busy;
     if (index >= r->compiled->n_inputs)
         return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%zu inputs)", index,
                             r->compiled->n_inputs);
@@ -188,6 +248,9 @@ rn_status rn_infer_request_get_output_tensor(rn_infer_request *r, size_t index, 
 {
     if (r == NULL || out == NULL)
         return rn_set_error(RN_INVALID_ARG, "get_output_tensor: request and out must be set");
+    rn_status busy = check_idle(r, "get_tensor");
+    if (busy != RN_OK)
+        return busy;
     if (index >= r->compiled->n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%zu outputs)", index,
                             r->compiled->n_outputs);
@@ -211,25 +274,94 @@ rn_status rn_infer_request_infer(rn_infer_request *r)
 {
     if (r == NULL)
         return rn_set_error(RN_INVALID_ARG, "infer: request is NULL");
+    const rn_request_ops *ops = r->compiled->ops->request_ops;
+    rn_status st = check_idle(r, "infer");
+    if (st == RN_OK)
+        st = bind_inputs(r);
+    if (st != RN_OK)
+        return st;
+    if ((st = ops->infer(r->request)) != RN_OK)
+        return st;
+    return bind_outputs(r);
+}
+
+/* Hands every input's buffer to the device request. */
+static rn_status bind_inputs(rn_infer_request *r)
+{
     rn_compiled_model *cm = r->compiled;
     const rn_request_ops *ops = cm->ops->request_ops;
-    rn_status st;
     for (size_t i = 0; i < cm->n_inputs; i++) {
         graph_tensor view;
         runtime_tensor_view(r->inputs[i], &view);
-        if ((st = ops->set_input(r->request, i, &view)) != RN_OK)
+        rn_status st = ops->set_input(r->request, i, &view);
+        if (st != RN_OK)
             return st;
     }
-    if ((st = ops->infer(r->request)) != RN_OK)
+    return RN_OK;
+}
+
+static rn_status no_async(const rn_infer_request *r)
+{
+    return rn_set_error(RN_NOT_IMPLEMENTED, "device %s has no async infer requests",
+                        rn_compiled_model_device(r->compiled));
+}
+
+rn_status rn_infer_request_start_async(rn_infer_request *r)
+{
+    if (r == NULL)
+        return rn_set_error(RN_INVALID_ARG, "start_async: request is NULL");
+    const rn_request_ops *ops = r->compiled->ops->request_ops;
+    if (ops->start_async == NULL)
+        return no_async(r);
+    rn_status st = check_idle(r, "start_async");
+    if (st == RN_OK)
+        st = bind_inputs(r);
+    if (st == RN_OK)
+        st = ops->start_async(r->request);
+    return st;
+}
+
+rn_status rn_infer_request_wait(rn_infer_request *r)
+{
+    if (r == NULL)
+        return rn_set_error(RN_INVALID_ARG, "wait: request is NULL");
+    const rn_request_ops *ops = r->compiled->ops->request_ops;
+    if (ops->wait == NULL)
+        return no_async(r);
+    return ops->wait(r->request);
+}
+
+rn_status rn_infer_request_wait_for(rn_infer_request *r, int64_t timeout_ms)
+{
+    if (r == NULL)
+        return rn_set_error(RN_INVALID_ARG, "wait_for: request is NULL");
+    const rn_request_ops *ops = r->compiled->ops->request_ops;
+    if (ops->wait_for == NULL)
+        return no_async(r);
+    return ops->wait_for(r->request, timeout_ms);
+}
+
+rn_status rn_infer_request_cancel(rn_infer_request *r)
+{
+    if (r == NULL)
+        return rn_set_error(RN_INVALID_ARG, "cancel: request is NULL");
+    const rn_request_ops *ops = r->compiled->ops->request_ops;
+    if (ops->cancel == NULL)
+        return no_async(r);
+    return ops->cancel(r->request);
+}
+
+rn_status rn_infer_request_set_callback(rn_infer_request *r, rn_infer_callback fn, void *user_data)
+{
+    if (r == NULL)
+        return rn_set_error(RN_INVALID_ARG, "set_callback: request is NULL");
+    rn_status st = check_idle(r, "set_callback");
+    if (st != RN_OK)
         return st;
-    for (size_t i = 0; i < cm->n_outputs; i++) {
-        if (r->user_output[i])
-            continue;
-        graph_tensor view;
-        if ((st = ops->get_output(r->request, i, &view)) != RN_OK)
-            return st;
-        runtime_tensor_rebind(r->outputs[i], &view);
-    }
+    pthread_mutex_lock(&r->lock);
+    r->callback = fn;
+    r->callback_data = user_data;
+    pthread_mutex_unlock(&r->lock);
     return RN_OK;
 }
 
@@ -239,6 +371,9 @@ rn_status rn_infer_request_profiling_info(rn_infer_request *r, const rn_profilin
     if (r == NULL || info == NULL || count == NULL)
         return rn_set_error(RN_INVALID_ARG, "profiling_info: request, info and count must be set");
     const rn_request_ops *ops = r->compiled->ops->request_ops;
+    rn_status busy = check_idle(r, "profiling_info");
+    if (busy != RN_OK)
+        return busy;
     if (ops->profiling == NULL)
         return rn_set_error(RN_NOT_IMPLEMENTED, "device %s reports no profiling",
                             rn_compiled_model_device(r->compiled));

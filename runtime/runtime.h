@@ -2,6 +2,7 @@
 #ifndef RUNNEL_RUNTIME_RUNTIME_H
 #define RUNNEL_RUNTIME_RUNTIME_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "graph/graph.h"
@@ -47,9 +48,12 @@ struct rn_infer_request {
     void *request;
     rn_tensor **inputs; /* bound tensors (owned when own_input) */
     bool *own_input;
-    rn_tensor **outputs; /* views of the last results, or the caller's */
-    bool *own_output;    /* the view object is the request's */
-    bool *user_output;   /* bound by the caller */
+    rn_tensor **outputs;  /* views of the last results, or the caller's */
+    bool *own_output;     /* the view object is the request's */
+    bool *user_output;    /* bound by the caller */
+    pthread_mutex_t lock; /* guards callback and callback_data */
+    rn_infer_callback callback;
+    void *callback_data;
 };
 
 /* A graph_tensor describing a tensor's buffer (borrowed). */

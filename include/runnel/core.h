@@ -38,6 +38,19 @@ void rn_core_free(rn_core *core);
 size_t rn_core_device_count(const rn_core *core);
 const char *rn_core_device_name(const rn_core *core, size_t index);
 
+/* Sets properties of a device (they apply to later compiles for it).
+ * Unknown keys and bad values are errors naming the key; nothing changes
+ * then. */
+rn_status rn_core_set_property(rn_core *core, const char *device, const rn_property *properties,
+                               size_t n_properties);
+
+/* Reads a property of a device (read-write or read-only, e.g.
+ * SUPPORTED_PROPERTIES, FULL_DEVICE_NAME) into buf, NUL-terminated.
+ * RN_NOT_FOUND for an unknown key or device; RN_INVALID_ARG when buf is too
+ * small. */
+rn_status rn_core_get_property(const rn_core *core, const char *device, const char *key, char *buf,
+                               size_t size);
+
 /* Reads a model file (ONNX). On success *out is a new model the caller frees
  * with rn_model_free. A missing, malformed or unsupported file is an error
  * whose message names the file and the problem. */

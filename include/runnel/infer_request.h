@@ -40,8 +40,38 @@ rn_status rn_infer_request_get_input_tensor(rn_infer_request *request, size_t in
 rn_status rn_infer_request_get_output_tensor(rn_infer_request *request, size_t index,
                                              rn_tensor **out);
 
-/* Runs inference synchronously in the caller's thread. */
+/* Runs inference synchronously in the caller's thread (no other thread is
+ * used). RN_REQUEST_BUSY while an async run is in flight. */
 rn_status rn_infer_request_infer(rn_infer_request *request);
+
+/* Called when an async run completes, with the request and the run's status
+ * (RN_OK, RN_CANCELLED or the error; rn_last_error() has the detail). It runs
+ * on the callback executor's thread, may read outputs, set tensors and start
+ * the request again; it must not free the request. */
+typedef void (*rn_infer_callback)(rn_infer_request *request, rn_status status, void *user_data);
+
+/* Starts inference and returns at once; the stages run as tasks on the
+ * compiled model's streams. RN_REQUEST_BUSY while a run is in flight. The
+ * input tensors must stay unchanged until the run completes. */
+rn_status rn_infer_request_start_async(rn_infer_request *request);
+
+/* Waits for the run in flight and returns its status, after its callback
+ * has returned. RN_OK at once when nothing was started. */
+rn_status rn_infer_request_wait(rn_infer_request *request);
+
+/* As wait, for at most timeout_ms milliseconds: RN_RESULT_NOT_READY when the
+ * run is still going; a negative timeout is RN_INVALID_ARG. */
+rn_status rn_infer_request_wait_for(rn_infer_request *request, int64_t timeout_ms);
+
+/* Cancels the run in flight: kernels not yet started are skipped and the run
+ * completes with RN_CANCELLED. The request may be started again. A no-op on
+ * an idle request. */
+rn_status rn_infer_request_cancel(rn_infer_request *request);
+
+/* Sets the completion callback (fn NULL clears it). RN_REQUEST_BUSY while a
+ * run is in flight. */
+rn_status rn_infer_request_set_callback(rn_infer_request *request, rn_infer_callback fn,
+                                        void *user_data);
 
 typedef enum rn_node_status {
     RN_NODE_NOT_RUN = 0, /* not executed (e.g. folded away, or no infer yet) */

@@ -12,6 +12,7 @@
 #ifndef RUNNEL_PLUGIN_H
 #define RUNNEL_PLUGIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,10 @@ extern "C" {
 
 struct graph;
 struct graph_tensor;
+
+/* Called when an async run completes, with its status (RN_OK, RN_CANCELLED
+ * or the error), on the callback executor's thread. */
+typedef void (*rn_request_callback)(void *user_data, rn_status status);
 
 /* One infer request of a compiled model, on the device's side. */
 typedef struct rn_request_ops {
@@ -43,6 +48,16 @@ typedef struct rn_request_ops {
     rn_status (*get_output)(void *request, size_t index, struct graph_tensor *out);
     /* Per-node profiling of the last infer, owned by the request. */
     rn_status (*profiling)(void *request, const rn_profiling_info **info, size_t *count);
+    /* (optional) Async: start a run, wait for it (after its callback
+     * returned), wait at most timeout_ms (RN_RESULT_NOT_READY), cancel it,
+     * set the completion callback, and tell whether a run is in flight. */
+    rn_status (*start_async)(void *request);
+    rn_status (*wait)(void *request);
+    rn_status (*wait_for)(void *request, int64_t timeout_ms);
+    rn_status (*cancel)(void *request);
+    rn_status (*set_callback)(void *request, rn_request_callback fn, void *user_data);
+    bool (*busy)(const void *request);
+    /* Frees the request, waiting for a run in flight first. */
     void (*free)(void *request);
 } rn_request_ops;
 
@@ -63,8 +78,14 @@ typedef struct rn_plugin_ops {
      * no device). */
     rn_status (*create)(void **plugin);
     void (*destroy)(void *plugin);
-    /* Compiles a model (the plugin clones what it keeps) with the merged
-     * properties; an unknown key or a bad value is RN_INVALID_ARG naming it. */
+    /* Sets device properties (defaults for later compiles); an unknown key
+     * or a bad value is RN_INVALID_ARG naming it, and nothing changes. */
+    rn_status (*set_property)(void *plugin, const rn_property *properties, size_t n_properties);
+    /* Reads a device property (read-write or read-only) into buf. */
+    rn_status (*get_property)(void *plugin, const char *key, char *buf, size_t size);
+    /* Compiles a model (the plugin clones what it keeps); compile-time
+     * properties override the device's, which override the defaults; an
+     * unknown key or a bad value is RN_INVALID_ARG naming it. */
     rn_status (*compile_model)(void *plugin, const struct graph *model,
                                const rn_property *properties, size_t n_properties,
                                const rn_compiled_model_ops **ops, void **compiled);

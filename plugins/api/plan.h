@@ -1,28 +1,41 @@
-/* The generic compiled plan and sync request every plugin reuses.
+/* The generic compiled plan and infer request every plugin reuses.
  *
  * plugin_plan_build clones a graph, infers shapes, picks a kernel for every
  * node from a registry (a node no kernel supports is RN_UNSUPPORTED naming
- * the node and op) and runs the kernels' prepare. A plugin_request runs the
- * plan in the caller's thread: per node it resolves the output shapes from
- * the concrete inputs (run-time shape inference, so shapes that depend on
- * input values are known), allocates outputs, runs the kernel and frees
- * intermediate buffers after their last reader (liveness).
+ * the node and op), runs the kernels' prepare, and lowers the graph to a task
+ * DAG: a "preprocess" stage node, one node per kernel (edges from data
+ * dependencies, so independent branches stay parallel), a "postprocess"
+ * stage node and a "callback" stage node that runs on the callback executor.
+ *
+ * A plugin_request runs the plan two ways:
+ * - sync (plugin_request_infer): every stage and kernel in the caller's
+ *   thread, in topological order; no thread is created or used;
+ * - async (plugin_request_start_async): the DAG on the plan's executor pool,
+ *   bound to a stream; the callback stage calls the user's callback with the
+ *   status, then releases waiters.
+ * Per node it resolves output shapes from the concrete inputs (run-time shape
+ * inference, so shapes that depend on input values are known), allocates the
+ * outputs, runs the kernel, and frees each intermediate buffer when its last
+ * reader is done.
  */
 #ifndef RUNNEL_PLUGINS_API_PLAN_H
 #define RUNNEL_PLUGINS_API_PLAN_H
 
+#include "executors/executors.h"
 #include "plugins/api/kernel.h"
 #include "runnel/plugin.h"
 
 typedef struct plugin_plan_options {
-    bool profiling; /* record per-node real time */
+    bool profiling;              /* record per-node real time */
+    uint32_t n_streams;          /* streams of the executor pool (0: 1) */
+    uint32_t threads_per_stream; /* workers per stream (0: all CPUs / streams) */
 } plugin_plan_options;
 
 typedef struct plugin_plan plugin_plan;
 typedef struct plugin_request plugin_request;
 
-/* Builds a plan for `model` (cloned; the caller keeps its graph). The
- * registry must outlive the plan. */
+/* Builds a plan for `model` (cloned; the caller keeps its graph) and
+ * acquires its executor pool. The registry must outlive the plan. */
 rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *registry,
                             const plugin_plan_options *options, plugin_plan **out);
 void plugin_plan_free(plugin_plan *plan);
@@ -33,7 +46,11 @@ const graph *plugin_plan_graph(const plugin_plan *plan);
 /* The kernel chosen for node i of plugin_plan_graph(). */
 const plugin_kernel *plugin_plan_kernel(const plugin_plan *plan, int node);
 
+/* The options the plan was built with (streams resolved). */
+const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan);
+
 rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out);
+/* Frees the request; a run in flight is waited for first. */
 void plugin_request_free(plugin_request *request);
 rn_status plugin_request_set_input(plugin_request *request, size_t index, const graph_tensor *t);
 rn_status plugin_request_set_output(plugin_request *request, size_t index, const graph_tensor *t);
@@ -42,8 +59,25 @@ rn_status plugin_request_get_output(plugin_request *request, size_t index, graph
 rn_status plugin_request_profiling(plugin_request *request, const rn_profiling_info **info,
                                    size_t *count);
 
+/* Starts an async run (RN_REQUEST_BUSY while one is in flight). Inputs are
+ * read during the run: the caller must not change them until it completes. */
+rn_status plugin_request_start_async(plugin_request *request);
+/* Waits for the current run: returns its status after its callback has
+ * returned (RN_OK at once when none was started). */
+rn_status plugin_request_wait(plugin_request *request);
+/* As wait, for at most timeout_ms: RN_RESULT_NOT_READY when it runs on. */
+rn_status plugin_request_wait_for(plugin_request *request, int64_t timeout_ms);
+/* Skips the kernels of the current run that have not started; the run
+ * completes with RN_CANCELLED. A no-op when the request is idle. */
+rn_status plugin_request_cancel(plugin_request *request);
+/* Sets (or clears, with fn NULL) the completion callback. */
+rn_status plugin_request_set_callback(plugin_request *request, rn_request_callback fn,
+                                      void *user_data);
+/* True from start_async until the callback is called. */
+bool plugin_request_busy(const plugin_request *request);
+
 /* rn_request_ops over plugin_request, for plugins whose requests are the
- * generic sync request. */
+ * generic request. */
 extern const rn_request_ops plugin_generic_request_ops;
 
 /* Bytes a dense tensor of `count` elements of `type` needs (STRING: one

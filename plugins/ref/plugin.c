@@ -1,16 +1,41 @@
 /* The REF device plugin: compiles a model into the generic plan with REF's
- * kernels and runs it with the generic sync request. This file, ref.h,
+ * kernels and runs it with the generic request. This file, ref.h,
  * registry.c and kernels/ are everything a device plugin needs. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "plugins/api/plan.h"
+#include "plugins/api/properties.h"
 #include "plugins/ref/ref.h"
 
 typedef struct ref_plugin {
     plugin_kernel_registry *kernels;
+    pthread_mutex_t lock; /* guards props */
+    plugin_properties props;
 } ref_plugin;
+
+typedef struct ref_compiled {
+    plugin_plan *plan;
+    plugin_properties props;
+    char network_name[256];
+    uint32_t optimal_requests;
+} ref_compiled;
+
+static const char *const ref_ro_device_keys[] = {
+    "SUPPORTED_PROPERTIES",
+    "AVAILABLE_DEVICES",
+    "FULL_DEVICE_NAME",
+    "DEVICE_ARCHITECTURE",
+    "DEVICE_TYPE",
+    "OPTIMIZATION_CAPABILITIES",
+    "RANGE_FOR_ASYNC_INFER_REQUESTS",
+    "RANGE_FOR_STREAMS",
+    "EXECUTION_DEVICES",
+    "CACHING_PROPERTIES",
+    NULL,
+};
 
 static rn_status ref_create(void **out)
 {
@@ -25,6 +50,8 @@ static rn_status ref_create(void **out)
         free(p);
         return st;
     }
+    pthread_mutex_init(&p->lock, NULL);
+    plugin_properties_default(&p->props);
     *out = p;
     return RN_OK;
 }
@@ -35,41 +62,99 @@ static void ref_destroy(void *plugin)
     if (p == NULL)
         return;
     plugin_kernel_registry_free(p->kernels);
+    pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
-/* "YES"/"NO" (OpenVINO's spelling), also "true"/"false" and "1"/"0". */
-static rn_status parse_bool(const char *key, const char *value, bool *out)
+static rn_status ref_set_property(void *plugin, const rn_property *props, size_t n)
 {
-    if (strcasecmp(value, "YES") == 0 || strcasecmp(value, "true") == 0 || strcmp(value, "1") == 0)
-        *out = true;
-    else if (strcasecmp(value, "NO") == 0 || strcasecmp(value, "false") == 0 ||
-             strcmp(value, "0") == 0)
-        *out = false;
-    else
-        return rn_set_error(RN_INVALID_ARG, "property %s: bad value '%s' (accepted: YES, NO)", key,
-                            value);
-    return RN_OK;
+    ref_plugin *p = plugin;
+    pthread_mutex_lock(&p->lock);
+    rn_status st = plugin_properties_apply(&p->props, props, n);
+    pthread_mutex_unlock(&p->lock);
+    return st;
+}
+
+/* Joins a NULL-terminated list with spaces into buf. */
+static rn_status join_keys(const char *key, const char *const *a, const char *const *b, char *buf,
+                           size_t size)
+{
+    char list[1024] = "";
+    size_t used = 0;
+    for (const char *const *l = a; *l != NULL && used < sizeof list; l++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "", *l);
+    for (const char *const *l = b; l != NULL && *l != NULL && used < sizeof list; l++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "", *l);
+    return plugin_property_string(key, list, buf, size);
+}
+
+static rn_status ref_get_property(void *plugin, const char *key, char *buf, size_t size)
+{
+    ref_plugin *p = plugin;
+    const char *value = NULL;
+    if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
+        return join_keys(key, ref_ro_device_keys, plugin_rw_property_keys, buf, size);
+    if (strcmp(key, "AVAILABLE_DEVICES") == 0)
+        value = "0";
+    else if (strcmp(key, "FULL_DEVICE_NAME") == 0)
+        value = "runnel reference device (portable C kernels)";
+    else if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
+        value = "ref";
+    else if (strcmp(key, "DEVICE_TYPE") == 0)
+        value = "integrated";
+    else if (strcmp(key, "OPTIMIZATION_CAPABILITIES") == 0)
+        value = "FP32 FP16 BF16 INT8 EXPORT_IMPORT";
+    else if (strcmp(key, "RANGE_FOR_ASYNC_INFER_REQUESTS") == 0)
+        value = "1 64 1";
+    else if (strcmp(key, "RANGE_FOR_STREAMS") == 0)
+        value = "1 1024";
+    else if (strcmp(key, "EXECUTION_DEVICES") == 0)
+        value = "REF";
+    else if (strcmp(key, "CACHING_PROPERTIES") == 0)
+        value = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT EXECUTION_MODE_HINT";
+    if (value != NULL)
+        return plugin_property_string(key, value, buf, size);
+    pthread_mutex_lock(&p->lock);
+    rn_status st = plugin_properties_get(&p->props, key, buf, size);
+    pthread_mutex_unlock(&p->lock);
+    if (st == RN_NOT_FOUND)
+        return rn_set_error(RN_NOT_FOUND, "REF: unknown property '%s'", key);
+    return st;
 }
 
 static rn_status ref_compiled_get_property(void *compiled, const char *key, char *buf, size_t size)
 {
-    (void)compiled;
-    const char *value = NULL;
+    ref_compiled *c = compiled;
+    char tmp[64];
+    const plugin_plan_options *o = plugin_plan_get_options(c->plan);
+    if (strcmp(key, "NETWORK_NAME") == 0)
+        return plugin_property_string(key, c->network_name, buf, size);
+    if (strcmp(key, "OPTIMAL_NUMBER_OF_INFER_REQUESTS") == 0) {
+        snprintf(tmp, sizeof tmp, "%u", c->optimal_requests);
+        return plugin_property_string(key, tmp, buf, size);
+    }
+    if (strcmp(key, "NUM_STREAMS") == 0) {
+        snprintf(tmp, sizeof tmp, "%u", o->n_streams);
+        return plugin_property_string(key, tmp, buf, size);
+    }
+    if (strcmp(key, "INFERENCE_NUM_THREADS") == 0) {
+        snprintf(tmp, sizeof tmp, "%u", o->n_streams * o->threads_per_stream);
+        return plugin_property_string(key, tmp, buf, size);
+    }
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
-        value = "REF";
-    if (value == NULL)
+        return plugin_property_string(key, "REF", buf, size);
+    if (strcmp(key, "LOADED_FROM_CACHE") == 0)
+        return plugin_property_string(key, "NO", buf, size);
+    rn_status st = plugin_properties_get(&c->props, key, buf, size);
+    if (st == RN_NOT_FOUND)
         return rn_set_error(RN_NOT_FOUND, "compiled model: unknown property '%s'", key);
-    if (strlen(value) + 1 > size)
-        return rn_set_error(RN_INVALID_ARG, "property %s: buffer too small", key);
-    memcpy(buf, value, strlen(value) + 1);
-    return RN_OK;
+    return st;
 }
 
 static rn_status ref_create_request(void *compiled, void **out)
 {
     plugin_request *r;
-    rn_status st = plugin_request_create(compiled, &r);
+    rn_status st = plugin_request_create(((ref_compiled *)compiled)->plan, &r);
     if (st == RN_OK)
         *out = r;
     return st;
@@ -77,7 +162,11 @@ static rn_status ref_create_request(void *compiled, void **out)
 
 static void ref_compiled_free(void *compiled)
 {
-    plugin_plan_free(compiled);
+    ref_compiled *c = compiled;
+    if (c == NULL)
+        return;
+    plugin_plan_free(c->plan);
+    free(c);
 }
 
 static const rn_compiled_model_ops ref_compiled_ops = {
@@ -93,25 +182,27 @@ static rn_status ref_compile(void *plugin, const struct graph *model, const rn_p
                              void **compiled)
 {
     ref_plugin *p = plugin;
-    plugin_plan_options options = {0};
-    for (size_t i = 0; i < n_properties; i++) {
-        const rn_property *prop = &properties[i];
-        if (strcmp(prop->key, "ENABLE_PROFILING") == 0) {
-            rn_status st = parse_bool(prop->key, prop->value, &options.profiling);
-            if (st != RN_OK)
-                return st;
-        } else {
-            return rn_set_error(RN_INVALID_ARG,
-                                "REF: unknown property '%s' (supported: ENABLE_PROFILING)",
-                                prop->key);
-        }
-    }
-    plugin_plan *plan;
-    rn_status st = plugin_plan_build(model, p->kernels, &options, &plan);
-    if (st != RN_OK)
+    ref_compiled *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "REF: out of memory");
+    pthread_mutex_lock(&p->lock);
+    c->props = p->props;
+    pthread_mutex_unlock(&p->lock);
+    rn_status st = plugin_properties_apply(&c->props, properties, n_properties);
+    if (st != RN_OK) {
+        free(c);
         return st;
+    }
+    plugin_plan_options options = {.profiling = c->props.enable_profiling};
+    plugin_properties_streams(&c->props, executors_cpu_count(), &options.n_streams,
+                              &options.threads_per_stream, &c->optimal_requests);
+    snprintf(c->network_name, sizeof c->network_name, "%s", model->name);
+    if ((st = plugin_plan_build(model, p->kernels, &options, &c->plan)) != RN_OK) {
+        free(c);
+        return st;
+    }
     *ops = &ref_compiled_ops;
-    *compiled = plan;
+    *compiled = c;
     return RN_OK;
 }
 
@@ -120,5 +211,7 @@ const rn_plugin_ops ref_plugin_ops = {
     .device_name = "REF",
     .create = ref_create,
     .destroy = ref_destroy,
+    .set_property = ref_set_property,
+    .get_property = ref_get_property,
     .compile_model = ref_compile,
 };

@@ -1,0 +1,121 @@
+/* The executor manager: schedulers shared by configuration, refcounted. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "executors/executors.h"
+
+struct executors_pool {
+    executors_config cfg;
+    sched *s;
+    uint32_t callback_id, wait_id;
+    int refs;
+    executors_pool *next;
+};
+
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static executors_pool *pools;
+
+uint32_t executors_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint32_t)n : 1;
+}
+
+static rn_status pool_create(const executors_config *cfg, executors_pool **out)
+{
+    executors_pool *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "executors: out of memory");
+    p->cfg = *cfg;
+    sched_config sc = sched_config_default();
+    sc.n_streams = cfg->n_streams;
+    sc.workers_per_stream = cfg->threads_per_stream;
+    sc.trace = cfg->trace;
+    int rc = sched_create(&sc, &p->s);
+    if (rc == 0)
+        rc = sched_add_executor(p->s, "callback", 1, &p->callback_id);
+    if (rc == 0)
+        rc = sched_add_executor(p->s, "device-wait", 1, &p->wait_id);
+    if (rc != 0) {
+        sched_destroy(p->s);
+        free(p);
+        return rn_set_error(RN_INTERNAL,
+                            "executors: cannot start %u streams x %u threads (error %d)",
+                            cfg->n_streams, cfg->threads_per_stream, rc);
+    }
+    *out = p;
+    return RN_OK;
+}
+
+rn_status executors_acquire(const executors_config *cfg, executors_pool **out)
+{
+    if (cfg->n_streams < 1 || cfg->threads_per_stream < 1)
+        return rn_set_error(RN_INVALID_ARG, "executors: %u streams x %u threads", cfg->n_streams,
+                            cfg->threads_per_stream);
+    pthread_mutex_lock(&pools_lock);
+    executors_pool *p = pools;
+    while (p != NULL &&
+           (p->cfg.n_streams != cfg->n_streams ||
+            p->cfg.threads_per_stream != cfg->threads_per_stream || p->cfg.trace != cfg->trace))
+        p = p->next;
+    rn_status st = RN_OK;
+    if (p == NULL) {
+        st = pool_create(cfg, &p);
+        if (st == RN_OK) {
+            p->next = pools;
+            pools = p;
+        }
+    }
+    if (st == RN_OK) {
+        p->refs++;
+        *out = p;
+    }
+    pthread_mutex_unlock(&pools_lock);
+    return st;
+}
+
+void executors_release(executors_pool *pool)
+{
+    if (pool == NULL)
+        return;
+    pthread_mutex_lock(&pools_lock);
+    bool last = --pool->refs == 0;
+    if (last) {
+        executors_pool **pp = &pools;
+        while (*pp != pool)
+            pp = &(*pp)->next;
+        *pp = pool->next;
+    }
+    pthread_mutex_unlock(&pools_lock);
+    if (last) {
+        sched_destroy(pool->s);
+        free(pool);
+    }
+}
+
+sched *executors_sched(const executors_pool *pool)
+{
+    return pool->s;
+}
+
+uint32_t executors_callback_id(const executors_pool *pool)
+{
+    return pool->callback_id;
+}
+
+uint32_t executors_wait_id(const executors_pool *pool)
+{
+    return pool->wait_id;
+}
+
+int executors_pool_count(void)
+{
+    pthread_mutex_lock(&pools_lock);
+    int n = 0;
+    for (executors_pool *p = pools; p != NULL; p = p->next)
+        n++;
+    pthread_mutex_unlock(&pools_lock);
+    return n;
+}

@@ -1,0 +1,64 @@
+/* Private to plugins/api: the plan and request structures shared by plan.c
+ * (compile side) and request.c (run side). */
+#ifndef RUNNEL_PLUGINS_API_PLAN_INTERNAL_H
+#define RUNNEL_PLUGINS_API_PLAN_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "plugins/api/plan.h"
+
+struct plugin_plan {
+    graph *g;
+    plugin_plan_options options;
+    const plugin_kernel **kernels; /* per node */
+    void **states;                 /* per node, from prepare */
+    int *consumers;                /* per value: readers (+1 for results) */
+    int *io_offset;                /* per node: start of its scratch ports */
+    int io_total;
+    rn_profiling_info *profile_template; /* per node */
+    executors_pool *pool;
+    sched_dag *dag; /* preprocess, kernels 1..n, postprocess, callback */
+};
+
+/* What a request holds for one value of the graph. */
+typedef struct value_slot {
+    graph_tensor t;
+    bool owned; /* t.data is ours to free */
+    bool bound; /* a parameter bound by set_input */
+} value_slot;
+
+enum { REQUEST_IDLE = 0, REQUEST_RUNNING = 1 };
+
+struct plugin_request {
+    const plugin_plan *plan;
+    value_slot *slots;      /* per value */
+    atomic_int *remaining;  /* per value: readers left in this run */
+    graph_tensor *user_out; /* per result: the caller's buffer, data NULL if none */
+    rn_profiling_info *profile;
+    graph_tensor *io;  /* per node scratch: inputs then outputs (plan->io_offset) */
+    graph_port *ports; /* same layout */
+
+    /* Async state. */
+    atomic_int state;   /* REQUEST_IDLE / REQUEST_RUNNING */
+    atomic_int status;  /* first error of the run (RN_OK while none) */
+    atomic_bool cancel; /* skip kernels not yet started */
+    char error[1024];   /* message of the first error, written by its recorder */
+    sched_instance *instances[2];
+    int current; /* index of the instance of the run in flight */
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    uint64_t started, completed; /* run counters, under lock */
+    rn_status last_status;       /* status of the last completed run */
+    char last_error[1024];
+    rn_request_callback callback;
+    void *callback_data;
+};
+
+/* DAG task functions (request.c), wired into the plan's DAG by plan.c. */
+int plugin_task_preprocess(const sched_task_ctx *ctx, void *arg);
+int plugin_task_kernel(const sched_task_ctx *ctx, void *arg);
+int plugin_task_postprocess(const sched_task_ctx *ctx, void *arg);
+int plugin_task_callback(const sched_task_ctx *ctx, void *arg);
+
+#endif /* RUNNEL_PLUGINS_API_PLAN_INTERNAL_H */

@@ -1,0 +1,68 @@
+/* The properties every plugin shares, with OpenVINO's names: parsing with
+ * validation (an unknown key or a bad value is RN_INVALID_ARG naming the key
+ * and the accepted values), reading back as strings, and the stream
+ * configuration that the performance hints choose. */
+#ifndef RUNNEL_PLUGINS_API_PROPERTIES_H
+#define RUNNEL_PLUGINS_API_PROPERTIES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runnel/core.h"
+#include "runnel/tensor.h"
+
+typedef enum plugin_hint {
+    PLUGIN_HINT_NONE = 0,
+    PLUGIN_HINT_LATENCY,
+    PLUGIN_HINT_THROUGHPUT,
+    PLUGIN_HINT_CUMULATIVE_THROUGHPUT,
+} plugin_hint;
+
+#define PLUGIN_STREAMS_AUTO (-1)
+
+typedef struct plugin_properties {
+    char device_id[32];
+    bool enable_profiling;
+    plugin_hint performance_hint;
+    uint32_t hint_num_requests;     /* 0: unset */
+    int32_t num_streams;            /* 0: unset; PLUGIN_STREAMS_AUTO */
+    uint32_t inference_num_threads; /* 0: all CPUs */
+    rn_element_type inference_precision;
+    int execution_mode; /* 0 PERFORMANCE, 1 ACCURACY */
+    int model_priority; /* 0 LOW, 1 MEDIUM, 2 HIGH */
+    int log_level;      /* 0 NO .. 5 TRACE */
+    bool disable_transformations;
+    bool exclusive_async_requests;
+} plugin_properties;
+
+/* The defaults: profiling off, no hint, one stream, f32, MEDIUM priority. */
+void plugin_properties_default(plugin_properties *p);
+
+/* Parses and stores one read-write property. */
+rn_status plugin_properties_set(plugin_properties *p, const char *key, const char *value);
+
+/* Applies a list of properties; the first bad one is the error, and `p` is
+ * left unchanged. */
+rn_status plugin_properties_apply(plugin_properties *p, const rn_property *props, size_t n);
+
+/* Writes a read-write property's value as a string into buf. RN_NOT_FOUND
+ * for keys that are not read-write properties. */
+rn_status plugin_properties_get(const plugin_properties *p, const char *key, char *buf,
+                                size_t size);
+
+/* The read-write keys, NULL-terminated. */
+extern const char *const plugin_rw_property_keys[];
+
+/* The stream configuration for `cpus` cores: LATENCY → one stream on all
+ * cores; THROUGHPUT → several streams of few threads (bounded by
+ * PERFORMANCE_HINT_NUM_REQUESTS); NUM_STREAMS, when set, wins over the hint;
+ * INFERENCE_NUM_THREADS caps the threads. Also the number of requests that
+ * keeps every stream busy. */
+void plugin_properties_streams(const plugin_properties *p, uint32_t cpus, uint32_t *n_streams,
+                               uint32_t *threads_per_stream, uint32_t *optimal_requests);
+
+/* Copies `value` into buf (NUL-terminated) or fails with RN_INVALID_ARG. */
+rn_status plugin_property_string(const char *key, const char *value, char *buf, size_t size);
+
+#endif /* RUNNEL_PLUGINS_API_PROPERTIES_H */
