@@ -16,7 +16,7 @@ void rn_compiled_model_free(rn_compiled_model *compiled)
 
 const char *rn_compiled_model_device(const rn_compiled_model *compiled)
 {
-    return compiled->device->ops->device_name;
+    return compiled->device->name;
 }
 
 size_t rn_compiled_model_input_count(const rn_compiled_model *compiled)

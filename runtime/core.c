@@ -20,17 +20,15 @@ rn_status rn_core_create(rn_core **out)
     rn_core *core = calloc(1, sizeof *core);
     if (core == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "core: out of memory");
-    for (size_t i = 0; i < sizeof builtin_plugins / sizeof builtin_plugins[0]; i++) {
-        const rn_plugin_ops *ops = builtin_plugins[i];
-        if (ops->abi_version != RN_PLUGIN_ABI_VERSION)
-            continue;
-        void *plugin = NULL;
-        if (ops->create(&plugin) != RN_OK)
-            continue; /* the device is absent; the others still work */
-        core->devices[core->n_devices].ops = ops;
-        core->devices[core->n_devices].plugin = plugin;
-        core->n_devices++;
-    }
+    pthread_mutex_init(&core->lock, NULL);
+    /* A built-in device that cannot start is absent, with its reason
+     * recorded; the others still work. */
+    for (size_t i = 0; i < sizeof builtin_plugins / sizeof builtin_plugins[0]; i++)
+        runtime_register_plugin(core, NULL, builtin_plugins[i], NULL);
+    /* RUNNEL_PLUGINS names a plugins file to load at start (tools use it). */
+    const char *file = getenv("RUNNEL_PLUGINS");
+    if (file != NULL && file[0] != '\0')
+        rn_core_load_plugins_file(core, file);
     rn_clear_error();
     *out = core;
     return RN_OK;
@@ -40,8 +38,11 @@ void rn_core_free(rn_core *core)
 {
     if (core == NULL)
         return;
-    for (int i = 0; i < core->n_devices; i++)
+    for (int i = 0; i < core->n_devices; i++) {
         core->devices[i].ops->destroy(core->devices[i].plugin);
+        runtime_close_library(core->devices[i].library);
+    }
+    pthread_mutex_destroy(&core->lock);
     free(core);
 }
 
@@ -54,13 +55,13 @@ const char *rn_core_device_name(const rn_core *core, size_t index)
 {
     if (index >= (size_t)core->n_devices)
         return NULL;
-    return core->devices[index].ops->device_name;
+    return core->devices[index].name;
 }
 
 static const runtime_device *find_device(const rn_core *core, const char *device)
 {
     for (int i = 0; i < core->n_devices; i++)
-        if (strcasecmp(core->devices[i].ops->device_name, device) == 0)
+        if (strcasecmp(core->devices[i].name, device) == 0)
             return &core->devices[i];
     return NULL;
 }
@@ -148,7 +149,7 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
         runtime_ports_free(cm->inputs, cm->n_inputs);
         runtime_ports_free(cm->outputs, cm->n_outputs);
         free(cm);
-        return rn_wrap_error(st, "compiling for %s: ", dev->ops->device_name);
+        return rn_wrap_error(st, "compiling for %s: ", dev->name);
     }
     *out = cm;
     return RN_OK;

@@ -18,16 +18,38 @@ struct rn_tensor {
     bool owned;
 };
 
-/* A device registered in a core: its plugin and the plugin's context. */
+#define RUNTIME_MAX_DEVICES 32
+#define RUNTIME_NAME_MAX    64
+
+/* A device registered in a core: its plugin, the plugin's context and, for
+ * a plugin loaded from a shared object, the library handle. */
 typedef struct runtime_device {
+    char name[RUNTIME_NAME_MAX];
     const rn_plugin_ops *ops;
     void *plugin;
+    void *library; /* dlopen handle, NULL for built-in plugins */
 } runtime_device;
 
+/* A device that could not be registered, and why. */
+typedef struct runtime_failure {
+    char name[RUNTIME_NAME_MAX];
+    char reason[512];
+} runtime_failure;
+
 struct rn_core {
+    pthread_mutex_t lock; /* guards the registry */
     int n_devices;
-    runtime_device devices[16];
+    runtime_device devices[RUNTIME_MAX_DEVICES];
+    int n_failures;
+    runtime_failure failures[RUNTIME_MAX_DEVICES];
 };
+
+/* Registers a plugin under `name` (NULL: the plugin's own name): checks its
+ * ABI version and name, creates it. On failure the device is recorded as
+ * failed with the reason, and the error is returned. `library` is closed on
+ * failure. */
+rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plugin_ops *ops,
+                                  void *library);
 
 struct rn_model {
     graph *g;
@@ -55,6 +77,9 @@ struct rn_infer_request {
     rn_infer_callback callback;
     void *callback_data;
 };
+
+/* Closes a plugin library (NULL is a no-op). */
+void runtime_close_library(void *library);
 
 /* A graph_tensor describing a tensor's buffer (borrowed). */
 void runtime_tensor_view(const rn_tensor *tensor, graph_tensor *out);

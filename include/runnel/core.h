@@ -51,6 +51,25 @@ rn_status rn_core_set_property(rn_core *core, const char *device, const rn_prope
 rn_status rn_core_get_property(const rn_core *core, const char *device, const char *key, char *buf,
                                size_t size);
 
+/* Loads a device plugin from a shared object that exports rn_plugin_entry
+ * (see runnel/plugin.h) and registers it as `name` (NULL: the plugin's own
+ * name). A missing library, a missing entry point, an ABI mismatch, a
+ * duplicate name or a failing start is an error with its reason; the device
+ * is then absent, the others keep working, and the reason can be read back
+ * with rn_core_failed_device. */
+rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path);
+
+/* Loads every plugin named in a plugins file: one "NAME PATH" (or
+ * NAME=PATH) per line, '#' starts a comment. Every line is tried; the first
+ * failure is returned. A core also loads the file named by the RUNNEL_PLUGINS
+ * environment variable when it is created. */
+rn_status rn_core_load_plugins_file(rn_core *core, const char *path);
+
+/* Devices that failed to register, with why. Strings are owned by the core. */
+size_t rn_core_failed_device_count(const rn_core *core);
+rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **name,
+                                const char **reason);
+
 /* Reads a model file (ONNX). On success *out is a new model the caller frees
  * with rn_model_free. A missing, malformed or unsupported file is an error
  * whose message names the file and the problem. */

@@ -91,6 +91,13 @@ typedef struct rn_plugin_ops {
                                const rn_compiled_model_ops **ops, void **compiled);
 } rn_plugin_ops;
 
+/* The one symbol a plugin shared object exports:
+ *   const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version);
+ * It returns the plugin's vtable (whose abi_version the Core checks), or
+ * NULL when it cannot serve a runtime of that ABI version. */
+typedef const rn_plugin_ops *(*rn_plugin_entry_fn)(uint32_t abi_version);
+#define RN_PLUGIN_ENTRY_NAME "rn_plugin_entry"
+
 #ifdef __cplusplus
 }
 #endif

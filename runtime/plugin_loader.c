@@ -1,0 +1,165 @@
+/* Registering device plugins: built-in ones, shared objects loaded with
+ * dlopen (one entry point, rn_plugin_entry), and plugins files. Every way a
+ * plugin can fail to load is an error with its reason, recorded so that it
+ * can be read back, and leaves the other devices working. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "runtime/runtime.h"
+
+void runtime_close_library(void *library)
+{
+    if (library != NULL)
+        dlclose(library);
+}
+
+/* Records `name` as failed with the current last error, and returns st. */
+static rn_status record_failure(rn_core *core, const char *name, rn_status st)
+{
+    if (core->n_failures < RUNTIME_MAX_DEVICES) {
+        runtime_failure *f = &core->failures[core->n_failures++];
+        snprintf(f->name, sizeof f->name, "%s", name);
+        snprintf(f->reason, sizeof f->reason, "%s", rn_last_error());
+    }
+    return st;
+}
+
+rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plugin_ops *ops,
+                                  void *library)
+{
+    const char *label =
+        name != NULL ? name : (ops != NULL && ops->device_name ? ops->device_name : "(unnamed)");
+    rn_status st = RN_OK;
+    pthread_mutex_lock(&core->lock);
+    if (ops == NULL) {
+        st = rn_set_error(RN_INVALID_ARG, "plugin %s: the entry point returned no plugin", label);
+    } else if (ops->abi_version != RN_PLUGIN_ABI_VERSION) {
+        st = rn_set_error(RN_UNSUPPORTED,
+                          "plugin %s: built for plugin ABI version %u, this runtime uses %u", label,
+                          ops->abi_version, RN_PLUGIN_ABI_VERSION);
+    } else if (ops->create == NULL || ops->destroy == NULL || ops->compile_model == NULL ||
+               ops->device_name == NULL) {
+        st = rn_set_error(RN_INVALID_ARG,
+                          "plugin %s: device_name, create, destroy and compile_model are required",
+                          label);
+    } else if (strlen(label) == 0 || strlen(label) >= RUNTIME_NAME_MAX) {
+        st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device name needs 1 to %d characters",
+                          label, RUNTIME_NAME_MAX - 1);
+    } else if (core->n_devices == RUNTIME_MAX_DEVICES) {
+        st = rn_set_error(RN_OUT_OF_MEMORY, "plugin %s: more than %d devices", label,
+                          RUNTIME_MAX_DEVICES);
+    } else {
+        for (int i = 0; i < core->n_devices; i++)
+            if (strcasecmp(core->devices[i].name, label) == 0)
+                st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device with that name exists",
+                                  label);
+    }
+    void *plugin = NULL;
+    if (st == RN_OK && (st = ops->create(&plugin)) != RN_OK)
+        rn_wrap_error(st, "device %s cannot start: ", label);
+    if (st != RN_OK) {
+        record_failure(core, label, st);
+        pthread_mutex_unlock(&core->lock);
+        runtime_close_library(library);
+        return st;
+    }
+    runtime_device *d = &core->devices[core->n_devices++];
+    snprintf(d->name, sizeof d->name, "%s", label);
+    d->ops = ops;
+    d->plugin = plugin;
+    d->library = library;
+    pthread_mutex_unlock(&core->lock);
+    return RN_OK;
+}
+
+rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path)
+{
+    if (core == NULL || path == NULL)
+        return rn_set_error(RN_INVALID_ARG, "load_plugin: core and path must be set");
+    const char *label = name != NULL ? name : path;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        rn_status st =
+            rn_set_error(RN_NOT_FOUND, "plugin %s: cannot load '%s': %s", label, path, dlerror());
+        pthread_mutex_lock(&core->lock);
+        record_failure(core, label, st);
+        pthread_mutex_unlock(&core->lock);
+        return st;
+    }
+    dlerror();
+    rn_plugin_entry_fn entry;
+    *(void **)&entry = dlsym(lib, RN_PLUGIN_ENTRY_NAME);
+    if (entry == NULL) {
+        rn_status st = rn_set_error(RN_NOT_FOUND, "plugin %s: '%s' has no entry point %s()", label,
+                                    path, RN_PLUGIN_ENTRY_NAME);
+        pthread_mutex_lock(&core->lock);
+        record_failure(core, label, st);
+        pthread_mutex_unlock(&core->lock);
+        dlclose(lib);
+        return st;
+    }
+    return runtime_register_plugin(core, name, entry(RN_PLUGIN_ABI_VERSION), lib);
+}
+
+rn_status rn_core_load_plugins_file(rn_core *core, const char *path)
+{
+    if (core == NULL || path == NULL)
+        return rn_set_error(RN_INVALID_ARG, "load_plugins_file: core and path must be set");
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return rn_set_error(RN_IO_ERROR, "plugins file '%s': %s", path, strerror(errno));
+    char line[2048];
+    int lineno = 0;
+    rn_status first = RN_OK;
+    char first_error[1024] = "";
+    while (fgets(line, sizeof line, f) != NULL) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        char *p = line + strspn(line, " \t");
+        if (*p == '\0' || *p == '#')
+            continue;
+        /* "NAME PATH" or "NAME=PATH" */
+        char *sep = p + strcspn(p, " \t=");
+        if (*sep == '\0') {
+            rn_status st = rn_set_error(
+                RN_PARSE_ERROR, "plugins file '%s', line %d: expected NAME PATH", path, lineno);
+            if (first == RN_OK) {
+                first = st;
+                snprintf(first_error, sizeof first_error, "%s", rn_last_error());
+            }
+            continue;
+        }
+        *sep = '\0';
+        char *lib = sep + 1 + strspn(sep + 1, " \t=");
+        rn_status st = rn_core_load_plugin(core, p, lib);
+        if (st != RN_OK && first == RN_OK) {
+            first = st;
+            snprintf(first_error, sizeof first_error, "%s", rn_last_error());
+        }
+    }
+    fclose(f);
+    if (first != RN_OK)
+        return rn_set_error(first, "%s", first_error);
+    return RN_OK;
+}
+
+size_t rn_core_failed_device_count(const rn_core *core)
+{
+    return (size_t)core->n_failures;
+}
+
+rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **name,
+                                const char **reason)
+{
+    if (index >= (size_t)core->n_failures)
+        return rn_set_error(RN_INVALID_ARG, "failed device %zu is out of range (%d)", index,
+                            core->n_failures);
+    *name = core->failures[index].name;
+    *reason = core->failures[index].reason;
+    return RN_OK;
+}

@@ -1,0 +1,107 @@
+/* Test plugins built as shared objects, one per -D variant (see BUILD):
+ *   TESTDEV_GOOD          a working device "TESTDEV" that runs REF's kernels
+ *   TESTDEV_BAD_ABI       reports a plugin ABI version this runtime does not have
+ *   TESTDEV_FAILING       a device whose backend cannot start
+ *   TESTDEV_NO_ENTRY      exports no rn_plugin_entry
+ * They exercise the Core's plugin loading, not device behaviour. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/api/plan.h"
+#include "plugins/ref/ref.h"
+#include "runnel/plugin.h"
+
+typedef struct testdev {
+    plugin_kernel_registry *kernels;
+} testdev;
+
+static rn_status testdev_create(void **out)
+{
+#ifdef TESTDEV_FAILING
+    (void)out;
+    return rn_set_error(RN_DEVICE_ERROR, "no TESTDEV accelerator is present on this machine");
+#else
+    testdev *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "TESTDEV: out of memory");
+    rn_status st = plugin_kernel_registry_create(&d->kernels);
+    if (st == RN_OK)
+        st = ref_register_kernels(d->kernels);
+    if (st != RN_OK) {
+        plugin_kernel_registry_free(d->kernels);
+        free(d);
+        return st;
+    }
+    *out = d;
+    return RN_OK;
+#endif
+}
+
+static void testdev_destroy(void *plugin)
+{
+    testdev *d = plugin;
+    if (d == NULL)
+        return;
+    plugin_kernel_registry_free(d->kernels);
+    free(d);
+}
+
+static rn_status testdev_create_request(void *compiled, void **out)
+{
+    return plugin_request_create(compiled, (plugin_request **)out);
+}
+
+static void testdev_compiled_free(void *compiled)
+{
+    plugin_plan_free(compiled);
+}
+
+static const rn_compiled_model_ops testdev_compiled_ops = {
+    .abi_version = RN_PLUGIN_ABI_VERSION,
+    .create_request = testdev_create_request,
+    .request_ops = &plugin_generic_request_ops,
+    .free = testdev_compiled_free,
+};
+
+static rn_status testdev_compile(void *plugin, const struct graph *model,
+                                 const rn_property *properties, size_t n_properties,
+                                 const rn_compiled_model_ops **ops, void **compiled)
+{
+    testdev *d = plugin;
+    if (n_properties > 0)
+        return rn_set_error(RN_INVALID_ARG, "TESTDEV: unknown property '%s'", properties[0].key);
+    plugin_plan_options options = {.n_streams = 1, .threads_per_stream = 1};
+    rn_status st = plugin_plan_build(model, d->kernels, &options, (plugin_plan **)compiled);
+    if (st == RN_OK)
+        *ops = &testdev_compiled_ops;
+    return st;
+}
+
+static const rn_plugin_ops testdev_ops = {
+#ifdef TESTDEV_BAD_ABI
+    .abi_version = RN_PLUGIN_ABI_VERSION + 1000,
+#else
+    .abi_version = RN_PLUGIN_ABI_VERSION,
+#endif
+    .device_name = "TESTDEV",
+    .create = testdev_create,
+    .destroy = testdev_destroy,
+    .compile_model = testdev_compile,
+};
+
+#ifndef TESTDEV_NO_ENTRY
+const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version);
+
+const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)
+{
+    (void)abi_version; /* the Core checks the vtable's version */
+    return &testdev_ops;
+}
+#else
+/* Exported under another name, so the Core finds no entry point. */
+const rn_plugin_ops *testdev_not_the_entry(void);
+const rn_plugin_ops *testdev_not_the_entry(void)
+{
+    return &testdev_ops;
+}
+#endif
