@@ -6,12 +6,20 @@
 
 void rn_compiled_model_free(rn_compiled_model *compiled)
 {
-    if (compiled == NULL)
+    if (compiled != NULL)
+        runtime_compiled_release(compiled);
+}
+
+void runtime_compiled_release(rn_compiled_model *compiled)
+{
+    if (atomic_fetch_sub(&compiled->refs, 1) != 1)
         return;
+    rn_core *core = compiled->core;
     compiled->ops->free(compiled->compiled);
     runtime_ports_free(compiled->inputs, compiled->n_inputs);
     runtime_ports_free(compiled->outputs, compiled->n_outputs);
     free(compiled);
+    runtime_core_release(core);
 }
 
 const char *rn_compiled_model_device(const rn_compiled_model *compiled)
@@ -56,4 +64,15 @@ rn_status rn_compiled_model_get_property(const rn_compiled_model *compiled, cons
     if (compiled->ops->get_property == NULL)
         return rn_set_error(RN_NOT_FOUND, "compiled model: unknown property '%s'", key);
     return compiled->ops->get_property(compiled->compiled, key, buf, size);
+}
+
+rn_status rn_compiled_model_runtime_model(rn_compiled_model *compiled,
+                                          const rn_runtime_node **nodes, size_t *count)
+{
+    if (compiled == NULL || nodes == NULL || count == NULL)
+        return rn_set_error(RN_INVALID_ARG, "runtime_model: compiled, nodes and count must be set");
+    if (compiled->ops->get_runtime_model == NULL)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "device %s reports no runtime model",
+                            rn_compiled_model_device(compiled));
+    return compiled->ops->get_runtime_model(compiled->compiled, nodes, count);
 }

@@ -21,6 +21,7 @@ rn_status rn_core_create(rn_core **out)
     if (core == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "core: out of memory");
     pthread_mutex_init(&core->lock, NULL);
+    atomic_init(&core->refs, 1);
     /* A built-in device that cannot start is absent, with its reason
      * recorded; the others still work. */
     for (size_t i = 0; i < sizeof builtin_plugins / sizeof builtin_plugins[0]; i++)
@@ -36,7 +37,13 @@ rn_status rn_core_create(rn_core **out)
 
 void rn_core_free(rn_core *core)
 {
-    if (core == NULL)
+    if (core != NULL)
+        runtime_core_release(core);
+}
+
+void runtime_core_release(rn_core *core)
+{
+    if (atomic_fetch_sub(&core->refs, 1) != 1)
         return;
     for (int i = 0; i < core->n_devices; i++) {
         core->devices[i].ops->destroy(core->devices[i].plugin);
@@ -130,6 +137,7 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
         return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
     cm->core = core;
     cm->device = dev;
+    atomic_init(&cm->refs, 1);
     rn_status st = runtime_ports_from_graph(model->g->inputs, model->g->n_inputs, &cm->inputs);
     if (st == RN_OK) {
         cm->n_inputs = (size_t)model->g->n_inputs;
@@ -151,6 +159,7 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
         free(cm);
         return rn_wrap_error(st, "compiling for %s: ", dev->name);
     }
+    atomic_fetch_add(&core->refs, 1);
     *out = cm;
     return RN_OK;
 }

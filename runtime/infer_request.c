@@ -23,7 +23,10 @@ void rn_infer_request_free(rn_infer_request *r)
     free(r->own_output);
     free(r->user_output);
     pthread_mutex_destroy(&r->lock);
+    bool counted = r->counted;
     free(r);
+    if (counted)
+        runtime_compiled_release(cm);
 }
 
 static rn_status bind_inputs(rn_infer_request *r);
@@ -124,6 +127,8 @@ rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer
         r->outputs[i] = t;
         r->own_output[i] = true;
     }
+    atomic_fetch_add(&cm->refs, 1);
+    r->counted = true;
     *out = r;
     return RN_OK;
 fail:

@@ -3,6 +3,7 @@
 #define RUNNEL_RUNTIME_RUNTIME_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "graph/graph.h"
@@ -37,6 +38,7 @@ typedef struct runtime_failure {
 } runtime_failure;
 
 struct rn_core {
+    atomic_int refs;      /* the user's, plus one per compiled model */
     pthread_mutex_t lock; /* guards the registry */
     int n_devices;
     runtime_device devices[RUNTIME_MAX_DEVICES];
@@ -56,6 +58,7 @@ struct rn_model {
 };
 
 struct rn_compiled_model {
+    atomic_int refs; /* the user's, plus one per infer request */
     rn_core *core;
     const runtime_device *device;
     const rn_compiled_model_ops *ops;
@@ -76,7 +79,14 @@ struct rn_infer_request {
     pthread_mutex_t lock; /* guards callback and callback_data */
     rn_infer_callback callback;
     void *callback_data;
+    bool counted; /* holds a reference on `compiled` */
 };
+
+/* Reference counts: a compiled model keeps its core (and so its device)
+ * alive, a request keeps its compiled model alive, so the handles can be
+ * freed in any order. */
+void runtime_core_release(rn_core *core);
+void runtime_compiled_release(rn_compiled_model *compiled);
 
 /* Closes a plugin library (NULL is a no-op). */
 void runtime_close_library(void *library);

@@ -3,6 +3,7 @@
 #define RUNNEL_COMPILED_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runnel/core.h"
 #include "runnel/model.h"
@@ -13,7 +14,8 @@ extern "C" {
 
 typedef struct rn_infer_request rn_infer_request;
 
-/* Frees a compiled model. Its infer requests must be freed first. NULL is a no-op. */
+/* Releases a compiled model. Its infer requests keep it alive until they are
+ * freed too. NULL is a no-op. */
 void rn_compiled_model_free(rn_compiled_model *compiled);
 
 /* The device the model was compiled for ("REF"). */
@@ -28,6 +30,21 @@ rn_status rn_compiled_model_output(const rn_compiled_model *compiled, size_t ind
  * RN_NOT_FOUND names an unknown key; RN_INVALID_ARG when buf is too small. */
 rn_status rn_compiled_model_get_property(const rn_compiled_model *compiled, const char *key,
                                          char *buf, size_t size);
+
+/* One node of the runtime model: what the device runs, in execution order. */
+typedef struct rn_runtime_node {
+    const char *name;
+    const char *layer_type; /* the op ("Convolution" in OpenVINO; here the ONNX op) */
+    int execution_order;
+    const char *impl_type;      /* the kernel implementation ("ref") */
+    int64_t perf_counter_us;    /* time in the last profiled run; -1: not_executed */
+    const char *original_names; /* the model's node names it stands for, comma-separated */
+} rn_runtime_node;
+
+/* The runtime model: one entry per node the device runs. The array is owned
+ * by the compiled model and valid until the next call or its release. */
+rn_status rn_compiled_model_runtime_model(rn_compiled_model *compiled,
+                                          const rn_runtime_node **nodes, size_t *count);
 
 /* Creates an infer request with its own input and output buffers. */
 rn_status rn_compiled_model_create_infer_request(rn_compiled_model *compiled,

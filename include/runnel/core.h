@@ -29,8 +29,8 @@ typedef struct rn_property {
 /* Creates a core with the built-in devices registered. */
 rn_status rn_core_create(rn_core **out);
 
-/* Frees the core. Models and compiled models made with it must be freed
- * first. NULL is a no-op. */
+/* Releases the core. Compiled models made with it keep it (and their
+ * devices) alive until they are freed too. NULL is a no-op. */
 void rn_core_free(rn_core *core);
 
 /* Number of available devices and the i-th device's name ("REF"). The name

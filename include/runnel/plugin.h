@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runnel/compiled_model.h"
 #include "runnel/core.h"
 #include "runnel/infer_request.h"
 
@@ -68,6 +69,8 @@ typedef struct rn_compiled_model_ops {
     const rn_request_ops *request_ops;
     /* (optional) Reads a property into buf; RN_NOT_FOUND for unknown keys. */
     rn_status (*get_property)(void *compiled, const char *key, char *buf, size_t size);
+    /* (optional) The runtime model, owned by the compiled model. */
+    rn_status (*get_runtime_model)(void *compiled, const rn_runtime_node **nodes, size_t *count);
     void (*free)(void *compiled);
 } rn_compiled_model_ops;
 

@@ -29,8 +29,53 @@ void plugin_plan_free(plugin_plan *plan)
     free(plan->consumers);
     free(plan->io_offset);
     free(plan->profile_template);
+    free((void *)plan->last_us);
+    free(plan->runtime_nodes);
+    if (plan->original_names != NULL && plan->g != NULL)
+        for (int i = 0; i < plan->g->n_nodes; i++)
+            free(plan->original_names[i]);
+    free(plan->original_names);
+    pthread_mutex_destroy(&plan->runtime_lock);
     graph_free(plan->g);
     free(plan);
+}
+
+/* Joins a node's fused (original) names with commas into *out. */
+static rn_status join_names(const graph_node *node, char **out)
+{
+    size_t len = 1;
+    for (int k = 0; k < node->n_fused; k++)
+        len += strlen(node->fused_names[k]) + 1;
+    char *s = malloc(len);
+    if (s == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+    s[0] = '\0';
+    for (int k = 0; k < node->n_fused; k++) {
+        if (k)
+            strcat(s, ",");
+        strcat(s, node->fused_names[k]);
+    }
+    *out = s;
+    return RN_OK;
+}
+
+rn_status plugin_plan_runtime_model(plugin_plan *plan, const rn_runtime_node **nodes, size_t *count)
+{
+    pthread_mutex_lock(&plan->runtime_lock);
+    for (int i = 0; i < plan->g->n_nodes; i++) {
+        const graph_node *node = plan->g->nodes[i];
+        rn_runtime_node *rt = &plan->runtime_nodes[i];
+        rt->name = node->name;
+        rt->layer_type = node->op_type;
+        rt->execution_order = i;
+        rt->impl_type = plan->profile_template[PLUGIN_STAGES + i].exec_type;
+        rt->perf_counter_us = plan->last_us[i];
+        rt->original_names = plan->original_names[i];
+    }
+    pthread_mutex_unlock(&plan->runtime_lock);
+    *nodes = plan->runtime_nodes;
+    *count = (size_t)plan->g->n_nodes;
+    return RN_OK;
 }
 
 /* Task functions of the DAG live in request.c; the plan only wires them. */
@@ -90,6 +135,7 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     plugin_plan *plan = calloc(1, sizeof *plan);
     if (plan == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+    pthread_mutex_init(&plan->runtime_lock, NULL);
     rn_status st = graph_clone(model, &plan->g);
     if (st != RN_OK)
         goto fail;
@@ -110,9 +156,13 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     plan->states = calloc((size_t)n + 1, sizeof *plan->states);
     plan->consumers = calloc((size_t)g->n_values + 1, sizeof *plan->consumers);
     plan->io_offset = calloc((size_t)n + 1, sizeof *plan->io_offset);
-    plan->profile_template = calloc((size_t)n + 1, sizeof *plan->profile_template);
+    plan->profile_template = calloc((size_t)n + PLUGIN_STAGES, sizeof *plan->profile_template);
+    plan->last_us = calloc((size_t)n + 1, sizeof *plan->last_us);
+    plan->runtime_nodes = calloc((size_t)n + 1, sizeof *plan->runtime_nodes);
+    plan->original_names = calloc((size_t)n + 1, sizeof *plan->original_names);
     if (!plan->kernels || !plan->states || !plan->consumers || !plan->io_offset ||
-        !plan->profile_template) {
+        !plan->profile_template || !plan->last_us || !plan->runtime_nodes ||
+        !plan->original_names) {
         st = rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
         goto fail;
     }
@@ -125,7 +175,10 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
             plan->kernels[i] = NULL; /* nothing to release */
             goto fail;
         }
-        rn_profiling_info *p = &plan->profile_template[i];
+        plan->last_us[i] = -1;
+        if ((st = join_names(node, &plan->original_names[i])) != RN_OK)
+            goto fail;
+        rn_profiling_info *p = &plan->profile_template[PLUGIN_STAGES + i];
         p->node_name = node->name;
         p->node_type = node->op_type;
         p->exec_type = plan->kernels[i]->impl_type ? plan->kernels[i]->impl_type : "unknown";
@@ -134,6 +187,16 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
         plan->io_total += node->n_inputs + node->n_outputs;
     }
     plan->io_offset[n] = plan->io_total;
+    static const char *const stage_names[PLUGIN_STAGES] = {
+        "input preprocessing", "transfer to device", "execution", "transfer from device",
+        "output postprocessing"};
+    for (int k = 0; k < PLUGIN_STAGES; k++) {
+        rn_profiling_info *p = &plan->profile_template[k];
+        p->node_name = stage_names[k];
+        p->node_type = "Stage";
+        p->exec_type = "stage";
+        p->status = RN_NODE_NOT_RUN;
+    }
     /* Liveness: a produced value is freed when its consumers are done;
      * results are pinned (one extra reference that no node drops). */
     for (int i = 0; i < n; i++)

@@ -49,6 +49,10 @@ const plugin_kernel *plugin_plan_kernel(const plugin_plan *plan, int node);
 /* The options the plan was built with (streams resolved). */
 const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan);
 
+/* The runtime model of the plan (owned by the plan, rebuilt by each call). */
+rn_status plugin_plan_runtime_model(plugin_plan *plan, const rn_runtime_node **nodes,
+                                    size_t *count);
+
 rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out);
 /* Frees the request; a run in flight is waited for first. */
 void plugin_request_free(plugin_request *request);
@@ -56,6 +60,9 @@ rn_status plugin_request_set_input(plugin_request *request, size_t index, const 
 rn_status plugin_request_set_output(plugin_request *request, size_t index, const graph_tensor *t);
 rn_status plugin_request_infer(plugin_request *request);
 rn_status plugin_request_get_output(plugin_request *request, size_t index, graph_tensor *out);
+/* Stage entries ("input preprocessing", "transfer to device", "execution",
+ * "transfer from device", "output postprocessing"), then one entry per node.
+ * RN_INVALID_ARG when the plan was built without profiling. */
 rn_status plugin_request_profiling(plugin_request *request, const rn_profiling_info **info,
                                    size_t *count);
 

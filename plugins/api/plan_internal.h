@@ -16,7 +16,12 @@ struct plugin_plan {
     int *consumers;                /* per value: readers (+1 for results) */
     int *io_offset;                /* per node: start of its scratch ports */
     int io_total;
-    rn_profiling_info *profile_template; /* per node */
+    /* Profiling: PLUGIN_STAGES stage entries, then one per node. */
+    rn_profiling_info *profile_template;
+    _Atomic int64_t *last_us;     /* per node: time of the last profiled run, -1 never */
+    pthread_mutex_t runtime_lock; /* guards runtime_nodes */
+    rn_runtime_node *runtime_nodes;
+    char **original_names; /* per node: fused names joined by ',' */
     executors_pool *pool;
     sched_dag *dag; /* preprocess, kernels 1..n, postprocess, callback */
 };
@@ -29,6 +34,16 @@ typedef struct value_slot {
 } value_slot;
 
 enum { REQUEST_IDLE = 0, REQUEST_RUNNING = 1 };
+
+/* The stage entries at the head of a request's profiling info. */
+enum {
+    STAGE_PREPROCESS,
+    STAGE_UPLOAD,
+    STAGE_EXECUTE,
+    STAGE_DOWNLOAD,
+    STAGE_POSTPROCESS,
+    PLUGIN_STAGES
+};
 
 struct plugin_request {
     const plugin_plan *plan;
@@ -51,6 +66,7 @@ struct plugin_request {
     uint64_t started, completed; /* run counters, under lock */
     rn_status last_status;       /* status of the last completed run */
     char last_error[1024];
+    uint64_t stage_start[PLUGIN_STAGES]; /* profiling: when each stage began */
     rn_request_callback callback;
     void *callback_data;
 };

@@ -75,7 +75,7 @@ rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out)
     r->slots = calloc((size_t)g->n_values + 1, sizeof *r->slots);
     r->remaining = calloc((size_t)g->n_values + 1, sizeof *r->remaining);
     r->user_out = calloc((size_t)g->n_outputs + 1, sizeof *r->user_out);
-    r->profile = calloc((size_t)g->n_nodes + 1, sizeof *r->profile);
+    r->profile = calloc((size_t)g->n_nodes + PLUGIN_STAGES, sizeof *r->profile);
     r->io = calloc((size_t)plan->io_total + 1, sizeof *r->io);
     r->ports = calloc((size_t)plan->io_total + 1, sizeof *r->ports);
     bool ok = r->slots && r->remaining && r->user_out && r->profile && r->io && r->ports;
@@ -85,8 +85,8 @@ rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out)
         plugin_request_free(r);
         return rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
     }
-    if (g->n_nodes)
-        memcpy(r->profile, plan->profile_template, (size_t)g->n_nodes * sizeof *r->profile);
+    memcpy(r->profile, plan->profile_template,
+           ((size_t)g->n_nodes + PLUGIN_STAGES) * sizeof *r->profile);
     /* Constants are views of the plan's graph. */
     for (int v = 0; v < g->n_values; v++)
         if (g->values[v]->constant != NULL)
@@ -263,11 +263,14 @@ static rn_status run_node(plugin_request *r, int i)
     };
     uint64_t t0 = plan->options.profiling ? now_ns() : 0;
     rn_status st = plan->kernels[i]->run(&args);
-    if (plan->options.profiling)
-        r->profile[i].real_time_us = (now_ns() - t0) / 1000;
+    rn_profiling_info *prof = &r->profile[PLUGIN_STAGES + i];
+    if (plan->options.profiling) {
+        prof->real_time_us = (now_ns() - t0) / 1000;
+        plan->last_us[i] = (int64_t)prof->real_time_us;
+    }
     if (st != RN_OK)
         return st;
-    r->profile[i].status = RN_NODE_EXECUTED;
+    prof->status = RN_NODE_EXECUTED;
     for (int k = 0; k < node->n_outputs; k++) {
         if (node->outputs[k] != NULL && out[k].data == NULL)
             return rn_set_error(RN_INTERNAL, "node '%s' (%s): kernel left output %d unallocated",
@@ -303,14 +306,34 @@ static rn_status check_inputs(plugin_request *r)
     return RN_OK;
 }
 
+/* Profiling: marks the start of a stage / ends it with its real time. */
+static void stage_begin(plugin_request *r, int stage)
+{
+    if (r->plan->options.profiling)
+        r->stage_start[stage] = now_ns();
+}
+
+static void stage_end(plugin_request *r, int stage)
+{
+    if (!r->plan->options.profiling)
+        return;
+    r->profile[stage].real_time_us = (now_ns() - r->stage_start[stage]) / 1000;
+    r->profile[stage].status = RN_NODE_EXECUTED;
+}
+
 static void preprocess(plugin_request *r)
 {
     const plugin_plan *plan = r->plan;
     const graph *g = plan->g;
+    stage_begin(r, STAGE_PREPROCESS);
     for (int v = 0; v < g->n_values; v++)
         atomic_store_explicit(&r->remaining[v], plan->consumers[v], memory_order_relaxed);
-    for (int i = 0; i < g->n_nodes; i++)
+    for (int i = 0; i < g->n_nodes + PLUGIN_STAGES; i++) {
         r->profile[i].status = RN_NODE_NOT_RUN;
+        r->profile[i].real_time_us = 0;
+    }
+    stage_end(r, STAGE_PREPROCESS);
+    stage_begin(r, STAGE_EXECUTE);
 }
 
 /* Records the first error of a run with its message (from this thread). */
@@ -321,7 +344,18 @@ static void record_error(plugin_request *r, rn_status st)
         snprintf(r->error, sizeof r->error, "%s", rn_last_error());
 }
 
+static rn_status postprocess_results(plugin_request *r);
+
 static rn_status postprocess(plugin_request *r)
+{
+    stage_end(r, STAGE_EXECUTE);
+    stage_begin(r, STAGE_POSTPROCESS);
+    rn_status st = postprocess_results(r);
+    stage_end(r, STAGE_POSTPROCESS);
+    return st;
+}
+
+static rn_status postprocess_results(plugin_request *r)
 {
     const graph *g = r->plan->g;
     rn_status st = (rn_status)atomic_load(&r->status);
@@ -574,8 +608,11 @@ rn_status plugin_request_profiling(plugin_request *r, const rn_profiling_info **
 {
     if (atomic_load(&r->state) == REQUEST_RUNNING)
         return busy_error("profiling");
+    if (!r->plan->options.profiling)
+        return rn_set_error(RN_INVALID_ARG,
+                            "profiling is off: compile with ENABLE_PROFILING=YES to read it");
     *info = r->profile;
-    *count = (size_t)r->plan->g->n_nodes;
+    *count = (size_t)r->plan->g->n_nodes + PLUGIN_STAGES;
     return RN_OK;
 }
 

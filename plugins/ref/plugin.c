@@ -160,6 +160,11 @@ static rn_status ref_create_request(void *compiled, void **out)
     return st;
 }
 
+static rn_status ref_runtime_model(void *compiled, const rn_runtime_node **nodes, size_t *count)
+{
+    return plugin_plan_runtime_model(((ref_compiled *)compiled)->plan, nodes, count);
+}
+
 static void ref_compiled_free(void *compiled)
 {
     ref_compiled *c = compiled;
@@ -174,6 +179,7 @@ static const rn_compiled_model_ops ref_compiled_ops = {
     .create_request = ref_create_request,
     .request_ops = &plugin_generic_request_ops,
     .get_property = ref_compiled_get_property,
+    .get_runtime_model = ref_runtime_model,
     .free = ref_compiled_free,
 };
 

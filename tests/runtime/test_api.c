@@ -225,9 +225,61 @@ Test(request, profiling_reports_every_node)
     const rn_profiling_info *info;
     size_t n;
     cr_assert_eq(rn_infer_request_profiling_info(f.request, &info, &n), RN_OK);
-    cr_assert_eq(n, 1);
-    cr_assert_str_eq(info[0].node_type, "Add");
-    cr_assert_str_eq(info[0].exec_type, "ref");
+    cr_assert_eq(n, 6, "five stage entries and one node");
+    cr_assert_str_eq(info[0].node_name, "input preprocessing");
     cr_assert_eq(info[0].status, RN_NODE_EXECUTED);
+    cr_assert_str_eq(info[1].node_name, "transfer to device");
+    cr_assert_eq(info[1].status, RN_NODE_NOT_RUN, "REF is a host device");
+    cr_assert_str_eq(info[2].node_name, "execution");
+    cr_assert_str_eq(info[4].node_name, "output postprocessing");
+    cr_assert_str_eq(info[5].node_type, "Add");
+    cr_assert_str_eq(info[5].exec_type, "ref");
+    cr_assert_eq(info[5].status, RN_NODE_EXECUTED);
+    const rn_runtime_node *rt;
+    cr_assert_eq(rn_compiled_model_runtime_model(f.compiled, &rt, &n), RN_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(rt[0].layer_type, "Add");
+    cr_assert_eq(rt[0].execution_order, 0);
+    cr_assert(rt[0].perf_counter_us >= 0, "the node ran with profiling on");
+    cr_assert_str_eq(rt[0].original_names, rt[0].name);
     close_fixture(&f);
+}
+
+Test(request, profiling_off_is_an_error)
+{
+    fixture f;
+    open_add(&f, NULL, 0);
+    cr_assert_eq(rn_infer_request_infer(f.request), RN_OK);
+    const rn_profiling_info *info;
+    size_t n;
+    cr_assert_eq(rn_infer_request_profiling_info(f.request, &info, &n), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "ENABLE_PROFILING") != NULL, "%s", rn_last_error());
+    const rn_runtime_node *rt;
+    cr_assert_eq(rn_compiled_model_runtime_model(f.compiled, &rt, &n), RN_OK);
+    cr_assert_eq(rt[0].perf_counter_us, -1, "not_executed without profiling");
+    close_fixture(&f);
+}
+
+Test(lifetime, handles_can_be_freed_in_any_order)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm;
+    rn_infer_request *r;
+    cr_assert_eq(rn_core_create(&core), RN_OK);
+    cr_assert_eq(rn_core_read_model(core, NODE_DIR "/test_add/model.onnx", &model), RN_OK);
+    cr_assert_eq(rn_core_compile_model(core, model, "REF", NULL, 0, &cm), RN_OK);
+    cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r), RN_OK);
+    /* The core, the model and the compiled model go first; the request still runs. */
+    rn_core_free(core);
+    rn_model_free(model);
+    rn_compiled_model_free(cm);
+    rn_tensor *a;
+    cr_assert_eq(rn_infer_request_get_input_tensor(r, 0, &a), RN_OK);
+    ((float *)rn_tensor_data(a))[0] = 3.0f;
+    cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
+    rn_tensor *y;
+    cr_assert_eq(rn_infer_request_get_output_tensor(r, 0, &y), RN_OK);
+    cr_assert_float_eq(((float *)rn_tensor_data(y))[0], 3.0f, 1e-6);
+    rn_infer_request_free(r);
 }
