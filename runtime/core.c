@@ -163,3 +163,60 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
     *out = cm;
     return RN_OK;
 }
+
+struct rn_query_result {
+    size_t count;
+    char **names;
+    bool *supported;
+};
+
+rn_status rn_core_query_model(rn_core *core, const rn_model *model, const char *device,
+                              const rn_property *properties, size_t n_properties,
+                              rn_query_result **out)
+{
+    if (core == NULL || model == NULL || device == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG, "query_model: core, model, device and out must be set");
+    const runtime_device *dev = find_device(core, device);
+    if (dev == NULL)
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    if (dev->ops->query_model == NULL)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "device %s cannot answer query_model", device);
+    rn_query_result *q = calloc(1, sizeof *q);
+    if (q == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "query_model: out of memory");
+    rn_status st = dev->ops->query_model(dev->plugin, model->g, properties, n_properties, &q->names,
+                                         &q->supported, &q->count);
+    if (st != RN_OK) {
+        free(q);
+        return st;
+    }
+    *out = q;
+    return RN_OK;
+}
+
+size_t rn_query_result_count(const rn_query_result *result)
+{
+    return result->count;
+}
+
+rn_status rn_query_result_entry(const rn_query_result *result, size_t index, const char **name,
+                                int *supported)
+{
+    if (index >= result->count)
+        return rn_set_error(RN_INVALID_ARG, "query result entry %zu is out of range (%zu)", index,
+                            result->count);
+    *name = result->names[index];
+    *supported = result->supported[index];
+    return RN_OK;
+}
+
+void rn_query_result_free(rn_query_result *result)
+{
+    if (result == NULL)
+        return;
+    for (size_t i = 0; i < result->count; i++)
+        free(result->names[i]);
+    free(result->names);
+    free(result->supported);
+    free(result);
+}

@@ -70,6 +70,21 @@ size_t rn_core_failed_device_count(const rn_core *core);
 rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **name,
                                 const char **reason);
 
+/* The answer of rn_core_query_model. */
+typedef struct rn_query_result rn_query_result;
+
+/* Asks `device` which of the model's layers it runs, without compiling: one
+ * entry per original layer name (node names, and parameters and constants,
+ * which follow their consumers). *out is the caller's to free. */
+rn_status rn_core_query_model(rn_core *core, const rn_model *model, const char *device,
+                              const rn_property *properties, size_t n_properties,
+                              rn_query_result **out);
+size_t rn_query_result_count(const rn_query_result *result);
+/* The index-th layer name (owned by the result) and whether it is supported. */
+rn_status rn_query_result_entry(const rn_query_result *result, size_t index, const char **name,
+                                int *supported);
+void rn_query_result_free(rn_query_result *result);
+
 /* Reads a model file (ONNX). On success *out is a new model the caller frees
  * with rn_model_free. A missing, malformed or unsupported file is an error
  * whose message names the file and the problem. */

@@ -86,6 +86,11 @@ typedef struct rn_plugin_ops {
     rn_status (*set_property)(void *plugin, const rn_property *properties, size_t n_properties);
     /* Reads a device property (read-write or read-only) into buf. */
     rn_status (*get_property)(void *plugin, const char *key, char *buf, size_t size);
+    /* (optional) For each original layer name of the model, whether this
+     * device runs it: *names (each malloc'ed) and *supported (malloc'ed)
+     * become the caller's, who frees them with free(). */
+    rn_status (*query_model)(void *plugin, const struct graph *model, const rn_property *properties,
+                             size_t n_properties, char ***names, bool **supported, size_t *count);
     /* Compiles a model (the plugin clones what it keeps); compile-time
      * properties override the device's, which override the defaults; an
      * unknown key or a bad value is RN_INVALID_ARG naming it. */

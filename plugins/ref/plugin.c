@@ -8,6 +8,7 @@
 
 #include "plugins/api/plan.h"
 #include "plugins/api/properties.h"
+#include "plugins/api/query.h"
 #include "plugins/ref/ref.h"
 
 typedef struct ref_plugin {
@@ -183,6 +184,26 @@ static const rn_compiled_model_ops ref_compiled_ops = {
     .free = ref_compiled_free,
 };
 
+static rn_status ref_query(void *plugin, const struct graph *model, const rn_property *properties,
+                           size_t n_properties, char ***names, bool **supported, size_t *count)
+{
+    ref_plugin *p = plugin;
+    plugin_properties props;
+    pthread_mutex_lock(&p->lock);
+    props = p->props;
+    pthread_mutex_unlock(&p->lock);
+    rn_status st = plugin_properties_apply(&props, properties, n_properties);
+    if (st != RN_OK)
+        return st;
+    plugin_query_result q;
+    if ((st = plugin_query_model(model, p->kernels, &q)) != RN_OK)
+        return st;
+    *names = q.names;
+    *supported = q.supported;
+    *count = q.count;
+    return RN_OK;
+}
+
 static rn_status ref_compile(void *plugin, const struct graph *model, const rn_property *properties,
                              size_t n_properties, const rn_compiled_model_ops **ops,
                              void **compiled)
@@ -219,5 +240,6 @@ const rn_plugin_ops ref_plugin_ops = {
     .destroy = ref_destroy,
     .set_property = ref_set_property,
     .get_property = ref_get_property,
+    .query_model = ref_query,
     .compile_model = ref_compile,
 };

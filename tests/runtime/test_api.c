@@ -283,3 +283,29 @@ Test(lifetime, handles_can_be_freed_in_any_order)
     cr_assert_float_eq(((float *)rn_tensor_data(y))[0], 3.0f, 1e-6);
     rn_infer_request_free(r);
 }
+
+Test(query_model, names_every_layer_with_its_support)
+{
+    rn_core *core;
+    rn_model *model;
+    cr_assert_eq(rn_core_create(&core), RN_OK);
+    cr_assert_eq(rn_core_read_model(core, NODE_DIR "/test_add/model.onnx", &model), RN_OK);
+    rn_query_result *q = NULL;
+    cr_assert_eq(rn_core_query_model(core, model, "REF", NULL, 0, &q), RN_OK, "%s",
+                 rn_last_error());
+    /* One Add node and its two parameters, all supported. */
+    cr_assert_eq(rn_query_result_count(q), 3);
+    for (size_t i = 0; i < rn_query_result_count(q); i++) {
+        const char *name;
+        int ok;
+        cr_assert_eq(rn_query_result_entry(q, i, &name, &ok), RN_OK);
+        cr_assert(ok, "%s", name);
+    }
+    const char *name;
+    int ok;
+    cr_assert_eq(rn_query_result_entry(q, 3, &name, &ok), RN_INVALID_ARG);
+    rn_query_result_free(q);
+    cr_assert_eq(rn_core_query_model(core, model, "NOPE", NULL, 0, &q), RN_NOT_FOUND);
+    rn_model_free(model);
+    rn_core_free(core);
+}
