@@ -78,11 +78,15 @@ rn_status plugin_plan_runtime_model(plugin_plan *plan, const rn_runtime_node **n
     return RN_OK;
 }
 
-/* Task functions of the DAG live in request.c; the plan only wires them. */
+/* Lowers the graph to the task DAG (task functions live in request.c):
+ * preprocess → device stages before the kernels → kernels (edges from data
+ * dependencies) → device stages after the kernels → postprocess → callback
+ * (on the callback executor). */
 static rn_status build_dag(plugin_plan *plan)
 {
     const graph *g = plan->g;
     int n = g->n_nodes;
+    const plugin_plan_options *o = &plan->options;
     sched_dag_builder *b;
     if (sched_dag_builder_create(&b) != 0)
         return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory building the task DAG");
@@ -97,7 +101,33 @@ static rn_status build_dag(plugin_plan *plan)
     if (rc == 0)
         rc = sched_dag_add_node(b, "callback", plugin_task_callback, NULL,
                                 executors_callback_id(plan->pool), NULL);
-    uint32_t pre = 0, post = (uint32_t)n + 1, cb = (uint32_t)n + 2;
+    for (int k = 0; k < o->n_stages && rc == 0; k++)
+        rc = sched_dag_add_node(b, o->stages[k].name, plugin_task_stage, (void *)(intptr_t)k,
+                                o->stages[k].executor == PLUGIN_STAGE_ON_DEVICE_WAIT
+                                    ? executors_wait_id(plan->pool)
+                                    : SCHED_EXECUTOR_STREAM,
+                                NULL);
+    uint32_t post = (uint32_t)n + 1, cb = (uint32_t)n + 2;
+    /* The chain ends around the kernels: `head` precedes every kernel without
+     * predecessors, every kernel precedes `tail`'s chain. */
+    uint32_t head = 0;
+    for (int k = 0; k < o->n_stages && rc == 0; k++)
+        if (!o->stages[k].after_kernels) {
+            rc = sched_dag_add_edge(b, head, (uint32_t)(n + 3 + k));
+            head = (uint32_t)(n + 3 + k);
+        }
+    uint32_t first_after = post, prev = UINT32_MAX;
+    for (int k = 0; k < o->n_stages && rc == 0; k++)
+        if (o->stages[k].after_kernels) {
+            uint32_t id = (uint32_t)(n + 3 + k);
+            if (prev == UINT32_MAX)
+                first_after = id;
+            else
+                rc = sched_dag_add_edge(b, prev, id);
+            prev = id;
+        }
+    if (rc == 0 && prev != UINT32_MAX)
+        rc = sched_dag_add_edge(b, prev, post);
     for (int i = 0; i < n && rc == 0; i++) {
         const graph_node *node = g->nodes[i];
         bool has_pred = false;
@@ -110,14 +140,14 @@ static rn_status build_dag(plugin_plan *plan)
             }
         }
         if (rc == 0 && !has_pred)
-            rc = sched_dag_add_edge(b, pre, (uint32_t)i + 1);
-        /* Every kernel precedes postprocess: results must be complete and
-         * intermediate buffers released before the run is declared done. */
+            rc = sched_dag_add_edge(b, head, (uint32_t)i + 1);
+        /* Every kernel precedes the stages after it: results must be complete
+         * and intermediate buffers released before the run is declared done. */
         if (rc == 0)
-            rc = sched_dag_add_edge(b, (uint32_t)i + 1, post);
+            rc = sched_dag_add_edge(b, (uint32_t)i + 1, first_after);
     }
     if (rc == 0)
-        rc = sched_dag_add_edge(b, pre, post);
+        rc = sched_dag_add_edge(b, head, first_after);
     if (rc == 0)
         rc = sched_dag_add_edge(b, post, cb);
     if (rc == 0)
@@ -145,6 +175,11 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     int n = g->n_nodes;
     if (options != NULL)
         plan->options = *options;
+    if (plan->options.n_stages < 0 || plan->options.n_stages > PLUGIN_MAX_STAGES) {
+        st = rn_set_error(RN_INVALID_ARG, "compile: %d device stages (at most %d)",
+                          plan->options.n_stages, PLUGIN_MAX_STAGES);
+        goto fail;
+    }
     if (plan->options.n_streams == 0)
         plan->options.n_streams = 1;
     if (plan->options.threads_per_stream == 0) {

@@ -25,14 +25,46 @@
 #include "plugins/api/kernel.h"
 #include "runnel/plugin.h"
 
+typedef struct plugin_plan plugin_plan;
+typedef struct plugin_request plugin_request;
+
+/* Which executor a device stage runs on. */
+typedef enum plugin_stage_executor {
+    PLUGIN_STAGE_ON_STREAM = 0,  /* the request's stream workers */
+    PLUGIN_STAGE_ON_DEVICE_WAIT, /* the pool's device-wait executor */
+} plugin_stage_executor;
+
+/* Where a device stage's time is reported in the profiling info. */
+typedef enum plugin_stage_slot {
+    PLUGIN_SLOT_UPLOAD = 1,   /* "transfer to device" */
+    PLUGIN_SLOT_EXECUTE = 2,  /* "execution" */
+    PLUGIN_SLOT_DOWNLOAD = 3, /* "transfer from device" */
+} plugin_stage_slot;
+
+/* A device stage of the request pipeline (upload, execute, wait, download),
+ * a node of the same DAG as the kernels. `run` returns RN_OK when the stage
+ * is done, PLUGIN_STAGE_PENDING when it handed work to the device and will
+ * call plugin_request_complete_stage later (from any thread), or an error. */
+#define PLUGIN_STAGE_PENDING 1
+typedef struct plugin_stage {
+    const char *name;
+    plugin_stage_executor executor;
+    plugin_stage_slot slot;
+    bool after_kernels; /* false: between preprocess and the kernels */
+    int (*run)(plugin_request *request, uint32_t stage, void *ctx);
+} plugin_stage;
+
+#define PLUGIN_MAX_STAGES 8
+
 typedef struct plugin_plan_options {
     bool profiling;              /* record per-node real time */
     uint32_t n_streams;          /* streams of the executor pool (0: 1) */
     uint32_t threads_per_stream; /* workers per stream (0: all CPUs / streams) */
+    /* Device stages, in pipeline order (none for host devices). */
+    int n_stages;
+    plugin_stage stages[PLUGIN_MAX_STAGES];
+    void *stage_ctx; /* passed to every stage's run */
 } plugin_plan_options;
-
-typedef struct plugin_plan plugin_plan;
-typedef struct plugin_request plugin_request;
 
 /* Builds a plan for `model` (cloned; the caller keeps its graph) and
  * acquires its executor pool. The registry must outlive the plan. */
@@ -77,6 +109,10 @@ rn_status plugin_request_wait_for(plugin_request *request, int64_t timeout_ms);
 /* Skips the kernels of the current run that have not started; the run
  * completes with RN_CANCELLED. A no-op when the request is idle. */
 rn_status plugin_request_cancel(plugin_request *request);
+/* Completes device stage `stage` (its index in options.stages) of the run in
+ * flight, which returned PLUGIN_STAGE_PENDING; `status` is its result. */
+void plugin_request_complete_stage(plugin_request *request, uint32_t stage, rn_status status);
+
 /* Sets (or clears, with fn NULL) the completion callback. */
 rn_status plugin_request_set_callback(plugin_request *request, rn_request_callback fn,
                                       void *user_data);

@@ -23,7 +23,9 @@ struct plugin_plan {
     rn_runtime_node *runtime_nodes;
     char **original_names; /* per node: fused names joined by ',' */
     executors_pool *pool;
-    sched_dag *dag; /* preprocess, kernels 1..n, postprocess, callback */
+    /* The DAG: 0 preprocess, 1..n kernels, n+1 postprocess, n+2 callback,
+     * then the device stages at n+3+k. */
+    sched_dag *dag;
 };
 
 /* What a request holds for one value of the graph. */
@@ -67,6 +69,8 @@ struct plugin_request {
     rn_status last_status;       /* status of the last completed run */
     char last_error[1024];
     uint64_t stage_start[PLUGIN_STAGES]; /* profiling: when each stage began */
+    bool sync_stage_pending;             /* sync run: a device stage is pending */
+    rn_status sync_stage_status;
     rn_request_callback callback;
     void *callback_data;
 };
@@ -76,5 +80,6 @@ int plugin_task_preprocess(const sched_task_ctx *ctx, void *arg);
 int plugin_task_kernel(const sched_task_ctx *ctx, void *arg);
 int plugin_task_postprocess(const sched_task_ctx *ctx, void *arg);
 int plugin_task_callback(const sched_task_ctx *ctx, void *arg);
+int plugin_task_stage(const sched_task_ctx *ctx, void *arg);
 
 #endif /* RUNNEL_PLUGINS_API_PLAN_INTERNAL_H */

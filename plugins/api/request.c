@@ -385,6 +385,76 @@ static rn_status postprocess_results(plugin_request *r)
     return RN_OK;
 }
 
+/* ---- device stages ---- */
+
+/* Runs device stage k (unless the run already failed or was cancelled);
+ * returns what its run returned. */
+static int start_stage(plugin_request *r, int k)
+{
+    if (atomic_load(&r->status) != RN_OK || atomic_load(&r->cancel))
+        return RN_OK;
+    const plugin_plan_options *o = &r->plan->options;
+    const plugin_stage *s = &o->stages[k];
+    uint64_t t0 = o->profiling ? now_ns() : 0;
+    int rc = s->run(r, (uint32_t)k, o->stage_ctx);
+    if (o->profiling) {
+        rn_profiling_info *p = &r->profile[s->slot];
+        p->real_time_us += (now_ns() - t0) / 1000;
+        p->status = RN_NODE_EXECUTED;
+    }
+    if (rc < 0)
+        record_error(r, (rn_status)rc);
+    return rc;
+}
+
+/* Sync: a pending stage is waited for in the caller's thread. */
+static void run_stage_sync(plugin_request *r, int k)
+{
+    pthread_mutex_lock(&r->lock);
+    r->sync_stage_pending = true;
+    pthread_mutex_unlock(&r->lock);
+    int rc = start_stage(r, k);
+    pthread_mutex_lock(&r->lock);
+    if (rc == PLUGIN_STAGE_PENDING) {
+        while (r->sync_stage_pending)
+            pthread_cond_wait(&r->done, &r->lock);
+        if (r->sync_stage_status != RN_OK) {
+            pthread_mutex_unlock(&r->lock);
+            record_error(r, r->sync_stage_status);
+            return;
+        }
+    }
+    r->sync_stage_pending = false;
+    pthread_mutex_unlock(&r->lock);
+}
+
+int plugin_task_stage(const sched_task_ctx *ctx, void *arg)
+{
+    int rc = start_stage(ctx->user_arg, (int)(intptr_t)arg);
+    return rc == PLUGIN_STAGE_PENDING ? SCHED_PENDING : SCHED_OK;
+}
+
+void plugin_request_complete_stage(plugin_request *r, uint32_t stage, rn_status status)
+{
+    pthread_mutex_lock(&r->lock);
+    if (r->sync_stage_pending) {
+        r->sync_stage_pending = false;
+        r->sync_stage_status = status;
+        pthread_cond_broadcast(&r->done);
+        pthread_mutex_unlock(&r->lock);
+        return;
+    }
+    sched_instance *inst = r->instances[r->current];
+    pthread_mutex_unlock(&r->lock);
+    if (status != RN_OK) {
+        rn_set_error(status, "device stage '%s' failed", r->plan->options.stages[stage].name);
+        record_error(r, status);
+    }
+    /* Errors travel in the request's status; the DAG always runs on to the
+     * callback stage, so the node completes with SCHED_OK. */
+    sched_instance_complete_node(inst, (uint32_t)r->plan->g->n_nodes + 3 + stage, SCHED_OK);
+}
+
 /* ---- sync ---- */
 
 rn_status plugin_request_infer(plugin_request *r)
@@ -397,14 +467,21 @@ rn_status plugin_request_infer(plugin_request *r)
     atomic_store(&r->status, RN_OK);
     atomic_store(&r->cancel, false);
     preprocess(r);
+    const plugin_plan_options *o = &r->plan->options;
+    for (int k = 0; k < o->n_stages; k++)
+        if (!o->stages[k].after_kernels)
+            run_stage_sync(r, k);
     const graph *g = r->plan->g;
-    for (int i = 0; i < g->n_nodes; i++) {
+    for (int i = 0; i < g->n_nodes && atomic_load(&r->status) == RN_OK; i++) {
         if ((st = run_node(r, i)) != RN_OK) {
             record_error(r, st);
             break;
         }
         release_inputs(r, i);
     }
+    for (int k = 0; k < o->n_stages; k++)
+        if (o->stages[k].after_kernels)
+            run_stage_sync(r, k);
     st = postprocess(r);
     if (st != RN_OK)
         return rn_set_error(st, "%s", r->error);

@@ -1,0 +1,96 @@
+/* The behaviour suite every plugin must pass: shared set-up. Each test runs
+ * once per device (REF, and SLOWDEV loaded from its shared object). */
+#ifndef RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
+#define RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runnel/runnel.h"
+
+#define NODE_DIR   "/usr/share/libonnx-testdata/data/node"
+#define SLOWDEV_SO "tests/slowdev/libslowdev.so"
+
+typedef struct device_param {
+    char name[16];
+} device_param;
+
+#define BEHAVIOR_DEVICES(suite, test)                                                              \
+    ParameterizedTestParameters(suite, test)                                                       \
+    {                                                                                              \
+        static device_param devices[] = {{"REF"}, {"SLOWDEV"}};                                    \
+        return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
+    }
+
+/* A core with the device available (SLOWDEV loaded, its stages short). */
+static inline rn_core *behavior_core(const char *device)
+{
+    rn_core *core;
+    cr_assert_eq(rn_core_create(&core), RN_OK);
+    if (strcmp(device, "SLOWDEV") == 0) {
+        cr_assert_eq(rn_core_load_plugin(core, NULL, SLOWDEV_SO), RN_OK, "%s", rn_last_error());
+        rn_property costs[] = {{"SLOWDEV_UPLOAD_US", "100"},
+                               {"SLOWDEV_EXECUTE_US", "100"},
+                               {"SLOWDEV_WAIT_US", "100"},
+                               {"SLOWDEV_DOWNLOAD_US", "100"}};
+        cr_assert_eq(rn_core_set_property(core, "SLOWDEV", costs, 4), RN_OK, "%s", rn_last_error());
+    }
+    return core;
+}
+
+typedef struct behavior_model {
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *compiled;
+} behavior_model;
+
+static inline void behavior_open(behavior_model *m, const char *device, const char *case_name,
+                                 const rn_property *props, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/model.onnx", NODE_DIR, case_name);
+    m->core = behavior_core(device);
+    cr_assert_eq(rn_core_read_model(m->core, path, &m->model), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_core_compile_model(m->core, m->model, device, props, n, &m->compiled), RN_OK,
+                 "%s", rn_last_error());
+}
+
+static inline void behavior_close(behavior_model *m)
+{
+    rn_compiled_model_free(m->compiled);
+    rn_model_free(m->model);
+    rn_core_free(m->core);
+}
+
+/* test_add: fills a request's inputs so that the sum is k * i. */
+static inline rn_infer_request *behavior_add_request(behavior_model *m, float k)
+{
+    rn_infer_request *r;
+    cr_assert_eq(rn_compiled_model_create_infer_request(m->compiled, &r), RN_OK, "%s",
+                 rn_last_error());
+    rn_tensor *a, *b;
+    rn_infer_request_get_input_tensor(r, 0, &a);
+    rn_infer_request_get_input_tensor(r, 1, &b);
+    float *x = rn_tensor_data(a), *y = rn_tensor_data(b);
+    for (size_t i = 0; i < rn_tensor_element_count(a); i++) {
+        x[i] = (float)i;
+        y[i] = (k - 1.0f) * (float)i;
+    }
+    return r;
+}
+
+static inline void behavior_check_add(rn_infer_request *r, float k)
+{
+    rn_tensor *out;
+    cr_assert_eq(rn_infer_request_get_output_tensor(r, 0, &out), RN_OK, "%s", rn_last_error());
+    const float *z = rn_tensor_data(out);
+    for (size_t i = 0; i < rn_tensor_element_count(out); i++)
+        cr_assert_float_eq(z[i], k * (float)i, 1e-4, "element %zu", i);
+}
+
+#endif /* RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H */

@@ -1,0 +1,372 @@
+/* SLOWDEV: a test device on the plugin ABI that simulates an accelerator.
+ *
+ * A request's pipeline is preprocess → upload → kernels (REF's, on the
+ * stream workers) → execute → wait → download → postprocess → callback.
+ * Each device stage has a fixed cost set by a device property (in
+ * microseconds) and occupies one simulated engine at a time, as a real device
+ * would: the copy-in engine (upload), the compute engine (execute: handed to
+ * the device thread, completed later from it, so the stage is a pending DAG
+ * node), the fence (wait, on the device-wait executor) and the copy-out
+ * engine (download). Concurrent requests overlap across engines; a request
+ * never overlaps with itself.
+ *
+ * Properties: SLOWDEV_UPLOAD_US, SLOWDEV_EXECUTE_US, SLOWDEV_WAIT_US,
+ * SLOWDEV_DOWNLOAD_US (default 200 each), plus the shared ones. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugins/api/plan.h"
+#include "plugins/api/properties.h"
+#include "plugins/api/query.h"
+#include "plugins/ref/ref.h"
+#include "tests/slowdev/slowdev.h"
+
+enum { ENGINE_UPLOAD, ENGINE_EXECUTE, ENGINE_WAIT, ENGINE_DOWNLOAD, N_ENGINES };
+
+static const char *const cost_keys[N_ENGINES] = {
+    "SLOWDEV_UPLOAD_US",
+    "SLOWDEV_EXECUTE_US",
+    "SLOWDEV_WAIT_US",
+    "SLOWDEV_DOWNLOAD_US",
+};
+
+/* A job for the device thread: complete `stage` of `request` after `us`. */
+typedef struct device_job {
+    plugin_request *request;
+    uint32_t stage;
+    uint32_t us;
+    struct device_job *next;
+} device_job;
+
+typedef struct slowdev {
+    plugin_kernel_registry *kernels;
+    pthread_mutex_t lock; /* guards props and costs */
+    plugin_properties props;
+    uint32_t cost_us[N_ENGINES];
+    pthread_mutex_t engine[N_ENGINES];
+    /* The device thread and its queue. */
+    pthread_t thread;
+    pthread_mutex_t queue_lock;
+    pthread_cond_t queue_cond;
+    device_job *head, *tail;
+    bool stopping;
+} slowdev;
+
+typedef struct slowdev_compiled {
+    slowdev *dev;
+    plugin_plan *plan;
+    uint32_t cost_us[N_ENGINES]; /* as compiled */
+    uint32_t optimal_requests;
+} slowdev_compiled;
+
+static void sleep_us(uint32_t us)
+{
+    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void *device_thread(void *arg)
+{
+    slowdev *d = arg;
+    pthread_mutex_lock(&d->queue_lock);
+    for (;;) {
+        while (d->head == NULL && !d->stopping)
+            pthread_cond_wait(&d->queue_cond, &d->queue_lock);
+        if (d->head == NULL)
+            break;
+        device_job *job = d->head;
+        d->head = job->next;
+        if (d->head == NULL)
+            d->tail = NULL;
+        pthread_mutex_unlock(&d->queue_lock);
+        sleep_us(job->us); /* the compute engine is busy */
+        plugin_request_complete_stage(job->request, job->stage, RN_OK);
+        free(job);
+        pthread_mutex_lock(&d->queue_lock);
+    }
+    pthread_mutex_unlock(&d->queue_lock);
+    return NULL;
+}
+
+/* ---- the stages ---- */
+
+static int engine_stage(slowdev_compiled *c, int engine)
+{
+    pthread_mutex_lock(&c->dev->engine[engine]);
+    sleep_us(c->cost_us[engine]);
+    pthread_mutex_unlock(&c->dev->engine[engine]);
+    return RN_OK;
+}
+
+static int stage_upload(plugin_request *r, uint32_t stage, void *ctx)
+{
+    (void)r, (void)stage;
+    return engine_stage(ctx, ENGINE_UPLOAD);
+}
+
+static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
+{
+    slowdev_compiled *c = ctx;
+    device_job *job = malloc(sizeof *job);
+    if (job == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory queueing a job");
+    *job = (device_job){.request = r, .stage = stage, .us = c->cost_us[ENGINE_EXECUTE]};
+    slowdev *d = c->dev;
+    pthread_mutex_lock(&d->queue_lock);
+    if (d->tail != NULL)
+        d->tail->next = job;
+    else
+        d->head = job;
+    d->tail = job;
+    pthread_cond_signal(&d->queue_cond);
+    pthread_mutex_unlock(&d->queue_lock);
+    return PLUGIN_STAGE_PENDING;
+}
+
+static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
+{
+    (void)r, (void)stage;
+    return engine_stage(ctx, ENGINE_WAIT);
+}
+
+static int stage_download(plugin_request *r, uint32_t stage, void *ctx)
+{
+    (void)r, (void)stage;
+    return engine_stage(ctx, ENGINE_DOWNLOAD);
+}
+
+/* ---- plugin ---- */
+
+static rn_status slowdev_create(void **out)
+{
+    slowdev *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
+    rn_status st = plugin_kernel_registry_create(&d->kernels);
+    if (st == RN_OK)
+        st = ref_register_kernels(d->kernels);
+    if (st != RN_OK) {
+        plugin_kernel_registry_free(d->kernels);
+        free(d);
+        return st;
+    }
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->queue_lock, NULL);
+    pthread_cond_init(&d->queue_cond, NULL);
+    for (int e = 0; e < N_ENGINES; e++) {
+        pthread_mutex_init(&d->engine[e], NULL);
+        d->cost_us[e] = 200;
+    }
+    plugin_properties_default(&d->props);
+    if (pthread_create(&d->thread, NULL, device_thread, d) != 0) {
+        plugin_kernel_registry_free(d->kernels);
+        free(d);
+        return rn_set_error(RN_DEVICE_ERROR, "SLOWDEV: cannot start the device thread");
+    }
+    *out = d;
+    return RN_OK;
+}
+
+static void slowdev_destroy(void *plugin)
+{
+    slowdev *d = plugin;
+    if (d == NULL)
+        return;
+    pthread_mutex_lock(&d->queue_lock);
+    d->stopping = true;
+    pthread_cond_signal(&d->queue_cond);
+    pthread_mutex_unlock(&d->queue_lock);
+    pthread_join(d->thread, NULL);
+    for (int e = 0; e < N_ENGINES; e++)
+        pthread_mutex_destroy(&d->engine[e]);
+    pthread_mutex_destroy(&d->lock);
+    pthread_mutex_destroy(&d->queue_lock);
+    pthread_cond_destroy(&d->queue_cond);
+    plugin_kernel_registry_free(d->kernels);
+    free(d);
+}
+
+/* Splits properties into SLOWDEV's cost keys and the shared ones. */
+static rn_status apply(plugin_properties *props, uint32_t *costs, const rn_property *p, size_t n)
+{
+    plugin_properties tmp = *props;
+    uint32_t c[N_ENGINES];
+    memcpy(c, costs, sizeof c);
+    for (size_t i = 0; i < n; i++) {
+        int e = -1;
+        for (int k = 0; k < N_ENGINES; k++)
+            if (strcmp(p[i].key, cost_keys[k]) == 0)
+                e = k;
+        if (e < 0) {
+            rn_status st = plugin_properties_set(&tmp, p[i].key, p[i].value);
+            if (st != RN_OK)
+                return st;
+            continue;
+        }
+        char *end;
+        long v = strtol(p[i].value, &end, 10);
+        if (*p[i].value == '\0' || *end != '\0' || v < 0 || v > 10000000)
+            return rn_set_error(RN_INVALID_ARG,
+                                "property %s: bad value '%s' (accepted: microseconds from 0 to "
+                                "10000000)",
+                                p[i].key, p[i].value);
+        c[e] = (uint32_t)v;
+    }
+    *props = tmp;
+    memcpy(costs, c, sizeof c);
+    return RN_OK;
+}
+
+static rn_status slowdev_set_property(void *plugin, const rn_property *p, size_t n)
+{
+    slowdev *d = plugin;
+    pthread_mutex_lock(&d->lock);
+    rn_status st = apply(&d->props, d->cost_us, p, n);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+static rn_status slowdev_get_property(void *plugin, const char *key, char *buf, size_t size)
+{
+    slowdev *d = plugin;
+    char tmp[32];
+    for (int e = 0; e < N_ENGINES; e++)
+        if (strcmp(key, cost_keys[e]) == 0) {
+            pthread_mutex_lock(&d->lock);
+            snprintf(tmp, sizeof tmp, "%u", d->cost_us[e]);
+            pthread_mutex_unlock(&d->lock);
+            return plugin_property_string(key, tmp, buf, size);
+        }
+    if (strcmp(key, "FULL_DEVICE_NAME") == 0)
+        return plugin_property_string(key, "runnel simulated accelerator (tests)", buf, size);
+    if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
+        return plugin_property_string(key, "slowdev", buf, size);
+    pthread_mutex_lock(&d->lock);
+    rn_status st = plugin_properties_get(&d->props, key, buf, size);
+    pthread_mutex_unlock(&d->lock);
+    if (st == RN_NOT_FOUND)
+        return rn_set_error(RN_NOT_FOUND, "SLOWDEV: unknown property '%s'", key);
+    return st;
+}
+
+static rn_status slowdev_create_request(void *compiled, void **out)
+{
+    return plugin_request_create(((slowdev_compiled *)compiled)->plan, (plugin_request **)out);
+}
+
+static rn_status slowdev_compiled_property(void *compiled, const char *key, char *buf, size_t size)
+{
+    slowdev_compiled *c = compiled;
+    char tmp[32];
+    if (strcmp(key, "OPTIMAL_NUMBER_OF_INFER_REQUESTS") == 0) {
+        snprintf(tmp, sizeof tmp, "%u", c->optimal_requests);
+        return plugin_property_string(key, tmp, buf, size);
+    }
+    if (strcmp(key, "NUM_STREAMS") == 0) {
+        snprintf(tmp, sizeof tmp, "%u", plugin_plan_get_options(c->plan)->n_streams);
+        return plugin_property_string(key, tmp, buf, size);
+    }
+    if (strcmp(key, "EXECUTION_DEVICES") == 0)
+        return plugin_property_string(key, "SLOWDEV", buf, size);
+    return rn_set_error(RN_NOT_FOUND, "SLOWDEV compiled model: unknown property '%s'", key);
+}
+
+static rn_status slowdev_runtime_model(void *compiled, const rn_runtime_node **nodes, size_t *count)
+{
+    return plugin_plan_runtime_model(((slowdev_compiled *)compiled)->plan, nodes, count);
+}
+
+static void slowdev_compiled_free(void *compiled)
+{
+    slowdev_compiled *c = compiled;
+    if (c == NULL)
+        return;
+    plugin_plan_free(c->plan);
+    free(c);
+}
+
+static const rn_compiled_model_ops slowdev_compiled_ops = {
+    .abi_version = RN_PLUGIN_ABI_VERSION,
+    .create_request = slowdev_create_request,
+    .request_ops = &plugin_generic_request_ops,
+    .get_property = slowdev_compiled_property,
+    .get_runtime_model = slowdev_runtime_model,
+    .free = slowdev_compiled_free,
+};
+
+static rn_status slowdev_query(void *plugin, const struct graph *model, const rn_property *p,
+                               size_t n, char ***names, bool **supported, size_t *count)
+{
+    (void)p, (void)n;
+    plugin_query_result q;
+    rn_status st = plugin_query_model(model, ((slowdev *)plugin)->kernels, &q);
+    if (st != RN_OK)
+        return st;
+    *names = q.names;
+    *supported = q.supported;
+    *count = q.count;
+    return RN_OK;
+}
+
+static rn_status slowdev_compile(void *plugin, const struct graph *model, const rn_property *p,
+                                 size_t n, const rn_compiled_model_ops **ops, void **compiled)
+{
+    slowdev *d = plugin;
+    slowdev_compiled *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
+    c->dev = d;
+    plugin_properties props;
+    pthread_mutex_lock(&d->lock);
+    props = d->props;
+    memcpy(c->cost_us, d->cost_us, sizeof c->cost_us);
+    pthread_mutex_unlock(&d->lock);
+    rn_status st = apply(&props, c->cost_us, p, n);
+    if (st != RN_OK) {
+        free(c);
+        return st;
+    }
+    plugin_plan_options o = {.profiling = props.enable_profiling, .stage_ctx = c, .n_stages = 4};
+    plugin_properties_streams(&props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
+                              &c->optimal_requests);
+    o.stages[0] =
+        (plugin_stage){"upload", PLUGIN_STAGE_ON_STREAM, PLUGIN_SLOT_UPLOAD, false, stage_upload};
+    o.stages[1] =
+        (plugin_stage){"execute", PLUGIN_STAGE_ON_STREAM, PLUGIN_SLOT_EXECUTE, true, stage_execute};
+    o.stages[2] =
+        (plugin_stage){"wait", PLUGIN_STAGE_ON_DEVICE_WAIT, PLUGIN_SLOT_EXECUTE, true, stage_wait};
+    o.stages[3] = (plugin_stage){"download", PLUGIN_STAGE_ON_STREAM, PLUGIN_SLOT_DOWNLOAD, true,
+                                 stage_download};
+    /* A device keeps four requests in flight, one per engine. */
+    if (c->optimal_requests < 4)
+        c->optimal_requests = 4;
+    if ((st = plugin_plan_build(model, d->kernels, &o, &c->plan)) != RN_OK) {
+        free(c);
+        return st;
+    }
+    *ops = &slowdev_compiled_ops;
+    *compiled = c;
+    return RN_OK;
+}
+
+const rn_plugin_ops slowdev_plugin_ops = {
+    .abi_version = RN_PLUGIN_ABI_VERSION,
+    .device_name = "SLOWDEV",
+    .create = slowdev_create,
+    .destroy = slowdev_destroy,
+    .set_property = slowdev_set_property,
+    .get_property = slowdev_get_property,
+    .query_model = slowdev_query,
+    .compile_model = slowdev_compile,
+};
+
+const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)
+{
+    (void)abi_version;
+    return &slowdev_plugin_ops;
+}
