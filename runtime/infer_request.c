@@ -31,33 +31,12 @@ void rn_infer_request_free(rn_infer_request *r)
 
 static rn_status bind_inputs(rn_infer_request *r);
 
-/* Points the output tensors at the results of the last run. */
-static rn_status bind_outputs(rn_infer_request *r)
-{
-    rn_compiled_model *cm = r->compiled;
-    const rn_request_ops *ops = cm->ops->request_ops;
-    for (size_t i = 0; i < cm->n_outputs; i++) {
-        if (r->user_output[i])
-            continue;
-        graph_tensor view;
-        rn_status st = ops->get_output(r->request, i, &view);
-        if (st != RN_OK)
-            return st;
-        runtime_tensor_rebind(r->outputs[i], &view);
-    }
-    return RN_OK;
-}
-
-/* The device request's completion callback: bind the outputs, then call the
- * user's callback with the request handle. */
+/* The device request's completion callback: calls the user's callback with
+ * the request handle. (Outputs are bound when they are asked for: the
+ * request is idle by now and may already be running again.) */
 static void on_complete(void *user_data, rn_status status)
 {
     rn_infer_request *r = user_data;
-    if (status == RN_OK) {
-        rn_status st = bind_outputs(r);
-        if (st != RN_OK)
-            status = st;
-    }
     pthread_mutex_lock(&r->lock);
     rn_infer_callback cb = r->callback;
     void *data = r->callback_data;
@@ -259,6 +238,14 @@ rn_status rn_infer_request_get_output_tensor(rn_infer_request *r, size_t index, 
     if (index >= r->compiled->n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%zu outputs)", index,
                             r->compiled->n_outputs);
+    if (!r->user_output[index] && r->ran) {
+        graph_tensor view;
+        const rn_request_ops *ops = r->compiled->ops->request_ops;
+        rn_status st = ops->get_output(r->request, index, &view);
+        if (st != RN_OK)
+            return st;
+        runtime_tensor_rebind(r->outputs[index], &view);
+    }
     *out = r->outputs[index];
     return RN_OK;
 }
@@ -285,9 +272,8 @@ rn_status rn_infer_request_infer(rn_infer_request *r)
         st = bind_inputs(r);
     if (st != RN_OK)
         return st;
-    if ((st = ops->infer(r->request)) != RN_OK)
-        return st;
-    return bind_outputs(r);
+    r->ran = true;
+    return ops->infer(r->request);
 }
 
 /* Hands every input's buffer to the device request. */
@@ -321,8 +307,10 @@ rn_status rn_infer_request_start_async(rn_infer_request *r)
     rn_status st = check_idle(r, "start_async");
     if (st == RN_OK)
         st = bind_inputs(r);
-    if (st == RN_OK)
+    if (st == RN_OK) {
+        r->ran = true; /* before the run starts: its callback may restart it */
         st = ops->start_async(r->request);
+    }
     return st;
 }
 

@@ -80,6 +80,7 @@ struct rn_infer_request {
     rn_infer_callback callback;
     void *callback_data;
     bool counted; /* holds a reference on `compiled` */
+    bool ran;     /* a run was started: outputs can be asked for */
 };
 
 /* Reference counts: a compiled model keeps its core (and so its device)

@@ -68,8 +68,9 @@ struct plugin_request {
     uint64_t started, completed; /* run counters, under lock */
     rn_status last_status;       /* status of the last completed run */
     char last_error[1024];
-    uint64_t stage_start[PLUGIN_STAGES]; /* profiling: when each stage began */
-    bool sync_stage_pending;             /* sync run: a device stage is pending */
+    uint64_t stage_start[PLUGIN_STAGES];            /* profiling: when each stage began */
+    uint64_t device_stage_start[PLUGIN_MAX_STAGES]; /* profiling */
+    bool sync_stage_pending;                        /* sync run: a device stage is pending */
     rn_status sync_stage_status;
     rn_request_callback callback;
     void *callback_data;

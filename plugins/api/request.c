@@ -387,6 +387,17 @@ static rn_status postprocess_results(plugin_request *r)
 
 /* ---- device stages ---- */
 
+/* Profiling: adds device stage k's time to its slot. */
+static void stage_done(plugin_request *r, int k)
+{
+    const plugin_plan_options *o = &r->plan->options;
+    if (!o->profiling)
+        return;
+    rn_profiling_info *p = &r->profile[o->stages[k].slot];
+    p->real_time_us += (now_ns() - r->device_stage_start[k]) / 1000;
+    p->status = RN_NODE_EXECUTED;
+}
+
 /* Runs device stage k (unless the run already failed or was cancelled);
  * returns what its run returned. */
 static int start_stage(plugin_request *r, int k)
@@ -395,13 +406,13 @@ static int start_stage(plugin_request *r, int k)
         return RN_OK;
     const plugin_plan_options *o = &r->plan->options;
     const plugin_stage *s = &o->stages[k];
-    uint64_t t0 = o->profiling ? now_ns() : 0;
+    if (o->profiling)
+        r->device_stage_start[k] = now_ns();
     int rc = s->run(r, (uint32_t)k, o->stage_ctx);
-    if (o->profiling) {
-        rn_profiling_info *p = &r->profile[s->slot];
-        p->real_time_us += (now_ns() - t0) / 1000;
-        p->status = RN_NODE_EXECUTED;
-    }
+    /* A pending stage's time is recorded by its completion (another thread,
+     * which may already have run by now). */
+    if (rc != PLUGIN_STAGE_PENDING)
+        stage_done(r, k);
     if (rc < 0)
         record_error(r, (rn_status)rc);
     return rc;
@@ -436,6 +447,7 @@ int plugin_task_stage(const sched_task_ctx *ctx, void *arg)
 
 void plugin_request_complete_stage(plugin_request *r, uint32_t stage, rn_status status)
 {
+    stage_done(r, (int)stage);
     pthread_mutex_lock(&r->lock);
     if (r->sync_stage_pending) {
         r->sync_stage_pending = false;
@@ -671,8 +683,12 @@ rn_status plugin_request_get_output(plugin_request *r, size_t index, graph_tenso
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%d outputs)", index,
                             g->n_outputs);
     const graph_tensor *t = &r->slots[g->outputs[index]->id].t;
-    if (t->data == NULL && t->nbytes == 0 && t->type == RN_UNDEFINED)
+    if (t->type == RN_UNDEFINED)
         return rn_set_error(RN_INFER_NOT_STARTED, "output '%s' has no value before infer",
+                            g->outputs[index]->name);
+    if (t->data == NULL && t->nbytes != 0)
+        return rn_set_error(RN_INFER_NOT_STARTED,
+                            "output '%s' has no value: the last run did not complete",
                             g->outputs[index]->name);
     *out = *t;
     const graph_tensor *u = &r->user_out[index];

@@ -15,6 +15,7 @@
 
 #define NODE_DIR   "/usr/share/libonnx-testdata/data/node"
 #define SLOWDEV_SO "tests/slowdev/libslowdev.so"
+#define LIGHT_DIR  ".cache/onnx-1.22.0/light"
 
 typedef struct device_param {
     char name[16];
