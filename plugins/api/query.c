@@ -32,6 +32,15 @@ static rn_status add_entry(plugin_query_result *q, const char *name, bool ok)
     return RN_OK;
 }
 
+/* Adds `name` as supported unless it is answered already. */
+static rn_status add_entry_if_absent(plugin_query_result *q, const char *name)
+{
+    for (size_t i = 0; i < q->count; i++)
+        if (strcmp(q->names[i], name) == 0)
+            return RN_OK;
+    return add_entry(q, name, true);
+}
+
 void plugin_query_result_release(plugin_query_result *q)
 {
     for (size_t i = 0; i < q->count; i++)
@@ -82,6 +91,28 @@ done:
     rn_clear_error();
     free(node_ok);
     graph_free(g);
+    if (st != RN_OK) {
+        plugin_query_result_release(&q);
+        return st;
+    }
+    *out = q;
+    return RN_OK;
+}
+
+rn_status plugin_query_model_transformed(const graph *model, const graph *transformed,
+                                         const plugin_kernel_registry *registry,
+                                         plugin_query_result *out)
+{
+    plugin_query_result q;
+    rn_status st = plugin_query_model(transformed, registry, &q);
+    if (st != RN_OK)
+        return st;
+    for (int i = 0; i < model->n_nodes && st == RN_OK; i++)
+        for (int f = 0; f < model->nodes[i]->n_fused && st == RN_OK; f++)
+            st = add_entry_if_absent(&q, model->nodes[i]->fused_names[f]);
+    for (int v = 0; v < model->n_values && st == RN_OK; v++)
+        if (model->values[v]->is_parameter || model->values[v]->constant != NULL)
+            st = add_entry_if_absent(&q, model->values[v]->name);
     if (st != RN_OK) {
         plugin_query_result_release(&q);
         return st;

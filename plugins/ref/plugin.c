@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/api/const_eval.h"
 #include "plugins/api/plan.h"
 #include "plugins/api/properties.h"
 #include "plugins/api/query.h"
 #include "plugins/ref/ref.h"
+#include "transforms/transforms.h"
 
 typedef struct ref_plugin {
     plugin_kernel_registry *kernels;
@@ -184,6 +186,33 @@ static const rn_compiled_model_ops ref_compiled_ops = {
     .free = ref_compiled_free,
 };
 
+/* REF's compile-time pipeline (transforms/) on a clone of `model`: every
+ * pass unless DISABLE_TRANSFORMATIONS, which keeps only preprocessing (it
+ * changes what the user feeds, so it is not an optimisation). Constant
+ * folding evaluates with REF's own kernels. */
+static rn_status ref_transform(ref_plugin *p, const plugin_properties *props,
+                               const struct graph *model, graph **out)
+{
+    graph *g;
+    rn_status st = graph_clone(model, &g);
+    if (st != RN_OK)
+        return st;
+    transforms_options o = {.const_eval = plugin_const_eval, .const_eval_ctx = p->kernels};
+    transforms_pipeline *tp = NULL;
+    st = transforms_default_pipeline(&o, &tp);
+    if (st == RN_OK && props->disable_transformations)
+        st = transforms_pipeline_configure(tp, "-*,+add_preprocessing");
+    if (st == RN_OK)
+        st = transforms_pipeline_run(tp, g, NULL);
+    transforms_pipeline_free(tp);
+    if (st != RN_OK) {
+        graph_free(g);
+        return st;
+    }
+    *out = g;
+    return RN_OK;
+}
+
 static rn_status ref_query(void *plugin, const struct graph *model, const rn_property *properties,
                            size_t n_properties, char ***names, bool **supported, size_t *count)
 {
@@ -195,8 +224,13 @@ static rn_status ref_query(void *plugin, const struct graph *model, const rn_pro
     rn_status st = plugin_properties_apply(&props, properties, n_properties);
     if (st != RN_OK)
         return st;
+    graph *g;
+    if ((st = ref_transform(p, &props, model, &g)) != RN_OK)
+        return st;
     plugin_query_result q;
-    if ((st = plugin_query_model(model, p->kernels, &q)) != RN_OK)
+    st = plugin_query_model_transformed(model, g, p->kernels, &q);
+    graph_free(g);
+    if (st != RN_OK)
         return st;
     *names = q.names;
     *supported = q.supported;
@@ -224,7 +258,14 @@ static rn_status ref_compile(void *plugin, const struct graph *model, const rn_p
     plugin_properties_streams(&c->props, executors_cpu_count(), &options.n_streams,
                               &options.threads_per_stream, &c->optimal_requests);
     snprintf(c->network_name, sizeof c->network_name, "%s", model->name);
-    if ((st = plugin_plan_build(model, p->kernels, &options, &c->plan)) != RN_OK) {
+    graph *g;
+    if ((st = ref_transform(p, &c->props, model, &g)) != RN_OK) {
+        free(c);
+        return st;
+    }
+    st = plugin_plan_build(g, p->kernels, &options, &c->plan);
+    graph_free(g);
+    if (st != RN_OK) {
         free(c);
         return st;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "graph/ops.h"
+#include "plugins/api/const_eval.h"
 #include "plugins/ref/ref.h"
 #include "tests/transforms/transforms_test_util.h"
 
@@ -173,96 +174,10 @@ plugin_kernel_registry *tt_registry(void)
 
 /* ---- the REF constant evaluator ---- */
 
-static rn_status eval_alloc(plugin_kernel_args *args, int index, int rank, const int64_t *dims)
-{
-    if (index < 0 || index >= args->n_outputs || rank < 0 || rank > RN_MAX_RANK)
-        return rn_set_error(RN_INTERNAL, "node '%s': bad alloc_output(%d)", args->node->name,
-                            index);
-    graph_tensor *t = &args->outputs[index];
-    graph_tensor_release(t);
-    t->rank = rank;
-    for (int d = 0; d < rank; d++)
-        t->dims[d] = dims[d];
-    t->nbytes = graph_tensor_count(t) *
-                (t->type == RN_STRING ? sizeof(char *) : rn_element_type_size(t->type));
-    t->data = calloc(1, t->nbytes ? t->nbytes : 1);
-    return t->data != NULL ? RN_OK : rn_set_error(RN_OUT_OF_MEMORY, "out of memory");
-}
-
-static void release_all(graph_tensor *outputs, int n)
-{
-    for (int k = 0; k < n; k++)
-        graph_tensor_release(&outputs[k]);
-}
-
 rn_status tt_ref_eval(const graph_node *node, const graph_tensor *inputs, graph_tensor *outputs,
                       void *ctx)
 {
-    static const max_align_t empty;
-    const plugin_kernel_registry *reg = ctx;
-    const graph_op_schema *schema = graph_op_find(node->domain, node->op_type);
-    if (schema == NULL || schema->infer == NULL)
-        return rn_set_error(RN_UNSUPPORTED, "node '%s': no schema", node->name);
-    const plugin_kernel *k;
-    rn_status st = plugin_kernel_registry_pick(reg, node, &k);
-    if (st != RN_OK)
-        return st;
-    int n_in = node->n_inputs, n_out = node->n_outputs;
-    graph_port *pin = calloc((size_t)(n_in + n_out) + 1, sizeof *pin), *pout = pin + n_in;
-    graph_tensor *in = calloc((size_t)n_in + 1, sizeof *in);
-    if (pin == NULL || in == NULL) {
-        free(pin);
-        free(in);
-        return rn_set_error(RN_OUT_OF_MEMORY, "out of memory");
-    }
-    for (int i = 0; i < n_in; i++) {
-        in[i] = inputs[i];
-        if (in[i].type == RN_UNDEFINED)
-            continue;
-        if (in[i].data == NULL) /* an empty tensor: kernels still get a valid pointer */
-            in[i].data = (void *)&empty;
-        pin[i] = (graph_port){.present = true, .type = in[i].type, .data = in[i].data};
-        pin[i].shape.rank = in[i].rank;
-        memcpy(pin[i].shape.dims, in[i].dims, sizeof pin[i].shape.dims);
-    }
-    for (int o = 0; o < n_out; o++)
-        pout[o] = (graph_port){.present = node->outputs[o] != NULL, .shape = {.rank = -1}};
-    st = schema->infer(node, pin, n_in, pout, n_out);
-    for (int o = 0; o < n_out && st == RN_OK; o++) {
-        if (node->outputs[o] == NULL)
-            continue;
-        graph_tensor *t = &outputs[o];
-        t->type = pout[o].type != RN_UNDEFINED ? pout[o].type : node->outputs[o]->type;
-        if (graph_shape_is_static(&pout[o].shape)) {
-            plugin_kernel_args a = {.node = node, .outputs = outputs, .n_outputs = n_out};
-            st = eval_alloc(&a, o, pout[o].shape.rank, pout[o].shape.dims);
-        }
-    }
-    void *state = NULL;
-    if (st == RN_OK && k->prepare != NULL)
-        st = k->prepare(node, &state);
-    if (st == RN_OK) {
-        plugin_kernel_args args = {
-            .node = node,
-            .inputs = in,
-            .n_inputs = n_in,
-            .outputs = outputs,
-            .n_outputs = n_out,
-            .state = state,
-            .alloc_output = eval_alloc,
-        };
-        st = k->run(&args);
-        if (k->release != NULL)
-            k->release(state);
-    }
-    for (int o = 0; o < n_out && st == RN_OK; o++)
-        if (node->outputs[o] != NULL && outputs[o].data == NULL)
-            st = rn_set_error(RN_INTERNAL, "node '%s': output %d left unallocated", node->name, o);
-    if (st != RN_OK)
-        release_all(outputs, n_out);
-    free(pin);
-    free(in);
-    return st;
+    return plugin_const_eval(node, inputs, outputs, ctx);
 }
 
 /* ---- running a graph on REF ---- */
