@@ -61,6 +61,13 @@ rn_status rn_compiled_model_get_property(const rn_compiled_model *compiled, cons
 {
     if (key == NULL || buf == NULL)
         return rn_set_error(RN_INVALID_ARG, "get_property: key and buf must be set");
+    if (strcmp(key, "LOADED_FROM_CACHE") == 0) {
+        const char *v = compiled->loaded_from_cache ? "YES" : "NO";
+        if (strlen(v) + 1 > size)
+            return rn_set_error(RN_INVALID_ARG, "property %s: buffer too small", key);
+        memcpy(buf, v, strlen(v) + 1);
+        return RN_OK;
+    }
     if (compiled->ops->get_property == NULL)
         return rn_set_error(RN_NOT_FOUND, "compiled model: unknown property '%s'", key);
     return compiled->ops->get_property(compiled->compiled, key, buf, size);

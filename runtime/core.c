@@ -1,4 +1,5 @@
 /* The Core: the device registry, model reading and compiling. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -65,7 +66,7 @@ const char *rn_core_device_name(const rn_core *core, size_t index)
     return core->devices[index].name;
 }
 
-static const runtime_device *find_device(const rn_core *core, const char *device)
+const runtime_device *runtime_find_device(const rn_core *core, const char *device)
 {
     for (int i = 0; i < core->n_devices; i++)
         if (strcasecmp(core->devices[i].name, device) == 0)
@@ -73,13 +74,39 @@ static const runtime_device *find_device(const rn_core *core, const char *device
     return NULL;
 }
 
+/* Core-level properties (device NULL or ""): CACHE_DIR. */
+static rn_status core_set_property(rn_core *core, const rn_property *properties, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(properties[i].key, "CACHE_DIR") != 0)
+            return rn_set_error(RN_INVALID_ARG,
+                                "unknown core property '%s' (supported: CACHE_DIR; device "
+                                "properties need a device name)",
+                                properties[i].key);
+        if (strlen(properties[i].value) >= sizeof core->cache_dir)
+            return rn_set_error(RN_INVALID_ARG, "property CACHE_DIR: the path is too long");
+    }
+    pthread_mutex_lock(&core->lock);
+    for (size_t i = 0; i < n; i++)
+        snprintf(core->cache_dir, sizeof core->cache_dir, "%s", properties[i].value);
+    pthread_mutex_unlock(&core->lock);
+    return RN_OK;
+}
+
 rn_status rn_core_set_property(rn_core *core, const char *device, const rn_property *properties,
                                size_t n_properties)
 {
+    if (core != NULL && (device == NULL || device[0] == '\0') &&
+        (n_properties == 0 || properties != NULL)) {
+        for (size_t i = 0; i < n_properties; i++)
+            if (properties[i].key == NULL || properties[i].value == NULL)
+                return rn_set_error(RN_INVALID_ARG, "property %zu: key and value must be set", i);
+        return core_set_property(core, properties, n_properties);
+    }
     if (core == NULL || device == NULL || (n_properties > 0 && properties == NULL))
         return rn_set_error(RN_INVALID_ARG,
                             "set_property: core, device and properties must be set");
-    const runtime_device *dev = find_device(core, device);
+    const runtime_device *dev = runtime_find_device(core, device);
     if (dev == NULL)
         return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
     if (dev->ops->set_property == NULL)
@@ -90,9 +117,17 @@ rn_status rn_core_set_property(rn_core *core, const char *device, const rn_prope
 rn_status rn_core_get_property(const rn_core *core, const char *device, const char *key, char *buf,
                                size_t size)
 {
+    if (core != NULL && key != NULL && buf != NULL && (device == NULL || device[0] == '\0')) {
+        if (strcmp(key, "CACHE_DIR") != 0)
+            return rn_set_error(RN_NOT_FOUND, "unknown core property '%s'", key);
+        if (strlen(core->cache_dir) + 1 > size)
+            return rn_set_error(RN_INVALID_ARG, "property CACHE_DIR: buffer too small");
+        memcpy(buf, core->cache_dir, strlen(core->cache_dir) + 1);
+        return RN_OK;
+    }
     if (core == NULL || device == NULL || key == NULL || buf == NULL)
         return rn_set_error(RN_INVALID_ARG, "get_property: core, device, key and buf must be set");
-    const runtime_device *dev = find_device(core, device);
+    const runtime_device *dev = runtime_find_device(core, device);
     if (dev == NULL)
         return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
     if (dev->ops->get_property == NULL)
@@ -117,53 +152,6 @@ rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out)
     return RN_OK;
 }
 
-rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char *device,
-                                const rn_property *properties, size_t n_properties,
-                                rn_compiled_model **out)
-{
-    if (core == NULL || model == NULL || device == NULL || out == NULL)
-        return rn_set_error(RN_INVALID_ARG,
-                            "rn_core_compile_model: core, model, device and out must be set");
-    if (n_properties > 0 && properties == NULL)
-        return rn_set_error(RN_INVALID_ARG, "rn_core_compile_model: properties is NULL");
-    for (size_t i = 0; i < n_properties; i++)
-        if (properties[i].key == NULL || properties[i].value == NULL)
-            return rn_set_error(RN_INVALID_ARG, "property %zu: key and value must be set", i);
-    const runtime_device *dev = find_device(core, device);
-    if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
-    rn_compiled_model *cm = calloc(1, sizeof *cm);
-    if (cm == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
-    cm->core = core;
-    cm->device = dev;
-    atomic_init(&cm->refs, 1);
-    rn_status st = runtime_ports_from_graph(model->g->inputs, model->g->n_inputs, &cm->inputs);
-    if (st == RN_OK) {
-        cm->n_inputs = (size_t)model->g->n_inputs;
-        st = runtime_ports_from_graph(model->g->outputs, model->g->n_outputs, &cm->outputs);
-    }
-    if (st == RN_OK) {
-        cm->n_outputs = (size_t)model->g->n_outputs;
-        st = dev->ops->compile_model(dev->plugin, model->g, properties, n_properties, &cm->ops,
-                                     &cm->compiled);
-    }
-    if (st == RN_OK && cm->ops->abi_version != RN_PLUGIN_ABI_VERSION) {
-        cm->ops->free(cm->compiled);
-        st = rn_set_error(RN_INTERNAL, "device %s: compiled model ABI %u, expected %u", device,
-                          cm->ops->abi_version, RN_PLUGIN_ABI_VERSION);
-    }
-    if (st != RN_OK) {
-        runtime_ports_free(cm->inputs, cm->n_inputs);
-        runtime_ports_free(cm->outputs, cm->n_outputs);
-        free(cm);
-        return rn_wrap_error(st, "compiling for %s: ", dev->name);
-    }
-    atomic_fetch_add(&core->refs, 1);
-    *out = cm;
-    return RN_OK;
-}
-
 struct rn_query_result {
     size_t count;
     char **names;
@@ -176,7 +164,7 @@ rn_status rn_core_query_model(rn_core *core, const rn_model *model, const char *
 {
     if (core == NULL || model == NULL || device == NULL || out == NULL)
         return rn_set_error(RN_INVALID_ARG, "query_model: core, model, device and out must be set");
-    const runtime_device *dev = find_device(core, device);
+    const runtime_device *dev = runtime_find_device(core, device);
     if (dev == NULL)
         return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
     if (dev->ops->query_model == NULL)

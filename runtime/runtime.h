@@ -44,7 +44,11 @@ struct rn_core {
     runtime_device devices[RUNTIME_MAX_DEVICES];
     int n_failures;
     runtime_failure failures[RUNTIME_MAX_DEVICES];
+    char cache_dir[4096]; /* CACHE_DIR, "" when off */
 };
+
+/* The registered device called `device` (any case), or NULL. */
+const runtime_device *runtime_find_device(const rn_core *core, const char *device);
 
 /* Registers a plugin under `name` (NULL: the plugin's own name): checks its
  * ABI version and name, creates it. On failure the device is recorded as
@@ -66,6 +70,7 @@ struct rn_compiled_model {
     /* Ports copied from the model (names owned here). */
     size_t n_inputs, n_outputs;
     rn_port *inputs, *outputs;
+    bool loaded_from_cache;
 };
 
 struct rn_infer_request {

@@ -46,6 +46,10 @@ typedef struct rn_runtime_node {
 rn_status rn_compiled_model_runtime_model(rn_compiled_model *compiled,
                                           const rn_runtime_node **nodes, size_t *count);
 
+/* Exports the compiled model into a blob that rn_core_import_model reads
+ * back: *data is malloc'ed and the caller frees it with free(). */
+rn_status rn_compiled_model_export(const rn_compiled_model *compiled, void **data, size_t *size);
+
 /* Creates an infer request with its own input and output buffers. */
 rn_status rn_compiled_model_create_infer_request(rn_compiled_model *compiled,
                                                  rn_infer_request **out);

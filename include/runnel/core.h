@@ -38,9 +38,12 @@ void rn_core_free(rn_core *core);
 size_t rn_core_device_count(const rn_core *core);
 const char *rn_core_device_name(const rn_core *core, size_t index);
 
-/* Sets properties of a device (they apply to later compiles for it).
- * Unknown keys and bad values are errors naming the key; nothing changes
- * then. */
+/* Sets properties of a device (they apply to later compiles for it), or,
+ * with `device` NULL or "", of the core itself: CACHE_DIR (a folder where
+ * compiled models are cached: a compile looks its blob up by a hash of the
+ * model, the properties and the device, and stores it on a miss; "" turns
+ * caching off). Unknown keys and bad values are errors naming the key;
+ * nothing changes then. */
 rn_status rn_core_set_property(rn_core *core, const char *device, const rn_property *properties,
                                size_t n_properties);
 
@@ -50,6 +53,14 @@ rn_status rn_core_set_property(rn_core *core, const char *device, const rn_prope
  * small. */
 rn_status rn_core_get_property(const rn_core *core, const char *device, const char *key, char *buf,
                                size_t size);
+
+/* Reads a blob written by rn_compiled_model_export back into a compiled
+ * model for `device` (compile-time properties may override those stored). A
+ * blob for another device, architecture or format version, or a corrupt
+ * one, is an error naming the check that failed. */
+rn_status rn_core_import_model(rn_core *core, const void *data, size_t size, const char *device,
+                               const rn_property *properties, size_t n_properties,
+                               rn_compiled_model **out);
 
 /* Loads a device plugin from a shared object that exports rn_plugin_entry
  * (see runnel/plugin.h) and registers it as `name` (NULL: the plugin's own

@@ -69,6 +69,9 @@ typedef struct rn_compiled_model_ops {
     const rn_request_ops *request_ops;
     /* (optional) Reads a property into buf; RN_NOT_FOUND for unknown keys. */
     rn_status (*get_property)(void *compiled, const char *key, char *buf, size_t size);
+    /* (optional) Exports the compiled model into a malloc'ed blob (*data,
+     * *size) that import_model of the same device reads back. */
+    rn_status (*export_model)(void *compiled, void **data, size_t *size);
     /* (optional) The runtime model, owned by the compiled model. */
     rn_status (*get_runtime_model)(void *compiled, const rn_runtime_node **nodes, size_t *count);
     void (*free)(void *compiled);
@@ -91,6 +94,15 @@ typedef struct rn_plugin_ops {
      * become the caller's, who frees them with free(). */
     rn_status (*query_model)(void *plugin, const struct graph *model, const rn_property *properties,
                              size_t n_properties, char ***names, bool **supported, size_t *count);
+    /* (optional) Reads a blob written by export_model: a blob for another
+     * device, architecture or format version, or a corrupt one, is an error
+     * naming the check that failed. *io receives the compiled graph (owned by
+     * the compiled model) so that the Core can describe its inputs and
+     * outputs. */
+    rn_status (*import_model)(void *plugin, const void *data, size_t size,
+                              const rn_property *properties, size_t n_properties,
+                              const rn_compiled_model_ops **ops, void **compiled,
+                              const struct graph **io);
     /* Compiles a model (the plugin clones what it keeps); compile-time
      * properties override the device's, which override the defaults; an
      * unknown key or a bad value is RN_INVALID_ARG naming it. */

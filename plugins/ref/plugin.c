@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plugins/api/const_eval.h"
+#include "plugins/api/export.h"
 #include "plugins/api/plan.h"
 #include "plugins/api/properties.h"
 #include "plugins/api/query.h"
@@ -146,8 +147,6 @@ static rn_status ref_compiled_get_property(void *compiled, const char *key, char
     }
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
         return plugin_property_string(key, "REF", buf, size);
-    if (strcmp(key, "LOADED_FROM_CACHE") == 0)
-        return plugin_property_string(key, "NO", buf, size);
     rn_status st = plugin_properties_get(&c->props, key, buf, size);
     if (st == RN_NOT_FOUND)
         return rn_set_error(RN_NOT_FOUND, "compiled model: unknown property '%s'", key);
@@ -168,6 +167,12 @@ static rn_status ref_runtime_model(void *compiled, const rn_runtime_node **nodes
     return plugin_plan_runtime_model(((ref_compiled *)compiled)->plan, nodes, count);
 }
 
+static rn_status ref_export(void *compiled, void **data, size_t *size)
+{
+    ref_compiled *c = compiled;
+    return plugin_export(c->plan, "REF", "ref", &c->props, data, size);
+}
+
 static void ref_compiled_free(void *compiled)
 {
     ref_compiled *c = compiled;
@@ -182,6 +187,7 @@ static const rn_compiled_model_ops ref_compiled_ops = {
     .create_request = ref_create_request,
     .request_ops = &plugin_generic_request_ops,
     .get_property = ref_compiled_get_property,
+    .export_model = ref_export,
     .get_runtime_model = ref_runtime_model,
     .free = ref_compiled_free,
 };
@@ -238,6 +244,16 @@ static rn_status ref_query(void *plugin, const struct graph *model, const rn_pro
     return RN_OK;
 }
 
+/* Builds the plan of a transformed graph with the compiled model's properties. */
+static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
+{
+    plugin_plan_options options = {.profiling = c->props.enable_profiling};
+    plugin_properties_streams(&c->props, executors_cpu_count(), &options.n_streams,
+                              &options.threads_per_stream, &c->optimal_requests);
+    snprintf(c->network_name, sizeof c->network_name, "%s", g->name);
+    return plugin_plan_build(g, p->kernels, &options, &c->plan);
+}
+
 static rn_status ref_compile(void *plugin, const struct graph *model, const rn_property *properties,
                              size_t n_properties, const rn_compiled_model_ops **ops,
                              void **compiled)
@@ -254,16 +270,12 @@ static rn_status ref_compile(void *plugin, const struct graph *model, const rn_p
         free(c);
         return st;
     }
-    plugin_plan_options options = {.profiling = c->props.enable_profiling};
-    plugin_properties_streams(&c->props, executors_cpu_count(), &options.n_streams,
-                              &options.threads_per_stream, &c->optimal_requests);
-    snprintf(c->network_name, sizeof c->network_name, "%s", model->name);
     graph *g;
     if ((st = ref_transform(p, &c->props, model, &g)) != RN_OK) {
         free(c);
         return st;
     }
-    st = plugin_plan_build(g, p->kernels, &options, &c->plan);
+    st = ref_build(p, c, g);
     graph_free(g);
     if (st != RN_OK) {
         free(c);
@@ -271,6 +283,34 @@ static rn_status ref_compile(void *plugin, const struct graph *model, const rn_p
     }
     *ops = &ref_compiled_ops;
     *compiled = c;
+    return RN_OK;
+}
+
+static rn_status ref_import(void *plugin, const void *data, size_t size,
+                            const rn_property *properties, size_t n_properties,
+                            const rn_compiled_model_ops **ops, void **compiled,
+                            const struct graph **io)
+{
+    ref_plugin *p = plugin;
+    ref_compiled *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "REF: out of memory");
+    pthread_mutex_lock(&p->lock);
+    c->props = p->props;
+    pthread_mutex_unlock(&p->lock);
+    graph *g;
+    rn_status st = plugin_import(data, size, "REF", "ref", properties, n_properties, &c->props, &g);
+    if (st == RN_OK) {
+        st = ref_build(p, c, g); /* the stored graph is already transformed */
+        graph_free(g);
+    }
+    if (st != RN_OK) {
+        free(c);
+        return st;
+    }
+    *ops = &ref_compiled_ops;
+    *compiled = c;
+    *io = plugin_plan_graph(c->plan);
     return RN_OK;
 }
 
@@ -282,5 +322,6 @@ const rn_plugin_ops ref_plugin_ops = {
     .set_property = ref_set_property,
     .get_property = ref_get_property,
     .query_model = ref_query,
+    .import_model = ref_import,
     .compile_model = ref_compile,
 };

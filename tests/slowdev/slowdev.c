@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "plugins/api/export.h"
 #include "plugins/api/plan.h"
 #include "plugins/api/properties.h"
 #include "plugins/api/query.h"
@@ -59,6 +60,7 @@ typedef struct slowdev {
 typedef struct slowdev_compiled {
     slowdev *dev;
     plugin_plan *plan;
+    plugin_properties props;
     uint32_t cost_us[N_ENGINES]; /* as compiled */
     uint32_t optimal_requests;
 } slowdev_compiled;
@@ -281,6 +283,12 @@ static rn_status slowdev_runtime_model(void *compiled, const rn_runtime_node **n
     return plugin_plan_runtime_model(((slowdev_compiled *)compiled)->plan, nodes, count);
 }
 
+static rn_status slowdev_export(void *compiled, void **data, size_t *size)
+{
+    slowdev_compiled *c = compiled;
+    return plugin_export(c->plan, "SLOWDEV", "slowdev", &c->props, data, size);
+}
+
 static void slowdev_compiled_free(void *compiled)
 {
     slowdev_compiled *c = compiled;
@@ -296,6 +304,7 @@ static const rn_compiled_model_ops slowdev_compiled_ops = {
     .request_ops = &plugin_generic_request_ops,
     .get_property = slowdev_compiled_property,
     .get_runtime_model = slowdev_runtime_model,
+    .export_model = slowdev_export,
     .free = slowdev_compiled_free,
 };
 
@@ -313,26 +322,11 @@ static rn_status slowdev_query(void *plugin, const struct graph *model, const rn
     return RN_OK;
 }
 
-static rn_status slowdev_compile(void *plugin, const struct graph *model, const rn_property *p,
-                                 size_t n, const rn_compiled_model_ops **ops, void **compiled)
+/* Builds the plan of `g` with the compiled model's properties and costs. */
+static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
 {
-    slowdev *d = plugin;
-    slowdev_compiled *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
-    c->dev = d;
-    plugin_properties props;
-    pthread_mutex_lock(&d->lock);
-    props = d->props;
-    memcpy(c->cost_us, d->cost_us, sizeof c->cost_us);
-    pthread_mutex_unlock(&d->lock);
-    rn_status st = apply(&props, c->cost_us, p, n);
-    if (st != RN_OK) {
-        free(c);
-        return st;
-    }
-    plugin_plan_options o = {.profiling = props.enable_profiling, .stage_ctx = c, .n_stages = 4};
-    plugin_properties_streams(&props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
+    plugin_plan_options o = {.profiling = c->props.enable_profiling, .stage_ctx = c, .n_stages = 4};
+    plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
                               &c->optimal_requests);
     o.stages[0] =
         (plugin_stage){"upload", PLUGIN_STAGE_ON_STREAM, PLUGIN_SLOT_UPLOAD, false, stage_upload};
@@ -345,12 +339,71 @@ static rn_status slowdev_compile(void *plugin, const struct graph *model, const 
     /* A device keeps four requests in flight, one per engine. */
     if (c->optimal_requests < 4)
         c->optimal_requests = 4;
-    if ((st = plugin_plan_build(model, d->kernels, &o, &c->plan)) != RN_OK) {
+    return plugin_plan_build(g, c->dev->kernels, &o, &c->plan);
+}
+
+static rn_status slowdev_compile(void *plugin, const struct graph *model, const rn_property *p,
+                                 size_t n, const rn_compiled_model_ops **ops, void **compiled)
+{
+    slowdev *d = plugin;
+    slowdev_compiled *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
+    c->dev = d;
+    pthread_mutex_lock(&d->lock);
+    c->props = d->props;
+    memcpy(c->cost_us, d->cost_us, sizeof c->cost_us);
+    pthread_mutex_unlock(&d->lock);
+    rn_status st = apply(&c->props, c->cost_us, p, n);
+    if (st == RN_OK)
+        st = slowdev_build(c, model);
+    if (st != RN_OK) {
         free(c);
         return st;
     }
     *ops = &slowdev_compiled_ops;
     *compiled = c;
+    return RN_OK;
+}
+
+static rn_status slowdev_import(void *plugin, const void *data, size_t size, const rn_property *p,
+                                size_t n, const rn_compiled_model_ops **ops, void **compiled,
+                                const struct graph **io)
+{
+    slowdev *d = plugin;
+    slowdev_compiled *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
+    c->dev = d;
+    pthread_mutex_lock(&d->lock);
+    c->props = d->props;
+    memcpy(c->cost_us, d->cost_us, sizeof c->cost_us);
+    pthread_mutex_unlock(&d->lock);
+    /* Cost keys are SLOWDEV's own: apply them, pass the rest to the import. */
+    rn_property shared[32];
+    size_t n_shared = 0;
+    rn_status st = RN_OK;
+    for (size_t i = 0; i < n && st == RN_OK; i++) {
+        if (strncmp(p[i].key, "SLOWDEV_", 8) == 0)
+            st = apply(&c->props, c->cost_us, &p[i], 1);
+        else if (n_shared < 32)
+            shared[n_shared++] = p[i];
+        else
+            st = rn_set_error(RN_INVALID_ARG, "SLOWDEV: too many properties");
+    }
+    graph *g = NULL;
+    if (st == RN_OK)
+        st = plugin_import(data, size, "SLOWDEV", "slowdev", shared, n_shared, &c->props, &g);
+    if (st == RN_OK)
+        st = slowdev_build(c, g);
+    graph_free(g);
+    if (st != RN_OK) {
+        free(c);
+        return st;
+    }
+    *ops = &slowdev_compiled_ops;
+    *compiled = c;
+    *io = plugin_plan_graph(c->plan);
     return RN_OK;
 }
 
@@ -362,6 +415,7 @@ const rn_plugin_ops slowdev_plugin_ops = {
     .set_property = slowdev_set_property,
     .get_property = slowdev_get_property,
     .query_model = slowdev_query,
+    .import_model = slowdev_import,
     .compile_model = slowdev_compile,
 };
 

@@ -1,0 +1,24 @@
+/* Export and import of compiled models for plugins built on the generic plan:
+ * the container of graph/serialize.h holding the transformed graph with its
+ * weights, the device name and architecture, and the compile properties. */
+#ifndef RUNNEL_PLUGINS_API_EXPORT_H
+#define RUNNEL_PLUGINS_API_EXPORT_H
+
+#include "graph/serialize.h"
+#include "plugins/api/plan.h"
+#include "plugins/api/properties.h"
+
+/* Writes the plan's graph and `props` into a malloc'ed blob (*data, *size),
+ * which the caller frees with free(). */
+rn_status plugin_export(const plugin_plan *plan, const char *device, const char *arch,
+                        const plugin_properties *props, void **data, size_t *size);
+
+/* Reads a blob for `device`/`arch`: each container check (magic, format
+ * version, checksum, device, architecture) fails with its own message. On
+ * success *g is the stored graph (the caller's) and the stored properties
+ * are applied to *props, then `overrides` on top. */
+rn_status plugin_import(const void *data, size_t size, const char *device, const char *arch,
+                        const rn_property *overrides, size_t n_overrides, plugin_properties *props,
+                        graph **g);
+
+#endif /* RUNNEL_PLUGINS_API_EXPORT_H */
