@@ -36,7 +36,7 @@ typedef enum sched_order {
 } sched_order;
 
 /* The size of a cache line: keeps hot atomics written by different threads apart. */
-#define SCHED_CACHE_LINE 64
+#define SCHED_CACHE_LINE    64
 #define SCHED_CACHE_ALIGNED _Alignas(SCHED_CACHE_LINE)
 
 #if defined(RN_ATOMIC_C11)
@@ -102,44 +102,44 @@ static inline memory_order sched_atomic_c11_fail_order_(sched_order o)
     return memory_order_relaxed;
 }
 
-#define SCHED_ATOMIC_C11_DEFINE_(NAME, T, ST)                                                     \
-    static inline void sched_atomic_init_##NAME(ST *a, T v)                                       \
+#define SCHED_ATOMIC_C11_DEFINE_(NAME, T, ST)                                                      \
+    static inline void sched_atomic_init_##NAME(ST *a, T v)                                        \
     {                                                                                              \
         atomic_init(&a->v, v);                                                                     \
     }                                                                                              \
-    static inline T sched_atomic_load_##NAME(const ST *a, sched_order o)                          \
+    static inline T sched_atomic_load_##NAME(const ST *a, sched_order o)                           \
     {                                                                                              \
         return atomic_load_explicit((_Atomic(T) *)&a->v, sched_atomic_c11_load_order_(o));         \
     }                                                                                              \
-    static inline void sched_atomic_store_##NAME(ST *a, T v, sched_order o)                       \
+    static inline void sched_atomic_store_##NAME(ST *a, T v, sched_order o)                        \
     {                                                                                              \
         atomic_store_explicit(&a->v, v, sched_atomic_c11_store_order_(o));                         \
     }                                                                                              \
-    static inline T sched_atomic_exchange_##NAME(ST *a, T v, sched_order o)                       \
+    static inline T sched_atomic_exchange_##NAME(ST *a, T v, sched_order o)                        \
     {                                                                                              \
         return atomic_exchange_explicit(&a->v, v, sched_atomic_c11_order_(o));                     \
     }                                                                                              \
-    static inline bool sched_atomic_cas_##NAME(ST *a, T *expected, T desired, sched_order o)      \
+    static inline bool sched_atomic_cas_##NAME(ST *a, T *expected, T desired, sched_order o)       \
     {                                                                                              \
         return atomic_compare_exchange_strong_explicit(&a->v, expected, desired,                   \
                                                        sched_atomic_c11_order_(o),                 \
                                                        sched_atomic_c11_fail_order_(o));           \
     }
 
-#define SCHED_ATOMIC_C11_DEFINE_ARITH_(NAME, T, ST)                                               \
-    static inline T sched_atomic_fetch_add_##NAME(ST *a, T v, sched_order o)                      \
+#define SCHED_ATOMIC_C11_DEFINE_ARITH_(NAME, T, ST)                                                \
+    static inline T sched_atomic_fetch_add_##NAME(ST *a, T v, sched_order o)                       \
     {                                                                                              \
         return atomic_fetch_add_explicit(&a->v, v, sched_atomic_c11_order_(o));                    \
     }                                                                                              \
-    static inline T sched_atomic_fetch_sub_##NAME(ST *a, T v, sched_order o)                      \
+    static inline T sched_atomic_fetch_sub_##NAME(ST *a, T v, sched_order o)                       \
     {                                                                                              \
         return atomic_fetch_sub_explicit(&a->v, v, sched_atomic_c11_order_(o));                    \
     }                                                                                              \
-    static inline T sched_atomic_fetch_or_##NAME(ST *a, T v, sched_order o)                       \
+    static inline T sched_atomic_fetch_or_##NAME(ST *a, T v, sched_order o)                        \
     {                                                                                              \
         return atomic_fetch_or_explicit(&a->v, v, sched_atomic_c11_order_(o));                     \
     }                                                                                              \
-    static inline T sched_atomic_fetch_and_##NAME(ST *a, T v, sched_order o)                      \
+    static inline T sched_atomic_fetch_and_##NAME(ST *a, T v, sched_order o)                       \
     {                                                                                              \
         return atomic_fetch_and_explicit(&a->v, v, sched_atomic_c11_order_(o));                    \
     }
@@ -214,25 +214,25 @@ static inline void sched_atomic_ck_trailing_load_(sched_order o)
 }
 
 /* NAME: suffix, T: value type, ST: struct type, CK: ck_pr width suffix. */
-#define SCHED_ATOMIC_CK_DEFINE_(NAME, T, ST, CK)                                                  \
-    static inline void sched_atomic_init_##NAME(ST *a, T v)                                       \
+#define SCHED_ATOMIC_CK_DEFINE_(NAME, T, ST, CK)                                                   \
+    static inline void sched_atomic_init_##NAME(ST *a, T v)                                        \
     {                                                                                              \
         a->v = v;                                                                                  \
     }                                                                                              \
-    static inline T sched_atomic_load_##NAME(const ST *a, sched_order o)                          \
+    static inline T sched_atomic_load_##NAME(const ST *a, sched_order o)                           \
     {                                                                                              \
         T r = (T)ck_pr_load_##CK(&a->v);                                                           \
         sched_atomic_ck_trailing_load_(o);                                                         \
         return r;                                                                                  \
     }                                                                                              \
-    static inline T sched_atomic_exchange_##NAME(ST *a, T v, sched_order o)                       \
+    static inline T sched_atomic_exchange_##NAME(ST *a, T v, sched_order o)                        \
     {                                                                                              \
         sched_atomic_ck_leading_(o);                                                               \
         T r = (T)ck_pr_fas_##CK(&a->v, v);                                                         \
         sched_atomic_ck_trailing_rmw_(o);                                                          \
         return r;                                                                                  \
     }                                                                                              \
-    static inline void sched_atomic_store_##NAME(ST *a, T v, sched_order o)                       \
+    static inline void sched_atomic_store_##NAME(ST *a, T v, sched_order o)                        \
     {                                                                                              \
         if (o == SCHED_SEQ_CST) {                                                                  \
             /* store + StoreLoad in one locked instruction (xchg, ~7 ns; mfence costs ~17) */      \
@@ -242,7 +242,7 @@ static inline void sched_atomic_ck_trailing_load_(sched_order o)
         sched_atomic_ck_leading_(o);                                                               \
         ck_pr_store_##CK(&a->v, v);                                                                \
     }                                                                                              \
-    static inline bool sched_atomic_cas_##NAME(ST *a, T *expected, T desired, sched_order o)      \
+    static inline bool sched_atomic_cas_##NAME(ST *a, T *expected, T desired, sched_order o)       \
     {                                                                                              \
         sched_atomic_ck_leading_(o);                                                               \
         bool ok = ck_pr_cas_##CK##_value(&a->v, *expected, desired, expected);                     \
@@ -250,26 +250,26 @@ static inline void sched_atomic_ck_trailing_load_(sched_order o)
         return ok;                                                                                 \
     }
 
-#define SCHED_ATOMIC_CK_DEFINE_ARITH_(NAME, T, ST, CK)                                            \
-    static inline T sched_atomic_fetch_add_##NAME(ST *a, T v, sched_order o)                      \
+#define SCHED_ATOMIC_CK_DEFINE_ARITH_(NAME, T, ST, CK)                                             \
+    static inline T sched_atomic_fetch_add_##NAME(ST *a, T v, sched_order o)                       \
     {                                                                                              \
         sched_atomic_ck_leading_(o);                                                               \
         T r = ck_pr_faa_##CK(&a->v, v);                                                            \
         sched_atomic_ck_trailing_rmw_(o);                                                          \
         return r;                                                                                  \
     }                                                                                              \
-    static inline T sched_atomic_fetch_sub_##NAME(ST *a, T v, sched_order o)                      \
+    static inline T sched_atomic_fetch_sub_##NAME(ST *a, T v, sched_order o)                       \
     {                                                                                              \
         return sched_atomic_fetch_add_##NAME(a, (T)(0 - v), o);                                    \
     }                                                                                              \
-    static inline T sched_atomic_fetch_or_##NAME(ST *a, T v, sched_order o)                       \
+    static inline T sched_atomic_fetch_or_##NAME(ST *a, T v, sched_order o)                        \
     {                                                                                              \
         T old = sched_atomic_load_##NAME(a, SCHED_RELAXED);                                        \
         while (!sched_atomic_cas_##NAME(a, &old, old | v, o)) {                                    \
         }                                                                                          \
         return old;                                                                                \
     }                                                                                              \
-    static inline T sched_atomic_fetch_and_##NAME(ST *a, T v, sched_order o)                      \
+    static inline T sched_atomic_fetch_and_##NAME(ST *a, T v, sched_order o)                       \
     {                                                                                              \
         T old = sched_atomic_load_##NAME(a, SCHED_RELAXED);                                        \
         while (!sched_atomic_cas_##NAME(a, &old, old & v, o)) {                                    \

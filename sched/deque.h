@@ -40,7 +40,7 @@ typedef struct sched_deque_slot {
 } sched_deque_slot;
 
 typedef struct sched_deque {
-    SCHED_CACHE_ALIGNED sched_atomic_u64 top; /* next index to steal; only ever grows */
+    SCHED_CACHE_ALIGNED sched_atomic_u64 top;    /* next index to steal; only ever grows */
     SCHED_CACHE_ALIGNED sched_atomic_u64 bottom; /* next index to push; written by the owner */
     uint64_t mask;                               /* capacity - 1 */
     sched_deque_slot *slots;

@@ -17,7 +17,8 @@ uint64_t sched_now_ns(void)
 
 static struct timespec timespec_from_ns(uint64_t ns)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
     return ts;
 }
 
@@ -62,8 +63,7 @@ uint32_t sched_ec_value(const sched_ec *ec)
 void sched_ec_inc(sched_ec *ec)
 {
     uint32_t old = sched_atomic_load_u32(&ec->word, SCHED_RELAXED);
-    while (!sched_atomic_cas_u32(&ec->word, &old, ((old & EC_MASK) + 1) & EC_MASK,
-                                 SCHED_SEQ_CST)) {
+    while (!sched_atomic_cas_u32(&ec->word, &old, ((old & EC_MASK) + 1) & EC_MASK, SCHED_SEQ_CST)) {
     }
     if (old & EC_FLAG)
         sched_futex_wake_all(&ec->word);
@@ -95,15 +95,15 @@ static int ec_gettime(const struct ck_ec_ops *ops, struct timespec *out)
     return clock_gettime(CLOCK_MONOTONIC, out);
 }
 
-static void ec_wait32(const struct ck_ec_wait_state *state, const uint32_t *addr,
-                      uint32_t expected, const struct timespec *deadline)
+static void ec_wait32(const struct ck_ec_wait_state *state, const uint32_t *addr, uint32_t expected,
+                      const struct timespec *deadline)
 {
     (void)state;
     futex_wait_abs(addr, expected, deadline);
 }
 
-static void ec_wait64(const struct ck_ec_wait_state *state, const uint64_t *addr,
-                      uint64_t expected, const struct timespec *deadline)
+static void ec_wait64(const struct ck_ec_wait_state *state, const uint64_t *addr, uint64_t expected,
+                      const struct timespec *deadline)
 {
     /* Little-endian: the futex word is the low half. ck_ec64 is not used by runnel. */
     (void)state;

@@ -47,15 +47,15 @@ typedef struct sched_dag_node {
     void *arg;
     uint32_t succ_begin; /* successors: succ[succ_begin .. succ_end) */
     uint32_t succ_end;
-    uint32_t pred;       /* number of predecessors (edges in) */
-    uint32_t executor;   /* SCHED_EXECUTOR_STREAM or an executor id */
+    uint32_t pred;     /* number of predecessors (edges in) */
+    uint32_t executor; /* SCHED_EXECUTOR_STREAM or an executor id */
 } sched_dag_node;
 
 struct sched_dag {
     uint32_t n_nodes;
     uint32_t n_edges;
-    uint32_t n_sinks;     /* nodes without successors: the run completes when all have run */
-    uint32_t n_multi;     /* nodes with two or more predecessors (they need a join counter) */
+    uint32_t n_sinks; /* nodes without successors: the run completes when all have run */
+    uint32_t n_multi; /* nodes with two or more predecessors (they need a join counter) */
     uint32_t max_executor;
     sched_dag_node *nodes; /* n_nodes + 1 entries: the last is a virtual root whose
                               successors are the sources (nodes without predecessors) */
@@ -76,9 +76,11 @@ enum {
     SCHED_PHASE_WAITERS = 4,
 };
 
+/* Two cache lines: what every task reads (written only at start, or once on failure), and
+ * what changes while the run ends. A small DAG submitted from outside then costs few cache
+ * line transfers between the submitting thread and the workers. */
 struct sched_instance {
-    /* Written at start, read by every task of the run. */
-    const sched_dag *dag;
+    SCHED_CACHE_ALIGNED const sched_dag *dag;
     void *user_arg;
     uint64_t id;
     sched *s;
@@ -86,10 +88,10 @@ struct sched_instance {
     uint32_t run;
     sched_done_fn cb;
     void *cb_arg;
+    sched_atomic_u32 *join;  /* per node: predecessors not yet completed (pred >= 2 only) */
     sched_atomic_u32 status; /* SCHED_OK until the first error or a cancel (stored as u32) */
-    SCHED_CACHE_ALIGNED sched_atomic_u32 phase;      /* SCHED_PHASE_*; futex word of waiters */
-    SCHED_CACHE_ALIGNED sched_atomic_u32 sinks_left; /* sinks not yet run in this run */
-    sched_atomic_u32 *join; /* per node: predecessors not yet completed (pred >= 2 only) */
+    SCHED_CACHE_ALIGNED sched_atomic_u32 phase; /* SCHED_PHASE_*; futex word of waiters */
+    sched_atomic_u32 sinks_left;                /* sinks not yet run in this run */
 };
 
 /* ------------------------------------------------------------------ tracing */
@@ -137,13 +139,13 @@ typedef struct sched_runner {
 } sched_runner;
 
 struct sched_worker {
-    sched_deque deque;                  /* top and bottom sit on their own cache lines */
-    SCHED_CACHE_ALIGNED sched_ec ec;    /* parks here */
-    sched_atomic_u32 foreign;           /* set by a waker from another stream */
+    sched_deque deque;                       /* top and bottom sit on their own cache lines */
+    SCHED_CACHE_ALIGNED sched_ec ec;         /* parks here */
+    sched_atomic_u32 foreign;                /* set by a waker from another stream */
     SCHED_CACHE_ALIGNED sched_runner runner; /* owner-private from here on */
-    uint32_t local;                     /* index within its stream */
-    uint32_t tick;                      /* items run, for the periodic injection check */
-    bool searching;                     /* counted in its stream's `searching` */
+    uint32_t local;                          /* index within its stream */
+    uint32_t tick;                           /* items run, for the periodic injection check */
+    bool searching;                          /* counted in its stream's `searching` */
     uint64_t idle_since_ns;
     uint64_t rng;
     pthread_t thread;
@@ -228,9 +230,14 @@ void sched_i_finish_node(sched_runner *r, sched_instance *inst, uint32_t node);
 bool sched_i_push(sched *s, sched_runner *r, uint32_t stream, sched_item it, bool external);
 /* Wakes every worker so that they see `shutdown`. */
 void sched_i_wake_all(sched *s);
-/* Initializes / frees one trace buffer. */
+/* trace.c: initializes / frees one thread's trace buffer (head is NULL when out of memory). */
 void sched_i_trace_init(sched_trace_buf *t, uint32_t pid, uint32_t tid);
 void sched_i_trace_fini(sched_trace_buf *t);
+/* Owner thread only: fills the next event of `t` and stamps its start; the event is published
+ * by sched_i_trace_end after the task. NULL (nothing recorded) when out of memory. */
+sched_trace_event *sched_i_trace_begin(sched_trace_buf *t, const char *name, uint64_t instance,
+                                       uint32_t run, uint32_t node, uint32_t stream);
+void sched_i_trace_end(sched_trace_buf *t, sched_trace_event *e);
 
 /* executor.c */
 void sched_i_executor_push(sched_executor *e, sched_item it);

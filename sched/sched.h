@@ -35,7 +35,7 @@ typedef struct sched_instance sched_instance;
 /* A task returns SCHED_OK when done, SCHED_PENDING when it has handed its work to someone
  * else who will call sched_instance_complete_node later, or any other value (use negative
  * ones) as an error code that fails the instance. */
-#define SCHED_OK 0
+#define SCHED_OK      0
 #define SCHED_PENDING 1
 
 /* The status of an instance that was cancelled before it completed. */
@@ -206,7 +206,8 @@ int sched_instance_cancel(sched_instance *inst);
  * a node that is not pending is a programmer error. Returns 0 or -EINVAL. */
 int sched_instance_complete_node(sched_instance *inst, uint32_t node, int status);
 
-/* The status of the last completed run (SCHED_OK before the first). */
+/* The status of the last completed run (SCHED_OK before the first); while a run is in
+ * progress, its status so far (an error or SCHED_CANCELLED once one is set). */
 int sched_instance_status(const sched_instance *inst);
 
 /* True from a successful start until the run's waiters are released. */

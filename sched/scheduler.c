@@ -5,8 +5,8 @@
 
 #include "sched/internal.h"
 
-#define MAX_STREAMS 1024u
-#define MAX_WORKERS 4096u
+#define MAX_STREAMS  1024u
+#define MAX_WORKERS  4096u
 #define MAX_CAPACITY (1u << 24)
 
 sched_config sched_config_default(void)

@@ -33,6 +33,45 @@ void sched_i_trace_fini(sched_trace_buf *t)
     t->head = t->tail = NULL;
 }
 
+sched_trace_event *sched_i_trace_begin(sched_trace_buf *t, const char *name, uint64_t instance,
+                                       uint32_t run, uint32_t node, uint32_t stream)
+{
+    sched_trace_block *b = t->tail;
+    uint32_t n = sched_atomic_load_u32(&b->count, SCHED_RELAXED);
+    if (n == SCHED_TRACE_BLOCK_EVENTS) {
+        sched_trace_block *nb = calloc(1, sizeof(*nb));
+        if (nb == NULL)
+            return NULL; /* out of memory: this task goes unrecorded */
+        sched_atomic_init_ptr(&nb->next, NULL);
+        sched_atomic_init_u32(&nb->count, 0);
+        sched_atomic_store_ptr(&b->next, nb, SCHED_RELEASE);
+        t->tail = b = nb;
+        n = 0;
+    }
+    sched_trace_event *e = &b->ev[n];
+    size_t len = strlen(name);
+    if (len >= sizeof(e->name))
+        len = sizeof(e->name) - 1;
+    memcpy(e->name, name, len);
+    e->name[len] = '\0';
+    e->instance = instance;
+    e->run = run;
+    e->node = node;
+    e->stream = stream;
+    e->start_ns = sched_now_ns();
+    return e;
+}
+
+void sched_i_trace_end(sched_trace_buf *t, sched_trace_event *e)
+{
+    if (e == NULL)
+        return;
+    e->end_ns = sched_now_ns();
+    sched_trace_block *b = t->tail;
+    sched_atomic_store_u32(&b->count, sched_atomic_load_u32(&b->count, SCHED_RELAXED) + 1,
+                           SCHED_RELEASE);
+}
+
 /* Calls fn for every thread's trace buffer. */
 static void for_each_buf(sched *s, void (*fn)(sched_trace_buf *t, void *arg), void *arg)
 {
@@ -149,8 +188,8 @@ int sched_trace_write_json(sched *s, const char *path)
         const sched_executor *e = s->executors[id];
         put_meta(&j, "process_name", s->n_streams + id - 1, 0, "executor ", e->name, 0);
         for (uint32_t k = 0; k < e->n_threads; k++)
-            put_meta(&j, "thread_name", e->threads[k].trace.pid, e->threads[k].trace.tid,
-                     "thread ", NULL, e->threads[k].trace.tid);
+            put_meta(&j, "thread_name", e->threads[k].trace.pid, e->threads[k].trace.tid, "thread ",
+                     NULL, e->threads[k].trace.tid);
     }
     pthread_mutex_unlock(&s->exec_lock);
     for_each_buf(s, write_buf, &j);

@@ -184,48 +184,6 @@ bool sched_i_push(sched *s, sched_runner *r, uint32_t stream, sched_item it, boo
 
 /* ------------------------------------------------------------------ running items */
 
-static void trace_begin(sched_runner *r, sched_trace_event **ev, const char *name,
-                        uint64_t instance, uint32_t run, uint32_t node, uint32_t stream)
-{
-    sched_trace_buf *t = r->trace;
-    sched_trace_block *b = t->tail;
-    uint32_t n = sched_atomic_load_u32(&b->count, SCHED_RELAXED);
-    if (n == SCHED_TRACE_BLOCK_EVENTS) {
-        sched_trace_block *nb = calloc(1, sizeof(*nb));
-        if (nb == NULL) {
-            *ev = NULL;
-            return;
-        }
-        sched_atomic_init_ptr(&nb->next, NULL);
-        sched_atomic_init_u32(&nb->count, 0);
-        sched_atomic_store_ptr(&b->next, nb, SCHED_RELEASE);
-        t->tail = b = nb;
-        n = 0;
-    }
-    sched_trace_event *e = &b->ev[n];
-    size_t len = strlen(name);
-    if (len >= sizeof(e->name))
-        len = sizeof(e->name) - 1;
-    memcpy(e->name, name, len);
-    e->name[len] = '\0';
-    e->instance = instance;
-    e->run = run;
-    e->node = node;
-    e->stream = stream;
-    e->start_ns = sched_now_ns();
-    *ev = e;
-}
-
-static void trace_end(sched_runner *r, sched_trace_event *e)
-{
-    if (e == NULL)
-        return;
-    e->end_ns = sched_now_ns();
-    sched_trace_block *b = r->trace->tail;
-    sched_atomic_store_u32(&b->count, sched_atomic_load_u32(&b->count, SCHED_RELAXED) + 1,
-                           SCHED_RELEASE);
-}
-
 static inline bool runner_can_run(const sched_runner *r, uint32_t executor)
 {
     if (executor == SCHED_EXECUTOR_STREAM)
@@ -235,7 +193,9 @@ static inline bool runner_can_run(const sched_runner *r, uint32_t executor)
 
 static inline void sink_done(sched_instance *inst)
 {
-    if (sched_atomic_fetch_sub_u32(&inst->sinks_left, 1, SCHED_ACQ_REL) == 1)
+    /* A DAG with one sink (a pipeline, a chain) needs no count: its sink is the last node. */
+    if (inst->dag->n_sinks == 1 ||
+        sched_atomic_fetch_sub_u32(&inst->sinks_left, 1, SCHED_ACQ_REL) == 1)
         sched_i_instance_complete(inst);
 }
 
@@ -314,10 +274,10 @@ static void run_chain(sched_runner *r, sched_instance *inst, uint32_t v)
             };
             int rc;
             if (r->trace != NULL) {
-                sched_trace_event *ev;
-                trace_begin(r, &ev, dag->names[v], inst->id, inst->run, v, inst->stream);
+                sched_trace_event *ev = sched_i_trace_begin(r->trace, dag->names[v], inst->id,
+                                                            inst->run, v, inst->stream);
                 rc = n->fn(&ctx, n->arg);
-                trace_end(r, ev);
+                sched_i_trace_end(r->trace, ev);
             } else {
                 rc = n->fn(&ctx, n->arg);
             }
@@ -347,10 +307,9 @@ static void run_task(sched_runner *r, sched_task_rec *rec)
     };
     free(rec);
     if (r->trace != NULL) {
-        sched_trace_event *ev;
-        trace_begin(r, &ev, "task", 0, 0, SCHED_NONE, ctx.stream);
+        sched_trace_event *ev = sched_i_trace_begin(r->trace, "task", 0, 0, SCHED_NONE, ctx.stream);
         (void)fn(&ctx, ctx.user_arg);
-        trace_end(r, ev);
+        sched_i_trace_end(r->trace, ev);
     } else {
         (void)fn(&ctx, ctx.user_arg);
     }
@@ -506,8 +465,7 @@ static void stop_searching(sched_worker *w)
     sched *s = w->runner.s;
     sched_stream *st = &s->streams[w->runner.stream];
     w->searching = false;
-    if (sched_atomic_fetch_sub_u32(&st->searching, 1, SCHED_SEQ_CST) == 1 &&
-        stream_has_work(s, st))
+    if (sched_atomic_fetch_sub_u32(&st->searching, 1, SCHED_SEQ_CST) == 1 && stream_has_work(s, st))
         (void)wake_one(s, st, false);
 }
 
@@ -522,6 +480,7 @@ static bool search(sched_worker *w, sched_item *out)
     }
     uint64_t spin_ns = (uint64_t)s->cfg.spin_us * 1000u;
     uint64_t deadline = now + spin_ns;
+    uint64_t yield_after = now + spin_ns / 4;
     for (uint32_t i = 1;; i++) {
         if (steal_any(w, out, now)) {
             stop_searching(w);
@@ -536,18 +495,26 @@ static bool search(sched_worker *w, sched_item *out)
                     return false;
                 now = sched_now_ns();
                 deadline = now + spin_ns;
+                yield_after = now + spin_ns / 4;
                 continue;
             }
         }
-        for (int k = 0; k < 8; k++)
-            sched_cpu_relax();
+        if (now < yield_after) {
+            for (int k = 0; k < 8; k++)
+                sched_cpu_relax();
+        } else {
+            /* Spinning longer: give the CPU to a runnable thread (a worker holding work, the
+             * submitter) if the machine is oversubscribed; returns at once otherwise. */
+            sched_yield();
+        }
     }
 }
 
 static bool find_work(sched_worker *w, sched_item *out)
 {
     sched_stream *st = &w->runner.s->streams[w->runner.stream];
-    if (++w->tick % INJECT_CHECK_PERIOD == 0 && sched_inject_pop(&st->inject, out))
+    if (++w->tick % INJECT_CHECK_PERIOD == 0 &&
+        (sched_inject_pop(&st->inject, out) || overflow_pop(st, out)))
         return true;
     if (sched_deque_take(&w->deque, out))
         return true;

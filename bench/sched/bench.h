@@ -31,9 +31,9 @@ void tbb_peer_destroy(tbb_peer *p);
 
 /* A flow graph of continue_nodes, built before timing. */
 typedef struct tbb_graph tbb_graph;
-tbb_graph *tbb_graph_chain(size_t n);           /* n nodes in a line */
+tbb_graph *tbb_graph_chain(size_t n);                                /* n nodes in a line */
 tbb_graph *tbb_graph_fan(size_t n, uint64_t spin_ns, int with_sink); /* 1 -> n (-> 1) */
-tbb_graph *tbb_graph_tree(size_t n);            /* binary out-tree of n nodes */
+tbb_graph *tbb_graph_tree(size_t n); /* binary out-tree of n nodes */
 void tbb_graph_free(tbb_graph *g);
 /* Runs the graph once (try_put to its source, wait_for_all); returns the elapsed ns. */
 uint64_t tbb_graph_run(tbb_graph *g);

@@ -212,7 +212,8 @@ typedef struct options {
 
 static void pause_us(uint64_t us)
 {
-    struct timespec ts = {.tv_sec = (time_t)(us / 1000000u), .tv_nsec = (long)(us % 1000000u) * 1000};
+    struct timespec ts = {.tv_sec = (time_t)(us / 1000000u),
+                          .tv_nsec = (long)(us % 1000000u) * 1000};
     nanosleep(&ts, NULL);
 }
 
@@ -229,9 +230,8 @@ static void verify(options *o, const char *who, const char *workload, uint64_t e
 
 /* Runs a whole-graph workload on both schedulers, alternating, and prints its line.
  * `per`: divide times by this for the reported unit (tasks), `unit` names it. */
-static void graph_workload(options *o, sched *s, const char *name, sched_dag *dag,
-                           tbb_graph *tg, uint64_t tasks, const char *unit, double per,
-                           uint64_t ideal_ns)
+static void graph_workload(options *o, sched *s, const char *name, sched_dag *dag, tbb_graph *tg,
+                           uint64_t tasks, const char *unit, double per, uint64_t ideal_ns)
 {
     sched_instance *inst;
     check(sched_instance_create(dag, NULL, &inst), "instance");
@@ -254,8 +254,8 @@ static void graph_workload(options *o, sched *s, const char *name, sched_dag *da
     double am = quantile(a, 0.5), bm = quantile(b, 0.5);
     if (ideal_ns == 0) {
         printf("%-22s runnel %8.1f %s [%.1f-%.1f]   oneTBB %8.1f %s [%.1f-%.1f]   ratio=%.3f\n",
-               name, am / per, unit, smin(a) / per, smax(a) / per, bm / per, unit,
-               smin(b) / per, smax(b) / per, am / bm);
+               name, am / per, unit, smin(a) / per, smax(a) / per, bm / per, unit, smin(b) / per,
+               smax(b) / per, am / bm);
     } else {
         /* overhead per task = (measured - ideal) / tasks */
         double n = (double)tasks, ideal = (double)ideal_ns;
@@ -300,9 +300,9 @@ static void bench_graphs(options *o, sched *s)
         sched_dag_free(d);
     }
     size_t tn = 1;
-    while (tn * 2 <= n + 1)
+    while (tn - 1 < n)
         tn *= 2;
-    tn -= 1; /* a complete binary tree: 2^k - 1 nodes */
+    tn -= 1; /* a complete binary tree: the smallest 2^k - 1 >= n nodes */
     snprintf(name, sizeof(name), "binary tree %zu", tn);
     if (selected(o, "tree")) {
         sched_dag *d = dag_tree(tn);
@@ -370,9 +370,9 @@ static void bench_small_dags(options *o, sched *s)
     series sb50 = {m[2], (size_t)rounds}, sb99 = {m[3], (size_t)rounds};
     printf("%-22s runnel p50 %7.0f ns/DAG [%.0f-%.0f] p99 %7.0f   oneTBB p50 %7.0f ns/DAG "
            "[%.0f-%.0f] p99 %7.0f   ratio=%.3f\n",
-           "2000 six-node chains", quantile(sa50, 0.5), smin(sa50), smax(sa50),
-           quantile(sa99, 0.5), quantile(sb50, 0.5), smin(sb50), smax(sb50),
-           quantile(sb99, 0.5), quantile(sa50, 0.5) / quantile(sb50, 0.5));
+           "2000 six-node chains", quantile(sa50, 0.5), smin(sa50), smax(sa50), quantile(sa99, 0.5),
+           quantile(sb50, 0.5), smin(sb50), smax(sb50), quantile(sb99, 0.5),
+           quantile(sa50, 0.5) / quantile(sb50, 0.5));
     fflush(stdout);
     free(a.v);
     free(b.v);
@@ -422,6 +422,8 @@ static void bench_wake(options *o, sched *s, tbb_peer *p)
     free(b.v);
 }
 
+static void print_load(const char *when);
+
 static void print_machine(const options *o)
 {
     char model[256] = "unknown CPU";
@@ -447,6 +449,20 @@ static void print_machine(const options *o)
     printf("# machine: %s, %ld online CPUs, %s %s, compiler gcc %d.%d, %s\n", model,
            sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, __GNUC__, __GNUC_MINOR__,
            tbb_peer_version());
+    print_load("at start");
+}
+
+/* Other processes competing for the CPUs distort every number: say how busy it was. */
+static void print_load(const char *when)
+{
+    double l1 = 0, l5 = 0, l15 = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) != 3)
+            l1 = l5 = l15 = 0;
+        fclose(f);
+    }
+    printf("# load average %s: %.2f %.2f %.2f\n", when, l1, l5, l15);
 }
 
 int main(int argc, char **argv)
@@ -484,6 +500,7 @@ int main(int argc, char **argv)
     bench_small_dags(&o, s);
     bench_wake(&o, s, p);
 
+    print_load("at end");
     tbb_peer_destroy(p);
     sched_destroy(s);
     return o.failures ? 1 : 0;

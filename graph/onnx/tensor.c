@@ -90,7 +90,7 @@ static void le_to_host(void *data, size_t count, size_t size)
 
 /* int32_data carries every element type narrower than 32 bits (the spec's
  * rule); values that do not fit the element type are refused rather than
- * wrapped. f16 and bf16 travel as their bit patterns. */
+ * wrapped. f16, bf16 and the float8 types travel as their bit patterns. */
 static rn_status from_int32(const Onnx__TensorProto *p, const char *name, graph_tensor *t,
                             size_t count)
 {
@@ -114,6 +114,12 @@ static rn_status from_int32(const Onnx__TensorProto *p, const char *name, graph_
     case RN_BOOL:
         lo = 0, hi = 1;
         break;
+    case RN_F8E4M3FN:
+    case RN_F8E4M3FNUZ:
+    case RN_F8E5M2:
+    case RN_F8E5M2FNUZ:
+        lo = 0, hi = UINT8_MAX; /* the 8-bit patterns */
+        break;
     case RN_F16:
     case RN_BF16:
         lo = INT16_MIN, hi = UINT16_MAX; /* writers store the bits signed or unsigned */
@@ -134,6 +140,10 @@ static rn_status from_int32(const Onnx__TensorProto *p, const char *name, graph_
             break;
         case RN_U8:
         case RN_BOOL:
+        case RN_F8E4M3FN:
+        case RN_F8E4M3FNUZ:
+        case RN_F8E5M2:
+        case RN_F8E5M2FNUZ:
             ((uint8_t *)t->data)[i] = (uint8_t)v;
             break;
         case RN_I16:

@@ -39,7 +39,8 @@
 #define TS_SIGNED  (TS_FLOAT | TS_SINT)
 #define TS_NUMERIC (TS_FLOAT | TS_INT)
 #define TS_BOOL    T(BOOL)
-#define TS_ANY     (TS_NUMERIC | TS_BOOL | T(STRING))
+#define TS_FLOAT8  (T(F8E4M3FN) | T(F8E4M3FNUZ) | T(F8E5M2) | T(F8E5M2FNUZ))
+#define TS_ANY     (TS_NUMERIC | TS_BOOL | T(STRING) | TS_FLOAT8)
 
 static const char *type_set_name(uint32_t set)
 {
@@ -51,7 +52,7 @@ static const char *type_set_name(uint32_t set)
     case TS_NUMERIC:
         return "a numeric type";
     case TS_ANY:
-        return "a numeric, bool or string type";
+        return "a numeric, float8, bool or string type";
     case TS_INT:
         return "an integer type";
     case TS_UINT:

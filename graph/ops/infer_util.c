@@ -1,5 +1,6 @@
 /* Running shape inference over nodes and graphs, and the helpers that infer
  * functions share. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,14 +176,37 @@ int64_t graph_port_int(const graph_port *p, size_t i)
         return (int64_t)((const float *)p->data)[i];
     case RN_F64:
         return (int64_t)((const double *)p->data)[i];
+    case RN_F16:
+    case RN_BF16:
+        return (int64_t)graph_port_double(p, i);
     default:
         return 0;
     }
 }
 
+/* Half-precision decoding (the graph layer cannot use the plugins' helpers). */
+static double half_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static double bfloat_to_double(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 double graph_port_double(const graph_port *p, size_t i)
 {
     switch (p->type) {
+    case RN_F16:
+        return half_to_double(((const uint16_t *)p->data)[i]);
+    case RN_BF16:
+        return bfloat_to_double(((const uint16_t *)p->data)[i]);
     case RN_F32:
         return ((const float *)p->data)[i];
     case RN_F64:

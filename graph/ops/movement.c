@@ -213,8 +213,9 @@ static rn_status infer_reshape(const graph_node *node, const graph_port *in, int
         os.dims[i] = v;
         if (v == DYN)
             all_known = false;
-        else
-            known *= v;
+        else if (__builtin_mul_overflow(known, v, &known))
+            return rn_set_error(RN_INVALID_ARG, NODE_FMT "target shape has too many elements",
+                                NODE_ARGS(node));
     }
     if (has_zero && infer_at >= 0)
         return rn_set_error(RN_INVALID_ARG, NODE_FMT "allowzero=1 with both 0 and -1 in the shape",

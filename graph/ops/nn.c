@@ -99,13 +99,14 @@ typedef struct nn_window {
     bool ceil_mode;
 } nn_window;
 
-/* Reads an INTS attribute of `n` entries (all >= min) or fills `dflt`. */
+/* Reads an INTS attribute of `n` entries (all >= min) or fills `dflt`
+ * when it is absent or empty (some exporters write empty lists). */
 static rn_status nn_window_ints(const graph_node *node, const char *name, int n, int64_t dflt,
                                 int64_t min, int64_t *dst)
 {
     const int64_t *vals;
     int count = graph_node_attr_ints(node, name, &vals);
-    if (count < 0) {
+    if (count <= 0) {
         for (int i = 0; i < n; i++)
             dst[i] = dflt;
         return RN_OK;
@@ -160,7 +161,7 @@ static rn_status nn_window_read(const graph_node *node, int n, const int64_t *w_
         return st;
     const int64_t *ks;
     int count = graph_node_attr_ints(node, "kernel_shape", &ks);
-    if (count >= 0) {
+    if (count > 0) {
         st = nn_window_ints(node, "kernel_shape", n, 1, 1, w->kernel);
         if (st != RN_OK)
             return st;
@@ -309,104 +310,6 @@ static rn_status infer_conv(const graph_node *node, const graph_port *in, int n_
     y.dims[1] = m;
     if ((st = nn_window_shape(node, &win, &x->shape, &y)) != RN_OK)
         return st;
-    nn_set_out(out, n_out, 0, type, &y);
-    return RN_OK;
-}
-
-/* ---- ConvTranspose ---- */
-
-/* Output size per spatial dim: output_shape when given (its last n values);
- * with SAME_* the input times the stride; else
- * stride * (in - 1) + output_padding + (kernel - 1) * dilation + 1 - pads. */
-static rn_status infer_convtranspose(const graph_node *node, const graph_port *in, int n_in,
-                                     graph_port *out, int n_out)
-{
-    const graph_port *x = &in[0], *w = &in[1];
-    const graph_port *b = n_in > 2 && in[2].present ? &in[2] : NULL;
-    rn_status st = nn_want_float(node, in, 0);
-    if (st == RN_OK)
-        st = nn_same_type(node, in, 0, 1);
-    if (st == RN_OK && b != NULL)
-        st = nn_same_type(node, in, 0, 2);
-    if (st == RN_OK)
-        st = nn_rank_at_least(node, x, 0, 3);
-    if (st == RN_OK)
-        st = nn_rank_at_least(node, w, 1, 3);
-    if (st != RN_OK)
-        return st;
-    int rank = x->shape.rank >= 0 ? x->shape.rank : w->shape.rank;
-    rn_element_type type = x->type != RN_UNDEFINED ? x->type : w->type;
-    if (x->shape.rank >= 0 && w->shape.rank >= 0 && x->shape.rank != w->shape.rank)
-        return rn_set_error(RN_SHAPE_MISMATCH,
-                            "node '%s' (%s): input X has rank %d but weight W has %d", node->name,
-                            node->op_type, x->shape.rank, w->shape.rank);
-    int64_t group = graph_node_attr_int(node, "group", 1);
-    if (group < 1)
-        return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): group is %lld; must be >= 1",
-                            node->name, node->op_type, (long long)group);
-    if (rank < 0) {
-        graph_port_unknown(&out[0], type);
-        return RN_OK;
-    }
-    if (rank > RN_MAX_RANK)
-        return rn_set_error(RN_SHAPE_MISMATCH, "node '%s' (%s): rank %d exceeds %d", node->name,
-                            node->op_type, rank, RN_MAX_RANK);
-    int64_t c = x->shape.rank >= 0 ? x->shape.dims[1] : RN_DIM_DYNAMIC;
-    int64_t wc = w->shape.rank >= 0 ? w->shape.dims[0] : RN_DIM_DYNAMIC;
-    int64_t mg = w->shape.rank >= 0 ? w->shape.dims[1] : RN_DIM_DYNAMIC;
-    int64_t m = mg >= 0 ? mg * group : RN_DIM_DYNAMIC;
-    if ((st = nn_dims_agree(node, "input X channels vs weight W dim 0", c, wc)) != RN_OK)
-        return st;
-    if (c >= 0 && c % group != 0)
-        return rn_set_error(RN_SHAPE_MISMATCH,
-                            "node '%s' (%s): input X has %lld channels, not a multiple of group "
-                            "%lld",
-                            node->name, node->op_type, (long long)c, (long long)group);
-    if (b != NULL) {
-        if ((st = nn_rank_is(node, b, 2, 1)) != RN_OK)
-            return st;
-        if (b->shape.rank == 1 && (st = nn_dims_agree(node, "bias B length vs output channels",
-                                                      b->shape.dims[0], m)) != RN_OK)
-            return st;
-    }
-    int n = rank - 2;
-    int64_t wk[RN_MAX_RANK];
-    for (int i = 0; i < n; i++)
-        wk[i] = w->shape.rank >= 0 ? w->shape.dims[2 + i] : RN_DIM_DYNAMIC;
-    nn_window win;
-    if ((st = nn_window_read(node, n, wk, false, &win)) != RN_OK)
-        return st;
-    int64_t outpad[RN_MAX_RANK];
-    if ((st = nn_window_ints(node, "output_padding", n, 0, 0, outpad)) != RN_OK)
-        return st;
-    const int64_t *os;
-    int n_os = graph_node_attr_ints(node, "output_shape", &os);
-    if (n_os >= 0 && n_os != n && n_os != rank)
-        return rn_set_error(RN_INVALID_ARG,
-                            "node '%s' (%s): output_shape has %d values for %d spatial dims",
-                            node->name, node->op_type, n_os, n);
-    graph_shape y = {.rank = rank};
-    y.dims[0] = x->shape.rank >= 0 ? x->shape.dims[0] : RN_DIM_DYNAMIC;
-    y.dims[1] = m;
-    for (int i = 0; i < n; i++) {
-        int64_t d = x->shape.rank >= 0 ? x->shape.dims[2 + i] : RN_DIM_DYNAMIC;
-        int64_t o = RN_DIM_DYNAMIC;
-        if (n_os > 0) {
-            o = os[n_os - n + i];
-        } else if (win.auto_pad == NN_SAME_UPPER || win.auto_pad == NN_SAME_LOWER) {
-            o = d >= 0 ? d * win.stride[i] : RN_DIM_DYNAMIC;
-        } else if (d >= 0 && win.kernel_known) {
-            int64_t pads = win.auto_pad == NN_VALID ? 0 : win.pads[i] + win.pads[n + i];
-            o = win.stride[i] * (d - 1) + outpad[i] + (win.kernel[i] - 1) * win.dilation[i] + 1 -
-                pads;
-        }
-        if (o != RN_DIM_DYNAMIC && o < 1)
-            return rn_set_error(RN_SHAPE_MISMATCH,
-                                "node '%s' (%s): output spatial dim %d would be "
-                                "%lld",
-                                node->name, node->op_type, i, (long long)o);
-        y.dims[2 + i] = o;
-    }
     nn_set_out(out, n_out, 0, type, &y);
     return RN_OK;
 }
@@ -812,18 +715,6 @@ static rn_status infer_flatten(const graph_node *node, const graph_port *in, int
 
 const graph_op_schema graph_ops_nn[] = {
     {"", "Conv", 2, 3, 1, 1, 0, infer_conv, {NN_WINDOW_ATTRS, {"group", GRAPH_ATTR_INT, false}}},
-    {"",
-     "ConvTranspose",
-     2,
-     3,
-     1,
-     1,
-     0,
-     infer_convtranspose,
-     {NN_WINDOW_ATTRS,
-      {"group", GRAPH_ATTR_INT, false},
-      {"output_padding", GRAPH_ATTR_INTS, false},
-      {"output_shape", GRAPH_ATTR_INTS, false}}},
     {"",
      "MaxPool",
      1,

@@ -225,9 +225,34 @@ static verdict report(test_case *c, verdict v, const char *fmt, ...)
     return v;
 }
 
+/* Decodes a float8 byte: `ebits` exponent bits with `bias`; the FNUZ kinds
+ * have NaN at 0x80 and no infinity or negative zero; E4M3FN has NaN at
+ * S.1111.111 and no infinity; E5M2 is IEEE-like. */
+static double f8_to_double(uint8_t b, int ebits, int bias, bool fnuz)
+{
+    int mbits = 7 - ebits;
+    if (fnuz && b == 0x80)
+        return NAN;
+    int e = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
+    if (!fnuz && ebits == 4 && e == 15 && m == 7)
+        return NAN;
+    if (!fnuz && ebits == 5 && e == 31)
+        return m ? NAN : ((b & 0x80) ? -INFINITY : INFINITY);
+    double v = e == 0 ? ldexp(m, 1 - bias - mbits) : ldexp(m + (1 << mbits), e - bias - mbits);
+    return (b & 0x80) ? -v : v;
+}
+
 static double elem_as_double(rn_element_type type, const void *data, size_t i)
 {
     switch (type) {
+    case RN_F8E4M3FN:
+        return f8_to_double(((const uint8_t *)data)[i], 4, 7, false);
+    case RN_F8E4M3FNUZ:
+        return f8_to_double(((const uint8_t *)data)[i], 4, 8, true);
+    case RN_F8E5M2:
+        return f8_to_double(((const uint8_t *)data)[i], 5, 15, false);
+    case RN_F8E5M2FNUZ:
+        return f8_to_double(((const uint8_t *)data)[i], 5, 16, true);
     case RN_F32:
         return ((const float *)data)[i];
     case RN_F64:
@@ -270,7 +295,8 @@ static double elem_as_double(rn_element_type type, const void *data, size_t i)
 
 static bool is_float_type(rn_element_type t)
 {
-    return t == RN_F32 || t == RN_F64 || t == RN_F16 || t == RN_BF16;
+    return t == RN_F32 || t == RN_F64 || t == RN_F16 || t == RN_BF16 || t == RN_F8E4M3FN ||
+           t == RN_F8E4M3FNUZ || t == RN_F8E5M2 || t == RN_F8E5M2FNUZ;
 }
 
 /* Compares an output with the expected tensor; on mismatch writes why. */
@@ -306,8 +332,8 @@ static bool compare(const char *name, const rn_tensor *got, const graph_tensor *
         char *const *gs = g, *const *ws = want->data;
         for (size_t i = 0; i < n; i++)
             if (gs[i] == NULL || strcmp(gs[i], ws[i]) != 0) {
-                snprintf(why, size, "output '%s': element %zu is \"%s\", expected \"%s\"", name,
-                         i, gs[i] ? gs[i] : "(null)", ws[i]);
+                snprintf(why, size, "output '%s': element %zu is \"%s\", expected \"%s\"", name, i,
+                         gs[i] ? gs[i] : "(null)", ws[i]);
                 return false;
             }
         return true;

@@ -381,13 +381,21 @@ Test(conv, im2col_and_sgemm_match_a_plain_loop)
 {
     /* Sizes chosen to cross the sgemm's register tiles and cache blocks
      * (M not a multiple of 6, K > 128, N not a multiple of 16), for the
-     * 1x1 direct path, the im2col path and a grouped case. */
+     * 1x1 direct path, the im2col path, grouped and depthwise cases. */
     struct {
         int64_t batch, ch, h, w, m, group, k, s, p, d;
     } cases[] = {
-        {2, 19, 13, 11, 23, 1, 3, 1, 1, 1}, {1, 40, 9, 17, 13, 1, 1, 1, 0, 1},
-        {1, 6, 15, 15, 9, 3, 3, 2, 2, 2},   {1, 3, 20, 20, 8, 1, 7, 2, 3, 1},
+        {2, 19, 13, 11, 23, 1, 3, 1, 1, 1},
+        {1, 40, 9, 17, 13, 1, 1, 1, 0, 1},
+        {1, 6, 15, 15, 9, 3, 3, 2, 2, 2},
+        {1, 3, 20, 20, 8, 1, 7, 2, 3, 1},
         {1, 8, 10, 10, 8, 8, 3, 1, 1, 1},
+        /* Depthwise: channel multiplier 2 with stride 2 and dilation 2; a
+         * 37-wide row (blocks of 16 and 4 plus a tail) with a 5x5 kernel. */
+        {1, 6, 13, 13, 12, 6, 3, 2, 1, 2},
+        {1, 4, 9, 37, 4, 4, 5, 1, 2, 1},
+        /* K = 576, 64 columns per output row: im2col runs in several bands. */
+        {1, 64, 64, 64, 8, 1, 3, 1, 1, 1},
     };
     uint32_t seed = 7;
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {

@@ -20,8 +20,10 @@
 #include "sched/deque.h"
 
 /* Sanitizers make every atomic a call: scale the work down under them. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define HARNESS_SCALE 16
+#if defined(__SANITIZE_THREAD__)
+#define HARNESS_SCALE 8
+#elif defined(__SANITIZE_ADDRESS__)
+#define HARNESS_SCALE 4
 #else
 #define HARNESS_SCALE 1
 #endif

@@ -51,10 +51,11 @@ Test(instance, cancel_at_random_points_completes_once_with_cancelled, .timeout =
             test_run_reset(runs[i]);
             /* One instance in three cancels itself from inside one of its tasks. */
             runs[i]->cancel_at = i == 2 ? (uint32_t)(test_rand(&rng) % g->n) : UINT32_MAX;
-            cr_assert_eq(sched_instance_start(s, runs[i]->inst, i % 2, test_run_done, runs[i]),
-                         0);
+            cr_assert_eq(sched_instance_start(s, runs[i]->inst, i % 2, test_run_done, runs[i]), 0);
         }
-        test_sleep_us(test_rand(&rng) % 800);
+        /* From right after the start to after a typical run's end. */
+        test_sleep_us(test_rand(&rng) % 4 == 0 ? 3000 + test_rand(&rng) % 3000
+                                               : test_rand(&rng) % 800);
         for (int i = 0; i < 2; i++)
             (void)sched_instance_cancel(runs[i]->inst); /* -EINVAL if it already completed */
         for (int i = 0; i < 3; i++) {

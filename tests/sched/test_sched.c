@@ -291,3 +291,16 @@ Test(sched, executor_limit_is_enforced, .timeout = 30)
     cr_expect_eq(sched_add_executor(s, "one-too-many", 1, &id), -ENOSPC);
     sched_destroy(s);
 }
+
+Test(sched, pinned_workers_run_tasks, .timeout = 30)
+{
+    sched_config c = test_config(2, 2, true);
+    c.pin_cpus = true;
+    sched *s = test_sched_create(&c);
+    seen x = {.s = s, .expect_stream = -1};
+    for (int i = 0; i < 500; i++)
+        cr_assert_eq(sched_submit(s, i % 2, record_task, &x), 0);
+    wait_count(&x.count, 500);
+    cr_expect_eq(atomic_load(&x.bad), 0);
+    sched_destroy(s);
+}

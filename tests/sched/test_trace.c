@@ -91,7 +91,7 @@ Test(trace, writes_every_task_as_a_chrome_trace_event, .timeout = 30)
     cr_expect_eq(count_substr(json, "\"ph\":\"X\",\"pid\":2,"), 4);
     /* Balanced brackets: a crude well-formedness check. */
     cr_expect_eq(count_substr(json, "{"), count_substr(json, "}"));
-    cr_expect_eq(count_substr(json, "["), count_substr(json, "]") );
+    cr_expect_eq(count_substr(json, "["), count_substr(json, "]"));
     free(json);
     remove(path);
     sched_instance_free(inst);

@@ -93,8 +93,7 @@ Test(wake, concurrent_submitters_lose_no_task, .timeout = 60)
         while (atomic_load(done[i]) < (unsigned)st[i].per_thread && test_now_ns() < end)
             test_sleep_us(100);
         cr_assert_eq(atomic_load(done[i]), (unsigned)st[i].per_thread,
-                     "submitter %d: %u of %d tasks ran", i, atomic_load(done[i]),
-                     st[i].per_thread);
+                     "submitter %d: %u of %d tasks ran", i, atomic_load(done[i]), st[i].per_thread);
     }
     sched_destroy(s);
 }

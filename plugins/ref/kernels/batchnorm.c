@@ -19,6 +19,8 @@ static bool batchnorm_training(const graph_node *node)
 
 static bool batchnorm_supports(const graph_node *node, const char **why)
 {
+    if (!ref_nn_node_ok(node, 5, why))
+        return false;
     for (int i = 0; i < node->n_inputs; i++) {
         if (node->inputs[i] == NULL || !ref_nn_is_float(node->inputs[i]->type)) {
             *why = "an input is missing or not f32, f64, f16 or bf16";
@@ -38,6 +40,9 @@ static bool batchnorm_supports(const graph_node *node, const char **why)
 
 static rn_status batchnorm_run(plugin_kernel_args *args)
 {
+    rn_status args_st = ref_nn_args_ok(args, 5);
+    if (args_st != RN_OK)
+        return args_st;
     const graph_node *node = args->node;
     const graph_tensor *x = &args->inputs[0];
     graph_tensor *y = &args->outputs[0];

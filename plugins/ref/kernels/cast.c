@@ -5,8 +5,12 @@
  * exactly once (f64 -> f16 and f64 -> bf16 included); floating to integer
  * truncates toward zero, NaN gives 0 and out-of-range saturates to the 64-bit
  * range before wrapping to the target width; integer to integer wraps; to bool
- * is "not zero" (NaN is true). The opset-19 `saturate` attribute only matters
- * for float8 types, which runnel does not have, so it is ignored.
+ * is "not zero" (NaN is true).
+ *
+ * Float8 (float8.h): a float8 source widens exactly to double and converts on
+ * from there; a float8 destination is rounded once from the source's exact
+ * double value, saturating unless the opset-19 attribute `saturate` is 0.
+ * Strings do not convert to or from float8.
  *
  * Strings: numbers format as numpy's str() of the value (shortest digits that
  * read back to the same value, "nan", "inf"), and strings parse with strtod
@@ -18,6 +22,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/elementwise.h"
+#include "plugins/ref/kernels/float8.h"
 
 typedef void (*convert_fn)(const void *src, void *dst, int64_t n);
 
@@ -202,7 +207,30 @@ bool ref_convert(rn_element_type st, const void *src, rn_element_type dt, void *
 
 static bool known_type(rn_element_type t)
 {
-    return (unsigned)t < REF_NTYPES && (t == RN_STRING || convert_table[t][t] != NULL);
+    return ref_is_float8(t) ||
+           ((unsigned)t < REF_NTYPES && (t == RN_STRING || convert_table[t][t] != NULL));
+}
+
+/* Converts n elements when either side is a float8 type, through double
+ * (exact for every source type but 64-bit integers beyond 2^53, which float8
+ * saturates or overflows anyway). */
+static void convert_float8(rn_element_type st, const void *src, rn_element_type dt, void *dst,
+                           int64_t n, bool saturate)
+{
+    size_t ss = rn_element_type_size(st), ds = rn_element_type_size(dt);
+    for (int64_t i = 0; i < n; i++) {
+        const char *s = (const char *)src + (size_t)i * ss;
+        char *d = (char *)dst + (size_t)i * ds;
+        double v;
+        if (ref_is_float8(st))
+            v = ref_f8_to_f64(st, *(const uint8_t *)s);
+        else
+            ref_convert(st, s, RN_F64, &v, 1);
+        if (ref_is_float8(dt))
+            *(uint8_t *)d = ref_f64_to_f8(dt, v, saturate);
+        else
+            ref_convert(RN_F64, &v, dt, d, 1);
+    }
 }
 
 static bool cast_supports(const graph_node *node, const char **why)
@@ -217,6 +245,10 @@ static bool cast_supports(const graph_node *node, const char **why)
         static _Thread_local char buf[64];
         snprintf(buf, sizeof buf, "output type %s", rn_element_type_name(to));
         *why = buf;
+        return false;
+    }
+    if ((from == RN_STRING && ref_is_float8(to)) || (to == RN_STRING && ref_is_float8(from))) {
+        *why = "strings to or from float8";
         return false;
     }
     return true;
@@ -234,6 +266,16 @@ static rn_status cast_run(plugin_kernel_args *args)
         return rn_set_error(RN_SHAPE_MISMATCH, "node '%s' (%s): output has %zu elements, input %zu",
                             node->name, node->op_type, graph_tensor_count(y),
                             graph_tensor_count(x));
+    if (ref_is_float8(x->type) || ref_is_float8(y->type)) {
+        if (x->type == RN_STRING || y->type == RN_STRING)
+            return rn_set_error(RN_UNSUPPORTED, "node '%s' (%s): cannot cast %s to %s", node->name,
+                                node->op_type, rn_element_type_name(x->type),
+                                rn_element_type_name(y->type));
+        bool saturate = graph_node_attr_int(node, "saturate", 1) != 0;
+        convert_float8(x->type, x->data, y->type, y->data, (int64_t)graph_tensor_count(x),
+                       saturate);
+        return RN_OK;
+    }
     if (x->type == RN_STRING && y->type == RN_STRING)
         return copy_strings(node, x, y);
     if (y->type == RN_STRING && known_type(x->type))

@@ -12,6 +12,8 @@
 
 static bool dropout_supports(const graph_node *node, const char **why)
 {
+    if (!ref_nn_node_ok(node, 1, why))
+        return false;
     rn_element_type t = node->inputs[0]->type;
     if (rn_element_type_size(t) == 0) {
         *why = "input type is string or undefined";
@@ -36,6 +38,9 @@ static bool dropout_supports(const graph_node *node, const char **why)
 
 static rn_status dropout_run(plugin_kernel_args *args)
 {
+    rn_status args_st = ref_nn_args_ok(args, 1);
+    if (args_st != RN_OK)
+        return args_st;
     const graph_node *node = args->node;
     const graph_tensor *x = &args->inputs[0];
     graph_tensor *y = &args->outputs[0];

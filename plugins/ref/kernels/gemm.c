@@ -12,6 +12,8 @@
 
 static bool gemm_supports(const graph_node *node, const char **why)
 {
+    if (!ref_nn_node_ok(node, 2, why))
+        return false;
     rn_element_type t = node->inputs[0]->type;
     for (int i = 0; i < node->n_inputs; i++) {
         if (node->inputs[i] != NULL && node->inputs[i]->type != t) {
@@ -55,6 +57,9 @@ static rn_status gemm_bias_init(const graph_node *node, const graph_tensor *c, i
 
 static rn_status gemm_run(plugin_kernel_args *args)
 {
+    rn_status args_st = ref_nn_args_ok(args, 2);
+    if (args_st != RN_OK)
+        return args_st;
     const graph_node *node = args->node;
     const graph_tensor *a = &args->inputs[0], *b = &args->inputs[1];
     const graph_tensor *c = args->n_inputs > 2 && args->inputs[2].data ? &args->inputs[2] : NULL;

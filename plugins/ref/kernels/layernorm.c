@@ -10,6 +10,8 @@
 
 static bool layernorm_supports(const graph_node *node, const char **why)
 {
+    if (!ref_nn_node_ok(node, 2, why))
+        return false;
     rn_element_type t = node->inputs[0]->type;
     if (!ref_nn_is_float(t)) {
         *why = "input type is not f32, f64, f16 or bf16";
@@ -65,6 +67,9 @@ bad:
 
 static rn_status layernorm_run(plugin_kernel_args *args)
 {
+    rn_status args_st = ref_nn_args_ok(args, 2);
+    if (args_st != RN_OK)
+        return args_st;
     const graph_node *node = args->node;
     const graph_tensor *x = &args->inputs[0], *scale = &args->inputs[1];
     const graph_tensor *bias = args->n_inputs > 2 && args->inputs[2].data ? &args->inputs[2] : NULL;

@@ -1,7 +1,6 @@
 #include "plugins/ref/ref.h"
 
 extern const plugin_kernel ref_kernel_conv;
-extern const plugin_kernel ref_kernel_convtranspose;
 extern const plugin_kernel ref_kernel_maxpool;
 extern const plugin_kernel ref_kernel_averagepool;
 extern const plugin_kernel ref_kernel_global_averagepool;
@@ -19,7 +18,6 @@ extern const plugin_kernel ref_kernel_flatten;
 /* The NN family of REF kernels (conv, pool, normalisation, gemm, softmax, ...). */
 const plugin_kernel *const ref_kernels_nn[] = {
     &ref_kernel_conv,
-    &ref_kernel_convtranspose,
     &ref_kernel_maxpool,
     &ref_kernel_averagepool,
     &ref_kernel_global_averagepool,

@@ -9,6 +9,8 @@
 
 static bool lrn_supports(const graph_node *node, const char **why)
 {
+    if (!ref_nn_node_ok(node, 1, why))
+        return false;
     if (!ref_nn_is_float(node->inputs[0]->type)) {
         *why = "input type is not f32, f64, f16 or bf16";
         return false;
@@ -22,6 +24,9 @@ static bool lrn_supports(const graph_node *node, const char **why)
 
 static rn_status lrn_run(plugin_kernel_args *args)
 {
+    rn_status args_st = ref_nn_args_ok(args, 1);
+    if (args_st != RN_OK)
+        return args_st;
     const graph_node *node = args->node;
     const graph_tensor *x = &args->inputs[0];
     graph_tensor *y = &args->outputs[0];

@@ -12,6 +12,8 @@
 
 static bool matmul_supports(const graph_node *node, const char **why)
 {
+    if (!ref_nn_node_ok(node, 2, why))
+        return false;
     rn_element_type t = node->inputs[0]->type;
     if (node->inputs[1]->type != t) {
         *why = "inputs of different element types";
@@ -39,6 +41,9 @@ static rn_status matmul_one(rn_element_type t, int64_t m, int64_t n, int64_t k, 
 
 static rn_status matmul_run(plugin_kernel_args *args)
 {
+    rn_status args_st = ref_nn_args_ok(args, 2);
+    if (args_st != RN_OK)
+        return args_st;
     const graph_node *node = args->node;
     const graph_tensor *a = &args->inputs[0], *b = &args->inputs[1];
     graph_tensor *y = &args->outputs[0];

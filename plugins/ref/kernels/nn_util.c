@@ -148,3 +148,42 @@ rn_status ref_nn_oom(const graph_node *node)
     return rn_set_error(RN_OUT_OF_MEMORY, "node '%s' (%s): out of memory", node->name,
                         node->op_type);
 }
+
+bool ref_nn_node_ok(const graph_node *node, int n_required, const char **why)
+{
+    if (node->n_inputs < n_required) {
+        *why = "too few inputs";
+        return false;
+    }
+    for (int i = 0; i < n_required; i++) {
+        if (node->inputs[i] == NULL) {
+            *why = "a required input is omitted";
+            return false;
+        }
+    }
+    if (node->n_outputs < 1 || node->outputs[0] == NULL) {
+        *why = "output 0 is omitted";
+        return false;
+    }
+    return true;
+}
+
+/* A tensor that is present must have a buffer unless it holds no values. */
+static bool nn_tensor_ok(const graph_tensor *t)
+{
+    return t->type != RN_UNDEFINED && (t->data != NULL || graph_tensor_count(t) == 0);
+}
+
+rn_status ref_nn_args_ok(const plugin_kernel_args *args, int n_required)
+{
+    const graph_node *node = args->node;
+    for (int i = 0; i < n_required; i++) {
+        if (i >= args->n_inputs || !nn_tensor_ok(&args->inputs[i]))
+            return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): required input %d is missing",
+                                node->name, node->op_type, i);
+    }
+    if (args->n_outputs < 1 || !nn_tensor_ok(&args->outputs[0]))
+        return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): output 0 has no buffer", node->name,
+                            node->op_type);
+    return RN_OK;
+}

@@ -19,8 +19,9 @@
  * op(A)(i, p) is a[i * lda + p], or a[p * lda + i] when trans_a.
  * op(B)(p, j) is b[p * ldb + j], or b[j * ldb + p] when trans_b.
  * With beta == 0, C is written without being read (so NaNs in it vanish).
- * Packs cache-sized panels and runs a 6x16 (AVX2+FMA, picked at run time) or
- * 6x8 (baseline) register-blocked micro-kernel; single-threaded.
+ * Packs cache-sized panels and runs a register-blocked micro-kernel of 6x32
+ * (AVX-512), 6x16 (AVX2+FMA) or 6x8 (baseline), picked at run time;
+ * single-threaded.
  * Returns RN_OUT_OF_MEMORY (without a message) when a panel cannot be allocated;
  * C is then unspecified. */
 rn_status ref_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -99,7 +100,8 @@ void ref_nn_from_f32(rn_element_type t, void *data, const float *src, size_t n);
 
 /* ---- vector loops ----
  * gcc 12 at -O2 vectorizes only loops whose trip count is a multiple of the
- * vector width, so the hot f32 loops run in fixed blocks of 16 plus a tail;
+ * vector width, so the hot f32 loops run in fixed blocks of 16, then 4, then
+ * a scalar tail;
  * `restrict` parameters let it skip alias checks once inlined. */
 
 /* y[i] += a * x[i] for i < n. */
@@ -108,6 +110,9 @@ static inline void ref_nn_axpy_f32(int64_t n, float a, const float *restrict x, 
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++)
+            y[i + j] += a * x[i + j];
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; j++)
             y[i + j] += a * x[i + j];
     for (; i < n; i++)
         y[i] += a * x[i];
@@ -120,6 +125,9 @@ static inline void ref_nn_scale_shift_f32(int64_t n, const float *restrict x, fl
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++)
+            y[i + j] = x[i + j] * a + b;
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; j++)
             y[i + j] = x[i + j] * a + b;
     for (; i < n; i++)
         y[i] = x[i] * a + b;
@@ -138,6 +146,14 @@ static inline void ref_nn_fill_f32(int64_t n, float v, float *restrict y)
 
 /* Product of dims[from, to). */
 int64_t ref_nn_span(const int64_t *dims, int from, int to);
+
+/* Compile time: whether inputs [0, n_required) and output 0 are present
+ * (not omitted). Sets *why on false. */
+bool ref_nn_node_ok(const graph_node *node, int n_required, const char **why);
+
+/* Run time: RN_INVALID_ARG naming the node when one of inputs
+ * [0, n_required) or output 0 is absent, or holds values without a buffer. */
+rn_status ref_nn_args_ok(const plugin_kernel_args *args, int n_required);
 
 /* rn_set_error(RN_OUT_OF_MEMORY, ...) naming the node. */
 rn_status ref_nn_oom(const graph_node *node);

@@ -8,12 +8,13 @@
 #include "plugins/ref/kernels/nn_util.h"
 
 /* Reads an INTS attribute of exactly `n` entries into dst, or fills dst with
- * `dflt` when absent. Returns false on a wrong length. */
+ * `dflt` when absent or empty (as shape inference does). Returns false on a
+ * wrong length. */
 static bool window_ints(const graph_node *node, const char *name, int n, int64_t dflt, int64_t *dst)
 {
     const int64_t *vals;
     int count = graph_node_attr_ints(node, name, &vals);
-    if (count < 0) {
+    if (count <= 0) {
         for (int i = 0; i < n; i++)
             dst[i] = dflt;
         return true;

@@ -24,6 +24,8 @@ static bool pool_type_ok(rn_element_type t, bool allow_int8)
 static bool pool_supports_common(const graph_node *node, bool allow_int8, bool window,
                                  const char **why)
 {
+    if (!ref_nn_node_ok(node, 1, why))
+        return false;
     const graph_value *x = node->inputs[0];
     if (!pool_type_ok(x->type, allow_int8)) {
         *why = allow_int8 ? "input type is not f32, f64, f16, bf16, i8 or u8"
@@ -224,6 +226,9 @@ static void pool_plane(const pool_geom *g, pool_kind kind, bool include_pad, int
 
 static rn_status pool_run(plugin_kernel_args *args, pool_kind kind)
 {
+    rn_status args_st = ref_nn_args_ok(args, 1);
+    if (args_st != RN_OK)
+        return args_st;
     const graph_node *node = args->node;
     pool_geom g = {0};
     rn_status st = pool_geom_init(args, &g);
@@ -271,6 +276,9 @@ static rn_status avgpool_run(plugin_kernel_args *args)
 /* Global pools: one value per N x C plane. */
 static rn_status global_pool_run(plugin_kernel_args *args, pool_kind kind)
 {
+    rn_status args_st = ref_nn_args_ok(args, 1);
+    if (args_st != RN_OK)
+        return args_st;
     const graph_node *node = args->node;
     const graph_tensor *x = &args->inputs[0];
     graph_tensor *y = &args->outputs[0];
@@ -288,7 +296,7 @@ static rn_status global_pool_run(plugin_kernel_args *args, pool_kind kind)
         for (int64_t i = 0; i < n; i++) {
             if (kind == POOL_AVG)
                 acc += xb[i];
-            else if (xb[i] > acc)
+            else if (xb[i] > acc || xb[i] != xb[i]) /* a NaN wins, as in numpy.max */
                 acc = xb[i];
         }
         if (kind == POOL_AVG)

@@ -12,6 +12,8 @@
 
 static bool softmax_supports(const graph_node *node, const char **why)
 {
+    if (!ref_nn_node_ok(node, 1, why))
+        return false;
     if (!ref_nn_is_float(node->inputs[0]->type)) {
         *why = "input type is not f32, f64, f16 or bf16";
         return false;
@@ -21,6 +23,9 @@ static bool softmax_supports(const graph_node *node, const char **why)
 
 static rn_status softmax_common(plugin_kernel_args *args, bool log_form)
 {
+    rn_status args_st = ref_nn_args_ok(args, 1);
+    if (args_st != RN_OK)
+        return args_st;
     const graph_node *node = args->node;
     const graph_tensor *x = &args->inputs[0];
     graph_tensor *y = &args->outputs[0];

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/image_util.h"
 
 typedef struct convt_shape {
     int64_t batch, c, m, group, cg, mg;
@@ -22,6 +22,8 @@ typedef struct convt_shape {
 
 static bool convt_supports(const graph_node *node, const char **why)
 {
+    if (!ref_img_node_ok(node, 2, why))
+        return false;
     const graph_value *x = node->inputs[0];
     for (int i = 0; i < node->n_inputs; i++) {
         const graph_value *v = node->inputs[i];
@@ -220,6 +222,9 @@ static void convt_run_f64(const convt_shape *cs, const double *x, const double *
 
 static rn_status convt_run(plugin_kernel_args *args)
 {
+    rn_status present = ref_img_args_ok(args, 2, false);
+    if (present != RN_OK)
+        return present;
     convt_shape cs = {0};
     rn_status st = convt_shape_init(args, &cs);
     if (st != RN_OK)
@@ -259,7 +264,7 @@ static rn_status convt_run(plugin_kernel_args *args)
     return st;
 }
 
-const plugin_kernel ref_kernel_convtranspose = {
+const plugin_kernel ref_kernel_conv_transpose = {
     .domain = "",
     .op_type = "ConvTranspose",
     .impl_type = "ref",
