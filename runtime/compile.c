@@ -200,3 +200,13 @@ rn_status rn_compiled_model_export(const rn_compiled_model *compiled, void **dat
                             compiled->device->name);
     return compiled->ops->export_model(compiled->compiled, data, size);
 }
+
+rn_status rn_compiled_model_write_trace(const rn_compiled_model *compiled, const char *path)
+{
+    if (compiled == NULL || path == NULL)
+        return rn_set_error(RN_INVALID_ARG, "write_trace: compiled and path must be set");
+    if (compiled->ops->write_trace == NULL)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "device %s records no trace",
+                            compiled->device->name);
+    return compiled->ops->write_trace(compiled->compiled, path);
+}

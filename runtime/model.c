@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/ops.h"
 #include "runtime/runtime.h"
 
 void rn_model_free(rn_model *model)
@@ -76,4 +77,50 @@ void runtime_ports_free(rn_port *ports, size_t n)
     for (size_t i = 0; i < n; i++)
         free((char *)ports[i].name);
     free(ports);
+}
+
+rn_status rn_model_reshape(rn_model *model, const char *name, const rn_partial_shape *shape)
+{
+    if (model == NULL || name == NULL || shape == NULL)
+        return rn_set_error(RN_INVALID_ARG, "reshape: model, name and shape must be set");
+    if (shape->rank < 0 || shape->rank > RN_MAX_RANK)
+        return rn_set_error(RN_INVALID_ARG, "reshape: input '%s': rank %d", name, shape->rank);
+    int index = -1;
+    for (int i = 0; i < model->g->n_inputs; i++)
+        if (strcmp(model->g->inputs[i]->name, name) == 0)
+            index = i;
+    if (index < 0)
+        return rn_set_error(RN_NOT_FOUND, "reshape: the model has no input '%s'", name);
+    /* Work on a clone whose inferred shapes are reset to what the file
+     * declared for inputs, so that a failure leaves the model unchanged. */
+    graph *g;
+    rn_status st = graph_clone(model->g, &g);
+    if (st != RN_OK)
+        return st;
+    graph_value *in = g->inputs[index];
+    const graph_shape *old = &in->shape;
+    if (old->rank >= 0 && old->rank != shape->rank) {
+        graph_free(g);
+        return rn_set_error(RN_SHAPE_MISMATCH, "reshape: input '%s' has rank %d, not %d", name,
+                            old->rank, shape->rank);
+    }
+    for (int d = 0; d < shape->rank; d++)
+        if (shape->dims[d] < RN_DIM_DYNAMIC) {
+            graph_free(g);
+            return rn_set_error(RN_INVALID_ARG, "reshape: input '%s': dim %d is %lld", name, d,
+                                (long long)shape->dims[d]);
+        }
+    in->shape = *shape;
+    /* Values produced by nodes are re-inferred from the new input shape. */
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v]->producer != NULL)
+            g->values[v]->shape.rank = -1;
+    st = graph_infer_shapes(g);
+    if (st != RN_OK) {
+        graph_free(g);
+        return rn_wrap_error(st, "reshape of input '%s': ", name);
+    }
+    graph_free(model->g);
+    model->g = g;
+    return RN_OK;
 }

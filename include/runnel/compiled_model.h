@@ -46,6 +46,13 @@ typedef struct rn_runtime_node {
 rn_status rn_compiled_model_runtime_model(rn_compiled_model *compiled,
                                           const rn_runtime_node **nodes, size_t *count);
 
+/* Writes a Chrome trace-event JSON file (opens in Perfetto) of every task
+ * the compiled model's streams ran so far: each stage and kernel of every
+ * request, per stream and worker. Needs ENABLE_TRACE=YES at compile time;
+ * compiled models with the same stream configuration share their executors,
+ * and so their trace. */
+rn_status rn_compiled_model_write_trace(const rn_compiled_model *compiled, const char *path);
+
 /* Exports the compiled model into a blob that rn_core_import_model reads
  * back: *data is malloc'ed and the caller frees it with free(). */
 rn_status rn_compiled_model_export(const rn_compiled_model *compiled, void **data, size_t *size);

@@ -31,6 +31,12 @@ size_t rn_model_output_count(const rn_model *model);
 rn_status rn_model_input(const rn_model *model, size_t index, rn_port *out);
 rn_status rn_model_output(const rn_model *model, size_t index, rn_port *out);
 
+/* Sets the shape of input `name` (dims of RN_DIM_DYNAMIC stay dynamic) and
+ * re-infers every shape of the model, as OpenVINO's reshape does. A rank or
+ * a static dim that contradicts the model, or a shape the model's ops
+ * cannot take, is an error naming the input; the model is then unchanged. */
+rn_status rn_model_reshape(rn_model *model, const char *name, const rn_partial_shape *shape);
+
 #ifdef __cplusplus
 }
 #endif

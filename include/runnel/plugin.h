@@ -72,6 +72,8 @@ typedef struct rn_compiled_model_ops {
     /* (optional) Exports the compiled model into a malloc'ed blob (*data,
      * *size) that import_model of the same device reads back. */
     rn_status (*export_model)(void *compiled, void **data, size_t *size);
+    /* (optional) Writes the Chrome trace-event JSON of the tasks run so far. */
+    rn_status (*write_trace)(void *compiled, const char *path);
     /* (optional) The runtime model, owned by the compiled model. */
     rn_status (*get_runtime_model)(void *compiled, const rn_runtime_node **nodes, size_t *count);
     void (*free)(void *compiled);

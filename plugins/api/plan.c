@@ -243,6 +243,7 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     executors_config ec = {
         .n_streams = plan->options.n_streams,
         .threads_per_stream = plan->options.threads_per_stream,
+        .trace = plan->options.trace,
     };
     if ((st = executors_acquire(&ec, &plan->pool)) != RN_OK)
         goto fail;
@@ -268,4 +269,15 @@ const plugin_kernel *plugin_plan_kernel(const plugin_plan *plan, int node)
 const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan)
 {
     return &plan->options;
+}
+
+rn_status plugin_plan_write_trace(const plugin_plan *plan, const char *path)
+{
+    if (!plan->options.trace)
+        return rn_set_error(RN_INVALID_ARG,
+                            "tracing is off: compile with ENABLE_TRACE=YES to write a trace");
+    int rc = sched_trace_write_json(executors_sched(plan->pool), path);
+    if (rc != 0)
+        return rn_set_error(RN_IO_ERROR, "trace '%s': cannot write (error %d)", path, rc);
+    return RN_OK;
 }

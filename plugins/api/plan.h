@@ -58,6 +58,7 @@ typedef struct plugin_stage {
 
 typedef struct plugin_plan_options {
     bool profiling;              /* record per-node real time */
+    bool trace;                  /* record every task of the pool (plugin_plan_write_trace) */
     uint32_t n_streams;          /* streams of the executor pool (0: 1) */
     uint32_t threads_per_stream; /* workers per stream (0: all CPUs / streams) */
     /* Device stages, in pipeline order (none for host devices). */
@@ -80,6 +81,10 @@ const plugin_kernel *plugin_plan_kernel(const plugin_plan *plan, int node);
 
 /* The options the plan was built with (streams resolved). */
 const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan);
+
+/* Writes the Chrome trace-event JSON of every task the plan's executor pool
+ * ran (all requests, stages and kernels, per stream); needs options.trace. */
+rn_status plugin_plan_write_trace(const plugin_plan *plan, const char *path);
 
 /* The runtime model of the plan (owned by the plan, rebuilt by each call). */
 rn_status plugin_plan_runtime_model(plugin_plan *plan, const rn_runtime_node **nodes,

@@ -9,6 +9,7 @@
 const char *const plugin_rw_property_keys[] = {
     "DEVICE_ID",
     "ENABLE_PROFILING",
+    "ENABLE_TRACE",
     "PERFORMANCE_HINT",
     "PERFORMANCE_HINT_NUM_REQUESTS",
     "NUM_STREAMS",
@@ -102,6 +103,8 @@ rn_status plugin_properties_set(plugin_properties *p, const char *key, const cha
         snprintf(p->device_id, sizeof p->device_id, "%s", value);
     } else if (strcmp(key, "ENABLE_PROFILING") == 0) {
         return parse_bool(key, value, &p->enable_profiling);
+    } else if (strcmp(key, "ENABLE_TRACE") == 0) {
+        return parse_bool(key, value, &p->enable_trace);
     } else if (strcmp(key, "PERFORMANCE_HINT") == 0) {
         if (value[0] == '\0') {
             p->performance_hint = PLUGIN_HINT_NONE;
@@ -183,6 +186,8 @@ rn_status plugin_properties_get(const plugin_properties *p, const char *key, cha
         value = p->device_id;
     else if (strcmp(key, "ENABLE_PROFILING") == 0)
         value = p->enable_profiling ? "YES" : "NO";
+    else if (strcmp(key, "ENABLE_TRACE") == 0)
+        value = p->enable_trace ? "YES" : "NO";
     else if (strcmp(key, "PERFORMANCE_HINT") == 0)
         value = hint_names[p->performance_hint];
     else if (strcmp(key, "PERFORMANCE_HINT_NUM_REQUESTS") == 0) {

@@ -24,6 +24,7 @@ typedef enum plugin_hint {
 typedef struct plugin_properties {
     char device_id[32];
     bool enable_profiling;
+    bool enable_trace; /* ENABLE_TRACE: record every task for rn_compiled_model_write_trace */
     plugin_hint performance_hint;
     uint32_t hint_num_requests;     /* 0: unset */
     int32_t num_streams;            /* 0: unset; PLUGIN_STREAMS_AUTO */

@@ -173,6 +173,11 @@ static rn_status ref_export(void *compiled, void **data, size_t *size)
     return plugin_export(c->plan, "REF", "ref", &c->props, data, size);
 }
 
+static rn_status ref_write_trace(void *compiled, const char *path)
+{
+    return plugin_plan_write_trace(((ref_compiled *)compiled)->plan, path);
+}
+
 static void ref_compiled_free(void *compiled)
 {
     ref_compiled *c = compiled;
@@ -188,6 +193,7 @@ static const rn_compiled_model_ops ref_compiled_ops = {
     .request_ops = &plugin_generic_request_ops,
     .get_property = ref_compiled_get_property,
     .export_model = ref_export,
+    .write_trace = ref_write_trace,
     .get_runtime_model = ref_runtime_model,
     .free = ref_compiled_free,
 };
@@ -247,7 +253,8 @@ static rn_status ref_query(void *plugin, const struct graph *model, const rn_pro
 /* Builds the plan of a transformed graph with the compiled model's properties. */
 static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
 {
-    plugin_plan_options options = {.profiling = c->props.enable_profiling};
+    plugin_plan_options options = {.profiling = c->props.enable_profiling,
+                                   .trace = c->props.enable_trace};
     plugin_properties_streams(&c->props, executors_cpu_count(), &options.n_streams,
                               &options.threads_per_stream, &c->optimal_requests);
     snprintf(c->network_name, sizeof c->network_name, "%s", g->name);

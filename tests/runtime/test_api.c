@@ -1,6 +1,8 @@
 /* The public API: tensors, core, compile, infer requests and their errors. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runnel/runnel.h"
 
@@ -308,4 +310,53 @@ Test(query_model, names_every_layer_with_its_support)
     cr_assert_eq(rn_core_query_model(core, model, "NOPE", NULL, 0, &q), RN_NOT_FOUND);
     rn_model_free(model);
     rn_core_free(core);
+}
+
+Test(model, reshape_checks_rank_and_reinfers)
+{
+    rn_core *core;
+    rn_model *model;
+    cr_assert_eq(rn_core_create(&core), RN_OK);
+    cr_assert_eq(rn_core_read_model(core, NODE_DIR "/test_relu/model.onnx", &model), RN_OK);
+    rn_partial_shape wrong = {.rank = 2, .dims = {3, 4}};
+    cr_assert_eq(rn_model_reshape(model, "x", &wrong), RN_SHAPE_MISMATCH);
+    cr_assert(strstr(rn_last_error(), "'x'") != NULL, "%s", rn_last_error());
+    rn_partial_shape dyn = {.rank = 3, .dims = {RN_DIM_DYNAMIC, 4, 5}};
+    cr_assert_eq(rn_model_reshape(model, "x", &dyn), RN_OK, "%s", rn_last_error());
+    rn_port in, out;
+    cr_assert_eq(rn_model_input(model, 0, &in), RN_OK);
+    cr_assert_eq(in.shape.dims[0], RN_DIM_DYNAMIC);
+    cr_assert_eq(rn_model_output(model, 0, &out), RN_OK);
+    cr_assert_eq(out.shape.dims[0], RN_DIM_DYNAMIC, "the output follows the input");
+    cr_assert_eq(out.shape.dims[2], 5);
+    cr_assert_eq(rn_model_reshape(model, "nope", &dyn), RN_NOT_FOUND);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+Test(trace, write_trace_needs_enable_trace)
+{
+    fixture f;
+    open_add(&f, NULL, 0);
+    cr_assert_eq(rn_compiled_model_write_trace(f.compiled, "/tmp/never.json"), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "ENABLE_TRACE") != NULL, "%s", rn_last_error());
+    close_fixture(&f);
+    rn_property p[] = {{"ENABLE_TRACE", "YES"}};
+    open_add(&f, p, 1);
+    cr_assert_eq(rn_infer_request_start_async(f.request), RN_OK);
+    cr_assert_eq(rn_infer_request_wait(f.request), RN_OK);
+    char path[] = "/tmp/runnel_trace_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    cr_assert_eq(rn_compiled_model_write_trace(f.compiled, path), RN_OK, "%s", rn_last_error());
+    FILE *file = fopen(path, "r");
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, file);
+    buf[n] = '\0';
+    fclose(file);
+    unlink(path);
+    cr_assert(strstr(buf, "\"preprocess\"") != NULL, "the stages appear in the trace");
+    cr_assert(strstr(buf, "\"callback\"") != NULL);
+    close_fixture(&f);
 }

@@ -289,6 +289,11 @@ static rn_status slowdev_export(void *compiled, void **data, size_t *size)
     return plugin_export(c->plan, "SLOWDEV", "slowdev", &c->props, data, size);
 }
 
+static rn_status slowdev_write_trace(void *compiled, const char *path)
+{
+    return plugin_plan_write_trace(((slowdev_compiled *)compiled)->plan, path);
+}
+
 static void slowdev_compiled_free(void *compiled)
 {
     slowdev_compiled *c = compiled;
@@ -305,6 +310,7 @@ static const rn_compiled_model_ops slowdev_compiled_ops = {
     .get_property = slowdev_compiled_property,
     .get_runtime_model = slowdev_runtime_model,
     .export_model = slowdev_export,
+    .write_trace = slowdev_write_trace,
     .free = slowdev_compiled_free,
 };
 
@@ -325,7 +331,10 @@ static rn_status slowdev_query(void *plugin, const struct graph *model, const rn
 /* Builds the plan of `g` with the compiled model's properties and costs. */
 static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
 {
-    plugin_plan_options o = {.profiling = c->props.enable_profiling, .stage_ctx = c, .n_stages = 4};
+    plugin_plan_options o = {.profiling = c->props.enable_profiling,
+                             .trace = c->props.enable_trace,
+                             .stage_ctx = c,
+                             .n_stages = 4};
     plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
                               &c->optimal_requests);
     o.stages[0] =
