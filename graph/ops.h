@@ -59,6 +59,15 @@ typedef struct graph_op_schema {
  * the op. domain "ai.onnx" is the default domain "". */
 const graph_op_schema *graph_op_find(const char *domain, const char *op_type);
 
+/* Adds an op schema at run time (extensions). The schema must live as long
+ * as the process (extension libraries are never unloaded). Registering the
+ * same schema twice is a no-op; another schema for a known op is an error. */
+rn_status graph_op_register(const graph_op_schema *schema);
+
+/* The registered extension schema for (domain, op_type), or NULL
+ * (graph_op_find falls back to it). */
+const graph_op_schema *graph_op_find_extension(const char *domain, const char *op_type);
+
 /* Number of schemas and the i-th one (for listings). */
 int graph_op_count(void);
 const graph_op_schema *graph_op_at(int i);

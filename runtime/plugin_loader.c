@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "graph/ops.h"
+#include "runnel/extension.h"
 #include "runtime/runtime.h"
 
 void runtime_close_library(void *library)
@@ -161,5 +163,43 @@ rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **
                             core->n_failures);
     *name = core->failures[index].name;
     *reason = core->failures[index].reason;
+    return RN_OK;
+}
+
+rn_status rn_core_add_extension(rn_core *core, const char *path)
+{
+    if (core == NULL || path == NULL)
+        return rn_set_error(RN_INVALID_ARG, "add_extension: core and path must be set");
+    /* Extensions are never unloaded: their schemas join the process's table. */
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (lib == NULL)
+        return rn_set_error(RN_NOT_FOUND, "extension '%s': cannot load: %s", path, dlerror());
+    rn_extension_entry_fn entry;
+    *(void **)&entry = dlsym(lib, RN_EXTENSION_ENTRY_NAME);
+    if (entry == NULL)
+        return rn_set_error(RN_NOT_FOUND, "extension '%s' has no entry point %s()", path,
+                            RN_EXTENSION_ENTRY_NAME);
+    const rn_extension *ext = entry(RN_EXTENSION_ABI_VERSION);
+    if (ext == NULL || ext->abi_version != RN_EXTENSION_ABI_VERSION)
+        return rn_set_error(RN_UNSUPPORTED,
+                            "extension '%s': built for extension ABI version %u, this runtime "
+                            "uses %u",
+                            path, ext != NULL ? ext->abi_version : 0, RN_EXTENSION_ABI_VERSION);
+    for (const struct graph_op_schema *const *op = ext->ops; op != NULL && *op != NULL; op++) {
+        rn_status st = graph_op_register(*op);
+        if (st != RN_OK)
+            return rn_wrap_error(st, "extension '%s': ", path);
+    }
+    for (size_t i = 0; i < ext->n_devices; i++) {
+        const runtime_device *dev = runtime_find_device(core, ext->devices[i].device);
+        if (dev == NULL)
+            continue; /* the device is absent: its kernels have nowhere to go */
+        if (dev->ops->add_extension == NULL)
+            return rn_set_error(RN_NOT_IMPLEMENTED, "extension '%s': device %s takes no extensions",
+                                path, dev->name);
+        rn_status st = dev->ops->add_extension(dev->plugin, ext->devices[i].kernels);
+        if (st != RN_OK)
+            return rn_wrap_error(st, "extension '%s', device %s: ", path, dev->name);
+    }
     return RN_OK;
 }

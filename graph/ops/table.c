@@ -37,7 +37,7 @@ const graph_op_schema *graph_op_find(const char *domain, const char *op_type)
         for (const graph_op_schema *s = families[f]; s->op_type != NULL; s++)
             if (strcmp(s->op_type, op_type) == 0 && same_domain(s->domain, domain))
                 return s;
-    return NULL;
+    return graph_op_find_extension(domain, op_type);
 }
 
 int graph_op_count(void)

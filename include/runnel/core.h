@@ -76,6 +76,14 @@ rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path)
  * environment variable when it is created. */
 rn_status rn_core_load_plugins_file(rn_core *core, const char *path);
 
+/* Loads an extension (see runnel/extension.h) from a shared object: its op
+ * schemas join the op table, and its kernels are added to every device of
+ * this core it names (devices it names that are absent are skipped; a
+ * device that takes no extensions is an error naming it). A missing
+ * library or entry point, an ABI mismatch or an op defined twice is an
+ * error naming it. */
+rn_status rn_core_add_extension(rn_core *core, const char *path);
+
 /* Devices that failed to register, with why. Strings are owned by the core. */
 size_t rn_core_failed_device_count(const rn_core *core);
 rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **name,

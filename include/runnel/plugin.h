@@ -28,6 +28,7 @@ extern "C" {
 
 struct graph;
 struct graph_tensor;
+struct plugin_kernel;
 
 /* Called when an async run completes, with its status (RN_OK, RN_CANCELLED
  * or the error), on the callback executor's thread. */
@@ -105,6 +106,10 @@ typedef struct rn_plugin_ops {
                               const rn_property *properties, size_t n_properties,
                               const rn_compiled_model_ops **ops, void **compiled,
                               const struct graph **io);
+    /* (optional) Adds an extension's kernels for this device (a
+     * NULL-terminated list, which outlives the plugin). Add extensions
+     * before compiling models that use them. */
+    rn_status (*add_extension)(void *plugin, const struct plugin_kernel *const *kernels);
     /* Compiles a model (the plugin clones what it keeps); compile-time
      * properties override the device's, which override the defaults; an
      * unknown key or a bad value is RN_INVALID_ARG naming it. */

@@ -70,6 +70,15 @@ static void ref_destroy(void *plugin)
     free(p);
 }
 
+static rn_status ref_add_extension(void *plugin, const struct plugin_kernel *const *kernels)
+{
+    ref_plugin *p = plugin;
+    pthread_mutex_lock(&p->lock);
+    rn_status st = plugin_kernel_registry_add_list(p->kernels, kernels);
+    pthread_mutex_unlock(&p->lock);
+    return st;
+}
+
 static rn_status ref_set_property(void *plugin, const rn_property *props, size_t n)
 {
     ref_plugin *p = plugin;
@@ -329,6 +338,7 @@ const rn_plugin_ops ref_plugin_ops = {
     .set_property = ref_set_property,
     .get_property = ref_get_property,
     .query_model = ref_query,
+    .add_extension = ref_add_extension,
     .import_model = ref_import,
     .compile_model = ref_compile,
 };

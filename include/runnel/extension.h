@@ -1,0 +1,45 @@
+/* Extensions: shared objects that add custom ops (a schema with shape
+ * inference) and their kernels for one or more devices.
+ *
+ * An extension exports one symbol, rn_extension_entry, returning an
+ * rn_extension. It is built against the project's headers, like a plugin:
+ * graph/ops.h for schemas, plugins/api/kernel.h for kernels. Extensions are
+ * never unloaded: their schemas become part of the process's op table. */
+#ifndef RUNNEL_EXTENSION_H
+#define RUNNEL_EXTENSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RN_EXTENSION_ABI_VERSION 1
+
+struct graph_op_schema;
+struct plugin_kernel;
+
+/* The kernels an extension provides for one device (NULL-terminated list). */
+typedef struct rn_extension_kernels {
+    const char *device;
+    const struct plugin_kernel *const *kernels;
+} rn_extension_kernels;
+
+typedef struct rn_extension {
+    uint32_t abi_version;
+    const char *name;
+    /* The ops it defines, NULL-terminated. */
+    const struct graph_op_schema *const *ops;
+    size_t n_devices;
+    const rn_extension_kernels *devices;
+} rn_extension;
+
+typedef const rn_extension *(*rn_extension_entry_fn)(uint32_t abi_version);
+#define RN_EXTENSION_ENTRY_NAME "rn_extension_entry"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUNNEL_EXTENSION_H */
