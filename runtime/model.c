@@ -3,12 +3,16 @@
 #include <string.h>
 
 #include "graph/ops.h"
+#include "transforms/transforms.h"
 #include "runtime/runtime.h"
 
 void rn_model_free(rn_model *model)
 {
     if (model == NULL)
         return;
+    for (size_t i = 0; i < model->n_processed; i++)
+        free(model->processed[i]);
+    free(model->processed);
     graph_free(model->g);
     free(model);
 }
@@ -123,4 +127,85 @@ rn_status rn_model_reshape(rn_model *model, const char *name, const rn_partial_s
     graph_free(model->g);
     model->g = g;
     return RN_OK;
+}
+
+/* Runs the preprocessing pass on a clone of the model's graph and keeps the
+ * clone on success, so that a failure leaves the model unchanged. */
+static rn_status apply_preprocess(rn_model *model, const transforms_preprocess *pp)
+{
+    graph *g;
+    rn_status st = graph_clone(model->g, &g);
+    if (st != RN_OK)
+        return st;
+    int changes = 0;
+    st = transforms_add_preprocessing(g, (void *)pp, &changes);
+    if (st == RN_OK)
+        st = graph_sort(g);
+    if (st == RN_OK)
+        st = graph_infer_shapes(g);
+    if (st != RN_OK) {
+        graph_free(g);
+        return st;
+    }
+    graph_free(model->g);
+    model->g = g;
+    return RN_OK;
+}
+
+/* Whether `name` was already given pre/post-processing; records it if not. */
+static rn_status mark_processed(rn_model *model, const char *name)
+{
+    for (size_t i = 0; i < model->n_processed; i++)
+        if (strcmp(model->processed[i], name) == 0)
+            return rn_set_error(RN_INVALID_ARG, "'%s' already has pre/post-processing", name);
+    char **p = realloc(model->processed, (model->n_processed + 1) * sizeof *p);
+    if (p == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "model: out of memory");
+    model->processed = p;
+    if ((p[model->n_processed] = strdup(name)) == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "model: out of memory");
+    model->n_processed++;
+    return RN_OK;
+}
+
+rn_status rn_model_set_input_preprocess(rn_model *model, const char *name,
+                                        const rn_input_preprocess *pp)
+{
+    if (model == NULL || name == NULL || pp == NULL)
+        return rn_set_error(RN_INVALID_ARG, "set_input_preprocess: model, name and pp must be set");
+    if (pp->n_mean > 4096 || pp->n_scale > 4096)
+        return rn_set_error(RN_INVALID_ARG, "input '%s': too many mean or scale values", name);
+    for (size_t i = 0; i < model->n_processed; i++)
+        if (strcmp(model->processed[i], name) == 0)
+            return rn_set_error(RN_INVALID_ARG, "input '%s' already has preprocessing", name);
+    transforms_input_preprocess in = {
+        .name = name,
+        .type = pp->element_type,
+        .layout = pp->layout,
+        .model_layout = pp->model_layout,
+        .n_mean = (int)pp->n_mean,
+        .mean = pp->mean,
+        .n_scale = (int)pp->n_scale,
+        .scale = pp->scale,
+    };
+    transforms_preprocess desc = {.n_inputs = 1, .inputs = &in};
+    rn_status st = apply_preprocess(model, &desc);
+    if (st == RN_OK)
+        st = mark_processed(model, name);
+    return st;
+}
+
+rn_status rn_model_set_output_element_type(rn_model *model, const char *name, rn_element_type type)
+{
+    if (model == NULL || name == NULL)
+        return rn_set_error(RN_INVALID_ARG, "set_output_element_type: model and name must be set");
+    for (size_t i = 0; i < model->n_processed; i++)
+        if (strcmp(model->processed[i], name) == 0)
+            return rn_set_error(RN_INVALID_ARG, "output '%s' already has postprocessing", name);
+    transforms_output_postprocess out = {.name = name, .type = type};
+    transforms_preprocess desc = {.n_outputs = 1, .outputs = &out};
+    rn_status st = apply_preprocess(model, &desc);
+    if (st == RN_OK)
+        st = mark_processed(model, name);
+    return st;
 }

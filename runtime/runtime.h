@@ -59,6 +59,9 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
 
 struct rn_model {
     graph *g;
+    /* Inputs and outputs given pre/post-processing (once each). */
+    size_t n_processed;
+    char **processed;
 };
 
 struct rn_compiled_model {

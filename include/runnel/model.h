@@ -31,6 +31,29 @@ size_t rn_model_output_count(const rn_model *model);
 rn_status rn_model_input(const rn_model *model, size_t index, rn_port *out);
 rn_status rn_model_output(const rn_model *model, size_t index, rn_port *out);
 
+/* Preprocessing declared on a model input: what the user will feed, and
+ * the steps that turn it into what the model takes. They become graph nodes
+ * (Cast, Sub, Div, Transpose) in the model itself, so every device sees one
+ * graph and the input's port changes to the user's type and layout. */
+typedef struct rn_input_preprocess {
+    rn_element_type element_type; /* the user's element type; RN_UNDEFINED: the model's */
+    const char *layout;           /* the user's layout ("NHWC"); NULL: the model's */
+    const char *model_layout;     /* the model's ("NCHW"); NULL: N, C, then the rest */
+    size_t n_mean;                /* 0, 1 or one per channel */
+    const float *mean;            /* subtracted */
+    size_t n_scale;               /* 0, 1 or one per channel */
+    const float *scale;           /* divided by */
+} rn_input_preprocess;
+
+/* Declares preprocessing on input `name` (once per input). A description
+ * that does not fit the input (a layout of another rank, a mean per channel
+ * of the wrong count) is an error naming it; the model is then unchanged. */
+rn_status rn_model_set_input_preprocess(rn_model *model, const char *name,
+                                        const rn_input_preprocess *pp);
+
+/* Makes output `name` deliver `type` (a Cast after the result). */
+rn_status rn_model_set_output_element_type(rn_model *model, const char *name, rn_element_type type);
+
 /* Sets the shape of input `name` (dims of RN_DIM_DYNAMIC stay dynamic) and
  * re-infers every shape of the model, as OpenVINO's reshape does. A rank or
  * a static dim that contradicts the model, or a shape the model's ops

@@ -360,3 +360,48 @@ Test(trace, write_trace_needs_enable_trace)
     cr_assert(strstr(buf, "\"callback\"") != NULL);
     close_fixture(&f);
 }
+
+Test(preprocess, input_type_mean_scale_and_output_type_become_nodes)
+{
+    rn_core *core;
+    rn_model *model;
+    cr_assert_eq(rn_core_create(&core), RN_OK);
+    cr_assert_eq(rn_core_read_model(core, NODE_DIR "/test_relu/model.onnx", &model), RN_OK);
+    float mean = 100.0f, scale = 2.0f;
+    rn_input_preprocess pp = {
+        .element_type = RN_U8, .n_mean = 1, .mean = &mean, .n_scale = 1, .scale = &scale};
+    cr_assert_eq(rn_model_set_input_preprocess(model, "x", &pp), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_model_set_input_preprocess(model, "x", &pp), RN_INVALID_ARG, "only once");
+    cr_assert_eq(rn_model_set_output_element_type(model, "y", RN_F64), RN_OK, "%s",
+                 rn_last_error());
+    rn_input_preprocess bad = {.layout = "NHWC"}; /* no such input */
+    cr_assert_neq(rn_model_set_input_preprocess(model, "nope", &bad), RN_OK);
+    cr_assert(strstr(rn_last_error(), "nope") != NULL, "%s", rn_last_error());
+    rn_port in, out;
+    rn_model_input(model, 0, &in);
+    rn_model_output(model, 0, &out);
+    cr_assert_eq(in.element_type, RN_U8, "the port takes what the user feeds");
+    cr_assert_eq(out.element_type, RN_F64);
+    rn_compiled_model *cm;
+    cr_assert_eq(rn_core_compile_model(core, model, "REF", NULL, 0, &cm), RN_OK, "%s",
+                 rn_last_error());
+    rn_infer_request *r;
+    cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r), RN_OK);
+    rn_tensor *x, *y;
+    rn_infer_request_get_input_tensor(r, 0, &x);
+    cr_assert_eq(rn_tensor_element_type(x), RN_U8);
+    uint8_t *xd = rn_tensor_data(x);
+    for (size_t i = 0; i < rn_tensor_element_count(x); i++)
+        xd[i] = (uint8_t)(i * 4);
+    cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
+    rn_infer_request_get_output_tensor(r, 0, &y);
+    const double *yd = rn_tensor_data(y);
+    for (size_t i = 0; i < rn_tensor_element_count(y); i++) {
+        double v = ((double)(uint8_t)(i * 4) - 100.0) / 2.0;
+        cr_assert_float_eq(yd[i], v > 0 ? v : 0.0, 1e-6, "element %zu", i);
+    }
+    rn_infer_request_free(r);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
