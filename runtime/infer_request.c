@@ -22,6 +22,10 @@ void rn_infer_request_free(rn_infer_request *r)
     free(r->outputs);
     free(r->own_output);
     free(r->user_output);
+    for (size_t i = 0; r->dense != NULL && i < cm->n_inputs; i++)
+        free(r->dense[i]);
+    free(r->dense);
+    free(r->dense_bytes);
     pthread_mutex_destroy(&r->lock);
     bool counted = r->counted;
     free(r);
@@ -68,8 +72,11 @@ rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer
     r->outputs = calloc(cm->n_outputs + 1, sizeof *r->outputs);
     r->own_output = calloc(cm->n_outputs + 1, sizeof *r->own_output);
     r->user_output = calloc(cm->n_outputs + 1, sizeof *r->user_output);
+    r->dense = calloc(cm->n_inputs + 1, sizeof *r->dense);
+    r->dense_bytes = calloc(cm->n_inputs + 1, sizeof *r->dense_bytes);
     rn_status st = RN_OK;
-    if (!r->inputs || !r->own_input || !r->outputs || !r->own_output || !r->user_output) {
+    if (!r->inputs || !r->own_input || !r->outputs || !r->own_output || !r->user_output ||
+        !r->dense || !r->dense_bytes) {
         st = rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
         goto fail;
     }
@@ -282,8 +289,22 @@ static rn_status bind_inputs(rn_infer_request *r)
     rn_compiled_model *cm = r->compiled;
     const rn_request_ops *ops = cm->ops->request_ops;
     for (size_t i = 0; i < cm->n_inputs; i++) {
+        const rn_tensor *t = r->inputs[i];
         graph_tensor view;
-        runtime_tensor_view(r->inputs[i], &view);
+        runtime_tensor_view(t, &view);
+        if (t->strided) {
+            /* A region of interest: densify it into the request's buffer. */
+            if (r->dense_bytes[i] < t->bytes) {
+                void *p = realloc(r->dense[i], t->bytes);
+                if (p == NULL)
+                    return rn_set_error(RN_OUT_OF_MEMORY, "input %zu: cannot densify %zu bytes", i,
+                                        t->bytes);
+                r->dense[i] = p;
+                r->dense_bytes[i] = t->bytes;
+            }
+            runtime_tensor_densify(t, r->dense[i]);
+            view.data = r->dense[i];
+        }
         rn_status st = ops->set_input(r->request, i, &view);
         if (st != RN_OK)
             return st;

@@ -14,6 +14,8 @@ struct rn_tensor {
     rn_element_type type;
     size_t rank;
     int64_t dims[RN_MAX_RANK];
+    int64_t strides[RN_MAX_RANK]; /* bytes */
+    bool strided;                 /* not dense row-major (rn_tensor_wrap_strided) */
     void *data;
     size_t bytes;
     bool owned;
@@ -88,7 +90,9 @@ struct rn_infer_request {
     rn_infer_callback callback;
     void *callback_data;
     bool counted; /* holds a reference on `compiled` */
-    bool ran;     /* a run was started: outputs can be asked for */
+    void **dense; /* per input: dense copy of a strided tensor, or NULL */
+    size_t *dense_bytes;
+    bool ran; /* a run was started: outputs can be asked for */
 };
 
 /* Reference counts: a compiled model keeps its core (and so its device)
@@ -102,6 +106,10 @@ void runtime_close_library(void *library);
 
 /* A graph_tensor describing a tensor's buffer (borrowed). */
 void runtime_tensor_view(const rn_tensor *tensor, graph_tensor *out);
+/* Copies a strided tensor's elements densely (row-major) into dst, which
+ * has rn_tensor_byte_size bytes. */
+void runtime_tensor_densify(const rn_tensor *t, void *dst);
+
 /* Points a request-owned tensor at a new borrowed buffer. */
 void runtime_tensor_rebind(rn_tensor *tensor, const graph_tensor *view);
 /* Copies ports of a graph's inputs or outputs (names duplicated). */

@@ -35,7 +35,75 @@ static rn_tensor *tensor_new(rn_element_type type, const int64_t *dims, size_t r
     t->rank = rank;
     if (rank)
         memcpy(t->dims, dims, rank * sizeof *dims);
+    int64_t s = (int64_t)rn_element_type_size(type);
+    for (size_t i = rank; i-- > 0;) {
+        t->strides[i] = s;
+        s *= dims[i];
+    }
     return t;
+}
+
+rn_status rn_tensor_wrap_strided(rn_element_type type, const int64_t *dims, size_t rank,
+                                 const int64_t *strides, void *data, rn_tensor **out)
+{
+    size_t bytes;
+    rn_status st = check_shape(type, dims, rank, &bytes);
+    if (st != RN_OK)
+        return st;
+    if ((rank > 0 && strides == NULL) || (data == NULL && bytes != 0))
+        return rn_set_error(RN_INVALID_ARG, "tensor: strides and data must be set");
+    int64_t elem = (int64_t)rn_element_type_size(type);
+    for (size_t i = 0; i < rank; i++)
+        if (strides[i] < 0 || (dims[i] > 1 && strides[i] < elem))
+            return rn_set_error(RN_INVALID_ARG,
+                                "tensor: stride %zu is %lld bytes, an element has %lld", i,
+                                (long long)strides[i], (long long)elem);
+    rn_tensor *t = tensor_new(type, dims, rank);
+    if (t == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "tensor: out of memory");
+    t->data = data;
+    t->bytes = bytes;
+    for (size_t i = 0; i < rank; i++) {
+        t->strided |= dims[i] > 1 && strides[i] != t->strides[i];
+        t->strides[i] = strides[i];
+    }
+    *out = t;
+    return RN_OK;
+}
+
+const int64_t *rn_tensor_strides(const rn_tensor *tensor)
+{
+    return tensor->strides;
+}
+
+int rn_tensor_is_dense(const rn_tensor *tensor)
+{
+    return !tensor->strided;
+}
+
+/* Copies a strided tensor's elements into `dst` in row-major order. */
+static void gather(const rn_tensor *t, size_t dim, const char *src, char **dst, size_t elem)
+{
+    if (dim == t->rank) {
+        memcpy(*dst, src, elem);
+        *dst += elem;
+        return;
+    }
+    if (dim + 1 == t->rank && t->strides[dim] == (int64_t)elem) {
+        size_t n = (size_t)t->dims[dim] * elem;
+        memcpy(*dst, src, n);
+        *dst += n;
+        return;
+    }
+    for (int64_t i = 0; i < t->dims[dim]; i++)
+        gather(t, dim + 1, src + i * t->strides[dim], dst, elem);
+}
+
+void runtime_tensor_densify(const rn_tensor *t, void *dst)
+{
+    char *out = dst;
+    if (t->bytes > 0)
+        gather(t, 0, t->data, &out, rn_element_type_size(t->type));
 }
 
 rn_status rn_tensor_create(rn_element_type type, const int64_t *dims, size_t rank, rn_tensor **out)
@@ -137,9 +205,15 @@ void runtime_tensor_rebind(rn_tensor *tensor, const graph_tensor *view)
     if (tensor->owned)
         free(tensor->data);
     tensor->owned = false;
+    tensor->strided = false;
     tensor->type = view->type;
     tensor->rank = (size_t)view->rank;
     memcpy(tensor->dims, view->dims, (size_t)view->rank * sizeof view->dims[0]);
     tensor->data = view->data;
     tensor->bytes = view->nbytes;
+    int64_t s = (int64_t)rn_element_type_size(view->type);
+    for (int i = view->rank; i-- > 0;) {
+        tensor->strides[i] = s;
+        s *= view->dims[i];
+    }
 }

@@ -77,6 +77,21 @@ rn_status rn_tensor_create(rn_element_type type, const int64_t *dims, size_t ran
 rn_status rn_tensor_wrap(rn_element_type type, const int64_t *dims, size_t rank, void *data,
                          size_t byte_size, rn_tensor **out);
 
+/* Wraps a region of a caller's larger buffer (a region of interest):
+ * `strides` gives, per dim, the distance in bytes between consecutive
+ * elements along it (each >= 0, and dims of extent > 1 need a stride of at
+ * least the element size). The data is not copied; an infer request reads it
+ * into a dense buffer of its own when it runs. */
+rn_status rn_tensor_wrap_strided(rn_element_type type, const int64_t *dims, size_t rank,
+                                 const int64_t *strides, void *data, rn_tensor **out);
+
+/* Byte strides of the tensor (dense row-major unless made with
+ * rn_tensor_wrap_strided), borrowed like the dims. */
+const int64_t *rn_tensor_strides(const rn_tensor *tensor);
+
+/* True when the elements are contiguous in row-major order. */
+int rn_tensor_is_dense(const rn_tensor *tensor);
+
 /* Frees the tensor (and its buffer when owned). NULL is a no-op. */
 void rn_tensor_free(rn_tensor *tensor);
 

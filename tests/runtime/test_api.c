@@ -405,3 +405,34 @@ Test(preprocess, input_type_mean_scale_and_output_type_become_nodes)
     rn_model_free(model);
     rn_core_free(core);
 }
+
+Test(request, a_strided_roi_input_is_densified)
+{
+    fixture f;
+    open_add(&f, NULL, 0);
+    /* A [3,4,5] region of a [3,4,8] buffer: the last 3 columns are not part of it. */
+    float big[3 * 4 * 8];
+    for (int i = 0; i < 3 * 4 * 8; i++)
+        big[i] = (float)i;
+    int64_t dims[] = {3, 4, 5};
+    int64_t strides[] = {4 * 8 * 4, 8 * 4, 4};
+    rn_tensor *roi;
+    cr_assert_eq(rn_tensor_wrap_strided(RN_F32, dims, 3, strides, big, &roi), RN_OK, "%s",
+                 rn_last_error());
+    cr_assert(!rn_tensor_is_dense(roi));
+    cr_assert_eq(rn_infer_request_set_input_tensor(f.request, 0, roi), RN_OK, "%s",
+                 rn_last_error());
+    cr_assert_eq(rn_infer_request_infer(f.request), RN_OK, "%s", rn_last_error());
+    rn_tensor *y;
+    rn_infer_request_get_output_tensor(f.request, 0, &y);
+    const float *yd = rn_tensor_data(y); /* input 1 is zeros: y is the region */
+    for (int c = 0; c < 3; c++)
+        for (int h = 0; h < 4; h++)
+            for (int w = 0; w < 5; w++)
+                cr_assert_float_eq(yd[(c * 4 + h) * 5 + w], big[(c * 4 + h) * 8 + w], 1e-6);
+    int64_t bad[] = {4 * 8 * 4, 8 * 4, 2};
+    rn_tensor *t;
+    cr_assert_eq(rn_tensor_wrap_strided(RN_F32, dims, 3, bad, big, &t), RN_INVALID_ARG);
+    close_fixture(&f);
+    rn_tensor_free(roi);
+}
