@@ -1,7 +1,7 @@
 /* run: read a model, compile it for a device, run it once and report.
  *
  *   bazel run //tools:run -- -m MODEL.onnx [-d REF] [-i NAME=FILE.npy ...] [-o DIR]
- *                            [-niter N] [-pc]
+ *                            [-niter N] [-nthreads N] [-pc]
  *
  * Inputs not given with -i are filled deterministically (floats with
  * arange(n)/n, integers with i mod 256, booleans alternating). Prints each
@@ -101,10 +101,16 @@ static void print_top5(const rn_tensor *t)
     printf("\n");
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: run -m MODEL.onnx [-d DEVICE] [-i NAME=FILE.npy ...] [-o DIR] "
-                    "[-niter N] [-pc]\n");
+                    "[-niter N] [-nthreads N] [-pc]\n");
 }
 
 int main(int argc, char **argv)
@@ -112,6 +118,7 @@ int main(int argc, char **argv)
     const char *model_path = NULL, *device = "REF", *out_dir = NULL;
     const char *input_specs[MAX_INPUT_FILES];
     int n_input_specs = 0, niter = 1;
+    const char *nthreads = NULL;
     int profile = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -123,6 +130,8 @@ int main(int argc, char **argv)
             out_dir = argv[++i];
         else if (strcmp(a, "-niter") == 0 && i + 1 < argc)
             niter = atoi(argv[++i]);
+        else if (strcmp(a, "-nthreads") == 0 && i + 1 < argc)
+            nthreads = argv[++i];
         else if (strcmp(a, "-pc") == 0)
             profile = 1;
         else if (strcmp(a, "-i") == 0 && i + 1 < argc && n_input_specs < MAX_INPUT_FILES)
@@ -142,6 +151,7 @@ int main(int argc, char **argv)
     rn_compiled_model *cm = NULL;
     rn_infer_request *req = NULL;
     rn_tensor *loaded[MAX_INPUT_FILES] = {0};
+    double *times = NULL;
     int rc = 1;
     rn_status st = rn_core_create(&core);
     if (st != RN_OK)
@@ -152,8 +162,9 @@ int main(int argc, char **argv)
         goto done;
     }
     double t1 = now_ms();
-    rn_property props[] = {{"ENABLE_PROFILING", profile ? "YES" : "NO"}};
-    if ((st = rn_core_compile_model(core, model, device, props, 1, &cm)) != RN_OK) {
+    rn_property props[] = {{"ENABLE_PROFILING", profile ? "YES" : "NO"},
+                           {"INFERENCE_NUM_THREADS", nthreads ? nthreads : "0"}};
+    if ((st = rn_core_compile_model(core, model, device, props, 2, &cm)) != RN_OK) {
         rc = fail("compile", st);
         goto done;
     }
@@ -200,21 +211,25 @@ int main(int argc, char **argv)
         printf("input   %s %s %s%s\n", port.name, rn_element_type_name(rn_tensor_element_type(t)),
                s, given ? "" : " (filled: arange(n)/n)");
     }
-    double best = 1e300, total = 0;
+    times = malloc((size_t)niter * sizeof *times);
+    if (times == NULL) {
+        fprintf(stderr, "run: out of memory\n");
+        goto done;
+    }
+    double total = 0;
     for (int it = 0; it < niter; it++) {
         double a = now_ms();
         if ((st = rn_infer_request_infer(req)) != RN_OK) {
             rc = fail("infer", st);
             goto done;
         }
-        double b = now_ms() - a;
-        total += b;
-        if (b < best)
-            best = b;
+        times[it] = now_ms() - a;
+        total += times[it];
     }
+    qsort(times, (size_t)niter, sizeof *times, cmp_double);
     printf("infer   %.1f ms", total / niter);
     if (niter > 1)
-        printf(" average over %d, best %.1f ms", niter, best);
+        printf(" average over %d, median %.2f ms, best %.1f ms", niter, times[niter / 2], times[0]);
     printf("\n");
     if (out_dir != NULL && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "run: cannot create %s: %s\n", out_dir, strerror(errno));
@@ -255,6 +270,7 @@ int main(int argc, char **argv)
     }
     rc = 0;
 done:
+    free(times);
     rn_infer_request_free(req);
     for (int k = 0; k < n_input_specs; k++)
         rn_tensor_free(loaded[k]);

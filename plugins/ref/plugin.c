@@ -218,7 +218,11 @@ static rn_status ref_transform(ref_plugin *p, const plugin_properties *props,
     rn_status st = graph_clone(model, &g);
     if (st != RN_OK)
         return st;
-    transforms_options o = {.const_eval = plugin_const_eval, .const_eval_ctx = p->kernels};
+    /* Weights are held in memory anyway: fold tensors up to 1 GiB, which
+     * covers the fully connected layers of VGG and AlexNet. */
+    transforms_options o = {.const_eval = plugin_const_eval,
+                            .const_eval_ctx = p->kernels,
+                            .fold_max_tensor_bytes = (size_t)1 << 30};
     transforms_pipeline *tp = NULL;
     st = transforms_default_pipeline(&o, &tp);
     if (st == RN_OK && props->disable_transformations)

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Per-model latency of runnel against ONNX Runtime, measured in the same run.
+
+For each ONNX light model (the onnx wheel's test models, ResNet-50 and the
+others), runs runnel's tools/run on a device (REF by default) and ONNX
+Runtime's CPU execution provider on the same model and the same input
+(arange(n)/n), both single-request, and prints the median latency of each and
+their ratio (runnel / ONNX Runtime, lower is better). Both are restricted to
+the same number of threads. Not a test: it never fails on a number.
+
+  bench/models/run [--device REF] [--iters 10] [--threads 1] [MODEL ...]
+"""
+import argparse
+import glob
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+
+def ort_latency(path, iters, threads):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    feeds = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in i.shape]
+        n = int(np.prod(shape))
+        feeds[i.name] = (np.arange(n, dtype=np.float64) / n).astype(np.float32).reshape(shape)
+    sess.run(None, feeds)  # warm-up
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def runnel_latency(run_bin, path, device, iters, threads):
+    env = dict(os.environ)
+    out = subprocess.run(
+        [run_bin, "-m", path, "-d", device, "-niter", str(iters), "-nthreads", str(threads)],
+        capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip() or out.stdout.strip())
+    m = re.search(r"median ([0-9.]+) ms", out.stdout)
+    if not m:
+        raise RuntimeError("no median in tools/run output:\n" + out.stdout)
+    return float(m.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="REF")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--run", required=True, help="path of the built tools/run")
+    ap.add_argument("models", nargs="*")
+    a = ap.parse_args()
+    models = a.models or sorted(glob.glob(os.path.join(
+        os.path.dirname(__file__), "../../.cache/onnx-1.22.0/light/*.onnx")))
+    print(f"onnxruntime {ort.__version__}, {a.threads} thread(s), {a.iters} iterations, "
+          f"median latency")
+    for path in models:
+        name = os.path.basename(path)
+        try:
+            ours = runnel_latency(a.run, path, a.device, a.iters, a.threads)
+            theirs = ort_latency(path, a.iters, a.threads)
+            print(f"{name:28s} runnel/{a.device}={ours:9.2f} ms  onnxruntime={theirs:9.2f} ms  "
+                  f"ratio={ours / theirs:.2f}")
+        except Exception as e:  # a model one side cannot run is reported, not fatal
+            print(f"{name:28s} error: {e}")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
