@@ -104,9 +104,10 @@ rn_status rn_model_reshape(rn_model *model, const char *name, const rn_partial_s
     graph_value *in = g->inputs[index];
     const graph_shape *old = &in->shape;
     if (old->rank >= 0 && old->rank != shape->rank) {
+        int rank = old->rank;
         graph_free(g);
         return rn_set_error(RN_SHAPE_MISMATCH, "reshape: input '%s' has rank %d, not %d", name,
-                            old->rank, shape->rank);
+                            rank, shape->rank);
     }
     for (int d = 0; d < shape->rank; d++)
         if (shape->dims[d] < RN_DIM_DYNAMIC) {

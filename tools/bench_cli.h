@@ -1,0 +1,61 @@
+/* What the command-line tools (bench, compile, query) share: number
+ * parsing for flags, the core with its plugins, picking and checking a
+ * device, and files (whole-file reads, export blobs). All use the public
+ * API only. */
+#ifndef RUNNEL_TOOLS_BENCH_CLI_H
+#define RUNNEL_TOOLS_BENCH_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "runnel/runnel.h"
+
+/* Under `bazel run`, moves to the directory the user ran Bazel from
+ * ($BUILD_WORKING_DIRECTORY), so that relative paths in flags mean what the
+ * user meant. Elsewhere a no-op. */
+void bench_cli_enter_user_dir(void);
+
+/* Parses a whole decimal number in [lo, hi]; false on anything else. */
+bool bench_cli_parse_ll(const char *text, long long lo, long long hi, long long *out);
+
+/* Parses a finite decimal number > 0; false on anything else. */
+bool bench_cli_parse_positive(const char *text, double *out);
+
+/* The flag's name without its leading dashes ("-m" and "--m" are "m"), or
+ * NULL when `arg` is not a flag. */
+const char *bench_cli_flag(const char *arg);
+
+/* argv joined with spaces (arguments with spaces or quotes in single
+ * quotes), truncated to size. */
+void bench_cli_command_line(int argc, char **argv, char *buf, size_t size);
+
+/* Creates a core and loads the plugins file `plugins` (NULL: none; the
+ * core also loads $RUNNEL_PLUGINS itself). A plugin that fails to load is
+ * not an error here: its device is absent and listed as failed. */
+rn_status bench_cli_core(const char *plugins, rn_core **out);
+
+/* The best device available: the first present of NVIDIA, GPU, CPU, REF,
+ * else the first device. NULL when there is none. */
+const char *bench_cli_best_device(const rn_core *core);
+
+/* RN_OK when `device` is available; otherwise RN_NOT_FOUND with a message
+ * that says why (the failure reason of a plugin that did not load) and
+ * which devices are available. */
+rn_status bench_cli_check_device(const rn_core *core, const char *device);
+
+/* Reads a whole file into *data (malloc'ed; the caller frees it). */
+rn_status bench_cli_read_file(const char *path, void **data, size_t *size);
+
+/* Writes a whole file (through a temporary file renamed into place, so
+ * that a failed write leaves no partial file). */
+rn_status bench_cli_write_file(const char *path, const void *data, size_t size);
+
+/* True when the file starts like an export blob (magic "RNNLBLOB", see
+ * docs/export.md). */
+bool bench_cli_is_blob_file(const char *path);
+
+/* The device a blob was exported for, from its header, into buf; false
+ * when the header cannot be read. */
+bool bench_cli_blob_device(const void *data, size_t size, char *buf, size_t buf_size);
+
+#endif /* RUNNEL_TOOLS_BENCH_CLI_H */
