@@ -47,6 +47,13 @@ void graph_tensor_release(graph_tensor *t)
 {
     if (t == NULL)
         return;
+    if (t->items != NULL) {
+        for (size_t i = 0; i < t->n_items; i++)
+            graph_tensor_release(&t->items[i]);
+        free(t->items);
+        t->items = NULL;
+        t->n_items = 0;
+    }
     if (t->type == RN_STRING && t->data != NULL) {
         char **s = t->data;
         size_t n = graph_tensor_count(t);
@@ -62,6 +69,24 @@ rn_status graph_tensor_copy(graph_tensor *dst, const graph_tensor *src)
 {
     graph_tensor t = *src;
     t.data = NULL;
+    t.items = NULL;
+    t.n_items = 0;
+    if (src->kind != GRAPH_KIND_TENSOR) {
+        /* A sequence (item by item) or an absent optional (nothing to copy). */
+        for (size_t i = 0; src->kind == GRAPH_KIND_SEQUENCE && i < src->n_items; i++) {
+            graph_tensor item;
+            rn_status st = graph_tensor_copy(&item, &src->items[i]);
+            if (st == RN_OK)
+                st = graph_sequence_append(&t, &item);
+            if (st != RN_OK) {
+                graph_tensor_release(&item);
+                graph_tensor_release(&t);
+                return st;
+            }
+        }
+        *dst = t;
+        return RN_OK;
+    }
     size_t alloc = src->nbytes ? src->nbytes : 1;
     t.data = malloc(alloc);
     if (t.data == NULL)
@@ -162,7 +187,8 @@ static rn_status clone_in(const graph *g, graph *parent, graph **out);
 /* Deep copy of an attribute; subgraphs get `parent` as their enclosing graph. */
 static rn_status attr_copy(graph_attr *dst, const graph_attr *src, graph *parent)
 {
-    graph_attr a = {.type = src->type, .f = src->f, .i = src->i, .count = src->count};
+    graph_attr a = {
+        .type = src->type, .f = src->f, .i = src->i, .count = src->count, .tp = src->tp};
     rn_status st = RN_OK;
     a.name = dup_str(src->name);
     if (a.name == NULL)
@@ -743,6 +769,7 @@ static rn_status clone_in(const graph *g, graph *parent, graph **out)
         if ((st = graph_add_value(c, v->name, &nv)) != RN_OK)
             goto fail;
         nv->type = v->type;
+        nv->kind = v->kind;
         nv->shape = v->shape;
         nv->is_parameter = v->is_parameter;
         if (v->constant != NULL) {
@@ -826,6 +853,12 @@ static void mark_subgraph_uses(const graph *g, const graph_node *node, char *use
                         used[v->id] = 1;
                 }
                 mark_subgraph_uses(g, inner, used);
+            }
+            /* A subgraph may also return an outer value as it is. */
+            for (int o = 0; o < sub->n_outputs; o++) {
+                graph_value *v = sub->outputs[o];
+                if (v != NULL && v->id < g->n_values && g->values[v->id] == v)
+                    used[v->id] = 1;
             }
         }
     }

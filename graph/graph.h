@@ -28,26 +28,77 @@ typedef struct graph_value graph_value;
  * a dim known only at run time. */
 typedef rn_partial_shape graph_shape;
 
+/* What a value holds: ONNX's tensor, sequence and optional types. Tensors
+ * are the common case and the zero value, so every descriptor that is
+ * zero-initialised is a tensor. Sequences hold tensors; optionals hold a
+ * tensor or a sequence (nested sequences, maps and sparse tensors are not
+ * supported). */
+typedef enum graph_kind {
+    GRAPH_KIND_TENSOR = 0,
+    GRAPH_KIND_SEQUENCE = 1,          /* sequence(tensor(type)) */
+    GRAPH_KIND_OPTIONAL = 2,          /* optional(tensor(type)) */
+    GRAPH_KIND_OPTIONAL_SEQUENCE = 3, /* optional(sequence(tensor(type))) */
+} graph_kind;
+
+#define GRAPH_KIND_COUNT 4
+
+/* "tensor", "sequence", "optional tensor", "optional sequence". */
+const char *graph_kind_name(graph_kind kind);
+/* True for the two optional kinds. */
+bool graph_kind_is_optional(graph_kind kind);
+/* What an optional holds when it has a value (TENSOR or SEQUENCE); other
+ * kinds are returned as they are. */
+graph_kind graph_kind_element(graph_kind kind);
+/* Whether a run-time value of kind `value` may stand for a value declared
+ * `declared`: the same kind, or for an optional its element kind (a present
+ * optional is its value) or itself (an absent one). */
+bool graph_kind_accepts(graph_kind declared, graph_kind value);
+
 /* A dense row-major tensor descriptor. As a constant (graph_value.constant,
  * TENSOR attributes) it owns `data` (malloc'ed, freed with the graph); as a
  * kernel argument it only describes a buffer someone else owns. For STRING
- * tensors `data` is an array of `count` char* (each malloc'ed when owned). */
+ * tensors `data` is an array of `count` char* (each malloc'ed when owned).
+ *
+ * The same descriptor carries the run-time values of the other kinds:
+ * - SEQUENCE: `n_items` tensors in `items`, each of element type `type`
+ *   (rank, dims, data and nbytes of the sequence itself are unused). An owned
+ *   sequence owns `items` and every item's data.
+ * - OPTIONAL / OPTIONAL_SEQUENCE: an optional WITHOUT a value (element type
+ *   `type`; nothing else is set). An optional that has a value is passed as
+ *   that value: a TENSOR or a SEQUENCE descriptor. */
 typedef struct graph_tensor {
     rn_element_type type;
     int rank;
     int64_t dims[RN_MAX_RANK];
     void *data;
     size_t nbytes;
+    graph_kind kind;
+    size_t n_items;
+    struct graph_tensor *items;
 } graph_tensor;
 
 /* Number of elements (product of dims; 1 for rank 0). */
 size_t graph_tensor_count(const graph_tensor *t);
 
-/* Frees the data of an owned tensor (strings included) and clears it. */
+/* Frees the data of an owned tensor (strings included) or of an owned
+ * sequence (its items with their data), and clears it. */
 void graph_tensor_release(graph_tensor *t);
 
-/* Deep copy of an owned tensor into *dst. */
+/* Deep copy of a tensor, sequence or absent optional into *dst (owned). */
 rn_status graph_tensor_copy(graph_tensor *dst, const graph_tensor *src);
+
+/* Appends `item` (an owned tensor, taken over and cleared) to the owned
+ * sequence *seq. */
+rn_status graph_sequence_append(graph_tensor *seq, graph_tensor *item);
+
+/* A value's declared type as ONNX's TypeProto states it: its kind, the
+ * element type of the tensors it holds, and (for tensors and optional
+ * tensors) their shape; unknown parts are RN_UNDEFINED / rank -1. */
+typedef struct graph_type {
+    graph_kind kind;
+    rn_element_type elem;
+    graph_shape shape;
+} graph_type;
 
 /* Number of elements of a static shape; -1 if any dim is dynamic or the rank
  * is unknown. */
@@ -68,12 +119,14 @@ typedef enum graph_attr_type {
     GRAPH_ATTR_STRINGS = 8,
     GRAPH_ATTR_TENSORS = 9,
     GRAPH_ATTR_GRAPHS = 10,
+    GRAPH_ATTR_TYPE_PROTO = 13,
 } graph_attr_type; /* numbers follow onnx.AttributeProto.AttributeType */
 
 /* One node attribute; owned by its node. Only the members of `type` are set:
- * scalars in f / i / s / t / g, lists in count + floats / ints / strings /
+ * scalars in f / i / s / t / g / tp, lists in count + floats / ints / strings /
  * tensors / graphs. STRING values are NUL-terminated copies (ONNX strings
- * with embedded NULs are cut at the first NUL). */
+ * with embedded NULs are cut at the first NUL). TYPE_PROTO values (the
+ * `type` of Optional) are in tp. */
 typedef struct graph_attr {
     char *name;
     graph_attr_type type;
@@ -88,6 +141,7 @@ typedef struct graph_attr {
     char **strings;
     graph_tensor *tensors;
     graph **graphs;
+    graph_type tp;
 } graph_attr;
 
 /* Frees what an attribute owns (not the struct itself). */
@@ -96,8 +150,9 @@ void graph_attr_release(graph_attr *a);
 struct graph_value {
     char *name;
     int id;                 /* index in graph.values */
-    rn_element_type type;   /* RN_UNDEFINED while unknown */
-    graph_shape shape;      /* declared or inferred */
+    rn_element_type type;   /* RN_UNDEFINED while unknown (of the tensors it holds) */
+    graph_kind kind;        /* tensor unless declared or inferred otherwise */
+    graph_shape shape;      /* declared or inferred (rank -1 for sequences) */
     graph_node *producer;   /* NULL for parameters and constants */
     int producer_output;    /* output index on producer */
     graph_tensor *constant; /* non-NULL: the value is this constant (owned) */
@@ -197,5 +252,25 @@ rn_status graph_clone(const graph *g, graph **out);
 
 /* Removes nodes whose outputs reach no result, and values no one uses. */
 void graph_prune(graph *g);
+
+/* The values that `sub` (a subgraph) and the subgraphs nested in it read
+ * from enclosing scopes: node inputs and results that belong neither to sub
+ * nor to a graph nested in it. Distinct, in first-use order (nodes in their
+ * order, depth first). *out is malloc'ed (NULL when *n is 0); the caller
+ * frees it. */
+rn_status graph_outer_inputs(const graph *sub, graph_value ***out, int *n);
+
+/* The union of graph_outer_inputs over every subgraph of `node` (its GRAPH
+ * and GRAPHS attributes), in attribute order: the values a control-flow node
+ * reads implicitly. Same ownership as graph_outer_inputs. */
+rn_status graph_node_outer_inputs(const graph_node *node, graph_value ***out, int *n);
+
+/* Makes `sub` self-contained: every value it (or a graph nested in it) reads
+ * from an enclosing scope is replaced by a value of `sub` of the same name,
+ * type and kind that no node produces (a "capture", to be bound from
+ * outside when sub runs), and sub's parent is cleared. *out receives the
+ * original outer values in the order of the captures, which are sub's values
+ * captures[i] (malloc'ed arrays, NULL when *n is 0; the caller frees them). */
+rn_status graph_capture_outer(graph *sub, graph_value ***outer, graph_value ***captures, int *n);
 
 #endif /* RUNNEL_GRAPH_GRAPH_H */

@@ -19,11 +19,18 @@
 /* What shape inference sees of one input or output. */
 typedef struct graph_port {
     bool present;         /* false: an omitted optional input/output */
-    rn_element_type type; /* RN_UNDEFINED while unknown */
+    rn_element_type type; /* RN_UNDEFINED while unknown (of the tensors it holds) */
     graph_shape shape;
     /* Inputs only: the value, when it is known (a constant at compile time,
-     * every input at run time); NULL otherwise. Dense row-major of `type`. */
+     * every input at run time); NULL otherwise. Dense row-major of `type`.
+     * Never set for sequences and optionals. */
     const void *data;
+    /* What the value holds (graph_kind). Infer functions of ops that make
+     * sequences or optionals set it on their outputs; the others leave the
+     * zero value, a tensor. At run time an input's kind is what the value
+     * is: an optional with a value arrives as its element, one without as
+     * the optional kind (with no shape). */
+    graph_kind kind;
 } graph_port;
 
 /* Fills out[0..n_out) (type and shape) from the inputs and the node's
@@ -91,12 +98,15 @@ extern const graph_op_schema graph_ops_elementwise[]; /* unary, binary, compare,
 extern const graph_op_schema graph_ops_movement[];    /* reshape, transpose, concat, slice ... */
 extern const graph_op_schema graph_ops_reduce[];      /* Reduce*, ArgMax, ... */
 extern const graph_op_schema graph_ops_indexing[];    /* Scatter*, TopK, OneHot, CumSum, ... */
-extern const graph_op_schema graph_ops_image[];  /* Resize, ConvTranspose, *Normalization ... */
-extern const graph_op_schema graph_ops_quant[];  /* QuantizeLinear, QLinearConv, ... */
-extern const graph_op_schema graph_ops_signal[]; /* DFT, STFT, windows, MelWeightMatrix */
-extern const graph_op_schema graph_ops_rnn[];    /* RNN, GRU, LSTM */
-extern const graph_op_schema graph_ops_random[]; /* RandomNormal, Bernoulli, ... */
-extern const graph_op_schema graph_ops_math[];   /* Einsum, Det, ... */
+extern const graph_op_schema graph_ops_image[];    /* Resize, ConvTranspose, *Normalization ... */
+extern const graph_op_schema graph_ops_quant[];    /* QuantizeLinear, QLinearConv, ... */
+extern const graph_op_schema graph_ops_signal[];   /* DFT, STFT, windows, MelWeightMatrix */
+extern const graph_op_schema graph_ops_rnn[];      /* RNN, GRU, LSTM */
+extern const graph_op_schema graph_ops_random[];   /* RandomNormal, Bernoulli, ... */
+extern const graph_op_schema graph_ops_math[];     /* Einsum, Det, ... */
+extern const graph_op_schema graph_ops_control[];  /* If, Loop, Scan */
+extern const graph_op_schema graph_ops_sequence[]; /* Sequence*, Optional*, SequenceMap, ... */
+extern const graph_op_schema graph_ops_string[];   /* StringNormalizer, StringSplit, ... */
 
 /* ---- helpers every infer function may use (graph/ops/infer_util.c) ---- */
 
@@ -114,5 +124,14 @@ rn_status graph_normalize_axis(const graph_node *node, int64_t axis, int rank, i
 
 /* Sets out to an unknown shape of unknown rank and `type`. */
 void graph_port_unknown(graph_port *out, rn_element_type type);
+
+/* Infers the outputs of `body`, a subgraph of `node`, without changing it:
+ * a copy of the body gets the kinds, types and shapes of `inputs` (one per
+ * body input; where a port is not present, or leaves a part unknown, the
+ * body's declaration stands) and is inferred; out[0..n_out) receive the
+ * kinds, types and shapes of its results (graph/ops/control.c). Errors are
+ * prefixed with the node and the body's name. */
+rn_status graph_infer_body(const graph_node *node, const graph *body, const graph_port *inputs,
+                           int n_in, graph_port *out, int n_out);
 
 #endif /* RUNNEL_GRAPH_OPS_H */

@@ -374,6 +374,13 @@ static void enc_attr(sink *s, const graph_attr *a, const graph_node *n, const sc
         if (a->g != NULL)
             enc_graph(s, a->g, sc);
         break;
+    case GRAPH_ATTR_TYPE_PROTO: /* kind, element type, rank, dims */
+        put_u32(s, (uint32_t)a->tp.kind);
+        put_u32(s, (uint32_t)a->tp.elem);
+        put_u32(s, (uint32_t)a->tp.shape.rank);
+        for (int i = 0; i < a->tp.shape.rank && i < RN_MAX_RANK; i++)
+            put_u64(s, (uint64_t)a->tp.shape.dims[i]);
+        break;
     case GRAPH_ATTR_FLOATS:
     case GRAPH_ATTR_INTS:
     case GRAPH_ATTR_STRINGS:
@@ -445,7 +452,8 @@ static void enc_value(sink *s, const graph *g, const graph_value *v)
     put_u32(s, (uint32_t)v->shape.rank);
     for (int i = 0; i < v->shape.rank; i++)
         put_u64(s, (uint64_t)v->shape.dims[i]);
-    put_u8(s, (uint8_t)((v->is_parameter ? 1 : 0) | (v->constant != NULL ? 2 : 0)));
+    put_u8(s, (uint8_t)((v->is_parameter ? 1 : 0) | (v->constant != NULL ? 2 : 0) |
+                        ((unsigned)v->kind & 3u) << 2));
     if (v->constant != NULL) {
         char owner[256];
         snprintf(owner, sizeof owner, "graph '%s': constant '%s'", g->name, v->name);
@@ -793,6 +801,18 @@ static void dec_attr(reader *r, graph *g, graph_attr *a)
         if (get_flag(r, "graph attribute presence"))
             a->g = dec_graph(r, g);
         break;
+    case GRAPH_ATTR_TYPE_PROTO: { /* u32 kind, u32 element type, i32 rank, i64 dims */
+        size_t tat = r->pos;
+        uint32_t kind = get_u32(r, "type kind"), elem = get_u32(r, "type element type");
+        int32_t rank = (int32_t)get_u32(r, "type rank");
+        if (r->st == RN_OK && (kind >= GRAPH_KIND_COUNT || !type_ok((rn_element_type)elem) ||
+                               rank < -1 || rank > RN_MAX_RANK))
+            dec_fail_at(r, tat, RN_PARSE_ERROR, "attribute '%s': malformed type", a->name);
+        a->tp = (graph_type){(graph_kind)kind, (rn_element_type)elem, {.rank = rank}};
+        for (int i = 0; i < rank && r->st == RN_OK; i++)
+            a->tp.shape.dims[i] = (int64_t)get_u64(r, "type dim");
+        break;
+    }
     case GRAPH_ATTR_FLOATS:
     case GRAPH_ATTR_INTS:
     case GRAPH_ATTR_STRINGS:
@@ -987,11 +1007,12 @@ static void dec_value(reader *r, graph *g)
     uint8_t flags = get_u8(r, "value flags");
     if (r->st != RN_OK)
         goto done;
-    if (flags & ~3u) {
+    if (flags & ~15u) {
         dec_fail_at(r, fat, RN_PARSE_ERROR, "value '%s' has unknown flags 0x%x", name, flags);
         goto done;
     }
     v->is_parameter = flags & 1;
+    v->kind = (graph_kind)((flags >> 2) & 3u); /* bits 2-3: the value's kind (graph_kind) */
     if (flags & 2) {
         graph_tensor *t = calloc(1, sizeof *t);
         if (t == NULL) {

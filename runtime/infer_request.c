@@ -94,11 +94,6 @@ rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer
         for (int d = 0; d < rank; d++)
             dims[d] = p->shape.dims[d] < 0 ? 0 : p->shape.dims[d];
         rn_element_type type = p->element_type == RN_UNDEFINED ? RN_F32 : p->element_type;
-        if (type == RN_STRING) {
-            st = rn_set_error(RN_UNSUPPORTED, "input '%s': string inputs are not supported",
-                              p->name);
-            goto fail;
-        }
         if ((st = rn_tensor_create(type, dims, (size_t)rank, &r->inputs[i])) != RN_OK)
             goto fail;
         r->own_input[i] = true;
@@ -122,13 +117,18 @@ fail:
     return st;
 }
 
-/* Checks that a tensor fits a port: element type, rank and static dims. */
+/* Checks that a tensor fits a port: element type, rank and static dims.
+ * Sequences and optionals without a value are checked for their element
+ * type only (the port describes their tensors; the device checks that the
+ * value is of the kind the model declares). */
 static rn_status check_fits(const rn_port *p, const rn_tensor *t, const char *what)
 {
     if (p->element_type != RN_UNDEFINED && t->type != p->element_type)
         return rn_set_error(RN_TYPE_MISMATCH, "%s '%s': expected element type %s, got %s", what,
                             p->name, rn_element_type_name(p->element_type),
                             rn_element_type_name(t->type));
+    if (t->kind != RN_VALUE_TENSOR)
+        return RN_OK;
     if (p->shape.rank >= 0) {
         if ((size_t)p->shape.rank != t->rank)
             return rn_set_error(RN_SHAPE_MISMATCH, "%s '%s': expected rank %d, got %zu", what,
@@ -174,6 +174,11 @@ rn_status rn_infer_request_set_output_tensor(rn_infer_request *r, size_t index, 
     if (index >= cm->n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%zu outputs)", index,
                             cm->n_outputs);
+    if (tensor->kind != RN_VALUE_TENSOR || tensor->type == RN_STRING)
+        return rn_set_error(RN_INVALID_ARG,
+                            "output %zu: only numeric tensors can receive results in place "
+                            "(sequences, optionals and strings are read with get_tensor)",
+                            index);
     rn_status st = check_fits(&cm->outputs[index], tensor, "output");
     if (st != RN_OK)
         return st;
@@ -251,7 +256,8 @@ rn_status rn_infer_request_get_output_tensor(rn_infer_request *r, size_t index, 
         rn_status st = ops->get_output(r->request, index, &view);
         if (st != RN_OK)
             return st;
-        runtime_tensor_rebind(r->outputs[index], &view);
+        if ((st = runtime_tensor_rebind(r->outputs[index], &view)) != RN_OK)
+            return st;
     }
     *out = r->outputs[index];
     return RN_OK;

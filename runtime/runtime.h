@@ -18,7 +18,16 @@ struct rn_tensor {
     bool strided;                 /* not dense row-major (rn_tensor_wrap_strided) */
     void *data;
     size_t bytes;
-    bool owned;
+    bool owned; /* data (and, for STRING, every string in it) is ours to free */
+    /* Sequences and optionals (rn_value_kind): a SEQUENCE holds n_items
+     * tensor handles (owned by it, whose buffers are owned or borrowed as
+     * the sequence was made) and their descriptors for devices; a NONE is an
+     * optional without a value, of a sequence when none_of_sequence. */
+    rn_value_kind kind;
+    bool none_of_sequence;
+    size_t n_items;
+    rn_tensor **items;
+    graph_tensor *views;
 };
 
 #define RUNTIME_MAX_DEVICES 32
@@ -110,8 +119,9 @@ void runtime_tensor_view(const rn_tensor *tensor, graph_tensor *out);
  * has rn_tensor_byte_size bytes. */
 void runtime_tensor_densify(const rn_tensor *t, void *dst);
 
-/* Points a request-owned tensor at a new borrowed buffer. */
-void runtime_tensor_rebind(rn_tensor *tensor, const graph_tensor *view);
+/* Points a request-owned tensor at a new borrowed buffer (a tensor, a
+ * sequence of borrowed item buffers, or an optional without a value). */
+rn_status runtime_tensor_rebind(rn_tensor *tensor, const graph_tensor *view);
 /* Copies ports of a graph's inputs or outputs (names duplicated). */
 rn_status runtime_ports_from_graph(graph_value *const *values, int n, rn_port **out);
 void runtime_ports_free(rn_port *ports, size_t n);

@@ -1,12 +1,19 @@
-/* rn_tensor: element type, shape and a dense row-major buffer. */
+/* rn_tensor: element type, shape and a dense row-major buffer; strings,
+ * sequences of tensors and optionals without a value. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/runtime.h"
 
+/* Bytes per element; a string element is its char*. */
+static size_t elem_size(rn_element_type type)
+{
+    return type == RN_STRING ? sizeof(char *) : rn_element_type_size(type);
+}
+
 static rn_status check_shape(rn_element_type type, const int64_t *dims, size_t rank, size_t *bytes)
 {
-    if (!rn_element_type_is_valid(type) || type == RN_STRING)
+    if (!rn_element_type_is_valid(type))
         return rn_set_error(RN_INVALID_ARG, "tensor: element type %d is not supported", (int)type);
     if (rank > RN_MAX_RANK)
         return rn_set_error(RN_INVALID_ARG, "tensor: rank %zu exceeds the maximum of %d", rank,
@@ -22,7 +29,7 @@ static rn_status check_shape(rn_element_type type, const int64_t *dims, size_t r
             return rn_set_error(RN_INVALID_ARG, "tensor: shape is too large");
         count *= (size_t)dims[i];
     }
-    *bytes = count * rn_element_type_size(type);
+    *bytes = count * elem_size(type);
     return RN_OK;
 }
 
@@ -35,7 +42,7 @@ static rn_tensor *tensor_new(rn_element_type type, const int64_t *dims, size_t r
     t->rank = rank;
     if (rank)
         memcpy(t->dims, dims, rank * sizeof *dims);
-    int64_t s = (int64_t)rn_element_type_size(type);
+    int64_t s = (int64_t)elem_size(type);
     for (size_t i = rank; i-- > 0;) {
         t->strides[i] = s;
         s *= dims[i];
@@ -52,7 +59,7 @@ rn_status rn_tensor_wrap_strided(rn_element_type type, const int64_t *dims, size
         return st;
     if ((rank > 0 && strides == NULL) || (data == NULL && bytes != 0))
         return rn_set_error(RN_INVALID_ARG, "tensor: strides and data must be set");
-    int64_t elem = (int64_t)rn_element_type_size(type);
+    int64_t elem = (int64_t)elem_size(type);
     for (size_t i = 0; i < rank; i++)
         if (strides[i] < 0 || (dims[i] > 1 && strides[i] < elem))
             return rn_set_error(RN_INVALID_ARG,
@@ -103,7 +110,7 @@ void runtime_tensor_densify(const rn_tensor *t, void *dst)
 {
     char *out = dst;
     if (t->bytes > 0)
-        gather(t, 0, t->data, &out, rn_element_type_size(t->type));
+        gather(t, 0, t->data, &out, elem_size(t->type));
 }
 
 rn_status rn_tensor_create(rn_element_type type, const int64_t *dims, size_t rank, rn_tensor **out)
@@ -148,13 +155,199 @@ rn_status rn_tensor_wrap(rn_element_type type, const int64_t *dims, size_t rank,
     return RN_OK;
 }
 
+/* Frees what the handle holds (buffer and strings when owned, a sequence's
+ * items) and leaves it an empty tensor. */
+static void tensor_clear(rn_tensor *t)
+{
+    if (t->owned && t->type == RN_STRING && t->data != NULL && t->kind == RN_VALUE_TENSOR) {
+        char **s = t->data;
+        size_t n = t->bytes / sizeof(char *);
+        for (size_t i = 0; i < n; i++)
+            free(s[i]);
+    }
+    if (t->owned)
+        free(t->data);
+    for (size_t i = 0; i < t->n_items; i++)
+        rn_tensor_free(t->items[i]);
+    free(t->items);
+    free(t->views);
+    t->data = NULL;
+    t->bytes = 0;
+    t->owned = false;
+    t->kind = RN_VALUE_TENSOR;
+    t->none_of_sequence = false;
+    t->n_items = 0;
+    t->items = NULL;
+    t->views = NULL;
+}
+
 void rn_tensor_free(rn_tensor *tensor)
 {
     if (tensor == NULL)
         return;
-    if (tensor->owned)
-        free(tensor->data);
+    tensor_clear(tensor);
     free(tensor);
+}
+
+/* ---- strings ---- */
+
+rn_status rn_tensor_set_string(rn_tensor *t, size_t index, const char *s)
+{
+    if (t == NULL || s == NULL)
+        return rn_set_error(RN_INVALID_ARG, "set_string: tensor and string must be set");
+    if (t->kind != RN_VALUE_TENSOR || t->type != RN_STRING)
+        return rn_set_error(RN_INVALID_ARG, "set_string: the tensor holds %s, not strings",
+                            t->kind != RN_VALUE_TENSOR ? "no tensor"
+                                                       : rn_element_type_name(t->type));
+    if (!t->owned)
+        return rn_set_error(RN_INVALID_ARG,
+                            "set_string: the tensor borrows its strings (set them in the array "
+                            "it wraps)");
+    size_t n = t->bytes / sizeof(char *);
+    if (index >= n)
+        return rn_set_error(RN_INVALID_ARG, "set_string: index %zu is out of range (%zu strings)",
+                            index, n);
+    char *copy = strdup(s);
+    if (copy == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "set_string: out of memory");
+    char **arr = t->data;
+    free(arr[index]);
+    arr[index] = copy;
+    return RN_OK;
+}
+
+const char *rn_tensor_get_string(const rn_tensor *t, size_t index)
+{
+    if (t == NULL || t->kind != RN_VALUE_TENSOR || t->type != RN_STRING || t->data == NULL)
+        return NULL;
+    if (t->strided) {
+        /* A region of a larger array: walk the strides. */
+        size_t rest = index;
+        const char *p = t->data;
+        for (size_t d = t->rank; d-- > 0;) {
+            size_t dim = (size_t)t->dims[d];
+            if (dim == 0)
+                return NULL;
+            p += (rest % dim) * (size_t)t->strides[d];
+            rest /= dim;
+        }
+        if (rest != 0)
+            return NULL;
+        return *(char *const *)p;
+    }
+    if (index >= t->bytes / sizeof(char *))
+        return NULL;
+    return ((char *const *)t->data)[index];
+}
+
+/* ---- sequences and optionals ---- */
+
+rn_value_kind rn_tensor_kind(const rn_tensor *t)
+{
+    return t->kind;
+}
+
+/* An owned dense copy of a tensor (strings duplicated). */
+static rn_status copy_tensor(const rn_tensor *src, rn_tensor **out)
+{
+    if (src->kind != RN_VALUE_TENSOR)
+        return rn_set_error(RN_INVALID_ARG, "sequence: an item must be a tensor");
+    rn_tensor *t;
+    rn_status st = rn_tensor_create(src->type, src->dims, src->rank, &t);
+    if (st != RN_OK)
+        return st;
+    if (src->type != RN_STRING) {
+        runtime_tensor_densify(src, t->data);
+        *out = t;
+        return RN_OK;
+    }
+    char **dst = t->data;
+    size_t n = t->bytes / sizeof(char *);
+    for (size_t i = 0; i < n; i++) {
+        const char *s = rn_tensor_get_string(src, i);
+        if ((dst[i] = strdup(s != NULL ? s : "")) == NULL) {
+            rn_tensor_free(t);
+            return rn_set_error(RN_OUT_OF_MEMORY, "sequence: out of memory copying strings");
+        }
+    }
+    *out = t;
+    return RN_OK;
+}
+
+/* Allocates the item arrays of a sequence of n. */
+static rn_status sequence_alloc(rn_tensor *t, size_t n)
+{
+    t->kind = RN_VALUE_SEQUENCE;
+    t->items = calloc(n + 1, sizeof *t->items);
+    t->views = calloc(n + 1, sizeof *t->views);
+    if (t->items == NULL || t->views == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "sequence: out of memory");
+    return RN_OK;
+}
+
+rn_status rn_tensor_create_sequence(rn_element_type type, rn_tensor *const *items, size_t count,
+                                    rn_tensor **out)
+{
+    if (out == NULL || (items == NULL && count > 0))
+        return rn_set_error(RN_INVALID_ARG, "create_sequence: items and out must be set");
+    if (!rn_element_type_is_valid(type))
+        return rn_set_error(RN_INVALID_ARG, "create_sequence: element type %d is not supported",
+                            (int)type);
+    for (size_t i = 0; i < count; i++)
+        if (items[i] == NULL || items[i]->kind != RN_VALUE_TENSOR || items[i]->type != type)
+            return rn_set_error(RN_INVALID_ARG,
+                                "create_sequence: item %zu is not a tensor of element type %s", i,
+                                rn_element_type_name(type));
+    rn_tensor *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "create_sequence: out of memory");
+    t->type = type;
+    rn_status st = sequence_alloc(t, count);
+    for (size_t i = 0; i < count && st == RN_OK; i++) {
+        if ((st = copy_tensor(items[i], &t->items[i])) != RN_OK)
+            break;
+        t->n_items = i + 1;
+        runtime_tensor_view(t->items[i], &t->views[i]);
+    }
+    if (st != RN_OK) {
+        rn_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return RN_OK;
+}
+
+size_t rn_tensor_sequence_length(const rn_tensor *t)
+{
+    return t != NULL && t->kind == RN_VALUE_SEQUENCE ? t->n_items : 0;
+}
+
+rn_status rn_tensor_sequence_item(const rn_tensor *t, size_t index, rn_tensor **item)
+{
+    if (t == NULL || item == NULL || t->kind != RN_VALUE_SEQUENCE)
+        return rn_set_error(RN_INVALID_ARG, "sequence_item: the tensor is not a sequence");
+    if (index >= t->n_items)
+        return rn_set_error(RN_INVALID_ARG, "sequence_item: index %zu is out of range (%zu items)",
+                            index, t->n_items);
+    *item = t->items[index];
+    return RN_OK;
+}
+
+rn_status rn_tensor_create_none(rn_element_type type, int of_sequence, rn_tensor **out)
+{
+    if (out == NULL)
+        return rn_set_error(RN_INVALID_ARG, "create_none: out must be set");
+    if (!rn_element_type_is_valid(type))
+        return rn_set_error(RN_INVALID_ARG, "create_none: element type %d is not supported",
+                            (int)type);
+    rn_tensor *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "create_none: out of memory");
+    t->type = type;
+    t->kind = RN_VALUE_NONE;
+    t->none_of_sequence = of_sequence != 0;
+    *out = t;
+    return RN_OK;
 }
 
 rn_element_type rn_tensor_element_type(const rn_tensor *tensor)
@@ -174,6 +367,8 @@ const int64_t *rn_tensor_dims(const rn_tensor *tensor)
 
 size_t rn_tensor_element_count(const rn_tensor *tensor)
 {
+    if (tensor->kind != RN_VALUE_TENSOR)
+        return 0;
     size_t n = 1;
     for (size_t i = 0; i < tensor->rank; i++)
         n *= (size_t)tensor->dims[i];
@@ -194,26 +389,65 @@ void runtime_tensor_view(const rn_tensor *tensor, graph_tensor *out)
 {
     memset(out, 0, sizeof *out);
     out->type = tensor->type;
+    if (tensor->kind == RN_VALUE_SEQUENCE) {
+        out->kind = GRAPH_KIND_SEQUENCE;
+        out->n_items = tensor->n_items;
+        out->items = tensor->views;
+        return;
+    }
+    if (tensor->kind == RN_VALUE_NONE) {
+        out->kind = tensor->none_of_sequence ? GRAPH_KIND_OPTIONAL_SEQUENCE : GRAPH_KIND_OPTIONAL;
+        return;
+    }
     out->rank = (int)tensor->rank;
     memcpy(out->dims, tensor->dims, tensor->rank * sizeof tensor->dims[0]);
     out->data = tensor->data;
     out->nbytes = tensor->bytes;
 }
 
-void runtime_tensor_rebind(rn_tensor *tensor, const graph_tensor *view)
+/* Points t (an empty handle) at the dense buffer a view describes. */
+static void rebind_dense(rn_tensor *t, const graph_tensor *view)
 {
-    if (tensor->owned)
-        free(tensor->data);
-    tensor->owned = false;
-    tensor->strided = false;
-    tensor->type = view->type;
-    tensor->rank = (size_t)view->rank;
-    memcpy(tensor->dims, view->dims, (size_t)view->rank * sizeof view->dims[0]);
-    tensor->data = view->data;
-    tensor->bytes = view->nbytes;
-    int64_t s = (int64_t)rn_element_type_size(view->type);
+    t->type = view->type;
+    t->rank = (size_t)view->rank;
+    memcpy(t->dims, view->dims, (size_t)view->rank * sizeof view->dims[0]);
+    t->data = view->data;
+    t->bytes = view->nbytes;
+    int64_t s = (int64_t)elem_size(view->type);
     for (int i = view->rank; i-- > 0;) {
-        tensor->strides[i] = s;
+        t->strides[i] = s;
         s *= view->dims[i];
     }
+}
+
+rn_status runtime_tensor_rebind(rn_tensor *tensor, const graph_tensor *view)
+{
+    tensor_clear(tensor);
+    tensor->strided = false;
+    tensor->type = view->type;
+    tensor->rank = 0;
+    if (view->kind == GRAPH_KIND_OPTIONAL || view->kind == GRAPH_KIND_OPTIONAL_SEQUENCE) {
+        tensor->kind = RN_VALUE_NONE;
+        tensor->none_of_sequence = view->kind == GRAPH_KIND_OPTIONAL_SEQUENCE;
+        return RN_OK;
+    }
+    if (view->kind != GRAPH_KIND_SEQUENCE) {
+        rebind_dense(tensor, view);
+        return RN_OK;
+    }
+    rn_status st = sequence_alloc(tensor, view->n_items);
+    for (size_t i = 0; i < view->n_items && st == RN_OK; i++) {
+        rn_tensor *item = calloc(1, sizeof *item);
+        if (item == NULL) {
+            st = rn_set_error(RN_OUT_OF_MEMORY, "output sequence: out of memory");
+            break;
+        }
+        rebind_dense(item, &view->items[i]);
+        tensor->items[i] = item;
+        tensor->n_items = i + 1;
+        runtime_tensor_view(item, &tensor->views[i]);
+    }
+    if (st != RN_OK)
+        tensor_clear(tensor);
+    return st;
 }

@@ -46,6 +46,8 @@ static Onnx__AttributeProto__AttributeType attr_type(const Onnx__AttributeProto 
         return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS;
     if (a->sparse_tensor != NULL)
         return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR;
+    if (a->tp != NULL)
+        return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO;
     return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
 }
 
@@ -163,9 +165,19 @@ rn_status onnx_read_attr(const onnx_ctx *ctx, graph *g, const graph_node *node,
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS:
         st = ATTR_ERR(RN_UNSUPPORTED, "%s", "sparse tensors are not supported");
         goto fail;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO: {
+        a.type = GRAPH_ATTR_TYPE_PROTO;
+        bool known;
+        if (proto->tp == NULL) {
+            st = ATTR_ERR(RN_PARSE_ERROR, "%s", "declared a type but holds none");
+            goto fail;
+        }
+        if ((st = onnx_read_type(proto->tp, name, &a.tp, &known)) != RN_OK)
+            goto wrap;
+        break;
+    }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTOS:
-        st = ATTR_ERR(RN_UNSUPPORTED, "%s", "type attributes are not supported");
+        st = ATTR_ERR(RN_UNSUPPORTED, "%s", "lists of types are not supported");
         goto fail;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED:
         st = ATTR_ERR(RN_PARSE_ERROR, "%s", "has no value");

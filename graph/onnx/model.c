@@ -41,45 +41,16 @@ static int imported_opset(const Onnx__ModelProto *m, const char *domain)
 
 /* ---- declared types ---- */
 
-/* Reads a TypeProto into an element type and a partial shape. A missing type
- * or shape is unknown (RN_UNDEFINED, rank -1); a dim_param or an unset dim is
- * RN_DIM_DYNAMIC. */
-static rn_status read_type(const Onnx__TypeProto *tp, const char *vname, rn_element_type *type,
-                           graph_shape *shape)
+/* Reads a tensor TypeProto's element type and shape into t. */
+static rn_status read_tensor_type(const Onnx__TypeProto__Tensor *tt, const char *vname,
+                                  graph_type *t)
 {
-    *type = RN_UNDEFINED;
-    shape->rank = -1;
-    if (tp == NULL || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
-        return RN_OK;
-    const char *kind = NULL;
-    switch (tp->value_case) {
-    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
-        break;
-    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
-        kind = "sequence";
-        break;
-    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
-        kind = "map";
-        break;
-    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
-        kind = "optional";
-        break;
-    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
-        kind = "sparse tensor";
-        break;
-    default:
-        kind = "unknown";
-        break;
-    }
-    if (kind != NULL)
-        return rn_set_error(RN_UNSUPPORTED, "value '%s': %s types are not supported", vname, kind);
-    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (tt == NULL)
         return RN_OK;
     char what[300];
     snprintf(what, sizeof what, "value '%s'", vname);
     if (tt->has_elem_type) {
-        rn_status st = onnx_element_type(tt->elem_type, what, true, type);
+        rn_status st = onnx_element_type(tt->elem_type, what, true, &t->elem);
         if (st != RN_OK)
             return st;
     }
@@ -88,25 +59,119 @@ static rn_status read_type(const Onnx__TypeProto *tp, const char *vname, rn_elem
     if (tt->shape->n_dim > RN_MAX_RANK)
         return rn_set_error(RN_UNSUPPORTED, "value '%s': rank %zu exceeds the maximum of %d", vname,
                             tt->shape->n_dim, RN_MAX_RANK);
-    shape->rank = (int)tt->shape->n_dim;
+    t->shape.rank = (int)tt->shape->n_dim;
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        shape->dims[i] = RN_DIM_DYNAMIC;
+        t->shape.dims[i] = RN_DIM_DYNAMIC;
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (d->dim_value < 0)
                 return rn_set_error(RN_PARSE_ERROR, "value '%s': dim %zu is negative (%lld)", vname,
                                     i, (long long)d->dim_value);
-            shape->dims[i] = d->dim_value;
+            t->shape.dims[i] = d->dim_value;
         }
     }
     return RN_OK;
 }
 
-/* Merges a declaration into what is known of v: unknown parts are filled in;
- * a declaration that contradicts a known type or static dim is an error. */
-static rn_status declare(graph_value *v, rn_element_type type, const graph_shape *shape,
-                         const char *where)
+/* The name of a TypeProto's kind, for errors. */
+static const char *type_case_name(const Onnx__TypeProto *tp)
 {
+    switch (tp->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+        return "tensor";
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        return "sequence";
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+        return "map";
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        return "optional";
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
+        return "sparse tensor";
+    default:
+        return "unknown";
+    }
+}
+
+/* A sequence's element: a tensor type, or nothing said. */
+static rn_status read_sequence_elem(const Onnx__TypeProto *elem, const char *vname, graph_type *t)
+{
+    if (elem == NULL || elem->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
+        return RN_OK;
+    if (elem->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return rn_set_error(RN_UNSUPPORTED,
+                            "value '%s': sequences of %s values are not supported (only of "
+                            "tensors)",
+                            vname, type_case_name(elem));
+    rn_status st = read_tensor_type(elem->tensor_type, vname, t);
+    t->shape.rank = -1; /* items may differ in shape: the sequence has none */
+    return st;
+}
+
+rn_status onnx_read_type(const Onnx__TypeProto *tp, const char *vname, graph_type *out, bool *known)
+{
+    graph_type t = {.kind = GRAPH_KIND_TENSOR, .elem = RN_UNDEFINED, .shape = {.rank = -1}};
+    *known = false;
+    rn_status st = RN_OK;
+    if (tp == NULL || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) {
+        *out = t;
+        return RN_OK;
+    }
+    switch (tp->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+        st = read_tensor_type(tp->tensor_type, vname, &t);
+        break;
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        t.kind = GRAPH_KIND_SEQUENCE;
+        if (tp->sequence_type != NULL)
+            st = read_sequence_elem(tp->sequence_type->elem_type, vname, &t);
+        break;
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE: {
+        t.kind = GRAPH_KIND_OPTIONAL;
+        const Onnx__TypeProto *elem =
+            tp->optional_type != NULL ? tp->optional_type->elem_type : NULL;
+        if (elem == NULL || elem->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
+            break;
+        if (elem->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+            st = read_tensor_type(elem->tensor_type, vname, &t);
+        } else if (elem->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+            t.kind = GRAPH_KIND_OPTIONAL_SEQUENCE;
+            if (elem->sequence_type != NULL)
+                st = read_sequence_elem(elem->sequence_type->elem_type, vname, &t);
+        } else {
+            st = rn_set_error(RN_UNSUPPORTED,
+                              "value '%s': optionals of %s values are not supported (only of "
+                              "tensors and sequences)",
+                              vname, type_case_name(elem));
+        }
+        break;
+    }
+    default:
+        st = rn_set_error(RN_UNSUPPORTED, "value '%s': %s types are not supported", vname,
+                          type_case_name(tp));
+        break;
+    }
+    if (st != RN_OK)
+        return st;
+    *out = t;
+    *known = true;
+    return RN_OK;
+}
+
+/* Merges a declaration into what is known of v: unknown parts are filled in;
+ * a declaration that contradicts a known kind, type or static dim is an
+ * error. */
+static rn_status declare(graph_value *v, const graph_type *t, bool known, const char *where)
+{
+    if (known && t->kind != v->kind) {
+        /* A value's kind starts as tensor; it is known once declared. */
+        if (v->kind != GRAPH_KIND_TENSOR || v->constant != NULL || v->type != RN_UNDEFINED ||
+            v->shape.rank >= 0)
+            return rn_set_error(RN_TYPE_MISMATCH, "value '%s': %s declares a %s, but it is a %s",
+                                v->name, where, graph_kind_name(t->kind), graph_kind_name(v->kind));
+        v->kind = t->kind;
+    }
+    rn_element_type type = t->elem;
+    const graph_shape *shape = &t->shape;
     if (type != RN_UNDEFINED) {
         if (v->type != RN_UNDEFINED && v->type != type)
             return rn_set_error(RN_TYPE_MISMATCH, "value '%s': %s declares %s, but it is %s",
@@ -288,20 +353,21 @@ static rn_status add_inputs(reader *r)
             return rn_set_error(RN_PARSE_ERROR, "graph '%s': input '%s' is listed twice",
                                 r->g->name, name);
         rn_status st = onnx_name_map_put(&r->inputs, name, NULL);
-        rn_element_type type;
-        graph_shape shape;
-        if (st != RN_OK || (st = read_type(vi->type, name, &type, &shape)) != RN_OK)
+        graph_type type;
+        bool known;
+        if (st != RN_OK || (st = onnx_read_type(vi->type, name, &type, &known)) != RN_OK)
             return st;
         graph_value *v = onnx_name_map_get(&r->values, name);
         if (v != NULL) { /* an initializer: a constant with a default */
-            if ((st = declare(v, type, &shape, "the graph input")) != RN_OK)
+            if ((st = declare(v, &type, known, "the graph input")) != RN_OK)
                 return st;
             continue;
         }
         if ((st = add_value(r, name, &v)) != RN_OK)
             return st;
-        v->type = type;
-        v->shape = shape;
+        v->type = type.elem;
+        v->kind = type.kind;
+        v->shape = type.shape;
         if ((st = graph_add_input(r->g, v)) != RN_OK)
             return st;
     }
@@ -391,11 +457,11 @@ static rn_status apply_declarations(reader *r)
             graph_value *v = onnx_name_map_get(&r->values, name);
             if (v == NULL)
                 continue;
-            rn_element_type type;
-            graph_shape shape;
-            rn_status st = read_type(vis[i]->type, name, &type, &shape);
+            graph_type type;
+            bool known;
+            rn_status st = onnx_read_type(vis[i]->type, name, &type, &known);
             if (st == RN_OK)
-                st = declare(v, type, &shape, where);
+                st = declare(v, &type, known, where);
             if (st != RN_OK)
                 return st;
         }

@@ -77,6 +77,13 @@ rn_status onnx_tensor_take(Onnx__TensorProto *proto, const char *base_dir, graph
 
 /* ---- graphs (model.c, attr.c) ---- */
 
+/* Reads a TypeProto (of the value named vname, for errors) into *out: its
+ * kind, element type and shape, unknown parts left RN_UNDEFINED / rank -1;
+ * *known is false when the proto says nothing (no type at all). Maps, sparse
+ * tensors and nested sequences or optionals are RN_UNSUPPORTED. */
+rn_status onnx_read_type(const Onnx__TypeProto *tp, const char *vname, graph_type *out,
+                         bool *known);
+
 /* Errors inside subgraphs are prefixed with where they happened ("node 'x'
  * (If): attribute 'then_branch': subgraph 'g': ") for this many levels; below
  * that the prefixes would push the cause out of the bounded message. */

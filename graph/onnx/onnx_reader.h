@@ -46,6 +46,19 @@ rn_status onnx_read_tensor_file(const char *path, graph_tensor *out);
 rn_status onnx_read_tensor_memory(const void *data, size_t size, const char *base_dir,
                                   graph_tensor *out);
 
+/* Reads a serialized value of the kind the model declares for it (the
+ * backend tests' .pb files): a TensorProto for a tensor, a SequenceProto for
+ * a sequence, an OptionalProto for an optional (the files cannot tell which
+ * message they hold, since each also parses as the others). *out then owns
+ * what it holds (graph_tensor_release). A sequence's element type is its
+ * items' (RN_UNDEFINED when it is empty); an optional with a value is that
+ * value, one without is a descriptor of the optional kind with an undefined
+ * element type. The caller fills in undefined element types from the
+ * model's declaration. */
+rn_status onnx_read_value_file(const char *path, graph_kind kind, graph_tensor *out);
+rn_status onnx_read_value_memory(const void *data, size_t size, const char *base_dir,
+                                 graph_kind kind, graph_tensor *out);
+
 /* Converts one parsed TensorProto into an owned tensor: raw_data
  * (little-endian) or the typed field the ONNX spec assigns to the element
  * type, or external data (data_location EXTERNAL) read from a file relative

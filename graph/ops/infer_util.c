@@ -13,8 +13,9 @@ void graph_node_ports(const graph_node *node, graph_port *in, graph_port *out)
         graph_port p = {.present = v != NULL, .type = RN_UNDEFINED, .shape = {.rank = -1}};
         if (v != NULL) {
             p.type = v->type;
+            p.kind = v->kind;
             p.shape = v->shape;
-            if (v->constant != NULL) {
+            if (v->constant != NULL && v->constant->kind == GRAPH_KIND_TENSOR) {
                 p.type = v->constant->type;
                 p.shape.rank = v->constant->rank;
                 memcpy(p.shape.dims, v->constant->dims, sizeof p.shape.dims);
@@ -81,10 +82,29 @@ rn_status graph_infer_node(graph_node *node)
     }
     graph_node_ports(node, in, out);
     rn_status st = s->infer(node, in, node->n_inputs, out, node->n_outputs);
+    /* Identity is the one op outside the sequence families that passes any
+     * value through, so its output has its input's kind. */
+    if (st == RN_OK && node->n_inputs == 1 && node->n_outputs == 1 && in[0].present &&
+        node->domain[0] == '\0' && strcmp(node->op_type, "Identity") == 0)
+        out[0].kind = in[0].kind;
     for (int i = 0; st == RN_OK && i < node->n_outputs; i++) {
         graph_value *v = node->outputs[i];
         if (v == NULL || !out[i].present)
             continue;
+        /* Kinds other than tensor are set by the ops that make them; a
+         * tensor result leaves a declared kind as it is. */
+        if (out[i].kind != GRAPH_KIND_TENSOR) {
+            if (v->kind != GRAPH_KIND_TENSOR && v->kind != out[i].kind &&
+                !graph_kind_accepts(v->kind, out[i].kind)) {
+                st = rn_set_error(RN_TYPE_MISMATCH,
+                                  "node '%s' (%s): output '%s' is declared a %s but inferred a %s",
+                                  node->name, node->op_type, v->name, graph_kind_name(v->kind),
+                                  graph_kind_name(out[i].kind));
+                break;
+            }
+            if (v->kind == GRAPH_KIND_TENSOR)
+                v->kind = out[i].kind;
+        }
         if (out[i].type != RN_UNDEFINED) {
             if (v->type != RN_UNDEFINED && v->type != out[i].type) {
                 st = rn_set_error(RN_TYPE_MISMATCH,

@@ -16,6 +16,9 @@ static const graph_op_schema *const families[] = {
     graph_ops_rnn,
     graph_ops_random,
     graph_ops_math,
+    graph_ops_control,
+    graph_ops_sequence,
+    graph_ops_string,
 };
 
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))

@@ -2,7 +2,19 @@
  *
  * An rn_tensor is an element type, a shape and a dense row-major buffer,
  * either owned (rn_tensor_create) or borrowed from the caller
- * (rn_tensor_wrap). Element type numbers are ONNX's TensorProto.DataType. */
+ * (rn_tensor_wrap). Element type numbers are ONNX's TensorProto.DataType.
+ *
+ * Strings (RN_STRING): the buffer is an array of one `char *` per element,
+ * each a NUL-terminated UTF-8 string. rn_tensor_create makes every entry
+ * NULL (unset) and the tensor then owns the strings rn_tensor_set_string
+ * copies in; a wrapped string tensor borrows the caller's array and strings.
+ * A request refuses a string input with an unset entry. String results are
+ * owned by the request, like other results.
+ *
+ * Sequences and optionals (ONNX's sequence and optional types): the same
+ * handle can hold a sequence of tensors (rn_tensor_create_sequence) or an
+ * optional without a value (rn_tensor_create_none); an optional with a value
+ * is given and returned as that value. rn_tensor_kind tells which. */
 #ifndef RUNNEL_TENSOR_H
 #define RUNNEL_TENSOR_H
 
@@ -92,13 +104,55 @@ const int64_t *rn_tensor_strides(const rn_tensor *tensor);
 /* True when the elements are contiguous in row-major order. */
 int rn_tensor_is_dense(const rn_tensor *tensor);
 
-/* Frees the tensor (and its buffer when owned). NULL is a no-op. */
+/* Frees the tensor (and its buffer when owned; for a sequence, its items).
+ * NULL is a no-op. */
 void rn_tensor_free(rn_tensor *tensor);
+
+/* ---- strings ---- */
+
+/* Copies `s` into element `index` of an owned string tensor (made by
+ * rn_tensor_create), freeing what it held. RN_INVALID_ARG for another type,
+ * a borrowed tensor or an index out of range. */
+rn_status rn_tensor_set_string(rn_tensor *tensor, size_t index, const char *s);
+
+/* Element `index` of a string tensor (borrowed, valid while the tensor and
+ * its entry are unchanged); NULL when unset, out of range or not a string
+ * tensor. */
+const char *rn_tensor_get_string(const rn_tensor *tensor, size_t index);
+
+/* ---- sequences and optionals ---- */
+
+typedef enum rn_value_kind {
+    RN_VALUE_TENSOR = 0,   /* a dense tensor (what every other call makes) */
+    RN_VALUE_SEQUENCE = 1, /* a sequence of tensors of one element type */
+    RN_VALUE_NONE = 2,     /* an optional without a value */
+} rn_value_kind;
+
+rn_value_kind rn_tensor_kind(const rn_tensor *tensor);
+
+/* Creates a sequence of `count` tensors of element type `type`, holding
+ * copies of items[0..count) (each a tensor of that type; strings are
+ * copied too). A sequence has rank 0, no data and 0 bytes; its element type
+ * is `type`. */
+rn_status rn_tensor_create_sequence(rn_element_type type, rn_tensor *const *items, size_t count,
+                                    rn_tensor **out);
+
+/* The number of tensors in a sequence (0 for other kinds). */
+size_t rn_tensor_sequence_length(const rn_tensor *tensor);
+
+/* Tensor `index` of a sequence (borrowed: owned by the sequence, valid while
+ * it lives). RN_INVALID_ARG when not a sequence or out of range. */
+rn_status rn_tensor_sequence_item(const rn_tensor *tensor, size_t index, rn_tensor **item);
+
+/* Creates an optional without a value, of tensors (of_sequence 0) or of
+ * sequences (1) of element type `type`. */
+rn_status rn_tensor_create_none(rn_element_type type, int of_sequence, rn_tensor **out);
 
 rn_element_type rn_tensor_element_type(const rn_tensor *tensor);
 size_t rn_tensor_rank(const rn_tensor *tensor);
 /* Borrowed pointer to rank dims, valid while the tensor lives. */
 const int64_t *rn_tensor_dims(const rn_tensor *tensor);
+/* Elements of a tensor (0 for a sequence or an optional without a value). */
 size_t rn_tensor_element_count(const rn_tensor *tensor);
 size_t rn_tensor_byte_size(const rn_tensor *tensor);
 /* The buffer (owned by the tensor or the caller who wrapped it). */

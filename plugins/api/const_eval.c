@@ -23,6 +23,23 @@ static rn_status eval_alloc(plugin_kernel_args *args, int index, int rank, const
     return t->data != NULL ? RN_OK : rn_set_error(RN_OUT_OF_MEMORY, "out of memory");
 }
 
+/* Takes over a tensor the kernel built (only tensors fold). */
+static rn_status eval_move(plugin_kernel_args *args, int index, graph_tensor *value)
+{
+    if (index < 0 || index >= args->n_outputs || value->kind != GRAPH_KIND_TENSOR)
+        return rn_set_error(RN_UNSUPPORTED, "node '%s': move_output(%d) of a %s", args->node->name,
+                            index, graph_kind_name(value->kind));
+    graph_tensor *t = &args->outputs[index];
+    graph_tensor_release(t);
+    *t = *value;
+    t->nbytes = graph_tensor_count(t) *
+                (t->type == RN_STRING ? sizeof(char *) : rn_element_type_size(t->type));
+    if (t->data == NULL && (t->data = calloc(1, 1)) == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "out of memory");
+    memset(value, 0, sizeof *value);
+    return RN_OK;
+}
+
 static void release_all(graph_tensor *outputs, int n)
 {
     for (int k = 0; k < n; k++)
@@ -37,6 +54,20 @@ rn_status plugin_const_eval(const graph_node *node, const graph_tensor *inputs,
     const graph_op_schema *schema = graph_op_find(node->domain, node->op_type);
     if (schema == NULL || schema->infer == NULL)
         return rn_set_error(RN_UNSUPPORTED, "node '%s': no schema", node->name);
+    /* Constants are tensors: sequences and optionals are not folded, nor are
+     * nodes with subgraphs (which read values this evaluator does not have). */
+    for (int a = 0; a < node->n_attrs; a++)
+        if (node->attrs[a].g != NULL || node->attrs[a].graphs != NULL)
+            return rn_set_error(RN_UNSUPPORTED, "node '%s': has subgraphs", node->name);
+    for (int i = 0; i < node->n_inputs; i++)
+        if ((node->inputs[i] != NULL && node->inputs[i]->kind != GRAPH_KIND_TENSOR) ||
+            inputs[i].kind != GRAPH_KIND_TENSOR)
+            return rn_set_error(RN_UNSUPPORTED, "node '%s': input %d is not a tensor", node->name,
+                                i);
+    for (int o = 0; o < node->n_outputs; o++)
+        if (node->outputs[o] != NULL && node->outputs[o]->kind != GRAPH_KIND_TENSOR)
+            return rn_set_error(RN_UNSUPPORTED, "node '%s': output %d is not a tensor", node->name,
+                                o);
     const plugin_kernel *k;
     rn_status st = plugin_kernel_registry_pick(reg, node, &k);
     if (st != RN_OK)
@@ -62,6 +93,10 @@ rn_status plugin_const_eval(const graph_node *node, const graph_tensor *inputs,
     for (int o = 0; o < n_out; o++)
         pout[o] = (graph_port){.present = node->outputs[o] != NULL, .shape = {.rank = -1}};
     st = schema->infer(node, pin, n_in, pout, n_out);
+    for (int o = 0; o < n_out && st == RN_OK; o++)
+        if (pout[o].present && pout[o].kind != GRAPH_KIND_TENSOR)
+            st =
+                rn_set_error(RN_UNSUPPORTED, "node '%s': output %d is not a tensor", node->name, o);
     for (int o = 0; o < n_out && st == RN_OK; o++) {
         if (node->outputs[o] == NULL)
             continue;
@@ -73,7 +108,10 @@ rn_status plugin_const_eval(const graph_node *node, const graph_tensor *inputs,
         }
     }
     void *state = NULL;
-    if (st == RN_OK && k->prepare != NULL)
+    plugin_kernel_ctx kctx = {.registry = reg};
+    if (st == RN_OK && k->prepare_ctx != NULL)
+        st = k->prepare_ctx(node, &kctx, &state);
+    else if (st == RN_OK && k->prepare != NULL)
         st = k->prepare(node, &state);
     if (st == RN_OK) {
         plugin_kernel_args args = {
@@ -84,6 +122,7 @@ rn_status plugin_const_eval(const graph_node *node, const graph_tensor *inputs,
             .n_outputs = n_out,
             .state = state,
             .alloc_output = eval_alloc,
+            .move_output = eval_move,
         };
         st = k->run(&args);
         if (k->release != NULL)

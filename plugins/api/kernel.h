@@ -9,10 +9,20 @@
 #ifndef RUNNEL_PLUGINS_API_KERNEL_H
 #define RUNNEL_PLUGINS_API_KERNEL_H
 
+#include <stdatomic.h>
+
 #include "graph/graph.h"
 #include "graph/ops.h"
 
 typedef struct plugin_kernel_args plugin_kernel_args;
+typedef struct plugin_kernel_registry plugin_kernel_registry;
+
+/* What a kernel's prepare_ctx may use besides the node: the registry the
+ * plan picks its kernels from, so that a control-flow kernel can build
+ * nested plans for its subgraphs with the same kernels. */
+typedef struct plugin_kernel_ctx {
+    const plugin_kernel_registry *registry;
+} plugin_kernel_ctx;
 
 /* Allocates (or re-shapes) output `index` of the running node with the given
  * shape, writing the buffer into args->outputs[index]. Kernels of ops whose
@@ -20,6 +30,14 @@ typedef struct plugin_kernel_args plugin_kernel_args;
  * from `run`; for every other op the executor has already allocated outputs. */
 typedef rn_status (*plugin_alloc_output_fn)(plugin_kernel_args *args, int index, int rank,
                                             const int64_t *dims);
+
+/* Hands output `index` a value the kernel built and owns: a tensor whose
+ * data (and strings) are malloc'ed, a sequence with malloc'ed items, or an
+ * absent optional. The executor takes it over (whatever the output held
+ * before is released) and clears *value; on error *value is left to the
+ * kernel. Sequence and optional outputs are written this way only. */
+typedef rn_status (*plugin_move_output_fn)(plugin_kernel_args *args, int index,
+                                           graph_tensor *value);
 
 struct plugin_kernel_args {
     const graph_node *node;
@@ -36,6 +54,15 @@ struct plugin_kernel_args {
     void *state; /* from prepare(), or NULL */
     plugin_alloc_output_fn alloc_output;
     void *alloc_ctx; /* owned by the executor */
+    plugin_move_output_fn move_output;
+    /* The values the node's subgraphs read from enclosing scopes, in the
+     * order of graph_node_outer_inputs(node) (control-flow kernels bind
+     * them to their bodies); NULL and 0 for nodes without subgraphs. */
+    const graph_tensor *implicit;
+    int n_implicit;
+    /* (may be NULL) Set when the run is cancelled: kernels that run long
+     * (loops) poll it between steps and stop with RN_CANCELLED. */
+    const atomic_bool *cancel;
 };
 
 typedef struct plugin_kernel {
@@ -53,11 +80,18 @@ typedef struct plugin_kernel {
     rn_status (*run)(plugin_kernel_args *args);
     /* (optional) Frees what prepare built. */
     void (*release)(void *state);
+    /* (optional) As prepare, with the compile context: for kernels that
+     * build nested plans (If, Loop, Scan, SequenceMap). When set, it is
+     * called instead of prepare. */
+    rn_status (*prepare_ctx)(const graph_node *node, const plugin_kernel_ctx *ctx, void **state);
+    /* True when the kernel takes sequence and optional values (graph_kind);
+     * the registry offers a node that reads or writes such a value only to
+     * kernels that set it, so that no tensor kernel ever sees one. */
+    bool values;
 } plugin_kernel;
 
 /* A registry of kernels, searched by (domain, op_type); several kernels may
  * serve one op, tried in registration order until one supports the node. */
-typedef struct plugin_kernel_registry plugin_kernel_registry;
 
 rn_status plugin_kernel_registry_create(plugin_kernel_registry **out);
 void plugin_kernel_registry_free(plugin_kernel_registry *r);
@@ -67,9 +101,11 @@ rn_status plugin_kernel_registry_add(plugin_kernel_registry *r, const plugin_ker
 rn_status plugin_kernel_registry_add_list(plugin_kernel_registry *r,
                                           const plugin_kernel *const *list);
 
-/* The first kernel for node's op whose supports() accepts it. On failure
- * returns RN_UNSUPPORTED with a message naming the node, the op and why
- * (no kernel for the op at all, or the reasons supports() gave). */
+/* The first kernel for node's op whose supports() accepts it (for a node
+ * with sequence or optional inputs or outputs, among the kernels that take
+ * such values). On failure returns RN_UNSUPPORTED with a message naming the
+ * node, the op and why (no kernel for the op at all, or the reasons
+ * supports() gave). */
 rn_status plugin_kernel_registry_pick(const plugin_kernel_registry *r, const graph_node *node,
                                       const plugin_kernel **out);
 

@@ -65,19 +65,34 @@ static bool same_domain(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
+/* Whether a node reads or writes a sequence or an optional. */
+static bool touches_values(const graph_node *node)
+{
+    for (int k = 0; k < node->n_inputs; k++)
+        if (node->inputs[k] != NULL && node->inputs[k]->kind != GRAPH_KIND_TENSOR)
+            return true;
+    for (int k = 0; k < node->n_outputs; k++)
+        if (node->outputs[k] != NULL && node->outputs[k]->kind != GRAPH_KIND_TENSOR)
+            return true;
+    return false;
+}
+
 rn_status plugin_kernel_registry_pick(const plugin_kernel_registry *r, const graph_node *node,
                                       const plugin_kernel **out)
 {
     char reasons[512] = "";
     size_t used = 0;
     bool any = false;
+    bool values = touches_values(node);
     for (int i = 0; i < r->count; i++) {
         const plugin_kernel *k = r->kernels[i];
         if (strcmp(k->op_type, node->op_type) != 0 || !same_domain(k->domain, node->domain))
             continue;
         any = true;
         const char *why = NULL;
-        if (k->supports(node, &why)) {
+        if (values && !k->values) {
+            why = "sequence or optional values";
+        } else if (k->supports(node, &why)) {
             *out = k;
             return RN_OK;
         }

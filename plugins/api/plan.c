@@ -27,6 +27,14 @@ void plugin_plan_free(plugin_plan *plan)
     free(plan->kernels);
     free(plan->states);
     free(plan->consumers);
+    if (plan->implicit != NULL && plan->g != NULL)
+        for (int i = 0; i < plan->g->n_nodes; i++)
+            free(plan->implicit[i]);
+    free(plan->implicit);
+    free(plan->n_implicit);
+    free(plan->has_subgraphs);
+    free(plan->capture_ids);
+    free(plan->outer_values);
     free(plan->io_offset);
     free(plan->profile_template);
     free((void *)plan->last_us);
@@ -131,8 +139,13 @@ static rn_status build_dag(plugin_plan *plan)
     for (int i = 0; i < n && rc == 0; i++) {
         const graph_node *node = g->nodes[i];
         bool has_pred = false;
-        for (int k = 0; k < node->n_inputs && rc == 0; k++) {
-            const graph_value *v = node->inputs[k];
+        /* Edges from the producers of the node's inputs, explicit and
+         * implicit (what its subgraphs read); the builder tolerates a
+         * repeated edge. */
+        for (int k = 0; k < node->n_inputs + plan->n_implicit[i] && rc == 0; k++) {
+            const graph_value *v = k < node->n_inputs
+                                       ? node->inputs[k]
+                                       : g->values[plan->implicit[i][k - node->n_inputs]];
             if (v != NULL && v->producer != NULL && v->producer->id < n &&
                 g->nodes[v->producer->id] == v->producer) {
                 rc = sched_dag_add_edge(b, (uint32_t)v->producer->id + 1, (uint32_t)i + 1);
@@ -159,67 +172,118 @@ static rn_status build_dag(plugin_plan *plan)
     return RN_OK;
 }
 
-rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *registry,
-                            const plugin_plan_options *options, plugin_plan **out)
+/* Records, per node, the values of g its subgraphs read (implicit inputs). */
+static rn_status find_implicit(plugin_plan *plan)
 {
-    plugin_plan *plan = calloc(1, sizeof *plan);
-    if (plan == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
-    pthread_mutex_init(&plan->runtime_lock, NULL);
-    rn_status st = graph_clone(model, &plan->g);
-    if (st != RN_OK)
-        goto fail;
+    const graph *g = plan->g;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const graph_node *node = g->nodes[i];
+        for (int a = 0; a < node->n_attrs; a++)
+            if (node->attrs[a].g != NULL || node->attrs[a].graphs != NULL)
+                plan->has_subgraphs[i] = true;
+        if (!plan->has_subgraphs[i])
+            continue;
+        graph_value **vals = NULL;
+        int nv = 0;
+        rn_status st = graph_node_outer_inputs(node, &vals, &nv);
+        if (st != RN_OK)
+            return st;
+        plan->implicit[i] = calloc((size_t)nv + 1, sizeof(int));
+        if (plan->implicit[i] == NULL) {
+            free(vals);
+            return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+        }
+        for (int k = 0; k < nv; k++) {
+            const graph_value *v = vals[k];
+            if (!(v->id < g->n_values && g->values[v->id] == v)) {
+                free(vals);
+                return rn_set_error(RN_INVALID_ARG,
+                                    "node '%s' (%s): a subgraph reads '%s', which no enclosing "
+                                    "graph defines",
+                                    node->name, node->op_type, v->name);
+            }
+            plan->implicit[i][k] = v->id;
+        }
+        plan->n_implicit[i] = nv;
+        free(vals);
+    }
+    return RN_OK;
+}
+
+/* Seeds the declared types of a nested plan's inputs from what the node
+ * feeds them (the parts the body leaves unknown). */
+static void seed_inputs(graph *g, const graph_port *inputs, int n_inputs)
+{
+    for (int i = 0; inputs != NULL && i < n_inputs && i < g->n_inputs; i++) {
+        graph_value *v = g->inputs[i];
+        const graph_port *p = &inputs[i];
+        if (!p->present)
+            continue;
+        if (v->kind == GRAPH_KIND_TENSOR && p->kind != GRAPH_KIND_TENSOR)
+            v->kind = p->kind;
+        if (v->type == RN_UNDEFINED)
+            v->type = p->type;
+        if (v->shape.rank < 0) {
+            v->shape = p->shape;
+        } else if (p->shape.rank == v->shape.rank) {
+            for (int d = 0; d < p->shape.rank; d++)
+                if (v->shape.dims[d] < 0)
+                    v->shape.dims[d] = p->shape.dims[d];
+        }
+    }
+}
+
+/* The compile steps shared by top-level and nested plans: g (the plan's own
+ * graph) is sorted and inferred, a kernel is picked and prepared per node,
+ * liveness and scratch are laid out. */
+static rn_status build_common(plugin_plan *plan)
+{
     graph *g = plan->g;
+    rn_status st;
     if ((st = graph_sort(g)) != RN_OK || (st = graph_infer_shapes(g)) != RN_OK)
-        goto fail;
+        return st;
     int n = g->n_nodes;
-    if (options != NULL)
-        plan->options = *options;
-    if (plan->options.n_stages < 0 || plan->options.n_stages > PLUGIN_MAX_STAGES) {
-        st = rn_set_error(RN_INVALID_ARG, "compile: %d device stages (at most %d)",
-                          plan->options.n_stages, PLUGIN_MAX_STAGES);
-        goto fail;
-    }
-    if (plan->options.n_streams == 0)
-        plan->options.n_streams = 1;
-    if (plan->options.threads_per_stream == 0) {
-        uint32_t cpus = executors_cpu_count();
-        plan->options.threads_per_stream =
-            cpus > plan->options.n_streams ? cpus / plan->options.n_streams : 1;
-    }
     plan->kernels = calloc((size_t)n + 1, sizeof *plan->kernels);
     plan->states = calloc((size_t)n + 1, sizeof *plan->states);
     plan->consumers = calloc((size_t)g->n_values + 1, sizeof *plan->consumers);
+    plan->implicit = calloc((size_t)n + 1, sizeof *plan->implicit);
+    plan->n_implicit = calloc((size_t)n + 1, sizeof *plan->n_implicit);
+    plan->has_subgraphs = calloc((size_t)n + 1, sizeof *plan->has_subgraphs);
     plan->io_offset = calloc((size_t)n + 1, sizeof *plan->io_offset);
     plan->profile_template = calloc((size_t)n + PLUGIN_STAGES, sizeof *plan->profile_template);
     plan->last_us = calloc((size_t)n + 1, sizeof *plan->last_us);
     plan->runtime_nodes = calloc((size_t)n + 1, sizeof *plan->runtime_nodes);
     plan->original_names = calloc((size_t)n + 1, sizeof *plan->original_names);
-    if (!plan->kernels || !plan->states || !plan->consumers || !plan->io_offset ||
-        !plan->profile_template || !plan->last_us || !plan->runtime_nodes ||
-        !plan->original_names) {
-        st = rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
-        goto fail;
-    }
+    if (!plan->kernels || !plan->states || !plan->consumers || !plan->implicit ||
+        !plan->n_implicit || !plan->has_subgraphs || !plan->io_offset || !plan->profile_template ||
+        !plan->last_us || !plan->runtime_nodes || !plan->original_names)
+        return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+    if ((st = find_implicit(plan)) != RN_OK)
+        return st;
+    plugin_kernel_ctx kctx = {.registry = plan->registry};
     for (int i = 0; i < n; i++) {
         graph_node *node = g->nodes[i];
-        if ((st = plugin_kernel_registry_pick(registry, node, &plan->kernels[i])) != RN_OK)
-            goto fail;
-        if (plan->kernels[i]->prepare != NULL &&
-            (st = plan->kernels[i]->prepare(node, &plan->states[i])) != RN_OK) {
+        if ((st = plugin_kernel_registry_pick(plan->registry, node, &plan->kernels[i])) != RN_OK)
+            return st;
+        const plugin_kernel *k = plan->kernels[i];
+        if (k->prepare_ctx != NULL)
+            st = k->prepare_ctx(node, &kctx, &plan->states[i]);
+        else if (k->prepare != NULL)
+            st = k->prepare(node, &plan->states[i]);
+        if (st != RN_OK) {
             plan->kernels[i] = NULL; /* nothing to release */
-            goto fail;
+            return st;
         }
         plan->last_us[i] = -1;
         if ((st = join_names(node, &plan->original_names[i])) != RN_OK)
-            goto fail;
+            return st;
         rn_profiling_info *p = &plan->profile_template[PLUGIN_STAGES + i];
         p->node_name = node->name;
         p->node_type = node->op_type;
-        p->exec_type = plan->kernels[i]->impl_type ? plan->kernels[i]->impl_type : "unknown";
+        p->exec_type = k->impl_type ? k->impl_type : "unknown";
         p->status = RN_NODE_NOT_RUN;
         plan->io_offset[i] = plan->io_total;
-        plan->io_total += node->n_inputs + node->n_outputs;
+        plan->io_total += node->n_inputs + node->n_outputs + plan->n_implicit[i];
     }
     plan->io_offset[n] = plan->io_total;
     static const char *const stage_names[PLUGIN_STAGES] = {
@@ -232,14 +296,46 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
         p->exec_type = "stage";
         p->status = RN_NODE_NOT_RUN;
     }
-    /* Liveness: a produced value is freed when its consumers are done;
-     * results are pinned (one extra reference that no node drops). */
-    for (int i = 0; i < n; i++)
+    /* Liveness: a produced value is freed when its consumers are done (the
+     * nodes that read it, and those whose subgraphs read it); results are
+     * pinned (one extra reference that no node drops). */
+    for (int i = 0; i < n; i++) {
         for (int k = 0; k < g->nodes[i]->n_inputs; k++)
             if (g->nodes[i]->inputs[k] != NULL)
                 plan->consumers[g->nodes[i]->inputs[k]->id]++;
+        for (int k = 0; k < plan->n_implicit[i]; k++)
+            plan->consumers[plan->implicit[i][k]]++;
+    }
     for (int r = 0; r < g->n_outputs; r++)
         plan->consumers[g->outputs[r]->id]++;
+    return RN_OK;
+}
+
+rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *registry,
+                            const plugin_plan_options *options, plugin_plan **out)
+{
+    plugin_plan *plan = calloc(1, sizeof *plan);
+    if (plan == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+    pthread_mutex_init(&plan->runtime_lock, NULL);
+    plan->registry = registry;
+    if (options != NULL)
+        plan->options = *options;
+    rn_status st = RN_OK;
+    if (plan->options.n_stages < 0 || plan->options.n_stages > PLUGIN_MAX_STAGES) {
+        st = rn_set_error(RN_INVALID_ARG, "compile: %d device stages (at most %d)",
+                          plan->options.n_stages, PLUGIN_MAX_STAGES);
+        goto fail;
+    }
+    if ((st = graph_clone(model, &plan->g)) != RN_OK || (st = build_common(plan)) != RN_OK)
+        goto fail;
+    if (plan->options.n_streams == 0)
+        plan->options.n_streams = 1;
+    if (plan->options.threads_per_stream == 0) {
+        uint32_t cpus = executors_cpu_count();
+        plan->options.threads_per_stream =
+            cpus > plan->options.n_streams ? cpus / plan->options.n_streams : 1;
+    }
     executors_config ec = {
         .n_streams = plan->options.n_streams,
         .threads_per_stream = plan->options.threads_per_stream,
@@ -254,6 +350,50 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
 fail:
     plugin_plan_free(plan);
     return st;
+}
+
+rn_status plugin_plan_build_nested(const graph *body, const plugin_kernel_registry *registry,
+                                   const graph_port *inputs, int n_inputs, plugin_plan **out)
+{
+    plugin_plan *plan = calloc(1, sizeof *plan);
+    if (plan == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+    pthread_mutex_init(&plan->runtime_lock, NULL);
+    plan->registry = registry;
+    plan->nested = true;
+    plan->options.n_streams = 1;
+    plan->options.threads_per_stream = 1;
+    graph_value **captures = NULL;
+    rn_status st = graph_clone(body, &plan->g);
+    if (st == RN_OK)
+        st = graph_capture_outer(plan->g, &plan->outer_values, &captures, &plan->n_captures);
+    if (st == RN_OK && plan->n_captures > 0 &&
+        (plan->capture_ids = calloc((size_t)plan->n_captures, sizeof(int))) == NULL)
+        st = rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+    for (int j = 0; st == RN_OK && j < plan->n_captures; j++)
+        plan->capture_ids[j] = captures[j]->id;
+    free(captures);
+    if (st == RN_OK) {
+        seed_inputs(plan->g, inputs, n_inputs);
+        st = build_common(plan);
+    }
+    /* Capture ids survive build_common: it sorts nodes, not values. */
+    if (st != RN_OK) {
+        plugin_plan_free(plan);
+        return st;
+    }
+    *out = plan;
+    return RN_OK;
+}
+
+int plugin_plan_capture_count(const plugin_plan *plan)
+{
+    return plan->n_captures;
+}
+
+const graph_value *plugin_plan_capture_source(const plugin_plan *plan, int i)
+{
+    return i >= 0 && i < plan->n_captures ? plan->outer_values[i] : NULL;
 }
 
 const graph *plugin_plan_graph(const plugin_plan *plan)

@@ -21,6 +21,8 @@
 #ifndef RUNNEL_PLUGINS_API_PLAN_H
 #define RUNNEL_PLUGINS_API_PLAN_H
 
+#include <stdatomic.h>
+
 #include "executors/executors.h"
 #include "plugins/api/kernel.h"
 #include "runnel/plugin.h"
@@ -123,6 +125,39 @@ rn_status plugin_request_set_callback(plugin_request *request, rn_request_callba
                                       void *user_data);
 /* True from start_async until the callback is called. */
 bool plugin_request_busy(const plugin_request *request);
+
+/* ---- nested plans: the subgraphs of control-flow kernels ----
+ *
+ * A control-flow kernel (If, Loop, Scan, SequenceMap) runs its bodies with
+ * the same machinery as the top level: at prepare time it builds a nested
+ * plan per body with the registry of its plugin_kernel_ctx, and per run it
+ * creates a plugin_request of that plan, binds the body's inputs and the
+ * values the body reads from enclosing scopes (its captures), and runs it
+ * synchronously in its own thread once per iteration (plugins/api/subgraph.h
+ * wraps this for kernels). */
+
+/* Builds a nested plan for `body` (a subgraph; cloned and made
+ * self-contained): every value it reads from an enclosing scope becomes a
+ * capture. `inputs` (n_inputs ports, may be NULL) fill in the kinds, types
+ * and shapes the body's inputs leave undeclared, so that its kernels can be
+ * picked. A nested plan has no executor pool: its requests run with
+ * plugin_request_infer only. */
+rn_status plugin_plan_build_nested(const graph *body, const plugin_kernel_registry *registry,
+                                   const graph_port *inputs, int n_inputs, plugin_plan **out);
+
+/* The captures of a nested plan (0 for a top-level plan): capture i stands
+ * for plugin_plan_capture_source(plan, i), a value of the graph that encloses
+ * the body (so one of the implicit inputs of the node that owns it). */
+int plugin_plan_capture_count(const plugin_plan *plan);
+const graph_value *plugin_plan_capture_source(const plugin_plan *plan, int i);
+
+/* Binds capture i of a nested plan's request to a value (borrowed, read
+ * during infer; a tensor, sequence or absent optional). */
+rn_status plugin_request_set_capture(plugin_request *request, int i, const graph_tensor *t);
+
+/* Makes a nested request stop with RN_CANCELLED between nodes once *cancel
+ * is set (the enclosing run's flag; NULL: none). */
+void plugin_request_set_cancel_source(plugin_request *request, const atomic_bool *cancel);
 
 /* rn_request_ops over plugin_request, for plugins whose requests are the
  * generic request. */

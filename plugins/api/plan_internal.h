@@ -11,11 +11,25 @@
 struct plugin_plan {
     graph *g;
     plugin_plan_options options;
+    const plugin_kernel_registry *registry;
     const plugin_kernel **kernels; /* per node */
     void **states;                 /* per node, from prepare */
     int *consumers;                /* per value: readers (+1 for results) */
-    int *io_offset;                /* per node: start of its scratch ports */
+    /* Per node: the values its subgraphs read from this graph (ids, in the
+     * order of graph_node_outer_inputs), and whether it has subgraphs. */
+    int **implicit;
+    int *n_implicit;
+    bool *has_subgraphs;
+    int *io_offset; /* per node: start of its scratch (inputs, outputs, implicit) */
     int io_total;
+    /* A nested plan (a subgraph's, built by plugin_plan_build_nested) runs
+     * synchronously only: no executor pool, no DAG. Its captures are the
+     * values of g standing for outer_values[i] of the enclosing graph, bound
+     * before each run. */
+    bool nested;
+    int n_captures;
+    int *capture_ids;
+    graph_value **outer_values;
     /* Profiling: PLUGIN_STAGES stage entries, then one per node. */
     rn_profiling_info *profile_template;
     _Atomic int64_t *last_us;     /* per node: time of the last profiled run, -1 never */
@@ -28,11 +42,13 @@ struct plugin_plan {
     sched_dag *dag;
 };
 
-/* What a request holds for one value of the graph. */
+/* What a request holds for one value of the graph: a tensor, a sequence or
+ * an absent optional (graph_tensor.kind). */
 typedef struct value_slot {
     graph_tensor t;
-    bool owned; /* t.data is ours to free */
-    bool bound; /* a parameter bound by set_input */
+    bool owned;     /* t (data, strings, items) is ours to free */
+    bool bound;     /* a parameter or capture bound by set_input / set_capture */
+    bool has_value; /* t holds the value (set, computed, or a constant) */
 } value_slot;
 
 enum { REQUEST_IDLE = 0, REQUEST_RUNNING = 1 };
@@ -61,6 +77,9 @@ struct plugin_request {
     atomic_int status;  /* first error of the run (RN_OK while none) */
     atomic_bool cancel; /* skip kernels not yet started */
     char error[1024];   /* message of the first error, written by its recorder */
+    /* Nested requests (of nested plans): the cancel flag of the enclosing
+     * run, polled between nodes; NULL at the top level. */
+    const atomic_bool *outer_cancel;
     sched_instance *instances[2];
     int current; /* index of the instance of the run in flight */
     pthread_mutex_t lock;

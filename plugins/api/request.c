@@ -16,17 +16,13 @@ static const max_align_t empty_tensor_data;
 
 static void slot_clear(value_slot *s)
 {
-    if (s->owned) {
-        if (s->t.type == RN_STRING && s->t.data != NULL) {
-            char **str = s->t.data;
-            size_t n = graph_tensor_count(&s->t);
-            for (size_t i = 0; i < n; i++)
-                free(str[i]);
-        }
-        free(s->t.data);
-    }
+    if (s->owned)
+        graph_tensor_release(&s->t); /* data, strings, a sequence's items */
     s->t.data = NULL;
+    s->t.items = NULL;
+    s->t.n_items = 0;
     s->owned = false;
+    s->has_value = false;
 }
 
 /* Frees every value a node produces (intermediates and results), keeping
@@ -79,7 +75,7 @@ rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out)
     r->io = calloc((size_t)plan->io_total + 1, sizeof *r->io);
     r->ports = calloc((size_t)plan->io_total + 1, sizeof *r->ports);
     bool ok = r->slots && r->remaining && r->user_out && r->profile && r->io && r->ports;
-    for (int i = 0; ok && i < 2; i++)
+    for (int i = 0; ok && !plan->nested && i < 2; i++)
         ok = sched_instance_create(plan->dag, r, &r->instances[i]) == 0;
     if (!ok) {
         plugin_request_free(r);
@@ -89,8 +85,10 @@ rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out)
            ((size_t)g->n_nodes + PLUGIN_STAGES) * sizeof *r->profile);
     /* Constants are views of the plan's graph. */
     for (int v = 0; v < g->n_values; v++)
-        if (g->values[v]->constant != NULL)
+        if (g->values[v]->constant != NULL) {
             r->slots[v].t = *g->values[v]->constant;
+            r->slots[v].has_value = true;
+        }
     *out = r;
     return RN_OK;
 }
@@ -98,6 +96,46 @@ rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out)
 static rn_status busy_error(const char *what)
 {
     return rn_set_error(RN_REQUEST_BUSY, "%s: the infer request is running", what);
+}
+
+/* Checks a value bound to v (an input or a capture): its kind must be one
+ * v's declaration accepts (a value of unknown kind in a nested plan takes
+ * any), a sequence's items must be tensors of its element type, and a
+ * string tensor must have every string set. */
+static rn_status check_value(const plugin_request *r, const graph_value *v, const graph_tensor *t,
+                             const char *what)
+{
+    bool kind_ok =
+        graph_kind_accepts(v->kind, t->kind) || (r->plan->nested && v->kind == GRAPH_KIND_TENSOR);
+    if (!kind_ok)
+        return rn_set_error(RN_TYPE_MISMATCH, "%s '%s': expected a %s, got a %s", what, v->name,
+                            graph_kind_name(v->kind), graph_kind_name(t->kind));
+    if (t->kind == GRAPH_KIND_SEQUENCE) {
+        if (t->n_items > 0 && t->items == NULL)
+            return rn_set_error(RN_INVALID_ARG, "%s '%s': a sequence of %zu items has none", what,
+                                v->name, t->n_items);
+        for (size_t i = 0; i < t->n_items; i++) {
+            const graph_tensor *it = &t->items[i];
+            if (it->kind != GRAPH_KIND_TENSOR || it->type != t->type)
+                return rn_set_error(RN_TYPE_MISMATCH,
+                                    "%s '%s': sequence item %zu is a %s %s, expected a %s tensor",
+                                    what, v->name, i, rn_element_type_name(it->type),
+                                    graph_kind_name(it->kind), rn_element_type_name(t->type));
+            if (it->data == NULL && it->nbytes != 0)
+                return rn_set_error(RN_INVALID_ARG, "%s '%s': sequence item %zu has no data", what,
+                                    v->name, i);
+        }
+        return RN_OK;
+    }
+    if (t->kind == GRAPH_KIND_TENSOR && t->type == RN_STRING && t->data != NULL) {
+        char *const *str = t->data;
+        size_t n = graph_tensor_count(t);
+        for (size_t i = 0; i < n; i++)
+            if (str[i] == NULL)
+                return rn_set_error(RN_INVALID_ARG, "%s '%s': string %zu is not set", what, v->name,
+                                    i);
+    }
+    return RN_OK;
 }
 
 rn_status plugin_request_set_input(plugin_request *r, size_t index, const graph_tensor *t)
@@ -108,11 +146,38 @@ rn_status plugin_request_set_input(plugin_request *r, size_t index, const graph_
     if (index >= (size_t)g->n_inputs)
         return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%d inputs)", index,
                             g->n_inputs);
+    rn_status st = check_value(r, g->inputs[index], t, "input");
+    if (st != RN_OK)
+        return st;
     value_slot *s = &r->slots[g->inputs[index]->id];
     slot_clear(s);
     s->t = *t;
     s->bound = true;
+    s->has_value = true;
     return RN_OK;
+}
+
+rn_status plugin_request_set_capture(plugin_request *r, int i, const graph_tensor *t)
+{
+    const plugin_plan *plan = r->plan;
+    if (i < 0 || i >= plan->n_captures)
+        return rn_set_error(RN_INVALID_ARG, "capture %d is out of range (%d captures)", i,
+                            plan->n_captures);
+    const graph_value *v = plan->g->values[plan->capture_ids[i]];
+    rn_status st = check_value(r, v, t, "outer value");
+    if (st != RN_OK)
+        return st;
+    value_slot *s = &r->slots[v->id];
+    slot_clear(s);
+    s->t = *t;
+    s->bound = true;
+    s->has_value = true;
+    return RN_OK;
+}
+
+void plugin_request_set_cancel_source(plugin_request *r, const atomic_bool *cancel)
+{
+    r->outer_cancel = cancel;
 }
 
 rn_status plugin_request_set_output(plugin_request *r, size_t index, const graph_tensor *t)
@@ -123,6 +188,12 @@ rn_status plugin_request_set_output(plugin_request *r, size_t index, const graph
     if (index >= (size_t)g->n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%d outputs)", index,
                             g->n_outputs);
+    if (t->kind != GRAPH_KIND_TENSOR || g->outputs[index]->kind != GRAPH_KIND_TENSOR ||
+        t->type == RN_STRING)
+        return rn_set_error(RN_INVALID_ARG,
+                            "output '%s': only numeric tensor results can be written into the "
+                            "caller's buffer",
+                            g->outputs[index]->name);
     r->user_out[index] = *t;
     return RN_OK;
 }
@@ -168,6 +239,7 @@ static rn_status alloc_value(plugin_request *r, const graph_node *node, int inde
         s->owned = true;
     }
     s->t = *t;
+    s->has_value = true;
     return RN_OK;
 }
 
@@ -189,6 +261,37 @@ static rn_status alloc_output_cb(plugin_kernel_args *args, int index, int rank, 
     return alloc_value(ctx->request, ctx->node, index, t);
 }
 
+static rn_status move_output_cb(plugin_kernel_args *args, int index, graph_tensor *value)
+{
+    alloc_ctx *ctx = args->alloc_ctx;
+    const graph_node *node = ctx->node;
+    if (index < 0 || index >= args->n_outputs || node->outputs[index] == NULL)
+        return rn_set_error(RN_INTERNAL, "node '%s': move_output(%d) is not an output", node->name,
+                            index);
+    const graph_value *v = node->outputs[index];
+    /* A value whose kind was not known at compile time reads as a tensor. */
+    if (v->kind != GRAPH_KIND_TENSOR && !graph_kind_accepts(v->kind, value->kind))
+        return rn_set_error(RN_TYPE_MISMATCH, "node '%s' (%s): output '%s' is a %s, got a %s",
+                            node->name, node->op_type, v->name, graph_kind_name(v->kind),
+                            graph_kind_name(value->kind));
+    if (value->kind == GRAPH_KIND_TENSOR) {
+        if (value->rank < 0 || value->rank > RN_MAX_RANK)
+            return rn_set_error(RN_INTERNAL, "node '%s': output rank %d", node->name, value->rank);
+        value->nbytes = plugin_tensor_nbytes(value->type, graph_tensor_count(value));
+        if (value->data == NULL && (value->data = calloc(1, 1)) == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "node '%s' (%s): out of memory", node->name,
+                                node->op_type);
+    }
+    value_slot *s = &ctx->request->slots[v->id];
+    slot_clear(s);
+    s->t = *value;
+    s->owned = true;
+    s->has_value = true;
+    args->outputs[index] = *value;
+    memset(value, 0, sizeof *value);
+    return RN_OK;
+}
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -205,6 +308,7 @@ static rn_status run_node(plugin_request *r, int i)
     const graph_node *node = plan->g->nodes[i];
     graph_tensor *in = r->io + plan->io_offset[i];
     graph_tensor *out = in + node->n_inputs;
+    graph_tensor *implicit = out + node->n_outputs;
     graph_port *pin = r->ports + plan->io_offset[i];
     graph_port *pout = pin + node->n_inputs;
     for (int k = 0; k < node->n_inputs; k++) {
@@ -214,25 +318,47 @@ static rn_status run_node(plugin_request *r, int i)
         if (v == NULL)
             continue;
         const value_slot *s = &r->slots[v->id];
-        if (s->t.type == RN_UNDEFINED || (s->t.data == NULL && s->t.nbytes != 0))
+        if (!s->has_value)
             return rn_set_error(RN_INTERNAL, "node '%s' (%s): input '%s' has no data", node->name,
                                 node->op_type, v->name);
         in[k] = s->t;
-        if (in[k].data == NULL) /* an empty tensor: kernels still get a valid pointer */
-            in[k].data = (void *)&empty_tensor_data;
         pin[k].present = true;
         pin[k].type = s->t.type;
+        pin[k].kind = s->t.kind;
+        if (s->t.kind != GRAPH_KIND_TENSOR && !plan->kernels[i]->values)
+            return rn_set_error(RN_TYPE_MISMATCH,
+                                "node '%s' (%s): input '%s' is a %s, and the kernel takes tensors",
+                                node->name, node->op_type, v->name, graph_kind_name(s->t.kind));
+        if (s->t.kind != GRAPH_KIND_TENSOR) {
+            pin[k].shape.rank = -1; /* sequences and absent optionals have no shape */
+            continue;
+        }
+        if (in[k].data == NULL) /* an empty tensor: kernels still get a valid pointer */
+            in[k].data = (void *)&empty_tensor_data;
         pin[k].shape.rank = s->t.rank;
         memcpy(pin[k].shape.dims, s->t.dims, sizeof pin[k].shape.dims);
         pin[k].data = in[k].data;
+    }
+    for (int k = 0; k < plan->n_implicit[i]; k++) {
+        const value_slot *s = &r->slots[plan->implicit[i][k]];
+        if (!s->has_value)
+            return rn_set_error(RN_INTERNAL, "node '%s' (%s): outer value '%s' has no data",
+                                node->name, node->op_type,
+                                plan->g->values[plan->implicit[i][k]]->name);
+        implicit[k] = s->t;
+        if (implicit[k].kind == GRAPH_KIND_TENSOR && implicit[k].data == NULL)
+            implicit[k].data = (void *)&empty_tensor_data;
     }
     for (int k = 0; k < node->n_outputs; k++) {
         memset(&pout[k], 0, sizeof pout[k]);
         pout[k].present = node->outputs[k] != NULL;
         pout[k].shape.rank = -1;
     }
+    /* Nodes with subgraphs learn their output shapes by running them: their
+     * kernels hand over the outputs (move_output), so inference, which would
+     * have to infer the bodies again, is skipped. */
     const graph_op_schema *schema = graph_op_find(node->domain, node->op_type);
-    if (schema != NULL && schema->infer != NULL) {
+    if (schema != NULL && schema->infer != NULL && !plan->has_subgraphs[i]) {
         rn_status st = schema->infer(node, pin, node->n_inputs, pout, node->n_outputs);
         if (st != RN_OK)
             return st;
@@ -242,12 +368,15 @@ static rn_status run_node(plugin_request *r, int i)
         if (node->outputs[k] == NULL)
             continue;
         out[k].type = pout[k].type != RN_UNDEFINED ? pout[k].type : node->outputs[k]->type;
-        if (graph_shape_is_static(&pout[k].shape)) {
+        out[k].kind = pout[k].kind;
+        if (pout[k].kind == GRAPH_KIND_TENSOR && graph_shape_is_static(&pout[k].shape)) {
             out[k].rank = pout[k].shape.rank;
             memcpy(out[k].dims, pout[k].shape.dims, sizeof out[k].dims);
             rn_status st = alloc_value(r, node, k, &out[k]);
             if (st != RN_OK)
                 return st;
+        } else {
+            slot_clear(&r->slots[node->outputs[k]->id]); /* the kernel writes it */
         }
     }
     alloc_ctx actx = {.request = r, .node = node};
@@ -260,6 +389,10 @@ static rn_status run_node(plugin_request *r, int i)
         .state = plan->states[i],
         .alloc_output = alloc_output_cb,
         .alloc_ctx = &actx,
+        .move_output = move_output_cb,
+        .implicit = plan->n_implicit[i] > 0 ? implicit : NULL,
+        .n_implicit = plan->n_implicit[i],
+        .cancel = r->outer_cancel != NULL ? r->outer_cancel : &r->cancel,
     };
     uint64_t t0 = plan->options.profiling ? now_ns() : 0;
     rn_status st = plan->kernels[i]->run(&args);
@@ -272,7 +405,7 @@ static rn_status run_node(plugin_request *r, int i)
         return st;
     prof->status = RN_NODE_EXECUTED;
     for (int k = 0; k < node->n_outputs; k++) {
-        if (node->outputs[k] != NULL && out[k].data == NULL)
+        if (node->outputs[k] != NULL && !r->slots[node->outputs[k]->id].has_value)
             return rn_set_error(RN_INTERNAL, "node '%s' (%s): kernel left output %d unallocated",
                                 node->name, node->op_type, k);
     }
@@ -287,6 +420,11 @@ static void release_inputs(plugin_request *r, int i)
         const graph_value *v = node->inputs[k];
         if (v != NULL && v->producer != NULL && atomic_fetch_sub(&r->remaining[v->id], 1) == 1)
             slot_clear(&r->slots[v->id]);
+    }
+    for (int k = 0; k < r->plan->n_implicit[i]; k++) {
+        int id = r->plan->implicit[i][k];
+        if (r->plan->g->values[id]->producer != NULL && atomic_fetch_sub(&r->remaining[id], 1) == 1)
+            slot_clear(&r->slots[id]);
     }
     for (int k = 0; k < node->n_outputs; k++) {
         const graph_value *v = node->outputs[k];
@@ -303,6 +441,10 @@ static rn_status check_inputs(plugin_request *r)
     for (int i = 0; i < g->n_inputs; i++)
         if (!r->slots[g->inputs[i]->id].bound)
             return rn_set_error(RN_INVALID_ARG, "input '%s' is not set", g->inputs[i]->name);
+    for (int i = 0; i < r->plan->n_captures; i++)
+        if (!r->slots[r->plan->capture_ids[i]].bound)
+            return rn_set_error(RN_INVALID_ARG, "outer value '%s' is not bound",
+                                g->values[r->plan->capture_ids[i]]->name);
     return RN_OK;
 }
 
@@ -485,6 +627,10 @@ rn_status plugin_request_infer(plugin_request *r)
             run_stage_sync(r, k);
     const graph *g = r->plan->g;
     for (int i = 0; i < g->n_nodes && atomic_load(&r->status) == RN_OK; i++) {
+        if (r->outer_cancel != NULL && atomic_load(r->outer_cancel)) {
+            record_error(r, rn_set_error(RN_CANCELLED, "the infer request was cancelled"));
+            break;
+        }
         if ((st = run_node(r, i)) != RN_OK) {
             record_error(r, st);
             break;
@@ -571,6 +717,9 @@ int plugin_task_callback(const sched_task_ctx *ctx, void *arg)
 
 rn_status plugin_request_start_async(plugin_request *r)
 {
+    if (r->plan->nested)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "start_async: a subgraph's request runs with "
+                                                "infer only");
     int idle = REQUEST_IDLE;
     if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
         return busy_error("start_async");
@@ -682,11 +831,12 @@ rn_status plugin_request_get_output(plugin_request *r, size_t index, graph_tenso
     if (index >= (size_t)g->n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%d outputs)", index,
                             g->n_outputs);
-    const graph_tensor *t = &r->slots[g->outputs[index]->id].t;
-    if (t->type == RN_UNDEFINED)
+    const value_slot *s = &r->slots[g->outputs[index]->id];
+    const graph_tensor *t = &s->t;
+    if (!s->has_value && t->type == RN_UNDEFINED && t->kind == GRAPH_KIND_TENSOR)
         return rn_set_error(RN_INFER_NOT_STARTED, "output '%s' has no value before infer",
                             g->outputs[index]->name);
-    if (t->data == NULL && t->nbytes != 0)
+    if (!s->has_value)
         return rn_set_error(RN_INFER_NOT_STARTED,
                             "output '%s' has no value: the last run did not complete",
                             g->outputs[index]->name);

@@ -27,5 +27,8 @@ extern const plugin_kernel *const ref_kernels_signal[];
 extern const plugin_kernel *const ref_kernels_rnn[];
 extern const plugin_kernel *const ref_kernels_random[];
 extern const plugin_kernel *const ref_kernels_math[];
+extern const plugin_kernel *const ref_kernels_control[];
+extern const plugin_kernel *const ref_kernels_sequence[];
+extern const plugin_kernel *const ref_kernels_string[];
 
 #endif /* RUNNEL_PLUGINS_REF_REF_H */

@@ -9,6 +9,12 @@
  * or a hang is a FAIL with its reason, never the end of the run. Outputs are
  * compared with ONNX's tolerance (rtol 1e-3, atol 1e-7; NaN equals NaN).
  *
+ * Inputs and outputs may be tensors (strings included), sequences or
+ * optionals: a .pb file is read as the TensorProto, SequenceProto or
+ * OptionalProto that the model declares for its value (each parses as the
+ * others), sequences are compared item by item, and an optional without a
+ * value must come out as one.
+ *
  * A case is UNSUPPORTED when reading or compiling refuses it with
  * RN_UNSUPPORTED (an op, type or attribute the device lacks); any other
  * failure is FAIL. The runner prints one line per case that is not a PASS, a
@@ -365,11 +371,15 @@ static bool compare(const char *name, const rn_tensor *got, const graph_tensor *
 
 /* ONNX's test data stores bfloat16 tensors as uint16 (NumPy has no bfloat16):
  * the bits are the same, so a u16 tensor where the model declares bf16 is read
- * as bf16. */
+ * as bf16 (the items of a sequence too). */
 static void fix_bf16(graph_tensor *t, rn_element_type declared)
 {
     if (t->type == RN_U16 && declared == RN_BF16)
         t->type = RN_BF16;
+    for (size_t i = 0; i < t->n_items; i++)
+        fix_bf16(&t->items[i], declared);
+    if (t->kind == GRAPH_KIND_SEQUENCE && t->n_items > 0)
+        t->type = t->items[0].type;
 }
 
 static verdict status_verdict(rn_status st)
@@ -377,8 +387,165 @@ static verdict status_verdict(rn_status st)
     return st == RN_UNSUPPORTED ? UNSUPPORTED : FAIL;
 }
 
+/* ---- declared kinds of the model's inputs and outputs ----
+ *
+ * The .pb files of sequence and optional values parse as TensorProto too, so
+ * what a file holds is read from the model's declaration of its value. */
+
+typedef struct declared_value {
+    const char *name;
+    graph_kind kind;
+    rn_element_type elem;
+} declared_value;
+
+typedef struct declared_io {
+    Onnx__ModelProto *model;
+    size_t n;
+    declared_value *values;
+} declared_io;
+
+static void declared_type(const Onnx__TypeProto *tp, graph_kind *kind, rn_element_type *elem)
+{
+    *kind = GRAPH_KIND_TENSOR;
+    *elem = RN_UNDEFINED;
+    const Onnx__TypeProto *inner = tp;
+    if (tp != NULL && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
+        *kind = GRAPH_KIND_OPTIONAL;
+        inner = tp->optional_type != NULL ? tp->optional_type->elem_type : NULL;
+        if (inner != NULL && inner->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
+            *kind = GRAPH_KIND_OPTIONAL_SEQUENCE;
+    } else if (tp != NULL && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+        *kind = GRAPH_KIND_SEQUENCE;
+    }
+    if (inner != NULL && inner->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
+        inner = inner->sequence_type != NULL ? inner->sequence_type->elem_type : NULL;
+    if (inner != NULL && inner->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+        inner->tensor_type != NULL && inner->tensor_type->has_elem_type)
+        *elem = (rn_element_type)inner->tensor_type->elem_type;
+}
+
+/* Reads the declared types of the main graph's inputs and outputs (best
+ * effort: nothing when the model does not parse). */
+static void declared_read(const char *path, declared_io *io)
+{
+    memset(io, 0, sizeof *io);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
+    size_t got = buf ? fread(buf, 1, (size_t)len, f) : 0;
+    fclose(f);
+    io->model = buf && got == (size_t)len ? onnx__model_proto__unpack(NULL, got, buf) : NULL;
+    free(buf);
+    if (io->model == NULL || io->model->graph == NULL)
+        return;
+    const Onnx__GraphProto *g = io->model->graph;
+    io->values = calloc(g->n_input + g->n_output + 1, sizeof *io->values);
+    if (io->values == NULL)
+        return;
+    for (size_t k = 0; k < g->n_input + g->n_output; k++) {
+        const Onnx__ValueInfoProto *vi = k < g->n_input ? g->input[k] : g->output[k - g->n_input];
+        declared_value *d = &io->values[io->n++];
+        d->name = vi->name != NULL ? vi->name : "";
+        declared_type(vi->type, &d->kind, &d->elem);
+    }
+}
+
+static void declared_free(declared_io *io)
+{
+    if (io->model != NULL)
+        onnx__model_proto__free_unpacked(io->model, NULL);
+    free(io->values);
+}
+
+static const declared_value *declared_find(const declared_io *io, const char *name)
+{
+    for (size_t i = 0; i < io->n; i++)
+        if (strcmp(io->values[i].name, name) == 0)
+            return &io->values[i];
+    return NULL;
+}
+
+/* Reads a value file as its declaration says, filling in the element type
+ * that empty sequences and optionals without a value cannot carry. */
+static rn_status read_value(const char *path, const declared_value *d, graph_tensor *out)
+{
+    graph_kind kind = d != NULL ? d->kind : GRAPH_KIND_TENSOR;
+    rn_status st = onnx_read_value_file(path, kind, out);
+    if (st == RN_OK && out->type == RN_UNDEFINED && d != NULL)
+        out->type = d->elem;
+    return st;
+}
+
+/* An rn_tensor holding a value read from a file (tensors wrap its buffer,
+ * sequences copy their items). */
+static rn_status make_input(const graph_tensor *v, rn_tensor **out)
+{
+    if (v->kind == GRAPH_KIND_OPTIONAL || v->kind == GRAPH_KIND_OPTIONAL_SEQUENCE)
+        return rn_tensor_create_none(v->type, v->kind == GRAPH_KIND_OPTIONAL_SEQUENCE, out);
+    if (v->kind == GRAPH_KIND_TENSOR)
+        return rn_tensor_wrap(v->type, v->dims, (size_t)v->rank, v->data, v->nbytes, out);
+    rn_tensor **items = calloc(v->n_items + 1, sizeof *items);
+    if (items == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "out of memory");
+    rn_status st = RN_OK;
+    for (size_t i = 0; i < v->n_items && st == RN_OK; i++) {
+        const graph_tensor *it = &v->items[i];
+        st = rn_tensor_wrap(it->type, it->dims, (size_t)it->rank, it->data, it->nbytes, &items[i]);
+    }
+    if (st == RN_OK)
+        st = rn_tensor_create_sequence(v->type, items, v->n_items, out);
+    for (size_t i = 0; i < v->n_items; i++)
+        rn_tensor_free(items[i]);
+    free(items);
+    return st;
+}
+
+/* Compares an output of any kind with the expected value. */
+static bool compare_value(const char *name, const rn_tensor *got, const graph_tensor *want,
+                          char *why, size_t size)
+{
+    rn_value_kind gk = rn_tensor_kind(got);
+    if (want->kind == GRAPH_KIND_OPTIONAL || want->kind == GRAPH_KIND_OPTIONAL_SEQUENCE) {
+        if (gk != RN_VALUE_NONE) {
+            snprintf(why, size, "output '%s': has a value, expected an optional without one", name);
+            return false;
+        }
+        return true;
+    }
+    if (want->kind == GRAPH_KIND_TENSOR) {
+        if (gk != RN_VALUE_TENSOR) {
+            snprintf(why, size, "output '%s': is a %s, expected a tensor", name,
+                     gk == RN_VALUE_SEQUENCE ? "sequence" : "an optional without a value");
+            return false;
+        }
+        return compare(name, got, want, why, size);
+    }
+    if (gk != RN_VALUE_SEQUENCE) {
+        snprintf(why, size, "output '%s': is not a sequence", name);
+        return false;
+    }
+    if (rn_tensor_sequence_length(got) != want->n_items) {
+        snprintf(why, size, "output '%s': holds %zu items, expected %zu", name,
+                 rn_tensor_sequence_length(got), want->n_items);
+        return false;
+    }
+    for (size_t i = 0; i < want->n_items; i++) {
+        rn_tensor *item;
+        rn_tensor_sequence_item(got, i, &item);
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s[%zu]", name, i);
+        if (!compare(sub, item, &want->items[i], why, size))
+            return false;
+    }
+    return true;
+}
+
 static verdict run_data_set(test_case *c, rn_infer_request *req, const rn_compiled_model *cm,
-                            const char *set_dir)
+                            const declared_io *io, const char *set_dir)
 {
     size_t n_in = rn_compiled_model_input_count(cm), n_out = rn_compiled_model_output_count(cm);
     graph_tensor *ins = calloc(n_in + 1, sizeof *ins);
@@ -387,16 +554,15 @@ static verdict run_data_set(test_case *c, rn_infer_request *req, const rn_compil
     for (size_t i = 0; i < n_in && v == PASS; i++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/input_%zu.pb", set_dir, i);
-        rn_status st = onnx_read_tensor_file(p, &ins[i]);
+        rn_port in_port;
+        rn_compiled_model_input(cm, i, &in_port);
+        rn_status st = read_value(p, declared_find(io, in_port.name), &ins[i]);
         if (st != RN_OK) {
             v = report(c, status_verdict(st), "input_%zu.pb: %s", i, rn_last_error());
             break;
         }
-        rn_port in_port;
-        rn_compiled_model_input(cm, i, &in_port);
         fix_bf16(&ins[i], in_port.element_type);
-        st = rn_tensor_wrap(ins[i].type, ins[i].dims, (size_t)ins[i].rank, ins[i].data,
-                            ins[i].nbytes, &wrapped[i]);
+        st = make_input(&ins[i], &wrapped[i]);
         if (st == RN_OK)
             st = rn_infer_request_set_input_tensor(req, i, wrapped[i]);
         if (st != RN_OK)
@@ -411,19 +577,23 @@ static verdict run_data_set(test_case *c, rn_infer_request *req, const rn_compil
     for (size_t o = 0; o < n_out && v == PASS; o++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/output_%zu.pb", set_dir, o);
+        rn_port port;
+        rn_compiled_model_output(cm, o, &port);
         graph_tensor want = {0};
-        rn_status st = onnx_read_tensor_file(p, &want);
+        rn_status st = read_value(p, declared_find(io, port.name), &want);
         if (st != RN_OK) {
             v = report(c, FAIL, "output_%zu.pb: %s", o, rn_last_error());
             break;
         }
         rn_tensor *got;
-        rn_port port;
-        rn_compiled_model_output(cm, o, &port);
-        rn_infer_request_get_output_tensor(req, o, &got);
+        if ((st = rn_infer_request_get_output_tensor(req, o, &got)) != RN_OK) {
+            v = report(c, FAIL, "output %zu: %s: %s", o, rn_status_name(st), rn_last_error());
+            graph_tensor_release(&want);
+            break;
+        }
         fix_bf16(&want, rn_tensor_element_type(got));
         char why[400];
-        if (!compare(port.name, got, &want, why, sizeof why))
+        if (!compare_value(port.name, got, &want, why, sizeof why))
             v = report(c, FAIL, "%s", why);
         graph_tensor_release(&want);
     }
@@ -491,14 +661,17 @@ static verdict run_case(test_case *c)
         goto done;
     }
     int sets = 0;
+    declared_io io;
+    declared_read(c->model, &io);
     for (int k = 0; v == PASS; k++) {
         char set_dir[4096];
         snprintf(set_dir, sizeof set_dir, "%s/test_data_set_%d", c->dir, k);
         if (!is_dir(set_dir))
             break;
         sets++;
-        v = run_data_set(c, req, cm, set_dir);
+        v = run_data_set(c, req, cm, &io, set_dir);
     }
+    declared_free(&io);
     if (v == PASS && sets == 0)
         v = report(c, FAIL, "no test_data_set_* folder");
 done:

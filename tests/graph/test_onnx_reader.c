@@ -1310,17 +1310,70 @@ Test(onnx_reader, unknown_element_type)
     assert_mentions(msg, "1234");
 }
 
-Test(onnx_reader, non_tensor_types_are_unsupported)
+/* Sequences of tensors and optionals are read (graph_kind); maps and
+ * sequences of sequences are not. */
+Test(onnx_reader, map_and_nested_sequence_types_are_unsupported)
 {
     Onnx__GraphProto *g;
     Onnx__ModelProto *m = add_model(&g);
     Onnx__TypeProto *tp = g->input[0]->type;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_MAP_TYPE;
+    tp->map_type = mem(sizeof *tp->map_type);
+    onnx__type_proto__map__init(tp->map_type);
+    const char *msg = refused(m, RN_UNSUPPORTED);
+    assert_mentions(msg, "'x'");
+    assert_mentions(msg, "map");
+    Onnx__TypeProto *inner = mem(sizeof *inner);
+    onnx__type_proto__init(inner);
+    inner->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    inner->sequence_type = mem(sizeof *inner->sequence_type);
+    onnx__type_proto__sequence__init(inner->sequence_type);
     tp->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
     tp->sequence_type = mem(sizeof *tp->sequence_type);
     onnx__type_proto__sequence__init(tp->sequence_type);
-    const char *msg = refused(m, RN_UNSUPPORTED);
+    tp->sequence_type->elem_type = inner;
+    msg = refused(m, RN_UNSUPPORTED);
     assert_mentions(msg, "'x'");
     assert_mentions(msg, "sequence");
+}
+
+Test(onnx_reader, sequence_and_optional_types_are_read)
+{
+    Onnx__GraphProto *g;
+    Onnx__ModelProto *m = add_model(&g);
+    /* x: sequence(tensor(float)) */
+    Onnx__TypeProto *tp = g->input[0]->type;
+    Onnx__TypeProto *elem = mem(sizeof *elem);
+    onnx__type_proto__init(elem);
+    elem->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    elem->tensor_type = mem(sizeof *elem->tensor_type);
+    onnx__type_proto__tensor__init(elem->tensor_type);
+    elem->tensor_type->has_elem_type = 1;
+    elem->tensor_type->elem_type = 1;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    tp->sequence_type = mem(sizeof *tp->sequence_type);
+    onnx__type_proto__sequence__init(tp->sequence_type);
+    tp->sequence_type->elem_type = elem;
+    graph *out;
+    cr_assert_eq(read_built(m, NULL, &out), RN_OK, "%s", rn_last_error());
+    const graph_value *x = graph_find_value(out, "x", false);
+    cr_assert_not_null(x);
+    cr_assert_eq(x->kind, GRAPH_KIND_SEQUENCE);
+    cr_assert_eq(x->type, RN_F32);
+    cr_assert_eq(x->shape.rank, -1, "a sequence has no shape of its own");
+    graph_free(out);
+    /* x: optional(sequence(tensor(float))) */
+    Onnx__TypeProto *seq = mem(sizeof *seq);
+    *seq = *tp;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+    tp->optional_type = mem(sizeof *tp->optional_type);
+    onnx__type_proto__optional__init(tp->optional_type);
+    tp->optional_type->elem_type = seq;
+    cr_assert_eq(read_built(m, NULL, &out), RN_OK, "%s", rn_last_error());
+    x = graph_find_value(out, "x", false);
+    cr_assert_eq(x->kind, GRAPH_KIND_OPTIONAL_SEQUENCE);
+    cr_assert_eq(x->type, RN_F32);
+    graph_free(out);
 }
 
 Test(onnx_reader, unknown_op)

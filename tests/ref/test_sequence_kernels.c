@@ -1,0 +1,664 @@
+/* REF sequences, optionals and strings, and their public API: the Sequence*
+ * ops with ONNX's positions, SplitToSequence / ConcatFromSequence,
+ * SequenceMap, the optionals, StringNormalizer / StringSplit / StringConcat /
+ * RegexFullMatch; then string, sequence and optional rn_tensors through a
+ * compiled model. Expected values are worked out by hand beside each test. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "graph/ops.h"
+#include "plugins/api/plan.h"
+#include "plugins/ref/ref.h"
+#include "runnel/runnel.h"
+
+#define NODE_DIR "/usr/share/libonnx-testdata/data/node"
+
+/* ---- building graphs ---- */
+
+static graph *new_graph(const char *name, graph *parent)
+{
+    graph *g;
+    cr_assert_eq(graph_create(name, &g), RN_OK);
+    g->parent = parent;
+    g->opset = 20;
+    return g;
+}
+
+static graph_value *val(graph *g, const char *name)
+{
+    graph_value *v;
+    cr_assert_eq(graph_add_value(g, name, &v), RN_OK, "%s", rn_last_error());
+    return v;
+}
+
+static graph_value *param(graph *g, const char *name, graph_kind kind, rn_element_type type,
+                          int rank, const int64_t *dims)
+{
+    graph_value *v = val(g, name);
+    v->kind = kind;
+    v->type = type;
+    v->shape.rank = rank;
+    if (rank > 0)
+        memcpy(v->shape.dims, dims, sizeof(int64_t) * (size_t)rank);
+    cr_assert_eq(graph_add_input(g, v), RN_OK);
+    return v;
+}
+
+static graph_value *const_i64(graph *g, const char *name, int64_t x)
+{
+    graph_value *v = val(g, name);
+    graph_tensor *t = calloc(1, sizeof *t);
+    *t = (graph_tensor){.type = RN_I64, .nbytes = 8, .data = malloc(8)};
+    *(int64_t *)t->data = x;
+    v->constant = t;
+    v->type = RN_I64;
+    v->shape.rank = 0;
+    return v;
+}
+
+static graph_node *node(graph *g, const char *name, const char *op, int n_in, graph_value **in,
+                        int n_out, graph_value **out)
+{
+    graph_node *n;
+    cr_assert_eq(graph_add_node(g, name, "", op, g->opset, n_in, in, n_out, out, &n), RN_OK, "%s",
+                 rn_last_error());
+    return n;
+}
+
+static void attr_int(graph_node *n, const char *name, int64_t v)
+{
+    graph_attr a = {.name = strdup(name), .type = GRAPH_ATTR_INT, .i = v};
+    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
+}
+
+static void attr_string(graph_node *n, const char *name, const char *s)
+{
+    graph_attr a = {.name = strdup(name), .type = GRAPH_ATTR_STRING, .s = strdup(s)};
+    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
+}
+
+static void attr_strings(graph_node *n, const char *name, int count, const char *const *s)
+{
+    char **copy = calloc((size_t)count + 1, sizeof *copy);
+    for (int i = 0; i < count; i++)
+        copy[i] = strdup(s[i]);
+    graph_attr a = {
+        .name = strdup(name), .type = GRAPH_ATTR_STRINGS, .count = count, .strings = copy};
+    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
+}
+
+/* ---- running ---- */
+
+typedef struct runner {
+    plugin_kernel_registry *reg;
+    plugin_plan *plan;
+    plugin_request *req;
+} runner;
+
+static rn_status compile(graph *g, runner *r)
+{
+    memset(r, 0, sizeof *r);
+    cr_assert_eq(graph_sort(g), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(plugin_kernel_registry_create(&r->reg), RN_OK);
+    cr_assert_eq(ref_register_kernels(r->reg), RN_OK);
+    plugin_plan_options o = {.n_streams = 1, .threads_per_stream = 1};
+    rn_status st = plugin_plan_build(g, r->reg, &o, &r->plan);
+    if (st == RN_OK)
+        st = plugin_request_create(r->plan, &r->req);
+    return st;
+}
+
+static void runner_free(runner *r)
+{
+    plugin_request_free(r->req);
+    plugin_plan_free(r->plan);
+    plugin_kernel_registry_free(r->reg);
+}
+
+static graph_tensor view(rn_element_type type, int rank, const int64_t *dims, const void *data)
+{
+    graph_tensor t = {.type = type, .rank = rank, .data = (void *)data};
+    if (rank > 0)
+        memcpy(t.dims, dims, sizeof(int64_t) * (size_t)rank);
+    t.nbytes =
+        graph_tensor_count(&t) * (type == RN_STRING ? sizeof(char *) : rn_element_type_size(type));
+    return t;
+}
+
+static void set_input(runner *r, size_t i, graph_tensor t)
+{
+    cr_assert_eq(plugin_request_set_input(r->req, i, &t), RN_OK, "%s", rn_last_error());
+}
+
+static graph_tensor output(runner *r, size_t i)
+{
+    graph_tensor t;
+    cr_assert_eq(plugin_request_get_output(r->req, i, &t), RN_OK, "%s", rn_last_error());
+    return t;
+}
+
+static void expect_f32(const graph_tensor *t, int rank, const int64_t *dims, const float *want)
+{
+    cr_assert_eq(t->kind, GRAPH_KIND_TENSOR);
+    cr_assert_eq(t->type, RN_F32, "type %s", rn_element_type_name(t->type));
+    cr_assert_eq(t->rank, rank, "rank %d, expected %d", t->rank, rank);
+    for (int d = 0; d < rank; d++)
+        cr_assert_eq(t->dims[d], dims[d], "dim %d is %lld, expected %lld", d, (long long)t->dims[d],
+                     (long long)dims[d]);
+    for (size_t i = 0; i < graph_tensor_count(t); i++)
+        cr_assert_float_eq(((const float *)t->data)[i], want[i], 1e-6, "element %zu: %g, want %g",
+                           i, ((const float *)t->data)[i], want[i]);
+}
+
+static void expect_strings(const graph_tensor *t, int rank, const int64_t *dims,
+                           const char *const *want)
+{
+    cr_assert_eq(t->type, RN_STRING);
+    cr_assert_eq(t->rank, rank, "rank %d, expected %d", t->rank, rank);
+    for (int d = 0; d < rank; d++)
+        cr_assert_eq(t->dims[d], dims[d], "dim %d is %lld, expected %lld", d, (long long)t->dims[d],
+                     (long long)dims[d]);
+    char *const *s = t->data;
+    for (size_t i = 0; i < graph_tensor_count(t); i++)
+        cr_assert_str_eq(s[i], want[i], "element %zu", i);
+}
+
+static const int64_t d1[] = {1}, d2[] = {2}, d3[] = {3};
+
+/* ---- Sequence* ---- */
+
+Test(sequence, positions_count_from_either_end)
+{
+    /* s1 = [x, y]; s2 = insert z at -1 -> [x, z, y]; s3 = erase 0 -> [z, y];
+     * at = s3[-1] = y; len = |s2| = 3; cat = concat(s2) = x ++ z ++ y */
+    graph *g = new_graph("main", NULL);
+    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
+    graph_value *y = param(g, "y", GRAPH_KIND_TENSOR, RN_F32, 1, d2);
+    graph_value *z = param(g, "z", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
+    graph_value *s1 = val(g, "s1"), *s2 = val(g, "s2"), *s3 = val(g, "s3"), *at = val(g, "at"),
+                *len = val(g, "len"), *cat = val(g, "cat");
+    graph_value *minus1 = const_i64(g, "minus1", -1), *zero = const_i64(g, "zero", 0);
+    node(g, "construct", "SequenceConstruct", 2, (graph_value *[]){x, y}, 1, &s1);
+    node(g, "insert", "SequenceInsert", 3, (graph_value *[]){s1, z, minus1}, 1, &s2);
+    node(g, "erase", "SequenceErase", 2, (graph_value *[]){s2, zero}, 1, &s3);
+    node(g, "at", "SequenceAt", 2, (graph_value *[]){s3, minus1}, 1, &at);
+    node(g, "len", "SequenceLength", 1, &s2, 1, &len);
+    attr_int(node(g, "cat", "ConcatFromSequence", 1, &s2, 1, &cat), "axis", 0);
+    graph_add_output(g, at);
+    graph_add_output(g, len);
+    graph_add_output(g, cat);
+    graph_add_output(g, s3);
+    runner r;
+    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    static const float xv[] = {1}, yv[] = {2, 3}, zv[] = {4};
+    set_input(&r, 0, view(RN_F32, 1, d1, xv));
+    set_input(&r, 1, view(RN_F32, 1, d2, yv));
+    set_input(&r, 2, view(RN_F32, 1, d1, zv));
+    cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
+    graph_tensor t = output(&r, 0);
+    expect_f32(&t, 1, d2, yv);
+    t = output(&r, 1);
+    cr_assert_eq(t.type, RN_I64);
+    cr_assert_eq(*(int64_t *)t.data, 3);
+    static const int64_t d4[] = {4};
+    static const float cat_want[] = {1, 4, 2, 3};
+    t = output(&r, 2);
+    expect_f32(&t, 1, d4, cat_want);
+    t = output(&r, 3);
+    cr_assert_eq(t.kind, GRAPH_KIND_SEQUENCE);
+    cr_assert_eq(t.n_items, 2);
+    expect_f32(&t.items[0], 1, d1, zv);
+    expect_f32(&t.items[1], 1, d2, yv);
+    runner_free(&r);
+    graph_free(g);
+}
+
+Test(sequence, a_position_out_of_range_is_an_error)
+{
+    /* SequenceAt(s, 2) on a sequence of 2: positions are -2..1 */
+    graph *g = new_graph("main", NULL);
+    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
+    graph_value *s = val(g, "s"), *at = val(g, "at"), *two = const_i64(g, "two", 2);
+    node(g, "construct", "SequenceConstruct", 2, (graph_value *[]){x, x}, 1, &s);
+    node(g, "pick", "SequenceAt", 2, (graph_value *[]){s, two}, 1, &at);
+    graph_add_output(g, at);
+    runner r;
+    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    static const float xv[] = {1};
+    set_input(&r, 0, view(RN_F32, 1, d1, xv));
+    cr_assert_eq(plugin_request_infer(r.req), RN_INVALID_ARG);
+    cr_assert_not_null(strstr(rn_last_error(), "pick"), "%s", rn_last_error());
+    cr_assert_not_null(strstr(rn_last_error(), "position 2"), "%s", rn_last_error());
+    runner_free(&r);
+    graph_free(g);
+}
+
+Test(sequence, split_and_stack)
+{
+    /* x = 0..4 split by 2 -> [0,1], [2,3], [4]; m [2,3] without split and
+     * keepdims 0 -> three columns of [2]; stacked along a new last axis they
+     * give m back. */
+    graph *g = new_graph("main", NULL);
+    static const int64_t d5[] = {5}, d23[] = {2, 3};
+    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d5);
+    graph_value *m = param(g, "m", GRAPH_KIND_TENSOR, RN_F32, 2, d23);
+    graph_value *two = const_i64(g, "two", 2);
+    graph_value *parts = val(g, "parts"), *cols = val(g, "cols"), *back = val(g, "back");
+    node(g, "split", "SplitToSequence", 2, (graph_value *[]){x, two}, 1, &parts);
+    graph_node *n = node(g, "cols", "SplitToSequence", 1, &m, 1, &cols);
+    attr_int(n, "axis", 1);
+    attr_int(n, "keepdims", 0);
+    n = node(g, "stack", "ConcatFromSequence", 1, &cols, 1, &back);
+    attr_int(n, "axis", -1);
+    attr_int(n, "new_axis", 1);
+    graph_add_output(g, parts);
+    graph_add_output(g, cols);
+    graph_add_output(g, back);
+    runner r;
+    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    static const float xv[] = {0, 1, 2, 3, 4}, mv[] = {1, 2, 3, 4, 5, 6};
+    set_input(&r, 0, view(RN_F32, 1, d5, xv));
+    set_input(&r, 1, view(RN_F32, 2, d23, mv));
+    cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
+    graph_tensor p = output(&r, 0);
+    cr_assert_eq(p.n_items, 3);
+    expect_f32(&p.items[0], 1, d2, xv);
+    expect_f32(&p.items[2], 1, d1, xv + 4);
+    graph_tensor c = output(&r, 1);
+    cr_assert_eq(c.n_items, 3);
+    static const float col1[] = {2, 5};
+    expect_f32(&c.items[1], 1, d2, col1);
+    graph_tensor b = output(&r, 2);
+    expect_f32(&b, 2, d23, mv);
+    runner_free(&r);
+    graph_free(g);
+}
+
+Test(sequence, sequence_map_runs_the_body_per_item)
+{
+    /* y = map(s, k) { Add(item, k) } with s = [[1,2], [3]] and k = [10]:
+     * [[11,12], [13]] */
+    graph *g = new_graph("main", NULL);
+    graph_value *s = param(g, "s", GRAPH_KIND_SEQUENCE, RN_F32, -1, NULL);
+    graph_value *k = param(g, "k", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
+    graph_value *y = val(g, "y");
+    graph *b = new_graph("body", g);
+    graph_value *item = val(b, "item"), *kk = val(b, "kk"), *o = val(b, "o");
+    graph_add_input(b, item);
+    graph_add_input(b, kk);
+    node(b, "add", "Add", 2, (graph_value *[]){item, kk}, 1, &o);
+    graph_add_output(b, o);
+    graph_node *n = node(g, "map", "SequenceMap", 2, (graph_value *[]){s, k}, 1, &y);
+    graph_attr a = {.name = strdup("body"), .type = GRAPH_ATTR_GRAPH, .g = b};
+    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
+    graph_add_output(g, y);
+    runner r;
+    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    static const float i0[] = {1, 2}, i1[] = {3}, kv[] = {10};
+    graph_tensor items[2] = {view(RN_F32, 1, d2, i0), view(RN_F32, 1, d1, i1)};
+    graph_tensor seq = {.kind = GRAPH_KIND_SEQUENCE, .type = RN_F32, .n_items = 2, .items = items};
+    set_input(&r, 0, seq);
+    set_input(&r, 1, view(RN_F32, 1, d1, kv));
+    cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
+    graph_tensor t = output(&r, 0);
+    cr_assert_eq(t.kind, GRAPH_KIND_SEQUENCE);
+    cr_assert_eq(t.n_items, 2);
+    static const float w0[] = {11, 12}, w1[] = {13};
+    expect_f32(&t.items[0], 1, d2, w0);
+    expect_f32(&t.items[1], 1, d1, w1);
+    /* a tensor where the sequence is declared is refused when bound */
+    graph_tensor plain = view(RN_F32, 1, d1, kv);
+    cr_assert_eq(plugin_request_set_input(r.req, 0, &plain), RN_TYPE_MISMATCH);
+    runner_free(&r);
+    graph_free(g);
+}
+
+/* ---- optionals ---- */
+
+Test(sequence, optionals_with_and_without_a_value)
+{
+    /* some = Optional(x); none = Optional[type f32](); has(some) = 1,
+     * has(none) = 0, get(some) = x; get(none) fails */
+    graph *g = new_graph("main", NULL);
+    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d3);
+    graph_value *some = val(g, "some"), *none = val(g, "none"), *h1 = val(g, "h1"),
+                *h2 = val(g, "h2"), *got = val(g, "got");
+    node(g, "some", "Optional", 1, &x, 1, &some);
+    graph_node *n = node(g, "none", "Optional", 0, NULL, 1, &none);
+    graph_attr a = {.name = strdup("type"),
+                    .type = GRAPH_ATTR_TYPE_PROTO,
+                    .tp = {.kind = GRAPH_KIND_TENSOR, .elem = RN_F32, .shape = {.rank = -1}}};
+    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
+    node(g, "has1", "OptionalHasElement", 1, &some, 1, &h1);
+    node(g, "has2", "OptionalHasElement", 1, &none, 1, &h2);
+    node(g, "get", "OptionalGetElement", 1, &some, 1, &got);
+    graph_add_output(g, h1);
+    graph_add_output(g, h2);
+    graph_add_output(g, got);
+    graph_add_output(g, none);
+    runner r;
+    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    static const float xv[] = {1, 2, 3};
+    set_input(&r, 0, view(RN_F32, 1, d3, xv));
+    cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(*(uint8_t *)output(&r, 0).data, 1);
+    cr_assert_eq(*(uint8_t *)output(&r, 1).data, 0);
+    graph_tensor t = output(&r, 2);
+    expect_f32(&t, 1, d3, xv);
+    cr_assert_eq(output(&r, 3).kind, GRAPH_KIND_OPTIONAL);
+    runner_free(&r);
+    graph_free(g);
+
+    g = new_graph("main", NULL);
+    none = val(g, "none");
+    got = val(g, "got");
+    n = node(g, "none", "Optional", 0, NULL, 1, &none);
+    graph_attr a2 = {.name = strdup("type"),
+                     .type = GRAPH_ATTR_TYPE_PROTO,
+                     .tp = {.kind = GRAPH_KIND_TENSOR, .elem = RN_F32, .shape = {.rank = -1}}};
+    cr_assert_eq(graph_node_add_attr(n, &a2), RN_OK);
+    node(g, "get", "OptionalGetElement", 1, &none, 1, &got);
+    graph_add_output(g, got);
+    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(plugin_request_infer(r.req), RN_INVALID_ARG);
+    cr_assert_not_null(strstr(rn_last_error(), "without a value"), "%s", rn_last_error());
+    runner_free(&r);
+    graph_free(g);
+}
+
+/* ---- strings ---- */
+
+Test(strings, normalizer_drops_stop_words_and_changes_case)
+{
+    /* LOWER, case-insensitive, stop word "monday": "Monday" -> "" (dropped),
+     * "Tuesday" -> "tuesday", "MONDAY Ünd x" -> "ünd x" (Latin-1 too) */
+    graph *g = new_graph("main", NULL);
+    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_STRING, 1, d3);
+    graph_value *y = val(g, "y");
+    graph_node *n = node(g, "norm", "StringNormalizer", 1, &x, 1, &y);
+    attr_string(n, "case_change_action", "LOWER");
+    attr_strings(n, "stopwords", 1, (const char *const[]){"monday"});
+    graph_add_output(g, y);
+    runner r;
+    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    const char *in[] = {"Monday", "Tuesday", "MONDAY \xc3\x9cnd x"};
+    set_input(&r, 0, view(RN_STRING, 1, d3, in));
+    cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
+    graph_tensor t = output(&r, 0);
+    expect_strings(&t, 1, d2, (const char *const[]){"tuesday", "\xc3\xbcnd x"});
+    /* all gone: one empty string */
+    const char *only[] = {"monday", "MONDAY", "Monday"};
+    set_input(&r, 0, view(RN_STRING, 1, d3, only));
+    cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
+    t = output(&r, 0);
+    expect_strings(&t, 1, d1, (const char *const[]){""});
+    /* an unset string is refused when bound */
+    const char *unset[] = {"a", NULL, "b"};
+    graph_tensor bad = view(RN_STRING, 1, d3, unset);
+    cr_assert_eq(plugin_request_set_input(r.req, 0, &bad), RN_INVALID_ARG);
+    runner_free(&r);
+    graph_free(g);
+}
+
+Test(strings, split_concat_and_regex)
+{
+    /* split(["a,b,,c", ""], ",") -> [[a,b,"",c], ["","","",""]], lengths
+     * [4, 1]; split(x) on whitespace with maxsplit 1: "  hello  big world" ->
+     * [hello, "big world"]; concat(x, "!") broadcasts; regex www\.[\w.-]+\.com
+     * matches "www.a-b.com" and not "www.x.org" */
+    graph *g = new_graph("main", NULL);
+    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_STRING, 1, d2);
+    graph_value *w = param(g, "w", GRAPH_KIND_TENSOR, RN_STRING, 1, d1);
+    graph_value *bang = param(g, "bang", GRAPH_KIND_TENSOR, RN_STRING, 1, d1);
+    graph_value *sub = val(g, "sub"), *len = val(g, "len"), *ws = val(g, "ws"), *wl = val(g, "wl"),
+                *cat = val(g, "cat"), *match = val(g, "match");
+    attr_string(node(g, "split", "StringSplit", 1, &x, 2, (graph_value *[]){sub, len}), "delimiter",
+                ",");
+    attr_int(node(g, "words", "StringSplit", 1, &w, 2, (graph_value *[]){ws, wl}), "maxsplit", 1);
+    node(g, "cat", "StringConcat", 2, (graph_value *[]){x, bang}, 1, &cat);
+    attr_string(node(g, "re", "RegexFullMatch", 1, &cat, 1, &match), "pattern",
+                "www\\.[\\w.-]+\\.com!");
+    graph_add_output(g, sub);
+    graph_add_output(g, len);
+    graph_add_output(g, ws);
+    graph_add_output(g, cat);
+    graph_add_output(g, match);
+    runner r;
+    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    const char *xs[] = {"a,b,,c", ""}, *wv[] = {"  hello  big world"}, *bv[] = {"!"};
+    set_input(&r, 0, view(RN_STRING, 1, d2, xs));
+    set_input(&r, 1, view(RN_STRING, 1, d1, wv));
+    set_input(&r, 2, view(RN_STRING, 1, d1, bv));
+    cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
+    static const int64_t d24[] = {2, 4}, d12[] = {1, 2};
+    graph_tensor t = output(&r, 0);
+    expect_strings(&t, 2, d24, (const char *const[]){"a", "b", "", "c", "", "", "", ""});
+    t = output(&r, 1);
+    cr_assert_eq(((int64_t *)t.data)[0], 4);
+    cr_assert_eq(((int64_t *)t.data)[1], 1);
+    t = output(&r, 2);
+    expect_strings(&t, 2, d12, (const char *const[]){"hello", "big world"});
+    t = output(&r, 3);
+    expect_strings(&t, 1, d2, (const char *const[]){"a,b,,c!", "!"});
+    const char *urls[] = {"www.a-b.com", "www.x.org"};
+    set_input(&r, 0, view(RN_STRING, 1, d2, urls));
+    cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
+    t = output(&r, 4);
+    cr_assert_eq(((uint8_t *)t.data)[0], 1);
+    cr_assert_eq(((uint8_t *)t.data)[1], 0);
+    runner_free(&r);
+    graph_free(g);
+}
+
+Test(strings, a_pattern_without_a_posix_form_is_unsupported)
+{
+    graph *g = new_graph("main", NULL);
+    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_STRING, 1, d1);
+    graph_value *y = val(g, "y");
+    attr_string(node(g, "re", "RegexFullMatch", 1, &x, 1, &y), "pattern", "(?i)abc");
+    graph_add_output(g, y);
+    runner r;
+    cr_assert_eq(compile(g, &r), RN_UNSUPPORTED, "%s", rn_last_error());
+    cr_assert_not_null(strstr(rn_last_error(), "(?"), "%s", rn_last_error());
+    runner_free(&r);
+    graph_free(g);
+}
+
+/* ---- the public API ---- */
+
+Test(api, string_tensors_own_their_strings)
+{
+    static const int64_t dims[] = {2};
+    rn_tensor *t;
+    cr_assert_eq(rn_tensor_create(RN_STRING, dims, 1, &t), RN_OK, "%s", rn_last_error());
+    cr_assert_null(rn_tensor_get_string(t, 0), "entries start unset");
+    char word[] = "hello";
+    cr_assert_eq(rn_tensor_set_string(t, 0, word), RN_OK);
+    word[0] = 'j';
+    cr_assert_str_eq(rn_tensor_get_string(t, 0), "hello", "the tensor keeps a copy");
+    cr_assert_eq(rn_tensor_set_string(t, 0, "again"), RN_OK);
+    cr_assert_eq(rn_tensor_set_string(t, 2, "x"), RN_INVALID_ARG);
+    cr_assert_null(rn_tensor_get_string(t, 2));
+    cr_assert_eq(rn_tensor_byte_size(t), 2 * sizeof(char *));
+    rn_tensor_free(t);
+    const char *arr[] = {"a", "b"};
+    cr_assert_eq(rn_tensor_wrap(RN_STRING, dims, 1, arr, sizeof arr, &t), RN_OK);
+    cr_assert_str_eq(rn_tensor_get_string(t, 1), "b");
+    cr_assert_eq(rn_tensor_set_string(t, 0, "z"), RN_INVALID_ARG, "a wrapped tensor borrows");
+    rn_tensor_free(t);
+}
+
+/* The compiled test model at `path` with one request. */
+typedef struct model_run {
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm;
+    rn_infer_request *req;
+} model_run;
+
+static void open_model(const char *path, model_run *m)
+{
+    cr_assert_eq(rn_core_create(&m->core), RN_OK);
+    cr_assert_eq(rn_core_read_model(m->core, path, &m->model), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_core_compile_model(m->core, m->model, "REF", NULL, 0, &m->cm), RN_OK, "%s",
+                 rn_last_error());
+    cr_assert_eq(rn_compiled_model_create_infer_request(m->cm, &m->req), RN_OK, "%s",
+                 rn_last_error());
+}
+
+static void close_model(model_run *m)
+{
+    rn_infer_request_free(m->req);
+    rn_compiled_model_free(m->cm);
+    rn_model_free(m->model);
+    rn_core_free(m->core);
+}
+
+Test(api, strings_through_a_model)
+{
+    /* UPPER, case-sensitive, stop word "monday": ["monday", "tuesday",
+     * "Monday", "wed"] -> ["TUESDAY", "MONDAY", "WED"] */
+    model_run m;
+    open_model(NODE_DIR "/test_strnormalizer_export_monday_casesensintive_upper/model.onnx", &m);
+    rn_tensor *x;
+    cr_assert_eq(rn_infer_request_get_input_tensor(m.req, 0, &x), RN_OK);
+    cr_assert_eq(rn_tensor_element_type(x), RN_STRING);
+    cr_assert_eq(rn_infer_request_infer(m.req), RN_INVALID_ARG, "unset strings are refused");
+    const char *words[] = {"monday", "tuesday", "Monday", "wed"};
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_eq(rn_tensor_set_string(x, i, words[i]), RN_OK);
+    cr_assert_eq(rn_infer_request_infer(m.req), RN_OK, "%s", rn_last_error());
+    rn_tensor *y;
+    cr_assert_eq(rn_infer_request_get_output_tensor(m.req, 0, &y), RN_OK);
+    cr_assert_eq(rn_tensor_element_count(y), 3);
+    cr_assert_str_eq(rn_tensor_get_string(y, 0), "TUESDAY");
+    cr_assert_str_eq(rn_tensor_get_string(y, 1), "MONDAY");
+    cr_assert_str_eq(rn_tensor_get_string(y, 2), "WED");
+    close_model(&m);
+}
+
+Test(api, sequences_through_a_model)
+{
+    /* insert [7,8,9] at position -1 of [[1,2,3], [4,5,6]]:
+     * [[1,2,3], [7,8,9], [4,5,6]] */
+    model_run m;
+    open_model(NODE_DIR "/test_sequence_insert_at_front/model.onnx", &m);
+    static const int64_t d3v[] = {3}, d1v[] = {1};
+    int64_t a[] = {1, 2, 3}, b[] = {4, 5, 6}, c[] = {7, 8, 9}, pos[] = {-1};
+    rn_tensor *ta, *tb, *tc, *tp, *seq;
+    cr_assert_eq(rn_tensor_wrap(RN_I64, d3v, 1, a, sizeof a, &ta), RN_OK);
+    cr_assert_eq(rn_tensor_wrap(RN_I64, d3v, 1, b, sizeof b, &tb), RN_OK);
+    cr_assert_eq(rn_tensor_wrap(RN_I64, d3v, 1, c, sizeof c, &tc), RN_OK);
+    cr_assert_eq(rn_tensor_wrap(RN_I64, d1v, 1, pos, sizeof pos, &tp), RN_OK);
+    cr_assert_eq(rn_tensor_create_sequence(RN_I64, (rn_tensor *[]){ta, tb}, 2, &seq), RN_OK, "%s",
+                 rn_last_error());
+    a[0] = 100; /* the sequence holds copies */
+    cr_assert_eq(rn_tensor_kind(seq), RN_VALUE_SEQUENCE);
+    cr_assert_eq(rn_tensor_sequence_length(seq), 2);
+    cr_assert_eq(rn_tensor_create_sequence(RN_F32, (rn_tensor *[]){ta}, 1, &(rn_tensor *){NULL}),
+                 RN_INVALID_ARG, "items of another type are refused");
+    /* a plain tensor where the model declares a sequence is refused */
+    cr_assert_eq(rn_infer_request_set_input_tensor(m.req, 0, tc), RN_OK);
+    cr_assert_eq(rn_infer_request_set_input_tensor(m.req, 1, tc), RN_OK);
+    cr_assert_eq(rn_infer_request_set_input_tensor(m.req, 2, tp), RN_OK);
+    cr_assert_eq(rn_infer_request_infer(m.req), RN_TYPE_MISMATCH, "%s", rn_last_error());
+    cr_assert_eq(rn_infer_request_set_input_tensor(m.req, 0, seq), RN_OK);
+    cr_assert_eq(rn_infer_request_infer(m.req), RN_OK, "%s", rn_last_error());
+    rn_tensor *out;
+    cr_assert_eq(rn_infer_request_get_output_tensor(m.req, 0, &out), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_tensor_kind(out), RN_VALUE_SEQUENCE);
+    cr_assert_eq(rn_tensor_sequence_length(out), 3);
+    static const int64_t want[3][3] = {{1, 2, 3}, {7, 8, 9}, {4, 5, 6}};
+    for (size_t i = 0; i < 3; i++) {
+        rn_tensor *item;
+        cr_assert_eq(rn_tensor_sequence_item(out, i, &item), RN_OK);
+        cr_assert_eq(rn_tensor_element_count(item), 3);
+        const int64_t *d = rn_tensor_data(item);
+        for (size_t k = 0; k < 3; k++)
+            cr_assert_eq(d[k], want[i][k], "item %zu element %zu is %lld", i, k, (long long)d[k]);
+    }
+    cr_assert_eq(rn_tensor_sequence_item(out, 3, &(rn_tensor *){NULL}), RN_INVALID_ARG);
+    close_model(&m);
+    rn_tensor_free(seq);
+    rn_tensor_free(ta);
+    rn_tensor_free(tb);
+    rn_tensor_free(tc);
+    rn_tensor_free(tp);
+}
+
+Test(api, optionals_through_a_model)
+{
+    /* OptionalHasElement of an optional without a value is false; of a
+     * tensor, true */
+    model_run m;
+    open_model(NODE_DIR "/test_optional_has_element/model.onnx", &m);
+    rn_tensor *none;
+    cr_assert_eq(rn_tensor_create_none(RN_F32, 0, &none), RN_OK);
+    cr_assert_eq(rn_tensor_kind(none), RN_VALUE_NONE);
+    cr_assert_eq(rn_tensor_element_count(none), 0);
+    cr_assert_eq(rn_infer_request_set_input_tensor(m.req, 0, none), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_infer_request_infer(m.req), RN_OK, "%s", rn_last_error());
+    rn_tensor *y;
+    cr_assert_eq(rn_infer_request_get_output_tensor(m.req, 0, &y), RN_OK);
+    cr_assert_eq(*(uint8_t *)rn_tensor_data(y), 0);
+    static const int64_t d4[] = {4};
+    float v[4] = {1, 2, 3, 4};
+    rn_tensor *x;
+    cr_assert_eq(rn_tensor_wrap(RN_F32, d4, 1, v, sizeof v, &x), RN_OK);
+    cr_assert_eq(rn_infer_request_set_input_tensor(m.req, 0, x), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_infer_request_infer(m.req), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_infer_request_get_output_tensor(m.req, 0, &y), RN_OK);
+    cr_assert_eq(*(uint8_t *)rn_tensor_data(y), 1);
+    close_model(&m);
+    rn_tensor_free(x);
+    rn_tensor_free(none);
+}
+
+Test(api, a_loop_over_sequences_survives_export_and_import)
+{
+    /* trip 3 from an empty sequence: the body appends x[0:i+1] of x = 1..5,
+     * so [[1], [1,2], [1,2,3]] — before the export and after the import */
+    model_run m;
+    open_model(NODE_DIR "/test_loop13_seq/model.onnx", &m);
+    void *blob;
+    size_t size;
+    cr_assert_eq(rn_compiled_model_export(m.cm, &blob, &size), RN_OK, "%s", rn_last_error());
+    rn_compiled_model *imported;
+    cr_assert_eq(rn_core_import_model(m.core, blob, size, "REF", NULL, 0, &imported), RN_OK, "%s",
+                 rn_last_error());
+    free(blob);
+    rn_infer_request *reqs[2] = {m.req, NULL};
+    cr_assert_eq(rn_compiled_model_create_infer_request(imported, &reqs[1]), RN_OK);
+    int64_t trip = 3;
+    uint8_t cond = 1;
+    rn_tensor *t_trip, *t_cond, *empty;
+    cr_assert_eq(rn_tensor_wrap(RN_I64, NULL, 0, &trip, sizeof trip, &t_trip), RN_OK);
+    cr_assert_eq(rn_tensor_wrap(RN_BOOL, NULL, 0, &cond, sizeof cond, &t_cond), RN_OK);
+    cr_assert_eq(rn_tensor_create_sequence(RN_F32, NULL, 0, &empty), RN_OK);
+    for (int k = 0; k < 2; k++) {
+        rn_infer_request *r = reqs[k];
+        cr_assert_eq(rn_infer_request_set_input_tensor(r, 0, t_trip), RN_OK);
+        cr_assert_eq(rn_infer_request_set_input_tensor(r, 1, t_cond), RN_OK);
+        cr_assert_eq(rn_infer_request_set_input_tensor(r, 2, empty), RN_OK, "%s", rn_last_error());
+        cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
+        rn_tensor *out;
+        cr_assert_eq(rn_infer_request_get_output_tensor(r, 0, &out), RN_OK, "%s", rn_last_error());
+        cr_assert_eq(rn_tensor_sequence_length(out), 3);
+        for (size_t i = 0; i < 3; i++) {
+            rn_tensor *item;
+            cr_assert_eq(rn_tensor_sequence_item(out, i, &item), RN_OK);
+            cr_assert_eq(rn_tensor_element_count(item), i + 1);
+            const float *d = rn_tensor_data(item);
+            for (size_t j = 0; j <= i; j++)
+                cr_assert_eq(d[j], (float)(j + 1), "request %d item %zu element %zu", k, i, j);
+        }
+    }
+    rn_infer_request_free(reqs[1]);
+    rn_compiled_model_free(imported);
+    close_model(&m);
+    rn_tensor_free(t_trip);
+    rn_tensor_free(t_cond);
+    rn_tensor_free(empty);
+}
