@@ -32,11 +32,26 @@ size_t rn_model_output_count(const rn_model *model)
     return (size_t)model->g->n_outputs;
 }
 
+rn_port_kind runtime_port_kind(graph_kind kind)
+{
+    switch (kind) {
+    case GRAPH_KIND_SEQUENCE:
+        return RN_PORT_SEQUENCE;
+    case GRAPH_KIND_OPTIONAL:
+        return RN_PORT_OPTIONAL_TENSOR;
+    case GRAPH_KIND_OPTIONAL_SEQUENCE:
+        return RN_PORT_OPTIONAL_SEQUENCE;
+    default:
+        return RN_PORT_TENSOR;
+    }
+}
+
 static void port_of(const graph_value *v, rn_port *out)
 {
     out->name = v->name;
     out->element_type = v->type;
     out->shape = v->shape;
+    out->kind = runtime_port_kind(v->kind);
 }
 
 rn_status rn_model_input(const rn_model *model, size_t index, rn_port *out)

@@ -122,6 +122,9 @@ void runtime_tensor_densify(const rn_tensor *t, void *dst);
 /* Points a request-owned tensor at a new borrowed buffer (a tensor, a
  * sequence of borrowed item buffers, or an optional without a value). */
 rn_status runtime_tensor_rebind(rn_tensor *tensor, const graph_tensor *view);
+/* The public kind of a graph value's kind. */
+rn_port_kind runtime_port_kind(graph_kind kind);
+
 /* Copies ports of a graph's inputs or outputs (names duplicated). */
 rn_status runtime_ports_from_graph(graph_value *const *values, int n, rn_port **out);
 void runtime_ports_free(rn_port *ports, size_t n);

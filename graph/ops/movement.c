@@ -791,7 +791,10 @@ static rn_status infer_range(const graph_node *node, const graph_port *in, int n
             return rn_set_error(RN_TYPE_MISMATCH, NODE_FMT "%s is %s but start is %s",
                                 NODE_ARGS(node), names[i], rn_element_type_name(in[i].type),
                                 rn_element_type_name(type));
-        if (in[i].shape.rank > 0 && graph_shape_count(&in[i].shape) != 1)
+        /* A scalar, or one element (the ONNX reference accepts [1]); a dim
+         * unknown at compile time is checked when the request runs. */
+        int64_t count = graph_shape_count(&in[i].shape);
+        if (in[i].shape.rank > 1 || (in[i].shape.rank == 1 && count >= 0 && count != 1))
             return rn_set_error(RN_SHAPE_MISMATCH, NODE_FMT "%s must be a scalar", NODE_ARGS(node),
                                 names[i]);
     }

@@ -13,10 +13,18 @@ extern "C" {
 
 /* One input or output of a model or compiled model. `name` is owned by the
  * object it was read from and lives as long as it does. */
+typedef enum rn_port_kind {
+    RN_PORT_TENSOR = 0,
+    RN_PORT_SEQUENCE = 1,          /* a sequence of tensors of element_type */
+    RN_PORT_OPTIONAL_TENSOR = 2,   /* a tensor, or none (rn_tensor_create_none) */
+    RN_PORT_OPTIONAL_SEQUENCE = 3, /* a sequence, or none */
+} rn_port_kind;
+
 typedef struct rn_port {
     const char *name;
     rn_element_type element_type;
-    rn_partial_shape shape;
+    rn_partial_shape shape; /* of the tensor, or of each item of a sequence */
+    rn_port_kind kind;
 } rn_port;
 
 /* Frees a model. NULL is a no-op. */

@@ -24,7 +24,8 @@
 extern "C" {
 #endif
 
-#define RN_PLUGIN_ABI_VERSION 1
+/* 2: kernels gained prepare_ctx and value kinds (sequences, optionals). */
+#define RN_PLUGIN_ABI_VERSION 2
 
 struct graph;
 struct graph_tensor;
