@@ -1,0 +1,366 @@
+/* bench/pipeline: how well async requests fill a device's pipeline (not a test).
+ *
+ * SLOWDEV simulates an accelerator whose four stages (upload, execute, wait,
+ * download) each take a fixed time on their own engine. One request goes
+ * through them one after the other, so with one request in flight the device
+ * completes 1/sum(stages) runs per second; with enough requests in flight the
+ * stages of different requests overlap and the slowest engine is the limit,
+ * 1/max(stage): the ideal. For 1, 2, 4 and 8 requests in flight (each
+ * callback restarts its request), this prints the measured runs per second
+ * (median of several windows), the ideal and efficiency = measured / ideal.
+ * The target is efficiency >= 0.9 from 4 requests in flight on.
+ *
+ *   bazel run //bench/pipeline:bench_pipeline -- [--costs U,E,W,D] [--inflight 1,2,4,8]
+ *       [--seconds S] [--runs N] [--streams N] [--plugin PATH]
+ *
+ * The model is test_add (a 3x4x5 Add on REF's kernels), so the host's share
+ * of a run is tiny next to the device stages. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runnel/runnel.h"
+
+#define ADD_MODEL     "/usr/share/libonnx-testdata/data/node/test_add/model.onnx"
+#define MAX_IN_FLIGHT 64
+#define MAX_POINTS    16
+#define MAX_RUNS      101
+
+static const char *const cost_keys[4] = {"SLOWDEV_UPLOAD_US", "SLOWDEV_EXECUTE_US",
+                                         "SLOWDEV_WAIT_US", "SLOWDEV_DOWNLOAD_US"};
+
+typedef struct options {
+    long costs_us[4];
+    int inflight[MAX_POINTS];
+    int n_points;
+    double seconds; /* per measurement window */
+    int runs;       /* windows per point: the median is printed */
+    int streams;    /* NUM_STREAMS; 0: the device's default */
+    const char *plugin;
+} options;
+
+/* What the requests' callbacks share. */
+typedef struct pipeline {
+    atomic_long completed;
+    atomic_long errors;
+    atomic_bool stop;
+} pipeline;
+
+typedef struct request_slot {
+    pipeline *p;
+    rn_infer_request *request;
+} request_slot;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Counts the run and restarts the request until told to stop. */
+static void on_complete(rn_infer_request *r, rn_status status, void *user_data)
+{
+    request_slot *s = user_data;
+    if (status != RN_OK) {
+        if (atomic_fetch_add(&s->p->errors, 1) == 0)
+            fprintf(stderr, "bench_pipeline: a run failed: %s: %s\n", rn_status_name(status),
+                    rn_last_error());
+    } else {
+        atomic_fetch_add(&s->p->completed, 1);
+    }
+    if (!atomic_load(&s->p->stop) && rn_infer_request_start_async(r) != RN_OK &&
+        atomic_fetch_add(&s->p->errors, 1) == 0)
+        fprintf(stderr, "bench_pipeline: restart failed: %s\n", rn_last_error());
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Runs `n` requests in flight for o->runs windows of o->seconds each (after
+ * a warm-up) and writes each window's runs per second into fps. Returns 0, or
+ * -1 after printing why. */
+static int measure(rn_compiled_model *compiled, int n, const options *o, double *fps)
+{
+    pipeline p = {0};
+    request_slot slots[MAX_IN_FLIGHT];
+    int created = 0, rc = 0;
+    for (; created < n; created++) {
+        slots[created].p = &p;
+        if (rn_compiled_model_create_infer_request(compiled, &slots[created].request) != RN_OK ||
+            rn_infer_request_set_callback(slots[created].request, on_complete, &slots[created]) !=
+                RN_OK) {
+            fprintf(stderr, "bench_pipeline: request %d: %s\n", created, rn_last_error());
+            rn_infer_request_free(slots[created].request);
+            rc = -1;
+            break;
+        }
+    }
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (rn_infer_request_start_async(slots[i].request) != RN_OK) {
+            fprintf(stderr, "bench_pipeline: start_async: %s\n", rn_last_error());
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        sleep_s(o->seconds / 4 > 0.2 ? o->seconds / 4 : 0.2); /* warm-up: the pipeline fills */
+        for (int k = 0; k < o->runs; k++) {
+            long c0 = atomic_load(&p.completed);
+            double t0 = now_s();
+            sleep_s(o->seconds);
+            long c1 = atomic_load(&p.completed);
+            double t1 = now_s();
+            fps[k] = (double)(c1 - c0) / (t1 - t0);
+        }
+    }
+    atomic_store(&p.stop, true);
+    for (int i = 0; i < created; i++) {
+        rn_infer_request_wait(slots[i].request);
+        rn_infer_request_free(slots[i].request);
+    }
+    if (atomic_load(&p.errors) != 0) {
+        fprintf(stderr, "bench_pipeline: %ld runs failed\n", atomic_load(&p.errors));
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The median time nanosleep(us) really takes here (SLOWDEV's engines are
+ * such sleeps): timer slack and the wake-up make it longer than asked, which
+ * caps any runtime below the ideal. */
+static double sleep_median_us(long us, int samples)
+{
+    double t[201];
+    if (samples > 201)
+        samples = 201;
+    for (int i = 0; i < samples; i++) {
+        double t0 = now_s();
+        sleep_s((double)us * 1e-6);
+        t[i] = (now_s() - t0) * 1e6;
+    }
+    qsort(t, (size_t)samples, sizeof t[0], cmp_double);
+    return t[samples / 2];
+}
+
+static void print_load(const char *when)
+{
+    double l1 = 0, l5 = 0, l15 = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) != 3)
+            l1 = l5 = l15 = 0;
+        fclose(f);
+    }
+    printf("# load average %s: %.2f %.2f %.2f\n", when, l1, l5, l15);
+}
+
+static void print_header(const options *o, rn_compiled_model *compiled)
+{
+    char model[256] = "unknown CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f != NULL) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "model name", 10) == 0) {
+                char *c = strchr(line, ':');
+                if (c != NULL) {
+                    snprintf(model, sizeof model, "%s", c + 2);
+                    model[strcspn(model, "\n")] = '\0';
+                }
+                break;
+            }
+        fclose(f);
+    }
+    struct utsname u;
+    uname(&u);
+    char streams[32] = "?", optimal[32] = "?";
+    rn_compiled_model_get_property(compiled, "NUM_STREAMS", streams, sizeof streams);
+    rn_compiled_model_get_property(compiled, "OPTIMAL_NUMBER_OF_INFER_REQUESTS", optimal,
+                                   sizeof optimal);
+    printf("# SLOWDEV pipeline: upload %ld us, execute %ld us, wait %ld us, download %ld us; "
+           "NUM_STREAMS=%s, OPTIMAL_NUMBER_OF_INFER_REQUESTS=%s\n",
+           o->costs_us[0], o->costs_us[1], o->costs_us[2], o->costs_us[3], streams, optimal);
+    printf("# runs/s: median [min-max] of %d windows of %.1f s; ideal = 1/max(stage); "
+           "bound = min(n/sum(stages), 1/max(stage))\n",
+           o->runs, o->seconds);
+    printf("# machine: %s, %ld online CPUs, %s %s\n", model, sysconf(_SC_NPROCESSORS_ONLN),
+           u.sysname, u.release);
+    print_load("at start");
+}
+
+static int parse_list(const char *s, long *out, int max)
+{
+    int n = 0;
+    while (*s != '\0') {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || n == max)
+            return -1;
+        out[n++] = v;
+        if (*end == ',')
+            end++;
+        else if (*end != '\0')
+            return -1;
+        s = end;
+    }
+    return n;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long list[MAX_POINTS];
+        int n;
+        if (v == NULL)
+            return -1;
+        if (strcmp(a, "--costs") == 0) {
+            if (parse_list(v, list, 4) != 4)
+                return -1;
+            for (int k = 0; k < 4; k++)
+                o->costs_us[k] = list[k];
+        } else if (strcmp(a, "--inflight") == 0) {
+            if ((n = parse_list(v, list, MAX_POINTS)) <= 0)
+                return -1;
+            for (int k = 0; k < n; k++) {
+                if (list[k] < 1 || list[k] > MAX_IN_FLIGHT)
+                    return -1;
+                o->inflight[k] = (int)list[k];
+            }
+            o->n_points = n;
+        } else if (strcmp(a, "--seconds") == 0) {
+            o->seconds = atof(v);
+            if (!(o->seconds > 0))
+                return -1;
+        } else if (strcmp(a, "--runs") == 0) {
+            o->runs = atoi(v);
+            if (o->runs < 1 || o->runs > MAX_RUNS)
+                return -1;
+        } else if (strcmp(a, "--streams") == 0) {
+            o->streams = atoi(v);
+            if (o->streams < 0)
+                return -1;
+        } else if (strcmp(a, "--plugin") == 0) {
+            o->plugin = v;
+        } else {
+            return -1;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* The SLOWDEV shared object: --plugin, else where `bazel run` puts it (the
+ * runfiles), else where `bazel build` does, seen from the repository root. */
+static const char *find_plugin(const options *o)
+{
+    if (o->plugin != NULL)
+        return o->plugin;
+    static const char *const paths[] = {"tests/slowdev/libslowdev.so",
+                                        "bazel-bin/tests/slowdev/libslowdev.so"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (access(paths[i], R_OK) == 0)
+            return paths[i];
+    return paths[0];
+}
+
+int main(int argc, char **argv)
+{
+    options o = {.costs_us = {1000, 1000, 1000, 1000},
+                 .inflight = {1, 2, 4, 8},
+                 .n_points = 4,
+                 .seconds = 1.0,
+                 .runs = 7};
+    if (parse_args(argc, argv, &o) != 0) {
+        fprintf(stderr,
+                "usage: %s [--costs U,E,W,D (us)] [--inflight 1,2,4,8] [--seconds S] "
+                "[--runs N] [--streams N] [--plugin libslowdev.so]\n",
+                argv[0]);
+        return 2;
+    }
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *compiled;
+    if (rn_core_create(&core) != RN_OK) {
+        fprintf(stderr, "bench_pipeline: %s\n", rn_last_error());
+        return 1;
+    }
+    const char *plugin = find_plugin(&o);
+    if (rn_core_load_plugin(core, NULL, plugin) != RN_OK) {
+        fprintf(stderr, "bench_pipeline: loading SLOWDEV from %s: %s\n", plugin, rn_last_error());
+        return 1;
+    }
+    char values[5][32];
+    rn_property props[5];
+    size_t n_props = 0;
+    for (int k = 0; k < 4; k++) {
+        snprintf(values[k], sizeof values[k], "%ld", o.costs_us[k]);
+        props[n_props++] = (rn_property){cost_keys[k], values[k]};
+    }
+    if (o.streams > 0) {
+        snprintf(values[4], sizeof values[4], "%d", o.streams);
+        props[n_props++] = (rn_property){"NUM_STREAMS", values[4]};
+    }
+    if (rn_core_read_model(core, ADD_MODEL, &model) != RN_OK ||
+        rn_core_compile_model(core, model, "SLOWDEV", props, n_props, &compiled) != RN_OK) {
+        fprintf(stderr, "bench_pipeline: %s\n", rn_last_error());
+        return 1;
+    }
+    print_header(&o, compiled);
+
+    long max_us = 0, sum_us = 0;
+    for (int k = 0; k < 4; k++) {
+        sum_us += o.costs_us[k];
+        if (o.costs_us[k] > max_us)
+            max_us = o.costs_us[k];
+    }
+    double ideal = max_us > 0 ? 1e6 / (double)max_us : 0;
+    if (max_us > 0) {
+        double real_us = sleep_median_us(max_us, 101);
+        printf("# the slowest engine: nanosleep(%ld us) lasts %.0f us here (median of 101), "
+               "which caps efficiency at %.3f whatever the runtime does\n",
+               max_us, real_us, (double)max_us / real_us);
+    }
+    printf("%-9s %10s %17s %10s %10s %s\n", "in_flight", "runs/s", "[min-max]", "ideal", "bound",
+           "efficiency");
+    int rc = 0;
+    for (int i = 0; i < o.n_points; i++) {
+        int n = o.inflight[i];
+        double fps[MAX_RUNS];
+        if (measure(compiled, n, &o, fps) != 0) {
+            rc = 1;
+            break;
+        }
+        qsort(fps, (size_t)o.runs, sizeof fps[0], cmp_double);
+        double median = fps[o.runs / 2];
+        double bound = sum_us > 0 ? 1e6 * n / (double)sum_us : 0;
+        if (bound > ideal)
+            bound = ideal;
+        char range[32];
+        snprintf(range, sizeof range, "[%.0f-%.0f]", fps[0], fps[o.runs - 1]);
+        printf("%-9d %10.1f %17s %10.1f %10.1f efficiency=%.3f\n", n, median, range, ideal, bound,
+               ideal > 0 ? median / ideal : 0);
+        fflush(stdout);
+    }
+    print_load("at end");
+    rn_compiled_model_free(compiled);
+    rn_model_free(model);
+    rn_core_free(core);
+    return rc;
+}
