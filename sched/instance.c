@@ -7,7 +7,6 @@
  * if a released waiter has freed it), so a waiter may free or restart the instance as soon as
  * it sees DONE.
  */
-#include <sched.h>
 #include <stdlib.h>
 
 #include "sched/internal.h"
@@ -116,21 +115,13 @@ static int wait_phase(sched_instance *inst, uint64_t deadline_ns)
     uint64_t spin_end = now + spin_ns;
     if (deadline_ns != 0 && deadline_ns < spin_end)
         spin_end = deadline_ns;
-    uint64_t yield_after = now + 2000;
     for (uint32_t i = 1;; i++) {
         p = sched_atomic_load_u32(&inst->phase, SCHED_ACQUIRE);
         if ((p & SCHED_PHASE_STATE_MASK) != SCHED_PHASE_RUNNING)
             return 0;
-        if ((i & 15) == 0) {
-            now = sched_now_ns();
-            if (now >= spin_end)
-                break;
-        }
-        /* After 2 us, let the workers have this CPU if they need it. */
-        if (now < yield_after)
-            sched_cpu_relax();
-        else
-            sched_yield();
+        if ((i & 15) == 0 && sched_now_ns() >= spin_end)
+            break;
+        sched_cpu_relax();
     }
     for (;;) {
         p = sched_atomic_load_u32(&inst->phase, SCHED_ACQUIRE);

@@ -146,6 +146,7 @@ struct sched_worker {
     uint32_t local;                          /* index within its stream */
     uint32_t tick;                           /* items run, for the periodic injection check */
     bool searching;                          /* counted in its stream's `searching` */
+    bool spinner;                            /* holds one of its stream's spinner slots */
     uint64_t idle_since_ns;
     uint64_t rng;
     pthread_t thread;
@@ -163,6 +164,10 @@ typedef struct sched_stream {
     sched_inject inject;
     SCHED_CACHE_ALIGNED sched_atomic_u32 searching; /* workers spinning for work (or claimed
                                                        for a wake-up on their behalf) */
+    sched_atomic_u32 spinners; /* searching workers allowed to spin the full spin_us: at most
+                                  half the stream's workers (at least one), the others park
+                                  after one pass, so idle workers do not crowd the CPUs */
+    uint32_t max_spinners;
     SCHED_CACHE_ALIGNED sched_atomic_u64 *sleepers; /* bit per worker announced to sleep */
     uint32_t n_sleeper_words;
     uint32_t index;

@@ -119,6 +119,8 @@ int sched_create(const sched_config *cfg, sched **out)
         st->n_workers = cfg->workers_per_stream;
         st->n_sleeper_words = (st->n_workers + 63) / 64;
         sched_atomic_init_u32(&st->searching, 0);
+        sched_atomic_init_u32(&st->spinners, 0);
+        st->max_spinners = st->n_workers / 2 > 0 ? st->n_workers / 2 : 1;
         sched_atomic_init_u32(&st->overflow_count, 0);
         st->sleepers = calloc(st->n_sleeper_words, sizeof(*st->sleepers));
         if (st->sleepers == NULL) {

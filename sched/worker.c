@@ -469,33 +469,65 @@ static void stop_searching(sched_worker *w)
         (void)wake_one(s, st, false);
 }
 
+/* A searching worker spins for the full spin_us only while it holds one of its stream's
+ * spinner slots (Go and Tokio keep at most half the workers spinning the same way); the
+ * others give up after a few passes. Parking is the same for both, so this changes how much
+ * CPU idle workers burn, never whether work is found. */
+static bool acquire_spinner(sched_stream *st)
+{
+    uint32_t n = sched_atomic_load_u32(&st->spinners, SCHED_RELAXED);
+    while (n < st->max_spinners)
+        if (sched_atomic_cas_u32(&st->spinners, &n, n + 1, SCHED_RELAXED))
+            return true;
+    return false;
+}
+
+static void release_spinner(sched_worker *w)
+{
+    if (w->spinner) {
+        w->spinner = false;
+        sched_atomic_fetch_sub_u32(&w->runner.s->streams[w->runner.stream].spinners, 1,
+                                   SCHED_RELAXED);
+    }
+}
+
+/* How long a searcher spins before parking: spin_us with a spinner slot, else a few passes. */
+#define SHORT_SPIN_NS 2000u
+
 static bool search(sched_worker *w, sched_item *out)
 {
     sched *s = w->runner.s;
+    sched_stream *st = &s->streams[w->runner.stream];
     uint64_t now = sched_now_ns();
     if (!w->searching) {
         w->searching = true;
-        sched_atomic_fetch_add_u32(&s->streams[w->runner.stream].searching, 1, SCHED_SEQ_CST);
+        sched_atomic_fetch_add_u32(&st->searching, 1, SCHED_SEQ_CST);
         w->idle_since_ns = now;
     }
     uint64_t spin_ns = (uint64_t)s->cfg.spin_us * 1000u;
-    uint64_t deadline = now + spin_ns;
-    uint64_t yield_after = now + spin_ns / 4;
+    w->spinner = acquire_spinner(st);
+    uint64_t deadline = now + (w->spinner || spin_ns < SHORT_SPIN_NS ? spin_ns : SHORT_SPIN_NS);
+    uint64_t yield_after = now + spin_ns / 2;
     for (uint32_t i = 1;; i++) {
         if (steal_any(w, out, now)) {
+            release_spinner(w);
             stop_searching(w);
             return true;
         }
-        if (sched_atomic_load_u32(&s->shutdown, SCHED_RELAXED))
+        if (sched_atomic_load_u32(&s->shutdown, SCHED_RELAXED)) {
+            release_spinner(w);
             return false;
+        }
         if ((i & 7) == 0) {
             now = sched_now_ns();
             if (now >= deadline) {
+                release_spinner(w);
                 if (!park(w))
                     return false;
                 now = sched_now_ns();
-                deadline = now + spin_ns;
-                yield_after = now + spin_ns / 4;
+                w->spinner = acquire_spinner(st);
+                deadline = now + (w->spinner || spin_ns < SHORT_SPIN_NS ? spin_ns : SHORT_SPIN_NS);
+                yield_after = now + spin_ns / 2;
                 continue;
             }
         }
@@ -503,8 +535,8 @@ static bool search(sched_worker *w, sched_item *out)
             for (int k = 0; k < 8; k++)
                 sched_cpu_relax();
         } else {
-            /* Spinning longer: give the CPU to a runnable thread (a worker holding work, the
-             * submitter) if the machine is oversubscribed; returns at once otherwise. */
+            /* Idle for a while: let any other runnable thread have this CPU (the machine may
+             * be oversubscribed); returns at once otherwise. */
             sched_yield();
         }
     }

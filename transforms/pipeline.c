@@ -232,7 +232,7 @@ rn_status transforms_default_pipeline(const transforms_options *options, transfo
 {
     transforms_options none = {0};
     const transforms_options *o = options != NULL ? options : &none;
-    transforms_pipeline *p;
+    transforms_pipeline *p = NULL;
     rn_status st = transforms_pipeline_create(&p);
     if (st != RN_OK)
         return st;

@@ -144,7 +144,7 @@ static void random_dags_on(uint32_t streams, uint32_t workers, bool steal, uint3
             .executor_id = cb,
         };
         test_dag *g = test_dag_random(&shape, seed * 31 + streams * 7 + workers);
-        run_rounds(s, g, &dev, 4, TEST_SCALE > 1 ? 3 : 10, sched_worker_count(s));
+        run_rounds(s, g, &dev, 4, TEST_SCALE > 1 ? 4 : 20, sched_worker_count(s));
         test_dag_free(g);
     }
     test_device_stop(&dev);

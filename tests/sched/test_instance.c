@@ -45,7 +45,7 @@ Test(instance, cancel_at_random_points_completes_once_with_cancelled, .timeout =
         runs[i] = test_run_create(g, &dev);
     uint64_t rng = 42;
     int cancelled = 0, completed = 0;
-    int rounds = 60 / (TEST_SCALE > 1 ? 3 : 1);
+    int rounds = 100 / (TEST_SCALE > 1 ? 4 : 1);
     for (int r = 0; r < rounds; r++) {
         for (int i = 0; i < 3; i++) {
             test_run_reset(runs[i]);
