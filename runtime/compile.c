@@ -59,17 +59,33 @@ static rn_status check_properties(const rn_property *properties, size_t n)
     return RN_OK;
 }
 
+/* The plugin's handle of a context (NULL: the device's default). */
+static void *context_handle(const rn_remote_context *context)
+{
+    return context != NULL ? context->handle : NULL;
+}
+
+/* Makes cm hold its context (none for the default). */
+static void attach_context(rn_compiled_model *cm, rn_remote_context *context)
+{
+    if (context == NULL || context->is_default)
+        return;
+    atomic_fetch_add(&context->refs, 1);
+    cm->context = context;
+}
+
 /* Imports a blob on `dev` into a new handle (ports from the stored graph). */
-static rn_status import_on(rn_core *core, const runtime_device *dev, const void *data, size_t size,
-                           const rn_property *properties, size_t n, rn_compiled_model **out)
+static rn_status import_on(rn_core *core, const runtime_device *dev, rn_remote_context *context,
+                           const void *data, size_t size, const rn_property *properties, size_t n,
+                           rn_compiled_model **out)
 {
     if (dev->ops->import_model == NULL)
         return rn_set_error(RN_NOT_IMPLEMENTED, "device %s cannot import models", dev->name);
     const rn_compiled_model_ops *ops;
     void *compiled;
     const graph *io;
-    rn_status st =
-        dev->ops->import_model(dev->plugin, data, size, properties, n, &ops, &compiled, &io);
+    rn_status st = dev->ops->import_model(dev->plugin, data, size, context_handle(context),
+                                          properties, n, &ops, &compiled, &io);
     if (st != RN_OK)
         return st;
     rn_compiled_model *cm;
@@ -84,6 +100,7 @@ static rn_status import_on(rn_core *core, const runtime_device *dev, const void 
         return st;
     }
     atomic_fetch_add(&core->refs, 1);
+    attach_context(cm, context);
     *out = cm;
     return RN_OK;
 }
@@ -113,19 +130,13 @@ static rn_status cache_key(const runtime_device *dev, const rn_model *model,
     return st;
 }
 
-rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char *device,
-                                const rn_property *properties, size_t n_properties,
-                                rn_compiled_model **out)
+/* Compiles `model` on `dev` in `context` (NULL: the default), through the
+ * cache when CACHE_DIR is set. */
+static rn_status compile_on(rn_core *core, const rn_model *model, const runtime_device *dev,
+                            rn_remote_context *context, const rn_property *properties,
+                            size_t n_properties, rn_compiled_model **out)
 {
-    if (core == NULL || model == NULL || device == NULL || out == NULL)
-        return rn_set_error(RN_INVALID_ARG,
-                            "rn_core_compile_model: core, model, device and out must be set");
-    rn_status st = check_properties(properties, n_properties);
-    if (st != RN_OK)
-        return st;
-    const runtime_device *dev = runtime_find_device(core, device);
-    if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    rn_status st;
     char cache_dir[sizeof core->cache_dir];
     pthread_mutex_lock(&core->lock);
     memcpy(cache_dir, core->cache_dir, sizeof cache_dir);
@@ -139,7 +150,7 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
         size_t size;
         if (graph_cache_load(cache_dir, key, &bytes, &size) == RN_OK) {
             rn_compiled_model *cm;
-            st = import_on(core, dev, bytes, size, properties, n_properties, &cm);
+            st = import_on(core, dev, context, bytes, size, properties, n_properties, &cm);
             free(bytes);
             if (st == RN_OK) {
                 cm->loaded_from_cache = true;
@@ -152,8 +163,8 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
     rn_compiled_model *cm;
     if ((st = new_compiled(core, dev, model->g, &cm)) != RN_OK)
         return st;
-    st = dev->ops->compile_model(dev->plugin, model->g, properties, n_properties, &cm->ops,
-                                 &cm->compiled);
+    st = dev->ops->compile_model(dev->plugin, model->g, context_handle(context), properties,
+                                 n_properties, &cm->ops, &cm->compiled);
     if (st == RN_OK)
         st = check_abi(cm, dev->name);
     if (st != RN_OK) {
@@ -161,6 +172,7 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
         return rn_wrap_error(st, "compiling for %s: ", dev->name);
     }
     atomic_fetch_add(&core->refs, 1);
+    attach_context(cm, context);
     if (caching && cm->ops->export_model != NULL) {
         /* A cache that cannot be written is not a compile error: the model
          * is compiled; the next compile simply misses again. */
@@ -176,19 +188,86 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
     return RN_OK;
 }
 
+/* Checks the properties and finds the device called `device`. */
+static rn_status find_target(const rn_core *core, const char *device, const rn_property *properties,
+                             size_t n, const runtime_device **dev)
+{
+    rn_status st = check_properties(properties, n);
+    if (st != RN_OK)
+        return st;
+    if ((*dev = runtime_find_device(core, device)) == NULL)
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    return RN_OK;
+}
+
+rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char *device,
+                                const rn_property *properties, size_t n_properties,
+                                rn_compiled_model **out)
+{
+    if (core == NULL || model == NULL || device == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG,
+                            "rn_core_compile_model: core, model, device and out must be set");
+    const runtime_device *dev;
+    rn_status st = find_target(core, device, properties, n_properties, &dev);
+    if (st != RN_OK)
+        return st;
+    return compile_on(core, model, dev, NULL, properties, n_properties, out);
+}
+
+/* Checks that a context belongs to `core`. */
+static rn_status check_context(const rn_core *core, const rn_remote_context *context,
+                               const char *what)
+{
+    if (context->core != core)
+        return rn_set_error(RN_INVALID_ARG, "%s: the context (device %s) was made by another core",
+                            what, context->device->name);
+    return RN_OK;
+}
+
+rn_status rn_core_compile_model_with_context(rn_core *core, const rn_model *model,
+                                             rn_remote_context *context,
+                                             const rn_property *properties, size_t n_properties,
+                                             rn_compiled_model **out)
+{
+    if (core == NULL || model == NULL || context == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG,
+                            "compile_model_with_context: core, model, context and out must be "
+                            "set");
+    rn_status st = check_properties(properties, n_properties);
+    if (st == RN_OK)
+        st = check_context(core, context, "compile_model_with_context");
+    if (st != RN_OK)
+        return st;
+    return compile_on(core, model, context->device, context, properties, n_properties, out);
+}
+
+rn_status rn_core_import_model_with_context(rn_core *core, const void *data, size_t size,
+                                            rn_remote_context *context,
+                                            const rn_property *properties, size_t n_properties,
+                                            rn_compiled_model **out)
+{
+    if (core == NULL || context == NULL || out == NULL || (data == NULL && size > 0))
+        return rn_set_error(RN_INVALID_ARG,
+                            "import_model_with_context: core, data, context and out must be set");
+    rn_status st = check_properties(properties, n_properties);
+    if (st == RN_OK)
+        st = check_context(core, context, "import_model_with_context");
+    if (st != RN_OK)
+        return st;
+    return import_on(core, context->device, context, data, size, properties, n_properties, out);
+}
+
 rn_status rn_core_import_model(rn_core *core, const void *data, size_t size, const char *device,
                                const rn_property *properties, size_t n_properties,
                                rn_compiled_model **out)
 {
     if (core == NULL || device == NULL || out == NULL || (data == NULL && size > 0))
         return rn_set_error(RN_INVALID_ARG, "import_model: core, data, device and out must be set");
-    rn_status st = check_properties(properties, n_properties);
+    const runtime_device *dev;
+    rn_status st = find_target(core, device, properties, n_properties, &dev);
     if (st != RN_OK)
         return st;
-    const runtime_device *dev = runtime_find_device(core, device);
-    if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
-    return import_on(core, dev, data, size, properties, n_properties, out);
+    return import_on(core, dev, NULL, data, size, properties, n_properties, out);
 }
 
 rn_status rn_compiled_model_export(const rn_compiled_model *compiled, void **data, size_t *size)

@@ -16,6 +16,8 @@ void runtime_compiled_release(rn_compiled_model *compiled)
         return;
     rn_core *core = compiled->core;
     compiled->ops->free(compiled->compiled);
+    if (compiled->context != NULL)
+        runtime_context_release(compiled->context);
     runtime_ports_free(compiled->inputs, compiled->n_inputs);
     runtime_ports_free(compiled->outputs, compiled->n_outputs);
     free(compiled);
@@ -82,4 +84,30 @@ rn_status rn_compiled_model_runtime_model(rn_compiled_model *compiled,
         return rn_set_error(RN_NOT_IMPLEMENTED, "device %s reports no runtime model",
                             rn_compiled_model_device(compiled));
     return compiled->ops->get_runtime_model(compiled->compiled, nodes, count);
+}
+
+rn_status rn_compiled_model_set_property(rn_compiled_model *compiled, const rn_property *properties,
+                                         size_t n_properties)
+{
+    if (compiled == NULL || (properties == NULL && n_properties > 0))
+        return rn_set_error(RN_INVALID_ARG, "set_property: compiled and properties must be set");
+    for (size_t i = 0; i < n_properties; i++)
+        if (properties[i].key == NULL || properties[i].value == NULL)
+            return rn_set_error(RN_INVALID_ARG, "property %zu: key and value must be set", i);
+    if (compiled->ops->set_property == NULL)
+        return rn_set_error(RN_NOT_IMPLEMENTED,
+                            "device %s: compiled models take no properties after compiling",
+                            compiled->device->name);
+    return compiled->ops->set_property(compiled->compiled, properties, n_properties);
+}
+
+rn_status rn_compiled_model_pipeline(const rn_compiled_model *compiled,
+                                     const rn_pipeline_stage **stages, size_t *count)
+{
+    if (compiled == NULL || stages == NULL || count == NULL)
+        return rn_set_error(RN_INVALID_ARG, "pipeline: compiled, stages and count must be set");
+    if (compiled->ops->get_pipeline == NULL)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "device %s does not describe its pipeline",
+                            compiled->device->name);
+    return compiled->ops->get_pipeline(compiled->compiled, stages, count);
 }

@@ -135,6 +135,17 @@ rn_status rn_core_get_property(const rn_core *core, const char *device, const ch
     return dev->ops->get_property(dev->plugin, key, buf, size);
 }
 
+rn_status rn_core_get_version(const rn_core *core, const char *device, const char **version)
+{
+    if (core == NULL || device == NULL || version == NULL)
+        return rn_set_error(RN_INVALID_ARG, "get_version: core, device and version must be set");
+    const runtime_device *dev = runtime_find_device(core, device);
+    if (dev == NULL)
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    *version = dev->ops->version;
+    return RN_OK;
+}
+
 rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out)
 {
     (void)core;

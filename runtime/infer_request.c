@@ -142,6 +142,27 @@ static rn_status check_fits(const rn_port *p, const rn_tensor *t, const char *wh
     return RN_OK;
 }
 
+/* A remote tensor must live in the context the model runs in, and the
+ * device must take remote tensors for `what` ports. */
+static rn_status check_remote(const rn_compiled_model *cm, const rn_tensor *t, const rn_port *p,
+                              const char *what, bool supported)
+{
+    const rn_remote_context *c = t->context;
+    if (c->device != cm->device || c->core != cm->core)
+        return rn_set_error(RN_INVALID_ARG,
+                            "%s '%s': the remote tensor lives on device %s, the model runs on %s",
+                            what, p->name, c->device->name, cm->device->name);
+    if (!runtime_context_matches(cm, c))
+        return rn_set_error(RN_INVALID_ARG,
+                            "%s '%s': the remote tensor belongs to another %s context than the "
+                            "one the model was compiled in",
+                            what, p->name, cm->device->name);
+    if (!supported)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "%s '%s': device %s takes no remote %ss", what,
+                            p->name, cm->device->name, what);
+    return RN_OK;
+}
+
 rn_status rn_infer_request_set_input_tensor(rn_infer_request *r, size_t index, rn_tensor *tensor)
 {
     if (r == NULL || tensor == NULL)
@@ -154,6 +175,9 @@ rn_status rn_infer_request_set_input_tensor(rn_infer_request *r, size_t index, r
         return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%zu inputs)", index,
                             cm->n_inputs);
     rn_status st = check_fits(&cm->inputs[index], tensor, "input");
+    if (st == RN_OK && tensor->remote != NULL)
+        st = check_remote(cm, tensor, &cm->inputs[index], "input",
+                          cm->ops->request_ops->set_remote_input != NULL);
     if (st != RN_OK)
         return st;
     if (r->own_input[index])
@@ -183,13 +207,22 @@ rn_status rn_infer_request_set_output_tensor(rn_infer_request *r, size_t index, 
     if (st != RN_OK)
         return st;
     const rn_request_ops *ops = cm->ops->request_ops;
-    if (ops->set_output == NULL)
-        return rn_set_error(RN_NOT_IMPLEMENTED, "device %s cannot write into caller's outputs",
-                            rn_compiled_model_device(cm));
-    graph_tensor view;
-    runtime_tensor_view(tensor, &view);
-    if ((st = ops->set_output(r->request, index, &view)) != RN_OK)
-        return st;
+    if (tensor->remote != NULL) {
+        st =
+            check_remote(cm, tensor, &cm->outputs[index], "output", ops->set_remote_output != NULL);
+        if (st == RN_OK)
+            st = ops->set_remote_output(r->request, index, tensor->remote);
+        if (st != RN_OK)
+            return st;
+    } else {
+        if (ops->set_output == NULL)
+            return rn_set_error(RN_NOT_IMPLEMENTED, "device %s cannot write into caller's outputs",
+                                rn_compiled_model_device(cm));
+        graph_tensor view;
+        runtime_tensor_view(tensor, &view);
+        if ((st = ops->set_output(r->request, index, &view)) != RN_OK)
+            return st;
+    }
     if (r->own_output[index])
         rn_tensor_free(r->outputs[index]);
     r->outputs[index] = tensor;
@@ -296,6 +329,12 @@ static rn_status bind_inputs(rn_infer_request *r)
     const rn_request_ops *ops = cm->ops->request_ops;
     for (size_t i = 0; i < cm->n_inputs; i++) {
         const rn_tensor *t = r->inputs[i];
+        if (t->remote != NULL) {
+            rn_status st = ops->set_remote_input(r->request, i, t->remote);
+            if (st != RN_OK)
+                return st;
+            continue;
+        }
         graph_tensor view;
         runtime_tensor_view(t, &view);
         if (t->strided) {

@@ -45,10 +45,14 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
                           "plugin %s: built for plugin ABI version %u, this runtime uses %u", label,
                           ops->abi_version, RN_PLUGIN_ABI_VERSION);
     } else if (ops->create == NULL || ops->destroy == NULL || ops->compile_model == NULL ||
-               ops->device_name == NULL) {
+               ops->device_name == NULL || ops->version == NULL) {
         st = rn_set_error(RN_INVALID_ARG,
-                          "plugin %s: device_name, create, destroy and compile_model are required",
+                          "plugin %s: device_name, version, create, destroy and compile_model are "
+                          "required",
                           label);
+    } else if ((ops->create_context == NULL) != (ops->get_default_context == NULL)) {
+        st = rn_set_error(RN_INVALID_ARG,
+                          "plugin %s: create_context and get_default_context come together", label);
     } else if (strlen(label) == 0 || strlen(label) >= RUNTIME_NAME_MAX) {
         st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device name needs 1 to %d characters",
                           label, RUNTIME_NAME_MAX - 1);

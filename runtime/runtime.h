@@ -28,6 +28,25 @@ struct rn_tensor {
     size_t n_items;
     rn_tensor **items;
     graph_tensor *views;
+    /* A remote tensor: the device's handle and vtable, and its context
+     * (referenced); data is NULL. A host tensor of a context that allocates
+     * host memory (alloc_host) holds the context too, to free it there. */
+    rn_remote_context *context;
+    const rn_remote_tensor_ops *remote_ops;
+    void *remote;
+    bool context_host; /* data came from the context's alloc_host */
+};
+
+/* A remote context: the plugin's handle, on a device of a core (which it
+ * keeps alive). A device's default context is owned by its plugin and
+ * cached in the core while referenced. */
+struct rn_remote_context {
+    atomic_int refs;
+    rn_core *core;
+    const struct runtime_device *device;
+    const rn_remote_context_ops *ops;
+    void *handle;
+    bool is_default;
 };
 
 #define RUNTIME_MAX_DEVICES 32
@@ -49,13 +68,15 @@ typedef struct runtime_failure {
 } runtime_failure;
 
 struct rn_core {
-    atomic_int refs;      /* the user's, plus one per compiled model */
+    atomic_int refs;      /* the user's, plus one per compiled model and context */
     pthread_mutex_t lock; /* guards the registry */
     int n_devices;
     runtime_device devices[RUNTIME_MAX_DEVICES];
     int n_failures;
     runtime_failure failures[RUNTIME_MAX_DEVICES];
     char cache_dir[4096]; /* CACHE_DIR, "" when off */
+    /* Per device: its default context while referenced (under lock). */
+    rn_remote_context *default_contexts[RUNTIME_MAX_DEVICES];
 };
 
 /* The registered device called `device` (any case), or NULL. */
@@ -81,6 +102,9 @@ struct rn_compiled_model {
     const runtime_device *device;
     const rn_compiled_model_ops *ops;
     void *compiled;
+    /* The context it was compiled in (referenced), or NULL: the device's
+     * default one. */
+    rn_remote_context *context;
     /* Ports copied from the model (names owned here). */
     size_t n_inputs, n_outputs;
     rn_port *inputs, *outputs;
@@ -110,8 +134,21 @@ struct rn_infer_request {
 void runtime_core_release(rn_core *core);
 void runtime_compiled_release(rn_compiled_model *compiled);
 
+/* Releases a reference to a context (the last one frees it, or uncaches a
+ * default context). */
+void runtime_context_release(rn_remote_context *context);
+
+/* Whether a remote tensor's context is the one `compiled` runs in. */
+bool runtime_context_matches(const rn_compiled_model *compiled, const rn_remote_context *context);
+
 /* Closes a plugin library (NULL is a no-op). */
 void runtime_close_library(void *library);
+
+/* Checks a tensor's type and shape; *bytes is its dense size. */
+rn_status runtime_tensor_check_shape(rn_element_type type, const int64_t *dims, size_t rank,
+                                     size_t *bytes);
+/* A tensor handle with dense strides and no buffer (NULL: out of memory). */
+rn_tensor *runtime_tensor_new(rn_element_type type, const int64_t *dims, size_t rank);
 
 /* A graph_tensor describing a tensor's buffer (borrowed). */
 void runtime_tensor_view(const rn_tensor *tensor, graph_tensor *out);

@@ -11,7 +11,8 @@ static size_t elem_size(rn_element_type type)
     return type == RN_STRING ? sizeof(char *) : rn_element_type_size(type);
 }
 
-static rn_status check_shape(rn_element_type type, const int64_t *dims, size_t rank, size_t *bytes)
+rn_status runtime_tensor_check_shape(rn_element_type type, const int64_t *dims, size_t rank,
+                                     size_t *bytes)
 {
     if (!rn_element_type_is_valid(type))
         return rn_set_error(RN_INVALID_ARG, "tensor: element type %d is not supported", (int)type);
@@ -33,7 +34,7 @@ static rn_status check_shape(rn_element_type type, const int64_t *dims, size_t r
     return RN_OK;
 }
 
-static rn_tensor *tensor_new(rn_element_type type, const int64_t *dims, size_t rank)
+rn_tensor *runtime_tensor_new(rn_element_type type, const int64_t *dims, size_t rank)
 {
     rn_tensor *t = calloc(1, sizeof *t);
     if (t == NULL)
@@ -54,7 +55,7 @@ rn_status rn_tensor_wrap_strided(rn_element_type type, const int64_t *dims, size
                                  const int64_t *strides, void *data, rn_tensor **out)
 {
     size_t bytes;
-    rn_status st = check_shape(type, dims, rank, &bytes);
+    rn_status st = runtime_tensor_check_shape(type, dims, rank, &bytes);
     if (st != RN_OK)
         return st;
     if ((rank > 0 && strides == NULL) || (data == NULL && bytes != 0))
@@ -65,7 +66,7 @@ rn_status rn_tensor_wrap_strided(rn_element_type type, const int64_t *dims, size
             return rn_set_error(RN_INVALID_ARG,
                                 "tensor: stride %zu is %lld bytes, an element has %lld", i,
                                 (long long)strides[i], (long long)elem);
-    rn_tensor *t = tensor_new(type, dims, rank);
+    rn_tensor *t = runtime_tensor_new(type, dims, rank);
     if (t == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "tensor: out of memory");
     t->data = data;
@@ -116,10 +117,10 @@ void runtime_tensor_densify(const rn_tensor *t, void *dst)
 rn_status rn_tensor_create(rn_element_type type, const int64_t *dims, size_t rank, rn_tensor **out)
 {
     size_t bytes;
-    rn_status st = check_shape(type, dims, rank, &bytes);
+    rn_status st = runtime_tensor_check_shape(type, dims, rank, &bytes);
     if (st != RN_OK)
         return st;
-    rn_tensor *t = tensor_new(type, dims, rank);
+    rn_tensor *t = runtime_tensor_new(type, dims, rank);
     size_t alloc = (bytes + 63) / 64 * 64;
     void *data = t != NULL ? aligned_alloc(64, alloc ? alloc : 64) : NULL;
     if (data == NULL) {
@@ -138,7 +139,7 @@ rn_status rn_tensor_wrap(rn_element_type type, const int64_t *dims, size_t rank,
                          size_t byte_size, rn_tensor **out)
 {
     size_t bytes;
-    rn_status st = check_shape(type, dims, rank, &bytes);
+    rn_status st = runtime_tensor_check_shape(type, dims, rank, &bytes);
     if (st != RN_OK)
         return st;
     if (bytes != byte_size)
@@ -146,7 +147,7 @@ rn_status rn_tensor_wrap(rn_element_type type, const int64_t *dims, size_t rank,
                             bytes, byte_size);
     if (data == NULL && bytes != 0)
         return rn_set_error(RN_INVALID_ARG, "tensor: data is NULL");
-    rn_tensor *t = tensor_new(type, dims, rank);
+    rn_tensor *t = runtime_tensor_new(type, dims, rank);
     if (t == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "tensor: out of memory");
     t->data = data;
@@ -165,8 +166,18 @@ static void tensor_clear(rn_tensor *t)
         for (size_t i = 0; i < n; i++)
             free(s[i]);
     }
-    if (t->owned)
+    if (t->context_host)
+        t->context->ops->free_host(t->context->handle, t->data);
+    else if (t->owned)
         free(t->data);
+    if (t->remote != NULL)
+        t->remote_ops->free(t->remote);
+    if (t->context != NULL)
+        runtime_context_release(t->context);
+    t->context = NULL;
+    t->remote = NULL;
+    t->remote_ops = NULL;
+    t->context_host = false;
     for (size_t i = 0; i < t->n_items; i++)
         rn_tensor_free(t->items[i]);
     free(t->items);

@@ -831,8 +831,7 @@ static void fill_settings(bench *b, int argc, char **argv)
     const options *o = &b->o;
     bench_report *r = &b->report;
     bench_cli_command_line(argc, argv, r->command_line, sizeof r->command_line);
-    snprintf(r->version, sizeof r->version, "%d.%d.%d", RN_VERSION_MAJOR, RN_VERSION_MINOR,
-             RN_VERSION_PATCH);
+    snprintf(r->version, sizeof r->version, "%s", RN_VERSION_STRING);
     r->model_path = o->model;
     r->device = o->device;
     r->api = o->api;

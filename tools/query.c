@@ -10,8 +10,8 @@
  * back with its current value. Probing changes nothing a user sees (query
  * owns its core), and it works for dynamic plugins too.
  *
- * Versions: the plugin API carries no version of its own yet, so every
- * device reports the runtime's (RN_VERSION_* of runnel.h).
+ * Versions: the runtime's (RN_VERSION_STRING) and each plugin's own
+ * (rn_core_get_version).
  *
  * Exit status: 0 on success, 1 when a step fails, 2 for bad flags. */
 #include <errno.h>
@@ -40,6 +40,7 @@ typedef struct property {
 
 typedef struct device_info {
     const char *name;
+    const char *version;
     property *props;
     size_t n_props;
     char error[512]; /* why SUPPORTED_PROPERTIES could not be read ("": it was) */
@@ -86,6 +87,9 @@ static rn_status describe(rn_core *core, const char *device, device_info *d)
 {
     memset(d, 0, sizeof *d);
     d->name = device;
+    rn_status st = rn_core_get_version(core, device, &d->version);
+    if (st != RN_OK)
+        return st;
     char *keys;
     bool probing = false;
     if (get_property(core, device, "SUPPORTED_PROPERTIES", &keys) != RN_OK) {
@@ -150,8 +154,7 @@ static void print_text(const char *version, const char *cache_dir, const device_
     printf("\nAvailable devices\n");
     for (size_t i = 0; i < n; i++) {
         const device_info *d = &devices[i];
-        printf("%s\n    version: %s (the runtime's: plugins report no version of their own yet)\n",
-               d->name, version);
+        printf("%s\n    version: %s\n", d->name, d->version);
         if (d->error[0])
             printf("    (no SUPPORTED_PROPERTIES: %s; the common keys it answers follow)\n",
                    d->error);
@@ -201,8 +204,7 @@ static void print_json(FILE *f, const char *version, const char *cache_dir,
         const device_info *d = &devices[i];
         bench_json_begin_object(&j, NULL);
         bench_json_string(&j, "name", d->name);
-        bench_json_string(&j, "version", version);
-        bench_json_string(&j, "version_source", "runtime");
+        bench_json_string(&j, "version", d->version);
         bench_json_bool(&j, "supported_properties_reported", d->error[0] == '\0');
         if (d->error[0])
             bench_json_string(&j, "supported_properties_error", d->error);
@@ -277,9 +279,7 @@ int main(int argc, char **argv)
         rn_core_free(core);
         return 1;
     }
-    char version[32];
-    snprintf(version, sizeof version, "%d.%d.%d", RN_VERSION_MAJOR, RN_VERSION_MINOR,
-             RN_VERSION_PATCH);
+    const char *version = RN_VERSION_STRING;
     char cache_dir[4096] = "";
     if (rn_core_get_property(core, NULL, "CACHE_DIR", cache_dir, sizeof cache_dir) != RN_OK)
         cache_dir[0] = '\0';

@@ -31,6 +31,26 @@ rn_status rn_compiled_model_output(const rn_compiled_model *compiled, size_t ind
 rn_status rn_compiled_model_get_property(const rn_compiled_model *compiled, const char *key,
                                          char *buf, size_t size);
 
+/* Changes properties of a compiled model: ENABLE_PROFILING (from the next
+ * run of each request) and LOG_LEVEL. A key fixed at compile time (streams,
+ * hints, precision, ...) is RN_INVALID_ARG saying so; an unknown key or a
+ * bad value is an error naming it; nothing changes then. */
+rn_status rn_compiled_model_set_property(rn_compiled_model *compiled, const rn_property *properties,
+                                         size_t n_properties);
+
+/* One stage of the request pipeline and the executor it runs on:
+ * "stream" (the task executor of the request's stream), "device-wait"
+ * (device completions) or "callback". */
+typedef struct rn_pipeline_stage {
+    const char *stage; /* "preprocess", "upload", "infer", "wait", ... */
+    const char *executor;
+} rn_pipeline_stage;
+
+/* The stages an infer request runs through, in order (owned by the
+ * compiled model). Every stage is a node of the request's task DAG. */
+rn_status rn_compiled_model_pipeline(const rn_compiled_model *compiled,
+                                     const rn_pipeline_stage **stages, size_t *count);
+
 /* One node of the runtime model: what the device runs, in execution order. */
 typedef struct rn_runtime_node {
     const char *name;

@@ -84,6 +84,10 @@ rn_status rn_core_load_plugins_file(rn_core *core, const char *path);
  * error naming it. */
 rn_status rn_core_add_extension(rn_core *core, const char *path);
 
+/* The version of the plugin behind `device` ("0.1.0"; owned by the core).
+ * RN_NOT_FOUND for an unknown device. */
+rn_status rn_core_get_version(const rn_core *core, const char *device, const char **version);
+
 /* Devices that failed to register, with why. Strings are owned by the core. */
 size_t rn_core_failed_device_count(const rn_core *core);
 rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **name,

@@ -19,13 +19,17 @@
 #include "runnel/compiled_model.h"
 #include "runnel/core.h"
 #include "runnel/infer_request.h"
+#include "runnel/remote.h"
+#include "runnel/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* 2: kernels gained prepare_ctx and value kinds (sequences, optionals). */
-#define RN_PLUGIN_ABI_VERSION 2
+/* 2: kernels gained prepare_ctx and value kinds (sequences, optionals).
+ * 3: remote contexts and tensors, compile/import with a context, plugin
+ *    versions, compiled-model set_property and request pipelines. */
+#define RN_PLUGIN_ABI_VERSION 3
 
 struct graph;
 struct graph_tensor;
@@ -60,6 +64,12 @@ typedef struct rn_request_ops {
     rn_status (*cancel)(void *request);
     rn_status (*set_callback)(void *request, rn_request_callback fn, void *user_data);
     bool (*busy)(const void *request);
+    /* (optional) Binds input or output `index` to a remote tensor (a handle
+     * made by create_tensor of the context the model was compiled with; the
+     * Core checks that before calling). The tensor lives until the next
+     * bind. */
+    rn_status (*set_remote_input)(void *request, size_t index, void *tensor);
+    rn_status (*set_remote_output)(void *request, size_t index, void *tensor);
     /* Frees the request, waiting for a run in flight first. */
     void (*free)(void *request);
 } rn_request_ops;
@@ -78,12 +88,53 @@ typedef struct rn_compiled_model_ops {
     rn_status (*write_trace)(void *compiled, const char *path);
     /* (optional) The runtime model, owned by the compiled model. */
     rn_status (*get_runtime_model)(void *compiled, const rn_runtime_node **nodes, size_t *count);
+    /* (optional) Changes properties after compiling. A key that is fixed at
+     * compile time, an unknown key or a bad value is RN_INVALID_ARG naming
+     * it, and nothing changes. */
+    rn_status (*set_property)(void *compiled, const rn_property *properties, size_t n_properties);
+    /* (optional) The request pipeline: its stages in order, each with the
+     * executor it runs on; owned by the compiled model. */
+    rn_status (*get_pipeline)(void *compiled, const rn_pipeline_stage **stages, size_t *count);
     void (*free)(void *compiled);
 } rn_compiled_model_ops;
+
+/* A remote tensor: memory of a device's context (see runnel/remote.h). */
+typedef struct rn_remote_tensor_ops {
+    uint32_t abi_version;
+    /* Reads a tensor parameter (SHARED_MEM_TYPE, MEM_HANDLE, ...). */
+    rn_status (*get_property)(void *tensor, const char *key, char *buf, size_t size);
+    /* Copies `size` bytes (the whole tensor, dense row-major) from or to
+     * host memory. */
+    rn_status (*copy_from_host)(void *tensor, const void *src, size_t size);
+    rn_status (*copy_to_host)(void *tensor, void *dst, size_t size);
+    void (*free)(void *tensor);
+} rn_remote_tensor_ops;
+
+/* A remote context: a device's memory space and queue. */
+typedef struct rn_remote_context_ops {
+    uint32_t abi_version;
+    /* Reads a context parameter (CONTEXT_TYPE, DEVICE_ID, ...). */
+    rn_status (*get_property)(void *context, const char *key, char *buf, size_t size);
+    /* Allocates a tensor in the context's memory, or with params naming
+     * existing memory (MEM_HANDLE), shares it. An unknown parameter or a bad
+     * value is RN_INVALID_ARG naming it. */
+    rn_status (*create_tensor)(void *context, rn_element_type type, const int64_t *dims,
+                               size_t rank, const rn_property *params, size_t n_params,
+                               const rn_remote_tensor_ops **ops, void **tensor);
+    /* (optional) Host memory the device reaches fastest (pinned), and its
+     * release; without them host tensors are plain host memory. */
+    rn_status (*alloc_host)(void *context, size_t size, void **data);
+    void (*free_host)(void *context, void *data);
+    /* Frees a context made by create_context (never called on the default
+     * context, which the plugin owns). */
+    void (*free)(void *context);
+} rn_remote_context_ops;
 
 typedef struct rn_plugin_ops {
     uint32_t abi_version;
     const char *device_name;
+    /* The plugin's version ("0.1.0"), read back with rn_core_get_version. */
+    const char *version;
     /* Starts the backend; fails with the reason when it cannot (no driver,
      * no device). */
     rn_status (*create)(void **plugin);
@@ -102,19 +153,31 @@ typedef struct rn_plugin_ops {
      * device, architecture or format version, or a corrupt one, is an error
      * naming the check that failed. *io receives the compiled graph (owned by
      * the compiled model) so that the Core can describe its inputs and
-     * outputs. */
-    rn_status (*import_model)(void *plugin, const void *data, size_t size,
+     * outputs. `context` as for compile_model. */
+    rn_status (*import_model)(void *plugin, const void *data, size_t size, void *context,
                               const rn_property *properties, size_t n_properties,
                               const rn_compiled_model_ops **ops, void **compiled,
                               const struct graph **io);
+    /* (optional, with get_default_context) Creates a context from
+     * device-specific parameters; an unknown parameter or a bad value is
+     * RN_INVALID_ARG naming it. */
+    rn_status (*create_context)(void *plugin, const rn_property *params, size_t n_params,
+                                const rn_remote_context_ops **ops, void **context);
+    /* (optional) The device's default context, owned by the plugin (the
+     * same handle on every call): what compile_model uses without one. */
+    rn_status (*get_default_context)(void *plugin, const rn_remote_context_ops **ops,
+                                     void **context);
     /* (optional) Adds an extension's kernels for this device (a
      * NULL-terminated list, which outlives the plugin). Add extensions
      * before compiling models that use them. */
     rn_status (*add_extension)(void *plugin, const struct plugin_kernel *const *kernels);
     /* Compiles a model (the plugin clones what it keeps); compile-time
      * properties override the device's, which override the defaults; an
-     * unknown key or a bad value is RN_INVALID_ARG naming it. */
-    rn_status (*compile_model)(void *plugin, const struct graph *model,
+     * unknown key or a bad value is RN_INVALID_ARG naming it. `context` is a
+     * context of this plugin (from create_context or get_default_context)
+     * that the compiled model and its requests use, or NULL for the default;
+     * the Core keeps it alive while the compiled model lives. */
+    rn_status (*compile_model)(void *plugin, const struct graph *model, void *context,
                                const rn_property *properties, size_t n_properties,
                                const rn_compiled_model_ops **ops, void **compiled);
 } rn_plugin_ops;

@@ -8,9 +8,7 @@
 #include "runnel/model.h"
 #include "runnel/compiled_model.h"
 #include "runnel/infer_request.h"
-
-#define RN_VERSION_MAJOR 0
-#define RN_VERSION_MINOR 1
-#define RN_VERSION_PATCH 0
+#include "runnel/remote.h"
+#include "runnel/version.h"
 
 #endif /* RUNNEL_RUNNEL_H */

@@ -311,6 +311,28 @@ static rn_status build_common(plugin_plan *plan)
     return RN_OK;
 }
 
+/* The pipeline the DAG implements, in order (see plugin_plan_pipeline). */
+static void describe_pipeline(plugin_plan *plan)
+{
+    const plugin_plan_options *o = &plan->options;
+    rn_pipeline_stage *p = plan->pipeline;
+    size_t n = 0;
+    p[n++] = (rn_pipeline_stage){"preprocess", "stream"};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            p[n++] = (rn_pipeline_stage){"infer", "stream"};
+        for (int k = 0; k < o->n_stages; k++)
+            if (o->stages[k].after_kernels == (pass == 1))
+                p[n++] = (rn_pipeline_stage){o->stages[k].name,
+                                             o->stages[k].executor == PLUGIN_STAGE_ON_DEVICE_WAIT
+                                                 ? "device-wait"
+                                                 : "stream"};
+    }
+    p[n++] = (rn_pipeline_stage){"postprocess", "stream"};
+    p[n++] = (rn_pipeline_stage){"callback", "callback"};
+    plan->n_pipeline = n;
+}
+
 rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *registry,
                             const plugin_plan_options *options, plugin_plan **out)
 {
@@ -321,12 +343,14 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     plan->registry = registry;
     if (options != NULL)
         plan->options = *options;
+    atomic_init(&plan->profiling, plan->options.profiling);
     rn_status st = RN_OK;
     if (plan->options.n_stages < 0 || plan->options.n_stages > PLUGIN_MAX_STAGES) {
         st = rn_set_error(RN_INVALID_ARG, "compile: %d device stages (at most %d)",
                           plan->options.n_stages, PLUGIN_MAX_STAGES);
         goto fail;
     }
+    describe_pipeline(plan);
     if ((st = graph_clone(model, &plan->g)) != RN_OK || (st = build_common(plan)) != RN_OK)
         goto fail;
     if (plan->options.n_streams == 0)
@@ -409,6 +433,24 @@ const plugin_kernel *plugin_plan_kernel(const plugin_plan *plan, int node)
 const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan)
 {
     return &plan->options;
+}
+
+void plugin_plan_set_profiling(plugin_plan *plan, bool on)
+{
+    atomic_store(&plan->profiling, on);
+}
+
+bool plugin_plan_profiling(const plugin_plan *plan)
+{
+    return atomic_load(&plan->profiling);
+}
+
+rn_status plugin_plan_pipeline(const plugin_plan *plan, const rn_pipeline_stage **stages,
+                               size_t *count)
+{
+    *stages = plan->pipeline;
+    *count = plan->n_pipeline;
+    return RN_OK;
 }
 
 rn_status plugin_plan_write_trace(const plugin_plan *plan, const char *path)

@@ -58,6 +58,8 @@ typedef struct plugin_stage {
 
 #define PLUGIN_MAX_STAGES 8
 
+struct plugin_host_context;
+
 typedef struct plugin_plan_options {
     bool profiling;              /* record per-node real time */
     bool trace;                  /* record every task of the pool (plugin_plan_write_trace) */
@@ -67,6 +69,9 @@ typedef struct plugin_plan_options {
     int n_stages;
     plugin_stage stages[PLUGIN_MAX_STAGES];
     void *stage_ctx; /* passed to every stage's run */
+    /* The context the model runs in (plugins/api/remote.h): remote tensors
+     * bound to requests must belong to it. NULL: no remote tensors. */
+    const struct plugin_host_context *context;
 } plugin_plan_options;
 
 /* Builds a plan for `model` (cloned; the caller keeps its graph) and
@@ -84,6 +89,18 @@ const plugin_kernel *plugin_plan_kernel(const plugin_plan *plan, int node);
 /* The options the plan was built with (streams resolved). */
 const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan);
 
+/* Turns per-node profiling on or off (ENABLE_PROFILING set on a compiled
+ * model): each request follows from its next run. */
+void plugin_plan_set_profiling(plugin_plan *plan, bool on);
+bool plugin_plan_profiling(const plugin_plan *plan);
+
+/* The request pipeline: preprocess, the device stages before the kernels,
+ * "infer" (the kernels), the device stages after them, postprocess and
+ * callback, each with its executor ("stream", "device-wait", "callback").
+ * Owned by the plan. */
+rn_status plugin_plan_pipeline(const plugin_plan *plan, const rn_pipeline_stage **stages,
+                               size_t *count);
+
 /* Writes the Chrome trace-event JSON of every task the plan's executor pool
  * ran (all requests, stages and kernels, per stream); needs options.trace. */
 rn_status plugin_plan_write_trace(const plugin_plan *plan, const char *path);
@@ -97,6 +114,16 @@ rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out);
 void plugin_request_free(plugin_request *request);
 rn_status plugin_request_set_input(plugin_request *request, size_t index, const graph_tensor *t);
 rn_status plugin_request_set_output(plugin_request *request, size_t index, const graph_tensor *t);
+/* Binds input or output `index` to a remote tensor of the plan's context
+ * (options.context), in place: no copy either way. */
+rn_status plugin_request_set_remote_input(plugin_request *request, size_t index,
+                                          const void *tensor);
+rn_status plugin_request_set_remote_output(plugin_request *request, size_t index,
+                                           const void *tensor);
+/* Bytes of the inputs (outputs true: of the results) of the current run
+ * that live in host memory rather than in remote tensors: what a device
+ * stage has to upload (download). */
+size_t plugin_request_host_bytes(const plugin_request *request, bool outputs);
 rn_status plugin_request_infer(plugin_request *request);
 rn_status plugin_request_get_output(plugin_request *request, size_t index, graph_tensor *out);
 /* Stage entries ("input preprocessing", "transfer to device", "execution",

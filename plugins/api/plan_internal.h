@@ -30,13 +30,18 @@ struct plugin_plan {
     int n_captures;
     int *capture_ids;
     graph_value **outer_values;
-    /* Profiling: PLUGIN_STAGES stage entries, then one per node. */
+    /* Profiling: on/off (options.profiling, changed by set_profiling),
+     * PLUGIN_STAGES stage entries, then one per node. */
+    atomic_bool profiling;
     rn_profiling_info *profile_template;
     _Atomic int64_t *last_us;     /* per node: time of the last profiled run, -1 never */
     pthread_mutex_t runtime_lock; /* guards runtime_nodes */
     rn_runtime_node *runtime_nodes;
     char **original_names; /* per node: fused names joined by ',' */
     executors_pool *pool;
+    /* The request pipeline (plugin_plan_pipeline). */
+    size_t n_pipeline;
+    rn_pipeline_stage pipeline[PLUGIN_MAX_STAGES + 4];
     /* The DAG: 0 preprocess, 1..n kernels, n+1 postprocess, n+2 callback,
      * then the device stages at n+3+k. */
     sched_dag *dag;
@@ -68,6 +73,9 @@ struct plugin_request {
     value_slot *slots;      /* per value */
     atomic_int *remaining;  /* per value: readers left in this run */
     graph_tensor *user_out; /* per result: the caller's buffer, data NULL if none */
+    bool *remote_in;        /* per input: bound to a remote tensor */
+    bool *remote_out;       /* per result: user_out is a remote tensor */
+    bool profiling;         /* this run records times (the plan's flag at its start) */
     rn_profiling_info *profile;
     graph_tensor *io;  /* per node scratch: inputs then outputs (plan->io_offset) */
     graph_port *ports; /* same layout */

@@ -249,3 +249,31 @@ void plugin_properties_streams(const plugin_properties *p, uint32_t cpus, uint32
     *optimal_requests =
         streams == 1 && p->performance_hint == PLUGIN_HINT_LATENCY ? 1 : 2 * streams;
 }
+
+rn_status plugin_properties_set_compiled(plugin_properties *p, const rn_property *props, size_t n)
+{
+    plugin_properties tmp = *p;
+    for (size_t i = 0; i < n; i++) {
+        const char *key = props[i].key;
+        rn_status st;
+        if (strcmp(key, "ENABLE_PROFILING") == 0 || strcmp(key, "LOG_LEVEL") == 0) {
+            st = plugin_properties_set(&tmp, key, props[i].value);
+        } else {
+            bool rw = false;
+            for (const char *const *k = plugin_rw_property_keys; *k != NULL; k++)
+                rw |= strcmp(*k, key) == 0;
+            st = rw ? rn_set_error(RN_INVALID_ARG,
+                                   "property %s is fixed when the model is compiled (compile "
+                                   "again to change it; ENABLE_PROFILING and LOG_LEVEL can change)",
+                                   key)
+                    : rn_set_error(RN_INVALID_ARG,
+                                   "compiled model: unknown property '%s' (settable: "
+                                   "ENABLE_PROFILING, LOG_LEVEL)",
+                                   key);
+        }
+        if (st != RN_OK)
+            return st;
+    }
+    *p = tmp;
+    return RN_OK;
+}

@@ -47,6 +47,12 @@ rn_status plugin_properties_set(plugin_properties *p, const char *key, const cha
  * left unchanged. */
 rn_status plugin_properties_apply(plugin_properties *p, const rn_property *props, size_t n);
 
+/* Applies properties set on a compiled model: ENABLE_PROFILING and
+ * LOG_LEVEL; any other read-write key is RN_INVALID_ARG saying it is fixed
+ * at compile time, an unknown key one naming it. `p` is left unchanged on
+ * error. */
+rn_status plugin_properties_set_compiled(plugin_properties *p, const rn_property *props, size_t n);
+
 /* Writes a read-write property's value as a string into buf. RN_NOT_FOUND
  * for keys that are not read-write properties. */
 rn_status plugin_properties_get(const plugin_properties *p, const char *key, char *buf,

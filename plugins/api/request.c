@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "plugins/api/plan_internal.h"
+#include "plugins/api/remote.h"
 
 static const max_align_t empty_tensor_data;
 
@@ -53,6 +54,8 @@ void plugin_request_free(plugin_request *r)
     free(r->slots);
     free(r->remaining);
     free(r->user_out);
+    free(r->remote_in);
+    free(r->remote_out);
     free(r->profile);
     free(r->io);
     free(r->ports);
@@ -71,10 +74,13 @@ rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out)
     r->slots = calloc((size_t)g->n_values + 1, sizeof *r->slots);
     r->remaining = calloc((size_t)g->n_values + 1, sizeof *r->remaining);
     r->user_out = calloc((size_t)g->n_outputs + 1, sizeof *r->user_out);
+    r->remote_in = calloc((size_t)g->n_inputs + 1, sizeof *r->remote_in);
+    r->remote_out = calloc((size_t)g->n_outputs + 1, sizeof *r->remote_out);
     r->profile = calloc((size_t)g->n_nodes + PLUGIN_STAGES, sizeof *r->profile);
     r->io = calloc((size_t)plan->io_total + 1, sizeof *r->io);
     r->ports = calloc((size_t)plan->io_total + 1, sizeof *r->ports);
-    bool ok = r->slots && r->remaining && r->user_out && r->profile && r->io && r->ports;
+    bool ok = r->slots && r->remaining && r->user_out && r->remote_in && r->remote_out &&
+              r->profile && r->io && r->ports;
     for (int i = 0; ok && !plan->nested && i < 2; i++)
         ok = sched_instance_create(plan->dag, r, &r->instances[i]) == 0;
     if (!ok) {
@@ -154,6 +160,7 @@ rn_status plugin_request_set_input(plugin_request *r, size_t index, const graph_
     s->t = *t;
     s->bound = true;
     s->has_value = true;
+    r->remote_in[index] = false;
     return RN_OK;
 }
 
@@ -195,7 +202,55 @@ rn_status plugin_request_set_output(plugin_request *r, size_t index, const graph
                             "caller's buffer",
                             g->outputs[index]->name);
     r->user_out[index] = *t;
+    r->remote_out[index] = false;
     return RN_OK;
+}
+
+/* The host view of a remote tensor of the plan's context. */
+static rn_status remote_view(const plugin_request *r, const void *tensor, graph_tensor *out)
+{
+    const plugin_host_context *context = r->plan->options.context;
+    if (context == NULL)
+        return rn_set_error(RN_NOT_IMPLEMENTED, "this compiled model takes no remote tensors");
+    return plugin_host_tensor_view(tensor, context, out);
+}
+
+rn_status plugin_request_set_remote_input(plugin_request *r, size_t index, const void *tensor)
+{
+    graph_tensor view;
+    rn_status st = remote_view(r, tensor, &view);
+    if (st == RN_OK)
+        st = plugin_request_set_input(r, index, &view);
+    if (st == RN_OK)
+        r->remote_in[index] = true;
+    return st;
+}
+
+rn_status plugin_request_set_remote_output(plugin_request *r, size_t index, const void *tensor)
+{
+    graph_tensor view;
+    rn_status st = remote_view(r, tensor, &view);
+    if (st == RN_OK)
+        st = plugin_request_set_output(r, index, &view);
+    if (st == RN_OK)
+        r->remote_out[index] = true;
+    return st;
+}
+
+size_t plugin_request_host_bytes(const plugin_request *r, bool outputs)
+{
+    const graph *g = r->plan->g;
+    size_t bytes = 0;
+    if (!outputs) {
+        for (int i = 0; i < g->n_inputs; i++)
+            if (!r->remote_in[i])
+                bytes += r->slots[g->inputs[i]->id].t.nbytes;
+        return bytes;
+    }
+    for (int o = 0; o < g->n_outputs; o++)
+        if (!r->remote_out[o])
+            bytes += r->slots[g->outputs[o]->id].t.nbytes;
+    return bytes;
 }
 
 /* ---- running one node ---- */
@@ -394,10 +449,10 @@ static rn_status run_node(plugin_request *r, int i)
         .n_implicit = plan->n_implicit[i],
         .cancel = r->outer_cancel != NULL ? r->outer_cancel : &r->cancel,
     };
-    uint64_t t0 = plan->options.profiling ? now_ns() : 0;
+    uint64_t t0 = r->profiling ? now_ns() : 0;
     rn_status st = plan->kernels[i]->run(&args);
     rn_profiling_info *prof = &r->profile[PLUGIN_STAGES + i];
-    if (plan->options.profiling) {
+    if (r->profiling) {
         prof->real_time_us = (now_ns() - t0) / 1000;
         plan->last_us[i] = (int64_t)prof->real_time_us;
     }
@@ -451,13 +506,13 @@ static rn_status check_inputs(plugin_request *r)
 /* Profiling: marks the start of a stage / ends it with its real time. */
 static void stage_begin(plugin_request *r, int stage)
 {
-    if (r->plan->options.profiling)
+    if (r->profiling)
         r->stage_start[stage] = now_ns();
 }
 
 static void stage_end(plugin_request *r, int stage)
 {
-    if (!r->plan->options.profiling)
+    if (!r->profiling)
         return;
     r->profile[stage].real_time_us = (now_ns() - r->stage_start[stage]) / 1000;
     r->profile[stage].status = RN_NODE_EXECUTED;
@@ -467,6 +522,7 @@ static void preprocess(plugin_request *r)
 {
     const plugin_plan *plan = r->plan;
     const graph *g = plan->g;
+    r->profiling = plugin_plan_profiling(plan);
     stage_begin(r, STAGE_PREPROCESS);
     for (int v = 0; v < g->n_values; v++)
         atomic_store_explicit(&r->remaining[v], plan->consumers[v], memory_order_relaxed);
@@ -533,7 +589,7 @@ static rn_status postprocess_results(plugin_request *r)
 static void stage_done(plugin_request *r, int k)
 {
     const plugin_plan_options *o = &r->plan->options;
-    if (!o->profiling)
+    if (!r->profiling)
         return;
     rn_profiling_info *p = &r->profile[o->stages[k].slot];
     p->real_time_us += (now_ns() - r->device_stage_start[k]) / 1000;
@@ -548,7 +604,7 @@ static int start_stage(plugin_request *r, int k)
         return RN_OK;
     const plugin_plan_options *o = &r->plan->options;
     const plugin_stage *s = &o->stages[k];
-    if (o->profiling)
+    if (r->profiling)
         r->device_stage_start[k] = now_ns();
     int rc = s->run(r, (uint32_t)k, o->stage_ctx);
     /* A pending stage's time is recorded by its completion (another thread,
@@ -851,9 +907,10 @@ rn_status plugin_request_profiling(plugin_request *r, const rn_profiling_info **
 {
     if (atomic_load(&r->state) == REQUEST_RUNNING)
         return busy_error("profiling");
-    if (!r->plan->options.profiling)
+    if (!plugin_plan_profiling(r->plan))
         return rn_set_error(RN_INVALID_ARG,
-                            "profiling is off: compile with ENABLE_PROFILING=YES to read it");
+                            "profiling is off: compile with ENABLE_PROFILING=YES (or set it on "
+                            "the compiled model) to read it");
     *info = r->profile;
     *count = (size_t)r->plan->g->n_nodes + PLUGIN_STAGES;
     return RN_OK;
@@ -911,6 +968,16 @@ static rn_status generic_set_callback(void *request, rn_request_callback fn, voi
     return plugin_request_set_callback(request, fn, user_data);
 }
 
+static rn_status generic_set_remote_input(void *request, size_t index, void *tensor)
+{
+    return plugin_request_set_remote_input(request, index, tensor);
+}
+
+static rn_status generic_set_remote_output(void *request, size_t index, void *tensor)
+{
+    return plugin_request_set_remote_output(request, index, tensor);
+}
+
 static bool generic_busy(const void *request)
 {
     return plugin_request_busy(request);
@@ -934,5 +1001,7 @@ const rn_request_ops plugin_generic_request_ops = {
     .cancel = generic_cancel,
     .set_callback = generic_set_callback,
     .busy = generic_busy,
+    .set_remote_input = generic_set_remote_input,
+    .set_remote_output = generic_set_remote_output,
     .free = generic_free,
 };

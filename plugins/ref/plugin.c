@@ -11,6 +11,7 @@
 #include "plugins/api/plan.h"
 #include "plugins/api/properties.h"
 #include "plugins/api/query.h"
+#include "plugins/api/remote.h"
 #include "plugins/ref/ref.h"
 #include "transforms/transforms.h"
 
@@ -18,10 +19,16 @@ typedef struct ref_plugin {
     plugin_kernel_registry *kernels;
     pthread_mutex_t lock; /* guards props */
     plugin_properties props;
+    plugin_host_context *default_context;
 } ref_plugin;
+
+/* REF's memory is host memory: its contexts hand out host buffers. */
+static const plugin_host_context_kind ref_context_kind = {"REF", "HOST", "HOST_BUFFER"};
 
 typedef struct ref_compiled {
     plugin_plan *plan;
+    const plugin_host_context *context;
+    pthread_mutex_t lock; /* guards props (set_property after compiling) */
     plugin_properties props;
     char network_name[256];
     uint32_t optimal_requests;
@@ -49,6 +56,8 @@ static rn_status ref_create(void **out)
     rn_status st = plugin_kernel_registry_create(&p->kernels);
     if (st == RN_OK)
         st = ref_register_kernels(p->kernels);
+    if (st == RN_OK)
+        st = plugin_host_context_create(&ref_context_kind, NULL, 0, &p->default_context);
     if (st != RN_OK) {
         plugin_kernel_registry_free(p->kernels);
         free(p);
@@ -66,8 +75,26 @@ static void ref_destroy(void *plugin)
     if (p == NULL)
         return;
     plugin_kernel_registry_free(p->kernels);
+    plugin_host_context_free(p->default_context);
     pthread_mutex_destroy(&p->lock);
     free(p);
+}
+
+static rn_status ref_create_context(void *plugin, const rn_property *params, size_t n,
+                                    const rn_remote_context_ops **ops, void **context)
+{
+    (void)plugin;
+    *ops = &plugin_host_context_ops;
+    return plugin_host_context_create(&ref_context_kind, params, n,
+                                      (plugin_host_context **)context);
+}
+
+static rn_status ref_default_context(void *plugin, const rn_remote_context_ops **ops,
+                                     void **context)
+{
+    *ops = &plugin_host_context_ops;
+    *context = ((ref_plugin *)plugin)->default_context;
+    return RN_OK;
 }
 
 static rn_status ref_add_extension(void *plugin, const struct plugin_kernel *const *kernels)
@@ -156,10 +183,28 @@ static rn_status ref_compiled_get_property(void *compiled, const char *key, char
     }
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
         return plugin_property_string(key, "REF", buf, size);
+    pthread_mutex_lock(&c->lock);
     rn_status st = plugin_properties_get(&c->props, key, buf, size);
+    pthread_mutex_unlock(&c->lock);
     if (st == RN_NOT_FOUND)
         return rn_set_error(RN_NOT_FOUND, "compiled model: unknown property '%s'", key);
     return st;
+}
+
+static rn_status ref_compiled_set_property(void *compiled, const rn_property *props, size_t n)
+{
+    ref_compiled *c = compiled;
+    pthread_mutex_lock(&c->lock);
+    rn_status st = plugin_properties_set_compiled(&c->props, props, n);
+    if (st == RN_OK)
+        plugin_plan_set_profiling(c->plan, c->props.enable_profiling);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+static rn_status ref_pipeline(void *compiled, const rn_pipeline_stage **stages, size_t *count)
+{
+    return plugin_plan_pipeline(((ref_compiled *)compiled)->plan, stages, count);
 }
 
 static rn_status ref_create_request(void *compiled, void **out)
@@ -179,7 +224,10 @@ static rn_status ref_runtime_model(void *compiled, const rn_runtime_node **nodes
 static rn_status ref_export(void *compiled, void **data, size_t *size)
 {
     ref_compiled *c = compiled;
-    return plugin_export(c->plan, "REF", "ref", &c->props, data, size);
+    pthread_mutex_lock(&c->lock);
+    plugin_properties props = c->props;
+    pthread_mutex_unlock(&c->lock);
+    return plugin_export(c->plan, "REF", "ref", &props, data, size);
 }
 
 static rn_status ref_write_trace(void *compiled, const char *path)
@@ -193,6 +241,7 @@ static void ref_compiled_free(void *compiled)
     if (c == NULL)
         return;
     plugin_plan_free(c->plan);
+    pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
@@ -204,6 +253,8 @@ static const rn_compiled_model_ops ref_compiled_ops = {
     .export_model = ref_export,
     .write_trace = ref_write_trace,
     .get_runtime_model = ref_runtime_model,
+    .set_property = ref_compiled_set_property,
+    .get_pipeline = ref_pipeline,
     .free = ref_compiled_free,
 };
 
@@ -267,38 +318,48 @@ static rn_status ref_query(void *plugin, const struct graph *model, const rn_pro
 static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
 {
     plugin_plan_options options = {.profiling = c->props.enable_profiling,
-                                   .trace = c->props.enable_trace};
+                                   .trace = c->props.enable_trace,
+                                   .context = c->context};
     plugin_properties_streams(&c->props, executors_cpu_count(), &options.n_streams,
                               &options.threads_per_stream, &c->optimal_requests);
     snprintf(c->network_name, sizeof c->network_name, "%s", g->name);
     return plugin_plan_build(g, p->kernels, &options, &c->plan);
 }
 
-static rn_status ref_compile(void *plugin, const struct graph *model, const rn_property *properties,
-                             size_t n_properties, const rn_compiled_model_ops **ops,
-                             void **compiled)
+/* A compiled model in `context` (NULL: the default) with the device's
+ * properties; NULL when out of memory. */
+static ref_compiled *ref_compiled_new(ref_plugin *p, void *context)
 {
-    ref_plugin *p = plugin;
     ref_compiled *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "REF: out of memory");
+    if (c == NULL) {
+        rn_set_error(RN_OUT_OF_MEMORY, "REF: out of memory");
+        return NULL;
+    }
+    c->context = context != NULL ? context : p->default_context;
+    pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_lock(&p->lock);
     c->props = p->props;
     pthread_mutex_unlock(&p->lock);
+    return c;
+}
+
+static rn_status ref_compile(void *plugin, const struct graph *model, void *context,
+                             const rn_property *properties, size_t n_properties,
+                             const rn_compiled_model_ops **ops, void **compiled)
+{
+    ref_plugin *p = plugin;
+    ref_compiled *c = ref_compiled_new(p, context);
+    if (c == NULL)
+        return RN_OUT_OF_MEMORY;
     rn_status st = plugin_properties_apply(&c->props, properties, n_properties);
-    if (st != RN_OK) {
-        free(c);
-        return st;
-    }
-    graph *g;
-    if ((st = ref_transform(p, &c->props, model, &g)) != RN_OK) {
-        free(c);
-        return st;
-    }
-    st = ref_build(p, c, g);
+    graph *g = NULL;
+    if (st == RN_OK)
+        st = ref_transform(p, &c->props, model, &g);
+    if (st == RN_OK)
+        st = ref_build(p, c, g);
     graph_free(g);
     if (st != RN_OK) {
-        free(c);
+        ref_compiled_free(c);
         return st;
     }
     *ops = &ref_compiled_ops;
@@ -306,18 +367,15 @@ static rn_status ref_compile(void *plugin, const struct graph *model, const rn_p
     return RN_OK;
 }
 
-static rn_status ref_import(void *plugin, const void *data, size_t size,
+static rn_status ref_import(void *plugin, const void *data, size_t size, void *context,
                             const rn_property *properties, size_t n_properties,
                             const rn_compiled_model_ops **ops, void **compiled,
                             const struct graph **io)
 {
     ref_plugin *p = plugin;
-    ref_compiled *c = calloc(1, sizeof *c);
+    ref_compiled *c = ref_compiled_new(p, context);
     if (c == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "REF: out of memory");
-    pthread_mutex_lock(&p->lock);
-    c->props = p->props;
-    pthread_mutex_unlock(&p->lock);
+        return RN_OUT_OF_MEMORY;
     graph *g;
     rn_status st = plugin_import(data, size, "REF", "ref", properties, n_properties, &c->props, &g);
     if (st == RN_OK) {
@@ -325,7 +383,7 @@ static rn_status ref_import(void *plugin, const void *data, size_t size,
         graph_free(g);
     }
     if (st != RN_OK) {
-        free(c);
+        ref_compiled_free(c);
         return st;
     }
     *ops = &ref_compiled_ops;
@@ -337,6 +395,7 @@ static rn_status ref_import(void *plugin, const void *data, size_t size,
 const rn_plugin_ops ref_plugin_ops = {
     .abi_version = RN_PLUGIN_ABI_VERSION,
     .device_name = "REF",
+    .version = RN_VERSION_STRING,
     .create = ref_create,
     .destroy = ref_destroy,
     .set_property = ref_set_property,
@@ -344,5 +403,7 @@ const rn_plugin_ops ref_plugin_ops = {
     .query_model = ref_query,
     .add_extension = ref_add_extension,
     .import_model = ref_import,
+    .create_context = ref_create_context,
+    .get_default_context = ref_default_context,
     .compile_model = ref_compile,
 };

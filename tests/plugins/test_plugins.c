@@ -63,10 +63,11 @@ static const rn_compiled_model_ops testdev_compiled_ops = {
     .free = testdev_compiled_free,
 };
 
-static rn_status testdev_compile(void *plugin, const struct graph *model,
+static rn_status testdev_compile(void *plugin, const struct graph *model, void *context,
                                  const rn_property *properties, size_t n_properties,
                                  const rn_compiled_model_ops **ops, void **compiled)
 {
+    (void)context; /* TESTDEV has no remote contexts: the Core passes NULL */
     testdev *d = plugin;
     if (n_properties > 0)
         return rn_set_error(RN_INVALID_ARG, "TESTDEV: unknown property '%s'", properties[0].key);
@@ -84,6 +85,7 @@ static const rn_plugin_ops testdev_ops = {
     .abi_version = RN_PLUGIN_ABI_VERSION,
 #endif
     .device_name = "TESTDEV",
+    .version = "1.2.3-testdev",
     .create = testdev_create,
     .destroy = testdev_destroy,
     .compile_model = testdev_compile,

@@ -59,6 +59,14 @@ Test(plugin_loading, a_shared_object_adds_a_device)
     cr_assert(has_device(core, "TESTDEV"));
     run_add_on(core, "TESTDEV");
     run_add_on(core, "REF");
+    /* Its own version is read back; it has no remote contexts. */
+    const char *version;
+    cr_assert_eq(rn_core_get_version(core, "TESTDEV", &version), RN_OK);
+    cr_assert_str_eq(version, "1.2.3-testdev");
+    rn_remote_context *c;
+    cr_assert_eq(rn_core_get_default_context(core, "TESTDEV", &c), RN_NOT_IMPLEMENTED);
+    cr_assert(strstr(rn_last_error(), "TESTDEV") != NULL, "%s", rn_last_error());
+    cr_assert_eq(rn_core_create_context(core, "TESTDEV", NULL, 0, &c), RN_NOT_IMPLEMENTED);
     rn_core_free(core);
 }
 

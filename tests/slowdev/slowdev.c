@@ -11,9 +11,18 @@
  * never overlaps with itself.
  *
  * Properties: SLOWDEV_UPLOAD_US, SLOWDEV_EXECUTE_US, SLOWDEV_WAIT_US,
- * SLOWDEV_DOWNLOAD_US (default 200 each), plus the shared ones. */
+ * SLOWDEV_DOWNLOAD_US (default 200 each), plus the shared ones; read-only
+ * SLOWDEV_BYTES_UPLOADED and SLOWDEV_BYTES_DOWNLOADED count what the copy
+ * engines moved.
+ *
+ * Remote contexts hold "device memory" (host memory standing for it): an
+ * input bound to a remote tensor of the model's context is already on the
+ * device, so the upload stage moves only the host inputs, and skips the
+ * copy engine when there are none; the same for outputs and download. */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +32,7 @@
 #include "plugins/api/plan.h"
 #include "plugins/api/properties.h"
 #include "plugins/api/query.h"
+#include "plugins/api/remote.h"
 #include "plugins/ref/ref.h"
 #include "tests/slowdev/slowdev.h"
 
@@ -55,11 +65,18 @@ typedef struct slowdev {
     pthread_cond_t queue_cond;
     device_job *head, *tail;
     bool stopping;
+    plugin_host_context *default_context;
+    atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
 } slowdev;
+
+static const plugin_host_context_kind slowdev_context_kind = {"SLOWDEV", "SLOWDEV",
+                                                              "SLOWDEV_BUFFER"};
 
 typedef struct slowdev_compiled {
     slowdev *dev;
     plugin_plan *plan;
+    const plugin_host_context *context;
+    pthread_mutex_t lock; /* guards props (set_property after compiling) */
     plugin_properties props;
     uint32_t cost_us[N_ENGINES]; /* as compiled */
     uint32_t optimal_requests;
@@ -105,10 +122,22 @@ static int engine_stage(slowdev_compiled *c, int engine)
     return RN_OK;
 }
 
+/* A copy engine moves the host-side bytes; with none to move it is not
+ * used at all. */
+static int copy_stage(slowdev_compiled *c, int engine, size_t bytes, atomic_uint_fast64_t *counter)
+{
+    if (bytes == 0)
+        return RN_OK;
+    atomic_fetch_add(counter, bytes);
+    return engine_stage(c, engine);
+}
+
 static int stage_upload(plugin_request *r, uint32_t stage, void *ctx)
 {
-    (void)r, (void)stage;
-    return engine_stage(ctx, ENGINE_UPLOAD);
+    (void)stage;
+    slowdev_compiled *c = ctx;
+    return copy_stage(c, ENGINE_UPLOAD, plugin_request_host_bytes(r, false),
+                      &c->dev->bytes_uploaded);
 }
 
 static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
@@ -138,8 +167,10 @@ static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
 
 static int stage_download(plugin_request *r, uint32_t stage, void *ctx)
 {
-    (void)r, (void)stage;
-    return engine_stage(ctx, ENGINE_DOWNLOAD);
+    (void)stage;
+    slowdev_compiled *c = ctx;
+    return copy_stage(c, ENGINE_DOWNLOAD, plugin_request_host_bytes(r, true),
+                      &c->dev->bytes_downloaded);
 }
 
 /* ---- plugin ---- */
@@ -152,6 +183,8 @@ static rn_status slowdev_create(void **out)
     rn_status st = plugin_kernel_registry_create(&d->kernels);
     if (st == RN_OK)
         st = ref_register_kernels(d->kernels);
+    if (st == RN_OK)
+        st = plugin_host_context_create(&slowdev_context_kind, NULL, 0, &d->default_context);
     if (st != RN_OK) {
         plugin_kernel_registry_free(d->kernels);
         free(d);
@@ -167,6 +200,7 @@ static rn_status slowdev_create(void **out)
     plugin_properties_default(&d->props);
     if (pthread_create(&d->thread, NULL, device_thread, d) != 0) {
         plugin_kernel_registry_free(d->kernels);
+        plugin_host_context_free(d->default_context);
         free(d);
         return rn_set_error(RN_DEVICE_ERROR, "SLOWDEV: cannot start the device thread");
     }
@@ -190,7 +224,25 @@ static void slowdev_destroy(void *plugin)
     pthread_mutex_destroy(&d->queue_lock);
     pthread_cond_destroy(&d->queue_cond);
     plugin_kernel_registry_free(d->kernels);
+    plugin_host_context_free(d->default_context);
     free(d);
+}
+
+static rn_status slowdev_create_context(void *plugin, const rn_property *params, size_t n,
+                                        const rn_remote_context_ops **ops, void **context)
+{
+    (void)plugin;
+    *ops = &plugin_host_context_ops;
+    return plugin_host_context_create(&slowdev_context_kind, params, n,
+                                      (plugin_host_context **)context);
+}
+
+static rn_status slowdev_default_context(void *plugin, const rn_remote_context_ops **ops,
+                                         void **context)
+{
+    *ops = &plugin_host_context_ops;
+    *context = ((slowdev *)plugin)->default_context;
+    return RN_OK;
 }
 
 /* Splits properties into SLOWDEV's cost keys and the shared ones. */
@@ -244,6 +296,13 @@ static rn_status slowdev_get_property(void *plugin, const char *key, char *buf, 
             pthread_mutex_unlock(&d->lock);
             return plugin_property_string(key, tmp, buf, size);
         }
+    if (strcmp(key, "SLOWDEV_BYTES_UPLOADED") == 0 ||
+        strcmp(key, "SLOWDEV_BYTES_DOWNLOADED") == 0) {
+        bool up = strcmp(key, "SLOWDEV_BYTES_UPLOADED") == 0;
+        snprintf(tmp, sizeof tmp, "%" PRIuFAST64,
+                 (uint_fast64_t)atomic_load(up ? &d->bytes_uploaded : &d->bytes_downloaded));
+        return plugin_property_string(key, tmp, buf, size);
+    }
     if (strcmp(key, "FULL_DEVICE_NAME") == 0)
         return plugin_property_string(key, "runnel simulated accelerator (tests)", buf, size);
     if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
@@ -275,7 +334,28 @@ static rn_status slowdev_compiled_property(void *compiled, const char *key, char
     }
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
         return plugin_property_string(key, "SLOWDEV", buf, size);
-    return rn_set_error(RN_NOT_FOUND, "SLOWDEV compiled model: unknown property '%s'", key);
+    pthread_mutex_lock(&c->lock);
+    rn_status st = plugin_properties_get(&c->props, key, buf, size);
+    pthread_mutex_unlock(&c->lock);
+    if (st == RN_NOT_FOUND)
+        return rn_set_error(RN_NOT_FOUND, "SLOWDEV compiled model: unknown property '%s'", key);
+    return st;
+}
+
+static rn_status slowdev_compiled_set_property(void *compiled, const rn_property *p, size_t n)
+{
+    slowdev_compiled *c = compiled;
+    pthread_mutex_lock(&c->lock);
+    rn_status st = plugin_properties_set_compiled(&c->props, p, n);
+    if (st == RN_OK)
+        plugin_plan_set_profiling(c->plan, c->props.enable_profiling);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+static rn_status slowdev_pipeline(void *compiled, const rn_pipeline_stage **stages, size_t *count)
+{
+    return plugin_plan_pipeline(((slowdev_compiled *)compiled)->plan, stages, count);
 }
 
 static rn_status slowdev_runtime_model(void *compiled, const rn_runtime_node **nodes, size_t *count)
@@ -286,7 +366,10 @@ static rn_status slowdev_runtime_model(void *compiled, const rn_runtime_node **n
 static rn_status slowdev_export(void *compiled, void **data, size_t *size)
 {
     slowdev_compiled *c = compiled;
-    return plugin_export(c->plan, "SLOWDEV", "slowdev", &c->props, data, size);
+    pthread_mutex_lock(&c->lock);
+    plugin_properties props = c->props;
+    pthread_mutex_unlock(&c->lock);
+    return plugin_export(c->plan, "SLOWDEV", "slowdev", &props, data, size);
 }
 
 static rn_status slowdev_write_trace(void *compiled, const char *path)
@@ -300,6 +383,7 @@ static void slowdev_compiled_free(void *compiled)
     if (c == NULL)
         return;
     plugin_plan_free(c->plan);
+    pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
@@ -311,6 +395,8 @@ static const rn_compiled_model_ops slowdev_compiled_ops = {
     .get_runtime_model = slowdev_runtime_model,
     .export_model = slowdev_export,
     .write_trace = slowdev_write_trace,
+    .set_property = slowdev_compiled_set_property,
+    .get_pipeline = slowdev_pipeline,
     .free = slowdev_compiled_free,
 };
 
@@ -334,6 +420,7 @@ static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
     plugin_plan_options o = {.profiling = c->props.enable_profiling,
                              .trace = c->props.enable_trace,
                              .stage_ctx = c,
+                             .context = c->context,
                              .n_stages = 4};
     plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
                               &c->optimal_requests);
@@ -351,23 +438,37 @@ static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
     return plugin_plan_build(g, c->dev->kernels, &o, &c->plan);
 }
 
-static rn_status slowdev_compile(void *plugin, const struct graph *model, const rn_property *p,
-                                 size_t n, const rn_compiled_model_ops **ops, void **compiled)
+/* A compiled model in `context` (NULL: the default) with the device's
+ * properties and costs; NULL when out of memory. */
+static slowdev_compiled *slowdev_compiled_new(slowdev *d, void *context)
 {
-    slowdev *d = plugin;
     slowdev_compiled *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
+    if (c == NULL) {
+        rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
+        return NULL;
+    }
     c->dev = d;
+    c->context = context != NULL ? context : d->default_context;
+    pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_lock(&d->lock);
     c->props = d->props;
     memcpy(c->cost_us, d->cost_us, sizeof c->cost_us);
     pthread_mutex_unlock(&d->lock);
+    return c;
+}
+
+static rn_status slowdev_compile(void *plugin, const struct graph *model, void *context,
+                                 const rn_property *p, size_t n, const rn_compiled_model_ops **ops,
+                                 void **compiled)
+{
+    slowdev_compiled *c = slowdev_compiled_new(plugin, context);
+    if (c == NULL)
+        return RN_OUT_OF_MEMORY;
     rn_status st = apply(&c->props, c->cost_us, p, n);
     if (st == RN_OK)
         st = slowdev_build(c, model);
     if (st != RN_OK) {
-        free(c);
+        slowdev_compiled_free(c);
         return st;
     }
     *ops = &slowdev_compiled_ops;
@@ -375,19 +476,13 @@ static rn_status slowdev_compile(void *plugin, const struct graph *model, const 
     return RN_OK;
 }
 
-static rn_status slowdev_import(void *plugin, const void *data, size_t size, const rn_property *p,
-                                size_t n, const rn_compiled_model_ops **ops, void **compiled,
-                                const struct graph **io)
+static rn_status slowdev_import(void *plugin, const void *data, size_t size, void *context,
+                                const rn_property *p, size_t n, const rn_compiled_model_ops **ops,
+                                void **compiled, const struct graph **io)
 {
-    slowdev *d = plugin;
-    slowdev_compiled *c = calloc(1, sizeof *c);
+    slowdev_compiled *c = slowdev_compiled_new(plugin, context);
     if (c == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
-    c->dev = d;
-    pthread_mutex_lock(&d->lock);
-    c->props = d->props;
-    memcpy(c->cost_us, d->cost_us, sizeof c->cost_us);
-    pthread_mutex_unlock(&d->lock);
+        return RN_OUT_OF_MEMORY;
     /* Cost keys are SLOWDEV's own: apply them, pass the rest to the import. */
     rn_property shared[32];
     size_t n_shared = 0;
@@ -407,7 +502,7 @@ static rn_status slowdev_import(void *plugin, const void *data, size_t size, con
         st = slowdev_build(c, g);
     graph_free(g);
     if (st != RN_OK) {
-        free(c);
+        slowdev_compiled_free(c);
         return st;
     }
     *ops = &slowdev_compiled_ops;
@@ -419,12 +514,15 @@ static rn_status slowdev_import(void *plugin, const void *data, size_t size, con
 const rn_plugin_ops slowdev_plugin_ops = {
     .abi_version = RN_PLUGIN_ABI_VERSION,
     .device_name = "SLOWDEV",
+    .version = RN_VERSION_STRING,
     .create = slowdev_create,
     .destroy = slowdev_destroy,
     .set_property = slowdev_set_property,
     .get_property = slowdev_get_property,
     .query_model = slowdev_query,
     .import_model = slowdev_import,
+    .create_context = slowdev_create_context,
+    .get_default_context = slowdev_default_context,
     .compile_model = slowdev_compile,
 };
 

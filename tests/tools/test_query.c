@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runnel/version.h"
 #include "tests/tools/tool_util.h"
 
 static json_value *query_json(const char *const *args, const char *const *env)
@@ -65,7 +66,7 @@ Test(query, lists_ref_with_its_properties_marked_ro_or_rw)
                            "NUM_STREAMS (RW): ",
                            "ENABLE_PROFILING (RW): NO",
                            "CACHE_DIR (RW)",
-                           "version: 0.1.0",
+                           "version: " RN_VERSION_STRING "\n",
                            "Devices that failed to load"};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         cr_expect(strstr(r.out, lines[i]) != NULL, "'%s' is not in:\n%s", lines[i], r.out);
@@ -75,7 +76,7 @@ Test(query, lists_ref_with_its_properties_marked_ro_or_rw)
 Test(query, json_lists_every_supported_property_with_a_value)
 {
     json_value *root = query_json(NULL, NULL);
-    cr_expect_str_eq(json_member(root, "runnel_version")->string, "0.1.0");
+    cr_expect_str_eq(json_member(root, "runnel_version")->string, RN_VERSION_STRING);
     const json_value *ref = device(root, "REF");
     cr_assert_not_null(ref, "REF is not listed");
     const json_value *supported = json_member(property(ref, "SUPPORTED_PROPERTIES"), "value");
@@ -96,7 +97,7 @@ Test(query, json_lists_every_supported_property_with_a_value)
     cr_expect_str_eq(access_of(ref, "FULL_DEVICE_NAME"), "RO");
     cr_expect_str_eq(access_of(ref, "PERFORMANCE_HINT"), "RW");
     cr_expect_str_eq(access_of(ref, "INFERENCE_NUM_THREADS"), "RW");
-    cr_expect_str_eq(json_member(ref, "version")->string, "0.1.0");
+    cr_expect_str_eq(json_member(ref, "version")->string, RN_VERSION_STRING);
     json_free(root);
 }
 
