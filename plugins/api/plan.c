@@ -1,10 +1,13 @@
 /* The generic plan: kernel choice, liveness and the lowering to a task DAG. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/api/log.h"
 #include "plugins/api/plan_internal.h"
+#include "plugins/api/properties.h"
 
 size_t plugin_tensor_nbytes(rn_element_type type, size_t count)
 {
@@ -344,6 +347,7 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     if (options != NULL)
         plan->options = *options;
     atomic_init(&plan->profiling, plan->options.profiling);
+    atomic_init(&plan->log_level, plan->options.log_level);
     rn_status st = RN_OK;
     if (plan->options.n_stages < 0 || plan->options.n_stages > PLUGIN_MAX_STAGES) {
         st = rn_set_error(RN_INVALID_ARG, "compile: %d device stages (at most %d)",
@@ -369,6 +373,11 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
         goto fail;
     if ((st = build_dag(plan)) != RN_OK)
         goto fail;
+    plugin_log(plan->options.log_level, PLUGIN_LOG_INFO, plan->options.device,
+               "compiled '%s': %d nodes, %u streams x %u threads, %d device stages%s",
+               plan->g->name, plan->g->n_nodes, plan->options.n_streams,
+               plan->options.threads_per_stream, plan->options.n_stages,
+               plan->options.profiling ? ", profiling" : "");
     *out = plan;
     return RN_OK;
 fail:
@@ -433,6 +442,24 @@ const plugin_kernel *plugin_plan_kernel(const plugin_plan *plan, int node)
 const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan)
 {
     return &plan->options;
+}
+
+rn_status plugin_plan_get_property(const plugin_plan *plan, const char *key, char *buf, size_t size)
+{
+    const plugin_plan_options *o = &plan->options;
+    char tmp[32];
+    if (strcmp(key, "NUM_STREAMS") == 0)
+        snprintf(tmp, sizeof tmp, "%u", o->n_streams);
+    else if (strcmp(key, "INFERENCE_NUM_THREADS") == 0)
+        snprintf(tmp, sizeof tmp, "%u", o->n_streams * o->threads_per_stream);
+    else
+        return RN_NOT_FOUND;
+    return plugin_property_string(key, tmp, buf, size);
+}
+
+void plugin_plan_set_log_level(plugin_plan *plan, int level)
+{
+    atomic_store(&plan->log_level, level);
 }
 
 void plugin_plan_set_profiling(plugin_plan *plan, bool on)

@@ -72,6 +72,10 @@ typedef struct plugin_plan_options {
     /* The context the model runs in (plugins/api/remote.h): remote tensors
      * bound to requests must belong to it. NULL: no remote tensors. */
     const struct plugin_host_context *context;
+    /* Logging (plugins/api/log.h): the device name in messages and the
+     * LOG_LEVEL in force. */
+    const char *device;
+    int log_level;
 } plugin_plan_options;
 
 /* Builds a plan for `model` (cloned; the caller keeps its graph) and
@@ -93,6 +97,15 @@ const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan);
  * model): each request follows from its next run. */
 void plugin_plan_set_profiling(plugin_plan *plan, bool on);
 bool plugin_plan_profiling(const plugin_plan *plan);
+
+/* Answers the compiled-model properties the plan decides: NUM_STREAMS and
+ * INFERENCE_NUM_THREADS (streams x threads per stream). RN_NOT_FOUND, with
+ * no message set, for any other key. */
+rn_status plugin_plan_get_property(const plugin_plan *plan, const char *key, char *buf,
+                                   size_t size);
+
+/* Changes the LOG_LEVEL of the plan's requests (set on a compiled model). */
+void plugin_plan_set_log_level(plugin_plan *plan, int level);
 
 /* The request pipeline: preprocess, the device stages before the kernels,
  * "infer" (the kernels), the device stages after them, postprocess and

@@ -33,6 +33,7 @@ struct plugin_plan {
     /* Profiling: on/off (options.profiling, changed by set_profiling),
      * PLUGIN_STAGES stage entries, then one per node. */
     atomic_bool profiling;
+    atomic_int log_level; /* options.log_level, changed by set_log_level */
     rn_profiling_info *profile_template;
     _Atomic int64_t *last_us;     /* per node: time of the last profiled run, -1 never */
     pthread_mutex_t runtime_lock; /* guards runtime_nodes */
@@ -76,6 +77,8 @@ struct plugin_request {
     bool *remote_in;        /* per input: bound to a remote tensor */
     bool *remote_out;       /* per result: user_out is a remote tensor */
     bool profiling;         /* this run records times (the plan's flag at its start) */
+    int log_level;          /* the plan's LOG_LEVEL at the start of this run */
+    uint64_t run_start_ns;  /* for LOG_DEBUG */
     rn_profiling_info *profile;
     graph_tensor *io;  /* per node scratch: inputs then outputs (plan->io_offset) */
     graph_port *ports; /* same layout */

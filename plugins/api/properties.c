@@ -223,6 +223,15 @@ rn_status plugin_properties_get(const plugin_properties *p, const char *key, cha
 void plugin_properties_streams(const plugin_properties *p, uint32_t cpus, uint32_t *n_streams,
                                uint32_t *threads_per_stream, uint32_t *optimal_requests)
 {
+    if (p->exclusive_async_requests) {
+        /* OpenVINO's meaning: the requests of every compiled model that
+         * asks for it run one at a time, on one shared single-threaded
+         * executor (pools are shared by configuration, executors/). */
+        *n_streams = 1;
+        *threads_per_stream = 1;
+        *optimal_requests = 1;
+        return;
+    }
     uint32_t threads = p->inference_num_threads ? p->inference_num_threads : cpus;
     if (threads == 0)
         threads = 1;

@@ -64,8 +64,10 @@ extern const char *const plugin_rw_property_keys[];
 /* The stream configuration for `cpus` cores: LATENCY → one stream on all
  * cores; THROUGHPUT → several streams of few threads (bounded by
  * PERFORMANCE_HINT_NUM_REQUESTS); NUM_STREAMS, when set, wins over the hint;
- * INFERENCE_NUM_THREADS caps the threads. Also the number of requests that
- * keeps every stream busy. */
+ * INFERENCE_NUM_THREADS caps the threads; EXCLUSIVE_ASYNC_REQUESTS wins over
+ * all of them with one stream of one thread, shared by every compiled model
+ * that asks for it. Also the number of requests that keeps every stream
+ * busy. */
 void plugin_properties_streams(const plugin_properties *p, uint32_t cpus, uint32_t *n_streams,
                                uint32_t *threads_per_stream, uint32_t *optimal_requests);
 

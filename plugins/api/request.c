@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "plugins/api/log.h"
 #include "plugins/api/plan_internal.h"
 #include "plugins/api/remote.h"
 
@@ -449,13 +450,18 @@ static rn_status run_node(plugin_request *r, int i)
         .n_implicit = plan->n_implicit[i],
         .cancel = r->outer_cancel != NULL ? r->outer_cancel : &r->cancel,
     };
-    uint64_t t0 = r->profiling ? now_ns() : 0;
+    bool timed = r->profiling || r->log_level >= PLUGIN_LOG_TRACE;
+    uint64_t t0 = timed ? now_ns() : 0;
     rn_status st = plan->kernels[i]->run(&args);
     rn_profiling_info *prof = &r->profile[PLUGIN_STAGES + i];
+    uint64_t us = timed ? (now_ns() - t0) / 1000 : 0;
     if (r->profiling) {
-        prof->real_time_us = (now_ns() - t0) / 1000;
-        plan->last_us[i] = (int64_t)prof->real_time_us;
+        prof->real_time_us = us;
+        plan->last_us[i] = (int64_t)us;
     }
+    plugin_log(r->log_level, PLUGIN_LOG_TRACE, plan->options.device,
+               "request %p: node '%s' (%s, %s): %llu us%s", (void *)r, node->name, node->op_type,
+               prof->exec_type, (unsigned long long)us, st == RN_OK ? "" : ", failed");
     if (st != RN_OK)
         return st;
     prof->status = RN_NODE_EXECUTED;
@@ -523,6 +529,9 @@ static void preprocess(plugin_request *r)
     const plugin_plan *plan = r->plan;
     const graph *g = plan->g;
     r->profiling = plugin_plan_profiling(plan);
+    r->log_level = atomic_load_explicit(&plan->log_level, memory_order_relaxed);
+    if (r->log_level >= PLUGIN_LOG_DEBUG)
+        r->run_start_ns = now_ns();
     stage_begin(r, STAGE_PREPROCESS);
     for (int v = 0; v < g->n_values; v++)
         atomic_store_explicit(&r->remaining[v], plan->consumers[v], memory_order_relaxed);
@@ -550,6 +559,15 @@ static rn_status postprocess(plugin_request *r)
     stage_begin(r, STAGE_POSTPROCESS);
     rn_status st = postprocess_results(r);
     stage_end(r, STAGE_POSTPROCESS);
+    const char *device = r->plan->options.device;
+    if (st == RN_CANCELLED)
+        plugin_log(r->log_level, PLUGIN_LOG_INFO, device, "request %p: run cancelled", (void *)r);
+    else if (st != RN_OK)
+        plugin_log(r->log_level, PLUGIN_LOG_ERROR, device, "request %p: run failed: %s", (void *)r,
+                   r->error);
+    else if (r->log_level >= PLUGIN_LOG_DEBUG)
+        plugin_log(r->log_level, PLUGIN_LOG_DEBUG, device, "request %p: run done in %llu us",
+                   (void *)r, (unsigned long long)((now_ns() - r->run_start_ns) / 1000));
     return st;
 }
 

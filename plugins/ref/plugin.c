@@ -166,19 +166,12 @@ static rn_status ref_compiled_get_property(void *compiled, const char *key, char
 {
     ref_compiled *c = compiled;
     char tmp[64];
-    const plugin_plan_options *o = plugin_plan_get_options(c->plan);
+    if (plugin_plan_get_property(c->plan, key, buf, size) == RN_OK)
+        return RN_OK;
     if (strcmp(key, "NETWORK_NAME") == 0)
         return plugin_property_string(key, c->network_name, buf, size);
     if (strcmp(key, "OPTIMAL_NUMBER_OF_INFER_REQUESTS") == 0) {
         snprintf(tmp, sizeof tmp, "%u", c->optimal_requests);
-        return plugin_property_string(key, tmp, buf, size);
-    }
-    if (strcmp(key, "NUM_STREAMS") == 0) {
-        snprintf(tmp, sizeof tmp, "%u", o->n_streams);
-        return plugin_property_string(key, tmp, buf, size);
-    }
-    if (strcmp(key, "INFERENCE_NUM_THREADS") == 0) {
-        snprintf(tmp, sizeof tmp, "%u", o->n_streams * o->threads_per_stream);
         return plugin_property_string(key, tmp, buf, size);
     }
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
@@ -196,8 +189,10 @@ static rn_status ref_compiled_set_property(void *compiled, const rn_property *pr
     ref_compiled *c = compiled;
     pthread_mutex_lock(&c->lock);
     rn_status st = plugin_properties_set_compiled(&c->props, props, n);
-    if (st == RN_OK)
+    if (st == RN_OK) {
         plugin_plan_set_profiling(c->plan, c->props.enable_profiling);
+        plugin_plan_set_log_level(c->plan, c->props.log_level);
+    }
     pthread_mutex_unlock(&c->lock);
     return st;
 }
@@ -319,7 +314,9 @@ static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
 {
     plugin_plan_options options = {.profiling = c->props.enable_profiling,
                                    .trace = c->props.enable_trace,
-                                   .context = c->context};
+                                   .context = c->context,
+                                   .device = "REF",
+                                   .log_level = c->props.log_level};
     plugin_properties_streams(&c->props, executors_cpu_count(), &options.n_streams,
                               &options.threads_per_stream, &c->optimal_requests);
     snprintf(c->network_name, sizeof c->network_name, "%s", g->name);

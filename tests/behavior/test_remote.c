@@ -512,3 +512,128 @@ ParameterizedTest(device_param *d, plugin_version, every_device_reports_one)
     cr_assert_eq(rn_core_get_version(core, "NO_SUCH_DEVICE", &version), RN_NOT_FOUND);
     rn_core_free(core);
 }
+
+/* ---- LOG_LEVEL and EXCLUSIVE_ASYNC_REQUESTS ---- */
+
+/* Runs fn with stderr captured into a file; returns what was written
+ * (malloc'ed). */
+static char *capture_stderr(void (*fn)(void *), void *arg)
+{
+    char path[] = "/tmp/runnel-log-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);
+    fn(arg);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    off_t size = lseek(fd, 0, SEEK_END);
+    char *text = calloc((size_t)size + 1, 1);
+    cr_assert_eq(pread(fd, text, (size_t)size, 0), size);
+    close(fd);
+    unlink(path);
+    return text;
+}
+
+typedef struct log_case {
+    const char *device;
+    const char *level;     /* LOG_LEVEL at compile time */
+    const char *set_level; /* set on the compiled model before running, or NULL */
+    bool fail;             /* run with an input that makes the run fail */
+} log_case;
+
+static void compile_and_run(void *arg)
+{
+    const log_case *lc = arg;
+    behavior_model m;
+    rn_property p = {"LOG_LEVEL", lc->level};
+    behavior_open(&m, lc->device, lc->fail ? "test_reshape_reduced_dims" : "test_add", &p, 1);
+    if (lc->set_level != NULL) {
+        rn_property s = {"LOG_LEVEL", lc->set_level};
+        cr_assert_eq(rn_compiled_model_set_property(m.compiled, &s, 1), RN_OK);
+    }
+    rn_infer_request *r;
+    if (lc->fail) {
+        cr_assert_eq(rn_compiled_model_create_infer_request(m.compiled, &r), RN_OK);
+        int64_t bad[] = {7, 7}, dims[] = {2};
+        rn_tensor *shape;
+        cr_assert_eq(rn_tensor_wrap(RN_I64, dims, 1, bad, sizeof bad, &shape), RN_OK);
+        cr_assert_eq(rn_infer_request_set_input_tensor(r, 1, shape), RN_OK);
+        cr_assert_eq(rn_infer_request_start_async(r), RN_OK);
+        cr_assert_neq(rn_infer_request_wait(r), RN_OK);
+        rn_infer_request_free(r);
+        rn_tensor_free(shape);
+    } else {
+        r = behavior_add_request(&m, 2.0f);
+        cr_assert_eq(rn_infer_request_infer(r), RN_OK);
+        rn_infer_request_free(r);
+    }
+    behavior_close(&m);
+}
+
+BEHAVIOR_DEVICES(properties, log_level_chooses_what_is_logged)
+ParameterizedTest(device_param *d, properties, log_level_chooses_what_is_logged, .timeout = 120)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "[runnel %s] ", d->name);
+    log_case quiet = {d->name, "LOG_NONE", NULL, false};
+    char *text = capture_stderr(compile_and_run, &quiet);
+    cr_assert(strstr(text, prefix) == NULL, "LOG_NONE printed:\n%s", text);
+    free(text);
+    log_case trace = {d->name, "LOG_TRACE", NULL, false};
+    text = capture_stderr(compile_and_run, &trace);
+    cr_assert(strstr(text, "INFO: compiled 'test_add'") != NULL, "%s", text);
+    cr_assert(strstr(text, "TRACE: request ") != NULL && strstr(text, "(Add, ") != NULL, "%s",
+              text);
+    cr_assert(strstr(text, "DEBUG: request ") != NULL, "%s", text);
+    free(text);
+    /* Raised on the compiled model: its runs log, its compile did not. */
+    log_case raised = {d->name, "LOG_NONE", "LOG_DEBUG", false};
+    text = capture_stderr(compile_and_run, &raised);
+    cr_assert(strstr(text, "INFO: compiled") == NULL, "%s", text);
+    cr_assert(strstr(text, "run done in") != NULL, "%s", text);
+    cr_assert(strstr(text, "TRACE") == NULL, "%s", text);
+    free(text);
+    log_case failing = {d->name, "LOG_ERROR", NULL, true};
+    text = capture_stderr(compile_and_run, &failing);
+    cr_assert(strstr(text, "ERROR: request ") != NULL && strstr(text, "run failed: ") != NULL, "%s",
+              text);
+    cr_assert(strstr(text, "INFO") == NULL, "%s", text);
+    free(text);
+}
+
+BEHAVIOR_DEVICES(properties, exclusive_async_requests_share_one_thread)
+ParameterizedTest(device_param *d, properties, exclusive_async_requests_share_one_thread,
+                  .timeout = 120)
+{
+    behavior_model a, b;
+    rn_property p[] = {{"EXCLUSIVE_ASYNC_REQUESTS", "YES"}, {"PERFORMANCE_HINT", "THROUGHPUT"}};
+    behavior_open(&a, d->name, "test_add", p, 2);
+    behavior_open(&b, d->name, "test_add", p, 2);
+    static const char *const one[] = {"NUM_STREAMS", "INFERENCE_NUM_THREADS",
+                                      "OPTIMAL_NUMBER_OF_INFER_REQUESTS"};
+    char buf[32];
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(rn_compiled_model_get_property(a.compiled, one[i], buf, sizeof buf), RN_OK);
+        cr_assert_str_eq(buf, "1", "%s wins over the THROUGHPUT hint", one[i]);
+    }
+    cr_assert_eq(
+        rn_compiled_model_get_property(a.compiled, "EXCLUSIVE_ASYNC_REQUESTS", buf, sizeof buf),
+        RN_OK);
+    cr_assert_str_eq(buf, "YES");
+    /* Requests of both compiled models, in flight together, all complete. */
+    rn_infer_request *r[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = behavior_add_request(i % 2 ? &a : &b, (float)(i + 2));
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(rn_infer_request_start_async(r[i]), RN_OK);
+    for (int i = 0; i < 8; i++) {
+        cr_assert_eq(rn_infer_request_wait(r[i]), RN_OK, "%s", rn_last_error());
+        behavior_check_add(r[i], (float)(i + 2));
+        rn_infer_request_free(r[i]);
+    }
+    behavior_close(&a);
+    behavior_close(&b);
+}

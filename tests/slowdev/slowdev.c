@@ -328,10 +328,8 @@ static rn_status slowdev_compiled_property(void *compiled, const char *key, char
         snprintf(tmp, sizeof tmp, "%u", c->optimal_requests);
         return plugin_property_string(key, tmp, buf, size);
     }
-    if (strcmp(key, "NUM_STREAMS") == 0) {
-        snprintf(tmp, sizeof tmp, "%u", plugin_plan_get_options(c->plan)->n_streams);
-        return plugin_property_string(key, tmp, buf, size);
-    }
+    if (plugin_plan_get_property(c->plan, key, buf, size) == RN_OK)
+        return RN_OK;
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
         return plugin_property_string(key, "SLOWDEV", buf, size);
     pthread_mutex_lock(&c->lock);
@@ -347,8 +345,10 @@ static rn_status slowdev_compiled_set_property(void *compiled, const rn_property
     slowdev_compiled *c = compiled;
     pthread_mutex_lock(&c->lock);
     rn_status st = plugin_properties_set_compiled(&c->props, p, n);
-    if (st == RN_OK)
+    if (st == RN_OK) {
         plugin_plan_set_profiling(c->plan, c->props.enable_profiling);
+        plugin_plan_set_log_level(c->plan, c->props.log_level);
+    }
     pthread_mutex_unlock(&c->lock);
     return st;
 }
@@ -421,6 +421,8 @@ static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
                              .trace = c->props.enable_trace,
                              .stage_ctx = c,
                              .context = c->context,
+                             .device = "SLOWDEV",
+                             .log_level = c->props.log_level,
                              .n_stages = 4};
     plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
                               &c->optimal_requests);
@@ -432,8 +434,9 @@ static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
         (plugin_stage){"wait", PLUGIN_STAGE_ON_DEVICE_WAIT, PLUGIN_SLOT_EXECUTE, true, stage_wait};
     o.stages[3] = (plugin_stage){"download", PLUGIN_STAGE_ON_STREAM, PLUGIN_SLOT_DOWNLOAD, true,
                                  stage_download};
-    /* A device keeps four requests in flight, one per engine. */
-    if (c->optimal_requests < 4)
+    /* A device keeps four requests in flight, one per engine (unless its
+     * requests are to run one at a time). */
+    if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
         c->optimal_requests = 4;
     return plugin_plan_build(g, c->dev->kernels, &o, &c->plan);
 }
