@@ -4,10 +4,10 @@
  * task executors, one per stream) plus two named executors of its own threads:
  * "device-wait" (waits on device completions) and "callback" (runs request
  * callbacks, one thread so that a request's callbacks never run concurrently).
- * Compiled models with the same stream configuration share a pool: the pool
- * is created when the first user acquires it and destroyed when the last
- * releases it, which is how a plugin's executors are released when its last
- * compiled model goes. */
+ * Pools have names (a plugin uses its device's): compiled models asking for
+ * the same name and stream configuration share a pool, created when the
+ * first user acquires it and destroyed when the last releases it, which is
+ * how a plugin's executors are released when its last compiled model goes. */
 #ifndef RUNNEL_EXECUTORS_EXECUTORS_H
 #define RUNNEL_EXECUTORS_EXECUTORS_H
 
@@ -18,6 +18,7 @@
 #include "sched/sched.h"
 
 typedef struct executors_config {
+    const char *name;            /* who shares it ("REF"); NULL is "" */
     uint32_t n_streams;          /* >= 1 */
     uint32_t threads_per_stream; /* >= 1 */
     bool trace;                  /* record tasks for sched_trace_write_json */

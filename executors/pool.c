@@ -1,5 +1,7 @@
-/* The executor manager: schedulers shared by configuration, refcounted. */
+/* The executor manager: schedulers shared by name and configuration,
+ * refcounted. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,6 +10,7 @@
 
 struct executors_pool {
     executors_config cfg;
+    char name[64]; /* cfg.name points here */
     sched *s;
     uint32_t callback_id, wait_id;
     int refs;
@@ -29,6 +32,8 @@ static rn_status pool_create(const executors_config *cfg, executors_pool **out)
     if (p == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "executors: out of memory");
     p->cfg = *cfg;
+    snprintf(p->name, sizeof p->name, "%s", cfg->name != NULL ? cfg->name : "");
+    p->cfg.name = p->name;
     sched_config sc = sched_config_default();
     sc.n_streams = cfg->n_streams;
     sc.workers_per_stream = cfg->threads_per_stream;
@@ -54,10 +59,13 @@ rn_status executors_acquire(const executors_config *cfg, executors_pool **out)
     if (cfg->n_streams < 1 || cfg->threads_per_stream < 1)
         return rn_set_error(RN_INVALID_ARG, "executors: %u streams x %u threads", cfg->n_streams,
                             cfg->threads_per_stream);
+    const char *name = cfg->name != NULL ? cfg->name : "";
+    if (strlen(name) >= sizeof((executors_pool *)NULL)->name)
+        return rn_set_error(RN_INVALID_ARG, "executors: the name '%s' is too long", name);
     pthread_mutex_lock(&pools_lock);
     executors_pool *p = pools;
     while (p != NULL &&
-           (p->cfg.n_streams != cfg->n_streams ||
+           (strcmp(p->name, name) != 0 || p->cfg.n_streams != cfg->n_streams ||
             p->cfg.threads_per_stream != cfg->threads_per_stream || p->cfg.trace != cfg->trace))
         p = p->next;
     rn_status st = RN_OK;

@@ -365,6 +365,7 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
             cpus > plan->options.n_streams ? cpus / plan->options.n_streams : 1;
     }
     executors_config ec = {
+        .name = plan->options.device,
         .n_streams = plan->options.n_streams,
         .threads_per_stream = plan->options.threads_per_stream,
         .trace = plan->options.trace,

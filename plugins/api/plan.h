@@ -72,8 +72,9 @@ typedef struct plugin_plan_options {
     /* The context the model runs in (plugins/api/remote.h): remote tensors
      * bound to requests must belong to it. NULL: no remote tensors. */
     const struct plugin_host_context *context;
-    /* Logging (plugins/api/log.h): the device name in messages and the
-     * LOG_LEVEL in force. */
+    /* The device's name: in log messages (plugins/api/log.h), and the name
+     * its executor pool is shared by (executors/); and the LOG_LEVEL in
+     * force. */
     const char *device;
     int log_level;
 } plugin_plan_options;

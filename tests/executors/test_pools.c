@@ -1,0 +1,51 @@
+/* The executor manager: pools shared by name and stream configuration,
+ * released by their last user. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "executors/executors.h"
+
+Test(executors, same_name_and_streams_share_a_pool)
+{
+    int before = executors_pool_count();
+    executors_config ref = {.name = "REF", .n_streams = 2, .threads_per_stream = 1};
+    executors_pool *a, *b, *c, *d;
+    cr_assert_eq(executors_acquire(&ref, &a), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(executors_acquire(&ref, &b), RN_OK);
+    cr_assert_eq(a, b, "one device's compiled models with the same streams share");
+    executors_config other = ref;
+    other.name = "SLOWDEV";
+    cr_assert_eq(executors_acquire(&other, &c), RN_OK);
+    cr_assert_neq(a, c, "another device gets its own threads");
+    executors_config streams = ref;
+    streams.n_streams = 1;
+    cr_assert_eq(executors_acquire(&streams, &d), RN_OK);
+    cr_assert_neq(a, d, "another stream configuration gets its own threads");
+    cr_assert_eq(executors_pool_count(), before + 3);
+    executors_release(a);
+    cr_assert_eq(executors_pool_count(), before + 3, "b still uses it");
+    executors_release(b);
+    executors_release(c);
+    executors_release(d);
+    cr_assert_eq(executors_pool_count(), before, "the last user releases a pool");
+}
+
+Test(executors, unnamed_is_one_name_and_bad_configs_are_refused)
+{
+    executors_config unnamed = {.n_streams = 1, .threads_per_stream = 1};
+    executors_config empty = {.name = "", .n_streams = 1, .threads_per_stream = 1};
+    executors_pool *a, *b;
+    cr_assert_eq(executors_acquire(&unnamed, &a), RN_OK);
+    cr_assert_eq(executors_acquire(&empty, &b), RN_OK);
+    cr_assert_eq(a, b);
+    executors_release(a);
+    executors_release(b);
+    char long_name[100];
+    memset(long_name, 'X', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    executors_config too_long = {.name = long_name, .n_streams = 1, .threads_per_stream = 1};
+    cr_assert_eq(executors_acquire(&too_long, &a), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "too long") != NULL, "%s", rn_last_error());
+    executors_config none = {.name = "REF", .n_streams = 0, .threads_per_stream = 1};
+    cr_assert_eq(executors_acquire(&none, &a), RN_INVALID_ARG);
+}
