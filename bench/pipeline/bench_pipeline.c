@@ -10,8 +10,14 @@
  * (median of several windows), the ideal and efficiency = measured / ideal.
  * The target is efficiency >= 0.9 from 4 requests in flight on.
  *
+ * With --remote it measures the same points again with every input and
+ * output in a remote tensor of the model's context (device memory): the
+ * copy engines then have nothing to move, the pipeline is execute + wait,
+ * and it prints runs/s against that pipeline's ideal and the ratio to the
+ * host-tensor runs of the same point.
+ *
  *   bazel run //bench/pipeline:bench_pipeline -- [--costs U,E,W,D] [--inflight 1,2,4,8]
- *       [--seconds S] [--runs N] [--streams N] [--plugin PATH]
+ *       [--seconds S] [--runs N] [--streams N] [--plugin PATH] [--remote]
  *
  * The model is test_add (a 3x4x5 Add on REF's kernels), so the host's share
  * of a run is tiny next to the device stages. */
@@ -43,6 +49,7 @@ typedef struct options {
     int runs;       /* windows per point: the median is printed */
     int streams;    /* NUM_STREAMS; 0: the device's default */
     const char *plugin;
+    bool remote; /* also measure with remote tensors */
 } options;
 
 /* What the requests' callbacks share. */
@@ -55,6 +62,7 @@ typedef struct pipeline {
 typedef struct request_slot {
     pipeline *p;
     rn_infer_request *request;
+    rn_tensor *remote[3]; /* inputs and output in device memory, or NULL */
 } request_slot;
 
 static double now_s(void)
@@ -93,21 +101,41 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Binds test_add's two inputs and its output to new remote tensors of
+ * `context`. */
+static rn_status bind_remote(request_slot *s, rn_remote_context *context)
+{
+    static const int64_t dims[] = {3, 4, 5};
+    rn_status st = RN_OK;
+    for (int k = 0; k < 3 && st == RN_OK; k++) {
+        st = rn_remote_context_create_tensor(context, RN_F32, dims, 3, NULL, 0, &s->remote[k]);
+        if (st == RN_OK)
+            st = k < 2 ? rn_infer_request_set_input_tensor(s->request, (size_t)k, s->remote[k])
+                       : rn_infer_request_set_output_tensor(s->request, 0, s->remote[k]);
+    }
+    return st;
+}
+
 /* Runs `n` requests in flight for o->runs windows of o->seconds each (after
- * a warm-up) and writes each window's runs per second into fps. Returns 0, or
+ * a warm-up) and writes each window's runs per second into fps; with a
+ * context, every input and output is a remote tensor of it. Returns 0, or
  * -1 after printing why. */
-static int measure(rn_compiled_model *compiled, int n, const options *o, double *fps)
+static int measure(rn_compiled_model *compiled, rn_remote_context *context, int n, const options *o,
+                   double *fps)
 {
     pipeline p = {0};
-    request_slot slots[MAX_IN_FLIGHT];
+    request_slot slots[MAX_IN_FLIGHT] = {0};
     int created = 0, rc = 0;
     for (; created < n; created++) {
         slots[created].p = &p;
         if (rn_compiled_model_create_infer_request(compiled, &slots[created].request) != RN_OK ||
             rn_infer_request_set_callback(slots[created].request, on_complete, &slots[created]) !=
-                RN_OK) {
+                RN_OK ||
+            (context != NULL && bind_remote(&slots[created], context) != RN_OK)) {
             fprintf(stderr, "bench_pipeline: request %d: %s\n", created, rn_last_error());
             rn_infer_request_free(slots[created].request);
+            for (int k = 0; k < 3; k++)
+                rn_tensor_free(slots[created].remote[k]);
             rc = -1;
             break;
         }
@@ -133,6 +161,8 @@ static int measure(rn_compiled_model *compiled, int n, const options *o, double 
     for (int i = 0; i < created; i++) {
         rn_infer_request_wait(slots[i].request);
         rn_infer_request_free(slots[i].request);
+        for (int k = 0; k < 3; k++)
+            rn_tensor_free(slots[i].remote[k]);
     }
     if (atomic_load(&p.errors) != 0) {
         fprintf(stderr, "bench_pipeline: %ld runs failed\n", atomic_load(&p.errors));
@@ -228,7 +258,7 @@ static int parse_args(int argc, char **argv, options *o)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long list[MAX_POINTS];
         int n;
-        if (v == NULL)
+        if (v == NULL && strcmp(a, "--remote") != 0)
             return -1;
         if (strcmp(a, "--costs") == 0) {
             if (parse_list(v, list, 4) != 4)
@@ -258,12 +288,50 @@ static int parse_args(int argc, char **argv, options *o)
                 return -1;
         } else if (strcmp(a, "--plugin") == 0) {
             o->plugin = v;
+        } else if (strcmp(a, "--remote") == 0) {
+            o->remote = true;
+            continue; /* takes no value */
         } else {
             return -1;
         }
         i++;
     }
     return 0;
+}
+
+/* The --remote table: the same points with inputs and outputs in device
+ * memory, against the execute + wait pipeline's ideal and the host runs. */
+static int measure_remote(rn_compiled_model *compiled, const options *o, const double *host_median)
+{
+    rn_remote_context *context;
+    if (rn_compiled_model_get_context(compiled, &context) != RN_OK) {
+        fprintf(stderr, "bench_pipeline: %s\n", rn_last_error());
+        return 1;
+    }
+    long max_us = o->costs_us[1] > o->costs_us[2] ? o->costs_us[1] : o->costs_us[2];
+    double ideal = max_us > 0 ? 1e6 / (double)max_us : 0;
+    printf("# remote tensors: inputs and output in device memory, no upload or download; "
+           "ideal = 1/max(execute, wait)\n");
+    printf("%-9s %10s %17s %10s %10s %s\n", "in_flight", "runs/s", "[min-max]", "ideal", "vs_host",
+           "efficiency");
+    int rc = 0;
+    for (int i = 0; i < o->n_points; i++) {
+        double fps[MAX_RUNS];
+        if (measure(compiled, context, o->inflight[i], o, fps) != 0) {
+            rc = 1;
+            break;
+        }
+        qsort(fps, (size_t)o->runs, sizeof fps[0], cmp_double);
+        double median = fps[o->runs / 2];
+        char range[32];
+        snprintf(range, sizeof range, "[%.0f-%.0f]", fps[0], fps[o->runs - 1]);
+        printf("%-9d %10.1f %17s %10.1f %10.2f efficiency=%.3f\n", o->inflight[i], median, range,
+               ideal, host_median[i] > 0 ? median / host_median[i] : 0,
+               ideal > 0 ? median / ideal : 0);
+        fflush(stdout);
+    }
+    rn_remote_context_free(context);
+    return rc;
 }
 
 /* The SLOWDEV shared object: --plugin, else where `bazel run` puts it (the
@@ -290,7 +358,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) != 0) {
         fprintf(stderr,
                 "usage: %s [--costs U,E,W,D (us)] [--inflight 1,2,4,8] [--seconds S] "
-                "[--runs N] [--streams N] [--plugin libslowdev.so]\n",
+                "[--runs N] [--streams N] [--plugin libslowdev.so] [--remote]\n",
                 argv[0]);
         return 2;
     }
@@ -340,15 +408,17 @@ int main(int argc, char **argv)
     printf("%-9s %10s %17s %10s %10s %s\n", "in_flight", "runs/s", "[min-max]", "ideal", "bound",
            "efficiency");
     int rc = 0;
+    double host_median[MAX_POINTS] = {0};
     for (int i = 0; i < o.n_points; i++) {
         int n = o.inflight[i];
         double fps[MAX_RUNS];
-        if (measure(compiled, n, &o, fps) != 0) {
+        if (measure(compiled, NULL, n, &o, fps) != 0) {
             rc = 1;
             break;
         }
         qsort(fps, (size_t)o.runs, sizeof fps[0], cmp_double);
         double median = fps[o.runs / 2];
+        host_median[i] = median;
         double bound = sum_us > 0 ? 1e6 * n / (double)sum_us : 0;
         if (bound > ideal)
             bound = ideal;
@@ -358,6 +428,8 @@ int main(int argc, char **argv)
                ideal > 0 ? median / ideal : 0);
         fflush(stdout);
     }
+    if (rc == 0 && o.remote)
+        rc = measure_remote(compiled, &o, host_median);
     print_load("at end");
     rn_compiled_model_free(compiled);
     rn_model_free(model);
