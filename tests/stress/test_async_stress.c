@@ -1,7 +1,9 @@
 /* Stress of async requests: many runs spread over 4 streams with 16 requests
  * in flight, on REF and SLOWDEV. Half the requests are driven by their
  * callbacks: each completion's callback checks the run's outputs, sets new
- * inputs (in place, or by set_tensor with other tensors) and restarts its
+ * inputs (in place, or by set_tensor with other tensors; every fourth
+ * request has its second input set and its outputs in remote tensors of the
+ * model's context) and restarts its
  * request. The other half are driven by two threads of the test, which own
  * four requests each: they poll them with wait_for or block in wait, check,
  * set new inputs and start them again. Every callback may cancel another
@@ -49,6 +51,10 @@ typedef struct slot {
     bool user_output;
     rn_tensor *outputs[2];
     int out;
+    /* Every fourth slot: input set 1 is bound as remote tensors (copied
+     * from inputs[1] before each run) and its outputs are remote. */
+    bool remote;
+    rn_tensor *remote_in[2];
     /* Exactly once: starts and completions, and whether a run is in flight. */
     atomic_long starts, completions, ok, cancelled;
     atomic_int in_flight;
@@ -56,6 +62,7 @@ typedef struct slot {
 
 struct stress_run {
     const char *device;
+    rn_remote_context *context; /* the compiled model's */
     slot slots[N_REQUESTS];
     const char *input_names[2];
     atomic_long tickets; /* starts left to hand out */
@@ -72,6 +79,47 @@ static bool take_ticket(stress_run *run)
 /* Sets the next run's inputs (in place or by swapping tensors) and output,
  * then starts it. Called by the test's thread for the first run, then by
  * the request's callback or driver. False when the start failed (recorded). */
+/* Copies `n` host floats into a remote tensor or out of one. */
+static rn_status remote_copy(rn_tensor *remote, float *host, bool to_remote)
+{
+    int64_t dims[] = {3, 4, 5};
+    rn_tensor *h;
+    rn_status st = rn_tensor_wrap(RN_F32, dims, 3, host, N_ELEMENTS * sizeof(float), &h);
+    if (st == RN_OK)
+        st = to_remote ? rn_tensor_copy(h, remote) : rn_tensor_copy(remote, h);
+    rn_tensor_free(h);
+    return st;
+}
+
+/* The tensor bound for input k of set `set`. */
+static rn_tensor *bound_input(slot *s, int set, int k)
+{
+    return s->remote && set == 1 ? s->remote_in[k] : s->inputs[set][k];
+}
+
+/* A remote slot on set 1: its fresh inputs go to device memory. */
+static void sync_remote_inputs(slot *s)
+{
+    for (int k = 0; s->remote && s->set == 1 && k < 2; k++) {
+        rn_status st = remote_copy(s->remote_in[k], rn_tensor_data(s->inputs[1][k]), true);
+        if (st != RN_OK)
+            stress_fail(&s->run->failures, "request %u: copy to a remote input: %s: %s", s->id,
+                        rn_status_name(st), rn_last_error());
+    }
+}
+
+/* The values of an output: its data, or a host copy of a remote one. */
+static const float *output_values(slot *s, rn_tensor *out, float *buf)
+{
+    if (!rn_tensor_is_remote(out))
+        return rn_tensor_data(out);
+    rn_status st = remote_copy(out, buf, false);
+    if (st != RN_OK)
+        stress_fail(&s->run->failures, "request %u: copy from a remote output: %s: %s", s->id,
+                    rn_status_name(st), rn_last_error());
+    return buf;
+}
+
 static bool start_next(slot *s)
 {
     stress_run *run = s->run;
@@ -82,18 +130,24 @@ static bool start_next(slot *s)
                        N_ELEMENTS, s->id, s->gen);
     if (set != s->set) {
         for (int k = 0; k < 2; k++) {
-            rn_status st = rn_infer_request_set_tensor(r, run->input_names[k], s->inputs[set][k]);
+            rn_status st =
+                rn_infer_request_set_tensor(r, run->input_names[k], bound_input(s, set, k));
             if (st != RN_OK)
                 stress_fail(&run->failures, "request %u: set_tensor(%s): %s: %s", s->id,
                             run->input_names[k], rn_status_name(st), rn_last_error());
         }
         s->set = set;
     }
+    sync_remote_inputs(s);
     if (s->user_output) {
         s->out ^= 1;
-        float *z = rn_tensor_data(s->outputs[s->out]);
+        float minus[N_ELEMENTS];
+        float *z = s->remote ? minus : rn_tensor_data(s->outputs[s->out]);
         for (int i = 0; i < N_ELEMENTS; i++)
             z[i] = -1.0f; /* no input sum is negative: a stale buffer shows */
+        if (s->remote && remote_copy(s->outputs[s->out], minus, true) != RN_OK)
+            stress_fail(&run->failures, "request %u: copy to a remote output: %s", s->id,
+                        rn_last_error());
         rn_status st = rn_infer_request_set_output_tensor(r, 0, s->outputs[s->out]);
         if (st != RN_OK)
             stress_fail(&run->failures, "request %u: set_output_tensor: %s: %s", s->id,
@@ -145,7 +199,8 @@ static void check_output(slot *s)
     }
     const float *x = rn_tensor_data(s->inputs[s->set][0]);
     const float *y = rn_tensor_data(s->inputs[s->set][1]);
-    const float *z = rn_tensor_data(out);
+    float buf[N_ELEMENTS];
+    const float *z = output_values(s, out, buf);
     long bad = stress_check_sum(x, y, z, N_ELEMENTS);
     if (bad >= 0)
         stress_fail(&run->failures, "request %u run %u: element %ld is %g, expected %g + %g", s->id,
@@ -251,6 +306,8 @@ static void *drive_requests(void *arg)
 static void slots_create(stress_run *run, rn_compiled_model *compiled)
 {
     int64_t dims[] = {3, 4, 5};
+    cr_assert_eq(rn_compiled_model_get_context(compiled, &run->context), RN_OK, "%s",
+                 rn_last_error());
     for (uint32_t i = 0; i < N_REQUESTS; i++) {
         slot *s = &run->slots[i];
         *s = (slot){.run = run,
@@ -258,7 +315,8 @@ static void slots_create(stress_run *run, rn_compiled_model *compiled)
                     .rng = 0x9E3779B97F4A7C15ull * (i + 1),
                     .callback_rng = 0xBF58476D1CE4E5B9ull * (i + 1),
                     .driven = i >= N_REQUESTS - N_DRIVEN,
-                    .user_output = i % 2 == 1};
+                    .user_output = i % 2 == 1,
+                    .remote = i % 4 == 3};
         cr_assert_eq(rn_compiled_model_create_infer_request(compiled, &s->request), RN_OK, "%s",
                      rn_last_error());
         for (int set = 0; set < 2; set++)
@@ -268,8 +326,16 @@ static void slots_create(stress_run *run, rn_compiled_model *compiled)
             cr_assert_eq(
                 rn_infer_request_set_tensor(s->request, run->input_names[k], s->inputs[0][k]),
                 RN_OK, "%s", rn_last_error());
-            if (s->user_output)
+            if (s->remote) {
+                cr_assert_eq(rn_remote_context_create_tensor(run->context, RN_F32, dims, 3, NULL, 0,
+                                                             &s->outputs[k]),
+                             RN_OK, "%s", rn_last_error());
+                cr_assert_eq(rn_remote_context_create_tensor(run->context, RN_F32, dims, 3, NULL, 0,
+                                                             &s->remote_in[k]),
+                             RN_OK);
+            } else if (s->user_output) {
                 cr_assert_eq(rn_tensor_create(RN_F32, dims, 3, &s->outputs[k]), RN_OK);
+            }
         }
         cr_assert_eq(rn_infer_request_set_callback(s->request, on_complete, s), RN_OK);
     }
@@ -285,7 +351,10 @@ static void slots_free(stress_run *run)
                 rn_tensor_free(s->inputs[set][k]);
         rn_tensor_free(s->outputs[0]);
         rn_tensor_free(s->outputs[1]);
+        rn_tensor_free(s->remote_in[0]);
+        rn_tensor_free(s->remote_in[1]);
     }
+    rn_remote_context_free(run->context);
 }
 
 /* Prints each request's counters: the diagnosis of a lost completion. */
@@ -418,6 +487,7 @@ static void stress_async(const char *device)
         cr_assert_eq(rn_infer_request_set_callback(s->request, NULL, NULL), RN_OK);
         stress_fill_inputs(rn_tensor_data(s->inputs[s->set][0]),
                            rn_tensor_data(s->inputs[s->set][1]), N_ELEMENTS, s->id, 123456);
+        sync_remote_inputs(s);
         for (int mode = 0; mode < 2; mode++) {
             if (mode == 0) {
                 cr_assert_eq(rn_infer_request_infer(s->request), RN_OK, "%s", rn_last_error());
@@ -428,9 +498,10 @@ static void stress_async(const char *device)
             }
             rn_tensor *out;
             cr_assert_eq(rn_infer_request_get_output_tensor(s->request, 0, &out), RN_OK);
+            float buf[N_ELEMENTS];
             long bad = stress_check_sum(rn_tensor_data(s->inputs[s->set][0]),
-                                        rn_tensor_data(s->inputs[s->set][1]), rn_tensor_data(out),
-                                        N_ELEMENTS);
+                                        rn_tensor_data(s->inputs[s->set][1]),
+                                        output_values(s, out, buf), N_ELEMENTS);
             cr_assert_eq(bad, -1, "request %d after the stress: element %ld is wrong", i, bad);
         }
     }
