@@ -18,58 +18,7 @@
 #include "graph/ops.h"
 #include "plugins/api/kernel.h"
 #include "plugins/ref/ref.h"
-
-#define MAX_PORTS 8
-#define MAX_ATTRS 10
-
-/* A one-node graph under test. Inputs marked constant become initializers
- * (what shape inference may read at compile time); the others are graph
- * inputs with a static declared shape, whose data the kernel still gets. */
-typedef struct node_case {
-    const char *domain; /* NULL: the default domain */
-    const char *op;
-    int opset;
-    int n_in, n_out, n_attrs;
-    graph_tensor in[MAX_PORTS];
-    bool constant[MAX_PORTS];
-    graph_attr attrs[MAX_ATTRS];
-    graph *g;
-    graph_node *node;
-    plugin_kernel_registry *reg;
-    graph_tensor out[MAX_PORTS];
-} node_case;
-
-static node_case nc_new(const char *op, int opset)
-{
-    return (node_case){.op = op, .opset = opset};
-}
-
-static void nc_input(node_case *c, rn_element_type type, int rank, const int64_t *dims,
-                     const void *data, bool constant)
-{
-    graph_tensor *t = &c->in[c->n_in];
-    *t = (graph_tensor){.type = type, .rank = rank, .data = (void *)data};
-    if (rank > 0)
-        memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
-    t->nbytes = graph_tensor_count(t) * rn_element_type_size(type);
-    c->constant[c->n_in++] = constant;
-}
-
-static void nc_f32(node_case *c, int rank, const int64_t *dims, const float *data)
-{
-    nc_input(c, RN_F32, rank, dims, data, false);
-}
-
-/* An omitted optional input. */
-static void nc_skip(node_case *c)
-{
-    c->in[c->n_in++] = (graph_tensor){.type = RN_UNDEFINED};
-}
-
-static void nc_int(node_case *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (graph_attr){.name = strdup(name), .type = GRAPH_ATTR_INT, .i = v};
-}
+#include "tests/ref/node_case.h"
 
 static void nc_scalar_f32(node_case *c, const float *v)
 {
@@ -79,175 +28,6 @@ static void nc_scalar_f32(node_case *c, const float *v)
 static void nc_scalar_i64(node_case *c, const int64_t *v)
 {
     nc_input(c, RN_I64, 0, NULL, v, false);
-}
-
-static void nc_float(node_case *c, const char *name, float v)
-{
-    c->attrs[c->n_attrs++] = (graph_attr){.name = strdup(name), .type = GRAPH_ATTR_FLOAT, .f = v};
-}
-
-static void nc_ints(node_case *c, const char *name, int n, const int64_t *v)
-{
-    int64_t *copy = malloc(sizeof *copy * (size_t)(n ? n : 1));
-    memcpy(copy, v, sizeof *copy * (size_t)n);
-    c->attrs[c->n_attrs++] =
-        (graph_attr){.name = strdup(name), .type = GRAPH_ATTR_INTS, .count = n, .ints = copy};
-}
-
-static void nc_floats(node_case *c, const char *name, int n, const float *v)
-{
-    float *copy = malloc(sizeof *copy * (size_t)(n ? n : 1));
-    memcpy(copy, v, sizeof *copy * (size_t)n);
-    c->attrs[c->n_attrs++] =
-        (graph_attr){.name = strdup(name), .type = GRAPH_ATTR_FLOATS, .count = n, .floats = copy};
-}
-
-static void nc_string(node_case *c, const char *name, const char *s)
-{
-    c->attrs[c->n_attrs++] =
-        (graph_attr){.name = strdup(name), .type = GRAPH_ATTR_STRING, .s = strdup(s)};
-}
-
-/* Builds the graph and infers shapes (compile time). */
-static rn_status nc_build(node_case *c, int n_out)
-{
-    c->n_out = n_out;
-    rn_status st = graph_create("case", &c->g);
-    if (st != RN_OK)
-        return st;
-    c->g->opset = c->opset;
-    graph_value *ins[MAX_PORTS] = {NULL}, *outs[MAX_PORTS] = {NULL};
-    for (int i = 0; i < c->n_in; i++) {
-        if (c->in[i].type == RN_UNDEFINED)
-            continue;
-        char name[16];
-        snprintf(name, sizeof name, "in%d", i);
-        if ((st = graph_add_value(c->g, name, &ins[i])) != RN_OK)
-            return st;
-        ins[i]->type = c->in[i].type;
-        ins[i]->shape.rank = c->in[i].rank;
-        memcpy(ins[i]->shape.dims, c->in[i].dims, sizeof ins[i]->shape.dims);
-        if (c->constant[i]) {
-            ins[i]->constant = calloc(1, sizeof *ins[i]->constant);
-            if ((st = graph_tensor_copy(ins[i]->constant, &c->in[i])) != RN_OK)
-                return st;
-        } else if ((st = graph_add_input(c->g, ins[i])) != RN_OK) {
-            return st;
-        }
-    }
-    for (int i = 0; i < n_out; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "out%d", i);
-        if ((st = graph_add_value(c->g, name, &outs[i])) != RN_OK ||
-            (st = graph_add_output(c->g, outs[i])) != RN_OK)
-            return st;
-    }
-    st = graph_add_node(c->g, "n", c->domain ? c->domain : "", c->op, c->opset, c->n_in, ins, n_out,
-                        outs, &c->node);
-    for (int i = 0; i < c->n_attrs && st == RN_OK; i++)
-        st = graph_node_add_attr(c->node, &c->attrs[i]);
-    if (st == RN_OK)
-        st = graph_sort(c->g);
-    if (st == RN_OK)
-        st = graph_infer_shapes(c->g);
-    return st;
-}
-
-static rn_status nc_alloc(plugin_kernel_args *args, int index, int rank, const int64_t *dims)
-{
-    graph_tensor *t = &args->outputs[index];
-    free(t->data);
-    t->rank = rank;
-    memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
-    t->nbytes = graph_tensor_count(t) * rn_element_type_size(t->type);
-    t->data = calloc(1, t->nbytes ? t->nbytes : 1);
-    return t->data ? RN_OK : RN_OUT_OF_MEMORY;
-}
-
-/* Picks the REF kernel, infers the output shapes again with every input
- * value known (as the executor does), allocates the static ones and runs. */
-static rn_status nc_run(node_case *c)
-{
-    rn_status st = plugin_kernel_registry_create(&c->reg);
-    if (st == RN_OK)
-        st = ref_register_kernels(c->reg);
-    const plugin_kernel *k = NULL;
-    if (st == RN_OK)
-        st = plugin_kernel_registry_pick(c->reg, c->node, &k);
-    if (st != RN_OK)
-        return st;
-    graph_port pin[MAX_PORTS], pout[MAX_PORTS];
-    for (int i = 0; i < c->n_in; i++) {
-        const graph_tensor *t = &c->in[i];
-        pin[i] = (graph_port){.present = t->type != RN_UNDEFINED,
-                              .type = t->type,
-                              .shape = {.rank = t->rank},
-                              .data = t->data};
-        memcpy(pin[i].shape.dims, t->dims, sizeof t->dims);
-    }
-    for (int i = 0; i < c->n_out; i++)
-        pout[i] = (graph_port){.present = true, .shape = {.rank = -1}};
-    const graph_op_schema *s = graph_op_find(c->domain ? c->domain : "", c->op);
-    if ((st = s->infer(c->node, pin, c->n_in, pout, c->n_out)) != RN_OK)
-        return st;
-    for (int i = 0; i < c->n_out; i++) {
-        graph_tensor *t = &c->out[i];
-        *t = (graph_tensor){.type = pout[i].type != RN_UNDEFINED ? pout[i].type
-                                                                 : c->node->outputs[i]->type};
-        if (graph_shape_is_static(&pout[i].shape))
-            cr_assert_eq(nc_alloc(&(plugin_kernel_args){.outputs = c->out}, i, pout[i].shape.rank,
-                                  pout[i].shape.dims),
-                         RN_OK);
-    }
-    plugin_kernel_args args = {
-        .node = c->node,
-        .inputs = c->in,
-        .n_inputs = c->n_in,
-        .outputs = c->out,
-        .n_outputs = c->n_out,
-        .alloc_output = nc_alloc,
-    };
-    return k->run(&args);
-}
-
-static rn_status nc_build_run(node_case *c, int n_out)
-{
-    rn_status st = nc_build(c, n_out);
-    return st == RN_OK ? nc_run(c) : st;
-}
-
-static void nc_free(node_case *c)
-{
-    for (int i = 0; i < c->n_out; i++)
-        free(c->out[i].data);
-    for (int i = 0; i < c->n_attrs; i++)
-        graph_attr_release(&c->attrs[i]); /* a no-op for the ones the node took */
-    plugin_kernel_registry_free(c->reg);
-    graph_free(c->g);
-}
-
-static void expect_shape(const graph_tensor *t, int rank, const int64_t *dims)
-{
-    cr_assert_eq(t->rank, rank, "rank %d, expected %d", t->rank, rank);
-    for (int d = 0; d < rank; d++)
-        cr_assert_eq(t->dims[d], dims[d], "dim %d is %lld, expected %lld", d, (long long)t->dims[d],
-                     (long long)dims[d]);
-}
-
-static void expect_f32(const graph_tensor *t, size_t n, const float *want)
-{
-    cr_assert_eq(graph_tensor_count(t), n, "%zu elements, expected %zu", graph_tensor_count(t), n);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_float_eq(((const float *)t->data)[i], want[i], 1e-5, "element %zu: %g, want %g",
-                           i, ((const float *)t->data)[i], want[i]);
-}
-
-static void expect_i64(const graph_tensor *t, size_t n, const int64_t *want)
-{
-    cr_assert_eq(graph_tensor_count(t), n, "%zu elements, expected %zu", graph_tensor_count(t), n);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_eq(((const int64_t *)t->data)[i], want[i], "element %zu: %lld, want %lld", i,
-                     (long long)((const int64_t *)t->data)[i], (long long)want[i]);
 }
 
 static void expect_error_names_node(void)
@@ -267,9 +47,9 @@ Test(conv_transpose, stride_spreads_each_input_over_the_kernel)
     nc_f32(&c, 3, (int64_t[]){1, 1, 2}, w);
     nc_ints(&c, "strides", 1, (int64_t[]){2});
     nc_ints(&c, "output_padding", 1, (int64_t[]){1});
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 3, (int64_t[]){1, 1, 5});
-    expect_f32(&c.out[0], 5, (float[]){1, 1, 2, 2, 0});
+    expect_f32(&c.out[0], 5, (float[]){1, 1, 2, 2, 0}, 1e-5);
     nc_free(&c);
 }
 
@@ -283,9 +63,9 @@ Test(conv_transpose, groups_keep_channels_apart_and_add_bias)
     nc_f32(&c, 3, (int64_t[]){2, 1, 2}, w);
     nc_f32(&c, 1, (int64_t[]){2}, b);
     nc_int(&c, "group", 2);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 3, (int64_t[]){1, 2, 2});
-    expect_f32(&c.out[0], 4, (float[]){11, 12, 5, 7});
+    expect_f32(&c.out[0], 4, (float[]){11, 12, 5, 7}, 1e-5);
     nc_free(&c);
 }
 
@@ -311,8 +91,8 @@ Test(norm, rms_normalization_divides_by_the_root_mean_square)
     nc_f32(&c, 2, (int64_t[]){1, 2}, x);
     nc_f32(&c, 1, (int64_t[]){2}, s);
     nc_float(&c, "epsilon", 0.0f);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){0.848528f, 2.262742f});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){0.848528f, 2.262742f}, 1e-5);
     nc_free(&c);
 }
 
@@ -325,8 +105,8 @@ Test(norm, rms_normalization_axis_0_normalises_everything_together)
     nc_f32(&c, 2, (int64_t[]){2, 1}, s);
     nc_int(&c, "axis", 0);
     nc_float(&c, "epsilon", 0.0f);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){0.2f, 1.4f});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){0.2f, 1.4f}, 1e-5);
     nc_free(&c);
 }
 
@@ -345,9 +125,10 @@ Test(norm, group_normalization_18_scales_per_group)
     nc_f32(&c, 1, (int64_t[]){1}, b);
     nc_int(&c, "num_groups", 1);
     nc_float(&c, "epsilon", 0.0f);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_f32(&c.out[0], 4,
-               (float[]){2 * GN_N(-3) + 1, 2 * GN_N(-1) + 1, 2 * GN_N(1) + 1, 2 * GN_N(3) + 1});
+               (float[]){2 * GN_N(-3) + 1, 2 * GN_N(-1) + 1, 2 * GN_N(1) + 1, 2 * GN_N(3) + 1},
+               1e-5);
     nc_free(&c);
 }
 
@@ -361,8 +142,8 @@ Test(norm, group_normalization_21_scales_per_channel)
     nc_f32(&c, 1, (int64_t[]){2}, b);
     nc_int(&c, "num_groups", 1);
     nc_float(&c, "epsilon", 0.0f);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 4, (float[]){GN_N(-3), GN_N(-1), 2 * GN_N(1) + 1, 2 * GN_N(3) + 1});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 4, (float[]){GN_N(-3), GN_N(-1), 2 * GN_N(1) + 1, 2 * GN_N(3) + 1}, 1e-5);
     nc_free(&c);
 }
 
@@ -389,8 +170,8 @@ Test(norm, instance_normalization_normalises_each_channel)
     nc_f32(&c, 1, (int64_t[]){2}, s);
     nc_f32(&c, 1, (int64_t[]){2}, b);
     nc_float(&c, "epsilon", 0.0f);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 4, (float[]){-1, 1, 2, 8});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 4, (float[]){-1, 1, 2, 8}, 1e-5);
     nc_free(&c);
 }
 
@@ -401,8 +182,8 @@ Test(norm, mean_variance_normalization_adds_epsilon_to_the_deviation)
     node_case c = nc_new("MeanVarianceNormalization", 13);
     float x[] = {1, 3};
     nc_f32(&c, 4, (int64_t[]){1, 1, 1, 2}, x);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){-1, 1});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){-1, 1}, 1e-5);
     nc_free(&c);
 }
 
@@ -413,8 +194,8 @@ Test(norm, lp_normalization_l1_uses_absolute_values_and_keeps_zero_rows)
     float x[] = {-1, 3, 0, 0};
     nc_f32(&c, 2, (int64_t[]){2, 2}, x);
     nc_int(&c, "p", 1);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 4, (float[]){-0.25f, 0.75f, 0, 0});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 4, (float[]){-0.25f, 0.75f, 0, 0}, 1e-5);
     nc_free(&c);
 }
 
@@ -436,8 +217,8 @@ Test(norm, swish_is_x_times_sigmoid_of_alpha_x)
     float x[] = {0, (float)(log(3.0) / 2)};
     nc_f32(&c, 1, (int64_t[]){2}, x);
     nc_float(&c, "alpha", 2.0f);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){0, (float)(0.75 * log(3.0) / 2)});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){0, (float)(0.75 * log(3.0) / 2)}, 1e-5);
     nc_free(&c);
 }
 
@@ -453,9 +234,9 @@ Test(lp_pool, p2_window_is_the_euclidean_norm_and_pads_add_nothing)
     nc_ints(&c, "kernel_shape", 1, (int64_t[]){2});
     nc_ints(&c, "pads", 2, (int64_t[]){1, 1});
     nc_int(&c, "p", 2);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 3, (int64_t[]){1, 1, 3});
-    expect_f32(&c.out[0], 3, (float[]){3, 5, 4});
+    expect_f32(&c.out[0], 3, (float[]){3, 5, 4}, 1e-5);
     nc_free(&c);
 }
 
@@ -470,8 +251,8 @@ Test(resize, nearest_half_pixel_round_prefer_floor)
     nc_f32(&c, 2, (int64_t[]){1, 2}, x);
     nc_skip(&c);
     nc_input(&c, RN_F32, 1, (int64_t[]){2}, scales, true);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 4, (float[]){1, 1, 2, 2});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 4, (float[]){1, 1, 2, 2}, 1e-5);
     nc_free(&c);
 }
 
@@ -487,8 +268,8 @@ Test(resize, nearest_asymmetric_ceil_on_downscale)
     nc_input(&c, RN_I64, 1, (int64_t[]){1}, sizes, true);
     nc_string(&c, "coordinate_transformation_mode", "asymmetric");
     nc_string(&c, "nearest_mode", "ceil");
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){1, 4});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){1, 4}, 1e-5);
     nc_free(&c);
 }
 
@@ -504,8 +285,8 @@ Test(resize, linear_align_corners_hits_both_ends)
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, sizes, true);
     nc_string(&c, "mode", "linear");
     nc_string(&c, "coordinate_transformation_mode", "align_corners");
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 5, (float[]){0, 5, 10, 15, 20});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 5, (float[]){0, 5, 10, 15, 20}, 1e-5);
     nc_free(&c);
 }
 
@@ -521,7 +302,7 @@ Test(resize, linear_on_u8_rounds_and_clamps_taps_to_the_edge)
     nc_skip(&c);
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, sizes, true);
     nc_string(&c, "mode", "linear");
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     const uint8_t *y = c.out[0].data;
     cr_assert(y[0] == 0 && y[1] == 64 && y[2] == 191 && y[3] == 255, "%d %d %d %d", y[0], y[1],
               y[2], y[3]);
@@ -542,8 +323,8 @@ Test(resize, tf_crop_and_resize_extrapolates_outside_the_roi)
     nc_string(&c, "mode", "linear");
     nc_string(&c, "coordinate_transformation_mode", "tf_crop_and_resize");
     nc_float(&c, "extrapolation_value", 10.0f);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 3, (float[]){1.5f, 3, 10});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 3, (float[]){1.5f, 3, 10}, 1e-5);
     nc_free(&c);
 }
 
@@ -558,7 +339,7 @@ Test(resize, cubic_keeps_values_at_integral_coordinates)
     nc_input(&c, RN_F32, 1, (int64_t[]){1}, scales, true);
     nc_string(&c, "mode", "cubic");
     nc_string(&c, "coordinate_transformation_mode", "asymmetric");
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     const float *y = c.out[0].data;
     for (int i = 0; i < 4; i++)
         cr_assert_float_eq(y[2 * i], x[i], 1e-6, "y[%d] = %g", 2 * i, y[2 * i]);
@@ -582,7 +363,7 @@ Test(resize, keep_aspect_ratio_not_larger_uses_the_smaller_scale)
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, sizes, true);
     nc_ints(&c, "axes", 2, (int64_t[]){0, 1});
     nc_string(&c, "keep_aspect_ratio_policy", "not_larger");
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 2, (int64_t[]){1, 2});
     nc_free(&c);
 }
@@ -598,9 +379,9 @@ Test(resize, sizes_known_only_at_run_time_leave_dims_dynamic)
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, sizes, false);
     cr_assert_eq(nc_build(&c, 1), RN_OK, "%s", rn_last_error());
     cr_assert_eq(c.node->outputs[0]->shape.dims[1], RN_DIM_DYNAMIC);
-    cr_assert_eq(nc_run(&c), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_run_dynamic(&c), RN_OK, "%s", rn_last_error());
     /* 2 to 3, half_pixel nearest: x = -1/6, 1/2, 7/6 -> 0, 0 (tie down), 1. */
-    expect_f32(&c.out[0], 3, (float[]){1, 1, 2});
+    expect_f32(&c.out[0], 3, (float[]){1, 1, 2}, 1e-5);
     nc_free(&c);
 }
 
@@ -626,7 +407,7 @@ Test(resize, unknown_mode_is_unsupported_not_wrong)
     nc_skip(&c);
     nc_input(&c, RN_F32, 1, (int64_t[]){1}, scales, true);
     nc_string(&c, "mode", "lanczos");
-    cr_assert_eq(nc_build_run(&c, 1), RN_UNSUPPORTED);
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_UNSUPPORTED);
     nc_free(&c);
 }
 
@@ -637,9 +418,9 @@ Test(resize, upsample_7_repeats_by_the_scales_attribute)
     float x[] = {1, 2};
     nc_f32(&c, 2, (int64_t[]){1, 2}, x);
     nc_floats(&c, "scales", 2, (float[]){2, 2});
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 2, (int64_t[]){2, 4});
-    expect_f32(&c.out[0], 8, (float[]){1, 1, 2, 2, 1, 1, 2, 2});
+    expect_f32(&c.out[0], 8, (float[]){1, 1, 2, 2, 1, 1, 2, 2}, 1e-5);
     nc_free(&c);
 }
 
@@ -654,7 +435,7 @@ static rn_status grid_sample_one(node_case *c, const float *grid, const char *pa
     nc_f32(c, 4, (int64_t[]){1, 1, 1, 2}, grid);
     nc_string(c, "padding_mode", padding);
     nc_int(c, "align_corners", align);
-    return nc_build_run(c, 1);
+    return nc_build_run_dynamic(c, 1);
 }
 
 Test(grid_sample, bilinear_center_averages_all_four)
@@ -662,7 +443,7 @@ Test(grid_sample, bilinear_center_averages_all_four)
     /* (0, 0) is the centre: (1 + 2 + 3 + 4) / 4 = 2.5. */
     node_case c = nc_new("GridSample", 16);
     cr_assert_eq(grid_sample_one(&c, (float[]){0, 0}, "zeros", 0), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){2.5f});
+    expect_f32(&c.out[0], 1, (float[]){2.5f}, 1e-5);
     nc_free(&c);
 }
 
@@ -673,11 +454,11 @@ Test(grid_sample, corner_without_align_mixes_in_the_padding)
      * the edge for all four taps: 1. */
     node_case c = nc_new("GridSample", 16);
     cr_assert_eq(grid_sample_one(&c, (float[]){-1, -1}, "zeros", 0), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){0.25f});
+    expect_f32(&c.out[0], 1, (float[]){0.25f}, 1e-5);
     nc_free(&c);
     node_case d = nc_new("GridSample", 16);
     cr_assert_eq(grid_sample_one(&d, (float[]){-1, -1}, "border", 0), RN_OK, "%s", rn_last_error());
-    expect_f32(&d.out[0], 1, (float[]){1});
+    expect_f32(&d.out[0], 1, (float[]){1}, 1e-5);
     nc_free(&d);
 }
 
@@ -689,7 +470,7 @@ Test(grid_sample, reflection_folds_coordinates_back_inside)
     node_case c = nc_new("GridSample", 16);
     cr_assert_eq(grid_sample_one(&c, (float[]){3, -1}, "reflection", 1), RN_OK, "%s",
                  rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){1});
+    expect_f32(&c.out[0], 1, (float[]){1}, 1e-5);
     nc_free(&c);
 }
 
@@ -699,7 +480,7 @@ Test(grid_sample, nearest_rounds_half_to_even)
     node_case c = nc_new("GridSample", 16);
     nc_string(&c, "mode", "nearest");
     cr_assert_eq(grid_sample_one(&c, (float[]){0, 0}, "zeros", 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){1});
+    expect_f32(&c.out[0], 1, (float[]){1}, 1e-5);
     nc_free(&c);
 }
 
@@ -712,9 +493,9 @@ Test(affine_grid, identity_theta_gives_pixel_centres)
     int64_t size[] = {1, 1, 2, 2};
     nc_f32(&c, 3, (int64_t[]){1, 2, 3}, theta);
     nc_input(&c, RN_I64, 1, (int64_t[]){4}, size, true);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 4, (int64_t[]){1, 2, 2, 2});
-    expect_f32(&c.out[0], 8, (float[]){-0.5f, -0.5f, 0.5f, -0.5f, -0.5f, 0.5f, 0.5f, 0.5f});
+    expect_f32(&c.out[0], 8, (float[]){-0.5f, -0.5f, 0.5f, -0.5f, -0.5f, 0.5f, 0.5f, 0.5f}, 1e-5);
     nc_free(&c);
 }
 
@@ -732,8 +513,8 @@ Test(roi_align, one_bin_averages_its_samples)
     nc_input(&c, RN_I64, 1, (int64_t[]){1}, bi, false);
     nc_string(&c, "coordinate_transformation_mode", "output_half_pixel");
     nc_int(&c, "sampling_ratio", 1);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){2.5f});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 1, (float[]){2.5f}, 1e-5);
     nc_free(&c);
 }
 
@@ -745,7 +526,7 @@ Test(roi_align, batch_index_out_of_range_is_an_error)
     nc_f32(&c, 4, (int64_t[]){1, 1, 2, 2}, x);
     nc_f32(&c, 2, (int64_t[]){1, 4}, rois);
     nc_input(&c, RN_I64, 1, (int64_t[]){1}, bi, false);
-    cr_assert_eq(nc_build_run(&c, 1), RN_INVALID_ARG);
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_INVALID_ARG);
     expect_error_names_node();
     nc_free(&c);
 }
@@ -759,8 +540,8 @@ Test(max_roi_pool, bins_take_their_maximum)
     nc_f32(&c, 4, (int64_t[]){1, 1, 2, 2}, x);
     nc_f32(&c, 2, (int64_t[]){1, 5}, rois);
     nc_ints(&c, "pooled_shape", 2, (int64_t[]){1, 2});
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){3, 4});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){3, 4}, 1e-5);
     nc_free(&c);
 }
 
@@ -774,8 +555,8 @@ Test(max_unpool, scatters_values_to_their_indices)
     nc_input(&c, RN_I64, 3, (int64_t[]){1, 1, 2}, idx, false);
     nc_ints(&c, "kernel_shape", 1, (int64_t[]){2});
     nc_ints(&c, "strides", 1, (int64_t[]){2});
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 4, (float[]){0, 5, 0, 6});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 4, (float[]){0, 5, 0, 6}, 1e-5);
     nc_free(&c);
 }
 
@@ -788,7 +569,7 @@ Test(max_unpool, index_outside_the_output_is_an_error)
     nc_input(&c, RN_I64, 3, (int64_t[]){1, 1, 2}, idx, false);
     nc_ints(&c, "kernel_shape", 1, (int64_t[]){2});
     nc_ints(&c, "strides", 1, (int64_t[]){2});
-    cr_assert_eq(nc_build_run(&c, 1), RN_INVALID_ARG);
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_INVALID_ARG);
     cr_assert(strstr(rn_last_error(), "index 4") != NULL, "%s", rn_last_error());
     nc_free(&c);
 }
@@ -809,8 +590,8 @@ Test(deform_conv, offsets_move_the_taps_bilinearly)
         nc_f32(&c, 4, (int64_t[]){1, 1, 2, 2}, x);
         nc_f32(&c, 4, (int64_t[]){1, 1, 2, 2}, w);
         nc_f32(&c, 4, (int64_t[]){1, 8, 1, 1}, offs[i]);
-        cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-        expect_f32(&c.out[0], 1, &want[i]);
+        cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+        expect_f32(&c.out[0], 1, &want[i], 1e-5);
         nc_free(&c);
     }
 }
@@ -829,7 +610,7 @@ Test(nms, overlapping_box_is_suppressed_and_output_is_allocated)
     nc_f32(&c, 3, (int64_t[]){1, 1, 3}, scores);
     nc_input(&c, RN_I64, 1, (int64_t[]){1}, max_out, false);
     nc_input(&c, RN_F32, 1, (int64_t[]){1}, iou, false);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 2, (int64_t[]){2, 3});
     expect_i64(&c.out[0], 6, (int64_t[]){0, 0, 0, 0, 0, 2});
     nc_free(&c);
@@ -841,7 +622,7 @@ Test(nms, without_max_output_nothing_is_selected)
     float boxes[] = {0, 0, 1, 1}, scores[] = {0.9f};
     nc_f32(&c, 3, (int64_t[]){1, 1, 4}, boxes);
     nc_f32(&c, 3, (int64_t[]){1, 1, 1}, scores);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 2, (int64_t[]){0, 3});
     nc_free(&c);
 }
@@ -865,8 +646,8 @@ Test(attention, causal_hides_later_keys)
     node_case c = nc_new("Attention", 23);
     attention_inputs(&c);
     nc_int(&c, "is_causal", 1);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){2, 3});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){2, 3}, 1e-5);
     nc_free(&c);
 }
 
@@ -877,8 +658,8 @@ Test(attention, boolean_mask_false_means_hidden)
     uint8_t mask[] = {1, 0, 0, 1};
     attention_inputs(&c);
     nc_input(&c, RN_BOOL, 2, (int64_t[]){2, 2}, mask, false);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){2, 4});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){2, 4}, 1e-5);
     nc_free(&c);
 }
 
@@ -894,10 +675,10 @@ Test(attention, past_key_value_are_prepended_to_present)
     nc_skip(&c);
     nc_f32(&c, 4, (int64_t[]){1, 1, 1, 1}, pk);
     nc_f32(&c, 4, (int64_t[]){1, 1, 1, 1}, pv);
-    cr_assert_eq(nc_build_run(&c, 3), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){6});
+    cr_assert_eq(nc_build_run_dynamic(&c, 3), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 1, (float[]){6}, 1e-5);
     expect_shape(&c.out[2], 4, (int64_t[]){1, 1, 2, 1});
-    expect_f32(&c.out[2], 2, (float[]){10, 2});
+    expect_f32(&c.out[2], 2, (float[]){10, 2}, 1e-5);
     nc_free(&c);
 }
 
@@ -915,9 +696,9 @@ Test(attention, grouped_query_heads_share_a_kv_head_and_3d_layout)
     nc_int(&c, "q_num_heads", 2);
     nc_int(&c, "kv_num_heads", 1);
     nc_float(&c, "scale", 1.0f);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 3, (int64_t[]){1, 1, 2});
-    expect_f32(&c.out[0], 2, (float[]){2, 3});
+    expect_f32(&c.out[0], 2, (float[]){2, 3}, 1e-5);
     nc_free(&c);
 }
 
@@ -933,8 +714,8 @@ Test(attention, softcap_bounds_scores_before_the_mask)
     nc_f32(&c, 4, (int64_t[]){1, 1, 2, 1}, v);
     nc_float(&c, "scale", 1.0f);
     nc_float(&c, "softcap", 1.0f);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){0.731059f});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 1, (float[]){0.731059f}, 1e-5);
     nc_free(&c);
 }
 
@@ -971,9 +752,9 @@ Test(linear_attention, linear_rule_accumulates_outer_products)
     /* S = 1 * 3 = 3 -> o = 3; S = 3 + 2 * 4 = 11 -> o = 11. */
     node_case c = nc_new("LinearAttention", 27);
     linear_attention_inputs(&c, "linear");
-    cr_assert_eq(nc_build_run(&c, 2), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){3, 11});
-    expect_f32(&c.out[1], 1, (float[]){11});
+    cr_assert_eq(nc_build_run_dynamic(&c, 2), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){3, 11}, 1e-5);
+    expect_f32(&c.out[1], 1, (float[]){11}, 1e-5);
     nc_free(&c);
 }
 
@@ -985,8 +766,8 @@ Test(linear_attention, gated_rule_decays_the_state)
     linear_attention_inputs(&c, "gated");
     nc_skip(&c);
     nc_f32(&c, 3, (int64_t[]){1, 2, 1}, g);
-    cr_assert_eq(nc_build_run(&c, 2), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){3, 9.5f});
+    cr_assert_eq(nc_build_run_dynamic(&c, 2), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){3, 9.5f}, 1e-5);
     nc_free(&c);
 }
 
@@ -999,8 +780,8 @@ Test(linear_attention, delta_rule_writes_only_the_error)
     nc_skip(&c);
     nc_skip(&c);
     nc_f32(&c, 3, (int64_t[]){1, 2, 1}, beta);
-    cr_assert_eq(nc_build_run(&c, 2), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){3, -1});
+    cr_assert_eq(nc_build_run_dynamic(&c, 2), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){3, -1}, 1e-5);
     nc_free(&c);
 }
 
@@ -1023,9 +804,9 @@ Test(causal_conv, past_state_is_the_left_context)
     nc_f32(&c, 3, (int64_t[]){1, 1, 2}, w);
     nc_skip(&c);
     nc_f32(&c, 3, (int64_t[]){1, 1, 1}, past);
-    cr_assert_eq(nc_build_run(&c, 2), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 3, (float[]){15, 21, 32});
-    expect_f32(&c.out[1], 1, (float[]){3});
+    cr_assert_eq(nc_build_run_dynamic(&c, 2), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 3, (float[]){15, 21, 32}, 1e-5);
+    expect_f32(&c.out[1], 1, (float[]){3}, 1e-5);
     nc_free(&c);
 }
 
@@ -1039,8 +820,8 @@ Test(flex_attention, query_heads_share_kv_heads_in_order)
     nc_f32(&c, 4, (int64_t[]){1, 4, 1, 1}, q);
     nc_f32(&c, 4, (int64_t[]){1, 2, 1, 1}, k);
     nc_f32(&c, 4, (int64_t[]){1, 2, 1, 1}, v);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 4, (float[]){7, 7, 9, 9});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 4, (float[]){7, 7, 9, 9}, 1e-5);
     nc_free(&c);
 }
 
@@ -1057,8 +838,8 @@ Test(rotary, rotates_pairs_by_the_cached_angle)
     nc_f32(&c, 2, (int64_t[]){2, 1}, cosc);
     nc_f32(&c, 2, (int64_t[]){2, 1}, sinc);
     nc_input(&c, RN_I64, 2, (int64_t[]){1, 1}, pos, false);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 2, (float[]){0, 1});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 2, (float[]){0, 1}, 1e-5);
     nc_free(&c);
 }
 
@@ -1071,7 +852,7 @@ Test(rotary, position_past_the_cache_is_an_error)
     nc_f32(&c, 2, (int64_t[]){1, 1}, cosc);
     nc_f32(&c, 2, (int64_t[]){1, 1}, sinc);
     nc_input(&c, RN_I64, 2, (int64_t[]){1, 1}, pos, false);
-    cr_assert_eq(nc_build_run(&c, 1), RN_INVALID_ARG);
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_INVALID_ARG);
     expect_error_names_node();
     nc_free(&c);
 }
@@ -1090,9 +871,9 @@ Test(loss, nll_mean_divides_by_the_gathered_weights)
     nc_f32(&c, 2, (int64_t[]){2, 2}, nll_x);
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, nll_t, false);
     nc_f32(&c, 1, (int64_t[]){2}, nll_w);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 0, NULL);
-    expect_f32(&c.out[0], 1, (float[]){7.0f / 3.0f});
+    expect_f32(&c.out[0], 1, (float[]){7.0f / 3.0f}, 1e-5);
     nc_free(&c);
 }
 
@@ -1104,8 +885,8 @@ Test(loss, nll_ignore_index_drops_the_sample_and_its_weight)
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, nll_t, false);
     nc_f32(&c, 1, (int64_t[]){2}, nll_w);
     nc_int(&c, "ignore_index", 0);
-    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){2});
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 1, (float[]){2}, 1e-5);
     nc_free(&c);
     node_case d = nc_new("NegativeLogLikelihoodLoss", 13);
     nc_f32(&d, 2, (int64_t[]){2, 2}, nll_x);
@@ -1113,9 +894,9 @@ Test(loss, nll_ignore_index_drops_the_sample_and_its_weight)
     nc_f32(&d, 1, (int64_t[]){2}, nll_w);
     nc_int(&d, "ignore_index", 0);
     nc_string(&d, "reduction", "none");
-    cr_assert_eq(nc_build_run(&d, 1), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(nc_build_run_dynamic(&d, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&d.out[0], 1, (int64_t[]){2});
-    expect_f32(&d.out[0], 2, (float[]){4, 0});
+    expect_f32(&d.out[0], 2, (float[]){4, 0}, 1e-5);
     nc_free(&d);
 }
 
@@ -1125,7 +906,7 @@ Test(loss, target_outside_the_classes_is_an_error)
     int64_t t[] = {1, 2};
     nc_f32(&c, 2, (int64_t[]){2, 2}, nll_x);
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, t, false);
-    cr_assert_eq(nc_build_run(&c, 1), RN_INVALID_ARG);
+    cr_assert_eq(nc_build_run_dynamic(&c, 1), RN_INVALID_ARG);
     cr_assert(strstr(rn_last_error(), "target 2") != NULL, "%s", rn_last_error());
     nc_free(&c);
 }
@@ -1139,9 +920,9 @@ Test(loss, softmax_cross_entropy_returns_the_log_softmax_too)
     int32_t t[] = {1};
     nc_f32(&c, 2, (int64_t[]){1, 2}, x);
     nc_input(&c, RN_I32, 1, (int64_t[]){1}, t, false);
-    cr_assert_eq(nc_build_run(&c, 2), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){0.287682f});
-    expect_f32(&c.out[1], 2, (float[]){(float)log(0.25), (float)log(0.75)});
+    cr_assert_eq(nc_build_run_dynamic(&c, 2), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 1, (float[]){0.287682f}, 1e-5);
+    expect_f32(&c.out[1], 2, (float[]){(float)log(0.25), (float)log(0.75)}, 1e-5);
     nc_free(&c);
 }
 
@@ -1162,9 +943,9 @@ Test(optimizer, adagrad_decays_the_rate_and_accumulates_squares)
     nc_f32(&c, 1, (int64_t[]){1}, &h);
     nc_float(&c, "decay_factor", 1.0f);
     nc_float(&c, "epsilon", 0.0f);
-    cr_assert_eq(nc_build_run(&c, 2), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){0.75f});
-    expect_f32(&c.out[1], 1, (float[]){4});
+    cr_assert_eq(nc_build_run_dynamic(&c, 2), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 1, (float[]){0.75f}, 1e-5);
+    expect_f32(&c.out[1], 1, (float[]){4}, 1e-5);
     nc_free(&c);
 }
 
@@ -1182,7 +963,7 @@ static rn_status momentum_case(node_case *c, const int64_t *t, const char *mode)
     nc_float(c, "beta", 0.25f);
     nc_float(c, "norm_coefficient", 0.0f);
     nc_string(c, "mode", mode);
-    return nc_build_run(c, 2);
+    return nc_build_run_dynamic(c, 2);
 }
 
 Test(optimizer, momentum_first_step_takes_the_whole_gradient)
@@ -1191,8 +972,8 @@ Test(optimizer, momentum_first_step_takes_the_whole_gradient)
     node_case c = nc_new("Momentum", 1);
     int64_t t = 0;
     cr_assert_eq(momentum_case(&c, &t, "standard"), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){0.75f});
-    expect_f32(&c.out[1], 1, (float[]){2.5f});
+    expect_f32(&c.out[0], 1, (float[]){0.75f}, 1e-5);
+    expect_f32(&c.out[1], 1, (float[]){2.5f}, 1e-5);
     nc_free(&c);
 }
 
@@ -1202,8 +983,8 @@ Test(optimizer, nesterov_momentum_looks_ahead)
     node_case c = nc_new("Momentum", 1);
     int64_t t = 1;
     cr_assert_eq(momentum_case(&c, &t, "nesterov"), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){0.75f});
-    expect_f32(&c.out[1], 1, (float[]){1});
+    expect_f32(&c.out[0], 1, (float[]){0.75f}, 1e-5);
+    expect_f32(&c.out[1], 1, (float[]){1}, 1e-5);
     nc_free(&c);
 }
 
@@ -1225,10 +1006,10 @@ Test(optimizer, adam_corrects_the_bias_of_both_moments)
     nc_float(&c, "alpha", 0.5f);
     nc_float(&c, "beta", 0.75f);
     nc_float(&c, "epsilon", 0.0f);
-    cr_assert_eq(nc_build_run(&c, 3), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 1, (float[]){0.911808f});
-    expect_f32(&c.out[1], 1, (float[]){0.5f});
-    expect_f32(&c.out[2], 1, (float[]){0.25f});
+    cr_assert_eq(nc_build_run_dynamic(&c, 3), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 1, (float[]){0.911808f}, 1e-5);
+    expect_f32(&c.out[1], 1, (float[]){0.5f}, 1e-5);
+    expect_f32(&c.out[2], 1, (float[]){0.25f}, 1e-5);
     nc_free(&c);
 }
 

@@ -13,181 +13,7 @@
 #include "graph/ops.h"
 #include "plugins/api/kernel.h"
 #include "plugins/ref/ref.h"
-
-#define MAX_PORTS 8
-#define MAX_ATTRS 8
-
-/* A one-node graph under test. Inputs marked constant become initializers
- * (what shape inference may read at compile time); the others are graph
- * inputs with a static declared shape, whose data the kernel still gets. */
-typedef struct node_case {
-    const char *op;
-    int opset;
-    int n_in, n_out, n_attrs;
-    graph_tensor in[MAX_PORTS];
-    bool constant[MAX_PORTS];
-    graph_attr attrs[MAX_ATTRS];
-    graph *g;
-    graph_node *node;
-    plugin_kernel_registry *reg;
-    graph_tensor out[MAX_PORTS];
-} node_case;
-
-static node_case nc_new(const char *op, int opset)
-{
-    return (node_case){.op = op, .opset = opset};
-}
-
-static void nc_input(node_case *c, rn_element_type type, int rank, const int64_t *dims,
-                     const void *data, bool constant)
-{
-    graph_tensor *t = &c->in[c->n_in];
-    *t = (graph_tensor){.type = type, .rank = rank, .data = (void *)data};
-    if (rank > 0)
-        memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
-    t->nbytes = graph_tensor_count(t) * rn_element_type_size(type);
-    c->constant[c->n_in++] = constant;
-}
-
-/* An omitted optional input. */
-static void nc_skip(node_case *c)
-{
-    c->in[c->n_in++] = (graph_tensor){.type = RN_UNDEFINED};
-}
-
-static void nc_int(node_case *c, const char *name, int64_t v)
-{
-    c->attrs[c->n_attrs++] = (graph_attr){.name = strdup(name), .type = GRAPH_ATTR_INT, .i = v};
-}
-
-static void nc_ints(node_case *c, const char *name, int n, const int64_t *v)
-{
-    int64_t *copy = malloc(sizeof *copy * (size_t)(n ? n : 1));
-    memcpy(copy, v, sizeof *copy * (size_t)n);
-    c->attrs[c->n_attrs++] =
-        (graph_attr){.name = strdup(name), .type = GRAPH_ATTR_INTS, .count = n, .ints = copy};
-}
-
-static void nc_string(node_case *c, const char *name, const char *s)
-{
-    c->attrs[c->n_attrs++] =
-        (graph_attr){.name = strdup(name), .type = GRAPH_ATTR_STRING, .s = strdup(s)};
-}
-
-/* Builds the graph and infers shapes; the node's outputs are then typed and
- * shaped (possibly with dynamic dims, at compile time). */
-static rn_status nc_build(node_case *c, int n_out)
-{
-    c->n_out = n_out;
-    rn_status st = graph_create("case", &c->g);
-    if (st != RN_OK)
-        return st;
-    c->g->opset = c->opset;
-    graph_value *ins[MAX_PORTS] = {NULL}, *outs[MAX_PORTS] = {NULL};
-    for (int i = 0; i < c->n_in; i++) {
-        if (c->in[i].type == RN_UNDEFINED)
-            continue;
-        char name[16];
-        snprintf(name, sizeof name, "in%d", i);
-        if ((st = graph_add_value(c->g, name, &ins[i])) != RN_OK)
-            return st;
-        ins[i]->type = c->in[i].type;
-        ins[i]->shape.rank = c->in[i].rank;
-        memcpy(ins[i]->shape.dims, c->in[i].dims, sizeof ins[i]->shape.dims);
-        if (c->constant[i]) {
-            ins[i]->constant = calloc(1, sizeof *ins[i]->constant);
-            if ((st = graph_tensor_copy(ins[i]->constant, &c->in[i])) != RN_OK)
-                return st;
-        } else if ((st = graph_add_input(c->g, ins[i])) != RN_OK) {
-            return st;
-        }
-    }
-    for (int i = 0; i < n_out; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "out%d", i);
-        if ((st = graph_add_value(c->g, name, &outs[i])) != RN_OK ||
-            (st = graph_add_output(c->g, outs[i])) != RN_OK)
-            return st;
-    }
-    st = graph_add_node(c->g, "n", "", c->op, c->opset, c->n_in, ins, n_out, outs, &c->node);
-    for (int i = 0; i < c->n_attrs && st == RN_OK; i++)
-        st = graph_node_add_attr(c->node, &c->attrs[i]);
-    if (st == RN_OK)
-        st = graph_sort(c->g);
-    if (st == RN_OK)
-        st = graph_infer_shapes(c->g);
-    return st;
-}
-
-/* Picks the REF kernel and runs it with outputs of the inferred shapes. */
-static rn_status nc_run(node_case *c)
-{
-    rn_status st = plugin_kernel_registry_create(&c->reg);
-    if (st == RN_OK)
-        st = ref_register_kernels(c->reg);
-    const plugin_kernel *k = NULL;
-    if (st == RN_OK)
-        st = plugin_kernel_registry_pick(c->reg, c->node, &k);
-    if (st != RN_OK)
-        return st;
-    for (int i = 0; i < c->n_out; i++) {
-        const graph_value *v = c->node->outputs[i];
-        cr_assert(graph_shape_is_static(&v->shape), "output %d shape is not static", i);
-        graph_tensor *t = &c->out[i];
-        *t = (graph_tensor){.type = v->type, .rank = v->shape.rank};
-        memcpy(t->dims, v->shape.dims, sizeof t->dims);
-        t->nbytes = graph_tensor_count(t) * rn_element_type_size(t->type);
-        t->data = calloc(1, t->nbytes ? t->nbytes : 1);
-    }
-    plugin_kernel_args args = {
-        .node = c->node,
-        .inputs = c->in,
-        .n_inputs = c->n_in,
-        .outputs = c->out,
-        .n_outputs = c->n_out,
-    };
-    return k->run(&args);
-}
-
-static rn_status nc_build_run(node_case *c, int n_out)
-{
-    rn_status st = nc_build(c, n_out);
-    return st == RN_OK ? nc_run(c) : st;
-}
-
-static void nc_free(node_case *c)
-{
-    for (int i = 0; i < c->n_out; i++)
-        free(c->out[i].data);
-    for (int i = 0; i < c->n_attrs; i++)
-        graph_attr_release(&c->attrs[i]); /* a no-op for the ones the node took */
-    plugin_kernel_registry_free(c->reg);
-    graph_free(c->g);
-}
-
-static void expect_shape(const graph_tensor *t, int rank, const int64_t *dims)
-{
-    cr_assert_eq(t->rank, rank, "rank %d, expected %d", t->rank, rank);
-    for (int d = 0; d < rank; d++)
-        cr_assert_eq(t->dims[d], dims[d], "dim %d is %lld, expected %lld", d, (long long)t->dims[d],
-                     (long long)dims[d]);
-}
-
-static void expect_f32(const graph_tensor *t, size_t n, const float *want)
-{
-    cr_assert_eq(graph_tensor_count(t), n, "%zu elements, expected %zu", graph_tensor_count(t), n);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_float_eq(((const float *)t->data)[i], want[i], 1e-5, "element %zu: %g, want %g",
-                           i, ((const float *)t->data)[i], want[i]);
-}
-
-static void expect_i64(const graph_tensor *t, size_t n, const int64_t *want)
-{
-    cr_assert_eq(graph_tensor_count(t), n, "%zu elements, expected %zu", graph_tensor_count(t), n);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_eq(((const int64_t *)t->data)[i], want[i], "element %zu: %lld, want %lld", i,
-                     (long long)((const int64_t *)t->data)[i], (long long)want[i]);
-}
+#include "tests/ref/node_case.h"
 
 static const float iota12[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
 
@@ -204,7 +30,7 @@ Test(movement, slice_negative_step_walks_backwards)
     nc_input(&c, RN_I64, 1, (int64_t[]){1}, axes, true);
     nc_input(&c, RN_I64, 1, (int64_t[]){1}, steps, true);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 3, (float[]){8, 5, 2});
+    expect_f32(&c.out[0], 3, (float[]){8, 5, 2}, 1e-5);
     nc_free(&c);
 }
 
@@ -222,7 +48,7 @@ Test(movement, slice_negative_steps_on_two_axes_with_clamped_ends)
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, steps, true);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 2, (int64_t[]){3, 2});
-    expect_f32(&c.out[0], 6, (float[]){11, 9, 7, 5, 3, 1});
+    expect_f32(&c.out[0], 6, (float[]){11, 9, 7, 5, 3, 1}, 1e-5);
     nc_free(&c);
 }
 
@@ -237,7 +63,7 @@ Test(movement, slice_attribute_form_of_opset_1_clamps_out_of_range)
     nc_ints(&c, "axes", 2, (int64_t[]){1, 0});
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 2, (int64_t[]){2, 2});
-    expect_f32(&c.out[0], 4, (float[]){4, 5, 8, 9});
+    expect_f32(&c.out[0], 4, (float[]){4, 5, 8, 9}, 1e-5);
     nc_free(&c);
 }
 
@@ -266,7 +92,7 @@ Test(movement, reshape_zero_copies_and_minus_one_infers)
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, shape, true);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 2, (int64_t[]){2, 6});
-    expect_f32(&c.out[0], 12, iota12);
+    expect_f32(&c.out[0], 12, iota12, 1e-5);
     nc_free(&c);
 }
 
@@ -348,7 +174,7 @@ Test(movement, gather_negative_indices_count_from_the_end)
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, idx, false);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 2, (int64_t[]){2, 2});
-    expect_f32(&c.out[0], 4, (float[]){5, 6, 1, 2});
+    expect_f32(&c.out[0], 4, (float[]){5, 6, 1, 2}, 1e-5);
     nc_free(&c);
 }
 
@@ -364,7 +190,7 @@ Test(movement, gather_on_last_axis_with_2d_i32_indices)
     nc_int(&c, "axis", -1);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 3, (int64_t[]){3, 1, 1});
-    expect_f32(&c.out[0], 3, (float[]){1, 3, 5});
+    expect_f32(&c.out[0], 3, (float[]){1, 3, 5}, 1e-5);
     nc_free(&c);
 }
 
@@ -390,7 +216,7 @@ Test(movement, gather_elements_negative_indices)
     nc_input(&c, RN_I64, 2, (int64_t[]){2, 2}, idx, false);
     nc_int(&c, "axis", 1);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 4, (float[]){2, 1, 3, 4});
+    expect_f32(&c.out[0], 4, (float[]){2, 1, 3, 4}, 1e-5);
     nc_free(&c);
 }
 
@@ -403,9 +229,9 @@ Test(movement, split_into_uneven_parts_by_num_outputs)
     nc_input(&c, RN_F32, 1, (int64_t[]){7}, iota12, false);
     nc_int(&c, "num_outputs", 3);
     cr_assert_eq(nc_build_run(&c, 3), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 3, (float[]){0, 1, 2});
-    expect_f32(&c.out[1], 3, (float[]){3, 4, 5});
-    expect_f32(&c.out[2], 1, (float[]){6});
+    expect_f32(&c.out[0], 3, (float[]){0, 1, 2}, 1e-5);
+    expect_f32(&c.out[1], 3, (float[]){3, 4, 5}, 1e-5);
+    expect_f32(&c.out[2], 1, (float[]){6}, 1e-5);
     nc_free(&c);
 }
 
@@ -419,8 +245,8 @@ Test(movement, split_by_explicit_sizes_on_axis_1)
     nc_int(&c, "axis", 1);
     cr_assert_eq(nc_build_run(&c, 3), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[1], 2, (int64_t[]){2, 0});
-    expect_f32(&c.out[0], 2, (float[]){0, 6});
-    expect_f32(&c.out[2], 10, (float[]){1, 2, 3, 4, 5, 7, 8, 9, 10, 11});
+    expect_f32(&c.out[0], 2, (float[]){0, 6}, 1e-5);
+    expect_f32(&c.out[2], 10, (float[]){1, 2, 3, 4, 5, 7, 8, 9, 10, 11}, 1e-5);
     nc_free(&c);
 }
 
@@ -449,7 +275,7 @@ Test(reduce, sum_over_two_axes_without_keepdims)
     nc_int(&c, "keepdims", 0);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 1, (int64_t[]){3});
-    expect_f32(&c.out[0], 3, (float[]){14, 22, 30});
+    expect_f32(&c.out[0], 3, (float[]){14, 22, 30}, 1e-5);
     nc_free(&c);
 }
 
@@ -462,7 +288,7 @@ Test(reduce, max_over_negative_axes_attribute_form)
     nc_ints(&c, "axes", 2, (int64_t[]){-1, 0});
     nc_int(&c, "keepdims", 0);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 3, (float[]){7, 9, 11});
+    expect_f32(&c.out[0], 3, (float[]){7, 9, 11}, 1e-5);
     nc_free(&c);
 }
 
@@ -473,7 +299,7 @@ Test(reduce, mean_keepdims_over_all_axes_by_default)
     nc_input(&c, RN_F32, 3, (int64_t[]){2, 3, 2}, iota12, false);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 3, (int64_t[]){1, 1, 1});
-    expect_f32(&c.out[0], 1, (float[]){5.5f});
+    expect_f32(&c.out[0], 1, (float[]){5.5f}, 1e-5);
     nc_free(&c);
 }
 
@@ -487,7 +313,7 @@ Test(reduce, sum_square_with_empty_axes_and_noop_squares_elementwise)
     nc_input(&c, RN_I64, 1, (int64_t[]){0}, NULL, true);
     nc_int(&c, "noop_with_empty_axes", 1);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 3, (float[]){1, 4, 9});
+    expect_f32(&c.out[0], 3, (float[]){1, 4, 9}, 1e-5);
     nc_free(&c);
 }
 
@@ -524,7 +350,7 @@ Test(reduce, log_sum_exp_of_large_values_does_not_overflow)
     nc_int(&c, "keepdims", 0);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 0, NULL);
-    expect_f32(&c.out[0], 1, (float[]){1000.0f + (float)M_LN2});
+    expect_f32(&c.out[0], 1, (float[]){1000.0f + (float)M_LN2}, 1e-5);
     nc_free(&c);
 }
 
@@ -564,7 +390,7 @@ static void pad_1d(const char *mode, const int64_t *pads, size_t n_want, const f
     nc_input(&c, RN_F32, 0, NULL, &nine, false);
     nc_string(&c, "mode", mode);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s: %s", mode, rn_last_error());
-    expect_f32(&c.out[0], n_want, want);
+    expect_f32(&c.out[0], n_want, want, 1e-5);
     nc_free(&c);
 }
 
@@ -591,7 +417,7 @@ Test(movement, pad_opset_18_axes_input_pads_only_those_axes)
     nc_input(&c, RN_I64, 1, (int64_t[]){1}, axes, true);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 2, (int64_t[]){2, 3});
-    expect_f32(&c.out[0], 6, (float[]){0, 0, 1, 0, 2, 3});
+    expect_f32(&c.out[0], 6, (float[]){0, 0, 1, 0, 2, 3}, 1e-5);
     nc_free(&c);
 }
 
@@ -618,7 +444,7 @@ Test(movement, tile_and_expand_repeat_elements)
     nc_input(&c, RN_F32, 2, (int64_t[]){1, 2}, x, false);
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, reps, true);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
-    expect_f32(&c.out[0], 8, (float[]){1, 2, 1, 2, 1, 2, 1, 2});
+    expect_f32(&c.out[0], 8, (float[]){1, 2, 1, 2, 1, 2, 1, 2}, 1e-5);
     nc_free(&c);
 
     /* Expand [2,1] = [[1],[2]] to [2,1,3]: broadcasting gives [2,2,3]. */
@@ -628,7 +454,7 @@ Test(movement, tile_and_expand_repeat_elements)
     nc_input(&c, RN_I64, 1, (int64_t[]){3}, shape, true);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     expect_shape(&c.out[0], 3, (int64_t[]){2, 2, 3});
-    expect_f32(&c.out[0], 12, (float[]){1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
+    expect_f32(&c.out[0], 12, (float[]){1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2}, 1e-5);
     nc_free(&c);
 }
 
@@ -643,7 +469,7 @@ Test(movement, depth_to_space_dcr_and_crd)
         nc_string(&c, "mode", crd ? "CRD" : "DCR");
         cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
         expect_shape(&c.out[0], 4, (int64_t[]){1, 1, 2, 2});
-        expect_f32(&c.out[0], 4, (float[]){0, 1, 2, 3});
+        expect_f32(&c.out[0], 4, (float[]){0, 1, 2, 3}, 1e-5);
         nc_free(&c);
     }
     /* x[1][8][1][1], C' = 2: DCR channel (b1*2+b2)*2 + c -> c=0: 0,2,4,6;
@@ -655,7 +481,8 @@ Test(movement, depth_to_space_dcr_and_crd)
         nc_string(&c, "mode", crd ? "CRD" : "DCR");
         cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
         expect_f32(&c.out[0], 8,
-                   crd ? (float[]){0, 1, 2, 3, 4, 5, 6, 7} : (float[]){0, 2, 4, 6, 1, 3, 5, 7});
+                   crd ? (float[]){0, 1, 2, 3, 4, 5, 6, 7} : (float[]){0, 2, 4, 6, 1, 3, 5, 7},
+                   1e-5);
         nc_free(&c);
     }
 }
@@ -683,7 +510,7 @@ Test(movement, constant_of_shape_defaults_to_f32_zeros)
     nc_input(&c, RN_I64, 1, (int64_t[]){2}, shape, true);
     cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
     cr_assert_eq(c.out[0].type, RN_F32);
-    expect_f32(&c.out[0], 6, (float[]){0, 0, 0, 0, 0, 0});
+    expect_f32(&c.out[0], 6, (float[]){0, 0, 0, 0, 0, 0}, 1e-5);
     nc_free(&c);
 }
 

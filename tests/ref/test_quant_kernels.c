@@ -25,15 +25,6 @@ static void expect_bytes(const graph_tensor *t, size_t n, const uint8_t *want)
                      ((const uint8_t *)t->data)[i], want[i]);
 }
 
-static void expect_i32(const graph_tensor *t, size_t n, const int32_t *want)
-{
-    cr_assert_eq(t->type, RN_I32, "type %s", rn_element_type_name(t->type));
-    cr_assert_eq(graph_tensor_count(t), n, "%zu elements, expected %zu", graph_tensor_count(t), n);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_eq(((const int32_t *)t->data)[i], want[i], "element %zu: %d, want %d", i,
-                     ((const int32_t *)t->data)[i], want[i]);
-}
-
 /* ---- QuantizeLinear ---- */
 
 Test(quant, quantize_rounds_half_to_even_and_saturates)

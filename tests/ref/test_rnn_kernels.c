@@ -17,23 +17,6 @@
 #include "plugins/ref/ref.h"
 #include "tests/ref/node_case.h"
 
-static void nc_floats(node_case *c, const char *name, int n, const float *v)
-{
-    float *copy = malloc(sizeof *copy * (size_t)(n ? n : 1));
-    memcpy(copy, v, sizeof *copy * (size_t)n);
-    nc_attr(c, (graph_attr){
-                   .name = strdup(name), .type = GRAPH_ATTR_FLOATS, .count = n, .floats = copy});
-}
-
-static void nc_strings(node_case *c, const char *name, int n, const char *const *v)
-{
-    char **copy = malloc(sizeof *copy * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++)
-        copy[i] = strdup(v[i]);
-    nc_attr(c, (graph_attr){
-                   .name = strdup(name), .type = GRAPH_ATTR_STRINGS, .count = n, .strings = copy});
-}
-
 /* ---- RNN ---- */
 
 /* hidden 1, input 1, W = 1, R = 0.5, no bias, Relu: h_t = relu(x_t + 0.5 h). */

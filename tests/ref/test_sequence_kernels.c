@@ -11,146 +11,15 @@
 #include "graph/ops.h"
 #include "plugins/api/plan.h"
 #include "plugins/ref/ref.h"
-#include "runnel/runnel.h"
-
-#define NODE_DIR "/usr/share/libonnx-testdata/data/node"
-
-/* ---- building graphs ---- */
-
-static graph *new_graph(const char *name, graph *parent)
-{
-    graph *g;
-    cr_assert_eq(graph_create(name, &g), RN_OK);
-    g->parent = parent;
-    g->opset = 20;
-    return g;
-}
-
-static graph_value *val(graph *g, const char *name)
-{
-    graph_value *v;
-    cr_assert_eq(graph_add_value(g, name, &v), RN_OK, "%s", rn_last_error());
-    return v;
-}
-
-static graph_value *param(graph *g, const char *name, graph_kind kind, rn_element_type type,
-                          int rank, const int64_t *dims)
-{
-    graph_value *v = val(g, name);
-    v->kind = kind;
-    v->type = type;
-    v->shape.rank = rank;
-    if (rank > 0)
-        memcpy(v->shape.dims, dims, sizeof(int64_t) * (size_t)rank);
-    cr_assert_eq(graph_add_input(g, v), RN_OK);
-    return v;
-}
+#include "tests/ref/node_case.h"
 
 static graph_value *const_i64(graph *g, const char *name, int64_t x)
 {
-    graph_value *v = val(g, name);
-    graph_tensor *t = calloc(1, sizeof *t);
-    *t = (graph_tensor){.type = RN_I64, .nbytes = 8, .data = malloc(8)};
-    *(int64_t *)t->data = x;
-    v->constant = t;
-    v->type = RN_I64;
-    v->shape.rank = 0;
-    return v;
+    return pc_constant(g, name, RN_I64, 0, NULL, &x);
 }
+#include "runnel/runnel.h"
 
-static graph_node *node(graph *g, const char *name, const char *op, int n_in, graph_value **in,
-                        int n_out, graph_value **out)
-{
-    graph_node *n;
-    cr_assert_eq(graph_add_node(g, name, "", op, g->opset, n_in, in, n_out, out, &n), RN_OK, "%s",
-                 rn_last_error());
-    return n;
-}
-
-static void attr_int(graph_node *n, const char *name, int64_t v)
-{
-    graph_attr a = {.name = strdup(name), .type = GRAPH_ATTR_INT, .i = v};
-    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
-}
-
-static void attr_string(graph_node *n, const char *name, const char *s)
-{
-    graph_attr a = {.name = strdup(name), .type = GRAPH_ATTR_STRING, .s = strdup(s)};
-    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
-}
-
-static void attr_strings(graph_node *n, const char *name, int count, const char *const *s)
-{
-    char **copy = calloc((size_t)count + 1, sizeof *copy);
-    for (int i = 0; i < count; i++)
-        copy[i] = strdup(s[i]);
-    graph_attr a = {
-        .name = strdup(name), .type = GRAPH_ATTR_STRINGS, .count = count, .strings = copy};
-    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
-}
-
-/* ---- running ---- */
-
-typedef struct runner {
-    plugin_kernel_registry *reg;
-    plugin_plan *plan;
-    plugin_request *req;
-} runner;
-
-static rn_status compile(graph *g, runner *r)
-{
-    memset(r, 0, sizeof *r);
-    cr_assert_eq(graph_sort(g), RN_OK, "%s", rn_last_error());
-    cr_assert_eq(plugin_kernel_registry_create(&r->reg), RN_OK);
-    cr_assert_eq(ref_register_kernels(r->reg), RN_OK);
-    plugin_plan_options o = {.n_streams = 1, .threads_per_stream = 1};
-    rn_status st = plugin_plan_build(g, r->reg, &o, &r->plan);
-    if (st == RN_OK)
-        st = plugin_request_create(r->plan, &r->req);
-    return st;
-}
-
-static void runner_free(runner *r)
-{
-    plugin_request_free(r->req);
-    plugin_plan_free(r->plan);
-    plugin_kernel_registry_free(r->reg);
-}
-
-static graph_tensor view(rn_element_type type, int rank, const int64_t *dims, const void *data)
-{
-    graph_tensor t = {.type = type, .rank = rank, .data = (void *)data};
-    if (rank > 0)
-        memcpy(t.dims, dims, sizeof(int64_t) * (size_t)rank);
-    t.nbytes =
-        graph_tensor_count(&t) * (type == RN_STRING ? sizeof(char *) : rn_element_type_size(type));
-    return t;
-}
-
-static void set_input(runner *r, size_t i, graph_tensor t)
-{
-    cr_assert_eq(plugin_request_set_input(r->req, i, &t), RN_OK, "%s", rn_last_error());
-}
-
-static graph_tensor output(runner *r, size_t i)
-{
-    graph_tensor t;
-    cr_assert_eq(plugin_request_get_output(r->req, i, &t), RN_OK, "%s", rn_last_error());
-    return t;
-}
-
-static void expect_f32(const graph_tensor *t, int rank, const int64_t *dims, const float *want)
-{
-    cr_assert_eq(t->kind, GRAPH_KIND_TENSOR);
-    cr_assert_eq(t->type, RN_F32, "type %s", rn_element_type_name(t->type));
-    cr_assert_eq(t->rank, rank, "rank %d, expected %d", t->rank, rank);
-    for (int d = 0; d < rank; d++)
-        cr_assert_eq(t->dims[d], dims[d], "dim %d is %lld, expected %lld", d, (long long)t->dims[d],
-                     (long long)dims[d]);
-    for (size_t i = 0; i < graph_tensor_count(t); i++)
-        cr_assert_float_eq(((const float *)t->data)[i], want[i], 1e-6, "element %zu: %g, want %g",
-                           i, ((const float *)t->data)[i], want[i]);
-}
+#define NODE_DIR "/usr/share/libonnx-testdata/data/node"
 
 static void expect_strings(const graph_tensor *t, int rank, const int64_t *dims,
                            const char *const *want)
@@ -173,65 +42,65 @@ Test(sequence, positions_count_from_either_end)
 {
     /* s1 = [x, y]; s2 = insert z at -1 -> [x, z, y]; s3 = erase 0 -> [z, y];
      * at = s3[-1] = y; len = |s2| = 3; cat = concat(s2) = x ++ z ++ y */
-    graph *g = new_graph("main", NULL);
-    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
-    graph_value *y = param(g, "y", GRAPH_KIND_TENSOR, RN_F32, 1, d2);
-    graph_value *z = param(g, "z", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
-    graph_value *s1 = val(g, "s1"), *s2 = val(g, "s2"), *s3 = val(g, "s3"), *at = val(g, "at"),
-                *len = val(g, "len"), *cat = val(g, "cat");
+    graph *g = pc_graph("main", NULL, 20);
+    graph_value *x = pc_input(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
+    graph_value *y = pc_input(g, "y", GRAPH_KIND_TENSOR, RN_F32, 1, d2);
+    graph_value *z = pc_input(g, "z", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
+    graph_value *s1 = pc_value(g, "s1"), *s2 = pc_value(g, "s2"), *s3 = pc_value(g, "s3"),
+                *at = pc_value(g, "at"), *len = pc_value(g, "len"), *cat = pc_value(g, "cat");
     graph_value *minus1 = const_i64(g, "minus1", -1), *zero = const_i64(g, "zero", 0);
-    node(g, "construct", "SequenceConstruct", 2, (graph_value *[]){x, y}, 1, &s1);
-    node(g, "insert", "SequenceInsert", 3, (graph_value *[]){s1, z, minus1}, 1, &s2);
-    node(g, "erase", "SequenceErase", 2, (graph_value *[]){s2, zero}, 1, &s3);
-    node(g, "at", "SequenceAt", 2, (graph_value *[]){s3, minus1}, 1, &at);
-    node(g, "len", "SequenceLength", 1, &s2, 1, &len);
-    attr_int(node(g, "cat", "ConcatFromSequence", 1, &s2, 1, &cat), "axis", 0);
+    pc_node(g, "construct", "SequenceConstruct", 2, (graph_value *[]){x, y}, 1, &s1);
+    pc_node(g, "insert", "SequenceInsert", 3, (graph_value *[]){s1, z, minus1}, 1, &s2);
+    pc_node(g, "erase", "SequenceErase", 2, (graph_value *[]){s2, zero}, 1, &s3);
+    pc_node(g, "at", "SequenceAt", 2, (graph_value *[]){s3, minus1}, 1, &at);
+    pc_node(g, "len", "SequenceLength", 1, &s2, 1, &len);
+    pc_attr(pc_node(g, "cat", "ConcatFromSequence", 1, &s2, 1, &cat), attr_int("axis", 0));
     graph_add_output(g, at);
     graph_add_output(g, len);
     graph_add_output(g, cat);
     graph_add_output(g, s3);
-    runner r;
-    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    plan_case r;
+    cr_assert_eq(pc_compile(g, 1, &r), RN_OK, "%s", rn_last_error());
     static const float xv[] = {1}, yv[] = {2, 3}, zv[] = {4};
-    set_input(&r, 0, view(RN_F32, 1, d1, xv));
-    set_input(&r, 1, view(RN_F32, 1, d2, yv));
-    set_input(&r, 2, view(RN_F32, 1, d1, zv));
+    pc_set_input(&r, 0, tensor_view(RN_F32, 1, d1, xv));
+    pc_set_input(&r, 1, tensor_view(RN_F32, 1, d2, yv));
+    pc_set_input(&r, 2, tensor_view(RN_F32, 1, d1, zv));
     cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
-    graph_tensor t = output(&r, 0);
-    expect_f32(&t, 1, d2, yv);
-    t = output(&r, 1);
+    graph_tensor t = pc_output(&r, 0);
+    expect_f32_tensor(&t, 1, d2, yv);
+    t = pc_output(&r, 1);
     cr_assert_eq(t.type, RN_I64);
     cr_assert_eq(*(int64_t *)t.data, 3);
     static const int64_t d4[] = {4};
     static const float cat_want[] = {1, 4, 2, 3};
-    t = output(&r, 2);
-    expect_f32(&t, 1, d4, cat_want);
-    t = output(&r, 3);
+    t = pc_output(&r, 2);
+    expect_f32_tensor(&t, 1, d4, cat_want);
+    t = pc_output(&r, 3);
     cr_assert_eq(t.kind, GRAPH_KIND_SEQUENCE);
     cr_assert_eq(t.n_items, 2);
-    expect_f32(&t.items[0], 1, d1, zv);
-    expect_f32(&t.items[1], 1, d2, yv);
-    runner_free(&r);
+    expect_f32_tensor(&t.items[0], 1, d1, zv);
+    expect_f32_tensor(&t.items[1], 1, d2, yv);
+    pc_free(&r);
     graph_free(g);
 }
 
 Test(sequence, a_position_out_of_range_is_an_error)
 {
     /* SequenceAt(s, 2) on a sequence of 2: positions are -2..1 */
-    graph *g = new_graph("main", NULL);
-    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
-    graph_value *s = val(g, "s"), *at = val(g, "at"), *two = const_i64(g, "two", 2);
-    node(g, "construct", "SequenceConstruct", 2, (graph_value *[]){x, x}, 1, &s);
-    node(g, "pick", "SequenceAt", 2, (graph_value *[]){s, two}, 1, &at);
+    graph *g = pc_graph("main", NULL, 20);
+    graph_value *x = pc_input(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
+    graph_value *s = pc_value(g, "s"), *at = pc_value(g, "at"), *two = const_i64(g, "two", 2);
+    pc_node(g, "construct", "SequenceConstruct", 2, (graph_value *[]){x, x}, 1, &s);
+    pc_node(g, "pick", "SequenceAt", 2, (graph_value *[]){s, two}, 1, &at);
     graph_add_output(g, at);
-    runner r;
-    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    plan_case r;
+    cr_assert_eq(pc_compile(g, 1, &r), RN_OK, "%s", rn_last_error());
     static const float xv[] = {1};
-    set_input(&r, 0, view(RN_F32, 1, d1, xv));
+    pc_set_input(&r, 0, tensor_view(RN_F32, 1, d1, xv));
     cr_assert_eq(plugin_request_infer(r.req), RN_INVALID_ARG);
     cr_assert_not_null(strstr(rn_last_error(), "pick"), "%s", rn_last_error());
     cr_assert_not_null(strstr(rn_last_error(), "position 2"), "%s", rn_last_error());
-    runner_free(&r);
+    pc_free(&r);
     graph_free(g);
 }
 
@@ -240,39 +109,40 @@ Test(sequence, split_and_stack)
     /* x = 0..4 split by 2 -> [0,1], [2,3], [4]; m [2,3] without split and
      * keepdims 0 -> three columns of [2]; stacked along a new last axis they
      * give m back. */
-    graph *g = new_graph("main", NULL);
+    graph *g = pc_graph("main", NULL, 20);
     static const int64_t d5[] = {5}, d23[] = {2, 3};
-    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d5);
-    graph_value *m = param(g, "m", GRAPH_KIND_TENSOR, RN_F32, 2, d23);
+    graph_value *x = pc_input(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d5);
+    graph_value *m = pc_input(g, "m", GRAPH_KIND_TENSOR, RN_F32, 2, d23);
     graph_value *two = const_i64(g, "two", 2);
-    graph_value *parts = val(g, "parts"), *cols = val(g, "cols"), *back = val(g, "back");
-    node(g, "split", "SplitToSequence", 2, (graph_value *[]){x, two}, 1, &parts);
-    graph_node *n = node(g, "cols", "SplitToSequence", 1, &m, 1, &cols);
-    attr_int(n, "axis", 1);
-    attr_int(n, "keepdims", 0);
-    n = node(g, "stack", "ConcatFromSequence", 1, &cols, 1, &back);
-    attr_int(n, "axis", -1);
-    attr_int(n, "new_axis", 1);
+    graph_value *parts = pc_value(g, "parts"), *cols = pc_value(g, "cols"),
+                *back = pc_value(g, "back");
+    pc_node(g, "split", "SplitToSequence", 2, (graph_value *[]){x, two}, 1, &parts);
+    graph_node *n = pc_node(g, "cols", "SplitToSequence", 1, &m, 1, &cols);
+    pc_attr(n, attr_int("axis", 1));
+    pc_attr(n, attr_int("keepdims", 0));
+    n = pc_node(g, "stack", "ConcatFromSequence", 1, &cols, 1, &back);
+    pc_attr(n, attr_int("axis", -1));
+    pc_attr(n, attr_int("new_axis", 1));
     graph_add_output(g, parts);
     graph_add_output(g, cols);
     graph_add_output(g, back);
-    runner r;
-    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    plan_case r;
+    cr_assert_eq(pc_compile(g, 1, &r), RN_OK, "%s", rn_last_error());
     static const float xv[] = {0, 1, 2, 3, 4}, mv[] = {1, 2, 3, 4, 5, 6};
-    set_input(&r, 0, view(RN_F32, 1, d5, xv));
-    set_input(&r, 1, view(RN_F32, 2, d23, mv));
+    pc_set_input(&r, 0, tensor_view(RN_F32, 1, d5, xv));
+    pc_set_input(&r, 1, tensor_view(RN_F32, 2, d23, mv));
     cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
-    graph_tensor p = output(&r, 0);
+    graph_tensor p = pc_output(&r, 0);
     cr_assert_eq(p.n_items, 3);
-    expect_f32(&p.items[0], 1, d2, xv);
-    expect_f32(&p.items[2], 1, d1, xv + 4);
-    graph_tensor c = output(&r, 1);
+    expect_f32_tensor(&p.items[0], 1, d2, xv);
+    expect_f32_tensor(&p.items[2], 1, d1, xv + 4);
+    graph_tensor c = pc_output(&r, 1);
     cr_assert_eq(c.n_items, 3);
     static const float col1[] = {2, 5};
-    expect_f32(&c.items[1], 1, d2, col1);
-    graph_tensor b = output(&r, 2);
-    expect_f32(&b, 2, d23, mv);
-    runner_free(&r);
+    expect_f32_tensor(&c.items[1], 1, d2, col1);
+    graph_tensor b = pc_output(&r, 2);
+    expect_f32_tensor(&b, 2, d23, mv);
+    pc_free(&r);
     graph_free(g);
 }
 
@@ -280,38 +150,37 @@ Test(sequence, sequence_map_runs_the_body_per_item)
 {
     /* y = map(s, k) { Add(item, k) } with s = [[1,2], [3]] and k = [10]:
      * [[11,12], [13]] */
-    graph *g = new_graph("main", NULL);
-    graph_value *s = param(g, "s", GRAPH_KIND_SEQUENCE, RN_F32, -1, NULL);
-    graph_value *k = param(g, "k", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
-    graph_value *y = val(g, "y");
-    graph *b = new_graph("body", g);
-    graph_value *item = val(b, "item"), *kk = val(b, "kk"), *o = val(b, "o");
+    graph *g = pc_graph("main", NULL, 20);
+    graph_value *s = pc_input(g, "s", GRAPH_KIND_SEQUENCE, RN_F32, -1, NULL);
+    graph_value *k = pc_input(g, "k", GRAPH_KIND_TENSOR, RN_F32, 1, d1);
+    graph_value *y = pc_value(g, "y");
+    graph *b = pc_graph("body", g, 20);
+    graph_value *item = pc_value(b, "item"), *kk = pc_value(b, "kk"), *o = pc_value(b, "o");
     graph_add_input(b, item);
     graph_add_input(b, kk);
-    node(b, "add", "Add", 2, (graph_value *[]){item, kk}, 1, &o);
+    pc_node(b, "add", "Add", 2, (graph_value *[]){item, kk}, 1, &o);
     graph_add_output(b, o);
-    graph_node *n = node(g, "map", "SequenceMap", 2, (graph_value *[]){s, k}, 1, &y);
-    graph_attr a = {.name = strdup("body"), .type = GRAPH_ATTR_GRAPH, .g = b};
-    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
+    graph_node *n = pc_node(g, "map", "SequenceMap", 2, (graph_value *[]){s, k}, 1, &y);
+    pc_attr(n, attr_graph("body", b));
     graph_add_output(g, y);
-    runner r;
-    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    plan_case r;
+    cr_assert_eq(pc_compile(g, 1, &r), RN_OK, "%s", rn_last_error());
     static const float i0[] = {1, 2}, i1[] = {3}, kv[] = {10};
-    graph_tensor items[2] = {view(RN_F32, 1, d2, i0), view(RN_F32, 1, d1, i1)};
+    graph_tensor items[2] = {tensor_view(RN_F32, 1, d2, i0), tensor_view(RN_F32, 1, d1, i1)};
     graph_tensor seq = {.kind = GRAPH_KIND_SEQUENCE, .type = RN_F32, .n_items = 2, .items = items};
-    set_input(&r, 0, seq);
-    set_input(&r, 1, view(RN_F32, 1, d1, kv));
+    pc_set_input(&r, 0, seq);
+    pc_set_input(&r, 1, tensor_view(RN_F32, 1, d1, kv));
     cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
-    graph_tensor t = output(&r, 0);
+    graph_tensor t = pc_output(&r, 0);
     cr_assert_eq(t.kind, GRAPH_KIND_SEQUENCE);
     cr_assert_eq(t.n_items, 2);
     static const float w0[] = {11, 12}, w1[] = {13};
-    expect_f32(&t.items[0], 1, d2, w0);
-    expect_f32(&t.items[1], 1, d1, w1);
+    expect_f32_tensor(&t.items[0], 1, d2, w0);
+    expect_f32_tensor(&t.items[1], 1, d1, w1);
     /* a tensor where the sequence is declared is refused when bound */
-    graph_tensor plain = view(RN_F32, 1, d1, kv);
+    graph_tensor plain = tensor_view(RN_F32, 1, d1, kv);
     cr_assert_eq(plugin_request_set_input(r.req, 0, &plain), RN_TYPE_MISMATCH);
-    runner_free(&r);
+    pc_free(&r);
     graph_free(g);
 }
 
@@ -321,50 +190,44 @@ Test(sequence, optionals_with_and_without_a_value)
 {
     /* some = Optional(x); none = Optional[type f32](); has(some) = 1,
      * has(none) = 0, get(some) = x; get(none) fails */
-    graph *g = new_graph("main", NULL);
-    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d3);
-    graph_value *some = val(g, "some"), *none = val(g, "none"), *h1 = val(g, "h1"),
-                *h2 = val(g, "h2"), *got = val(g, "got");
-    node(g, "some", "Optional", 1, &x, 1, &some);
-    graph_node *n = node(g, "none", "Optional", 0, NULL, 1, &none);
-    graph_attr a = {.name = strdup("type"),
-                    .type = GRAPH_ATTR_TYPE_PROTO,
-                    .tp = {.kind = GRAPH_KIND_TENSOR, .elem = RN_F32, .shape = {.rank = -1}}};
-    cr_assert_eq(graph_node_add_attr(n, &a), RN_OK);
-    node(g, "has1", "OptionalHasElement", 1, &some, 1, &h1);
-    node(g, "has2", "OptionalHasElement", 1, &none, 1, &h2);
-    node(g, "get", "OptionalGetElement", 1, &some, 1, &got);
+    graph *g = pc_graph("main", NULL, 20);
+    graph_value *x = pc_input(g, "x", GRAPH_KIND_TENSOR, RN_F32, 1, d3);
+    graph_value *some = pc_value(g, "some"), *none = pc_value(g, "none"), *h1 = pc_value(g, "h1"),
+                *h2 = pc_value(g, "h2"), *got = pc_value(g, "got");
+    pc_node(g, "some", "Optional", 1, &x, 1, &some);
+    graph_node *n = pc_node(g, "none", "Optional", 0, NULL, 1, &none);
+    pc_attr(n, attr_type("type", GRAPH_KIND_TENSOR, RN_F32));
+    pc_node(g, "has1", "OptionalHasElement", 1, &some, 1, &h1);
+    pc_node(g, "has2", "OptionalHasElement", 1, &none, 1, &h2);
+    pc_node(g, "get", "OptionalGetElement", 1, &some, 1, &got);
     graph_add_output(g, h1);
     graph_add_output(g, h2);
     graph_add_output(g, got);
     graph_add_output(g, none);
-    runner r;
-    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    plan_case r;
+    cr_assert_eq(pc_compile(g, 1, &r), RN_OK, "%s", rn_last_error());
     static const float xv[] = {1, 2, 3};
-    set_input(&r, 0, view(RN_F32, 1, d3, xv));
+    pc_set_input(&r, 0, tensor_view(RN_F32, 1, d3, xv));
     cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
-    cr_assert_eq(*(uint8_t *)output(&r, 0).data, 1);
-    cr_assert_eq(*(uint8_t *)output(&r, 1).data, 0);
-    graph_tensor t = output(&r, 2);
-    expect_f32(&t, 1, d3, xv);
-    cr_assert_eq(output(&r, 3).kind, GRAPH_KIND_OPTIONAL);
-    runner_free(&r);
+    cr_assert_eq(*(uint8_t *)pc_output(&r, 0).data, 1);
+    cr_assert_eq(*(uint8_t *)pc_output(&r, 1).data, 0);
+    graph_tensor t = pc_output(&r, 2);
+    expect_f32_tensor(&t, 1, d3, xv);
+    cr_assert_eq(pc_output(&r, 3).kind, GRAPH_KIND_OPTIONAL);
+    pc_free(&r);
     graph_free(g);
 
-    g = new_graph("main", NULL);
-    none = val(g, "none");
-    got = val(g, "got");
-    n = node(g, "none", "Optional", 0, NULL, 1, &none);
-    graph_attr a2 = {.name = strdup("type"),
-                     .type = GRAPH_ATTR_TYPE_PROTO,
-                     .tp = {.kind = GRAPH_KIND_TENSOR, .elem = RN_F32, .shape = {.rank = -1}}};
-    cr_assert_eq(graph_node_add_attr(n, &a2), RN_OK);
-    node(g, "get", "OptionalGetElement", 1, &none, 1, &got);
+    g = pc_graph("main", NULL, 20);
+    none = pc_value(g, "none");
+    got = pc_value(g, "got");
+    n = pc_node(g, "none", "Optional", 0, NULL, 1, &none);
+    pc_attr(n, attr_type("type", GRAPH_KIND_TENSOR, RN_F32));
+    pc_node(g, "get", "OptionalGetElement", 1, &none, 1, &got);
     graph_add_output(g, got);
-    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(pc_compile(g, 1, &r), RN_OK, "%s", rn_last_error());
     cr_assert_eq(plugin_request_infer(r.req), RN_INVALID_ARG);
     cr_assert_not_null(strstr(rn_last_error(), "without a value"), "%s", rn_last_error());
-    runner_free(&r);
+    pc_free(&r);
     graph_free(g);
 }
 
@@ -374,31 +237,31 @@ Test(strings, normalizer_drops_stop_words_and_changes_case)
 {
     /* LOWER, case-insensitive, stop word "monday": "Monday" -> "" (dropped),
      * "Tuesday" -> "tuesday", "MONDAY Ünd x" -> "ünd x" (Latin-1 too) */
-    graph *g = new_graph("main", NULL);
-    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_STRING, 1, d3);
-    graph_value *y = val(g, "y");
-    graph_node *n = node(g, "norm", "StringNormalizer", 1, &x, 1, &y);
-    attr_string(n, "case_change_action", "LOWER");
-    attr_strings(n, "stopwords", 1, (const char *const[]){"monday"});
+    graph *g = pc_graph("main", NULL, 20);
+    graph_value *x = pc_input(g, "x", GRAPH_KIND_TENSOR, RN_STRING, 1, d3);
+    graph_value *y = pc_value(g, "y");
+    graph_node *n = pc_node(g, "norm", "StringNormalizer", 1, &x, 1, &y);
+    pc_attr(n, attr_string("case_change_action", "LOWER"));
+    pc_attr(n, attr_strings("stopwords", 1, (const char *const[]){"monday"}));
     graph_add_output(g, y);
-    runner r;
-    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    plan_case r;
+    cr_assert_eq(pc_compile(g, 1, &r), RN_OK, "%s", rn_last_error());
     const char *in[] = {"Monday", "Tuesday", "MONDAY \xc3\x9cnd x"};
-    set_input(&r, 0, view(RN_STRING, 1, d3, in));
+    pc_set_input(&r, 0, tensor_view(RN_STRING, 1, d3, in));
     cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
-    graph_tensor t = output(&r, 0);
+    graph_tensor t = pc_output(&r, 0);
     expect_strings(&t, 1, d2, (const char *const[]){"tuesday", "\xc3\xbcnd x"});
     /* all gone: one empty string */
     const char *only[] = {"monday", "MONDAY", "Monday"};
-    set_input(&r, 0, view(RN_STRING, 1, d3, only));
+    pc_set_input(&r, 0, tensor_view(RN_STRING, 1, d3, only));
     cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
-    t = output(&r, 0);
+    t = pc_output(&r, 0);
     expect_strings(&t, 1, d1, (const char *const[]){""});
     /* an unset string is refused when bound */
     const char *unset[] = {"a", NULL, "b"};
-    graph_tensor bad = view(RN_STRING, 1, d3, unset);
+    graph_tensor bad = tensor_view(RN_STRING, 1, d3, unset);
     cr_assert_eq(plugin_request_set_input(r.req, 0, &bad), RN_INVALID_ARG);
-    runner_free(&r);
+    pc_free(&r);
     graph_free(g);
 }
 
@@ -408,61 +271,62 @@ Test(strings, split_concat_and_regex)
      * [4, 1]; split(x) on whitespace with maxsplit 1: "  hello  big world" ->
      * [hello, "big world"]; concat(x, "!") broadcasts; regex www\.[\w.-]+\.com
      * matches "www.a-b.com" and not "www.x.org" */
-    graph *g = new_graph("main", NULL);
-    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_STRING, 1, d2);
-    graph_value *w = param(g, "w", GRAPH_KIND_TENSOR, RN_STRING, 1, d1);
-    graph_value *bang = param(g, "bang", GRAPH_KIND_TENSOR, RN_STRING, 1, d1);
-    graph_value *sub = val(g, "sub"), *len = val(g, "len"), *ws = val(g, "ws"), *wl = val(g, "wl"),
-                *cat = val(g, "cat"), *match = val(g, "match");
-    attr_string(node(g, "split", "StringSplit", 1, &x, 2, (graph_value *[]){sub, len}), "delimiter",
-                ",");
-    attr_int(node(g, "words", "StringSplit", 1, &w, 2, (graph_value *[]){ws, wl}), "maxsplit", 1);
-    node(g, "cat", "StringConcat", 2, (graph_value *[]){x, bang}, 1, &cat);
-    attr_string(node(g, "re", "RegexFullMatch", 1, &cat, 1, &match), "pattern",
-                "www\\.[\\w.-]+\\.com!");
+    graph *g = pc_graph("main", NULL, 20);
+    graph_value *x = pc_input(g, "x", GRAPH_KIND_TENSOR, RN_STRING, 1, d2);
+    graph_value *w = pc_input(g, "w", GRAPH_KIND_TENSOR, RN_STRING, 1, d1);
+    graph_value *bang = pc_input(g, "bang", GRAPH_KIND_TENSOR, RN_STRING, 1, d1);
+    graph_value *sub = pc_value(g, "sub"), *len = pc_value(g, "len"), *ws = pc_value(g, "ws"),
+                *wl = pc_value(g, "wl"), *cat = pc_value(g, "cat"), *match = pc_value(g, "match");
+    pc_attr(pc_node(g, "split", "StringSplit", 1, &x, 2, (graph_value *[]){sub, len}),
+            attr_string("delimiter", ","));
+    pc_attr(pc_node(g, "words", "StringSplit", 1, &w, 2, (graph_value *[]){ws, wl}),
+            attr_int("maxsplit", 1));
+    pc_node(g, "cat", "StringConcat", 2, (graph_value *[]){x, bang}, 1, &cat);
+    pc_attr(pc_node(g, "re", "RegexFullMatch", 1, &cat, 1, &match),
+            attr_string("pattern", "www\\.[\\w.-]+\\.com!"));
     graph_add_output(g, sub);
     graph_add_output(g, len);
     graph_add_output(g, ws);
     graph_add_output(g, cat);
     graph_add_output(g, match);
-    runner r;
-    cr_assert_eq(compile(g, &r), RN_OK, "%s", rn_last_error());
+    plan_case r;
+    cr_assert_eq(pc_compile(g, 1, &r), RN_OK, "%s", rn_last_error());
     const char *xs[] = {"a,b,,c", ""}, *wv[] = {"  hello  big world"}, *bv[] = {"!"};
-    set_input(&r, 0, view(RN_STRING, 1, d2, xs));
-    set_input(&r, 1, view(RN_STRING, 1, d1, wv));
-    set_input(&r, 2, view(RN_STRING, 1, d1, bv));
+    pc_set_input(&r, 0, tensor_view(RN_STRING, 1, d2, xs));
+    pc_set_input(&r, 1, tensor_view(RN_STRING, 1, d1, wv));
+    pc_set_input(&r, 2, tensor_view(RN_STRING, 1, d1, bv));
     cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
     static const int64_t d24[] = {2, 4}, d12[] = {1, 2};
-    graph_tensor t = output(&r, 0);
+    graph_tensor t = pc_output(&r, 0);
     expect_strings(&t, 2, d24, (const char *const[]){"a", "b", "", "c", "", "", "", ""});
-    t = output(&r, 1);
+    t = pc_output(&r, 1);
     cr_assert_eq(((int64_t *)t.data)[0], 4);
     cr_assert_eq(((int64_t *)t.data)[1], 1);
-    t = output(&r, 2);
+    t = pc_output(&r, 2);
     expect_strings(&t, 2, d12, (const char *const[]){"hello", "big world"});
-    t = output(&r, 3);
+    t = pc_output(&r, 3);
     expect_strings(&t, 1, d2, (const char *const[]){"a,b,,c!", "!"});
     const char *urls[] = {"www.a-b.com", "www.x.org"};
-    set_input(&r, 0, view(RN_STRING, 1, d2, urls));
+    pc_set_input(&r, 0, tensor_view(RN_STRING, 1, d2, urls));
     cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
-    t = output(&r, 4);
+    t = pc_output(&r, 4);
     cr_assert_eq(((uint8_t *)t.data)[0], 1);
     cr_assert_eq(((uint8_t *)t.data)[1], 0);
-    runner_free(&r);
+    pc_free(&r);
     graph_free(g);
 }
 
 Test(strings, a_pattern_without_a_posix_form_is_unsupported)
 {
-    graph *g = new_graph("main", NULL);
-    graph_value *x = param(g, "x", GRAPH_KIND_TENSOR, RN_STRING, 1, d1);
-    graph_value *y = val(g, "y");
-    attr_string(node(g, "re", "RegexFullMatch", 1, &x, 1, &y), "pattern", "(?i)abc");
+    graph *g = pc_graph("main", NULL, 20);
+    graph_value *x = pc_input(g, "x", GRAPH_KIND_TENSOR, RN_STRING, 1, d1);
+    graph_value *y = pc_value(g, "y");
+    pc_attr(pc_node(g, "re", "RegexFullMatch", 1, &x, 1, &y), attr_string("pattern", "(?i)abc"));
     graph_add_output(g, y);
-    runner r;
-    cr_assert_eq(compile(g, &r), RN_UNSUPPORTED, "%s", rn_last_error());
+    plan_case r;
+    cr_assert_eq(pc_compile(g, 1, &r), RN_UNSUPPORTED, "%s", rn_last_error());
     cr_assert_not_null(strstr(rn_last_error(), "(?"), "%s", rn_last_error());
-    runner_free(&r);
+    pc_free(&r);
     graph_free(g);
 }
 
