@@ -459,9 +459,11 @@ static rn_status run_node(plugin_request *r, int i)
         prof->real_time_us = us;
         plan->last_us[i] = (int64_t)us;
     }
-    plugin_log(r->log_level, PLUGIN_LOG_TRACE, plan->options.device,
-               "request %p: node '%s' (%s, %s): %llu us%s", (void *)r, node->name, node->op_type,
-               prof->exec_type, (unsigned long long)us, st == RN_OK ? "" : ", failed");
+    if (r->log_level >= PLUGIN_LOG_TRACE) /* once per kernel: skip the call when off */
+        plugin_log(r->log_level, PLUGIN_LOG_TRACE, plan->options.device,
+                   "request %p: node '%s' (%s, %s): %llu us%s", (void *)r, node->name,
+                   node->op_type, prof->exec_type, (unsigned long long)us,
+                   st == RN_OK ? "" : ", failed");
     if (st != RN_OK)
         return st;
     prof->status = RN_NODE_EXECUTED;

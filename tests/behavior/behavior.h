@@ -50,13 +50,19 @@ typedef struct behavior_model {
     rn_compiled_model *compiled;
 } behavior_model;
 
-static inline void behavior_open(behavior_model *m, const char *device, const char *case_name,
-                                 const rn_property *props, size_t n)
+/* Reads the model of a node test case of libonnx-testdata. */
+static inline void behavior_read_model(rn_core *core, const char *case_name, rn_model **model)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s/model.onnx", NODE_DIR, case_name);
+    cr_assert_eq(rn_core_read_model(core, path, model), RN_OK, "%s", rn_last_error());
+}
+
+static inline void behavior_open(behavior_model *m, const char *device, const char *case_name,
+                                 const rn_property *props, size_t n)
+{
     m->core = behavior_core(device);
-    cr_assert_eq(rn_core_read_model(m->core, path, &m->model), RN_OK, "%s", rn_last_error());
+    behavior_read_model(m->core, case_name, &m->model);
     cr_assert_eq(rn_core_compile_model(m->core, m->model, device, props, n, &m->compiled), RN_OK,
                  "%s", rn_last_error());
 }
@@ -68,7 +74,22 @@ static inline void behavior_close(behavior_model *m)
     rn_core_free(m->core);
 }
 
-/* test_add: fills a request's inputs so that the sum is k * i. */
+/* test_add's inputs, so that the sum is k * i, and the check of the sum. */
+static inline void behavior_fill_add(float *x, float *y, size_t n, float k)
+{
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (float)i;
+        y[i] = (k - 1.0f) * (float)i;
+    }
+}
+
+static inline void behavior_expect_sum(const float *z, size_t n, float k)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert_float_eq(z[i], k * (float)i, 1e-4, "element %zu", i);
+}
+
+/* test_add: a request whose inputs sum to k * i. */
 static inline rn_infer_request *behavior_add_request(behavior_model *m, float k)
 {
     rn_infer_request *r;
@@ -77,11 +98,7 @@ static inline rn_infer_request *behavior_add_request(behavior_model *m, float k)
     rn_tensor *a, *b;
     rn_infer_request_get_input_tensor(r, 0, &a);
     rn_infer_request_get_input_tensor(r, 1, &b);
-    float *x = rn_tensor_data(a), *y = rn_tensor_data(b);
-    for (size_t i = 0; i < rn_tensor_element_count(a); i++) {
-        x[i] = (float)i;
-        y[i] = (k - 1.0f) * (float)i;
-    }
+    behavior_fill_add(rn_tensor_data(a), rn_tensor_data(b), rn_tensor_element_count(a), k);
     return r;
 }
 
@@ -89,9 +106,7 @@ static inline void behavior_check_add(rn_infer_request *r, float k)
 {
     rn_tensor *out;
     cr_assert_eq(rn_infer_request_get_output_tensor(r, 0, &out), RN_OK, "%s", rn_last_error());
-    const float *z = rn_tensor_data(out);
-    for (size_t i = 0; i < rn_tensor_element_count(out); i++)
-        cr_assert_float_eq(z[i], k * (float)i, 1e-4, "element %zu", i);
+    behavior_expect_sum(rn_tensor_data(out), rn_tensor_element_count(out), k);
 }
 
 #endif /* RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H */

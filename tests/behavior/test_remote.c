@@ -35,23 +35,12 @@ static void remote_to(const rn_tensor *t, float *values)
 
 static void fill_inputs(float *x, float *y, float k)
 {
-    for (int i = 0; i < ADD_COUNT; i++) {
-        x[i] = (float)i;
-        y[i] = (k - 1.0f) * (float)i;
-    }
+    behavior_fill_add(x, y, ADD_COUNT, k);
 }
 
 static void check_sum(const float *z, float k)
 {
-    for (int i = 0; i < ADD_COUNT; i++)
-        cr_assert_float_eq(z[i], k * (float)i, 1e-4, "element %d", i);
-}
-
-static void read_model(rn_core *core, const char *case_name, rn_model **model)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s/model.onnx", NODE_DIR, case_name);
-    cr_assert_eq(rn_core_read_model(core, path, model), RN_OK, "%s", rn_last_error());
+    behavior_expect_sum(z, ADD_COUNT, k);
 }
 
 /* ---- remote_context ---- */
@@ -148,7 +137,7 @@ ParameterizedTest(device_param *d, remote_context, remote_tensors_are_inputs_and
 {
     rn_core *core = behavior_core(d->name);
     rn_model *model;
-    read_model(core, "test_add", &model);
+    behavior_read_model(core, "test_add", &model);
     /* In a context of its own... */
     rn_remote_context *c;
     cr_assert_eq(rn_core_create_context(core, d->name, NULL, 0, &c), RN_OK, "%s", rn_last_error());
@@ -237,7 +226,7 @@ ParameterizedTest(device_param *d, remote_context, handles_are_freed_in_any_orde
 {
     rn_core *core = behavior_core(d->name);
     rn_model *model;
-    read_model(core, "test_add", &model);
+    behavior_read_model(core, "test_add", &model);
     rn_remote_context *c;
     cr_assert_eq(rn_core_create_context(core, d->name, NULL, 0, &c), RN_OK);
     rn_compiled_model *compiled;
