@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "graph/ops.h"
+#include "graph/ops/attr_parse.h"
 
 /* ---- small helpers ---- */
 
@@ -162,137 +163,6 @@ static rn_status infer_float_like_x(const graph_node *node, const graph_port *in
     return RN_OK;
 }
 
-/* ---- sliding windows (ConvTranspose, DeformConv, LpPool, MaxUnpool) ---- */
-
-enum img_auto_pad { IMG_NOTSET, IMG_VALID, IMG_SAME_UPPER, IMG_SAME_LOWER };
-
-typedef struct img_window {
-    int n; /* spatial dims */
-    bool kernel_known;
-    int64_t kernel[RN_MAX_RANK];
-    int64_t stride[RN_MAX_RANK];
-    int64_t dilation[RN_MAX_RANK];
-    int64_t pads[2 * RN_MAX_RANK];
-    enum img_auto_pad auto_pad;
-} img_window;
-
-/* Reads an INTS attribute of `n` entries (all >= min) or fills `dflt`. */
-static rn_status img_ints(const graph_node *node, const char *name, int n, int64_t dflt,
-                          int64_t min, int64_t *dst)
-{
-    const int64_t *vals;
-    int count = graph_node_attr_ints(node, name, &vals);
-    if (count < 0) {
-        for (int i = 0; i < n; i++)
-            dst[i] = dflt;
-        return RN_OK;
-    }
-    if (count != n)
-        return rn_set_error(RN_INVALID_ARG,
-                            "node '%s' (%s): attribute %s has %d values; expected %d", node->name,
-                            node->op_type, name, count, n);
-    for (int i = 0; i < n; i++) {
-        if (vals[i] < min)
-            return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): attribute %s[%d] is %lld (< %lld)",
-                                node->name, node->op_type, name, i, (long long)vals[i],
-                                (long long)min);
-        dst[i] = vals[i];
-    }
-    return RN_OK;
-}
-
-/* Reads auto_pad, strides, dilations, pads and kernel_shape for n spatial
- * dims; w_kernel (the weight's spatial dims, NULL for pools) stands in for an
- * absent kernel_shape. */
-static rn_status img_window_read(const graph_node *node, int n, const int64_t *w_kernel,
-                                 bool kernel_required, img_window *w)
-{
-    memset(w, 0, sizeof *w);
-    w->n = n;
-    const char *ap = graph_node_attr_string(node, "auto_pad", "NOTSET");
-    if (strcmp(ap, "NOTSET") == 0)
-        w->auto_pad = IMG_NOTSET;
-    else if (strcmp(ap, "VALID") == 0)
-        w->auto_pad = IMG_VALID;
-    else if (strcmp(ap, "SAME_UPPER") == 0)
-        w->auto_pad = IMG_SAME_UPPER;
-    else if (strcmp(ap, "SAME_LOWER") == 0)
-        w->auto_pad = IMG_SAME_LOWER;
-    else
-        return rn_set_error(RN_INVALID_ARG,
-                            "node '%s' (%s): auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or "
-                            "SAME_LOWER",
-                            node->name, node->op_type, ap);
-    rn_status st = img_ints(node, "strides", n, 1, 1, w->stride);
-    if (st == RN_OK)
-        st = img_ints(node, "dilations", n, 1, 1, w->dilation);
-    if (st == RN_OK)
-        st = img_ints(node, "pads", 2 * n, 0, 0, w->pads);
-    if (st != RN_OK)
-        return st;
-    const int64_t *ks;
-    if (graph_node_attr_ints(node, "kernel_shape", &ks) >= 0) {
-        if ((st = img_ints(node, "kernel_shape", n, 1, 1, w->kernel)) != RN_OK)
-            return st;
-        w->kernel_known = true;
-        for (int i = 0; w_kernel != NULL && i < n; i++)
-            if (w_kernel[i] >= 0 && w_kernel[i] != w->kernel[i])
-                return rn_set_error(RN_SHAPE_MISMATCH,
-                                    "node '%s' (%s): kernel_shape[%d] is %lld but the weight has "
-                                    "%lld",
-                                    node->name, node->op_type, i, (long long)w->kernel[i],
-                                    (long long)w_kernel[i]);
-    } else if (kernel_required) {
-        return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): attribute kernel_shape is required",
-                            node->name, node->op_type);
-    } else if (w_kernel != NULL) {
-        w->kernel_known = true;
-        for (int i = 0; i < n; i++) {
-            w->kernel[i] = w_kernel[i];
-            if (w_kernel[i] < 0)
-                w->kernel_known = false;
-        }
-    }
-    return RN_OK;
-}
-
-/* Output size of a forward window (Conv-like) over input size `in`. SAME_*
- * gives ceil(in / stride); otherwise floor((in + pads - span) / stride) + 1,
- * or with ceil_mode the ceiling, dropping a last window that would start
- * past the input and its leading padding. */
-static rn_status img_window_out(const graph_node *node, const img_window *w, int i, int64_t in,
-                                bool ceil_mode, int64_t *out)
-{
-    *out = RN_DIM_DYNAMIC;
-    if (in < 0)
-        return RN_OK;
-    int64_t s = w->stride[i];
-    if (w->auto_pad == IMG_SAME_UPPER || w->auto_pad == IMG_SAME_LOWER) {
-        *out = (in + s - 1) / s;
-        return RN_OK;
-    }
-    if (!w->kernel_known)
-        return RN_OK;
-    int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
-    int64_t pb = w->auto_pad == IMG_VALID ? 0 : w->pads[i];
-    int64_t pe = w->auto_pad == IMG_VALID ? 0 : w->pads[w->n + i];
-    int64_t room = in + pb + pe - span;
-    if (room < 0)
-        return rn_set_error(RN_SHAPE_MISMATCH,
-                            "node '%s' (%s): spatial dim %d is %lld with pads %lld+%lld, smaller "
-                            "than the dilated kernel %lld",
-                            node->name, node->op_type, i, (long long)in, (long long)pb,
-                            (long long)pe, (long long)span);
-    int64_t o = room / s + 1;
-    if (ceil_mode) {
-        o = (room + s - 1) / s + 1;
-        if ((o - 1) * s >= in + pb)
-            o--;
-    }
-    *out = o;
-    return RN_OK;
-}
-
 /* ---- ConvTranspose ---- */
 
 /* Output size per spatial dim: output_shape when given (its last n values);
@@ -345,11 +215,11 @@ static rn_status infer_convtranspose(const graph_node *node, const graph_port *i
     int64_t wk[RN_MAX_RANK];
     for (int i = 0; i < n; i++)
         wk[i] = img_dim(w, 2 + i);
-    img_window win;
-    if ((st = img_window_read(node, n, wk, false, &win)) != RN_OK)
+    graph_window win;
+    if ((st = graph_window_read(node, n, wk, false, &win)) != RN_OK)
         return st;
     int64_t outpad[RN_MAX_RANK];
-    if ((st = img_ints(node, "output_padding", n, 0, 0, outpad)) != RN_OK)
+    if ((st = graph_window_ints(node, "output_padding", n, 0, 0, outpad)) != RN_OK)
         return st;
     const int64_t *os;
     int n_os = graph_node_attr_ints(node, "output_shape", &os);
@@ -368,10 +238,11 @@ static rn_status infer_convtranspose(const graph_node *node, const graph_port *i
                 return rn_set_error(RN_INVALID_ARG,
                                     "node '%s' (%s): output_shape[%d] is %lld; must be >= 1",
                                     node->name, node->op_type, n_os - n + i, (long long)o);
-        } else if (win.auto_pad == IMG_SAME_UPPER || win.auto_pad == IMG_SAME_LOWER) {
+        } else if (win.auto_pad == GRAPH_AUTO_PAD_SAME_UPPER ||
+                   win.auto_pad == GRAPH_AUTO_PAD_SAME_LOWER) {
             o = d >= 0 ? d * win.stride[i] : RN_DIM_DYNAMIC;
         } else if (d >= 0 && win.kernel_known) {
-            int64_t pads = win.auto_pad == IMG_VALID ? 0 : win.pads[i] + win.pads[n + i];
+            int64_t pads = win.auto_pad == GRAPH_AUTO_PAD_VALID ? 0 : win.pads[i] + win.pads[n + i];
             o = win.stride[i] * (d - 1) + outpad[i] + (win.kernel[i] - 1) * win.dilation[i] + 1 -
                 pads;
         }
@@ -422,14 +293,15 @@ static rn_status infer_deform_conv(const graph_node *node, const graph_port *in,
     int64_t wk[RN_MAX_RANK];
     for (int i = 0; i < n; i++)
         wk[i] = img_dim(w, 2 + i);
-    img_window win;
-    if ((st = img_window_read(node, n, wk, false, &win)) != RN_OK)
+    graph_window win;
+    if ((st = graph_window_read(node, n, wk, false, &win)) != RN_OK)
         return st;
+    win.ceil_mode = false; /* not a DeformConv attribute */
     graph_shape y = {.rank = rank};
     y.dims[0] = img_dim(x, 0);
     y.dims[1] = img_dim(w, 0);
     for (int i = 0; i < n; i++)
-        if ((st = img_window_out(node, &win, i, img_dim(x, 2 + i), false, &y.dims[2 + i])) != RN_OK)
+        if ((st = graph_window_out(node, &win, i, img_dim(x, 2 + i), &y.dims[2 + i])) != RN_OK)
             return st;
     img_set_out(out, n_out, 0, x->type, &y);
     return RN_OK;
@@ -450,18 +322,13 @@ static rn_status infer_lp_pool(const graph_node *node, const graph_port *in, int
         graph_port_unknown(&out[0], x->type);
         return RN_OK;
     }
-    int64_t ceil_mode = graph_node_attr_int(node, "ceil_mode", 0);
-    if (ceil_mode != 0 && ceil_mode != 1)
-        return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): ceil_mode is %lld; expected 0 or 1",
-                            node->name, node->op_type, (long long)ceil_mode);
     int n = x->shape.rank - 2;
-    img_window win;
-    if ((st = img_window_read(node, n, NULL, true, &win)) != RN_OK)
+    graph_window win;
+    if ((st = graph_window_read(node, n, NULL, true, &win)) != RN_OK)
         return st;
     graph_shape y = x->shape;
     for (int i = 0; i < n; i++)
-        if ((st = img_window_out(node, &win, i, x->shape.dims[2 + i], ceil_mode == 1,
-                                 &y.dims[2 + i])) != RN_OK)
+        if ((st = graph_window_out(node, &win, i, x->shape.dims[2 + i], &y.dims[2 + i])) != RN_OK)
             return st;
     img_set_out(out, n_out, 0, x->type, &y);
     return RN_OK;
@@ -501,8 +368,8 @@ static rn_status infer_max_unpool(const graph_node *node, const graph_port *in, 
         return RN_OK;
     }
     int n = rank - 2;
-    img_window win;
-    if ((st = img_window_read(node, n, NULL, true, &win)) != RN_OK)
+    graph_window win;
+    if ((st = graph_window_read(node, n, NULL, true, &win)) != RN_OK)
         return st;
     graph_shape y = {.rank = rank};
     if (os != NULL) {

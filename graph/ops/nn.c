@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "graph/ops.h"
+#include "graph/ops/attr_parse.h"
 
 /* ---- small helpers ---- */
 
@@ -84,157 +85,15 @@ static int64_t nn_span(const graph_shape *s, int from, int to)
     return p;
 }
 
-/* ---- sliding windows (Conv and the pools) ---- */
-
-enum nn_auto_pad { NN_NOTSET, NN_VALID, NN_SAME_UPPER, NN_SAME_LOWER };
-
-typedef struct nn_window {
-    int n; /* spatial dims */
-    bool kernel_known;
-    int64_t kernel[RN_MAX_RANK];
-    int64_t stride[RN_MAX_RANK];
-    int64_t dilation[RN_MAX_RANK];
-    int64_t pads[2 * RN_MAX_RANK];
-    enum nn_auto_pad auto_pad;
-    bool ceil_mode;
-} nn_window;
-
-/* Reads an INTS attribute of `n` entries (all >= min) or fills `dflt`
- * when it is absent or empty (some exporters write empty lists). */
-static rn_status nn_window_ints(const graph_node *node, const char *name, int n, int64_t dflt,
-                                int64_t min, int64_t *dst)
-{
-    const int64_t *vals;
-    int count = graph_node_attr_ints(node, name, &vals);
-    if (count <= 0) {
-        for (int i = 0; i < n; i++)
-            dst[i] = dflt;
-        return RN_OK;
-    }
-    if (count != n)
-        return rn_set_error(RN_INVALID_ARG,
-                            "node '%s' (%s): attribute %s has %d values; expected %d", node->name,
-                            node->op_type, name, count, n);
-    for (int i = 0; i < n; i++) {
-        if (vals[i] < min)
-            return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): attribute %s[%d] is %lld (< %lld)",
-                                node->name, node->op_type, name, i, (long long)vals[i],
-                                (long long)min);
-        dst[i] = vals[i];
-    }
-    return RN_OK;
-}
-
-/* Reads the window attributes for `n` spatial dims. `w_kernel` (Conv's
- * weight dims 2.., NULL for pools or when unknown) supplies kernel_shape when
- * the attribute is absent; pools require the attribute. */
-static rn_status nn_window_read(const graph_node *node, int n, const int64_t *w_kernel,
-                                bool kernel_required, nn_window *w)
-{
-    memset(w, 0, sizeof *w);
-    w->n = n;
-    const char *ap = graph_node_attr_string(node, "auto_pad", "NOTSET");
-    if (strcmp(ap, "NOTSET") == 0)
-        w->auto_pad = NN_NOTSET;
-    else if (strcmp(ap, "VALID") == 0)
-        w->auto_pad = NN_VALID;
-    else if (strcmp(ap, "SAME_UPPER") == 0)
-        w->auto_pad = NN_SAME_UPPER;
-    else if (strcmp(ap, "SAME_LOWER") == 0)
-        w->auto_pad = NN_SAME_LOWER;
-    else
-        return rn_set_error(RN_INVALID_ARG,
-                            "node '%s' (%s): auto_pad '%s' is not NOTSET, VALID, "
-                            "SAME_UPPER or SAME_LOWER",
-                            node->name, node->op_type, ap);
-    int64_t ceil_mode = graph_node_attr_int(node, "ceil_mode", 0);
-    if (ceil_mode != 0 && ceil_mode != 1)
-        return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): ceil_mode is %lld; expected 0 or 1",
-                            node->name, node->op_type, (long long)ceil_mode);
-    w->ceil_mode = ceil_mode == 1;
-    rn_status st = nn_window_ints(node, "strides", n, 1, 1, w->stride);
-    if (st == RN_OK)
-        st = nn_window_ints(node, "dilations", n, 1, 1, w->dilation);
-    if (st == RN_OK)
-        st = nn_window_ints(node, "pads", 2 * n, 0, 0, w->pads);
-    if (st != RN_OK)
-        return st;
-    const int64_t *ks;
-    int count = graph_node_attr_ints(node, "kernel_shape", &ks);
-    if (count > 0) {
-        st = nn_window_ints(node, "kernel_shape", n, 1, 1, w->kernel);
-        if (st != RN_OK)
-            return st;
-        w->kernel_known = true;
-        for (int i = 0; w_kernel != NULL && i < n; i++) {
-            if (w_kernel[i] >= 0 && w_kernel[i] != w->kernel[i])
-                return rn_set_error(RN_SHAPE_MISMATCH,
-                                    "node '%s' (%s): kernel_shape[%d] is %lld but the weight "
-                                    "(input 1) has %lld",
-                                    node->name, node->op_type, i, (long long)w->kernel[i],
-                                    (long long)w_kernel[i]);
-        }
-    } else if (kernel_required) {
-        return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): attribute kernel_shape is required",
-                            node->name, node->op_type);
-    } else if (w_kernel != NULL) {
-        w->kernel_known = true;
-        for (int i = 0; i < n; i++) {
-            w->kernel[i] = w_kernel[i];
-            if (w_kernel[i] < 0)
-                w->kernel_known = false;
-        }
-    }
-    return RN_OK;
-}
-
-/* Output size of spatial dim i for input size `in` (RN_DIM_DYNAMIC when it
- * cannot be known yet). ONNX: SAME_* gives ceil(in / stride); VALID and
- * explicit pads give floor((in + pads - span) / stride) + 1, or with
- * ceil_mode the ceiling, dropping a last window that would start past the
- * input and its leading padding (as PyTorch and the ONNX reference do). */
-static rn_status nn_window_out(const graph_node *node, const nn_window *w, int i, int64_t in,
-                               int64_t *out)
-{
-    *out = RN_DIM_DYNAMIC;
-    if (in < 0)
-        return RN_OK;
-    int64_t s = w->stride[i];
-    if (w->auto_pad == NN_SAME_UPPER || w->auto_pad == NN_SAME_LOWER) {
-        *out = (in + s - 1) / s;
-        return RN_OK;
-    }
-    if (!w->kernel_known)
-        return RN_OK;
-    int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
-    int64_t pb = w->auto_pad == NN_VALID ? 0 : w->pads[i];
-    int64_t pe = w->auto_pad == NN_VALID ? 0 : w->pads[w->n + i];
-    int64_t room = in + pb + pe - span;
-    if (room < 0)
-        return rn_set_error(RN_SHAPE_MISMATCH,
-                            "node '%s' (%s): spatial dim %d is %lld with pads %lld+%lld, smaller "
-                            "than the dilated kernel %lld",
-                            node->name, node->op_type, i, (long long)in, (long long)pb,
-                            (long long)pe, (long long)span);
-    int64_t o;
-    if (w->ceil_mode) {
-        o = (room + s - 1) / s + 1;
-        if ((o - 1) * s >= in + pb)
-            o--;
-    } else {
-        o = room / s + 1;
-    }
-    *out = o;
-    return RN_OK;
-}
+/* ---- sliding windows (Conv and the pools; graph/ops/window.c reads them) ---- */
 
 /* Fills out->dims[2..] from x's spatial dims. */
-static rn_status nn_window_shape(const graph_node *node, const nn_window *w, const graph_shape *x,
-                                 graph_shape *out)
+static rn_status nn_window_shape(const graph_node *node, const graph_window *w,
+                                 const graph_shape *x, graph_shape *out)
 {
     for (int i = 0; i < w->n; i++) {
         int64_t in = x->rank >= 0 ? x->dims[2 + i] : RN_DIM_DYNAMIC;
-        rn_status st = nn_window_out(node, w, i, in, &out->dims[2 + i]);
+        rn_status st = graph_window_out(node, w, i, in, &out->dims[2 + i]);
         if (st != RN_OK)
             return st;
     }
@@ -301,8 +160,8 @@ static rn_status infer_conv(const graph_node *node, const graph_port *in, int n_
     int64_t wk[RN_MAX_RANK];
     for (int i = 0; i < n; i++)
         wk[i] = w->shape.rank >= 0 ? w->shape.dims[2 + i] : RN_DIM_DYNAMIC;
-    nn_window win;
-    if ((st = nn_window_read(node, n, wk, false, &win)) != RN_OK)
+    graph_window win;
+    if ((st = graph_window_read(node, n, wk, false, &win)) != RN_OK)
         return st;
     win.ceil_mode = false; /* not a Conv attribute */
     graph_shape y = {.rank = rank};
@@ -339,8 +198,8 @@ static rn_status infer_pool(const graph_node *node, const graph_port *in, int n_
         return rn_set_error(RN_SHAPE_MISMATCH,
                             "node '%s' (%s): kernel_shape has %d dims but input 0 has rank %d",
                             node->name, node->op_type, n, x->shape.rank);
-    nn_window win;
-    if ((st = nn_window_read(node, n, NULL, true, &win)) != RN_OK)
+    graph_window win;
+    if ((st = graph_window_read(node, n, NULL, true, &win)) != RN_OK)
         return st;
     int64_t storage_order = graph_node_attr_int(node, "storage_order", 0);
     if (storage_order != 0 && storage_order != 1)

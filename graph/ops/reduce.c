@@ -2,14 +2,16 @@
  *
  * The axes of a Reduce* op are an attribute in early opsets and input 1 later
  * (ReduceSum from opset 13, the others from 18). The infer function takes the
- * input when the node has it and the attribute otherwise. No axes means every
- * axis, unless noop_with_empty_axes is set: then nothing is reduced and the
- * output has the input's shape.
+ * input when the node has it and the attribute otherwise, and reads them with
+ * graph_reduce_axes (graph/ops/reduce_axes.c), as the kernels do. No axes
+ * means every axis, unless noop_with_empty_axes is set: then nothing is
+ * reduced and the output has the input's shape.
  */
 
 #include <string.h>
 
 #include "graph/ops.h"
+#include "graph/ops/attr_parse.h"
 
 #define NODE_FMT     "node '%s' (%s): "
 #define NODE_ARGS(n) (n)->name, (n)->op_type
@@ -34,6 +36,18 @@ static bool reduce_type_ok(rn_element_type t)
     }
 }
 
+/* x's shape less the reduced dims, or with 1 for them under keepdims. */
+static void reduce_shape(const graph_shape *x, const bool *reduced, bool keepdims, graph_shape *out)
+{
+    out->rank = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (!reduced[d])
+            out->dims[out->rank++] = x->dims[d];
+        else if (keepdims)
+            out->dims[out->rank++] = 1;
+    }
+}
+
 static rn_status infer_reduce(const graph_node *node, const graph_port *in, int n_in,
                               graph_port *out, int n_out)
 {
@@ -46,13 +60,12 @@ static rn_status infer_reduce(const graph_node *node, const graph_port *in, int 
         return rn_set_error(RN_TYPE_MISMATCH, NODE_FMT "input type %s is not supported",
                             NODE_ARGS(node), rn_element_type_name(in[0].type));
     bool keepdims = graph_node_attr_int(node, "keepdims", 1) != 0;
-    bool noop = graph_node_attr_int(node, "noop_with_empty_axes", 0) != 0;
     out[0].type = in[0].type;
 
-    /* Axes: input 1 when present, else the attribute; -1 entries unknown. */
+    /* Axes: input 1 when present, else the attribute (graph_reduce_axes). */
     const graph_port *ap = n_in > 1 && in[1].present ? &in[1] : NULL;
-    const int64_t *attr_axes = NULL;
-    int n_axes;
+    const int64_t *axes = NULL;
+    int64_t n_axes = -1;
     if (ap) {
         if (ap->type != RN_UNDEFINED && ap->type != RN_I64)
             return rn_set_error(RN_TYPE_MISMATCH, NODE_FMT "axes must be i64, got %s",
@@ -60,8 +73,8 @@ static rn_status infer_reduce(const graph_node *node, const graph_port *in, int 
         if (ap->shape.rank > 1)
             return rn_set_error(RN_SHAPE_MISMATCH, NODE_FMT "axes must be 1-D, got rank %d",
                                 NODE_ARGS(node), ap->shape.rank);
-        int64_t count = graph_shape_count(&ap->shape);
-        if (!ap->data || count < 0) {
+        n_axes = graph_shape_count(&ap->shape);
+        if (!ap->data || ap->type != RN_I64 || n_axes < 0) {
             /* Which axes go is not known: so is the rank unless dims are kept. */
             if (keepdims && xs->rank >= 0) {
                 out[0].shape.rank = xs->rank;
@@ -72,42 +85,17 @@ static rn_status infer_reduce(const graph_node *node, const graph_port *in, int 
             }
             return RN_OK;
         }
-        n_axes = (int)count;
-    } else {
-        n_axes = graph_node_attr_ints(node, "axes", &attr_axes);
-        if (n_axes < 0)
-            n_axes = 0;
-    }
-    if (n_axes == 0 && noop) {
-        out[0].shape = *xs;
-        return RN_OK;
+        axes = ap->data;
     }
     if (xs->rank < 0) {
         graph_port_unknown(&out[0], in[0].type);
         return RN_OK;
     }
-    bool reduced[RN_MAX_RANK] = {false};
-    for (int i = 0; i < n_axes; i++) {
-        int64_t a = ap ? graph_port_int(ap, (size_t)i) : attr_axes[i];
-        if (xs->rank == 0 && a == -1)
-            continue; /* -1 names a scalar's one "axis", like 0 */
-        int ax;
-        rn_status st = graph_normalize_axis(node, a, xs->rank, &ax);
-        if (st != RN_OK)
-            return st;
-        reduced[ax] = true; /* a repeated axis is reduced once, as numpy does */
-    }
-    if (n_axes == 0)
-        for (int d = 0; d < xs->rank; d++)
-            reduced[d] = true;
-    graph_shape os = {.rank = 0};
-    for (int d = 0; d < xs->rank; d++) {
-        if (!reduced[d])
-            os.dims[os.rank++] = xs->dims[d];
-        else if (keepdims)
-            os.dims[os.rank++] = 1;
-    }
-    out[0].shape = os;
+    bool reduced[RN_MAX_RANK];
+    rn_status st = graph_reduce_axes(node, xs->rank, axes, n_axes, reduced);
+    if (st != RN_OK)
+        return st;
+    reduce_shape(xs, reduced, keepdims, &out[0].shape);
     return RN_OK;
 }
 
@@ -132,13 +120,9 @@ static rn_status infer_arg(const graph_node *node, const graph_port *in, int n_i
     if (st != RN_OK)
         return st;
     out[0].type = RN_I64;
-    out[0].shape.rank = 0;
-    for (int d = 0; d < xs->rank; d++) {
-        if (d != ax)
-            out[0].shape.dims[out[0].shape.rank++] = xs->dims[d];
-        else if (keepdims)
-            out[0].shape.dims[out[0].shape.rank++] = 1;
-    }
+    bool reduced[RN_MAX_RANK] = {false};
+    reduced[ax] = true;
+    reduce_shape(xs, reduced, keepdims, &out[0].shape);
     return RN_OK;
 }
 

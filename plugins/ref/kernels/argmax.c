@@ -51,11 +51,8 @@ static rn_status run_arg(plugin_kernel_args *args)
     const graph_tensor *x = &args->inputs[0];
     graph_tensor *y;
     REF_MV_TRY(ref_mv_output(args, 0, &y));
-    int64_t axis = graph_node_attr_int(node, "axis", 0);
-    if (axis < -x->rank || axis >= x->rank)
-        return rn_set_error(RN_INVALID_ARG, REF_MV_NODE_FMT "axis %lld out of range for rank %d",
-                            REF_MV_NODE_ARGS(node), (long long)axis, x->rank);
-    int ax = (int)(axis < 0 ? axis + x->rank : axis);
+    int ax;
+    REF_MV_TRY(graph_normalize_axis(node, graph_node_attr_int(node, "axis", 0), x->rank, &ax));
     bool last = graph_node_attr_int(node, "select_last_index", 0) != 0;
     int sign = strcmp(node->op_type, "ArgMin") == 0 ? -1 : 1;
     int64_t outer = 1, dim = x->dims[ax], inner = 1;

@@ -3,6 +3,7 @@
  * image, the C * prod(block) values of that block; each value is added into
  * the image position it came from, so overlapping blocks sum. Positions
  * that fall into the padding are dropped. The output is [N, C, image...]. */
+#include "graph/ops/attr_parse.h"
 #include "plugins/ref/kernels/indexing.h"
 
 #define MAX_SPATIAL (RN_MAX_RANK - 2)
@@ -13,25 +14,16 @@ static bool supports_col2im(const graph_node *node, const char **why)
 }
 
 /* An optional per-spatial-dim attribute of n (or 2n for pads) values, each
- * at least `min`; absent gives `dflt`. */
+ * at least `min` (graph_window_ints) and within int32 (so that the block
+ * arithmetic cannot overflow); absent gives `dflt`. */
 static rn_status spatial_attr(const graph_node *node, const char *name, int n, int64_t dflt,
                               int64_t min, int64_t *out)
 {
-    const int64_t *v;
-    int count = graph_node_attr_ints(node, name, &v);
+    REF_IX_TRY(graph_window_ints(node, name, n, dflt, min, out));
     for (int i = 0; i < n; i++)
-        out[i] = dflt;
-    if (count < 0)
-        return RN_OK;
-    if (count != n)
-        return rn_set_error(RN_INVALID_ARG, REF_IX_FMT "%s has %d values, expected %d",
-                            REF_IX_ARGS(node), name, count, n);
-    for (int i = 0; i < n; i++) {
-        if (v[i] < min || v[i] > INT32_MAX)
-            return rn_set_error(RN_INVALID_ARG, REF_IX_FMT "%s[%d] is %lld", REF_IX_ARGS(node),
-                                name, i, (long long)v[i]);
-        out[i] = v[i];
-    }
+        if (out[i] > INT32_MAX)
+            return rn_set_error(RN_INVALID_ARG, REF_IX_FMT "attribute %s[%d] is %lld",
+                                REF_IX_ARGS(node), name, i, (long long)out[i]);
     return RN_OK;
 }
 

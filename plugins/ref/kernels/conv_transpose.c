@@ -86,13 +86,13 @@ static rn_status convt_shape_init(const plugin_kernel_args *args, convt_shape *c
     if (st != RN_OK)
         return st;
     int n = win.n;
-    const int64_t *op, *os, *pads;
-    int n_op = graph_node_attr_ints(node, "output_padding", &op);
+    int64_t outpad[RN_MAX_RANK];
+    if ((st = graph_window_ints(node, "output_padding", n, 0, 0, outpad)) != RN_OK)
+        return st;
+    const int64_t *os;
     int n_os = graph_node_attr_ints(node, "output_shape", &os);
-    int n_pads = graph_node_attr_ints(node, "pads", &pads);
-    const char *auto_pad = graph_node_attr_string(node, "auto_pad", "NOTSET");
-    bool same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
-    bool valid = strcmp(auto_pad, "VALID") == 0;
+    graph_auto_pad auto_pad = win.attrs.auto_pad;
+    bool same = auto_pad == GRAPH_AUTO_PAD_SAME_UPPER || auto_pad == GRAPH_AUTO_PAD_SAME_LOWER;
     int lead = 3 - n;
     for (int i = 0; i < 3; i++) {
         int j = i - lead;
@@ -104,13 +104,12 @@ static rn_status convt_shape_init(const plugin_kernel_args *args, convt_shape *c
         cs->p[i] = 0;
         if (j < 0)
             continue;
-        if (n_pads == 2 * n && !same) {
-            cs->p[i] = pads[j];
-        } else if (!valid && (same || n_os > 0)) {
-            int64_t outpad = n_op == n ? op[j] : 0;
+        if (win.attrs.pads_given && !same) {
+            cs->p[i] = win.attrs.pads[j];
+        } else if (auto_pad != GRAPH_AUTO_PAD_VALID && (same || n_os > 0)) {
             int64_t total =
-                cs->s[i] * (cs->in[i] - 1) + outpad + (cs->k[i] - 1) * cs->d[i] + 1 - cs->out[i];
-            bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+                cs->s[i] * (cs->in[i] - 1) + outpad[j] + (cs->k[i] - 1) * cs->d[i] + 1 - cs->out[i];
+            bool upper = auto_pad == GRAPH_AUTO_PAD_SAME_UPPER;
             cs->p[i] = upper ? convt_half_floor(total) : total - convt_half_floor(total);
         }
     }

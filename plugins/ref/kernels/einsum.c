@@ -1,7 +1,8 @@
 /* REF Einsum: the general case, by definition.
  *
- * The equation (see graph/ops/math.c for its grammar and the implicit-output
- * rule) is read into "axis variables": one per ellipsis dim (broadcast over
+ * The equation (parsed by graph/ops/einsum.c, as for shape inference; see
+ * graph/ops/attr_parse.h for its grammar and the implicit-output rule) is
+ * read into "axis variables": one per ellipsis dim (broadcast over
  * the inputs, right-aligned) and one per distinct letter. Each operand gets
  * a stride per variable (a repeated letter adds its strides, which walks a
  * diagonal; a dim of 1 facing a larger one has stride 0, which broadcasts);
@@ -15,83 +16,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/ops/attr_parse.h"
 #include "plugins/ref/kernels/movement.h"
 #include "plugins/ref/kernels/nn_util.h"
 
 #define NODE_FMT     "node '%s' (%s): "
 #define NODE_ARGS(n) (n)->name, (n)->op_type
 
-#define LABELS    52
-#define ELLIPSIS  (-1)
-#define MAX_TERMS 16
+#define LABELS    GRAPH_EINSUM_LABELS
+#define ELLIPSIS  GRAPH_EINSUM_ELLIPSIS
+#define MAX_TERMS GRAPH_EINSUM_MAX_TERMS
 #define MAX_VARS  (LABELS + RN_MAX_RANK)
-
-typedef struct term {
-    int n;
-    int label[RN_MAX_RANK + 1];
-    bool has_ellipsis;
-} term;
-
-static int label_of(char c)
-{
-    if (c >= 'a' && c <= 'z')
-        return c - 'a';
-    if (c >= 'A' && c <= 'Z')
-        return 26 + c - 'A';
-    return -1;
-}
-
-/* Reads the equation; false on any syntax error (the schema has reported
- * it by then, so the kernel only declines). */
-static bool parse(const char *eq, term *terms, int *n_terms, term *out, bool *has_out)
-{
-    memset(out, 0, sizeof *out);
-    *has_out = false;
-    int t = 0;
-    term *cur = &terms[0];
-    memset(cur, 0, sizeof *cur);
-    for (const char *c = eq; *c; c++) {
-        if (*c == ' ')
-            continue;
-        if (*c == ',' && !*has_out) {
-            if (++t >= MAX_TERMS)
-                return false;
-            cur = &terms[t];
-            memset(cur, 0, sizeof *cur);
-            continue;
-        }
-        if (c[0] == '-' && c[1] == '>' && !*has_out) {
-            *has_out = true;
-            cur = out;
-            c++;
-            continue;
-        }
-        int l = label_of(*c);
-        if (c[0] == '.' && c[1] == '.' && c[2] == '.') {
-            if (cur->has_ellipsis)
-                return false;
-            cur->has_ellipsis = true;
-            l = ELLIPSIS;
-            c += 2;
-        } else if (l < 0) {
-            return false;
-        }
-        if (cur->n > RN_MAX_RANK)
-            return false;
-        cur->label[cur->n++] = l;
-    }
-    *n_terms = t + 1;
-    return true;
-}
 
 static bool einsum_supports(const graph_node *node, const char **why)
 {
-    const char *eq = graph_node_attr_string(node, "equation", NULL);
-    term terms[MAX_TERMS], out;
-    int n = 0;
-    bool has_out;
-    if (eq == NULL || !parse(eq, terms, &n, &out, &has_out) || n != node->n_inputs) {
-        *why = "equation does not parse or does not match the inputs";
+    graph_einsum e;
+    if (graph_einsum_parse(node, node->n_inputs, &e) != RN_OK) {
+        *why = rn_last_error(); /* thread-local: names the equation */
         return false;
     }
     for (int i = 0; i < node->n_inputs; i++) {
@@ -116,16 +57,15 @@ typedef struct plan {
 static rn_status plan_build(const plugin_kernel_args *args, plan *p)
 {
     const graph_node *node = args->node;
-    const char *eq = graph_node_attr_string(node, "equation", "");
-    term terms[MAX_TERMS], ot;
-    int n_terms = 0;
-    bool has_out;
-    if (!parse(eq, terms, &n_terms, &ot, &has_out) || n_terms != args->n_inputs)
-        return rn_set_error(RN_INVALID_ARG, NODE_FMT "equation '%s' does not match the inputs",
-                            NODE_ARGS(node), eq);
+    graph_einsum e;
+    rn_status st = graph_einsum_parse(node, args->n_inputs, &e);
+    if (st != RN_OK)
+        return st;
+    const graph_einsum_term *terms = e.in;
+    int n_terms = e.n_terms;
     memset(p, 0, sizeof *p);
     /* Variables: ellipsis dims 0..ell_rank-1, then letters in label order. */
-    int ell_rank = 0, count[LABELS] = {0};
+    int ell_rank = 0;
     for (int i = 0; i < n_terms; i++) {
         const graph_tensor *t = &args->inputs[i];
         int n_labels = terms[i].n - (terms[i].has_ellipsis ? 1 : 0);
@@ -136,17 +76,14 @@ static rn_status plan_build(const plugin_kernel_args *args, plan *p)
                                 i, t->rank, n_labels);
         if (er > ell_rank)
             ell_rank = er;
-        for (int k = 0; k < terms[i].n; k++)
-            if (terms[i].label[k] != ELLIPSIS)
-                count[terms[i].label[k]]++;
     }
     int var_of[LABELS];
     p->n_vars = ell_rank;
-    for (int e = 0; e < ell_rank; e++)
-        p->size[e] = 1;
+    for (int j = 0; j < ell_rank; j++)
+        p->size[j] = 1;
     for (int l = 0; l < LABELS; l++) {
         var_of[l] = -1;
-        if (count[l] > 0) {
+        if (e.count[l] > 0) {
             var_of[l] = p->n_vars;
             p->size[p->n_vars++] = 1;
         }
@@ -163,8 +100,8 @@ static rn_status plan_build(const plugin_kernel_args *args, plan *p)
                 int first =
                     terms[i].label[k] == ELLIPSIS ? ell_rank - er : var_of[terms[i].label[k]];
                 int n = terms[i].label[k] == ELLIPSIS ? er : 1;
-                for (int e = 0; e < n; e++, d++) {
-                    int v = first + e;
+                for (int j = 0; j < n; j++, d++) {
+                    int v = first + j;
                     int64_t dim = t->dims[d];
                     if (pass == 0) {
                         if (p->size[v] == 1)
@@ -183,23 +120,15 @@ static rn_status plan_build(const plugin_kernel_args *args, plan *p)
         }
     }
     /* The output's variables, in its order. */
-    int out_vars[RN_MAX_RANK], n_out = 0;
-    if (has_out) {
-        for (int k = 0; k < ot.n; k++) {
-            if (ot.label[k] == ELLIPSIS) {
-                for (int e = 0; e < ell_rank && n_out < RN_MAX_RANK; e++)
-                    out_vars[n_out++] = e;
-            } else if (var_of[ot.label[k]] >= 0 && n_out < RN_MAX_RANK) {
-                out_vars[n_out++] = var_of[ot.label[k]];
-            }
-        }
-    } else {
-        for (int e = 0; e < ell_rank && n_out < RN_MAX_RANK; e++)
-            out_vars[n_out++] = e;
-        for (int k = 0; k < LABELS && n_out < RN_MAX_RANK; k++) {
-            int l = k < 26 ? 26 + k : k - 26; /* ASCII order: upper case first */
-            if (count[l] == 1)
-                out_vars[n_out++] = var_of[l];
+    int labels[LABELS + 1], n_labels, out_vars[RN_MAX_RANK], n_out = 0;
+    if ((st = graph_einsum_output(node, &e, labels, &n_labels)) != RN_OK)
+        return st;
+    for (int k = 0; k < n_labels; k++) {
+        if (labels[k] == ELLIPSIS) {
+            for (int j = 0; j < ell_rank && n_out < RN_MAX_RANK; j++)
+                out_vars[n_out++] = j;
+        } else if (n_out < RN_MAX_RANK) {
+            out_vars[n_out++] = var_of[labels[k]];
         }
     }
     const graph_tensor *y = &args->outputs[0];
@@ -209,7 +138,7 @@ static rn_status plan_build(const plugin_kernel_args *args, plan *p)
     if (!ok)
         return rn_set_error(RN_SHAPE_MISMATCH,
                             NODE_FMT "the output's shape does not follow from '%s' and the inputs",
-                            NODE_ARGS(node), eq);
+                            NODE_ARGS(node), e.equation);
     int64_t ys[RN_MAX_RANK];
     plugin_strides(y->rank, y->dims, ys);
     for (int k = 0; k < n_out; k++)

@@ -43,14 +43,8 @@ static rn_status lp_pool_run(plugin_kernel_args *args)
     const graph_node *node = args->node;
     const graph_tensor *x = &args->inputs[0];
     graph_tensor *y = &args->outputs[0];
-    int n = x->rank - 2;
-    const int64_t *ks;
-    if (n < 1 || graph_node_attr_ints(node, "kernel_shape", &ks) != n)
-        return rn_set_error(RN_INVALID_ARG,
-                            "node '%s' (%s): kernel_shape must have one value per spatial dim",
-                            node->name, node->op_type);
     ref_nn_window w;
-    rn_status st = ref_nn_window_init(node, x, y, ks, &w);
+    rn_status st = ref_nn_window_init(node, x, y, NULL, &w);
     if (st != RN_OK)
         return st;
     /* p is an INT from opset 2 (a FLOAT in LpPool-1). */
@@ -58,7 +52,8 @@ static rn_status lp_pool_run(plugin_kernel_args *args)
     double p = pa == NULL ? 2.0 : pa->type == GRAPH_ATTR_FLOAT ? pa->f : (double)pa->i;
     int64_t planes = x->dims[0] * x->dims[1];
     int64_t in_n = ref_nn_span(x->dims, 2, x->rank), out_n = ref_nn_span(y->dims, 2, y->rank);
-    int64_t k_n = ref_nn_span(ks, 0, n);
+    int n = w.n;
+    int64_t k_n = ref_nn_span(w.kernel, 0, n);
     if (y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1])
         return rn_set_error(RN_SHAPE_MISMATCH, "node '%s' (%s): output shape does not match",
                             node->name, node->op_type);
@@ -80,7 +75,7 @@ static rn_status lp_pool_run(plugin_kernel_args *args)
                 if (inside)
                     sum += pow(fabs(ref_nn_get(x->type, x->data, (size_t)(pl * in_n + off))), p);
                 for (int d = n - 1; d >= 0; d--) {
-                    if (++t[d] < ks[d])
+                    if (++t[d] < w.kernel[d])
                         break;
                     t[d] = 0;
                 }

@@ -28,17 +28,13 @@ static rn_status max_unpool_run(plugin_kernel_args *args)
     const graph_tensor *x = &args->inputs[0], *ind = &args->inputs[1];
     graph_tensor *y = &args->outputs[0];
     int r = x->rank, n = r - 2;
-    const int64_t *ks;
-    if (n < 1 || graph_node_attr_ints(node, "kernel_shape", &ks) != n)
-        return rn_set_error(RN_INVALID_ARG,
-                            "node '%s' (%s): kernel_shape must have one value per spatial dim",
-                            node->name, node->op_type);
-    const int64_t *st_attr, *pads_attr;
-    int n_st = graph_node_attr_ints(node, "strides", &st_attr);
-    int n_pads = graph_node_attr_ints(node, "pads", &pads_attr);
-    if ((n_st >= 0 && n_st != n) || (n_pads >= 0 && n_pads != 2 * n))
-        return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): strides / pads have the wrong length",
-                            node->name, node->op_type);
+    if (n < 1)
+        return rn_set_error(RN_SHAPE_MISMATCH, "node '%s' (%s): X has rank %d; at least 3 needed",
+                            node->name, node->op_type, r);
+    graph_window win;
+    rn_status st = graph_window_read(node, n, NULL, true, &win);
+    if (st != RN_OK)
+        return st;
     if (ind->rank != r || memcmp(ind->dims, x->dims, sizeof(int64_t) * (size_t)r) != 0 ||
         y->rank != r)
         return rn_set_error(RN_SHAPE_MISMATCH,
@@ -48,11 +44,9 @@ static rn_status max_unpool_run(plugin_kernel_args *args)
     int64_t un[RN_MAX_RANK], un_stride[RN_MAX_RANK], y_stride[RN_MAX_RANK];
     un[0] = x->dims[0];
     un[1] = x->dims[1];
-    for (int i = 0; i < n; i++) {
-        int64_t s = n_st >= 0 ? st_attr[i] : 1;
-        int64_t p = n_pads >= 0 ? pads_attr[i] + pads_attr[n + i] : 0;
-        un[2 + i] = (x->dims[2 + i] - 1) * s + ks[i] - p;
-    }
+    for (int i = 0; i < n; i++)
+        un[2 + i] =
+            (x->dims[2 + i] - 1) * win.stride[i] + win.kernel[i] - win.pads[i] - win.pads[n + i];
     for (int d = 0; d < r; d++)
         if (un[d] > y->dims[d] || un[d] < 0)
             return rn_set_error(RN_SHAPE_MISMATCH,

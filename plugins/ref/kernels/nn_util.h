@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "graph/ops/attr_parse.h"
 #include "plugins/api/kernel.h"
 
 /* ---- sgemm (sgemm.c) ---- */
@@ -60,19 +61,22 @@ typedef struct ref_nn_window {
     int64_t dilation[RN_MAX_RANK];  /* >= 1 */
     int64_t pad_begin[RN_MAX_RANK]; /* leading padding */
     int64_t pad_end[RN_MAX_RANK];   /* trailing padding (explicit or SAME) */
+    graph_window attrs;             /* the attributes as read (auto_pad, pads as written) */
 } ref_nn_window;
 
-/* Fills w from the node's strides / dilations / pads / auto_pad attributes,
- * the input x (rank >= 3), the output y (already shaped by inference) and the
- * window size `kernel` (n = x->rank - 2 entries). SAME_UPPER / SAME_LOWER
- * padding is derived from the output size, as ONNX defines it. An attribute
- * of the wrong length or value is an RN_INVALID_ARG naming the node. */
+/* Fills w from the node's window attributes (graph_window_read), the input
+ * x (rank >= 3), the output y (already shaped by inference) and the window
+ * size `kernel` (the weight's spatial dims, n = x->rank - 2 entries), or,
+ * for the pools (kernel NULL), the required kernel_shape. SAME_UPPER /
+ * SAME_LOWER padding is derived from the output size (graph_window_pads). An
+ * attribute of the wrong length or value is an error naming the node and the
+ * attribute. */
 rn_status ref_nn_window_init(const graph_node *node, const graph_tensor *x, const graph_tensor *y,
                              const int64_t *kernel, ref_nn_window *w);
 
 /* Whether the node's window attributes are ones the kernels understand
- * (known auto_pad, lengths matching `n_spatial` when known, positive
- * strides and dilations, non-negative pads). Sets *why on false. */
+ * (1 to RN_MAX_RANK - 2 spatial dims, and attributes graph_window_read
+ * accepts for them). Sets *why on false. */
 bool ref_nn_window_attrs_ok(const graph_node *node, int n_spatial, const char **why);
 
 /* ---- element types (nn_util.c) ---- */

@@ -119,14 +119,8 @@ static rn_status pool_geom_init(const plugin_kernel_args *args, pool_geom *g)
                             "node '%s' (%s): input rank %d / output rank %d; expected N x C x 1 "
                             "to 3 spatial dims in both",
                             node->name, node->op_type, x->rank, y->rank);
-    const int64_t *ks;
-    int n = graph_node_attr_ints(node, "kernel_shape", &ks);
-    if (n != x->rank - 2)
-        return rn_set_error(RN_INVALID_ARG,
-                            "node '%s' (%s): kernel_shape has %d values for %d spatial dims",
-                            node->name, node->op_type, n, x->rank - 2);
     ref_nn_window w;
-    rn_status st = ref_nn_window_init(node, x, y, ks, &w);
+    rn_status st = ref_nn_window_init(node, x, y, NULL, &w);
     if (st != RN_OK)
         return st;
     int lead = 3 - w.n;

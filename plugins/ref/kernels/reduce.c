@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "graph/ops/attr_parse.h"
 #include "plugins/ref/kernels/movement.h"
 
 typedef enum reduce_op {
@@ -131,26 +132,17 @@ static void walk_next(reduce_walk *w)
     }
 }
 
-/* Marks the reduced axes of x from input 1 or the `axes` attribute: all of
- * them when none are given, none when noop_with_empty_axes is also set. */
+/* Marks the reduced axes of x from input 1 or the `axes` attribute
+ * (graph_reduce_axes, as shape inference reads them). */
 static rn_status reduced_axes(const plugin_kernel_args *args, const graph_tensor *x, bool *reduced)
 {
     const graph_node *node = args->node;
-    ref_mv_list axes = ref_mv_get_list(args, 1, "axes");
-    bool noop = graph_node_attr_int(node, "noop_with_empty_axes", 0) != 0;
-    for (int d = 0; d < x->rank; d++)
-        reduced[d] = axes.n <= 0 && !noop;
-    for (int i = 0; i < axes.n; i++) {
-        int64_t a = ref_mv_list_at(&axes, i);
-        if (x->rank == 0 && (a == 0 || a == -1))
-            continue; /* a scalar's one "axis", as graph_normalize_axis allows */
-        if (a < -x->rank || a >= x->rank)
-            return rn_set_error(RN_INVALID_ARG,
-                                REF_MV_NODE_FMT "axis %lld out of range for rank %d",
-                                REF_MV_NODE_ARGS(node), (long long)a, x->rank);
-        reduced[a < 0 ? a + x->rank : a] = true;
-    }
-    return RN_OK;
+    const graph_tensor *axes = ref_mv_opt_input(args, 1);
+    if (axes != NULL && axes->type != RN_I64)
+        return rn_set_error(RN_TYPE_MISMATCH, REF_MV_NODE_FMT "axes must be i64, got %s",
+                            REF_MV_NODE_ARGS(node), rn_element_type_name(axes->type));
+    return graph_reduce_axes(node, x->rank, axes ? axes->data : NULL,
+                             axes ? (int64_t)graph_tensor_count(axes) : -1, reduced);
 }
 
 static void reduce_double(reduce_op op, const double *v, size_t n, reduce_walk *w, double *acc,
