@@ -7,7 +7,10 @@
  *   pads, auto_pad and ceil_mode of Conv, ConvTranspose, DeformConv, the
  *   quantized convolutions and the pools;
  * - Einsum's equation (graph/ops/einsum.c);
- * - the reduced axes of Reduce* (graph/ops/reduce_axes.c).
+ * - the reduced axes of Reduce* (graph/ops/reduce_axes.c);
+ * - smaller ones kept beside their op's schema: Shape's start / end,
+ *   Transpose's perm and Slice's clamping (graph/ops/movement.c), Resize's
+ *   axes (graph/ops/image.c).
  *
  * Every function reads the node's attributes only (and values the caller
  * hands in); errors are rn_set_error messages that name the node and the
@@ -125,5 +128,32 @@ rn_status graph_einsum_output(const graph_node *node, const graph_einsum *e, int
  * once (as numpy does). An axis out of range is an error naming the node. */
 rn_status graph_reduce_axes(const graph_node *node, int rank, const int64_t *axes, int64_t n_axes,
                             bool *reduced);
+
+/* ---- movement ops (graph/ops/movement.c) ---- */
+
+/* Shape's start and end attributes for an input of rank `rank`: negative
+ * values count from the end, then both are clamped to [0, rank]; the output
+ * holds dims [start, end) (none when end <= start). */
+void graph_shape_range(const graph_node *node, int rank, int64_t *start, int64_t *end);
+
+/* Transpose's perm for an input of rank `rank` into perm[0..rank): the
+ * attribute, or the reversed dims when it is absent. A perm of another
+ * length or that is not a permutation of 0..rank-1 is an error naming the
+ * node. */
+rn_status graph_transpose_perm(const graph_node *node, int rank, int *perm);
+
+/* Slice on one axis of extent dim: negative start / end count from the end,
+ * then both are clamped ([0, dim] for positive steps, [-1, dim - 1] for
+ * negative ones; step != 0). Writes the first index taken into *first and
+ * returns how many elements are taken. */
+int64_t graph_slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first);
+
+/* ---- Resize (graph/ops/image.c) ---- */
+
+/* The dims of a rank-`rank` input that Resize's scales / sizes apply to,
+ * into axes[0..*n_axes): the axes attribute from opset 18 (negative axes
+ * count from the end; an axis out of range or repeated is an error naming
+ * the node), else every dim in order. */
+rn_status graph_resize_axes(const graph_node *node, int rank, int *axes, int *n_axes);
 
 #endif /* RUNNEL_GRAPH_OPS_ATTR_PARSE_H */

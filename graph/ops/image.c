@@ -421,6 +421,32 @@ static rn_status img_scaled_dim(const graph_node *node, int i, double v, int64_t
     return RN_OK;
 }
 
+rn_status graph_resize_axes(const graph_node *node, int rank, int *axes, int *n_axes)
+{
+    *n_axes = rank;
+    for (int d = 0; d < rank; d++)
+        axes[d] = d;
+    const int64_t *ax;
+    int n = node->opset >= 18 ? graph_node_attr_ints(node, "axes", &ax) : -1;
+    if (n < 0)
+        return RN_OK;
+    if (n > rank)
+        return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): %d axes for rank %d", node->name,
+                            node->op_type, n, rank);
+    bool seen[RN_MAX_RANK] = {false};
+    for (int i = 0; i < n; i++) {
+        rn_status st = graph_normalize_axis(node, ax[i], rank, &axes[i]);
+        if (st != RN_OK)
+            return st;
+        if (seen[axes[i]])
+            return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): axis %lld is repeated", node->name,
+                                node->op_type, (long long)ax[i]);
+        seen[axes[i]] = true;
+    }
+    *n_axes = n;
+    return RN_OK;
+}
+
 /* Reads the scales (input `si`, or the Upsample-7 attribute when si < 0)
  * and sizes (input `zi`, -1 when the op has none) and fills y from x. An
  * empty input counts as absent; exactly one of the two must be given. */
@@ -455,26 +481,9 @@ static rn_status infer_resize_like(const graph_node *node, const graph_port *in,
         return RN_OK;
     }
     /* axes (opset 18): the scales / sizes apply to these dims only. */
-    int axes[RN_MAX_RANK], n_axes = r;
-    for (int d = 0; d < r; d++)
-        axes[d] = d;
-    const int64_t *ax;
-    int n_ax = node->opset >= 18 ? graph_node_attr_ints(node, "axes", &ax) : -1;
-    if (n_ax >= 0) {
-        if (n_ax > r)
-            return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): %d axes for rank %d", node->name,
-                                node->op_type, n_ax, r);
-        bool seen[RN_MAX_RANK] = {false};
-        for (int i = 0; i < n_ax; i++) {
-            if ((st = graph_normalize_axis(node, ax[i], r, &axes[i])) != RN_OK)
-                return st;
-            if (seen[axes[i]])
-                return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): axis %lld is repeated",
-                                    node->name, node->op_type, (long long)ax[i]);
-            seen[axes[i]] = true;
-        }
-        n_axes = n_ax;
-    }
+    int axes[RN_MAX_RANK], n_axes;
+    if ((st = graph_resize_axes(node, r, axes, &n_axes)) != RN_OK)
+        return st;
     graph_shape y = x->shape;
     bool use_sizes = n_sz != 0;
     int64_t count = use_sizes ? n_sz : n_sc;

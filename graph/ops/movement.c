@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "graph/ops.h"
+#include "graph/ops/attr_parse.h"
 
 #define NODE_FMT     "node '%s' (%s): "
 #define NODE_ARGS(n) (n)->name, (n)->op_type
@@ -245,36 +246,48 @@ static rn_status infer_reshape(const graph_node *node, const graph_port *in, int
 
 /* ---- Transpose ---- */
 
+rn_status graph_transpose_perm(const graph_node *node, int rank, int *perm)
+{
+    const int64_t *p;
+    int n = graph_node_attr_ints(node, "perm", &p);
+    if (n < 0) {
+        for (int i = 0; i < rank; i++)
+            perm[i] = rank - 1 - i;
+        return RN_OK;
+    }
+    if (n != rank || n > RN_MAX_RANK)
+        return rn_set_error(RN_INVALID_ARG, NODE_FMT "perm has %d entries for a rank-%d input",
+                            NODE_ARGS(node), n, rank);
+    bool seen[RN_MAX_RANK] = {false};
+    for (int i = 0; i < n; i++) {
+        if (p[i] < 0 || p[i] >= n || seen[p[i]])
+            return rn_set_error(RN_INVALID_ARG, NODE_FMT "perm is not a permutation of 0..%d",
+                                NODE_ARGS(node), n - 1);
+        seen[p[i]] = true;
+        perm[i] = (int)p[i];
+    }
+    return RN_OK;
+}
+
 static rn_status infer_transpose(const graph_node *node, const graph_port *in, int n_in,
                                  graph_port *out, int n_out)
 {
     (void)n_in, (void)n_out;
     const graph_shape *xs = &in[0].shape;
-    const int64_t *perm;
-    int n = graph_node_attr_ints(node, "perm", &perm);
-    if (n < 0) {
-        if (xs->rank < 0) {
+    int rank = xs->rank;
+    if (rank < 0) { /* the rank is perm's length, when it is given */
+        const int64_t *p;
+        rank = graph_node_attr_ints(node, "perm", &p);
+        if (rank < 0) {
             graph_port_unknown(&out[0], in[0].type);
             return RN_OK;
         }
-        graph_shape os = {.rank = xs->rank};
-        for (int i = 0; i < xs->rank; i++)
-            os.dims[i] = xs->dims[xs->rank - 1 - i];
-        copy_shape(&out[0], in[0].type, &os);
-        return RN_OK;
     }
-    if (n > RN_MAX_RANK || (xs->rank >= 0 && n != xs->rank))
-        return rn_set_error(RN_INVALID_ARG, NODE_FMT "perm has %d entries for a rank-%d input",
-                            NODE_ARGS(node), n, xs->rank);
-    bool seen[RN_MAX_RANK] = {false};
-    graph_shape os = {.rank = n};
-    for (int i = 0; i < n; i++) {
-        if (perm[i] < 0 || perm[i] >= n || seen[perm[i]])
-            return rn_set_error(RN_INVALID_ARG, NODE_FMT "perm is not a permutation of 0..%d",
-                                NODE_ARGS(node), n - 1);
-        seen[perm[i]] = true;
+    int perm[RN_MAX_RANK];
+    TRY(graph_transpose_perm(node, rank, perm));
+    graph_shape os = {.rank = rank};
+    for (int i = 0; i < rank; i++)
         os.dims[i] = xs->rank < 0 ? DYN : xs->dims[perm[i]];
-    }
     copy_shape(&out[0], in[0].type, &os);
     return RN_OK;
 }
@@ -342,11 +355,7 @@ static rn_status infer_concat(const graph_node *node, const graph_port *in, int 
 
 /* ---- Slice ---- */
 
-/* ONNX Slice semantics for one axis of extent dim: negative start/end count
- * from the end, then both are clamped ([0, dim] for positive steps,
- * [-1, dim-1] for negative ones). Writes the first index; returns the
- * number of elements taken. */
-static int64_t slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first)
+int64_t graph_slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first)
 {
     if (step < -INT64_MAX)
         step = -INT64_MAX;
@@ -417,7 +426,8 @@ static rn_status infer_slice(const graph_node *node, const graph_port *in, int n
             return rn_set_error(RN_INVALID_ARG, NODE_FMT "step %d is 0", NODE_ARGS(node), i);
         int64_t dim = xs->dims[ax[i]], first;
         if (dim != DYN)
-            os.dims[ax[i]] = slice_axis(dim, list_at(&starts, i), list_at(&ends, i), step, &first);
+            os.dims[ax[i]] =
+                graph_slice_axis(dim, list_at(&starts, i), list_at(&ends, i), step, &first);
     }
     copy_shape(&out[0], in[0].type, &os);
     return RN_OK;
@@ -555,6 +565,17 @@ static rn_status infer_unsqueeze(const graph_node *node, const graph_port *in, i
 
 /* ---- Shape / Size ---- */
 
+void graph_shape_range(const graph_node *node, int rank, int64_t *start, int64_t *end)
+{
+    int64_t r = rank;
+    int64_t a = graph_node_attr_int(node, "start", 0);
+    int64_t b = graph_node_attr_int(node, "end", r);
+    a = a < 0 ? a + r : a;
+    b = b < 0 ? b + r : b;
+    *start = a < 0 ? 0 : a > r ? r : a;
+    *end = b < 0 ? 0 : b > r ? r : b;
+}
+
 static rn_status infer_shape(const graph_node *node, const graph_port *in, int n_in,
                              graph_port *out, int n_out)
 {
@@ -564,12 +585,8 @@ static rn_status infer_shape(const graph_node *node, const graph_port *in, int n
         set_dynamic(&out[0], RN_I64, 1);
         return RN_OK;
     }
-    int64_t start = graph_node_attr_int(node, "start", 0);
-    int64_t end = graph_node_attr_int(node, "end", r);
-    start = start < 0 ? start + r : start;
-    end = end < 0 ? end + r : end;
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t start, end;
+    graph_shape_range(node, r, &start, &end);
     set_dynamic(&out[0], RN_I64, 1);
     out[0].shape.dims[0] = end > start ? end - start : 0;
     return RN_OK;

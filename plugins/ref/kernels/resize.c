@@ -428,26 +428,13 @@ static rn_status resize_axes(const plugin_kernel_args *args, const resize_attrs 
     if (y->rank != r)
         return rn_set_error(RN_SHAPE_MISMATCH, "node '%s' (%s): output rank %d, input rank %d",
                             node->name, node->op_type, y->rank, r);
-    int sel[RN_MAX_RANK], n_sel = r;
-    for (int d = 0; d < r; d++) {
-        sel[d] = d;
+    for (int d = 0; d < r; d++)
         axes[d] = (resize_axis){.in = x->dims[d], .out = y->dims[d], .scale = 1.0, .roi_end = 1.0};
-    }
-    const int64_t *attr_axes;
-    int n_attr = !legacy && node->opset >= 18 ? graph_node_attr_ints(node, "axes", &attr_axes) : -1;
-    if (n_attr >= 0) {
-        if (n_attr > r)
-            return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): %d axes for rank %d", node->name,
-                                node->op_type, n_attr, r);
-        for (int i = 0; i < n_attr; i++) {
-            int64_t d = attr_axes[i] < 0 ? attr_axes[i] + r : attr_axes[i];
-            if (d < 0 || d >= r)
-                return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): axis %lld is out of range",
-                                    node->name, node->op_type, (long long)attr_axes[i]);
-            sel[i] = (int)d;
-        }
-        n_sel = n_attr;
-    }
+    /* The axes attribute (opset 18), as shape inference reads it. */
+    int sel[RN_MAX_RANK], n_sel;
+    rn_status st = graph_resize_axes(node, r, sel, &n_sel);
+    if (st != RN_OK)
+        return st;
     /* Inputs: Upsample-7 has an attribute, Resize-10 / Upsample-9 input 1,
      * Resize-11+ roi, scales, sizes at 1, 2, 3. Empty means absent. */
     const graph_tensor *roi = NULL, *scales = NULL, *sizes = NULL;

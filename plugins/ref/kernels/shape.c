@@ -1,4 +1,5 @@
 /* REF Shape and Size: they read the input's shape, never its data. */
+#include "graph/ops/attr_parse.h"
 #include "plugins/ref/kernels/movement.h"
 
 static bool supports_any(const graph_node *node, const char **why)
@@ -13,12 +14,8 @@ static rn_status run_shape(plugin_kernel_args *args)
     graph_tensor *y;
     REF_MV_TRY(ref_mv_output(args, 0, &y));
     int64_t r = x->rank;
-    int64_t start = graph_node_attr_int(args->node, "start", 0);
-    int64_t end = graph_node_attr_int(args->node, "end", r);
-    start = start < 0 ? start + r : start;
-    end = end < 0 ? end + r : end;
-    start = start < 0 ? 0 : start > r ? r : start;
-    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t start, end;
+    graph_shape_range(args->node, (int)r, &start, &end);
     int64_t n = end > start ? end - start : 0;
     if (y->type != RN_I64 || (int64_t)graph_tensor_count(y) != n)
         return rn_set_error(RN_SHAPE_MISMATCH, REF_MV_NODE_FMT "output is not i64[%lld]",
