@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "runnel/status.h"
+#include "runnel/kernel.h"
 #include "runnel/tensor.h"
 
 typedef struct graph graph;
@@ -33,13 +34,11 @@ typedef rn_partial_shape graph_shape;
  * zero-initialised is a tensor. Sequences hold tensors; optionals hold a
  * tensor or a sequence (nested sequences, maps and sparse tensors are not
  * supported). */
-typedef enum graph_kind {
-    GRAPH_KIND_TENSOR = 0,
-    GRAPH_KIND_SEQUENCE = 1,          /* sequence(tensor(type)) */
-    GRAPH_KIND_OPTIONAL = 2,          /* optional(tensor(type)) */
-    GRAPH_KIND_OPTIONAL_SEQUENCE = 3, /* optional(sequence(tensor(type))) */
-} graph_kind;
-
+typedef rn_kernel_kind graph_kind;
+#define GRAPH_KIND_TENSOR            RN_KERNEL_TENSOR
+#define GRAPH_KIND_SEQUENCE          RN_KERNEL_SEQUENCE
+#define GRAPH_KIND_OPTIONAL          RN_KERNEL_OPTIONAL
+#define GRAPH_KIND_OPTIONAL_SEQUENCE RN_KERNEL_OPTIONAL_SEQUENCE
 #define GRAPH_KIND_COUNT 4
 
 /* "tensor", "sequence", "optional tensor", "optional sequence". */
@@ -54,28 +53,13 @@ graph_kind graph_kind_element(graph_kind kind);
  * optional is its value) or itself (an absent one). */
 bool graph_kind_accepts(graph_kind declared, graph_kind value);
 
-/* A dense row-major tensor descriptor. As a constant (graph_value.constant,
- * TENSOR attributes) it owns `data` (malloc'ed, freed with the graph); as a
- * kernel argument it only describes a buffer someone else owns. For STRING
+/* A tensor descriptor: the public kernel descriptor (runnel/kernel.h). As a
+ * constant (graph_value.constant, TENSOR attributes) it owns `data`
+ * (malloc'ed, freed with the graph) and is dense row-major host memory; as a
+ * kernel argument it only describes memory the plan owns. For STRING
  * tensors `data` is an array of `count` char* (each malloc'ed when owned).
- *
- * The same descriptor carries the run-time values of the other kinds:
- * - SEQUENCE: `n_items` tensors in `items`, each of element type `type`
- *   (rank, dims, data and nbytes of the sequence itself are unused). An owned
- *   sequence owns `items` and every item's data.
- * - OPTIONAL / OPTIONAL_SEQUENCE: an optional WITHOUT a value (element type
- *   `type`; nothing else is set). An optional that has a value is passed as
- *   that value: a TENSOR or a SEQUENCE descriptor. */
-typedef struct graph_tensor {
-    rn_element_type type;
-    int rank;
-    int64_t dims[RN_MAX_RANK];
-    void *data;
-    size_t nbytes;
-    graph_kind kind;
-    size_t n_items;
-    struct graph_tensor *items;
-} graph_tensor;
+ * SEQUENCE and OPTIONAL values are described as runnel/kernel.h says. */
+typedef rn_kernel_tensor graph_tensor;
 
 /* Number of elements (product of dims; 1 for rank 0). */
 size_t graph_tensor_count(const graph_tensor *t);
@@ -107,20 +91,19 @@ bool graph_shape_is_static(const graph_shape *s);
 /* Writes "[1,3,?,224]" (or "[...]" for unknown rank) into buf. Returns buf. */
 const char *graph_shape_str(const graph_shape *s, char *buf, size_t size);
 
-typedef enum graph_attr_type {
-    GRAPH_ATTR_UNDEFINED = 0,
-    GRAPH_ATTR_FLOAT = 1,
-    GRAPH_ATTR_INT = 2,
-    GRAPH_ATTR_STRING = 3,
-    GRAPH_ATTR_TENSOR = 4,
-    GRAPH_ATTR_GRAPH = 5,
-    GRAPH_ATTR_FLOATS = 6,
-    GRAPH_ATTR_INTS = 7,
-    GRAPH_ATTR_STRINGS = 8,
-    GRAPH_ATTR_TENSORS = 9,
-    GRAPH_ATTR_GRAPHS = 10,
-    GRAPH_ATTR_TYPE_PROTO = 13,
-} graph_attr_type; /* numbers follow onnx.AttributeProto.AttributeType */
+typedef rn_attr_type graph_attr_type; /* numbers follow onnx.AttributeProto.AttributeType */
+#define GRAPH_ATTR_UNDEFINED  RN_ATTR_UNDEFINED
+#define GRAPH_ATTR_FLOAT      RN_ATTR_FLOAT
+#define GRAPH_ATTR_INT        RN_ATTR_INT
+#define GRAPH_ATTR_STRING     RN_ATTR_STRING
+#define GRAPH_ATTR_TENSOR     RN_ATTR_TENSOR
+#define GRAPH_ATTR_GRAPH      RN_ATTR_GRAPH
+#define GRAPH_ATTR_FLOATS     RN_ATTR_FLOATS
+#define GRAPH_ATTR_INTS       RN_ATTR_INTS
+#define GRAPH_ATTR_STRINGS    RN_ATTR_STRINGS
+#define GRAPH_ATTR_TENSORS    RN_ATTR_TENSORS
+#define GRAPH_ATTR_GRAPHS     RN_ATTR_GRAPHS
+#define GRAPH_ATTR_TYPE_PROTO RN_ATTR_TYPE_PROTO
 
 /* One node attribute; owned by its node. Only the members of `type` are set:
  * scalars in f / i / s / t / g / tp, lists in count + floats / ints / strings /

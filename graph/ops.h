@@ -16,51 +16,14 @@
 
 #include "graph/graph.h"
 
-/* What shape inference sees of one input or output. */
-typedef struct graph_port {
-    bool present;         /* false: an omitted optional input/output */
-    rn_element_type type; /* RN_UNDEFINED while unknown (of the tensors it holds) */
-    graph_shape shape;
-    /* Inputs only: the value, when it is known (a constant at compile time,
-     * every input at run time); NULL otherwise. Dense row-major of `type`.
-     * Never set for sequences and optionals. */
-    const void *data;
-    /* What the value holds (graph_kind). Infer functions of ops that make
-     * sequences or optionals set it on their outputs; the others leave the
-     * zero value, a tensor. At run time an input's kind is what the value
-     * is: an optional with a value arrives as its element, one without as
-     * the optional kind (with no shape). */
-    graph_kind kind;
-} graph_port;
-
-/* Fills out[0..n_out) (type and shape) from the inputs and the node's
- * attributes. Unknown parts stay RN_UNDEFINED / RN_DIM_DYNAMIC / rank -1; an
- * inconsistency (mismatched dims, wrong type, bad attribute) is an error
- * naming the node (rn_set_error with RN_SHAPE_MISMATCH, RN_TYPE_MISMATCH or
- * RN_INVALID_ARG). Entries of `out` whose `present` is false need not be set. */
-typedef rn_status (*graph_infer_fn)(const graph_node *node, const graph_port *in, int n_in,
-                                    graph_port *out, int n_out);
-
-typedef struct graph_attr_spec {
-    const char *name;
-    graph_attr_type type;
-    bool required;
-} graph_attr_spec;
-
-#define GRAPH_MAX_ATTR_SPECS 16
-
-typedef struct graph_op_schema {
-    const char *domain; /* "" for the default ONNX domain */
-    const char *op_type;
-    int min_inputs, max_inputs; /* max -1: variadic */
-    int min_outputs, max_outputs;
-    /* Bitmask of inputs whose *values* shape inference reads (Reshape: 1<<1).
-     * At compile time those are read only when constant. */
-    uint32_t value_inputs;
-    graph_infer_fn infer;
-    /* Attributes the op accepts; ends with a {NULL} entry or at the array's end. */
-    graph_attr_spec attrs[GRAPH_MAX_ATTR_SPECS];
-} graph_op_schema;
+/* Schemas, ports and infer functions are public (runnel/kernel.h), so that
+ * extensions build against installed headers; inside runnel they keep the
+ * graph_ names. */
+typedef rn_infer_port graph_port;
+typedef rn_infer_fn graph_infer_fn;
+typedef rn_attr_spec graph_attr_spec;
+typedef rn_op_schema graph_op_schema;
+#define GRAPH_MAX_ATTR_SPECS RN_MAX_ATTR_SPECS
 
 /* The schema for (domain, op_type), or NULL when the runtime does not know
  * the op. domain "ai.onnx" is the default domain "". */

@@ -82,7 +82,7 @@ static rn_status import_on(rn_core *core, const runtime_device *dev, rn_remote_c
     if (dev->ops->import_model == NULL)
         return rn_set_error(RN_NOT_IMPLEMENTED, "device %s cannot import models", dev->name);
     const rn_compiled_model_ops *ops;
-    void *compiled;
+    rn_plugin_compiled *compiled;
     const graph *io;
     rn_status st = dev->ops->import_model(dev->plugin, data, size, context_handle(context),
                                           properties, n, &ops, &compiled, &io);

@@ -26,7 +26,6 @@ void rn_infer_request_free(rn_infer_request *r)
         free(r->dense[i]);
     free(r->dense);
     free(r->dense_bytes);
-    pthread_mutex_destroy(&r->lock);
     bool counted = r->counted;
     free(r);
     if (counted)
@@ -34,20 +33,6 @@ void rn_infer_request_free(rn_infer_request *r)
 }
 
 static rn_status bind_inputs(rn_infer_request *r);
-
-/* The device request's completion callback: calls the user's callback with
- * the request handle. (Outputs are bound when they are asked for: the
- * request is idle by now and may already be running again.) */
-static void on_complete(void *user_data, rn_status status)
-{
-    rn_infer_request *r = user_data;
-    pthread_mutex_lock(&r->lock);
-    rn_infer_callback cb = r->callback;
-    void *data = r->callback_data;
-    pthread_mutex_unlock(&r->lock);
-    if (cb != NULL)
-        cb(r, status, data);
-}
 
 /* RN_REQUEST_BUSY (naming `what`) while an async run is in flight. */
 static rn_status check_idle(const rn_infer_request *r, const char *what)
@@ -66,7 +51,6 @@ rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer
     if (r == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
     r->compiled = cm;
-    pthread_mutex_init(&r->lock, NULL);
     r->inputs = calloc(cm->n_inputs + 1, sizeof *r->inputs);
     r->own_input = calloc(cm->n_inputs + 1, sizeof *r->own_input);
     r->outputs = calloc(cm->n_outputs + 1, sizeof *r->outputs);
@@ -80,10 +64,7 @@ rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer
         st = rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
         goto fail;
     }
-    if ((st = cm->ops->create_request(cm->compiled, &r->request)) != RN_OK)
-        goto fail;
-    const rn_request_ops *ops = cm->ops->request_ops;
-    if (ops->set_callback != NULL && (st = ops->set_callback(r->request, on_complete, r)) != RN_OK)
+    if ((st = cm->ops->create_request(cm->compiled, r, &r->request)) != RN_OK)
         goto fail;
     /* Every input starts as a zero-filled tensor of the port's shape
      * (dynamic dims as 0); every output as an empty view until infer. */
@@ -414,14 +395,12 @@ rn_status rn_infer_request_set_callback(rn_infer_request *r, rn_infer_callback f
 {
     if (r == NULL)
         return rn_set_error(RN_INVALID_ARG, "set_callback: request is NULL");
-    rn_status st = check_idle(r, "set_callback");
-    if (st != RN_OK)
-        return st;
-    pthread_mutex_lock(&r->lock);
-    r->callback = fn;
-    r->callback_data = user_data;
-    pthread_mutex_unlock(&r->lock);
-    return RN_OK;
+    const rn_request_ops *ops = r->compiled->ops->request_ops;
+    if (ops->set_callback == NULL)
+        return no_async(r);
+    /* The device's request calls fn with this handle (its owner): one
+     * request object, one callback. */
+    return ops->set_callback(r->request, fn, user_data);
 }
 
 rn_status rn_infer_request_profiling_info(rn_infer_request *r, const rn_profiling_info **info,

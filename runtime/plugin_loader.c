@@ -65,7 +65,7 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
                 st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device with that name exists",
                                   label);
     }
-    void *plugin = NULL;
+    rn_plugin *plugin = NULL;
     if (st == RN_OK && (st = ops->create(&plugin)) != RN_OK)
         rn_wrap_error(st, "device %s cannot start: ", label);
     if (st != RN_OK) {
@@ -189,7 +189,7 @@ rn_status rn_core_add_extension(rn_core *core, const char *path)
                             "extension '%s': built for extension ABI version %u, this runtime "
                             "uses %u",
                             path, ext != NULL ? ext->abi_version : 0, RN_EXTENSION_ABI_VERSION);
-    for (const struct graph_op_schema *const *op = ext->ops; op != NULL && *op != NULL; op++) {
+    for (const rn_op_schema *const *op = ext->ops; op != NULL && *op != NULL; op++) {
         rn_status st = graph_op_register(*op);
         if (st != RN_OK)
             return rn_wrap_error(st, "extension '%s': ", path);
@@ -201,7 +201,7 @@ rn_status rn_core_add_extension(rn_core *core, const char *path)
         if (dev->ops->add_extension == NULL)
             return rn_set_error(RN_NOT_IMPLEMENTED, "extension '%s': device %s takes no extensions",
                                 path, dev->name);
-        rn_status st = dev->ops->add_extension(dev->plugin, ext->devices[i].kernels);
+        rn_status st = dev->ops->add_extension(dev->plugin, &ext->devices[i].kernels);
         if (st != RN_OK)
             return rn_wrap_error(st, "extension '%s', device %s: ", path, dev->name);
     }

@@ -67,7 +67,7 @@ rn_status rn_core_create_context(rn_core *core, const char *device, const rn_pro
     if (dev->ops->create_context == NULL)
         return no_contexts(dev);
     const rn_remote_context_ops *ops = NULL;
-    void *handle = NULL;
+    rn_plugin_context *handle = NULL;
     if ((st = dev->ops->create_context(dev->plugin, params, n_params, &ops, &handle)) != RN_OK)
         return rn_wrap_error(st, "device %s: ", dev->name);
     if ((st = check_context_abi(dev, ops)) != RN_OK) {
@@ -100,7 +100,7 @@ static rn_status default_context(rn_core *core, const runtime_device *dev, rn_re
         return RN_OK;
     }
     const rn_remote_context_ops *ops = NULL;
-    void *handle = NULL;
+    rn_plugin_context *handle = NULL;
     rn_status st = dev->ops->get_default_context(dev->plugin, &ops, &handle);
     if (st == RN_OK)
         st = check_context_abi(dev, ops);
@@ -191,7 +191,7 @@ rn_status rn_remote_context_create_tensor(rn_remote_context *context, rn_element
     if (t == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "create_tensor: out of memory");
     const rn_remote_tensor_ops *ops = NULL;
-    void *handle = NULL;
+    rn_plugin_tensor *handle = NULL;
     st = context->ops->create_tensor(context->handle, type, dims, rank, params, n_params, &ops,
                                      &handle);
     if (st == RN_OK && (ops == NULL || ops->abi_version != RN_PLUGIN_ABI_VERSION)) {

@@ -33,7 +33,7 @@ struct rn_tensor {
      * host memory (alloc_host) holds the context too, to free it there. */
     rn_remote_context *context;
     const rn_remote_tensor_ops *remote_ops;
-    void *remote;
+    rn_plugin_tensor *remote;
     bool context_host; /* data came from the context's alloc_host */
 };
 
@@ -45,7 +45,7 @@ struct rn_remote_context {
     rn_core *core;
     const struct runtime_device *device;
     const rn_remote_context_ops *ops;
-    void *handle;
+    rn_plugin_context *handle;
     bool is_default;
 };
 
@@ -57,7 +57,7 @@ struct rn_remote_context {
 typedef struct runtime_device {
     char name[RUNTIME_NAME_MAX];
     const rn_plugin_ops *ops;
-    void *plugin;
+    rn_plugin *plugin;
     void *library; /* dlopen handle, NULL for built-in plugins */
 } runtime_device;
 
@@ -101,7 +101,7 @@ struct rn_compiled_model {
     rn_core *core;
     const runtime_device *device;
     const rn_compiled_model_ops *ops;
-    void *compiled;
+    rn_plugin_compiled *compiled;
     /* The context it was compiled in (referenced), or NULL: the device's
      * default one. */
     rn_remote_context *context;
@@ -113,15 +113,12 @@ struct rn_compiled_model {
 
 struct rn_infer_request {
     rn_compiled_model *compiled;
-    void *request;
+    rn_plugin_request *request;
     rn_tensor **inputs; /* bound tensors (owned when own_input) */
     bool *own_input;
     rn_tensor **outputs;  /* views of the last results, or the caller's */
     bool *own_output;     /* the view object is the request's */
     bool *user_output;    /* bound by the caller */
-    pthread_mutex_t lock; /* guards callback and callback_data */
-    rn_infer_callback callback;
-    void *callback_data;
     bool counted; /* holds a reference on `compiled` */
     void **dense; /* per input: dense copy of a strided tensor, or NULL */
     size_t *dense_bytes;

@@ -59,6 +59,11 @@ typedef struct rn_runtime_node {
     const char *impl_type;      /* the kernel implementation ("ref") */
     int64_t perf_counter_us;    /* time in the last profiled run; -1: not_executed */
     const char *original_names; /* the model's node names it stands for, comma-separated */
+    /* The layout of each input / output, comma-separated ("plain",
+     * "nChw16c"). Conversions the plan inserted are nodes of their own
+     * (layer_type "Reorder"), as are partitions ("Partition"). */
+    const char *input_layouts;
+    const char *output_layouts;
 } rn_runtime_node;
 
 /* The runtime model: one entry per node the device runs. The array is owned

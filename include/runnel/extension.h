@@ -2,35 +2,35 @@
  * inference) and their kernels for one or more devices.
  *
  * An extension exports one symbol, rn_extension_entry, returning an
- * rn_extension. It is built against the project's headers, like a plugin:
- * graph/ops.h for schemas, plugins/api/kernel.h for kernels. Extensions are
- * never unloaded: their schemas become part of the process's op table. */
+ * rn_extension. It builds against the installed headers only: schemas and
+ * kernels are runnel/kernel.h's. Extensions are never unloaded: their
+ * schemas become part of the process's op table. */
 #ifndef RUNNEL_EXTENSION_H
 #define RUNNEL_EXTENSION_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runnel/kernel.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define RN_EXTENSION_ABI_VERSION 1
-
-struct graph_op_schema;
-struct plugin_kernel;
+/* 2: schemas and kernels from runnel/kernel.h, kernel lists versioned. */
+#define RN_EXTENSION_ABI_VERSION 2
 
 /* The kernels an extension provides for one device (NULL-terminated list). */
 typedef struct rn_extension_kernels {
     const char *device;
-    const struct plugin_kernel *const *kernels;
+    rn_kernel_list kernels;
 } rn_extension_kernels;
 
 typedef struct rn_extension {
     uint32_t abi_version;
     const char *name;
     /* The ops it defines, NULL-terminated. */
-    const struct graph_op_schema *const *ops;
+    const rn_op_schema *const *ops;
     size_t n_devices;
     const rn_extension_kernels *devices;
 } rn_extension;

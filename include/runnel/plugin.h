@@ -1,14 +1,16 @@
 /* The plugin ABI: what a device plugin implements so that the Core can
  * compile models for it and run infer requests.
  *
- * A plugin is a set of versioned vtables of function pointers plus opaque
- * contexts (ggml's backend style). Each vtable starts with the ABI version
- * it was built against; the Core rejects a mismatch. Slots marked
- * "(optional)" may be NULL, and the Core then falls back or reports
- * RN_NOT_IMPLEMENTED.
+ * A plugin is a set of versioned vtables of function pointers over typed
+ * handles (ggml's backend style): each handle type below is a struct the
+ * plugin defines for itself (struct rn_plugin, struct rn_plugin_compiled,
+ * ...), opaque to the Core. Each vtable starts with the ABI version it was
+ * built against; the Core rejects a mismatch. Slots marked "(optional)" may
+ * be NULL, and the Core then falls back or reports RN_NOT_IMPLEMENTED.
  *
- * Models cross this boundary as runnel graphs (graph/graph.h) and tensors as
- * graph_tensor descriptors: plugins are built with the graph library. */
+ * Models cross this boundary as rn_graph (opaque; its nodes are the
+ * rn_node of runnel/kernel.h) and tensors as rn_kernel_tensor descriptors.
+ * This header, runnel/kernel.h and the public API are all a plugin needs. */
 #ifndef RUNNEL_PLUGIN_H
 #define RUNNEL_PLUGIN_H
 
@@ -19,6 +21,7 @@
 #include "runnel/compiled_model.h"
 #include "runnel/core.h"
 #include "runnel/infer_request.h"
+#include "runnel/kernel.h"
 #include "runnel/remote.h"
 #include "runnel/version.h"
 
@@ -28,106 +31,116 @@ extern "C" {
 
 /* 2: kernels gained prepare_ctx and value kinds (sequences, optionals).
  * 3: remote contexts and tensors, compile/import with a context, plugin
- *    versions, compiled-model set_property and request pipelines. */
-#define RN_PLUGIN_ABI_VERSION 3
+ *    versions, compiled-model set_property and request pipelines.
+ * 4: typed handles, rn_kernel_tensor descriptors, versioned kernel lists,
+ *    the request's callback called with its owner (one request object). */
+#define RN_PLUGIN_ABI_VERSION 4
 
-struct graph;
-struct graph_tensor;
-struct plugin_kernel;
+/* A model as it crosses the boundary (opaque outside runnel). */
+typedef struct graph rn_graph;
 
-/* Called when an async run completes, with its status (RN_OK, RN_CANCELLED
- * or the error), on the callback executor's thread. */
-typedef void (*rn_request_callback)(void *user_data, rn_status status);
+/* The handles a plugin defines. */
+typedef struct rn_plugin rn_plugin;                   /* the plugin's state */
+typedef struct rn_plugin_compiled rn_plugin_compiled; /* a compiled model */
+typedef struct rn_plugin_request rn_plugin_request;   /* an infer request */
+typedef struct rn_plugin_context rn_plugin_context;   /* a remote context */
+typedef struct rn_plugin_tensor rn_plugin_tensor;     /* a remote tensor */
 
 /* One infer request of a compiled model, on the device's side. */
 typedef struct rn_request_ops {
     uint32_t abi_version;
     /* Binds input `index` to a host buffer described by t, read during
      * infer; the buffer stays the caller's and lives until the next bind. */
-    rn_status (*set_input)(void *request, size_t index, const struct graph_tensor *t);
+    rn_status (*set_input)(rn_plugin_request *request, size_t index, const rn_kernel_tensor *t);
     /* (optional) Binds output `index` to a caller's buffer of the right
      * size, to be written in place. */
-    rn_status (*set_output)(void *request, size_t index, const struct graph_tensor *t);
+    rn_status (*set_output)(rn_plugin_request *request, size_t index, const rn_kernel_tensor *t);
     /* Runs the request synchronously in the calling thread. */
-    rn_status (*infer)(void *request);
+    rn_status (*infer)(rn_plugin_request *request);
     /* Describes output `index` of the last infer: a host buffer owned by the
      * request (or the caller's bound one), valid until the next infer. */
-    rn_status (*get_output)(void *request, size_t index, struct graph_tensor *out);
+    rn_status (*get_output)(rn_plugin_request *request, size_t index, rn_kernel_tensor *out);
     /* Per-node profiling of the last infer, owned by the request. */
-    rn_status (*profiling)(void *request, const rn_profiling_info **info, size_t *count);
+    rn_status (*profiling)(rn_plugin_request *request, const rn_profiling_info **info, size_t *count);
     /* (optional) Async: start a run, wait for it (after its callback
      * returned), wait at most timeout_ms (RN_RESULT_NOT_READY), cancel it,
-     * set the completion callback, and tell whether a run is in flight. */
-    rn_status (*start_async)(void *request);
-    rn_status (*wait)(void *request);
-    rn_status (*wait_for)(void *request, int64_t timeout_ms);
-    rn_status (*cancel)(void *request);
-    rn_status (*set_callback)(void *request, rn_request_callback fn, void *user_data);
-    bool (*busy)(const void *request);
+     * set the completion callback (called with the request's owner, the
+     * rn_infer_request given to create_request, on the callback executor),
+     * and tell whether a run is in flight. */
+    rn_status (*start_async)(rn_plugin_request *request);
+    rn_status (*wait)(rn_plugin_request *request);
+    rn_status (*wait_for)(rn_plugin_request *request, int64_t timeout_ms);
+    rn_status (*cancel)(rn_plugin_request *request);
+    rn_status (*set_callback)(rn_plugin_request *request, rn_infer_callback fn, void *user_data);
+    bool (*busy)(const rn_plugin_request *request);
     /* (optional) Binds input or output `index` to a remote tensor (a handle
      * made by create_tensor of the context the model was compiled with; the
      * Core checks that before calling). The tensor lives until the next
      * bind. */
-    rn_status (*set_remote_input)(void *request, size_t index, void *tensor);
-    rn_status (*set_remote_output)(void *request, size_t index, void *tensor);
+    rn_status (*set_remote_input)(rn_plugin_request *request, size_t index,
+                                  rn_plugin_tensor *tensor);
+    rn_status (*set_remote_output)(rn_plugin_request *request, size_t index,
+                                   rn_plugin_tensor *tensor);
     /* Frees the request, waiting for a run in flight first. */
-    void (*free)(void *request);
+    void (*free)(rn_plugin_request *request);
 } rn_request_ops;
 
 typedef struct rn_compiled_model_ops {
     uint32_t abi_version;
-    /* Creates a request with its own buffers. */
-    rn_status (*create_request)(void *compiled, void **request);
+    /* Creates a request with its own buffers; `owner` is the public handle
+     * that the request's callback receives. */
+    rn_status (*create_request)(rn_plugin_compiled *compiled, rn_infer_request *owner,
+                                rn_plugin_request **request);
     const rn_request_ops *request_ops;
     /* (optional) Reads a property into buf; RN_NOT_FOUND for unknown keys. */
-    rn_status (*get_property)(void *compiled, const char *key, char *buf, size_t size);
+    rn_status (*get_property)(rn_plugin_compiled *compiled, const char *key, char *buf, size_t size);
     /* (optional) Exports the compiled model into a malloc'ed blob (*data,
      * *size) that import_model of the same device reads back. */
-    rn_status (*export_model)(void *compiled, void **data, size_t *size);
+    rn_status (*export_model)(rn_plugin_compiled *compiled, void **data, size_t *size);
     /* (optional) Writes the Chrome trace-event JSON of the tasks run so far. */
-    rn_status (*write_trace)(void *compiled, const char *path);
+    rn_status (*write_trace)(rn_plugin_compiled *compiled, const char *path);
     /* (optional) The runtime model, owned by the compiled model. */
-    rn_status (*get_runtime_model)(void *compiled, const rn_runtime_node **nodes, size_t *count);
+    rn_status (*get_runtime_model)(rn_plugin_compiled *compiled, const rn_runtime_node **nodes, size_t *count);
     /* (optional) Changes properties after compiling. A key that is fixed at
      * compile time, an unknown key or a bad value is RN_INVALID_ARG naming
      * it, and nothing changes. */
-    rn_status (*set_property)(void *compiled, const rn_property *properties, size_t n_properties);
+    rn_status (*set_property)(rn_plugin_compiled *compiled, const rn_property *properties, size_t n_properties);
     /* (optional) The request pipeline: its stages in order, each with the
      * executor it runs on; owned by the compiled model. */
-    rn_status (*get_pipeline)(void *compiled, const rn_pipeline_stage **stages, size_t *count);
-    void (*free)(void *compiled);
+    rn_status (*get_pipeline)(rn_plugin_compiled *compiled, const rn_pipeline_stage **stages, size_t *count);
+    void (*free)(rn_plugin_compiled *compiled);
 } rn_compiled_model_ops;
 
 /* A remote tensor: memory of a device's context (see runnel/remote.h). */
 typedef struct rn_remote_tensor_ops {
     uint32_t abi_version;
     /* Reads a tensor parameter (SHARED_MEM_TYPE, MEM_HANDLE, ...). */
-    rn_status (*get_property)(void *tensor, const char *key, char *buf, size_t size);
+    rn_status (*get_property)(rn_plugin_tensor *tensor, const char *key, char *buf, size_t size);
     /* Copies `size` bytes (the whole tensor, dense row-major) from or to
      * host memory. */
-    rn_status (*copy_from_host)(void *tensor, const void *src, size_t size);
-    rn_status (*copy_to_host)(void *tensor, void *dst, size_t size);
-    void (*free)(void *tensor);
+    rn_status (*copy_from_host)(rn_plugin_tensor *tensor, const void *src, size_t size);
+    rn_status (*copy_to_host)(rn_plugin_tensor *tensor, void *dst, size_t size);
+    void (*free)(rn_plugin_tensor *tensor);
 } rn_remote_tensor_ops;
 
 /* A remote context: a device's memory space and queue. */
 typedef struct rn_remote_context_ops {
     uint32_t abi_version;
     /* Reads a context parameter (CONTEXT_TYPE, DEVICE_ID, ...). */
-    rn_status (*get_property)(void *context, const char *key, char *buf, size_t size);
+    rn_status (*get_property)(rn_plugin_context *context, const char *key, char *buf, size_t size);
     /* Allocates a tensor in the context's memory, or with params naming
      * existing memory (MEM_HANDLE), shares it. An unknown parameter or a bad
      * value is RN_INVALID_ARG naming it. */
-    rn_status (*create_tensor)(void *context, rn_element_type type, const int64_t *dims,
+    rn_status (*create_tensor)(rn_plugin_context *context, rn_element_type type, const int64_t *dims,
                                size_t rank, const rn_property *params, size_t n_params,
-                               const rn_remote_tensor_ops **ops, void **tensor);
+                               const rn_remote_tensor_ops **ops, rn_plugin_tensor **tensor);
     /* (optional) Host memory the device reaches fastest (pinned), and its
      * release; without them host tensors are plain host memory. */
-    rn_status (*alloc_host)(void *context, size_t size, void **data);
-    void (*free_host)(void *context, void *data);
+    rn_status (*alloc_host)(rn_plugin_context *context, size_t size, void **data);
+    void (*free_host)(rn_plugin_context *context, void *data);
     /* Frees a context made by create_context (never called on the default
      * context, which the plugin owns). */
-    void (*free)(void *context);
+    void (*free)(rn_plugin_context *context);
 } rn_remote_context_ops;
 
 typedef struct rn_plugin_ops {
@@ -137,49 +150,49 @@ typedef struct rn_plugin_ops {
     const char *version;
     /* Starts the backend; fails with the reason when it cannot (no driver,
      * no device). */
-    rn_status (*create)(void **plugin);
-    void (*destroy)(void *plugin);
+    rn_status (*create)(rn_plugin **plugin);
+    void (*destroy)(rn_plugin *plugin);
     /* Sets device properties (defaults for later compiles); an unknown key
      * or a bad value is RN_INVALID_ARG naming it, and nothing changes. */
-    rn_status (*set_property)(void *plugin, const rn_property *properties, size_t n_properties);
+    rn_status (*set_property)(rn_plugin *plugin, const rn_property *properties, size_t n_properties);
     /* Reads a device property (read-write or read-only) into buf. */
-    rn_status (*get_property)(void *plugin, const char *key, char *buf, size_t size);
+    rn_status (*get_property)(rn_plugin *plugin, const char *key, char *buf, size_t size);
     /* (optional) For each original layer name of the model, whether this
      * device runs it: *names (each malloc'ed) and *supported (malloc'ed)
      * become the caller's, who frees them with free(). */
-    rn_status (*query_model)(void *plugin, const struct graph *model, const rn_property *properties,
+    rn_status (*query_model)(rn_plugin *plugin, const rn_graph *model, const rn_property *properties,
                              size_t n_properties, char ***names, bool **supported, size_t *count);
     /* (optional) Reads a blob written by export_model: a blob for another
      * device, architecture or format version, or a corrupt one, is an error
      * naming the check that failed. *io receives the compiled graph (owned by
      * the compiled model) so that the Core can describe its inputs and
      * outputs. `context` as for compile_model. */
-    rn_status (*import_model)(void *plugin, const void *data, size_t size, void *context,
+    rn_status (*import_model)(rn_plugin *plugin, const void *data, size_t size, rn_plugin_context *context,
                               const rn_property *properties, size_t n_properties,
-                              const rn_compiled_model_ops **ops, void **compiled,
-                              const struct graph **io);
+                              const rn_compiled_model_ops **ops, rn_plugin_compiled **compiled,
+                              const rn_graph **io);
     /* (optional, with get_default_context) Creates a context from
      * device-specific parameters; an unknown parameter or a bad value is
      * RN_INVALID_ARG naming it. */
-    rn_status (*create_context)(void *plugin, const rn_property *params, size_t n_params,
-                                const rn_remote_context_ops **ops, void **context);
+    rn_status (*create_context)(rn_plugin *plugin, const rn_property *params, size_t n_params,
+                                const rn_remote_context_ops **ops, rn_plugin_context **context);
     /* (optional) The device's default context, owned by the plugin (the
      * same handle on every call): what compile_model uses without one. */
-    rn_status (*get_default_context)(void *plugin, const rn_remote_context_ops **ops,
-                                     void **context);
-    /* (optional) Adds an extension's kernels for this device (a
-     * NULL-terminated list, which outlives the plugin). Add extensions
-     * before compiling models that use them. */
-    rn_status (*add_extension)(void *plugin, const struct plugin_kernel *const *kernels);
+    rn_status (*get_default_context)(rn_plugin *plugin, const rn_remote_context_ops **ops,
+                                     rn_plugin_context **context);
+    /* (optional) Adds an extension's kernels for this device (the list
+     * outlives the plugin; a list of another kernel ABI version is refused).
+     * Add extensions before compiling models that use them. */
+    rn_status (*add_extension)(rn_plugin *plugin, const rn_kernel_list *kernels);
     /* Compiles a model (the plugin clones what it keeps); compile-time
      * properties override the device's, which override the defaults; an
      * unknown key or a bad value is RN_INVALID_ARG naming it. `context` is a
      * context of this plugin (from create_context or get_default_context)
      * that the compiled model and its requests use, or NULL for the default;
      * the Core keeps it alive while the compiled model lives. */
-    rn_status (*compile_model)(void *plugin, const struct graph *model, void *context,
+    rn_status (*compile_model)(rn_plugin *plugin, const rn_graph *model, rn_plugin_context *context,
                                const rn_property *properties, size_t n_properties,
-                               const rn_compiled_model_ops **ops, void **compiled);
+                               const rn_compiled_model_ops **ops, rn_plugin_compiled **compiled);
 } rn_plugin_ops;
 
 /* The one symbol a plugin shared object exports:

@@ -6,7 +6,7 @@
 
 #include "plugins/api/kernel.h"
 
-struct plugin_kernel_registry {
+struct rn_kernel_registry {
     int count, cap;
     const plugin_kernel **kernels;
 };
@@ -54,6 +54,18 @@ rn_status plugin_kernel_registry_add_list(plugin_kernel_registry *r,
             return st;
     }
     return RN_OK;
+}
+
+rn_status plugin_kernel_registry_add_versioned(plugin_kernel_registry *r,
+                                               const rn_kernel_list *list)
+{
+    if (list == NULL || list->kernels == NULL)
+        return rn_set_error(RN_INVALID_ARG, "kernel list: no kernels");
+    if (list->abi_version != RN_KERNEL_ABI_VERSION)
+        return rn_set_error(RN_INVALID_ARG,
+                            "kernel list built for kernel ABI %u, this runtime has %u",
+                            (unsigned)list->abi_version, (unsigned)RN_KERNEL_ABI_VERSION);
+    return plugin_kernel_registry_add_list(r, list->kernels);
 }
 
 static bool same_domain(const char *a, const char *b)

@@ -1,64 +1,52 @@
-/* The generic compiled plan and infer request every plugin reuses.
+/* The compiled plan every plugin reuses, and the infer request that runs it.
  *
- * plugin_plan_build clones a graph, infers shapes, picks a kernel for every
- * node from a registry (a node no kernel supports is RN_UNSUPPORTED naming
- * the node and op), runs the kernels' prepare, and lowers the graph to a task
- * DAG: a "preprocess" stage node, one node per kernel (edges from data
- * dependencies, so independent branches stay parallel), a "postprocess"
- * stage node and a "callback" stage node that runs on the callback executor.
+ * plugin_plan_build clones a graph, infers shapes and lowers it to a plan
+ * (docs/architecture.md, "The compiled plan"): a kernel per node picked and
+ * prepared at compile time (a node no kernel supports is RN_UNSUPPORTED
+ * naming the node and op), partitions the device claims, layout conversions
+ * where producers and consumers disagree, a static memory plan (offsets
+ * into one arena per request, views and in-place outputs, constants shared)
+ * and the request pipeline as a task DAG (executors/pipeline.h).
  *
- * A plugin_request runs the plan two ways:
- * - sync (plugin_request_infer): every stage and kernel in the caller's
- *   thread, in topological order; no thread is created or used;
- * - async (plugin_request_start_async): the DAG on the plan's executor pool,
- *   bound to a stream; the callback stage calls the user's callback with the
- *   status, then releases waiters.
- * Per node it resolves output shapes from the concrete inputs (run-time shape
- * inference, so shapes that depend on input values are known), allocates the
- * outputs, runs the kernel, and frees each intermediate buffer when its last
- * reader is done.
- */
+ * A run does no lookup by name, no shape inference and no allocation for
+ * the nodes whose shapes are static; nodes whose output shape depends on
+ * values computed in the run (NonZero, Unique, ...) infer and allocate at
+ * run time. A model with dynamic input dims is re-specialised for the
+ * shapes of each run, and the specialised plans are cached (LRU).
+ *
+ * A request runs the same DAG two ways: async on the plan's executor pool,
+ * bound to a stream, or sync (plugin_request_infer) inline in the caller's
+ * thread. */
 #ifndef RUNNEL_PLUGINS_API_PLAN_H
 #define RUNNEL_PLUGINS_API_PLAN_H
 
 #include <stdatomic.h>
 
-#include "executors/executors.h"
+#include "executors/pipeline.h"
 #include "plugins/api/kernel.h"
 #include "runnel/plugin.h"
 
 typedef struct plugin_plan plugin_plan;
-typedef struct plugin_request plugin_request;
 
-/* Which executor a device stage runs on. */
-typedef enum plugin_stage_executor {
-    PLUGIN_STAGE_ON_STREAM = 0,  /* the request's stream workers */
-    PLUGIN_STAGE_ON_DEVICE_WAIT, /* the pool's device-wait executor */
-} plugin_stage_executor;
+typedef struct rn_plugin_request plugin_request;
 
-/* Where a device stage's time is reported in the profiling info. */
-typedef enum plugin_stage_slot {
-    PLUGIN_SLOT_UPLOAD = 1,   /* "transfer to device" */
-    PLUGIN_SLOT_EXECUTE = 2,  /* "execution" */
-    PLUGIN_SLOT_DOWNLOAD = 3, /* "transfer from device" */
-} plugin_stage_slot;
-
-/* A device stage of the request pipeline (upload, execute, wait, download),
- * a node of the same DAG as the kernels. `run` returns RN_OK when the stage
- * is done, PLUGIN_STAGE_PENDING when it handed work to the device and will
- * call plugin_request_complete_stage later (from any thread), or an error. */
+/* A device stage of the request pipeline (upload, execute, wait, download:
+ * executors/pipeline.h names them), a node of the same DAG as the kernels.
+ * `run` returns RN_OK when the stage is done, PLUGIN_STAGE_PENDING when it
+ * handed work to the device and will call plugin_request_complete_stage
+ * later (from any thread), or an error. Upload runs before the kernels, the
+ * others after them. Profiling reports upload as "transfer to device",
+ * execute and wait as "execution", download as "transfer from device". */
 #define PLUGIN_STAGE_PENDING 1
 typedef struct plugin_stage {
-    const char *name;
-    plugin_stage_executor executor;
-    plugin_stage_slot slot;
-    bool after_kernels; /* false: between preprocess and the kernels */
+    executors_stage stage;
+    executors_where where; /* EXECUTORS_ON_STREAM or EXECUTORS_ON_DEVICE_WAIT */
     int (*run)(plugin_request *request, uint32_t stage, void *ctx);
 } plugin_stage;
 
 #define PLUGIN_MAX_STAGES 8
 
-struct plugin_host_context;
+struct rn_plugin_context;
 
 typedef struct plugin_plan_options {
     bool profiling;              /* record per-node real time */
@@ -71,12 +59,18 @@ typedef struct plugin_plan_options {
     void *stage_ctx; /* passed to every stage's run */
     /* The context the model runs in (plugins/api/remote.h): remote tensors
      * bound to requests must belong to it. NULL: no remote tensors. */
-    const struct plugin_host_context *context;
+    const struct rn_plugin_context *context;
     /* The device's name: in log messages (plugins/api/log.h), and the name
      * its executor pool is shared by (executors/); and the LOG_LEVEL in
      * force. */
     const char *device;
     int log_level;
+    /* (optional) Where arenas live; NULL: host memory. */
+    const rn_allocator *allocator;
+    /* (optional) Partitions the device claims and runs as one kernel. */
+    const rn_partition_ops *partitions;
+    /* Specialised plans kept for run-time input shapes (0: 8). */
+    int shape_cache;
 } plugin_plan_options;
 
 /* Builds a plan for `model` (cloned; the caller keeps its graph) and
@@ -88,8 +82,16 @@ void plugin_plan_free(plugin_plan *plan);
 /* The plan's transformed graph (owned by the plan). */
 const graph *plugin_plan_graph(const plugin_plan *plan);
 
-/* The kernel chosen for node i of plugin_plan_graph(). */
-const plugin_kernel *plugin_plan_kernel(const plugin_plan *plan, int node);
+/* Counters of the base plan: exec nodes, nodes run without inference,
+ * views, in-place outputs, layout conversions, arena bytes per request;
+ * and of the shape cache: specialised plans built and reused. */
+typedef struct plugin_plan_stats {
+    int nodes, fast_nodes, views, inplace, conversions, tasks;
+    size_t arena_bytes;
+    uint64_t shape_builds, shape_hits;
+    int shape_cached;
+} plugin_plan_stats;
+void plugin_plan_get_stats(plugin_plan *plan, plugin_plan_stats *out);
 
 /* The options the plan was built with (streams resolved). */
 const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan);
@@ -99,9 +101,11 @@ const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan);
 void plugin_plan_set_profiling(plugin_plan *plan, bool on);
 bool plugin_plan_profiling(const plugin_plan *plan);
 
-/* Answers the compiled-model properties the plan decides: NUM_STREAMS and
- * INFERENCE_NUM_THREADS (streams x threads per stream). RN_NOT_FOUND, with
- * no message set, for any other key. */
+/* Answers the compiled-model properties the plan decides: NUM_STREAMS,
+ * INFERENCE_NUM_THREADS (streams x threads per stream) and the plan's
+ * counters (PLAN_ARENA_BYTES, PLAN_FAST_NODES, PLAN_CONVERSIONS,
+ * SHAPE_CACHE_BUILDS, SHAPE_CACHE_HITS). RN_NOT_FOUND, with no message set,
+ * for any other key. */
 rn_status plugin_plan_get_property(const plugin_plan *plan, const char *key, char *buf,
                                    size_t size);
 
@@ -123,7 +127,9 @@ rn_status plugin_plan_write_trace(const plugin_plan *plan, const char *path);
 rn_status plugin_plan_runtime_model(plugin_plan *plan, const rn_runtime_node **nodes,
                                     size_t *count);
 
-rn_status plugin_request_create(const plugin_plan *plan, plugin_request **out);
+/* `owner` (may be NULL) is what the callback receives. */
+rn_status plugin_request_create(const plugin_plan *plan, rn_infer_request *owner,
+                                plugin_request **out);
 /* Frees the request; a run in flight is waited for first. */
 void plugin_request_free(plugin_request *request);
 rn_status plugin_request_set_input(plugin_request *request, size_t index, const graph_tensor *t);
@@ -131,9 +137,9 @@ rn_status plugin_request_set_output(plugin_request *request, size_t index, const
 /* Binds input or output `index` to a remote tensor of the plan's context
  * (options.context), in place: no copy either way. */
 rn_status plugin_request_set_remote_input(plugin_request *request, size_t index,
-                                          const void *tensor);
+                                          rn_plugin_tensor *tensor);
 rn_status plugin_request_set_remote_output(plugin_request *request, size_t index,
-                                           const void *tensor);
+                                           rn_plugin_tensor *tensor);
 /* Bytes of the inputs (outputs true: of the results) of the current run
  * that live in host memory rather than in remote tensors: what a device
  * stage has to upload (download). */
@@ -162,7 +168,7 @@ rn_status plugin_request_cancel(plugin_request *request);
 void plugin_request_complete_stage(plugin_request *request, uint32_t stage, rn_status status);
 
 /* Sets (or clears, with fn NULL) the completion callback. */
-rn_status plugin_request_set_callback(plugin_request *request, rn_request_callback fn,
+rn_status plugin_request_set_callback(plugin_request *request, rn_infer_callback fn,
                                       void *user_data);
 /* True from start_async until the callback is called. */
 bool plugin_request_busy(const plugin_request *request);
@@ -200,8 +206,7 @@ rn_status plugin_request_set_capture(plugin_request *request, int i, const graph
  * is set (the enclosing run's flag; NULL: none). */
 void plugin_request_set_cancel_source(plugin_request *request, const atomic_bool *cancel);
 
-/* rn_request_ops over plugin_request, for plugins whose requests are the
- * generic request. */
+/* rn_request_ops of the generic request (its functions are the ops). */
 extern const rn_request_ops plugin_generic_request_ops;
 
 /* Bytes a dense tensor of `count` elements of `type` needs (STRING: one

@@ -1,63 +1,28 @@
-/* Private to plugins/api: the plan and request structures shared by plan.c
- * (compile side) and request.c (run side). */
+/* Private to plugins/api: the compiled plan and the request that runs it,
+ * shared by plan.c (the plan), plan_spec.c (lowering a graph of fixed input
+ * shapes: kernels, layouts, partitions, memory plan, DAG), memory_plan.c
+ * (buffer offsets), request.c and request_run.c (the run side).
+ *
+ * Vocabulary:
+ * - a *spec* (plan_spec) is the plan for one set of input shapes: every
+ *   node's kernel, prepared state and static descriptors, the conversions
+ *   and partitions, the arena layout and the task DAG. A model whose input
+ *   shapes are static has one; a model with dynamic inputs gets one per
+ *   shape seen, cached (LRU) in the plan.
+ * - an *exec node* is what a spec runs: a graph node with its kernel, a
+ *   layout conversion, or a partition (a group of nodes a device runs as
+ *   one kernel). Exec values are the graph's values plus the ones
+ *   conversions create.
+ * - a *task* is a DAG node: a maximal chain of exec nodes with no branch
+ *   between them (run back to back, without a scheduler hop). */
 #ifndef RUNNEL_PLUGINS_API_PLAN_INTERNAL_H
 #define RUNNEL_PLUGINS_API_PLAN_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "executors/pipeline.h"
 #include "plugins/api/plan.h"
-
-struct plugin_plan {
-    graph *g;
-    plugin_plan_options options;
-    const plugin_kernel_registry *registry;
-    const plugin_kernel **kernels; /* per node */
-    void **states;                 /* per node, from prepare */
-    int *consumers;                /* per value: readers (+1 for results) */
-    /* Per node: the values its subgraphs read from this graph (ids, in the
-     * order of graph_node_outer_inputs), and whether it has subgraphs. */
-    int **implicit;
-    int *n_implicit;
-    bool *has_subgraphs;
-    int *io_offset; /* per node: start of its scratch (inputs, outputs, implicit) */
-    int io_total;
-    /* A nested plan (a subgraph's, built by plugin_plan_build_nested) runs
-     * synchronously only: no executor pool, no DAG. Its captures are the
-     * values of g standing for outer_values[i] of the enclosing graph, bound
-     * before each run. */
-    bool nested;
-    int n_captures;
-    int *capture_ids;
-    graph_value **outer_values;
-    /* Profiling: on/off (options.profiling, changed by set_profiling),
-     * PLUGIN_STAGES stage entries, then one per node. */
-    atomic_bool profiling;
-    atomic_int log_level; /* options.log_level, changed by set_log_level */
-    rn_profiling_info *profile_template;
-    _Atomic int64_t *last_us;     /* per node: time of the last profiled run, -1 never */
-    pthread_mutex_t runtime_lock; /* guards runtime_nodes */
-    rn_runtime_node *runtime_nodes;
-    char **original_names; /* per node: fused names joined by ',' */
-    executors_pool *pool;
-    /* The request pipeline (plugin_plan_pipeline). */
-    size_t n_pipeline;
-    rn_pipeline_stage pipeline[PLUGIN_MAX_STAGES + 4];
-    /* The DAG: 0 preprocess, 1..n kernels, n+1 postprocess, n+2 callback,
-     * then the device stages at n+3+k. */
-    sched_dag *dag;
-};
-
-/* What a request holds for one value of the graph: a tensor, a sequence or
- * an absent optional (graph_tensor.kind). */
-typedef struct value_slot {
-    graph_tensor t;
-    bool owned;     /* t (data, strings, items) is ours to free */
-    bool bound;     /* a parameter or capture bound by set_input / set_capture */
-    bool has_value; /* t holds the value (set, computed, or a constant) */
-} value_slot;
-
-enum { REQUEST_IDLE = 0, REQUEST_RUNNING = 1 };
 
 /* The stage entries at the head of a request's profiling info. */
 enum {
@@ -69,48 +34,232 @@ enum {
     PLUGIN_STAGES
 };
 
-struct plugin_request {
-    const plugin_plan *plan;
-    value_slot *slots;      /* per value */
-    atomic_int *remaining;  /* per value: readers left in this run */
-    graph_tensor *user_out; /* per result: the caller's buffer, data NULL if none */
-    bool *remote_in;        /* per input: bound to a remote tensor */
-    bool *remote_out;       /* per result: user_out is a remote tensor */
-    bool profiling;         /* this run records times (the plan's flag at its start) */
-    int log_level;          /* the plan's LOG_LEVEL at the start of this run */
-    uint64_t run_start_ns;  /* for LOG_DEBUG */
-    rn_profiling_info *profile;
-    graph_tensor *io;  /* per node scratch: inputs then outputs (plan->io_offset) */
-    graph_port *ports; /* same layout */
+/* Where an exec value's bytes are during a run. */
+typedef enum plan_storage {
+    PLAN_NONE = 0, /* no value (omitted) */
+    PLAN_CONST,    /* a constant of the spec (shared by every request) */
+    PLAN_INPUT,    /* bound by the caller (set_input, a capture) */
+    PLAN_ARENA,    /* static: an offset into the request's arena */
+    PLAN_DYNAMIC,  /* allocated by the run (shape known only then, strings,
+                      sequences, optionals) and freed after its last reader */
+} plan_storage;
 
-    /* Async state. */
-    atomic_int state;   /* REQUEST_IDLE / REQUEST_RUNNING */
-    atomic_int status;  /* first error of the run (RN_OK while none) */
-    atomic_bool cancel; /* skip kernels not yet started */
-    char error[1024];   /* message of the first error, written by its recorder */
-    /* Nested requests (of nested plans): the cancel flag of the enclosing
-     * run, polled between nodes; NULL at the top level. */
-    const atomic_bool *outer_cancel;
+typedef struct plan_value {
+    const graph_value *gv; /* NULL for a conversion's output */
+    const char *name;
+    plan_storage storage;
+    /* The value whose bytes it shares: itself, or for a view / an in-place
+     * output the value it aliases (same storage, same offset). */
+    int root;
+    size_t offset; /* PLAN_ARENA: into the arena */
+    size_t nbytes;
+    /* The static descriptor (type, shape, strides, layout; memory filled
+     * per request). For PLAN_CONST, data is set here. */
+    graph_tensor desc;
+    int producer;     /* exec node, -1 for inputs and constants */
+    int n_readers;    /* exec node inputs reading it (implicit reads included) */
+    int result;       /* index among the results, -1 */
+    bool needs_slot;  /* read or written through the request's value slots */
+    void *owned_data; /* PLAN_CONST made by the plan (a converted weight) */
+} plan_value;
+
+typedef enum plan_node_kind {
+    PLAN_NODE_KERNEL = 0,
+    PLAN_NODE_CONVERT, /* a layout conversion inserted by the plan */
+    PLAN_NODE_PARTITION,
+} plan_node_kind;
+
+typedef struct plan_node {
+    plan_node_kind kind;
+    const graph_node *node; /* the graph node (a partition's first); NULL for conversions */
+    const plugin_kernel *kernel;
+    void *state;
+    int n_in, n_out;
+    int *in, *out;  /* exec value ids, -1 omitted */
+    int n_implicit; /* values its subgraphs read */
+    int *implicit;
+    bool has_subgraphs;
+    /* Every input and output is static: the run calls the kernel with the
+     * prebuilt arguments, no shape inference, no allocation. */
+    bool fast;
+    bool skip;              /* a view made an alias: nothing to run */
+    int io;                 /* start of its descriptors in the request's scratch */
+    const char *name;       /* for profiling and the runtime model */
+    const char *type;       /* op type, "Reorder" for conversions */
+    const char *impl;       /* kernel impl_type, or the layout's name */
+    char *owned_name;       /* conversions and partitions make theirs */
+    char *original_names;   /* the original nodes it stands for, joined by ',' */
+    const graph_op_schema *schema; /* kernel nodes: for run-time shape inference */
+    const rn_layout *to;    /* conversions: the layout written (NULL plain) */
+    const rn_layout *from;  /* conversions: the layout read */
+    char *in_layouts;       /* runtime model: "nChw16c,plain" */
+    char *out_layouts;
+} plan_node;
+
+typedef struct plan_spec plan_spec;
+struct plan_spec {
+    const plugin_plan *plan;
+    graph *g; /* owned: the graph with this spec's shapes */
+    atomic_int refs;
+    /* Inputs shapes it was built for (the key of the cache). */
+    int n_inputs;
+    graph_shape *input_shapes;
+    /* Exec values: g's values first (same ids), then conversion outputs. */
+    int n_values;
+    plan_value *values;
+    int n_nodes;
+    plan_node *nodes; /* topological order */
+    int io_total;     /* descriptors per request: inputs, outputs, implicit of every node */
+    int n_results;
+    int *results;        /* exec value of result o */
+    size_t arena_bytes;  /* one arena per request */
+    int n_dynamic;       /* values allocated by the run */
+    int *dynamic;        /* their ids */
+    int *consumers;      /* per value: reads in a run (+1 for a result), for dynamic ones */
+    int n_conversions;   /* inserted at run time */
+    int n_fast, n_views, n_inplace;
+    /* Tasks: task t runs exec nodes task_nodes[task_begin[t] .. task_begin[t+1]). */
+    int n_tasks;
+    int *task_begin;
+    int *task_nodes;
+    executors_pipeline *pipeline; /* NULL for nested plans */
+    /* Per exec node: time of the last profiled run (-1 never). */
+    _Atomic int64_t *last_us;
+    plan_spec *lru_prev, *lru_next; /* in the plan's cache */
+    uint64_t hits;
+};
+
+struct plugin_plan {
+    plugin_plan_options options;
+    const plugin_kernel_registry *registry;
+    graph *g; /* the transformed graph, owned by the base spec */
+    plan_spec *base;
+    bool dynamic_inputs; /* some input dim is dynamic: specs per shape */
+    /* The shape cache: specs built for run-time shapes, most recent first. */
+    pthread_mutex_t cache_lock;
+    plan_spec *cache_head;
+    int cache_size, cache_capacity;
+    atomic_uint_fast64_t cache_builds, cache_hits;
+    /* Nested plans (a subgraph's) run inline only: no pool, no DAG. */
+    bool nested;
+    int n_captures;
+    int *capture_ids;
+    graph_value **outer_values;
+    atomic_bool profiling;
+    atomic_int log_level;
+    pthread_mutex_t runtime_lock; /* guards runtime_nodes */
+    rn_runtime_node *runtime_nodes;
+    size_t n_runtime_nodes;
+    executors_pool *pool;
+    size_t n_pipeline;
+    rn_pipeline_stage pipeline[PLUGIN_MAX_STAGES + 4];
+};
+
+/* Builds the spec of `g` (taken over, freed on failure): kernels, layouts,
+ * partitions, memory plan and, for a top-level plan, the DAG. */
+rn_status plan_spec_build(const plugin_plan *plan, graph *g, plan_spec **out);
+void plan_spec_release(plan_spec *spec);
+
+/* The memory plan: offsets of the spec's arena values (memory_plan.c). */
+rn_status plan_memory(plan_spec *spec);
+
+/* Whether a spec was built for exactly these input shapes. */
+bool plan_spec_matches(const plan_spec *spec, const graph_shape *shapes);
+
+/* The spec for the given input shapes: the base, a cached one, or a new one
+ * (built in the calling thread and cached). The caller holds a reference. */
+rn_status plugin_plan_spec_for(plugin_plan *plan, const graph_shape *shapes, plan_spec **out);
+
+/* What a request holds for one exec value. */
+typedef struct value_slot {
+    graph_tensor t;
+    bool owned;     /* t's data (strings, items) is the request's to free */
+    bool has_value; /* t holds the value */
+} value_slot;
+
+/* A request's state for one spec: its arena, slots, prebuilt kernel
+ * arguments and DAG instances. */
+typedef struct request_spec {
+    plan_spec *spec; /* referenced */
+    void *arena_buffer;
+    unsigned char *arena; /* host address of the arena (NULL on device memory) */
+    value_slot *slots;    /* per exec value */
+    atomic_int *remaining; /* per exec value: dynamic readers left in this run */
+    graph_tensor *io;      /* per node: inputs, outputs, implicit */
+    graph_port *ports;
+    plugin_kernel_args *args; /* per node, prebuilt */
+    /* Descriptors to refresh before each run (they point at a bound input
+     * or at a result, whose memory the caller may change between runs). */
+    int n_refresh;
+    int *refresh_io, *refresh_value;
     sched_instance *instances[2];
-    int current; /* index of the instance of the run in flight */
+    uint64_t last_used;
+} request_spec;
+
+#define REQUEST_SPECS 4
+
+enum { REQUEST_IDLE = 0, REQUEST_RUNNING = 1 };
+
+struct rn_plugin_request {
+    const plugin_plan *plan;
+    rn_infer_request *owner;
+    request_spec *specs[REQUEST_SPECS];
+    request_spec *rs; /* the spec of the current (or last) run */
+    uint64_t use_clock;
+    /* Bindings, per graph input / result. */
+    graph_tensor *inputs;
+    bool *input_bound;
+    graph_tensor *user_out; /* data NULL if none */
+    bool *remote_in, *remote_out;
+    graph_shape *shapes; /* scratch: the bound input shapes */
+    bool outputs_valid;  /* the last run completed */
+    bool ran;            /* a run was started */
+    bool profiling;
+    int log_level;
+    uint64_t run_start_ns;
+    rn_profiling_info *profile; /* stage entries, then per exec node (of rs) */
+    size_t profile_cap;
+
+    atomic_int state;
+    atomic_int status;
+    atomic_bool cancel;
+    char error[1024];
+    const atomic_bool *outer_cancel;
+    bool inline_run; /* this run executes in the caller's thread */
+    int current;
     pthread_mutex_t lock;
     pthread_cond_t done;
-    uint64_t started, completed; /* run counters, under lock */
-    rn_status last_status;       /* status of the last completed run */
+    uint64_t started, completed;
+    rn_status last_status;
     char last_error[1024];
-    uint64_t stage_start[PLUGIN_STAGES];            /* profiling: when each stage began */
-    uint64_t device_stage_start[PLUGIN_MAX_STAGES]; /* profiling */
-    bool sync_stage_pending;                        /* sync run: a device stage is pending */
+    uint64_t stage_start[PLUGIN_STAGES];
+    uint64_t device_stage_start[PLUGIN_MAX_STAGES];
+    bool sync_stage_pending;
     rn_status sync_stage_status;
-    rn_request_callback callback;
+    rn_infer_callback callback;
     void *callback_data;
 };
 
-/* DAG task functions (request.c), wired into the plan's DAG by plan.c. */
+/* DAG task functions (request_run.c). */
 int plugin_task_preprocess(const sched_task_ctx *ctx, void *arg);
-int plugin_task_kernel(const sched_task_ctx *ctx, void *arg);
+int plugin_task_kernels(const sched_task_ctx *ctx, void *arg);
 int plugin_task_postprocess(const sched_task_ctx *ctx, void *arg);
 int plugin_task_callback(const sched_task_ctx *ctx, void *arg);
 int plugin_task_stage(const sched_task_ctx *ctx, void *arg);
+
+/* The kernel callbacks of prebuilt arguments (request_run.c). */
+rn_status plugin_alloc_output(plugin_kernel_args *args, int index, int rank, const int64_t *dims);
+rn_status plugin_move_output(plugin_kernel_args *args, int index, graph_tensor *value);
+
+/* Runs exec node i of the request's current spec (request_run.c). */
+rn_status plugin_run_node(plugin_request *r, int i);
+
+/* The request's state for `spec`, made on first use (request.c). */
+rn_status plugin_request_use_spec(plugin_request *r, plan_spec *spec);
+
+/* Dense row-major strides of a descriptor's shape. */
+void plan_dense_strides(graph_tensor *t);
+
+uint64_t plugin_now_ns(void);
 
 #endif /* RUNNEL_PLUGINS_API_PLAN_INTERNAL_H */

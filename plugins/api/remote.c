@@ -9,12 +9,12 @@
 #include "plugins/api/properties.h"
 #include "plugins/api/remote.h"
 
-struct plugin_host_context {
+struct rn_plugin_context {
     const plugin_host_context_kind *kind;
     char device_id[16];
 };
 
-typedef struct host_tensor {
+typedef struct rn_plugin_tensor {
     const plugin_host_context *context;
     graph_tensor t;
     bool owned; /* t.data is ours (not shared through MEM_HANDLE) */
@@ -56,7 +56,7 @@ void plugin_host_context_free(plugin_host_context *context)
     free(context);
 }
 
-static rn_status context_get_property(void *context, const char *key, char *buf, size_t size)
+static rn_status context_get_property(rn_plugin_context *context, const char *key, char *buf, size_t size)
 {
     const plugin_host_context *c = context;
     if (strcmp(key, "CONTEXT_TYPE") == 0)
@@ -84,9 +84,10 @@ static rn_status parse_handle(const plugin_host_context *c, const char *value, v
     return RN_OK;
 }
 
-static rn_status context_create_tensor(void *context, rn_element_type type, const int64_t *dims,
+static rn_status context_create_tensor(rn_plugin_context *context, rn_element_type type, const int64_t *dims,
                                        size_t rank, const rn_property *params, size_t n_params,
-                                       const rn_remote_tensor_ops **ops, void **tensor)
+                                       const rn_remote_tensor_ops **ops,
+                                       rn_plugin_tensor **tensor)
 {
     const plugin_host_context *c = context;
     void *shared = NULL;
@@ -132,7 +133,7 @@ static rn_status context_create_tensor(void *context, rn_element_type type, cons
     return RN_OK;
 }
 
-static void context_free(void *context)
+static void context_free(rn_plugin_context *context)
 {
     plugin_host_context_free(context);
 }
@@ -144,7 +145,7 @@ const rn_remote_context_ops plugin_host_context_ops = {
     .free = context_free,
 };
 
-static rn_status tensor_get_property(void *tensor, const char *key, char *buf, size_t size)
+static rn_status tensor_get_property(rn_plugin_tensor *tensor, const char *key, char *buf, size_t size)
 {
     const host_tensor *t = tensor;
     if (strcmp(key, "SHARED_MEM_TYPE") == 0)
@@ -167,7 +168,7 @@ static rn_status check_size(const host_tensor *t, size_t size)
     return RN_OK;
 }
 
-static rn_status tensor_copy_from_host(void *tensor, const void *src, size_t size)
+static rn_status tensor_copy_from_host(rn_plugin_tensor *tensor, const void *src, size_t size)
 {
     host_tensor *t = tensor;
     rn_status st = check_size(t, size);
@@ -176,7 +177,7 @@ static rn_status tensor_copy_from_host(void *tensor, const void *src, size_t siz
     return st;
 }
 
-static rn_status tensor_copy_to_host(void *tensor, void *dst, size_t size)
+static rn_status tensor_copy_to_host(rn_plugin_tensor *tensor, void *dst, size_t size)
 {
     host_tensor *t = tensor;
     rn_status st = check_size(t, size);
@@ -185,7 +186,7 @@ static rn_status tensor_copy_to_host(void *tensor, void *dst, size_t size)
     return st;
 }
 
-static void tensor_free(void *tensor)
+static void tensor_free(rn_plugin_tensor *tensor)
 {
     host_tensor *t = tensor;
     if (t == NULL)
@@ -203,7 +204,7 @@ const rn_remote_tensor_ops plugin_host_tensor_ops = {
     .free = tensor_free,
 };
 
-rn_status plugin_host_tensor_view(const void *tensor, const plugin_host_context *context,
+rn_status plugin_host_tensor_view(const rn_plugin_tensor *tensor, const plugin_host_context *context,
                                   graph_tensor *out)
 {
     const host_tensor *t = tensor;

@@ -17,7 +17,8 @@
 #include "graph/graph.h"
 #include "runnel/plugin.h"
 
-typedef struct plugin_host_context plugin_host_context;
+/* A host context is the generic rn_plugin_context. */
+typedef struct rn_plugin_context plugin_host_context;
 
 /* What a device's host contexts are called. */
 typedef struct plugin_host_context_kind {
@@ -39,7 +40,7 @@ extern const rn_remote_tensor_ops plugin_host_tensor_ops;
 /* Describes remote tensor `tensor` (a handle of plugin_host_tensor_ops) as
  * a host buffer, when it belongs to `context`; RN_INVALID_ARG naming both
  * contexts otherwise. */
-rn_status plugin_host_tensor_view(const void *tensor, const plugin_host_context *context,
+rn_status plugin_host_tensor_view(const rn_plugin_tensor *tensor, const plugin_host_context *context,
                                   graph_tensor *out);
 
 #endif /* RUNNEL_PLUGINS_API_REMOTE_H */

@@ -95,7 +95,7 @@ rn_status plugin_subgraph_begin(const plugin_subgraph *s, const plugin_kernel_ar
         return rn_set_error(RN_OUT_OF_MEMORY, "node '%s' (%s): out of memory", node->name,
                             node->op_type);
     run->sub = s;
-    rn_status st = plugin_request_create(s->plan, &run->request);
+    rn_status st = plugin_request_create(s->plan, NULL, &run->request);
     for (int j = 0; st == RN_OK && j < plugin_plan_capture_count(s->plan); j++) {
         int k = s->capture_map[j];
         if (k >= args->n_implicit || args->implicit == NULL) {

@@ -15,7 +15,7 @@
 #include "plugins/ref/ref.h"
 #include "transforms/transforms.h"
 
-typedef struct ref_plugin {
+typedef struct rn_plugin {
     plugin_kernel_registry *kernels;
     pthread_mutex_t lock; /* guards props */
     plugin_properties props;
@@ -25,7 +25,7 @@ typedef struct ref_plugin {
 /* REF's memory is host memory: its contexts hand out host buffers. */
 static const plugin_host_context_kind ref_context_kind = {"REF", "HOST", "HOST_BUFFER"};
 
-typedef struct ref_compiled {
+typedef struct rn_plugin_compiled {
     plugin_plan *plan;
     const plugin_host_context *context;
     pthread_mutex_t lock; /* guards props (set_property after compiling) */
@@ -48,7 +48,7 @@ static const char *const ref_ro_device_keys[] = {
     NULL,
 };
 
-static rn_status ref_create(void **out)
+static rn_status ref_create(ref_plugin **out)
 {
     ref_plugin *p = calloc(1, sizeof *p);
     if (p == NULL)
@@ -69,9 +69,8 @@ static rn_status ref_create(void **out)
     return RN_OK;
 }
 
-static void ref_destroy(void *plugin)
+static void ref_destroy(ref_plugin *p)
 {
-    ref_plugin *p = plugin;
     if (p == NULL)
         return;
     plugin_kernel_registry_free(p->kernels);
@@ -80,35 +79,32 @@ static void ref_destroy(void *plugin)
     free(p);
 }
 
-static rn_status ref_create_context(void *plugin, const rn_property *params, size_t n,
-                                    const rn_remote_context_ops **ops, void **context)
+static rn_status ref_create_context(ref_plugin *p, const rn_property *params, size_t n,
+                                    const rn_remote_context_ops **ops, rn_plugin_context **context)
 {
-    (void)plugin;
+    (void)p;
     *ops = &plugin_host_context_ops;
-    return plugin_host_context_create(&ref_context_kind, params, n,
-                                      (plugin_host_context **)context);
+    return plugin_host_context_create(&ref_context_kind, params, n, context);
 }
 
-static rn_status ref_default_context(void *plugin, const rn_remote_context_ops **ops,
-                                     void **context)
+static rn_status ref_default_context(ref_plugin *p, const rn_remote_context_ops **ops,
+                                     rn_plugin_context **context)
 {
     *ops = &plugin_host_context_ops;
-    *context = ((ref_plugin *)plugin)->default_context;
+    *context = p->default_context;
     return RN_OK;
 }
 
-static rn_status ref_add_extension(void *plugin, const struct plugin_kernel *const *kernels)
+static rn_status ref_add_extension(ref_plugin *p, const rn_kernel_list *kernels)
 {
-    ref_plugin *p = plugin;
     pthread_mutex_lock(&p->lock);
-    rn_status st = plugin_kernel_registry_add_list(p->kernels, kernels);
+    rn_status st = plugin_kernel_registry_add_versioned(p->kernels, kernels);
     pthread_mutex_unlock(&p->lock);
     return st;
 }
 
-static rn_status ref_set_property(void *plugin, const rn_property *props, size_t n)
+static rn_status ref_set_property(ref_plugin *p, const rn_property *props, size_t n)
 {
-    ref_plugin *p = plugin;
     pthread_mutex_lock(&p->lock);
     rn_status st = plugin_properties_apply(&p->props, props, n);
     pthread_mutex_unlock(&p->lock);
@@ -128,9 +124,8 @@ static rn_status join_keys(const char *key, const char *const *a, const char *co
     return plugin_property_string(key, list, buf, size);
 }
 
-static rn_status ref_get_property(void *plugin, const char *key, char *buf, size_t size)
+static rn_status ref_get_property(ref_plugin *p, const char *key, char *buf, size_t size)
 {
-    ref_plugin *p = plugin;
     const char *value = NULL;
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
         return join_keys(key, ref_ro_device_keys, plugin_rw_property_keys, buf, size);
@@ -162,9 +157,9 @@ static rn_status ref_get_property(void *plugin, const char *key, char *buf, size
     return st;
 }
 
-static rn_status ref_compiled_get_property(void *compiled, const char *key, char *buf, size_t size)
+static rn_status ref_compiled_get_property(ref_compiled *c, const char *key, char *buf,
+                                           size_t size)
 {
-    ref_compiled *c = compiled;
     char tmp[64];
     if (plugin_plan_get_property(c->plan, key, buf, size) == RN_OK)
         return RN_OK;
@@ -184,9 +179,8 @@ static rn_status ref_compiled_get_property(void *compiled, const char *key, char
     return st;
 }
 
-static rn_status ref_compiled_set_property(void *compiled, const rn_property *props, size_t n)
+static rn_status ref_compiled_set_property(ref_compiled *c, const rn_property *props, size_t n)
 {
-    ref_compiled *c = compiled;
     pthread_mutex_lock(&c->lock);
     rn_status st = plugin_properties_set_compiled(&c->props, props, n);
     if (st == RN_OK) {
@@ -197,42 +191,37 @@ static rn_status ref_compiled_set_property(void *compiled, const rn_property *pr
     return st;
 }
 
-static rn_status ref_pipeline(void *compiled, const rn_pipeline_stage **stages, size_t *count)
+static rn_status ref_pipeline(ref_compiled *c, const rn_pipeline_stage **stages, size_t *count)
 {
-    return plugin_plan_pipeline(((ref_compiled *)compiled)->plan, stages, count);
+    return plugin_plan_pipeline(c->plan, stages, count);
 }
 
-static rn_status ref_create_request(void *compiled, void **out)
+static rn_status ref_create_request(ref_compiled *c, rn_infer_request *owner,
+                                    rn_plugin_request **out)
 {
-    plugin_request *r;
-    rn_status st = plugin_request_create(((ref_compiled *)compiled)->plan, &r);
-    if (st == RN_OK)
-        *out = r;
-    return st;
+    return plugin_request_create(c->plan, owner, out);
 }
 
-static rn_status ref_runtime_model(void *compiled, const rn_runtime_node **nodes, size_t *count)
+static rn_status ref_runtime_model(ref_compiled *c, const rn_runtime_node **nodes, size_t *count)
 {
-    return plugin_plan_runtime_model(((ref_compiled *)compiled)->plan, nodes, count);
+    return plugin_plan_runtime_model(c->plan, nodes, count);
 }
 
-static rn_status ref_export(void *compiled, void **data, size_t *size)
+static rn_status ref_export(ref_compiled *c, void **data, size_t *size)
 {
-    ref_compiled *c = compiled;
     pthread_mutex_lock(&c->lock);
     plugin_properties props = c->props;
     pthread_mutex_unlock(&c->lock);
     return plugin_export(c->plan, "REF", "ref", &props, data, size);
 }
 
-static rn_status ref_write_trace(void *compiled, const char *path)
+static rn_status ref_write_trace(ref_compiled *c, const char *path)
 {
-    return plugin_plan_write_trace(((ref_compiled *)compiled)->plan, path);
+    return plugin_plan_write_trace(c->plan, path);
 }
 
-static void ref_compiled_free(void *compiled)
+static void ref_compiled_free(ref_compiled *c)
 {
-    ref_compiled *c = compiled;
     if (c == NULL)
         return;
     plugin_plan_free(c->plan);
@@ -284,10 +273,9 @@ static rn_status ref_transform(ref_plugin *p, const plugin_properties *props,
     return RN_OK;
 }
 
-static rn_status ref_query(void *plugin, const struct graph *model, const rn_property *properties,
+static rn_status ref_query(ref_plugin *p, const rn_graph *model, const rn_property *properties,
                            size_t n_properties, char ***names, bool **supported, size_t *count)
 {
-    ref_plugin *p = plugin;
     plugin_properties props;
     pthread_mutex_lock(&p->lock);
     props = p->props;
@@ -325,7 +313,7 @@ static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
 
 /* A compiled model in `context` (NULL: the default) with the device's
  * properties; NULL when out of memory. */
-static ref_compiled *ref_compiled_new(ref_plugin *p, void *context)
+static ref_compiled *ref_compiled_new(ref_plugin *p, rn_plugin_context *context)
 {
     ref_compiled *c = calloc(1, sizeof *c);
     if (c == NULL) {
@@ -340,11 +328,10 @@ static ref_compiled *ref_compiled_new(ref_plugin *p, void *context)
     return c;
 }
 
-static rn_status ref_compile(void *plugin, const struct graph *model, void *context,
+static rn_status ref_compile(ref_plugin *p, const rn_graph *model, rn_plugin_context *context,
                              const rn_property *properties, size_t n_properties,
-                             const rn_compiled_model_ops **ops, void **compiled)
+                             const rn_compiled_model_ops **ops, ref_compiled **compiled)
 {
-    ref_plugin *p = plugin;
     ref_compiled *c = ref_compiled_new(p, context);
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
@@ -364,12 +351,11 @@ static rn_status ref_compile(void *plugin, const struct graph *model, void *cont
     return RN_OK;
 }
 
-static rn_status ref_import(void *plugin, const void *data, size_t size, void *context,
-                            const rn_property *properties, size_t n_properties,
-                            const rn_compiled_model_ops **ops, void **compiled,
-                            const struct graph **io)
+static rn_status ref_import(ref_plugin *p, const void *data, size_t size,
+                            rn_plugin_context *context, const rn_property *properties,
+                            size_t n_properties, const rn_compiled_model_ops **ops,
+                            ref_compiled **compiled, const rn_graph **io)
 {
-    ref_plugin *p = plugin;
     ref_compiled *c = ref_compiled_new(p, context);
     if (c == NULL)
         return RN_OUT_OF_MEMORY;

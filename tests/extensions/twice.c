@@ -1,22 +1,22 @@
 /* A test extension: the custom op com.example.runnel.Twice (y = 2x, f32), with
- * its schema and a REF kernel. */
-#include "graph/ops.h"
-#include "plugins/api/kernel.h"
+ * its schema and a REF kernel. It includes the installed headers only
+ * (runnel/extension.h, runnel/kernel.h): what an extension author has. */
 #include "runnel/extension.h"
+#include "runnel/kernel.h"
 
-static rn_status infer_twice(const graph_node *node, const graph_port *in, int n_in,
-                             graph_port *out, int n_out)
+static rn_status infer_twice(const rn_node *node, const rn_infer_port *in, int n_in,
+                             rn_infer_port *out, int n_out)
 {
     (void)n_in, (void)n_out;
     if (in[0].type != RN_UNDEFINED && in[0].type != RN_F32)
         return rn_set_error(RN_TYPE_MISMATCH, "node '%s' (Twice): input must be f32, not %s",
-                            node->name, rn_element_type_name(in[0].type));
+                            rn_node_name(node), rn_element_type_name(in[0].type));
     out[0].type = RN_F32;
     out[0].shape = in[0].shape;
     return RN_OK;
 }
 
-static const graph_op_schema twice_schema = {
+static const rn_op_schema twice_schema = {
     .domain = "com.example.runnel",
     .op_type = "Twice",
     .min_inputs = 1,
@@ -26,38 +26,42 @@ static const graph_op_schema twice_schema = {
     .infer = infer_twice,
 };
 
-static bool twice_supports(const graph_node *node, const char **why)
+static bool twice_supports(const rn_node *node, const char **why)
 {
-    if (node->inputs[0] == NULL || node->inputs[0]->type != RN_F32) {
+    if (rn_node_input_type(node, 0) != RN_F32) {
         *why = "input 0 must be f32";
         return false;
     }
     return true;
 }
 
-static rn_status twice_run(plugin_kernel_args *args)
+static rn_status twice_run(rn_kernel_args *args)
 {
-    const float *x = args->inputs[0].data;
+    const rn_kernel_tensor *x = &args->inputs[0];
+    const float *in = x->data;
     float *y = args->outputs[0].data;
-    size_t n = graph_tensor_count(&args->inputs[0]);
+    size_t n = 1;
+    for (int d = 0; d < x->rank; d++)
+        n *= (size_t)x->dims[d];
     for (size_t i = 0; i < n; i++)
-        y[i] = 2.0f * x[i];
+        y[i] = 2.0f * in[i];
     return RN_OK;
 }
 
-static const plugin_kernel twice_kernel = {
+static const rn_kernel twice_kernel = {
     .domain = "com.example.runnel",
     .op_type = "Twice",
     .impl_type = "extension",
     .supports = twice_supports,
     .run = twice_run,
+    .flags = RN_KERNEL_INPLACE,
 };
 
-static const graph_op_schema *const ops[] = {&twice_schema, NULL};
-static const plugin_kernel *const ref_kernels[] = {&twice_kernel, NULL};
+static const rn_op_schema *const ops[] = {&twice_schema, NULL};
+static const rn_kernel *const ref_kernels[] = {&twice_kernel, NULL};
 static const rn_extension_kernels devices[] = {
-    {.device = "REF", .kernels = ref_kernels},
-    {.device = "NO_SUCH_DEVICE", .kernels = ref_kernels},
+    {.device = "REF", .kernels = {RN_KERNEL_ABI_VERSION, ref_kernels}},
+    {.device = "NO_SUCH_DEVICE", .kernels = {RN_KERNEL_ABI_VERSION, ref_kernels}},
 };
 
 static const rn_extension extension = {

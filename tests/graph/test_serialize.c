@@ -263,7 +263,7 @@ static int run_on_ref(const graph *g, const char *dir, graph_tensor *outs, int m
     }
     cr_assert_eq(st, RN_OK, "%s: %s", dir, rn_last_error());
     plugin_request *req = NULL;
-    cr_assert_eq(plugin_request_create(plan, &req), RN_OK);
+    cr_assert_eq(plugin_request_create(plan, NULL, &req), RN_OK);
     graph_tensor ins[16] = {0};
     cr_assert_leq(g->n_inputs, 16);
     for (int i = 0; i < g->n_inputs; i++) {

@@ -11,11 +11,16 @@
 #include "plugins/ref/ref.h"
 #include "runnel/plugin.h"
 
-typedef struct testdev {
+typedef struct rn_plugin {
     plugin_kernel_registry *kernels;
 } testdev;
 
-static rn_status testdev_create(void **out)
+/* A compiled model is the generic plan. */
+struct rn_plugin_compiled {
+    plugin_plan *plan;
+};
+
+static rn_status testdev_create(testdev **out)
 {
 #ifdef TESTDEV_FAILING
     (void)out;
@@ -37,23 +42,26 @@ static rn_status testdev_create(void **out)
 #endif
 }
 
-static void testdev_destroy(void *plugin)
+static void testdev_destroy(testdev *d)
 {
-    testdev *d = plugin;
     if (d == NULL)
         return;
     plugin_kernel_registry_free(d->kernels);
     free(d);
 }
 
-static rn_status testdev_create_request(void *compiled, void **out)
+static rn_status testdev_create_request(rn_plugin_compiled *compiled, rn_infer_request *owner,
+                                        rn_plugin_request **out)
 {
-    return plugin_request_create(compiled, (plugin_request **)out);
+    return plugin_request_create(compiled->plan, owner, out);
 }
 
-static void testdev_compiled_free(void *compiled)
+static void testdev_compiled_free(rn_plugin_compiled *compiled)
 {
-    plugin_plan_free(compiled);
+    if (compiled == NULL)
+        return;
+    plugin_plan_free(compiled->plan);
+    free(compiled);
 }
 
 static const rn_compiled_model_ops testdev_compiled_ops = {
@@ -63,19 +71,25 @@ static const rn_compiled_model_ops testdev_compiled_ops = {
     .free = testdev_compiled_free,
 };
 
-static rn_status testdev_compile(void *plugin, const struct graph *model, void *context,
+static rn_status testdev_compile(testdev *d, const rn_graph *model, rn_plugin_context *context,
                                  const rn_property *properties, size_t n_properties,
-                                 const rn_compiled_model_ops **ops, void **compiled)
+                                 const rn_compiled_model_ops **ops, rn_plugin_compiled **compiled)
 {
     (void)context; /* TESTDEV has no remote contexts: the Core passes NULL */
-    testdev *d = plugin;
     if (n_properties > 0)
         return rn_set_error(RN_INVALID_ARG, "TESTDEV: unknown property '%s'", properties[0].key);
+    rn_plugin_compiled *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "TESTDEV: out of memory");
     plugin_plan_options options = {.n_streams = 1, .threads_per_stream = 1};
-    rn_status st = plugin_plan_build(model, d->kernels, &options, (plugin_plan **)compiled);
-    if (st == RN_OK)
-        *ops = &testdev_compiled_ops;
-    return st;
+    rn_status st = plugin_plan_build(model, d->kernels, &options, &c->plan);
+    if (st != RN_OK) {
+        free(c);
+        return st;
+    }
+    *ops = &testdev_compiled_ops;
+    *compiled = c;
+    return RN_OK;
 }
 
 static const rn_plugin_ops testdev_ops = {

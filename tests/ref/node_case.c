@@ -408,7 +408,7 @@ rn_status pc_compile(graph *g, uint32_t threads_per_stream, plan_case *r)
     plugin_plan_options o = {.n_streams = 1, .threads_per_stream = threads_per_stream};
     rn_status st = plugin_plan_build(g, r->reg, &o, &r->plan);
     if (st == RN_OK)
-        st = plugin_request_create(r->plan, &r->req);
+        st = plugin_request_create(r->plan, NULL, &r->req);
     return st;
 }
 

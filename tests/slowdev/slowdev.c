@@ -53,7 +53,7 @@ typedef struct device_job {
     struct device_job *next;
 } device_job;
 
-typedef struct slowdev {
+typedef struct rn_plugin {
     plugin_kernel_registry *kernels;
     pthread_mutex_t lock; /* guards props and costs */
     plugin_properties props;
@@ -72,7 +72,7 @@ typedef struct slowdev {
 static const plugin_host_context_kind slowdev_context_kind = {"SLOWDEV", "SLOWDEV",
                                                               "SLOWDEV_BUFFER"};
 
-typedef struct slowdev_compiled {
+typedef struct rn_plugin_compiled {
     slowdev *dev;
     plugin_plan *plan;
     const plugin_host_context *context;
@@ -175,7 +175,7 @@ static int stage_download(plugin_request *r, uint32_t stage, void *ctx)
 
 /* ---- plugin ---- */
 
-static rn_status slowdev_create(void **out)
+static rn_status slowdev_create(slowdev **out)
 {
     slowdev *d = calloc(1, sizeof *d);
     if (d == NULL)
@@ -208,7 +208,7 @@ static rn_status slowdev_create(void **out)
     return RN_OK;
 }
 
-static void slowdev_destroy(void *plugin)
+static void slowdev_destroy(slowdev *plugin)
 {
     slowdev *d = plugin;
     if (d == NULL)
@@ -228,8 +228,9 @@ static void slowdev_destroy(void *plugin)
     free(d);
 }
 
-static rn_status slowdev_create_context(void *plugin, const rn_property *params, size_t n,
-                                        const rn_remote_context_ops **ops, void **context)
+static rn_status slowdev_create_context(slowdev *plugin, const rn_property *params, size_t n,
+                                        const rn_remote_context_ops **ops,
+                                        rn_plugin_context **context)
 {
     (void)plugin;
     *ops = &plugin_host_context_ops;
@@ -237,8 +238,8 @@ static rn_status slowdev_create_context(void *plugin, const rn_property *params,
                                       (plugin_host_context **)context);
 }
 
-static rn_status slowdev_default_context(void *plugin, const rn_remote_context_ops **ops,
-                                         void **context)
+static rn_status slowdev_default_context(slowdev *plugin, const rn_remote_context_ops **ops,
+                                         rn_plugin_context **context)
 {
     *ops = &plugin_host_context_ops;
     *context = ((slowdev *)plugin)->default_context;
@@ -276,7 +277,7 @@ static rn_status apply(plugin_properties *props, uint32_t *costs, const rn_prope
     return RN_OK;
 }
 
-static rn_status slowdev_set_property(void *plugin, const rn_property *p, size_t n)
+static rn_status slowdev_set_property(slowdev *plugin, const rn_property *p, size_t n)
 {
     slowdev *d = plugin;
     pthread_mutex_lock(&d->lock);
@@ -285,7 +286,7 @@ static rn_status slowdev_set_property(void *plugin, const rn_property *p, size_t
     return st;
 }
 
-static rn_status slowdev_get_property(void *plugin, const char *key, char *buf, size_t size)
+static rn_status slowdev_get_property(slowdev *plugin, const char *key, char *buf, size_t size)
 {
     slowdev *d = plugin;
     char tmp[32];
@@ -315,12 +316,13 @@ static rn_status slowdev_get_property(void *plugin, const char *key, char *buf, 
     return st;
 }
 
-static rn_status slowdev_create_request(void *compiled, void **out)
+static rn_status slowdev_create_request(slowdev_compiled *compiled, rn_infer_request *owner,
+                                        rn_plugin_request **out)
 {
-    return plugin_request_create(((slowdev_compiled *)compiled)->plan, (plugin_request **)out);
+    return plugin_request_create(compiled->plan, owner, out);
 }
 
-static rn_status slowdev_compiled_property(void *compiled, const char *key, char *buf, size_t size)
+static rn_status slowdev_compiled_property(slowdev_compiled *compiled, const char *key, char *buf, size_t size)
 {
     slowdev_compiled *c = compiled;
     char tmp[32];
@@ -340,7 +342,7 @@ static rn_status slowdev_compiled_property(void *compiled, const char *key, char
     return st;
 }
 
-static rn_status slowdev_compiled_set_property(void *compiled, const rn_property *p, size_t n)
+static rn_status slowdev_compiled_set_property(slowdev_compiled *compiled, const rn_property *p, size_t n)
 {
     slowdev_compiled *c = compiled;
     pthread_mutex_lock(&c->lock);
@@ -353,17 +355,17 @@ static rn_status slowdev_compiled_set_property(void *compiled, const rn_property
     return st;
 }
 
-static rn_status slowdev_pipeline(void *compiled, const rn_pipeline_stage **stages, size_t *count)
+static rn_status slowdev_pipeline(slowdev_compiled *compiled, const rn_pipeline_stage **stages, size_t *count)
 {
     return plugin_plan_pipeline(((slowdev_compiled *)compiled)->plan, stages, count);
 }
 
-static rn_status slowdev_runtime_model(void *compiled, const rn_runtime_node **nodes, size_t *count)
+static rn_status slowdev_runtime_model(slowdev_compiled *compiled, const rn_runtime_node **nodes, size_t *count)
 {
     return plugin_plan_runtime_model(((slowdev_compiled *)compiled)->plan, nodes, count);
 }
 
-static rn_status slowdev_export(void *compiled, void **data, size_t *size)
+static rn_status slowdev_export(slowdev_compiled *compiled, void **data, size_t *size)
 {
     slowdev_compiled *c = compiled;
     pthread_mutex_lock(&c->lock);
@@ -372,12 +374,12 @@ static rn_status slowdev_export(void *compiled, void **data, size_t *size)
     return plugin_export(c->plan, "SLOWDEV", "slowdev", &props, data, size);
 }
 
-static rn_status slowdev_write_trace(void *compiled, const char *path)
+static rn_status slowdev_write_trace(slowdev_compiled *compiled, const char *path)
 {
     return plugin_plan_write_trace(((slowdev_compiled *)compiled)->plan, path);
 }
 
-static void slowdev_compiled_free(void *compiled)
+static void slowdev_compiled_free(slowdev_compiled *compiled)
 {
     slowdev_compiled *c = compiled;
     if (c == NULL)
@@ -400,7 +402,7 @@ static const rn_compiled_model_ops slowdev_compiled_ops = {
     .free = slowdev_compiled_free,
 };
 
-static rn_status slowdev_query(void *plugin, const struct graph *model, const rn_property *p,
+static rn_status slowdev_query(slowdev *plugin, const rn_graph *model, const rn_property *p,
                                size_t n, char ***names, bool **supported, size_t *count)
 {
     (void)p, (void)n;
@@ -426,14 +428,10 @@ static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
                              .n_stages = 4};
     plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
                               &c->optimal_requests);
-    o.stages[0] =
-        (plugin_stage){"upload", PLUGIN_STAGE_ON_STREAM, PLUGIN_SLOT_UPLOAD, false, stage_upload};
-    o.stages[1] =
-        (plugin_stage){"execute", PLUGIN_STAGE_ON_STREAM, PLUGIN_SLOT_EXECUTE, true, stage_execute};
-    o.stages[2] =
-        (plugin_stage){"wait", PLUGIN_STAGE_ON_DEVICE_WAIT, PLUGIN_SLOT_EXECUTE, true, stage_wait};
-    o.stages[3] = (plugin_stage){"download", PLUGIN_STAGE_ON_STREAM, PLUGIN_SLOT_DOWNLOAD, true,
-                                 stage_download};
+    o.stages[0] = (plugin_stage){EXECUTORS_STAGE_UPLOAD, EXECUTORS_ON_STREAM, stage_upload};
+    o.stages[1] = (plugin_stage){EXECUTORS_STAGE_EXECUTE, EXECUTORS_ON_STREAM, stage_execute};
+    o.stages[2] = (plugin_stage){EXECUTORS_STAGE_WAIT, EXECUTORS_ON_DEVICE_WAIT, stage_wait};
+    o.stages[3] = (plugin_stage){EXECUTORS_STAGE_DOWNLOAD, EXECUTORS_ON_STREAM, stage_download};
     /* A device keeps four requests in flight, one per engine (unless its
      * requests are to run one at a time). */
     if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
@@ -443,7 +441,7 @@ static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
 
 /* A compiled model in `context` (NULL: the default) with the device's
  * properties and costs; NULL when out of memory. */
-static slowdev_compiled *slowdev_compiled_new(slowdev *d, void *context)
+static slowdev_compiled *slowdev_compiled_new(slowdev *d, rn_plugin_context *context)
 {
     slowdev_compiled *c = calloc(1, sizeof *c);
     if (c == NULL) {
@@ -460,9 +458,9 @@ static slowdev_compiled *slowdev_compiled_new(slowdev *d, void *context)
     return c;
 }
 
-static rn_status slowdev_compile(void *plugin, const struct graph *model, void *context,
+static rn_status slowdev_compile(slowdev *plugin, const rn_graph *model, rn_plugin_context *context,
                                  const rn_property *p, size_t n, const rn_compiled_model_ops **ops,
-                                 void **compiled)
+                                 slowdev_compiled **compiled)
 {
     slowdev_compiled *c = slowdev_compiled_new(plugin, context);
     if (c == NULL)
@@ -479,9 +477,10 @@ static rn_status slowdev_compile(void *plugin, const struct graph *model, void *
     return RN_OK;
 }
 
-static rn_status slowdev_import(void *plugin, const void *data, size_t size, void *context,
-                                const rn_property *p, size_t n, const rn_compiled_model_ops **ops,
-                                void **compiled, const struct graph **io)
+static rn_status slowdev_import(slowdev *plugin, const void *data, size_t size,
+                                rn_plugin_context *context, const rn_property *p, size_t n,
+                                const rn_compiled_model_ops **ops, slowdev_compiled **compiled,
+                                const rn_graph **io)
 {
     slowdev_compiled *c = slowdev_compiled_new(plugin, context);
     if (c == NULL)

@@ -10,6 +10,7 @@
  * type, integer ** integer is exact, anything else goes through double.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plugins/ref/kernels/broadcast.h"
@@ -198,15 +199,34 @@ static bool binary_supports(const graph_node *node, const char **why)
     return true;
 }
 
+/* What a binary node does, resolved at compile time. */
+typedef struct binary_state {
+    const ref_binary_row_fn *fns;
+    bool is_pow;
+} binary_state;
+
+static rn_status binary_prepare(const graph_node *node, void **state)
+{
+    binary_state *s = malloc(sizeof *s);
+    if (s == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "node '%s' (%s): out of memory", node->name,
+                            node->op_type);
+    s->fns = binary_fns(node);
+    s->is_pow = strcmp(node->op_type, "Pow") == 0;
+    *state = s;
+    return RN_OK;
+}
+
 static rn_status binary_run(plugin_kernel_args *args)
 {
+    const binary_state *state = args->state;
     const graph_node *node = args->node;
     rn_status st = ref_check_args(args, 2);
     if (st != RN_OK)
         return st;
     const graph_tensor *a = &args->inputs[0], *b = &args->inputs[1];
     graph_tensor *out = &args->outputs[0];
-    bool is_pow = strcmp(node->op_type, "Pow") == 0;
+    bool is_pow = state != NULL ? state->is_pow : strcmp(node->op_type, "Pow") == 0;
     if (is_pow && (a->type != b->type || !is_float(a->type))) {
         if (!is_numeric(a->type) || !is_numeric(b->type) || out->type != a->type)
             return rn_set_error(RN_TYPE_MISMATCH, "node '%s' (%s): unsupported types %s ** %s",
@@ -214,7 +234,7 @@ static rn_status binary_run(plugin_kernel_args *args)
                                 rn_element_type_name(b->type));
         return pow_mixed(args);
     }
-    const ref_binary_row_fn *fns = binary_fns(node);
+    const ref_binary_row_fn *fns = state != NULL ? state->fns : binary_fns(node);
     if (fns == NULL || (unsigned)a->type >= REF_NTYPES || fns[a->type] == NULL ||
         b->type != a->type || out->type != a->type)
         return rn_set_error(RN_TYPE_MISMATCH,
@@ -224,10 +244,10 @@ static rn_status binary_run(plugin_kernel_args *args)
     return ref_binary_apply(args, a, b, out, fns[a->type]);
 }
 
-REF_KERNEL(ref_kernel_add, "Add", binary_supports, binary_run)
-REF_KERNEL(ref_kernel_sub, "Sub", binary_supports, binary_run)
-REF_KERNEL(ref_kernel_mul, "Mul", binary_supports, binary_run)
-REF_KERNEL(ref_kernel_div, "Div", binary_supports, binary_run)
-REF_KERNEL(ref_kernel_mod, "Mod", binary_supports, binary_run)
-REF_KERNEL(ref_kernel_prelu, "PRelu", binary_supports, binary_run)
-REF_KERNEL(ref_kernel_pow, "Pow", binary_supports, binary_run)
+REF_KERNEL_INPLACE(ref_kernel_add, "Add", binary_supports, binary_prepare, binary_run)
+REF_KERNEL_INPLACE(ref_kernel_sub, "Sub", binary_supports, binary_prepare, binary_run)
+REF_KERNEL_INPLACE(ref_kernel_mul, "Mul", binary_supports, binary_prepare, binary_run)
+REF_KERNEL_INPLACE(ref_kernel_div, "Div", binary_supports, binary_prepare, binary_run)
+REF_KERNEL_INPLACE(ref_kernel_mod, "Mod", binary_supports, binary_prepare, binary_run)
+REF_KERNEL_INPLACE(ref_kernel_prelu, "PRelu", binary_supports, binary_prepare, binary_run)
+REF_KERNEL_INPLACE(ref_kernel_pow, "Pow", binary_supports, binary_prepare, binary_run)

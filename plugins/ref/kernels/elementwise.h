@@ -221,4 +221,19 @@ rn_status ref_check_args(const plugin_kernel_args *args, int n_required);
         .run = run_fn,                                                                             \
     };
 
+/* As REF_KERNEL, for elementwise kernels that may write their output over
+ * input 0 (the plan runs them in place when nobody else reads it) and that
+ * resolve what they do once, at compile time (prepare_fn). */
+#define REF_KERNEL_INPLACE(name, op, supports_fn, prepare_fn, run_fn)                              \
+    const plugin_kernel name = {                                                                   \
+        .domain = "",                                                                              \
+        .op_type = op,                                                                             \
+        .impl_type = "ref",                                                                        \
+        .supports = supports_fn,                                                                   \
+        .prepare = prepare_fn,                                                                     \
+        .release = free,                                                                           \
+        .run = run_fn,                                                                             \
+        .flags = RN_KERNEL_INPLACE,                                                                \
+    };
+
 #endif /* RUNNEL_PLUGINS_REF_KERNELS_ELEMENTWISE_H */

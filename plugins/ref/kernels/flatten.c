@@ -42,4 +42,5 @@ const plugin_kernel ref_kernel_flatten = {
     .impl_type = "ref",
     .supports = flatten_supports,
     .run = flatten_run,
+    .flags = RN_KERNEL_VIEW,
 };

@@ -43,4 +43,11 @@ static rn_status identity_run(plugin_kernel_args *args)
     return RN_OK;
 }
 
-REF_KERNEL(ref_kernel_identity, "Identity", identity_supports, identity_run)
+const plugin_kernel ref_kernel_identity = {
+    .domain = "",
+    .op_type = "Identity",
+    .impl_type = "ref",
+    .supports = identity_supports,
+    .run = identity_run,
+    .flags = RN_KERNEL_VIEW,
+};

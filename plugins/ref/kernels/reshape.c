@@ -29,6 +29,7 @@ const plugin_kernel ref_kernel_reshape = {
     .impl_type = "ref",
     .supports = supports_reshape,
     .run = run_reshape,
+    .flags = RN_KERNEL_VIEW,
 };
 
 const plugin_kernel ref_kernel_squeeze = {
@@ -37,6 +38,7 @@ const plugin_kernel ref_kernel_squeeze = {
     .impl_type = "ref",
     .supports = supports_reshape,
     .run = run_reshape,
+    .flags = RN_KERNEL_VIEW,
 };
 
 const plugin_kernel ref_kernel_unsqueeze = {
@@ -45,4 +47,5 @@ const plugin_kernel ref_kernel_unsqueeze = {
     .impl_type = "ref",
     .supports = supports_reshape,
     .run = run_reshape,
+    .flags = RN_KERNEL_VIEW,
 };

@@ -9,6 +9,7 @@
  * the most negative integer wrap, as in numpy. Round is half-to-even.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plugins/ref/kernels/elementwise.h"
@@ -224,13 +225,46 @@ static bool unary_supports(const graph_node *node, const char **why)
     return true;
 }
 
+/* What a unary node does, resolved at compile time. */
+typedef struct unary_state {
+    const unary_op *op;
+    unary_params p;
+} unary_state;
+
+static unary_params unary_params_of(const graph_node *node, const unary_op *op)
+{
+    return (unary_params){
+        .alpha = graph_node_attr_float(node, op->alpha_name ? op->alpha_name : "alpha", op->alpha),
+        .beta = graph_node_attr_float(node, op->beta_name ? op->beta_name : "beta", op->beta),
+        .gamma = graph_node_attr_float(node, "gamma", op->gamma),
+        .mode = strcmp(graph_node_attr_string(node, "approximate", "none"), "tanh") == 0,
+    };
+}
+
+static rn_status unary_prepare(const graph_node *node, void **state)
+{
+    const unary_op *op = find_op(node->op_type);
+    if (op == NULL)
+        return rn_set_error(RN_UNSUPPORTED, "node '%s' (%s): not a unary op", node->name,
+                            node->op_type);
+    unary_state *s = malloc(sizeof *s);
+    if (s == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "node '%s' (%s): out of memory", node->name,
+                            node->op_type);
+    s->op = op;
+    s->p = unary_params_of(node, op);
+    *state = s;
+    return RN_OK;
+}
+
 static rn_status unary_run(plugin_kernel_args *args)
 {
     const graph_node *node = args->node;
+    const unary_state *state = args->state;
     rn_status st = ref_check_args(args, 1);
     if (st != RN_OK)
         return st;
-    const unary_op *op = find_op(node->op_type);
+    const unary_op *op = state != NULL ? state->op : find_op(node->op_type);
     const graph_tensor *x = &args->inputs[0];
     graph_tensor *y = &args->outputs[0];
     if (op == NULL || (unsigned)x->type >= REF_NTYPES || op->fns[x->type] == NULL ||
@@ -241,50 +275,45 @@ static rn_status unary_run(plugin_kernel_args *args)
         return rn_set_error(RN_SHAPE_MISMATCH, "node '%s' (%s): output has %zu elements, input %zu",
                             node->name, node->op_type, graph_tensor_count(y),
                             graph_tensor_count(x));
-    unary_params p = {
-        .alpha = graph_node_attr_float(node, op->alpha_name ? op->alpha_name : "alpha", op->alpha),
-        .beta = graph_node_attr_float(node, op->beta_name ? op->beta_name : "beta", op->beta),
-        .gamma = graph_node_attr_float(node, "gamma", op->gamma),
-        .mode = strcmp(graph_node_attr_string(node, "approximate", "none"), "tanh") == 0,
-    };
+    unary_params p = state != NULL ? state->p : unary_params_of(node, op);
     op->fns[x->type](x->data, y->data, (int64_t)graph_tensor_count(x), &p);
     return RN_OK;
 }
 
-REF_KERNEL(ref_kernel_abs, "Abs", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_neg, "Neg", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_sign, "Sign", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_relu, "Relu", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_sqrt, "Sqrt", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_exp, "Exp", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_log, "Log", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_reciprocal, "Reciprocal", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_floor, "Floor", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_ceil, "Ceil", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_round, "Round", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_erf, "Erf", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_sin, "Sin", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_cos, "Cos", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_tan, "Tan", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_asin, "Asin", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_acos, "Acos", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_atan, "Atan", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_sinh, "Sinh", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_cosh, "Cosh", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_asinh, "Asinh", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_acosh, "Acosh", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_atanh, "Atanh", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_tanh, "Tanh", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_sigmoid, "Sigmoid", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_softplus, "Softplus", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_softsign, "Softsign", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_leakyrelu, "LeakyRelu", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_elu, "Elu", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_selu, "Selu", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_celu, "Celu", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_thresholdedrelu, "ThresholdedRelu", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_hardsigmoid, "HardSigmoid", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_hardswish, "HardSwish", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_mish, "Mish", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_gelu, "Gelu", unary_supports, unary_run)
-REF_KERNEL(ref_kernel_shrink, "Shrink", unary_supports, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_abs, "Abs", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_neg, "Neg", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_sign, "Sign", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_relu, "Relu", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_sqrt, "Sqrt", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_exp, "Exp", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_log, "Log", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_reciprocal, "Reciprocal", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_floor, "Floor", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_ceil, "Ceil", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_round, "Round", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_erf, "Erf", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_sin, "Sin", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_cos, "Cos", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_tan, "Tan", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_asin, "Asin", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_acos, "Acos", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_atan, "Atan", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_sinh, "Sinh", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_cosh, "Cosh", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_asinh, "Asinh", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_acosh, "Acosh", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_atanh, "Atanh", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_tanh, "Tanh", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_sigmoid, "Sigmoid", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_softplus, "Softplus", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_softsign, "Softsign", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_leakyrelu, "LeakyRelu", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_elu, "Elu", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_selu, "Selu", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_celu, "Celu", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_thresholdedrelu, "ThresholdedRelu", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_hardsigmoid, "HardSigmoid", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_hardswish, "HardSwish", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_mish, "Mish", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_gelu, "Gelu", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_shrink, "Shrink", unary_supports, unary_prepare, unary_run)

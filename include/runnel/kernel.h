@@ -1,0 +1,299 @@
+/* The kernel boundary: what a device plugin registers per op type, the
+ * tensor descriptor kernels read and write, device layouts and allocators,
+ * and partitions (subgraphs a device runs as one kernel).
+ *
+ * This header is self-contained: a plugin or an extension builds against
+ * include/runnel/ only. Nodes are opaque here (rn_node) and read through the
+ * rn_node_* accessors; inside runnel they are graph nodes.
+ *
+ * Versioning: RN_KERNEL_ABI_VERSION changes whenever a struct below changes
+ * its layout; kernel lists are registered with the version they were built
+ * against (rn_kernel_list) and the runtime refuses another. */
+#ifndef RUNNEL_KERNEL_H
+#define RUNNEL_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runnel/status.h"
+#include "runnel/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1: descriptors with layouts and device buffers, flags, layout hooks,
+ *    allocators and partitions. */
+#define RN_KERNEL_ABI_VERSION 1
+
+/* A node of the model as the kernel sees it (opaque: rn_node_* below). */
+typedef struct graph_node rn_node;
+
+/* What a value holds: ONNX's tensor, sequence and optional types. */
+typedef enum rn_kernel_kind {
+    RN_KERNEL_TENSOR = 0,
+    RN_KERNEL_SEQUENCE = 1,          /* sequence(tensor(type)) */
+    RN_KERNEL_OPTIONAL = 2,          /* optional(tensor(type)), without a value */
+    RN_KERNEL_OPTIONAL_SEQUENCE = 3, /* optional(sequence(tensor(type))), without a value */
+} rn_kernel_kind;
+
+typedef struct rn_kernel_tensor rn_kernel_tensor;
+typedef struct rn_layout rn_layout;
+
+/* A device's layouts: how to compare two and how to convert. */
+typedef struct rn_layout_ops {
+    uint32_t abi_version; /* RN_KERNEL_ABI_VERSION */
+    const char *device;
+    /* True when a and b (both of these ops) describe the same bytes. */
+    bool (*equal)(const rn_layout *a, const rn_layout *b);
+    /* Writes src into dst, the same tensor in another layout: one of the
+     * two is in a layout of these ops, the other is plain (layout NULL) or
+     * also of these ops. */
+    rn_status (*convert)(const rn_kernel_tensor *src, rn_kernel_tensor *dst);
+} rn_layout_ops;
+
+/* A layout a device defines (oneDNN's nChw16c, a packed weight format): the
+ * plan sizes buffers with nbytes and inserts conversions where a producer
+ * and a consumer disagree. Plain dense row-major is the NULL layout. */
+struct rn_layout {
+    const rn_layout_ops *ops;
+    const char *name; /* in the runtime model: "nChw16c" */
+    size_t nbytes;    /* bytes of a tensor in this layout (padding included) */
+    const void *desc; /* the device's descriptor */
+};
+
+/* A tensor, a sequence or an absent optional, as kernels see it.
+ *
+ * For tensors: element type, shape, strides (in elements; dense row-major
+ * unless the producer says otherwise), layout (NULL: plain) and where the
+ * bytes are: `data` for host memory, or `buffer` (the device allocator's
+ * handle) plus `offset` for device memory (data NULL). STRING tensors hold
+ * one char* per element in `data`.
+ * - SEQUENCE: n_items tensors in `items`, each of element type `type`.
+ * - OPTIONAL / OPTIONAL_SEQUENCE: an optional without a value (type set,
+ *   nothing else); an optional with a value is passed as that value.
+ * As a constant of the model the descriptor owns `data`; as a kernel
+ * argument it only describes memory the plan owns. */
+struct rn_kernel_tensor {
+    rn_element_type type;
+    int rank;
+    int64_t dims[RN_MAX_RANK];
+    void *data;
+    size_t nbytes;
+    rn_kernel_kind kind;
+    size_t n_items;
+    struct rn_kernel_tensor *items;
+    int64_t strides[RN_MAX_RANK];
+    const rn_layout *layout;
+    void *buffer;
+    size_t offset;
+};
+
+typedef struct rn_kernel_args rn_kernel_args;
+typedef struct rn_kernel_registry rn_kernel_registry;
+
+/* What a kernel's prepare_ctx may use besides the node: the registry the
+ * plan picks from, so that a control-flow kernel builds nested plans for its
+ * bodies with the same kernels. */
+typedef struct rn_kernel_ctx {
+    const rn_kernel_registry *registry;
+} rn_kernel_ctx;
+
+/* Allocates output `index` of the running node with the given shape (ops
+ * whose output shape depends on computed values: NonZero, Unique, ...). */
+typedef rn_status (*rn_alloc_output_fn)(rn_kernel_args *args, int index, int rank,
+                                        const int64_t *dims);
+
+/* Hands output `index` a value the kernel built and owns (malloc'ed data, a
+ * sequence with malloc'ed items, or an absent optional); the plan takes it
+ * over and clears *value. Sequence and optional outputs are written so. */
+typedef rn_status (*rn_move_output_fn)(rn_kernel_args *args, int index, rn_kernel_tensor *value);
+
+struct rn_kernel_args {
+    const rn_node *node;
+    /* Input i: data NULL and type RN_UNDEFINED for an omitted optional
+     * input. Read-only. */
+    const rn_kernel_tensor *inputs;
+    int n_inputs;
+    /* Output i: type, shape, layout and memory are set by the plan, unless
+     * the shape could not be known before the run (data NULL: the kernel
+     * calls alloc_output). Omitted optional outputs have type RN_UNDEFINED. */
+    rn_kernel_tensor *outputs;
+    int n_outputs;
+    void *state; /* from prepare, or NULL */
+    rn_alloc_output_fn alloc_output;
+    void *alloc_ctx; /* the plan's */
+    rn_move_output_fn move_output;
+    /* The values the node's subgraphs read from enclosing scopes (control
+     * flow); NULL and 0 for other nodes. */
+    const rn_kernel_tensor *implicit;
+    int n_implicit;
+    /* (may be NULL) Set when the run is cancelled: long kernels poll it. */
+    const _Atomic(bool) *cancel;
+};
+
+/* Kernel flags. */
+enum {
+    /* Output 0 may be written over input 0 (same type and shape): the plan
+     * runs it in place when input 0 is an intermediate nobody else reads. */
+    RN_KERNEL_INPLACE = 1u << 0,
+    /* Output 0 is input 0's bytes under another shape (Reshape, Squeeze,
+     * Flatten, Identity): the plan makes it a view and skips the kernel when
+     * it can, and runs it (a copy) when it cannot. */
+    RN_KERNEL_VIEW = 1u << 1,
+};
+
+typedef struct rn_kernel {
+    const char *domain;    /* "" for the default ONNX domain */
+    const char *op_type;   /* "Conv" */
+    const char *impl_type; /* in the runtime model: "ref", "jit_avx512", ... */
+    /* Pure predicate: whether this kernel runs `node` as it stands (types
+     * and shapes inferred, attributes set). On false *why names the reason
+     * (a static or thread-local string). */
+    bool (*supports)(const rn_node *node, const char **why);
+    /* (optional) Builds per-node state at compile time: parsed attributes,
+     * repacked weights, a primitive. */
+    rn_status (*prepare)(const rn_node *node, void **state);
+    /* Computes the node's outputs. Errors name the node (rn_set_error). */
+    rn_status (*run)(rn_kernel_args *args);
+    /* (optional) Frees what prepare built. */
+    void (*release)(void *state);
+    /* (optional) prepare with the compile context, for kernels that build
+     * nested plans (If, Loop, Scan); called instead of prepare when set. */
+    rn_status (*prepare_ctx)(const rn_node *node, const rn_kernel_ctx *ctx, void **state);
+    /* True when the kernel takes sequence and optional values. */
+    bool values;
+    unsigned flags; /* RN_KERNEL_* */
+    /* (optional) The layout input / output `index` must be in (NULL:
+     * plain), asked after prepare; the plan converts where producers and
+     * consumers disagree and at the model's inputs and outputs. */
+    const rn_layout *(*input_layout)(const void *state, int index);
+    const rn_layout *(*output_layout)(const void *state, int index);
+} rn_kernel;
+
+/* A NULL-terminated list of kernels built against `abi_version`. */
+typedef struct rn_kernel_list {
+    uint32_t abi_version; /* RN_KERNEL_ABI_VERSION */
+    const rn_kernel *const *kernels;
+} rn_kernel_list;
+
+/* Where a plan's arenas live. Host devices use host memory (the default);
+ * a device with its own memory passes its allocator (clCreateBuffer,
+ * cudaMalloc), and kernels then see buffer + offset instead of data. */
+typedef struct rn_allocator {
+    const char *name;
+    bool host; /* buffers are host pointers (descriptors get data) */
+    rn_status (*alloc)(void *ctx, size_t size, size_t alignment, void **buffer);
+    void (*free)(void *ctx, void *buffer);
+    void *ctx;
+} rn_allocator;
+
+/* Partitions: a device claims connected groups of nodes and runs each as
+ * one kernel (a oneDNN primitive chain, an OpenCL command sequence, a CUDA
+ * graph). */
+typedef struct rn_partition_ops {
+    uint32_t abi_version; /* RN_KERNEL_ABI_VERSION */
+    /* group[i] = a group id >= 0 to claim nodes[i], -1 to leave it to the
+     * kernel registry. nodes are in topological order. A group must be
+     * convex (no path leaves it and comes back); the plan refuses it with a
+     * message otherwise. */
+    rn_status (*claim)(void *ctx, const rn_node *const *nodes, int n_nodes, int *group);
+    /* Builds the kernel of a group: its nodes (topological), the values it
+     * reads from outside (input_names, in the order its kernel's args.inputs
+     * get them) and those it produces for outside (output_names). */
+    rn_status (*compile)(void *ctx, const rn_node *const *nodes, int n_nodes,
+                         const char *const *input_names, int n_inputs,
+                         const char *const *output_names, int n_outputs, const rn_kernel **kernel,
+                         void **state);
+    void *ctx;
+} rn_partition_ops;
+
+/* ---- op schemas (extensions add ops with them) ---- */
+
+/* Attribute types; the numbers are onnx.AttributeProto.AttributeType's. */
+typedef enum rn_attr_type {
+    RN_ATTR_UNDEFINED = 0,
+    RN_ATTR_FLOAT = 1,
+    RN_ATTR_INT = 2,
+    RN_ATTR_STRING = 3,
+    RN_ATTR_TENSOR = 4,
+    RN_ATTR_GRAPH = 5,
+    RN_ATTR_FLOATS = 6,
+    RN_ATTR_INTS = 7,
+    RN_ATTR_STRINGS = 8,
+    RN_ATTR_TENSORS = 9,
+    RN_ATTR_GRAPHS = 10,
+    RN_ATTR_TYPE_PROTO = 13,
+} rn_attr_type;
+
+typedef struct rn_attr_spec {
+    const char *name;
+    rn_attr_type type;
+    bool required;
+} rn_attr_spec;
+
+/* What shape inference sees of one input or output. */
+typedef struct rn_infer_port {
+    bool present;         /* false: an omitted optional input/output */
+    rn_element_type type; /* RN_UNDEFINED while unknown */
+    rn_partial_shape shape;
+    /* Inputs only: the value when known (a constant at compile time, every
+     * input at run time), dense row-major of `type`; NULL otherwise. */
+    const void *data;
+    rn_kernel_kind kind; /* what the value holds */
+} rn_infer_port;
+
+/* Fills out[0..n_out) (type and shape) from the inputs and the attributes;
+ * unknown parts stay RN_UNDEFINED / RN_DIM_DYNAMIC / rank -1; an
+ * inconsistency is an error naming the node. */
+typedef rn_status (*rn_infer_fn)(const rn_node *node, const rn_infer_port *in, int n_in,
+                                 rn_infer_port *out, int n_out);
+
+#define RN_MAX_ATTR_SPECS 16
+
+typedef struct rn_op_schema {
+    const char *domain; /* "" for the default ONNX domain */
+    const char *op_type;
+    int min_inputs, max_inputs; /* max -1: variadic */
+    int min_outputs, max_outputs;
+    /* Bitmask of inputs whose values shape inference reads (Reshape: 1<<1). */
+    uint32_t value_inputs;
+    rn_infer_fn infer;
+    /* Attributes the op accepts; ends with a {NULL} entry or the array. */
+    rn_attr_spec attrs[RN_MAX_ATTR_SPECS];
+} rn_op_schema;
+
+/* ---- reading a node (what supports and prepare see) ---- */
+
+const char *rn_node_name(const rn_node *node);
+const char *rn_node_op_type(const rn_node *node);
+const char *rn_node_domain(const rn_node *node);
+int rn_node_opset(const rn_node *node);
+int rn_node_input_count(const rn_node *node);
+int rn_node_output_count(const rn_node *node);
+/* The name of input/output i ("" when omitted). */
+const char *rn_node_input_name(const rn_node *node, int i);
+const char *rn_node_output_name(const rn_node *node, int i);
+/* Element type and (partial) shape of input/output i, as inferred at
+ * compile time; RN_UNDEFINED and rank -1 when omitted or unknown. */
+rn_element_type rn_node_input_type(const rn_node *node, int i);
+rn_element_type rn_node_output_type(const rn_node *node, int i);
+rn_partial_shape rn_node_input_shape(const rn_node *node, int i);
+rn_partial_shape rn_node_output_shape(const rn_node *node, int i);
+/* The value of input i when it is a constant of the model, else NULL. */
+const rn_kernel_tensor *rn_node_input_constant(const rn_node *node, int i);
+/* Attributes; the default when absent or of another type. */
+bool rn_node_has_attr(const rn_node *node, const char *name);
+int64_t rn_node_attr_int(const rn_node *node, const char *name, int64_t dflt);
+float rn_node_attr_float(const rn_node *node, const char *name, float dflt);
+const char *rn_node_attr_string(const rn_node *node, const char *name, const char *dflt);
+/* Number of values and *values, or -1 (and NULL) when absent. */
+int rn_node_attr_ints(const rn_node *node, const char *name, const int64_t **values);
+int rn_node_attr_floats(const rn_node *node, const char *name, const float **values);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUNNEL_KERNEL_H */

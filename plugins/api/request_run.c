@@ -1,0 +1,672 @@
+/* The run side of the plan: one exec node, the stages, and the task
+ * functions of the request pipeline, shared by sync (inline) and async
+ * runs. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugins/api/log.h"
+#include "plugins/api/plan_internal.h"
+
+static const max_align_t empty_tensor_data;
+
+uint64_t plugin_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- value slots of dynamic values ---- */
+
+static void slot_clear(value_slot *s)
+{
+    if (s->owned)
+        graph_tensor_release(&s->t);
+    s->t.data = NULL;
+    s->t.items = NULL;
+    s->t.n_items = 0;
+    s->owned = false;
+    s->has_value = false;
+}
+
+/* Records the first error of a run with its message (from this thread). */
+static void record_error(plugin_request *r, rn_status st)
+{
+    int expected = RN_OK;
+    if (atomic_compare_exchange_strong(&r->status, &expected, (int)st))
+        snprintf(r->error, sizeof r->error, "%s", rn_last_error());
+}
+
+/* The caller's buffer for result value v when it has exactly the size the
+ * kernel will write; else NULL. */
+static void *user_buffer_for(plugin_request *r, int v, const graph_tensor *t)
+{
+    const plan_spec *s = r->rs->spec;
+    int o = s->values[v].result;
+    if (o < 0)
+        return NULL;
+    const graph_tensor *u = &r->user_out[o];
+    if (u->data != NULL && u->type == t->type && u->nbytes == t->nbytes && t->type != RN_STRING)
+        return u->data;
+    return NULL;
+}
+
+/* Allocates dynamic value v (shape in *t) for this run. */
+static rn_status alloc_dynamic(plugin_request *r, const plan_node *n, int v, graph_tensor *t)
+{
+    value_slot *s = &r->rs->slots[v];
+    slot_clear(s);
+    t->nbytes = plugin_tensor_nbytes(t->type, graph_tensor_count(t));
+    plan_dense_strides(t);
+    void *user = user_buffer_for(r, v, t);
+    if (user != NULL) {
+        t->data = user;
+        s->owned = false;
+    } else {
+        /* calloc: STRING outputs must start as NULL pointers; a 0-byte tensor
+         * still gets a valid pointer. */
+        t->data = calloc(1, t->nbytes ? t->nbytes : 1);
+        if (t->data == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "node '%s' (%s): cannot allocate %zu bytes",
+                                n->name, n->type, t->nbytes);
+        s->owned = true;
+    }
+    s->t = *t;
+    s->has_value = true;
+    return RN_OK;
+}
+
+/* Whether a tensor of this shape fits static value v. */
+static bool fits_planned(const plan_value *pv, int rank, const int64_t *dims)
+{
+    if (pv->desc.rank != rank)
+        return false;
+    for (int d = 0; d < rank; d++)
+        if (pv->desc.dims[d] != dims[d])
+            return false;
+    return true;
+}
+
+static int node_of_args(const plugin_request *r, const plugin_kernel_args *args)
+{
+    return (int)(args - r->rs->args);
+}
+
+rn_status plugin_alloc_output(plugin_kernel_args *args, int index, int rank, const int64_t *dims)
+{
+    plugin_request *r = args->alloc_ctx;
+    const plan_spec *s = r->rs->spec;
+    const plan_node *n = &s->nodes[node_of_args(r, args)];
+    if (index < 0 || index >= n->n_out || n->out[index] < 0)
+        return rn_set_error(RN_INTERNAL, "node '%s': alloc_output(%d) is not an output", n->name,
+                            index);
+    if (rank < 0 || rank > RN_MAX_RANK)
+        return rn_set_error(RN_INTERNAL, "node '%s': output rank %d", n->name, rank);
+    for (int d = 0; d < rank; d++)
+        if (dims[d] < 0)
+            return rn_set_error(RN_INTERNAL, "node '%s': negative output dim", n->name);
+    int v = n->out[index];
+    const plan_value *pv = &s->values[v];
+    if (pv->storage == PLAN_ARENA) {
+        if (!fits_planned(pv, rank, dims))
+            return rn_set_error(RN_SHAPE_MISMATCH,
+                                "node '%s' (%s): output '%s' has a shape other than the planned "
+                                "one",
+                                n->name, n->type, pv->name);
+        return RN_OK; /* the planned buffer stands */
+    }
+    graph_tensor *t = &args->outputs[index];
+    t->rank = rank;
+    memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+    return alloc_dynamic(r, n, v, t);
+}
+
+rn_status plugin_move_output(plugin_kernel_args *args, int index, graph_tensor *value)
+{
+    plugin_request *r = args->alloc_ctx;
+    const plan_spec *s = r->rs->spec;
+    const plan_node *n = &s->nodes[node_of_args(r, args)];
+    if (index < 0 || index >= n->n_out || n->out[index] < 0)
+        return rn_set_error(RN_INTERNAL, "node '%s': move_output(%d) is not an output", n->name,
+                            index);
+    int v = n->out[index];
+    const plan_value *pv = &s->values[v];
+    const graph_value *gv = pv->gv;
+    /* A value whose kind was not known at compile time reads as a tensor. */
+    if (gv != NULL && gv->kind != GRAPH_KIND_TENSOR && !graph_kind_accepts(gv->kind, value->kind))
+        return rn_set_error(RN_TYPE_MISMATCH, "node '%s' (%s): output '%s' is a %s, got a %s",
+                            n->name, n->type, pv->name, graph_kind_name(gv->kind),
+                            graph_kind_name(value->kind));
+    if (value->kind == GRAPH_KIND_TENSOR) {
+        if (value->rank < 0 || value->rank > RN_MAX_RANK)
+            return rn_set_error(RN_INTERNAL, "node '%s': output rank %d", n->name, value->rank);
+        value->nbytes = plugin_tensor_nbytes(value->type, graph_tensor_count(value));
+        plan_dense_strides(value);
+    }
+    if (pv->storage == PLAN_ARENA) {
+        /* Planned statically: copy into the plan's buffer. */
+        if (value->kind != GRAPH_KIND_TENSOR || value->type != pv->desc.type ||
+            !fits_planned(pv, value->rank, value->dims))
+            return rn_set_error(RN_SHAPE_MISMATCH,
+                                "node '%s' (%s): output '%s' differs from the planned one",
+                                n->name, n->type, pv->name);
+        memcpy(args->outputs[index].data, value->data, value->nbytes);
+        graph_tensor_release(value);
+        memset(value, 0, sizeof *value);
+        return RN_OK;
+    }
+    if (value->kind == GRAPH_KIND_TENSOR && value->data == NULL &&
+        (value->data = calloc(1, 1)) == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "node '%s' (%s): out of memory", n->name, n->type);
+    value_slot *slot = &r->rs->slots[v];
+    slot_clear(slot);
+    slot->t = *value;
+    slot->owned = true;
+    slot->has_value = true;
+    args->outputs[index] = *value;
+    memset(value, 0, sizeof *value);
+    return RN_OK;
+}
+
+/* Drops a slow node's reads of dynamic values; the last reader frees one. */
+static void release_inputs(plugin_request *r, const plan_node *n)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    for (int k = 0; k < n->n_in + n->n_implicit; k++) {
+        int v = k < n->n_in ? n->in[k] : n->implicit[k - n->n_in];
+        if (v >= 0 && s->values[v].storage == PLAN_DYNAMIC &&
+            atomic_fetch_sub(&rs->remaining[v], 1) == 1)
+            slot_clear(&rs->slots[v]);
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        int v = n->out[k];
+        if (v >= 0 && s->values[v].storage == PLAN_DYNAMIC && s->consumers[v] == 0)
+            slot_clear(&rs->slots[v]); /* nobody reads it */
+    }
+}
+
+/* Fills the inputs and outputs of slow node i from the slots: run-time
+ * shape inference and allocation of its dynamic outputs. */
+static rn_status prepare_slow(plugin_request *r, int i)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    const plan_node *n = &s->nodes[i];
+    graph_tensor *in = rs->io + n->io;
+    graph_tensor *out = in + n->n_in;
+    graph_tensor *implicit = out + n->n_out;
+    graph_port *pin = rs->ports + n->io;
+    graph_port *pout = pin + n->n_in;
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        memset(&in[k], 0, sizeof in[k]);
+        memset(&pin[k], 0, sizeof pin[k]);
+        if (v < 0)
+            continue;
+        const value_slot *sl = &rs->slots[v];
+        if (!sl->has_value)
+            return rn_set_error(RN_INTERNAL, "node '%s' (%s): input '%s' has no data", n->name,
+                                n->type, s->values[v].name);
+        in[k] = sl->t;
+        pin[k].present = true;
+        pin[k].type = sl->t.type;
+        pin[k].kind = sl->t.kind;
+        if (sl->t.kind != GRAPH_KIND_TENSOR && !n->kernel->values)
+            return rn_set_error(RN_TYPE_MISMATCH,
+                                "node '%s' (%s): input '%s' is a %s, and the kernel takes tensors",
+                                n->name, n->type, s->values[v].name, graph_kind_name(sl->t.kind));
+        if (sl->t.kind != GRAPH_KIND_TENSOR) {
+            pin[k].shape.rank = -1; /* sequences and absent optionals have no shape */
+            continue;
+        }
+        if (in[k].data == NULL && in[k].buffer == NULL) /* empty: still a valid pointer */
+            in[k].data = (void *)&empty_tensor_data;
+        pin[k].shape.rank = sl->t.rank;
+        memcpy(pin[k].shape.dims, sl->t.dims, sizeof pin[k].shape.dims);
+        pin[k].data = in[k].data;
+    }
+    for (int k = 0; k < n->n_implicit; k++) {
+        const value_slot *sl = &rs->slots[n->implicit[k]];
+        if (!sl->has_value)
+            return rn_set_error(RN_INTERNAL, "node '%s' (%s): outer value '%s' has no data",
+                                n->name, n->type, s->values[n->implicit[k]].name);
+        implicit[k] = sl->t;
+        if (implicit[k].kind == GRAPH_KIND_TENSOR && implicit[k].data == NULL)
+            implicit[k].data = (void *)&empty_tensor_data;
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        memset(&pout[k], 0, sizeof pout[k]);
+        pout[k].present = n->out[k] >= 0;
+        pout[k].shape.rank = -1;
+    }
+    /* Nodes with subgraphs learn their output shapes by running them (their
+     * kernels hand the outputs over); partitions allocate what they make. */
+    if (n->kind == PLAN_NODE_KERNEL && n->schema != NULL && n->schema->infer != NULL &&
+        !n->has_subgraphs) {
+        rn_status st = n->schema->infer(n->node, pin, n->n_in, pout, n->n_out);
+        if (st != RN_OK)
+            return st;
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        int v = n->out[k];
+        memset(&out[k], 0, sizeof out[k]);
+        if (v < 0)
+            continue;
+        const plan_value *pv = &s->values[v];
+        bool known = pout[k].kind == GRAPH_KIND_TENSOR && graph_shape_is_static(&pout[k].shape);
+        if (pv->storage == PLAN_ARENA) {
+            if (known && !fits_planned(pv, pout[k].shape.rank, pout[k].shape.dims)) {
+                char a[128], b[128];
+                graph_shape planned = {.rank = pv->desc.rank};
+                memcpy(planned.dims, pv->desc.dims, sizeof planned.dims);
+                return rn_set_error(RN_SHAPE_MISMATCH,
+                                    "node '%s' (%s): output '%s' is %s at run time, %s when "
+                                    "compiled",
+                                    n->name, n->type, pv->name,
+                                    graph_shape_str(&pout[k].shape, a, sizeof a),
+                                    graph_shape_str(&planned, b, sizeof b));
+            }
+            out[k] = rs->slots[v].t;
+            continue;
+        }
+        out[k].type = pout[k].type != RN_UNDEFINED ? pout[k].type
+                      : pv->gv != NULL               ? pv->gv->type
+                                                     : RN_UNDEFINED;
+        out[k].kind = pout[k].kind;
+        if (known) {
+            out[k].rank = pout[k].shape.rank;
+            memcpy(out[k].dims, pout[k].shape.dims, sizeof out[k].dims);
+            rn_status st = alloc_dynamic(r, n, v, &out[k]);
+            if (st != RN_OK)
+                return st;
+        } else {
+            slot_clear(&rs->slots[v]); /* the kernel writes it */
+        }
+    }
+    return RN_OK;
+}
+
+rn_status plugin_run_node(plugin_request *r, int i)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    const plan_node *n = &s->nodes[i];
+    if (n->skip)
+        return RN_OK;
+    rn_status st;
+    if (!n->fast && (st = prepare_slow(r, i)) != RN_OK)
+        return st;
+    plugin_kernel_args *args = &rs->args[i];
+    bool timed = r->profiling || r->log_level >= PLUGIN_LOG_TRACE;
+    uint64_t t0 = timed ? plugin_now_ns() : 0;
+    if (n->kind == PLAN_NODE_CONVERT) {
+        const rn_layout_ops *ops = n->to != NULL ? n->to->ops : n->from->ops;
+        st = ops->convert(&args->inputs[0], &args->outputs[0]);
+    } else {
+        st = n->kernel->run(args);
+    }
+    if (timed) {
+        uint64_t us = (plugin_now_ns() - t0) / 1000;
+        if (r->profiling) {
+            r->profile[PLUGIN_STAGES + i].real_time_us = us;
+            s->last_us[i] = (int64_t)us;
+        }
+        if (r->log_level >= PLUGIN_LOG_TRACE)
+            plugin_log(r->log_level, PLUGIN_LOG_TRACE, r->plan->options.device,
+                       "request %p: node '%s' (%s, %s): %llu us%s", (void *)r, n->name, n->type,
+                       n->impl, (unsigned long long)us, st == RN_OK ? "" : ", failed");
+    }
+    if (st != RN_OK)
+        return st;
+    if (r->profiling)
+        r->profile[PLUGIN_STAGES + i].status = RN_NODE_EXECUTED;
+    if (!n->fast) {
+        for (int k = 0; k < n->n_out; k++) {
+            int v = n->out[k];
+            if (v >= 0 && s->values[v].storage == PLAN_DYNAMIC && !rs->slots[v].has_value)
+                return rn_set_error(RN_INTERNAL, "node '%s' (%s): kernel left output %d unallocated",
+                                    n->name, n->type, k);
+        }
+        release_inputs(r, n);
+    }
+    return RN_OK;
+}
+
+/* ---- stages ---- */
+
+static void stage_begin(plugin_request *r, int stage)
+{
+    if (r->profiling)
+        r->stage_start[stage] = plugin_now_ns();
+}
+
+static void stage_end(plugin_request *r, int stage)
+{
+    if (!r->profiling)
+        return;
+    r->profile[stage].real_time_us = (plugin_now_ns() - r->stage_start[stage]) / 1000;
+    r->profile[stage].status = RN_NODE_EXECUTED;
+}
+
+/* Binds the run's inputs and the caller's output buffers into the slots
+ * and the prebuilt descriptors that point at them. */
+static void bind_memory(plugin_request *r)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    const graph *g = s->g;
+    for (int i = 0; i < g->n_inputs; i++) {
+        value_slot *sl = &rs->slots[g->inputs[i]->id];
+        sl->t = r->inputs[i];
+        sl->has_value = true;
+    }
+    for (int o = 0; o < s->n_results; o++) {
+        int v = s->results[o];
+        const plan_value *pv = &s->values[v];
+        if (pv->storage != PLAN_ARENA || pv->root != v)
+            continue;
+        value_slot *sl = &rs->slots[v];
+        void *user = user_buffer_for(r, v, &pv->desc);
+        sl->t.data = user != NULL ? user : rs->arena != NULL ? rs->arena + pv->offset : NULL;
+    }
+    /* Views of inputs and of results follow their roots. */
+    for (int v = 0; v < s->n_values; v++) {
+        const plan_value *pv = &s->values[v];
+        if (pv->root != v && (pv->storage == PLAN_INPUT || s->values[pv->root].result >= 0)) {
+            rs->slots[v].t.data = rs->slots[pv->root].t.data;
+            rs->slots[v].has_value = true;
+        }
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        value_slot *sl = &rs->slots[g->inputs[i]->id];
+        if (sl->t.kind == GRAPH_KIND_TENSOR && sl->t.data == NULL && sl->t.buffer == NULL)
+            sl->t.data = (void *)&empty_tensor_data; /* empty: still a valid pointer */
+    }
+    for (int k = 0; k < rs->n_refresh; k++) {
+        graph_tensor *t = &rs->io[rs->refresh_io[k]];
+        const value_slot *sl = &rs->slots[rs->refresh_value[k]];
+        t->data = sl->t.data;
+    }
+}
+
+static void preprocess(plugin_request *r)
+{
+    const plugin_plan *plan = r->plan;
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    r->profiling = plugin_plan_profiling(plan);
+    r->log_level = atomic_load_explicit(&plan->log_level, memory_order_relaxed);
+    if (r->log_level >= PLUGIN_LOG_DEBUG)
+        r->run_start_ns = plugin_now_ns();
+    stage_begin(r, STAGE_PREPROCESS);
+    bind_memory(r);
+    for (int k = 0; k < s->n_dynamic; k++) {
+        int v = s->dynamic[k];
+        atomic_store_explicit(&rs->remaining[v], s->consumers[v], memory_order_relaxed);
+    }
+    if (r->profiling) {
+        for (int i = 0; i < PLUGIN_STAGES + s->n_nodes; i++) {
+            r->profile[i].status = RN_NODE_NOT_RUN;
+            r->profile[i].real_time_us = 0;
+        }
+    }
+    stage_end(r, STAGE_PREPROCESS);
+    stage_begin(r, STAGE_EXECUTE);
+}
+
+/* Frees every dynamic value (intermediates and results) after a failed run. */
+static void clear_dynamic(plugin_request *r)
+{
+    const plan_spec *s = r->rs->spec;
+    for (int k = 0; k < s->n_dynamic; k++)
+        slot_clear(&r->rs->slots[s->dynamic[k]]);
+}
+
+static rn_status postprocess_results(plugin_request *r)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    rn_status st = (rn_status)atomic_load(&r->status);
+    if (st == RN_OK && atomic_load(&r->cancel))
+        st = RN_CANCELLED;
+    if (st != RN_OK) {
+        clear_dynamic(r); /* leave no stale intermediates or partial results */
+        r->outputs_valid = false;
+        return st;
+    }
+    /* Copy results into the caller's buffers where they were not written in place. */
+    for (int o = 0; o < s->n_results; o++) {
+        const graph_tensor *u = &r->user_out[o];
+        const graph_tensor *t = &rs->slots[s->results[o]].t;
+        if (u->data == NULL || u->data == t->data)
+            continue;
+        if (u->type != t->type || u->nbytes != t->nbytes || t->type == RN_STRING ||
+            t->kind != GRAPH_KIND_TENSOR) {
+            st = rn_set_error(RN_SHAPE_MISMATCH,
+                              "output '%s': the result (%s, %zu bytes) does not fit the tensor "
+                              "set for it (%s, %zu bytes)",
+                              s->values[s->results[o]].name, rn_element_type_name(t->type),
+                              t->nbytes, rn_element_type_name(u->type), u->nbytes);
+            record_error(r, st);
+            r->outputs_valid = false;
+            return st;
+        }
+        memcpy(u->data, t->data, t->nbytes);
+    }
+    r->outputs_valid = true;
+    return RN_OK;
+}
+
+static rn_status postprocess(plugin_request *r)
+{
+    stage_end(r, STAGE_EXECUTE);
+    stage_begin(r, STAGE_POSTPROCESS);
+    rn_status st = postprocess_results(r);
+    stage_end(r, STAGE_POSTPROCESS);
+    const char *device = r->plan->options.device;
+    if (st == RN_CANCELLED)
+        plugin_log(r->log_level, PLUGIN_LOG_INFO, device, "request %p: run cancelled", (void *)r);
+    else if (st != RN_OK)
+        plugin_log(r->log_level, PLUGIN_LOG_ERROR, device, "request %p: run failed: %s", (void *)r,
+                   r->error);
+    else if (r->log_level >= PLUGIN_LOG_DEBUG)
+        plugin_log(r->log_level, PLUGIN_LOG_DEBUG, device, "request %p: run done in %llu us",
+                   (void *)r, (unsigned long long)((plugin_now_ns() - r->run_start_ns) / 1000));
+    return st;
+}
+
+/* Profiling slot of a device stage. */
+static int stage_slot(executors_stage stage)
+{
+    return stage == EXECUTORS_STAGE_UPLOAD     ? STAGE_UPLOAD
+           : stage == EXECUTORS_STAGE_DOWNLOAD ? STAGE_DOWNLOAD
+                                               : STAGE_EXECUTE;
+}
+
+static void device_stage_done(plugin_request *r, int k)
+{
+    if (!r->profiling)
+        return;
+    rn_profiling_info *p = &r->profile[stage_slot(r->plan->options.stages[k].stage)];
+    p->real_time_us += (plugin_now_ns() - r->device_stage_start[k]) / 1000;
+    p->status = RN_NODE_EXECUTED;
+}
+
+/* Runs device stage k (unless the run already failed or was cancelled). */
+static int start_stage(plugin_request *r, int k)
+{
+    if (atomic_load(&r->status) != RN_OK || atomic_load(&r->cancel))
+        return RN_OK;
+    const plugin_plan_options *o = &r->plan->options;
+    if (r->profiling)
+        r->device_stage_start[k] = plugin_now_ns();
+    int rc = o->stages[k].run(r, (uint32_t)k, o->stage_ctx);
+    /* A pending stage's time is recorded by its completion. */
+    if (rc != PLUGIN_STAGE_PENDING)
+        device_stage_done(r, k);
+    if (rc < 0)
+        record_error(r, (rn_status)rc);
+    return rc;
+}
+
+int plugin_task_stage(const sched_task_ctx *ctx, void *arg)
+{
+    plugin_request *r = ctx->user_arg;
+    int k = (int)(intptr_t)arg;
+    if (!r->inline_run) {
+        int rc = start_stage(r, k);
+        return rc == PLUGIN_STAGE_PENDING ? SCHED_PENDING : SCHED_OK;
+    }
+    /* Inline: a pending stage is waited for in the caller's thread. */
+    pthread_mutex_lock(&r->lock);
+    r->sync_stage_pending = true;
+    pthread_mutex_unlock(&r->lock);
+    int rc = start_stage(r, k);
+    pthread_mutex_lock(&r->lock);
+    if (rc == PLUGIN_STAGE_PENDING) {
+        while (r->sync_stage_pending)
+            pthread_cond_wait(&r->done, &r->lock);
+        if (r->sync_stage_status != RN_OK) {
+            rn_status st = r->sync_stage_status;
+            pthread_mutex_unlock(&r->lock);
+            rn_set_error(st, "device stage '%s' failed",
+                         executors_stage_name(r->plan->options.stages[k].stage));
+            record_error(r, st);
+            return SCHED_OK;
+        }
+    }
+    r->sync_stage_pending = false;
+    pthread_mutex_unlock(&r->lock);
+    return SCHED_OK;
+}
+
+void plugin_request_complete_stage(plugin_request *r, uint32_t stage, rn_status status)
+{
+    device_stage_done(r, (int)stage);
+    pthread_mutex_lock(&r->lock);
+    if (r->sync_stage_pending) {
+        r->sync_stage_pending = false;
+        r->sync_stage_status = status;
+        pthread_cond_broadcast(&r->done);
+        pthread_mutex_unlock(&r->lock);
+        return;
+    }
+    sched_instance *inst = r->rs->instances[r->current];
+    pthread_mutex_unlock(&r->lock);
+    executors_stage kind = r->plan->options.stages[stage].stage;
+    if (status != RN_OK) {
+        rn_set_error(status, "device stage '%s' failed", executors_stage_name(kind));
+        record_error(r, status);
+    }
+    /* Errors travel in the request's status; the DAG always runs on to the
+     * callback stage, so the node completes with SCHED_OK. */
+    sched_instance_complete_node(
+        inst, executors_pipeline_stage_node(r->rs->spec->pipeline, kind), SCHED_OK);
+}
+
+/* ---- task functions ---- */
+
+int plugin_task_preprocess(const sched_task_ctx *ctx, void *arg)
+{
+    (void)arg;
+    preprocess(ctx->user_arg);
+    return SCHED_OK;
+}
+
+int plugin_task_kernels(const sched_task_ctx *ctx, void *arg)
+{
+    plugin_request *r = ctx->user_arg;
+    const plan_spec *s = r->rs->spec;
+    int t = (int)(intptr_t)arg;
+    for (int k = s->task_begin[t]; k < s->task_begin[t + 1]; k++) {
+        /* After an error or a cancel, kernels not yet started are skipped;
+         * their buffers are cleared by postprocess. */
+        if (atomic_load_explicit(&r->status, memory_order_relaxed) != RN_OK ||
+            atomic_load_explicit(&r->cancel, memory_order_relaxed))
+            return SCHED_OK;
+        rn_status st = plugin_run_node(r, s->task_nodes[k]);
+        if (st != RN_OK) {
+            record_error(r, st);
+            return SCHED_OK;
+        }
+    }
+    return SCHED_OK;
+}
+
+int plugin_task_postprocess(const sched_task_ctx *ctx, void *arg)
+{
+    (void)arg;
+    postprocess(ctx->user_arg);
+    return SCHED_OK;
+}
+
+/* The last stage, on the callback executor: publish the status, call the
+ * user's callback (which may start the request again), then release
+ * waiters. Inline (sync) runs call no callback. */
+int plugin_task_callback(const sched_task_ctx *ctx, void *arg)
+{
+    (void)arg;
+    plugin_request *r = ctx->user_arg;
+    if (r->inline_run)
+        return SCHED_OK;
+    rn_status st = (rn_status)atomic_load(&r->status);
+    if (st == RN_OK && atomic_load(&r->cancel))
+        st = RN_CANCELLED;
+    char message[sizeof r->error];
+    if (st == RN_CANCELLED && atomic_load(&r->status) == RN_OK)
+        snprintf(message, sizeof message, "the infer request was cancelled");
+    else
+        snprintf(message, sizeof message, "%s", st == RN_OK ? "" : r->error);
+    pthread_mutex_lock(&r->lock);
+    uint64_t run = r->started;
+    rn_infer_callback cb = r->callback;
+    void *cb_data = r->callback_data;
+    pthread_mutex_unlock(&r->lock);
+    atomic_store(&r->state, REQUEST_IDLE);
+    if (cb != NULL) {
+        if (st != RN_OK)
+            rn_set_error(st, "%s", message);
+        cb(r->owner, st, cb_data);
+    }
+    pthread_mutex_lock(&r->lock);
+    if (r->completed < run) {
+        r->completed = run;
+        r->last_status = st;
+        snprintf(r->last_error, sizeof r->last_error, "%s", message);
+    }
+    pthread_cond_broadcast(&r->done);
+    pthread_mutex_unlock(&r->lock);
+    return SCHED_OK;
+}
+
+/* ---- nested plans: run in order, inline ---- */
+
+rn_status plugin_run_nested(plugin_request *r)
+{
+    const plan_spec *s = r->rs->spec;
+    preprocess(r);
+    for (int i = 0; i < s->n_nodes && atomic_load(&r->status) == RN_OK; i++) {
+        if (r->outer_cancel != NULL && atomic_load(r->outer_cancel)) {
+            record_error(r, rn_set_error(RN_CANCELLED, "the infer request was cancelled"));
+            break;
+        }
+        rn_status st = plugin_run_node(r, i);
+        if (st != RN_OK)
+            record_error(r, st);
+    }
+    return postprocess(r);
+}
+
+rn_status plugin_run_inline(plugin_request *r)
+{
+    executors_pipeline_run_inline(r->rs->spec->pipeline, r);
+    rn_status st = (rn_status)atomic_load(&r->status);
+    if (st == RN_OK && atomic_load(&r->cancel))
+        st = RN_CANCELLED;
+    return st;
+}
