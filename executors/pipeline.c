@@ -81,6 +81,18 @@ rn_status executors_pipeline_add_stage(executors_pipeline_builder *b, executors_
     return RN_OK;
 }
 
+rn_status executors_pipeline_move_stage(executors_pipeline_builder *b, executors_stage stage,
+                                        executors_where where)
+{
+    for (int i = 0; i < b->n_stages; i++)
+        if (b->stages[i].stage == stage) {
+            b->stages[i].where = where;
+            return RN_OK;
+        }
+    return rn_set_error(RN_INVALID_ARG, "pipeline: no '%s' stage to move",
+                        executors_stage_name(stage));
+}
+
 rn_status executors_pipeline_add_task(executors_pipeline_builder *b, const char *name,
                                       sched_task_fn fn, void *arg, uint32_t *out)
 {

@@ -67,6 +67,11 @@ rn_status executors_pipeline_add_task(executors_pipeline_builder *b, const char 
 /* Task `to` runs after task `from`. */
 rn_status executors_pipeline_add_edge(executors_pipeline_builder *b, uint32_t from, uint32_t to);
 
+/* Moves stage `stage` (already added) to another executor, for building a
+ * variant of the same pipeline. */
+rn_status executors_pipeline_move_stage(executors_pipeline_builder *b, executors_stage stage,
+                                        executors_where where);
+
 /* Builds the pipeline (the builder is left as it was). */
 rn_status executors_pipeline_build(const executors_pipeline_builder *b, executors_pipeline **out);
 void executors_pipeline_free(executors_pipeline *p);

@@ -123,6 +123,10 @@ struct plan_spec {
     int *task_begin;
     int *task_nodes;
     executors_pipeline *pipeline; /* NULL for nested plans */
+    /* The same pipeline with the callback stage on the stream: runs without
+     * a user callback complete on the worker that ran the last task, with
+     * no hop to the callback executor. */
+    executors_pipeline *pipeline_direct;
     /* Per exec node: time of the last profiled run (-1 never). */
     _Atomic int64_t *last_us;
     plan_spec *lru_prev, *lru_next; /* in the plan's cache */
@@ -192,7 +196,8 @@ typedef struct request_spec {
      * or at a result, whose memory the caller may change between runs). */
     int n_refresh;
     int *refresh_io, *refresh_value;
-    sched_instance *instances[2];
+    sched_instance *instances[2];        /* of pipeline */
+    sched_instance *direct_instances[2]; /* of pipeline_direct */
     uint64_t last_used;
 } request_spec;
 
@@ -230,6 +235,9 @@ struct rn_plugin_request {
     pthread_mutex_t lock;
     pthread_cond_t done;
     uint64_t started, completed;
+    atomic_uint_fast64_t done_runs; /* completed, read by waiters spinning */
+    sched_instance *running;        /* the instance of the async run in flight */
+    const executors_pipeline *running_pipeline;
     rn_status last_status;
     char last_error[1024];
     uint64_t stage_start[PLUGIN_STAGES];

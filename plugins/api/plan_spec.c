@@ -43,6 +43,7 @@ static void spec_free(plan_spec *s)
     if (s == NULL)
         return;
     executors_pipeline_free(s->pipeline);
+    executors_pipeline_free(s->pipeline_direct);
     for (int i = 0; s->nodes != NULL && i < s->n_nodes; i++)
         free_node(&s->nodes[i]);
     free(s->nodes);
@@ -918,6 +919,10 @@ static rn_status build_tasks(plan_spec *s)
     }
     if (st == RN_OK)
         st = executors_pipeline_build(b, &s->pipeline);
+    if (st == RN_OK)
+        st = executors_pipeline_move_stage(b, EXECUTORS_STAGE_CALLBACK, EXECUTORS_ON_STREAM);
+    if (st == RN_OK)
+        st = executors_pipeline_build(b, &s->pipeline_direct);
     executors_pipeline_builder_free(b);
 done:
     free(n_pred);

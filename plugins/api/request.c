@@ -26,8 +26,10 @@ static void request_spec_free(request_spec *rs, const rn_allocator *alloc)
 {
     if (rs == NULL)
         return;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         sched_instance_free(rs->instances[i]); /* waits for a completion in progress */
+        sched_instance_free(rs->direct_instances[i]);
+    }
     const plan_spec *s = rs->spec;
     for (int v = 0; rs->slots != NULL && v < s->n_values; v++)
         if (rs->slots[v].owned)
@@ -153,7 +155,9 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
     }
     for (int i = 0; !plan->nested && i < 2; i++)
         if (sched_instance_create(executors_pipeline_dag(spec->pipeline), r, &rs->instances[i]) !=
-            0) {
+                0 ||
+            sched_instance_create(executors_pipeline_dag(spec->pipeline_direct), r,
+                                  &rs->direct_instances[i]) != 0) {
             st = oom();
             goto fail;
         }
@@ -550,14 +554,18 @@ rn_status plugin_request_start_async(plugin_request *r)
     }
     pthread_mutex_lock(&r->lock);
     r->current ^= 1;
-    sched_instance *inst = r->rs->instances[r->current];
+    bool direct = r->callback == NULL;
+    sched_instance *inst = (direct ? r->rs->direct_instances : r->rs->instances)[r->current];
+    const executors_pipeline *pipe = direct ? r->rs->spec->pipeline_direct : r->rs->spec->pipeline;
+    r->running = inst;
+    r->running_pipeline = pipe;
     r->started++;
     pthread_mutex_unlock(&r->lock);
     /* The other run of this request may still be finishing its completion
      * (after its callback returned): wait for it, it is not blocked on us. */
     if (sched_instance_running(inst))
         sched_instance_wait(inst);
-    int rc = executors_pipeline_start(r->rs->spec->pipeline, inst);
+    int rc = executors_pipeline_start(pipe, inst);
     if (rc != 0) {
         pthread_mutex_lock(&r->lock);
         r->started--;
@@ -571,10 +579,23 @@ rn_status plugin_request_start_async(plugin_request *r)
     return RN_OK;
 }
 
+#define WAIT_SPIN_NS 30000u
+
 /* Waits until the run started last has completed, or until `deadline_ns`
  * (0: no deadline). */
 static rn_status wait_until(plugin_request *r, uint64_t deadline_ns)
 {
+    /* Spin a little first: a short run completes sooner than a sleep and a
+     * wake-up take. */
+    pthread_mutex_lock(&r->lock);
+    uint64_t target = r->started;
+    pthread_mutex_unlock(&r->lock);
+    uint64_t spin_end = plugin_now_ns() + WAIT_SPIN_NS;
+    if (deadline_ns != 0 && deadline_ns < spin_end)
+        spin_end = deadline_ns;
+    for (unsigned i = 1; atomic_load_explicit(&r->done_runs, memory_order_acquire) < target; i++)
+        if ((i & 63) == 0 && plugin_now_ns() >= spin_end)
+            break;
     pthread_mutex_lock(&r->lock);
     while (r->completed < r->started) {
         if (deadline_ns == 0) {

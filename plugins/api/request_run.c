@@ -556,7 +556,8 @@ void plugin_request_complete_stage(plugin_request *r, uint32_t stage, rn_status 
         pthread_mutex_unlock(&r->lock);
         return;
     }
-    sched_instance *inst = r->rs->instances[r->current];
+    sched_instance *inst = r->running;
+    const executors_pipeline *pipe = r->running_pipeline;
     pthread_mutex_unlock(&r->lock);
     executors_stage kind = r->plan->options.stages[stage].stage;
     if (status != RN_OK) {
@@ -565,8 +566,7 @@ void plugin_request_complete_stage(plugin_request *r, uint32_t stage, rn_status 
     }
     /* Errors travel in the request's status; the DAG always runs on to the
      * callback stage, so the node completes with SCHED_OK. */
-    sched_instance_complete_node(
-        inst, executors_pipeline_stage_node(r->rs->spec->pipeline, kind), SCHED_OK);
+    sched_instance_complete_node(inst, executors_pipeline_stage_node(pipe, kind), SCHED_OK);
 }
 
 /* ---- task functions ---- */
@@ -638,6 +638,7 @@ int plugin_task_callback(const sched_task_ctx *ctx, void *arg)
         r->completed = run;
         r->last_status = st;
         snprintf(r->last_error, sizeof r->last_error, "%s", message);
+        atomic_store_explicit(&r->done_runs, run, memory_order_release);
     }
     pthread_cond_broadcast(&r->done);
     pthread_mutex_unlock(&r->lock);
