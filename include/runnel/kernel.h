@@ -131,6 +131,11 @@ struct rn_kernel_args {
     int n_implicit;
     /* (may be NULL) Set when the run is cancelled: long kernels poll it. */
     const _Atomic(bool) *cancel;
+    /* Scratch memory the kernel asked for (rn_kernel.scratch_bytes): a
+     * 1-D u8 tensor in the plan's memory (host data, or a device buffer and
+     * offset), private to this run of the node, not preserved between runs;
+     * nbytes 0 and data NULL when none. */
+    rn_kernel_tensor scratch;
 };
 
 /* Kernel flags. */
@@ -170,6 +175,11 @@ typedef struct rn_kernel {
      * consumers disagree and at the model's inputs and outputs. */
     const rn_layout *(*input_layout)(const void *state, int index);
     const rn_layout *(*output_layout)(const void *state, int index);
+    /* (optional) Bytes of scratch memory each run needs (a oneDNN user
+     * scratchpad, a workspace), asked after prepare; the plan places it in
+     * the request's arena like a value that lives for the node's run only,
+     * so a run allocates nothing. */
+    size_t (*scratch_bytes)(const void *state);
 } rn_kernel;
 
 /* A NULL-terminated list of kernels built against `abi_version`. */

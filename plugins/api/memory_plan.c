@@ -86,10 +86,11 @@ rn_status plan_memory(plan_spec *s)
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < n; i++) {
             const plan_node *nd = &s->nodes[i];
-            for (int k = 0; k < nd->n_in + nd->n_out + nd->n_implicit; k++) {
-                int v = k < nd->n_in                 ? nd->in[k]
-                        : k < nd->n_in + nd->n_out ? nd->out[k - nd->n_in]
-                                                   : nd->implicit[k - nd->n_in - nd->n_out];
+            for (int k = 0; k < nd->n_in + nd->n_out + nd->n_implicit + 1; k++) {
+                int v = k < nd->n_in                             ? nd->in[k]
+                        : k < nd->n_in + nd->n_out               ? nd->out[k - nd->n_in]
+                        : k < nd->n_in + nd->n_out + nd->n_implicit ? nd->implicit[k - nd->n_in - nd->n_out]
+                                                                    : nd->scratch;
                 if (v < 0 || s->values[v].storage != PLAN_ARENA)
                     continue;
                 int bi = block_of[s->values[v].root];

@@ -300,6 +300,11 @@ const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan)
     return &plan->options;
 }
 
+const char *const plugin_plan_property_keys[] = {
+    "NUM_STREAMS",      "INFERENCE_NUM_THREADS", "PLAN_ARENA_BYTES", "PLAN_FAST_NODES",
+    "PLAN_CONVERSIONS", "SHAPE_CACHE_BUILDS",    "SHAPE_CACHE_HITS", NULL,
+};
+
 rn_status plugin_plan_get_property(const plugin_plan *plan, const char *key, char *buf, size_t size)
 {
     const plugin_plan_options *o = &plan->options;

@@ -112,6 +112,9 @@ rn_status plugin_plan_get_property(const plugin_plan *plan, const char *key, cha
 /* Changes the LOG_LEVEL of the plan's requests (set on a compiled model). */
 void plugin_plan_set_log_level(plugin_plan *plan, int level);
 
+/* The read-only keys plugin_plan_get_property answers, NULL-terminated. */
+extern const char *const plugin_plan_property_keys[];
+
 /* The request pipeline: preprocess, the device stages before the kernels,
  * "infer" (the kernels), the device stages after them, postprocess and
  * callback, each with its executor ("stream", "device-wait", "callback").

@@ -90,6 +90,7 @@ typedef struct plan_node {
     char *owned_name;       /* conversions and partitions make theirs */
     char *original_names;   /* the original nodes it stands for, joined by ',' */
     const graph_op_schema *schema; /* kernel nodes: for run-time shape inference */
+    int scratch;                   /* exec value of its scratch memory, -1 none */
     const rn_layout *to;    /* conversions: the layout written (NULL plain) */
     const rn_layout *from;  /* conversions: the layout read */
     char *in_layouts;       /* runtime model: "nChw16c,plain" */

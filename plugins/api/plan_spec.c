@@ -601,6 +601,36 @@ static rn_status resolve_layouts(lowering *L)
     return RN_OK;
 }
 
+/* Scratch memory: a value of its node alone, placed by the memory plan. */
+static rn_status add_scratch(lowering *L)
+{
+    plan_spec *s = L->s;
+    for (int i = 0; i < s->n_nodes; i++) {
+        plan_node *n = &s->nodes[i];
+        n->scratch = -1;
+        size_t bytes = n->kernel != NULL && n->kernel->scratch_bytes != NULL
+                           ? n->kernel->scratch_bytes(n->state)
+                           : 0;
+        if (bytes == 0)
+            continue;
+        plan_value *v;
+        rn_status st = add_value(s, &L->cap_values, &v);
+        if (st != RN_OK)
+            return st;
+        v->name = s->nodes[i].name;
+        v->storage = PLAN_ARENA;
+        v->producer = i;
+        v->nbytes = bytes;
+        v->desc.type = RN_U8;
+        v->desc.rank = 1;
+        v->desc.dims[0] = (int64_t)bytes;
+        v->desc.strides[0] = 1;
+        v->desc.nbytes = bytes;
+        s->nodes[i].scratch = (int)(v - s->values);
+    }
+    return RN_OK;
+}
+
 /* ---- ordering: exec nodes in a topological order ---- */
 
 static rn_status sort_nodes(plan_spec *s)
@@ -1014,6 +1044,8 @@ rn_status plan_spec_build(const plugin_plan *plan, graph *g, plan_spec **out)
         if ((s->values[v].storage == PLAN_ARENA || s->values[v].storage == PLAN_DYNAMIC) &&
             s->values[v].producer < 0)
             s->values[v].storage = PLAN_NONE;
+    if ((st = add_scratch(&L)) != RN_OK)
+        goto fail;
     alias(s);
     mark_fast(s);
     /* Readers of results come from outside: they need their slots. */

@@ -152,6 +152,8 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
             .n_implicit = n->n_implicit,
             .cancel = r->outer_cancel != NULL ? r->outer_cancel : &r->cancel,
         };
+        if (n->scratch >= 0)
+            static_desc(rs, n->scratch, &rs->args[i].scratch);
     }
     for (int i = 0; !plan->nested && i < 2; i++)
         if (sched_instance_create(executors_pipeline_dag(spec->pipeline), r, &rs->instances[i]) !=

@@ -111,24 +111,30 @@ static rn_status ref_set_property(ref_plugin *p, const rn_property *props, size_
     return st;
 }
 
-/* Joins a NULL-terminated list with spaces into buf. */
-static rn_status join_keys(const char *key, const char *const *a, const char *const *b, char *buf,
-                           size_t size)
+/* Joins NULL-terminated lists (c may be NULL) with spaces into buf. */
+static rn_status join_keys(const char *key, const char *const *a, const char *const *b,
+                           const char *const *c, char *buf, size_t size)
 {
-    char list[1024] = "";
+    char list[2048] = "";
     size_t used = 0;
-    for (const char *const *l = a; *l != NULL && used < sizeof list; l++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "", *l);
-    for (const char *const *l = b; l != NULL && *l != NULL && used < sizeof list; l++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "", *l);
+    const char *const *lists[] = {a, b, c};
+    for (int k = 0; k < 3; k++)
+        for (const char *const *l = lists[k]; l != NULL && *l != NULL && used < sizeof list; l++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "", *l);
     return plugin_property_string(key, list, buf, size);
 }
+
+/* What a compiled model answers besides the plan's keys and the RW ones. */
+static const char *const ref_ro_compiled_keys[] = {
+    "SUPPORTED_PROPERTIES", "NETWORK_NAME", "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
+    "EXECUTION_DEVICES",    NULL,
+};
 
 static rn_status ref_get_property(ref_plugin *p, const char *key, char *buf, size_t size)
 {
     const char *value = NULL;
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
-        return join_keys(key, ref_ro_device_keys, plugin_rw_property_keys, buf, size);
+        return join_keys(key, ref_ro_device_keys, plugin_rw_property_keys, NULL, buf, size);
     if (strcmp(key, "AVAILABLE_DEVICES") == 0)
         value = "0";
     else if (strcmp(key, "FULL_DEVICE_NAME") == 0)
@@ -163,6 +169,9 @@ static rn_status ref_compiled_get_property(ref_compiled *c, const char *key, cha
     char tmp[64];
     if (plugin_plan_get_property(c->plan, key, buf, size) == RN_OK)
         return RN_OK;
+    if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
+        return join_keys(key, ref_ro_compiled_keys, plugin_plan_property_keys,
+                         plugin_rw_property_keys, buf, size);
     if (strcmp(key, "NETWORK_NAME") == 0)
         return plugin_property_string(key, c->network_name, buf, size);
     if (strcmp(key, "OPTIMAL_NUMBER_OF_INFER_REQUESTS") == 0) {
