@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runnel/api.h"
 #include "runnel/core.h"
 #include "runnel/model.h"
 
@@ -16,27 +17,29 @@ typedef struct rn_infer_request rn_infer_request;
 
 /* Releases a compiled model. Its infer requests keep it alive until they are
  * freed too. NULL is a no-op. */
-void rn_compiled_model_free(rn_compiled_model *compiled);
+RN_API void rn_compiled_model_free(rn_compiled_model *compiled);
 
 /* The device the model was compiled for ("REF"). */
-const char *rn_compiled_model_device(const rn_compiled_model *compiled);
+RN_API const char *rn_compiled_model_device(const rn_compiled_model *compiled);
 
-size_t rn_compiled_model_input_count(const rn_compiled_model *compiled);
-size_t rn_compiled_model_output_count(const rn_compiled_model *compiled);
-rn_status rn_compiled_model_input(const rn_compiled_model *compiled, size_t index, rn_port *out);
-rn_status rn_compiled_model_output(const rn_compiled_model *compiled, size_t index, rn_port *out);
+RN_API size_t rn_compiled_model_input_count(const rn_compiled_model *compiled);
+RN_API size_t rn_compiled_model_output_count(const rn_compiled_model *compiled);
+RN_API rn_status rn_compiled_model_input(const rn_compiled_model *compiled, size_t index,
+                                         rn_port *out);
+RN_API rn_status rn_compiled_model_output(const rn_compiled_model *compiled, size_t index,
+                                          rn_port *out);
 
 /* Reads a property of the compiled model into buf (NUL-terminated).
  * RN_NOT_FOUND names an unknown key; RN_INVALID_ARG when buf is too small. */
-rn_status rn_compiled_model_get_property(const rn_compiled_model *compiled, const char *key,
-                                         char *buf, size_t size);
+RN_API rn_status rn_compiled_model_get_property(const rn_compiled_model *compiled, const char *key,
+                                                char *buf, size_t size);
 
 /* Changes properties of a compiled model: ENABLE_PROFILING (from the next
  * run of each request) and LOG_LEVEL. A key fixed at compile time (streams,
  * hints, precision, ...) is RN_INVALID_ARG saying so; an unknown key or a
  * bad value is an error naming it; nothing changes then. */
-rn_status rn_compiled_model_set_property(rn_compiled_model *compiled, const rn_property *properties,
-                                         size_t n_properties);
+RN_API rn_status rn_compiled_model_set_property(rn_compiled_model *compiled,
+                                                const rn_property *properties, size_t n_properties);
 
 /* One stage of the request pipeline and the executor it runs on:
  * "stream" (the task executor of the request's stream), "device-wait"
@@ -48,8 +51,8 @@ typedef struct rn_pipeline_stage {
 
 /* The stages an infer request runs through, in order (owned by the
  * compiled model). Every stage is a node of the request's task DAG. */
-rn_status rn_compiled_model_pipeline(const rn_compiled_model *compiled,
-                                     const rn_pipeline_stage **stages, size_t *count);
+RN_API rn_status rn_compiled_model_pipeline(const rn_compiled_model *compiled,
+                                            const rn_pipeline_stage **stages, size_t *count);
 
 /* One node of the runtime model: what the device runs, in execution order. */
 typedef struct rn_runtime_node {
@@ -68,23 +71,24 @@ typedef struct rn_runtime_node {
 
 /* The runtime model: one entry per node the device runs. The array is owned
  * by the compiled model and valid until the next call or its release. */
-rn_status rn_compiled_model_runtime_model(rn_compiled_model *compiled,
-                                          const rn_runtime_node **nodes, size_t *count);
+RN_API rn_status rn_compiled_model_runtime_model(rn_compiled_model *compiled,
+                                                 const rn_runtime_node **nodes, size_t *count);
 
 /* Writes a Chrome trace-event JSON file (opens in Perfetto) of every task
  * the compiled model's streams ran so far: each stage and kernel of every
  * request, per stream and worker. Needs ENABLE_TRACE=YES at compile time;
  * compiled models with the same stream configuration share their executors,
  * and so their trace. */
-rn_status rn_compiled_model_write_trace(const rn_compiled_model *compiled, const char *path);
+RN_API rn_status rn_compiled_model_write_trace(const rn_compiled_model *compiled, const char *path);
 
 /* Exports the compiled model into a blob that rn_core_import_model reads
  * back: *data is malloc'ed and the caller frees it with free(). */
-rn_status rn_compiled_model_export(const rn_compiled_model *compiled, void **data, size_t *size);
+RN_API rn_status rn_compiled_model_export(const rn_compiled_model *compiled, void **data,
+                                          size_t *size);
 
 /* Creates an infer request with its own input and output buffers. */
-rn_status rn_compiled_model_create_infer_request(rn_compiled_model *compiled,
-                                                 rn_infer_request **out);
+RN_API rn_status rn_compiled_model_create_infer_request(rn_compiled_model *compiled,
+                                                        rn_infer_request **out);
 
 #ifdef __cplusplus
 }

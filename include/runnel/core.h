@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "runnel/api.h"
 #include "runnel/status.h"
 
 #ifdef __cplusplus
@@ -27,16 +28,16 @@ typedef struct rn_property {
 } rn_property;
 
 /* Creates a core with the built-in devices registered. */
-rn_status rn_core_create(rn_core **out);
+RN_API rn_status rn_core_create(rn_core **out);
 
 /* Releases the core. Compiled models made with it keep it (and their
  * devices) alive until they are freed too. NULL is a no-op. */
-void rn_core_free(rn_core *core);
+RN_API void rn_core_free(rn_core *core);
 
 /* Number of available devices and the i-th device's name ("REF"). The name
  * is owned by the core. */
-size_t rn_core_device_count(const rn_core *core);
-const char *rn_core_device_name(const rn_core *core, size_t index);
+RN_API size_t rn_core_device_count(const rn_core *core);
+RN_API const char *rn_core_device_name(const rn_core *core, size_t index);
 
 /* Sets properties of a device (they apply to later compiles for it), or,
  * with `device` NULL or "", of the core itself: CACHE_DIR (a folder where
@@ -44,23 +45,23 @@ const char *rn_core_device_name(const rn_core *core, size_t index);
  * model, the properties and the device, and stores it on a miss; "" turns
  * caching off). Unknown keys and bad values are errors naming the key;
  * nothing changes then. */
-rn_status rn_core_set_property(rn_core *core, const char *device, const rn_property *properties,
-                               size_t n_properties);
+RN_API rn_status rn_core_set_property(rn_core *core, const char *device,
+                                      const rn_property *properties, size_t n_properties);
 
 /* Reads a property of a device (read-write or read-only, e.g.
  * SUPPORTED_PROPERTIES, FULL_DEVICE_NAME) into buf, NUL-terminated.
  * RN_NOT_FOUND for an unknown key or device; RN_INVALID_ARG when buf is too
  * small. */
-rn_status rn_core_get_property(const rn_core *core, const char *device, const char *key, char *buf,
-                               size_t size);
+RN_API rn_status rn_core_get_property(const rn_core *core, const char *device, const char *key,
+                                      char *buf, size_t size);
 
 /* Reads a blob written by rn_compiled_model_export back into a compiled
  * model for `device` (compile-time properties may override those stored). A
  * blob for another device, architecture or format version, or a corrupt
  * one, is an error naming the check that failed. */
-rn_status rn_core_import_model(rn_core *core, const void *data, size_t size, const char *device,
-                               const rn_property *properties, size_t n_properties,
-                               rn_compiled_model **out);
+RN_API rn_status rn_core_import_model(rn_core *core, const void *data, size_t size,
+                                      const char *device, const rn_property *properties,
+                                      size_t n_properties, rn_compiled_model **out);
 
 /* Loads a device plugin from a shared object that exports rn_plugin_entry
  * (see runnel/plugin.h) and registers it as `name` (NULL: the plugin's own
@@ -68,13 +69,13 @@ rn_status rn_core_import_model(rn_core *core, const void *data, size_t size, con
  * duplicate name or a failing start is an error with its reason; the device
  * is then absent, the others keep working, and the reason can be read back
  * with rn_core_failed_device. */
-rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path);
+RN_API rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path);
 
 /* Loads every plugin named in a plugins file: one "NAME PATH" (or
  * NAME=PATH) per line, '#' starts a comment. Every line is tried; the first
  * failure is returned. A core also loads the file named by the RUNNEL_PLUGINS
  * environment variable when it is created. */
-rn_status rn_core_load_plugins_file(rn_core *core, const char *path);
+RN_API rn_status rn_core_load_plugins_file(rn_core *core, const char *path);
 
 /* Loads an extension (see runnel/extension.h) from a shared object: its op
  * schemas join the op table, and its kernels are added to every device of
@@ -82,16 +83,16 @@ rn_status rn_core_load_plugins_file(rn_core *core, const char *path);
  * device that takes no extensions is an error naming it). A missing
  * library or entry point, an ABI mismatch or an op defined twice is an
  * error naming it. */
-rn_status rn_core_add_extension(rn_core *core, const char *path);
+RN_API rn_status rn_core_add_extension(rn_core *core, const char *path);
 
 /* The version of the plugin behind `device` ("0.1.0"; owned by the core).
  * RN_NOT_FOUND for an unknown device. */
-rn_status rn_core_get_version(const rn_core *core, const char *device, const char **version);
+RN_API rn_status rn_core_get_version(const rn_core *core, const char *device, const char **version);
 
 /* Devices that failed to register, with why. Strings are owned by the core. */
-size_t rn_core_failed_device_count(const rn_core *core);
-rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **name,
-                                const char **reason);
+RN_API size_t rn_core_failed_device_count(const rn_core *core);
+RN_API rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **name,
+                                       const char **reason);
 
 /* The answer of rn_core_query_model. */
 typedef struct rn_query_result rn_query_result;
@@ -99,26 +100,26 @@ typedef struct rn_query_result rn_query_result;
 /* Asks `device` which of the model's layers it runs, without compiling: one
  * entry per original layer name (node names, and parameters and constants,
  * which follow their consumers). *out is the caller's to free. */
-rn_status rn_core_query_model(rn_core *core, const rn_model *model, const char *device,
-                              const rn_property *properties, size_t n_properties,
-                              rn_query_result **out);
-size_t rn_query_result_count(const rn_query_result *result);
+RN_API rn_status rn_core_query_model(rn_core *core, const rn_model *model, const char *device,
+                                     const rn_property *properties, size_t n_properties,
+                                     rn_query_result **out);
+RN_API size_t rn_query_result_count(const rn_query_result *result);
 /* The index-th layer name (owned by the result) and whether it is supported. */
-rn_status rn_query_result_entry(const rn_query_result *result, size_t index, const char **name,
-                                int *supported);
-void rn_query_result_free(rn_query_result *result);
+RN_API rn_status rn_query_result_entry(const rn_query_result *result, size_t index,
+                                       const char **name, int *supported);
+RN_API void rn_query_result_free(rn_query_result *result);
 
 /* Reads a model file (ONNX). On success *out is a new model the caller frees
  * with rn_model_free. A missing, malformed or unsupported file is an error
  * whose message names the file and the problem. */
-rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out);
+RN_API rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out);
 
 /* Compiles `model` for `device` with compile-time properties (which override
  * the device's). Unknown keys and bad values are errors naming the key. The
  * model is not modified and may be freed after compiling. */
-rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char *device,
-                                const rn_property *properties, size_t n_properties,
-                                rn_compiled_model **out);
+RN_API rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char *device,
+                                       const rn_property *properties, size_t n_properties,
+                                       rn_compiled_model **out);
 
 #ifdef __cplusplus
 }

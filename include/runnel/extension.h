@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runnel/api.h"
 #include "runnel/kernel.h"
 
 #ifdef __cplusplus
@@ -35,6 +36,10 @@ typedef struct rn_extension {
     const rn_extension_kernels *devices;
 } rn_extension;
 
+/* The one symbol an extension shared object exports, defined by the
+ * extension; this declaration (RN_API) exports the definition from an
+ * extension built with hidden visibility. */
+RN_API const rn_extension *rn_extension_entry(uint32_t abi_version);
 typedef const rn_extension *(*rn_extension_entry_fn)(uint32_t abi_version);
 #define RN_EXTENSION_ENTRY_NAME "rn_extension_entry"
 

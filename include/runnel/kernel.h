@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runnel/api.h"
 #include "runnel/status.h"
 #include "runnel/tensor.h"
 
@@ -276,31 +277,31 @@ typedef struct rn_op_schema {
 
 /* ---- reading a node (what supports and prepare see) ---- */
 
-const char *rn_node_name(const rn_node *node);
-const char *rn_node_op_type(const rn_node *node);
-const char *rn_node_domain(const rn_node *node);
-int rn_node_opset(const rn_node *node);
-int rn_node_input_count(const rn_node *node);
-int rn_node_output_count(const rn_node *node);
+RN_API const char *rn_node_name(const rn_node *node);
+RN_API const char *rn_node_op_type(const rn_node *node);
+RN_API const char *rn_node_domain(const rn_node *node);
+RN_API int rn_node_opset(const rn_node *node);
+RN_API int rn_node_input_count(const rn_node *node);
+RN_API int rn_node_output_count(const rn_node *node);
 /* The name of input/output i ("" when omitted). */
-const char *rn_node_input_name(const rn_node *node, int i);
-const char *rn_node_output_name(const rn_node *node, int i);
+RN_API const char *rn_node_input_name(const rn_node *node, int i);
+RN_API const char *rn_node_output_name(const rn_node *node, int i);
 /* Element type and (partial) shape of input/output i, as inferred at
  * compile time; RN_UNDEFINED and rank -1 when omitted or unknown. */
-rn_element_type rn_node_input_type(const rn_node *node, int i);
-rn_element_type rn_node_output_type(const rn_node *node, int i);
-rn_partial_shape rn_node_input_shape(const rn_node *node, int i);
-rn_partial_shape rn_node_output_shape(const rn_node *node, int i);
+RN_API rn_element_type rn_node_input_type(const rn_node *node, int i);
+RN_API rn_element_type rn_node_output_type(const rn_node *node, int i);
+RN_API rn_partial_shape rn_node_input_shape(const rn_node *node, int i);
+RN_API rn_partial_shape rn_node_output_shape(const rn_node *node, int i);
 /* The value of input i when it is a constant of the model, else NULL. */
-const rn_kernel_tensor *rn_node_input_constant(const rn_node *node, int i);
+RN_API const rn_kernel_tensor *rn_node_input_constant(const rn_node *node, int i);
 /* Attributes; the default when absent or of another type. */
-bool rn_node_has_attr(const rn_node *node, const char *name);
-int64_t rn_node_attr_int(const rn_node *node, const char *name, int64_t dflt);
-float rn_node_attr_float(const rn_node *node, const char *name, float dflt);
-const char *rn_node_attr_string(const rn_node *node, const char *name, const char *dflt);
+RN_API bool rn_node_has_attr(const rn_node *node, const char *name);
+RN_API int64_t rn_node_attr_int(const rn_node *node, const char *name, int64_t dflt);
+RN_API float rn_node_attr_float(const rn_node *node, const char *name, float dflt);
+RN_API const char *rn_node_attr_string(const rn_node *node, const char *name, const char *dflt);
 /* Number of values and *values, or -1 (and NULL) when absent. */
-int rn_node_attr_ints(const rn_node *node, const char *name, const int64_t **values);
-int rn_node_attr_floats(const rn_node *node, const char *name, const float **values);
+RN_API int rn_node_attr_ints(const rn_node *node, const char *name, const int64_t **values);
+RN_API int rn_node_attr_floats(const rn_node *node, const char *name, const float **values);
 
 #ifdef __cplusplus
 }

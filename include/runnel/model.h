@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "runnel/api.h"
 #include "runnel/core.h"
 #include "runnel/tensor.h"
 
@@ -28,16 +29,16 @@ typedef struct rn_port {
 } rn_port;
 
 /* Frees a model. NULL is a no-op. */
-void rn_model_free(rn_model *model);
+RN_API void rn_model_free(rn_model *model);
 
 /* The model's name (the ONNX graph name). */
-const char *rn_model_name(const rn_model *model);
+RN_API const char *rn_model_name(const rn_model *model);
 
-size_t rn_model_input_count(const rn_model *model);
-size_t rn_model_output_count(const rn_model *model);
+RN_API size_t rn_model_input_count(const rn_model *model);
+RN_API size_t rn_model_output_count(const rn_model *model);
 /* Writes the index-th input/output into *out; RN_INVALID_ARG past the end. */
-rn_status rn_model_input(const rn_model *model, size_t index, rn_port *out);
-rn_status rn_model_output(const rn_model *model, size_t index, rn_port *out);
+RN_API rn_status rn_model_input(const rn_model *model, size_t index, rn_port *out);
+RN_API rn_status rn_model_output(const rn_model *model, size_t index, rn_port *out);
 
 /* Preprocessing declared on a model input: what the user will feed, and
  * the steps that turn it into what the model takes. They become graph nodes
@@ -56,17 +57,18 @@ typedef struct rn_input_preprocess {
 /* Declares preprocessing on input `name` (once per input). A description
  * that does not fit the input (a layout of another rank, a mean per channel
  * of the wrong count) is an error naming it; the model is then unchanged. */
-rn_status rn_model_set_input_preprocess(rn_model *model, const char *name,
-                                        const rn_input_preprocess *pp);
+RN_API rn_status rn_model_set_input_preprocess(rn_model *model, const char *name,
+                                               const rn_input_preprocess *pp);
 
 /* Makes output `name` deliver `type` (a Cast after the result). */
-rn_status rn_model_set_output_element_type(rn_model *model, const char *name, rn_element_type type);
+RN_API rn_status rn_model_set_output_element_type(rn_model *model, const char *name,
+                                                  rn_element_type type);
 
 /* Sets the shape of input `name` (dims of RN_DIM_DYNAMIC stay dynamic) and
  * re-infers every shape of the model, as OpenVINO's reshape does. A rank or
  * a static dim that contradicts the model, or a shape the model's ops
  * cannot take, is an error naming the input; the model is then unchanged. */
-rn_status rn_model_reshape(rn_model *model, const char *name, const rn_partial_shape *shape);
+RN_API rn_status rn_model_reshape(rn_model *model, const char *name, const rn_partial_shape *shape);
 
 #ifdef __cplusplus
 }

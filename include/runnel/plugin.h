@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runnel/api.h"
 #include "runnel/compiled_model.h"
 #include "runnel/core.h"
 #include "runnel/infer_request.h"
@@ -195,10 +196,12 @@ typedef struct rn_plugin_ops {
                                const rn_compiled_model_ops **ops, rn_plugin_compiled **compiled);
 } rn_plugin_ops;
 
-/* The one symbol a plugin shared object exports:
- *   const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version);
- * It returns the plugin's vtable (whose abi_version the Core checks), or
- * NULL when it cannot serve a runtime of that ABI version. */
+/* The one symbol a plugin shared object exports, defined by the plugin: it
+ * returns the plugin's vtable (whose abi_version the Core checks), or NULL
+ * when it cannot serve a runtime of that ABI version. This declaration
+ * (RN_API) exports the definition from a plugin built with hidden
+ * visibility. */
+RN_API const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version);
 typedef const rn_plugin_ops *(*rn_plugin_entry_fn)(uint32_t abi_version);
 #define RN_PLUGIN_ENTRY_NAME "rn_plugin_entry"
 

@@ -7,6 +7,8 @@
 #ifndef RUNNEL_STATUS_H
 #define RUNNEL_STATUS_H
 
+#include "runnel/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,28 +40,28 @@ typedef enum rn_status {
 } rn_status;
 
 /* "OK", "INVALID_ARG", ...; "UNKNOWN" for a value outside the table. Static string. */
-const char *rn_status_name(rn_status status);
+RN_API const char *rn_status_name(rn_status status);
 
 /* The generic message of a status ("invalid argument"). Static string. */
-const char *rn_status_message(rn_status status);
+RN_API const char *rn_status_message(rn_status status);
 
 /* The detail of the last error set on this thread ("" when none). The string
  * is owned by the thread and valid until the next runnel call on it. */
-const char *rn_last_error(void);
+RN_API const char *rn_last_error(void);
 
 /* Records a formatted message as this thread's last error and returns
  * `status`, so that `return rn_set_error(RN_INVALID_ARG, "...", ...);` reads
  * naturally. Plugins and extensions use it too. */
-rn_status rn_set_error(rn_status status, const char *fmt, ...)
+RN_API rn_status rn_set_error(rn_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Prefixes the current last error with a formatted context ("node 'conv1': ")
  * and returns `status`. Used while an error travels up through layers. */
-rn_status rn_wrap_error(rn_status status, const char *fmt, ...)
+RN_API rn_status rn_wrap_error(rn_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Clears this thread's last error. */
-void rn_clear_error(void);
+RN_API void rn_clear_error(void);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runnel/api.h"
 #include "runnel/status.h"
 
 #ifdef __cplusplus
@@ -62,13 +63,13 @@ typedef enum rn_element_type {
 } rn_element_type;
 
 /* Bytes per element; 0 for UNDEFINED, STRING and numbers outside the table. */
-size_t rn_element_type_size(rn_element_type type);
+RN_API size_t rn_element_type_size(rn_element_type type);
 
 /* "f32", "i64", ...; "unknown" outside the table. Static string. */
-const char *rn_element_type_name(rn_element_type type);
+RN_API const char *rn_element_type_name(rn_element_type type);
 
 /* True for a value in the table other than UNDEFINED. */
-int rn_element_type_is_valid(rn_element_type type);
+RN_API int rn_element_type_is_valid(rn_element_type type);
 
 /* A partial shape: rank -1 means the rank itself is unknown; a dim of
  * RN_DIM_DYNAMIC is known only when the request runs. */
@@ -81,44 +82,45 @@ typedef struct rn_tensor rn_tensor;
 
 /* Allocates a zero-filled tensor that owns its buffer (64-byte aligned).
  * Every dim must be >= 0 and rank <= RN_MAX_RANK. */
-rn_status rn_tensor_create(rn_element_type type, const int64_t *dims, size_t rank, rn_tensor **out);
+RN_API rn_status rn_tensor_create(rn_element_type type, const int64_t *dims, size_t rank,
+                                  rn_tensor **out);
 
 /* Wraps a caller's buffer without copying. `byte_size` must equal the size the
  * shape and type call for. The caller keeps ownership of `data`, which must
  * outlive the tensor. */
-rn_status rn_tensor_wrap(rn_element_type type, const int64_t *dims, size_t rank, void *data,
-                         size_t byte_size, rn_tensor **out);
+RN_API rn_status rn_tensor_wrap(rn_element_type type, const int64_t *dims, size_t rank, void *data,
+                                size_t byte_size, rn_tensor **out);
 
 /* Wraps a region of a caller's larger buffer (a region of interest):
  * `strides` gives, per dim, the distance in bytes between consecutive
  * elements along it (each >= 0, and dims of extent > 1 need a stride of at
  * least the element size). The data is not copied; an infer request reads it
  * into a dense buffer of its own when it runs. */
-rn_status rn_tensor_wrap_strided(rn_element_type type, const int64_t *dims, size_t rank,
-                                 const int64_t *strides, void *data, rn_tensor **out);
+RN_API rn_status rn_tensor_wrap_strided(rn_element_type type, const int64_t *dims, size_t rank,
+                                        const int64_t *strides, void *data, rn_tensor **out);
 
 /* Byte strides of the tensor (dense row-major unless made with
  * rn_tensor_wrap_strided), borrowed like the dims. */
-const int64_t *rn_tensor_strides(const rn_tensor *tensor);
+RN_API const int64_t *rn_tensor_strides(const rn_tensor *tensor);
 
 /* True when the elements are contiguous in row-major order. */
-int rn_tensor_is_dense(const rn_tensor *tensor);
+RN_API int rn_tensor_is_dense(const rn_tensor *tensor);
 
 /* Frees the tensor (and its buffer when owned; for a sequence, its items).
  * NULL is a no-op. */
-void rn_tensor_free(rn_tensor *tensor);
+RN_API void rn_tensor_free(rn_tensor *tensor);
 
 /* ---- strings ---- */
 
 /* Copies `s` into element `index` of an owned string tensor (made by
  * rn_tensor_create), freeing what it held. RN_INVALID_ARG for another type,
  * a borrowed tensor or an index out of range. */
-rn_status rn_tensor_set_string(rn_tensor *tensor, size_t index, const char *s);
+RN_API rn_status rn_tensor_set_string(rn_tensor *tensor, size_t index, const char *s);
 
 /* Element `index` of a string tensor (borrowed, valid while the tensor and
  * its entry are unchanged); NULL when unset, out of range or not a string
  * tensor. */
-const char *rn_tensor_get_string(const rn_tensor *tensor, size_t index);
+RN_API const char *rn_tensor_get_string(const rn_tensor *tensor, size_t index);
 
 /* ---- sequences and optionals ---- */
 
@@ -128,35 +130,35 @@ typedef enum rn_value_kind {
     RN_VALUE_NONE = 2,     /* an optional without a value */
 } rn_value_kind;
 
-rn_value_kind rn_tensor_kind(const rn_tensor *tensor);
+RN_API rn_value_kind rn_tensor_kind(const rn_tensor *tensor);
 
 /* Creates a sequence of `count` tensors of element type `type`, holding
  * copies of items[0..count) (each a tensor of that type; strings are
  * copied too). A sequence has rank 0, no data and 0 bytes; its element type
  * is `type`. */
-rn_status rn_tensor_create_sequence(rn_element_type type, rn_tensor *const *items, size_t count,
-                                    rn_tensor **out);
+RN_API rn_status rn_tensor_create_sequence(rn_element_type type, rn_tensor *const *items,
+                                           size_t count, rn_tensor **out);
 
 /* The number of tensors in a sequence (0 for other kinds). */
-size_t rn_tensor_sequence_length(const rn_tensor *tensor);
+RN_API size_t rn_tensor_sequence_length(const rn_tensor *tensor);
 
 /* Tensor `index` of a sequence (borrowed: owned by the sequence, valid while
  * it lives). RN_INVALID_ARG when not a sequence or out of range. */
-rn_status rn_tensor_sequence_item(const rn_tensor *tensor, size_t index, rn_tensor **item);
+RN_API rn_status rn_tensor_sequence_item(const rn_tensor *tensor, size_t index, rn_tensor **item);
 
 /* Creates an optional without a value, of tensors (of_sequence 0) or of
  * sequences (1) of element type `type`. */
-rn_status rn_tensor_create_none(rn_element_type type, int of_sequence, rn_tensor **out);
+RN_API rn_status rn_tensor_create_none(rn_element_type type, int of_sequence, rn_tensor **out);
 
-rn_element_type rn_tensor_element_type(const rn_tensor *tensor);
-size_t rn_tensor_rank(const rn_tensor *tensor);
+RN_API rn_element_type rn_tensor_element_type(const rn_tensor *tensor);
+RN_API size_t rn_tensor_rank(const rn_tensor *tensor);
 /* Borrowed pointer to rank dims, valid while the tensor lives. */
-const int64_t *rn_tensor_dims(const rn_tensor *tensor);
+RN_API const int64_t *rn_tensor_dims(const rn_tensor *tensor);
 /* Elements of a tensor (0 for a sequence or an optional without a value). */
-size_t rn_tensor_element_count(const rn_tensor *tensor);
-size_t rn_tensor_byte_size(const rn_tensor *tensor);
+RN_API size_t rn_tensor_element_count(const rn_tensor *tensor);
+RN_API size_t rn_tensor_byte_size(const rn_tensor *tensor);
 /* The buffer (owned by the tensor or the caller who wrapped it). */
-void *rn_tensor_data(const rn_tensor *tensor);
+RN_API void *rn_tensor_data(const rn_tensor *tensor);
 
 #ifdef __cplusplus
 }

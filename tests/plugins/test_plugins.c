@@ -114,7 +114,7 @@ const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)
     return &testdev_ops;
 }
 #else
-/* Exported under another name, so the Core finds no entry point. */
+/* Defined under another name (and hidden), so the Core finds no entry point. */
 const rn_plugin_ops *testdev_not_the_entry(void);
 const rn_plugin_ops *testdev_not_the_entry(void)
 {
