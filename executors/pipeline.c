@@ -194,9 +194,8 @@ rn_status executors_pipeline_build(const executors_pipeline_builder *b, executor
     const pipeline_stage *by_stage[EXECUTORS_STAGE_COUNT] = {0};
     for (int i = 0; i < b->n_stages; i++)
         by_stage[b->stages[i].stage] = &b->stages[i];
-    static const executors_stage required[] = {EXECUTORS_STAGE_PREPROCESS,
-                                               EXECUTORS_STAGE_POSTPROCESS,
-                                               EXECUTORS_STAGE_CALLBACK};
+    static const executors_stage required[] = {
+        EXECUTORS_STAGE_PREPROCESS, EXECUTORS_STAGE_POSTPROCESS, EXECUTORS_STAGE_CALLBACK};
     for (size_t i = 0; i < sizeof required / sizeof *required; i++)
         if (by_stage[required[i]] == NULL)
             return rn_set_error(RN_INVALID_ARG, "pipeline: no '%s' stage",
@@ -218,7 +217,8 @@ rn_status executors_pipeline_build(const executors_pipeline_builder *b, executor
         st = rn_set_error(RN_OUT_OF_MEMORY, "pipeline: out of memory");
         goto done;
     }
-    memcpy(p->nodes, b->tasks, b->n_tasks * sizeof *p->nodes);
+    if (b->n_tasks > 0)
+        memcpy(p->nodes, b->tasks, b->n_tasks * sizeof *p->nodes);
     for (int s = 0; s < EXECUTORS_STAGE_COUNT; s++)
         p->stage_node[s] = UINT32_MAX;
     uint32_t next = b->n_tasks;
@@ -329,8 +329,7 @@ bool executors_pipeline_has_stage(const executors_pipeline *p, executors_stage s
     return executors_pipeline_stage_node(p, stage) != UINT32_MAX;
 }
 
-size_t executors_pipeline_describe(const executors_pipeline *p, rn_pipeline_stage *out,
-                                   size_t cap)
+size_t executors_pipeline_describe(const executors_pipeline *p, rn_pipeline_stage *out, size_t cap)
 {
     for (size_t i = 0; i < p->n_described && i < cap; i++)
         out[i] = p->described[i];

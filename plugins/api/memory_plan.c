@@ -22,7 +22,9 @@
 
 typedef struct block {
     int root;
-    int producer;
+    int producer; /* its earliest writer in exec order */
+    int n_writers;
+    int *writers; /* the nodes that write it first: producers of its members */
     size_t offset, size;
     bool forever; /* a result's bytes, or a block nobody produces */
     int n_touch;
@@ -65,19 +67,40 @@ rn_status plan_memory(plan_spec *s)
             continue;
         block *b = &blocks[nb];
         b->root = v;
-        b->producer = pv->producer;
+        b->producer = -1;
         b->size = align_up(pv->nbytes ? pv->nbytes : 1);
         b->forever = pv->producer < 0;
         block_of[v] = nb++;
     }
-    qsort(blocks, (size_t)nb, sizeof *blocks, by_producer);
-    for (int b = 0; b < nb; b++)
-        block_of[blocks[b].root] = b;
     /* Results (and their aliases' roots) live to the end. */
     for (int r = 0; r < s->n_results; r++) {
         int v = s->results[r];
         if (s->values[v].storage == PLAN_ARENA && block_of[s->values[v].root] >= 0)
             blocks[block_of[s->values[v].root]].forever = true;
+    }
+    /* Writers of every block: the producers of its members (a Concat's
+     * inputs written in place start its life before its own producer). */
+    for (int v = 0; v < s->n_values; v++) {
+        const plan_value *pv = &s->values[v];
+        if (pv->storage != PLAN_ARENA || pv->producer < 0 || block_of[pv->root] < 0)
+            continue;
+        block *b = &blocks[block_of[pv->root]];
+        if (b->producer < 0 || pv->producer < b->producer)
+            b->producer = pv->producer;
+    }
+    qsort(blocks, (size_t)nb, sizeof *blocks, by_producer);
+    for (int b = 0; b < nb; b++)
+        block_of[blocks[b].root] = b;
+    for (int v = 0; v < s->n_values; v++) {
+        const plan_value *pv = &s->values[v];
+        if (pv->storage != PLAN_ARENA || pv->producer < 0 || block_of[pv->root] < 0)
+            continue;
+        block *b = &blocks[block_of[pv->root]];
+        int *w = realloc(b->writers, ((size_t)b->n_writers + 1) * sizeof *w);
+        if (w == NULL)
+            goto oom;
+        b->writers = w;
+        b->writers[b->n_writers++] = pv->producer;
     }
     /* Touchers of every block. */
     int *count = calloc((size_t)nb + 1, sizeof *count);
@@ -87,10 +110,11 @@ rn_status plan_memory(plan_spec *s)
         for (int i = 0; i < n; i++) {
             const plan_node *nd = &s->nodes[i];
             for (int k = 0; k < nd->n_in + nd->n_out + nd->n_implicit + 1; k++) {
-                int v = k < nd->n_in                             ? nd->in[k]
-                        : k < nd->n_in + nd->n_out               ? nd->out[k - nd->n_in]
-                        : k < nd->n_in + nd->n_out + nd->n_implicit ? nd->implicit[k - nd->n_in - nd->n_out]
-                                                                    : nd->scratch;
+                int v = k < nd->n_in               ? nd->in[k]
+                        : k < nd->n_in + nd->n_out ? nd->out[k - nd->n_in]
+                        : k < nd->n_in + nd->n_out + nd->n_implicit
+                            ? nd->implicit[k - nd->n_in - nd->n_out]
+                            : nd->scratch;
                 if (v < 0 || s->values[v].storage != PLAN_ARENA)
                     continue;
                 int bi = block_of[s->values[v].root];
@@ -138,10 +162,12 @@ rn_status plan_memory(plan_spec *s)
         int nc = 0;
         for (int ci = 0; ci < bi; ci++) {
             block *c = &blocks[ci];
-            bool before = reuse && !c->forever && b->producer >= 0;
-            const uint64_t *ap = before ? anc + (size_t)b->producer * words : NULL;
-            for (int t = 0; before && t < c->n_touch; t++)
-                before = (ap[c->touch[t] / 64] >> (c->touch[t] % 64)) & 1;
+            bool before = reuse && !c->forever && b->n_writers > 0;
+            for (int w = 0; before && w < b->n_writers; w++) {
+                const uint64_t *ap = anc + (size_t)b->writers[w] * words;
+                for (int t = 0; before && t < c->n_touch; t++)
+                    before = (ap[c->touch[t] / 64] >> (c->touch[t] % 64)) & 1;
+            }
             if (!before)
                 conflict[nc++] = c;
         }
@@ -160,14 +186,17 @@ rn_status plan_memory(plan_spec *s)
     }
     for (int v = 0; v < s->n_values; v++)
         if (s->values[v].storage == PLAN_ARENA && block_of[s->values[v].root] >= 0)
-            s->values[v].offset = blocks[block_of[s->values[v].root]].offset;
+            s->values[v].offset =
+                blocks[block_of[s->values[v].root]].offset + s->values[v].alias_offset;
     s->arena_bytes = total;
     goto done;
 oom:
     st = rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory planning buffers");
 done:
-    for (int b = 0; blocks != NULL && b < nb; b++)
+    for (int b = 0; blocks != NULL && b < nb; b++) {
         free(blocks[b].touch);
+        free(blocks[b].writers);
+    }
     free(blocks);
     free(block_of);
     free(conflict);

@@ -105,11 +105,11 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     const plan_spec *b = plan->base;
     plugin_log(o->log_level, PLUGIN_LOG_INFO, o->device,
                "compiled '%s': %d nodes (%d without run-time shape inference, %d views, %d in "
-               "place, %d layout conversions) in %d tasks, arena %zu bytes per request, %u "
-               "streams x %u threads, %d device stages%s",
-               plan->g->name, b->n_nodes, b->n_fast, b->n_views, b->n_inplace, b->n_conversions,
-               b->n_tasks, b->arena_bytes, o->n_streams, o->threads_per_stream, o->n_stages,
-               o->profiling ? ", profiling" : "");
+               "place, %d Concat inputs in place, %d layout conversions) in %d tasks, arena %zu "
+               "bytes per request, %u streams x %u threads, %d device stages%s",
+               plan->g->name, b->n_nodes, b->n_fast, b->n_views, b->n_inplace,
+               b->n_concat_inputs_in_place, b->n_conversions, b->n_tasks, b->arena_bytes,
+               o->n_streams, o->threads_per_stream, o->n_stages, o->profiling ? ", profiling" : "");
     *out = plan;
     return RN_OK;
 fail:
@@ -236,13 +236,22 @@ rn_status plugin_plan_spec_for(plugin_plan *plan, const graph_shape *shapes, pla
     for (int r = 0; r < g->n_outputs; r++)
         if (g->outputs[r]->producer != NULL)
             g->outputs[r]->shape.rank = -1;
+    const plugin_plan_options *o = &plan->options;
+    if (o->specialize != NULL) {
+        if ((st = graph_infer_shapes(g)) == RN_OK)
+            st = o->specialize(o->specialize_ctx, g);
+        if (st != RN_OK) {
+            graph_free(g);
+            return rn_wrap_error(st, "re-specialising for the inputs' shapes: ");
+        }
+    }
     plan_spec *s;
     if ((st = plan_spec_build(plan, g, &s)) != RN_OK)
         return rn_wrap_error(st, "re-specialising for the inputs' shapes: ");
     atomic_fetch_add(&plan->cache_builds, 1);
     plugin_log(atomic_load(&plan->log_level), PLUGIN_LOG_INFO, plan->options.device,
-               "'%s': plan for new input shapes: %d nodes, %d fast, arena %zu bytes",
-               plan->g->name, s->n_nodes, s->n_fast, s->arena_bytes);
+               "'%s': plan for new input shapes: %d nodes, %d fast, arena %zu bytes", plan->g->name,
+               s->n_nodes, s->n_fast, s->arena_bytes);
     pthread_mutex_lock(&plan->cache_lock);
     atomic_fetch_add(&s->refs, 1); /* the cache's */
     lru_push(plan, s);
@@ -408,7 +417,7 @@ rn_status plugin_plan_runtime_model(plugin_plan *plan, const rn_runtime_node **n
         rt->name = n->name;
         rt->layer_type = n->type;
         rt->execution_order = i;
-        rt->impl_type = n->skip ? "view" : n->impl;
+        rt->impl_type = n->impl;
         rt->perf_counter_us = s->last_us[i];
         rt->original_names = n->original_names;
         rt->input_layouts = n->in_layouts != NULL ? n->in_layouts : "";

@@ -71,6 +71,12 @@ typedef struct plugin_plan_options {
     const rn_partition_ops *partitions;
     /* Specialised plans kept for run-time input shapes (0: 8). */
     int shape_cache;
+    /* (optional) Runs on a clone of the model whose inputs have the
+     * concrete shapes of a run, before it is lowered: the device folds what
+     * those shapes decide (Shape, Size and the shape arithmetic they feed),
+     * so that the specialised plan is static. */
+    rn_status (*specialize)(void *ctx, graph *g);
+    void *specialize_ctx;
 } plugin_plan_options;
 
 /* Builds a plan for `model` (cloned; the caller keeps its graph) and

@@ -52,6 +52,9 @@ typedef struct plan_value {
      * output the value it aliases (same storage, same offset). */
     int root;
     size_t offset; /* PLAN_ARENA: into the arena */
+    /* Bytes from its root's start (a Concat input written in place into
+     * the Concat's output; 0 for views and in-place outputs). */
+    size_t alias_offset;
     size_t nbytes;
     /* The static descriptor (type, shape, strides, layout; memory filled
      * per request). For PLAN_CONST, data is set here. */
@@ -82,18 +85,23 @@ typedef struct plan_node {
     /* Every input and output is static: the run calls the kernel with the
      * prebuilt arguments, no shape inference, no allocation. */
     bool fast;
-    bool skip;              /* a view made an alias: nothing to run */
-    int io;                 /* start of its descriptors in the request's scratch */
-    const char *name;       /* for profiling and the runtime model */
-    const char *type;       /* op type, "Reorder" for conversions */
-    const char *impl;       /* kernel impl_type, or the layout's name */
-    char *owned_name;       /* conversions and partitions make theirs */
-    char *original_names;   /* the original nodes it stands for, joined by ',' */
+    bool skip; /* a view made an alias: nothing to run */
+    /* A Concat some of whose inputs were written in place by their
+     * producers: the run copies only the others (placed: bit k per input;
+     * all placed: skip). */
+    bool concat_partial;
+    uint64_t concat_placed;
+    int io;                        /* start of its descriptors in the request's scratch */
+    const char *name;              /* for profiling and the runtime model */
+    const char *type;              /* op type, "Reorder" for conversions */
+    const char *impl;              /* kernel impl_type, or the layout's name */
+    char *owned_name;              /* conversions and partitions make theirs */
+    char *original_names;          /* the original nodes it stands for, joined by ',' */
     const graph_op_schema *schema; /* kernel nodes: for run-time shape inference */
     int scratch;                   /* exec value of its scratch memory, -1 none */
-    const rn_layout *to;    /* conversions: the layout written (NULL plain) */
-    const rn_layout *from;  /* conversions: the layout read */
-    char *in_layouts;       /* runtime model: "nChw16c,plain" */
+    const rn_layout *to;           /* conversions: the layout written (NULL plain) */
+    const rn_layout *from;         /* conversions: the layout read */
+    char *in_layouts;              /* runtime model: "nChw16c,plain" */
     char *out_layouts;
 } plan_node;
 
@@ -112,13 +120,13 @@ struct plan_spec {
     plan_node *nodes; /* topological order */
     int io_total;     /* descriptors per request: inputs, outputs, implicit of every node */
     int n_results;
-    int *results;        /* exec value of result o */
-    size_t arena_bytes;  /* one arena per request */
-    int n_dynamic;       /* values allocated by the run */
-    int *dynamic;        /* their ids */
-    int *consumers;      /* per value: reads in a run (+1 for a result), for dynamic ones */
-    int n_conversions;   /* inserted at run time */
-    int n_fast, n_views, n_inplace;
+    int *results;       /* exec value of result o */
+    size_t arena_bytes; /* one arena per request */
+    int n_dynamic;      /* values allocated by the run */
+    int *dynamic;       /* their ids */
+    int *consumers;     /* per value: reads in a run (+1 for a result), for dynamic ones */
+    int n_conversions;  /* inserted at run time */
+    int n_fast, n_views, n_inplace, n_concat_inputs_in_place;
     /* Tasks: task t runs exec nodes task_nodes[task_begin[t] .. task_begin[t+1]). */
     int n_tasks;
     int *task_begin;
@@ -187,8 +195,8 @@ typedef struct value_slot {
 typedef struct request_spec {
     plan_spec *spec; /* referenced */
     void *arena_buffer;
-    unsigned char *arena; /* host address of the arena (NULL on device memory) */
-    value_slot *slots;    /* per exec value */
+    unsigned char *arena;  /* host address of the arena (NULL on device memory) */
+    value_slot *slots;     /* per exec value */
     atomic_int *remaining; /* per exec value: dynamic readers left in this run */
     graph_tensor *io;      /* per node: inputs, outputs, implicit */
     graph_port *ports;

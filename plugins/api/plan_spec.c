@@ -697,7 +697,8 @@ static rn_status sort_nodes(plan_spec *s)
         sorted[i] = s->nodes[order[i]];
         new_id[order[i]] = i;
     }
-    memcpy(s->nodes, sorted, (size_t)n * sizeof *sorted);
+    if (n > 0)
+        memcpy(s->nodes, sorted, (size_t)n * sizeof *sorted);
     for (int v = 0; v < s->n_values; v++)
         if (s->values[v].producer >= 0)
             s->values[v].producer = new_id[s->values[v].producer];
@@ -716,6 +717,75 @@ static int find_root(plan_spec *s, int v)
     while (s->values[v].root != v)
         v = s->values[v].root;
     return v;
+}
+
+/* Concat written in place by its producers: along an axis with nothing
+ * but 1s before it, each input is one contiguous slice of the output, so an
+ * input that is an intermediate nobody else reads can be produced straight
+ * into its slice (its root joins the output's bytes at that offset). The
+ * Concat then copies only the other inputs, or nothing. Host memory only. */
+static void concat_in_place(plan_spec *s, int *real)
+{
+    const rn_allocator *alloc = s->plan->options.allocator;
+    if (alloc != NULL && !alloc->host)
+        return;
+    for (int i = 0; i < s->n_nodes; i++) {
+        plan_node *n = &s->nodes[i];
+        if (n->kind != PLAN_NODE_KERNEL || strcmp(n->node->op_type, "Concat") != 0 ||
+            (n->node->domain[0] != '\0' && strcmp(n->node->domain, "ai.onnx") != 0) ||
+            n->n_out != 1 || n->out[0] < 0 || n->n_in < 1 || n->n_in > 64)
+            continue;
+        plan_value *out = &s->values[n->out[0]];
+        if (out->storage != PLAN_ARENA || out->result >= 0 || out->root != n->out[0] ||
+            out->desc.layout != NULL || out->desc.type == RN_STRING)
+            continue;
+        int rank = out->desc.rank;
+        int64_t axis = graph_node_attr_int(n->node, "axis", 0);
+        if (axis < 0)
+            axis += rank;
+        if (axis < 0 || axis >= rank)
+            continue;
+        bool outer_one = true;
+        for (int d = 0; d < axis; d++)
+            outer_one &= out->desc.dims[d] == 1;
+        if (!outer_one)
+            continue;
+        /* Every input a dense slice of the output, in order. */
+        size_t total = 0;
+        bool ok = true;
+        for (int k = 0; k < n->n_in && ok; k++) {
+            const plan_value *x = n->in[k] >= 0 ? &s->values[n->in[k]] : NULL;
+            ok = x != NULL && x->desc.type == out->desc.type && x->desc.layout == NULL &&
+                 (x->storage == PLAN_ARENA || x->storage == PLAN_CONST || x->storage == PLAN_INPUT);
+            if (ok)
+                total += x->nbytes;
+        }
+        if (!ok || total != out->nbytes)
+            continue;
+        /* Place the inputs that are intermediates nobody else reads. */
+        size_t off = 0;
+        uint64_t placed = 0;
+        for (int k = 0; k < n->n_in; k++) {
+            const plan_value *x = &s->values[n->in[k]];
+            int r = find_root(s, n->in[k]);
+            plan_value *root = &s->values[r];
+            if (root->storage == PLAN_ARENA && root->result < 0 && real[r] == 1 &&
+                root->producer >= 0 && r != n->out[0] && root->nbytes == x->nbytes) {
+                root->root = n->out[0];
+                root->alias_offset = off;
+                placed |= 1ull << k;
+                s->n_concat_inputs_in_place++;
+            }
+            off += x->nbytes;
+        }
+        if (placed == 0)
+            continue;
+        n->concat_placed = placed;
+        bool all = placed == (n->n_in == 64 ? ~0ull : (1ull << n->n_in) - 1);
+        n->skip = all;
+        n->concat_partial = !all;
+        n->impl = "concat_in_place";
+    }
 }
 
 static void alias(plan_spec *s)
@@ -757,6 +827,7 @@ static void alias(plan_spec *s)
         dst->root = n->in[0];
         dst->storage = rs == PLAN_ARENA ? PLAN_ARENA : rs;
         n->skip = true;
+        n->impl = "view";
         s->n_views++;
     }
     for (int v = 0; v < s->n_values; v++)
@@ -795,10 +866,20 @@ static void alias(plan_spec *s)
         real[r] = real[dr];
         s->n_inplace++;
     }
+    concat_in_place(s, real);
     free(real);
-    /* Flatten: every value points at its root directly. */
-    for (int v = 0; v < s->n_values; v++)
-        s->values[v].root = find_root(s, v);
+    /* Flatten: every value points at its root directly, at the sum of the
+     * offsets on the way. */
+    for (int v = 0; v < s->n_values; v++) {
+        size_t off = 0;
+        int r = v;
+        while (s->values[r].root != r) {
+            off += s->values[r].alias_offset;
+            r = s->values[r].root;
+        }
+        s->values[v].alias_offset = off;
+        s->values[v].root = r;
+    }
 }
 
 /* ---- fast nodes, slots ---- */
@@ -820,12 +901,11 @@ static void mark_fast(plan_spec *s)
                 fast = false;
             if (st == PLAN_DYNAMIC || v->storage == PLAN_DYNAMIC)
                 fast = false;
-            if (st == PLAN_INPUT &&
-                (v->gv == NULL || s->values[v->root].gv == NULL ||
-                 !graph_shape_is_static(&s->values[v->root].gv->shape) ||
-                 s->values[v->root].gv->kind != GRAPH_KIND_TENSOR ||
-                 s->values[v->root].gv->type == RN_UNDEFINED ||
-                 s->values[v->root].gv->type == RN_STRING))
+            if (st == PLAN_INPUT && (v->gv == NULL || s->values[v->root].gv == NULL ||
+                                     !graph_shape_is_static(&s->values[v->root].gv->shape) ||
+                                     s->values[v->root].gv->kind != GRAPH_KIND_TENSOR ||
+                                     s->values[v->root].gv->type == RN_UNDEFINED ||
+                                     s->values[v->root].gv->type == RN_STRING))
                 fast = false;
         }
         for (int k = 0; k < n->n_out && fast; k++)

@@ -56,7 +56,8 @@ void plugin_host_context_free(plugin_host_context *context)
     free(context);
 }
 
-static rn_status context_get_property(rn_plugin_context *context, const char *key, char *buf, size_t size)
+static rn_status context_get_property(rn_plugin_context *context, const char *key, char *buf,
+                                      size_t size)
 {
     const plugin_host_context *c = context;
     if (strcmp(key, "CONTEXT_TYPE") == 0)
@@ -84,9 +85,9 @@ static rn_status parse_handle(const plugin_host_context *c, const char *value, v
     return RN_OK;
 }
 
-static rn_status context_create_tensor(rn_plugin_context *context, rn_element_type type, const int64_t *dims,
-                                       size_t rank, const rn_property *params, size_t n_params,
-                                       const rn_remote_tensor_ops **ops,
+static rn_status context_create_tensor(rn_plugin_context *context, rn_element_type type,
+                                       const int64_t *dims, size_t rank, const rn_property *params,
+                                       size_t n_params, const rn_remote_tensor_ops **ops,
                                        rn_plugin_tensor **tensor)
 {
     const plugin_host_context *c = context;
@@ -145,7 +146,8 @@ const rn_remote_context_ops plugin_host_context_ops = {
     .free = context_free,
 };
 
-static rn_status tensor_get_property(rn_plugin_tensor *tensor, const char *key, char *buf, size_t size)
+static rn_status tensor_get_property(rn_plugin_tensor *tensor, const char *key, char *buf,
+                                     size_t size)
 {
     const host_tensor *t = tensor;
     if (strcmp(key, "SHARED_MEM_TYPE") == 0)
@@ -204,8 +206,8 @@ const rn_remote_tensor_ops plugin_host_tensor_ops = {
     .free = tensor_free,
 };
 
-rn_status plugin_host_tensor_view(const rn_plugin_tensor *tensor, const plugin_host_context *context,
-                                  graph_tensor *out)
+rn_status plugin_host_tensor_view(const rn_plugin_tensor *tensor,
+                                  const plugin_host_context *context, graph_tensor *out)
 {
     const host_tensor *t = tensor;
     if (t->context != context)

@@ -40,7 +40,7 @@ extern const rn_remote_tensor_ops plugin_host_tensor_ops;
 /* Describes remote tensor `tensor` (a handle of plugin_host_tensor_ops) as
  * a host buffer, when it belongs to `context`; RN_INVALID_ARG naming both
  * contexts otherwise. */
-rn_status plugin_host_tensor_view(const rn_plugin_tensor *tensor, const plugin_host_context *context,
-                                  graph_tensor *out);
+rn_status plugin_host_tensor_view(const rn_plugin_tensor *tensor,
+                                  const plugin_host_context *context, graph_tensor *out);
 
 #endif /* RUNNEL_PLUGINS_API_REMOTE_H */

@@ -131,8 +131,8 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
                 continue;
             in[k] = rs->slots[v].t;
             const plan_value *pv = &spec->values[v];
-            bool follows = spec->values[pv->root].storage == PLAN_INPUT ||
-                           spec->values[pv->root].result >= 0;
+            bool follows =
+                spec->values[pv->root].storage == PLAN_INPUT || spec->values[pv->root].result >= 0;
             if (n->fast && follows) {
                 rs->refresh_io[rs->n_refresh] = n->io + k;
                 rs->refresh_value[rs->n_refresh++] = v;
@@ -232,11 +232,10 @@ static void profile_template(plugin_request *r)
     const plan_spec *s = r->rs->spec;
     for (int i = 0; i < s->n_nodes; i++) {
         const plan_node *n = &s->nodes[i];
-        r->profile[PLUGIN_STAGES + i] =
-            (rn_profiling_info){.node_name = n->name,
-                                .node_type = n->type,
-                                .exec_type = n->skip ? "view" : n->impl,
-                                .status = RN_NODE_NOT_RUN};
+        r->profile[PLUGIN_STAGES + i] = (rn_profiling_info){.node_name = n->name,
+                                                            .node_type = n->type,
+                                                            .exec_type = n->impl,
+                                                            .status = RN_NODE_NOT_RUN};
     }
 }
 
@@ -483,10 +482,9 @@ static rn_status begin_run(plugin_request *r)
                                     v->name, v->shape.rank, t->rank);
             for (int d = 0; d < t->rank; d++)
                 if (v->shape.dims[d] >= 0 && v->shape.dims[d] != t->dims[d])
-                    return rn_set_error(RN_SHAPE_MISMATCH,
-                                        "input '%s': dim %d is %lld, the model expects %lld",
-                                        v->name, d, (long long)t->dims[d],
-                                        (long long)v->shape.dims[d]);
+                    return rn_set_error(
+                        RN_SHAPE_MISMATCH, "input '%s': dim %d is %lld, the model expects %lld",
+                        v->name, d, (long long)t->dims[d], (long long)v->shape.dims[d]);
         }
         if (t->kind == GRAPH_KIND_TENSOR && v->type != RN_UNDEFINED && t->type != v->type &&
             !plan->nested)
@@ -533,9 +531,10 @@ rn_status plugin_request_infer(plugin_request *r)
         st = r->plan->nested ? plugin_run_nested(r) : plugin_run_inline(r);
         r->inline_run = false;
         if (st != RN_OK)
-            st = rn_set_error(st, "%s", st == RN_CANCELLED && r->error[0] == '\0'
-                                            ? "the infer request was cancelled"
-                                            : r->error);
+            st = rn_set_error(st, "%s",
+                              st == RN_CANCELLED && r->error[0] == '\0'
+                                  ? "the infer request was cancelled"
+                                  : r->error);
     }
     atomic_store(&r->state, REQUEST_IDLE);
     return st;
@@ -675,7 +674,7 @@ rn_status plugin_request_get_output(plugin_request *r, size_t index, graph_tenso
     if (!r->outputs_valid)
         return rn_set_error(RN_INFER_NOT_STARTED,
                             !r->ran ? "output '%s' has no value before infer"
-                                : "output '%s' has no value: the last run did not complete",
+                                    : "output '%s' has no value: the last run did not complete",
                             g->outputs[index]->name);
     const value_slot *sl = &r->rs->slots[s->results[index]];
     *out = sl->t;

@@ -152,8 +152,8 @@ rn_status plugin_move_output(plugin_kernel_args *args, int index, graph_tensor *
         if (value->kind != GRAPH_KIND_TENSOR || value->type != pv->desc.type ||
             !fits_planned(pv, value->rank, value->dims))
             return rn_set_error(RN_SHAPE_MISMATCH,
-                                "node '%s' (%s): output '%s' differs from the planned one",
-                                n->name, n->type, pv->name);
+                                "node '%s' (%s): output '%s' differs from the planned one", n->name,
+                                n->type, pv->name);
         memcpy(args->outputs[index].data, value->data, value->nbytes);
         graph_tensor_release(value);
         memset(value, 0, sizeof *value);
@@ -275,8 +275,8 @@ static rn_status prepare_slow(plugin_request *r, int i)
             continue;
         }
         out[k].type = pout[k].type != RN_UNDEFINED ? pout[k].type
-                      : pv->gv != NULL               ? pv->gv->type
-                                                     : RN_UNDEFINED;
+                      : pv->gv != NULL             ? pv->gv->type
+                                                   : RN_UNDEFINED;
         out[k].kind = pout[k].kind;
         if (known) {
             out[k].rank = pout[k].shape.rank;
@@ -304,7 +304,18 @@ rn_status plugin_run_node(plugin_request *r, int i)
     plugin_kernel_args *args = &rs->args[i];
     bool timed = r->profiling || r->log_level >= PLUGIN_LOG_TRACE;
     uint64_t t0 = timed ? plugin_now_ns() : 0;
-    if (n->kind == PLAN_NODE_CONVERT) {
+    if (n->concat_partial) {
+        /* The inputs not produced in place go to their slices. */
+        unsigned char *y = args->outputs[0].data;
+        size_t off = 0;
+        for (int k = 0; k < n->n_in; k++) {
+            const graph_tensor *x = &args->inputs[k];
+            if (!(n->concat_placed >> k & 1) && x->nbytes > 0)
+                memcpy(y + off, x->data, x->nbytes);
+            off += x->nbytes;
+        }
+        st = RN_OK;
+    } else if (n->kind == PLAN_NODE_CONVERT) {
         const rn_layout_ops *ops = n->to != NULL ? n->to->ops : n->from->ops;
         st = ops->convert(&args->inputs[0], &args->outputs[0]);
     } else {
@@ -329,8 +340,9 @@ rn_status plugin_run_node(plugin_request *r, int i)
         for (int k = 0; k < n->n_out; k++) {
             int v = n->out[k];
             if (v >= 0 && s->values[v].storage == PLAN_DYNAMIC && !rs->slots[v].has_value)
-                return rn_set_error(RN_INTERNAL, "node '%s' (%s): kernel left output %d unallocated",
-                                    n->name, n->type, k);
+                return rn_set_error(RN_INTERNAL,
+                                    "node '%s' (%s): kernel left output %d unallocated", n->name,
+                                    n->type, k);
         }
         release_inputs(r, n);
     }

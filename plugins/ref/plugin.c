@@ -163,8 +163,7 @@ static rn_status ref_get_property(ref_plugin *p, const char *key, char *buf, siz
     return st;
 }
 
-static rn_status ref_compiled_get_property(ref_compiled *c, const char *key, char *buf,
-                                           size_t size)
+static rn_status ref_compiled_get_property(ref_compiled *c, const char *key, char *buf, size_t size)
 {
     char tmp[64];
     if (plugin_plan_get_property(c->plan, key, buf, size) == RN_OK)
@@ -306,6 +305,21 @@ static rn_status ref_query(ref_plugin *p, const rn_graph *model, const rn_proper
     return RN_OK;
 }
 
+/* A plan specialised for concrete input shapes: fold what they decide
+ * (Shape, Size and the shape arithmetic they feed) with REF's kernels, then
+ * drop what no result needs. */
+static rn_status ref_specialize(void *ctx, graph *g)
+{
+    ref_plugin *p = ctx;
+    transforms_fold_options fold = {
+        .eval = plugin_const_eval, .eval_ctx = p->kernels, .max_tensor_bytes = (size_t)1 << 30};
+    int changes = 0;
+    rn_status st = transforms_fold_constants(g, &fold, &changes);
+    if (st == RN_OK && changes > 0)
+        st = transforms_eliminate_dead_nodes(g, NULL, &changes);
+    return st;
+}
+
 /* Builds the plan of a transformed graph with the compiled model's properties. */
 static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
 {
@@ -313,7 +327,10 @@ static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
                                    .trace = c->props.enable_trace,
                                    .context = c->context,
                                    .device = "REF",
-                                   .log_level = c->props.log_level};
+                                   .log_level = c->props.log_level,
+                                   .specialize =
+                                       c->props.disable_transformations ? NULL : ref_specialize,
+                                   .specialize_ctx = p};
     plugin_properties_streams(&c->props, executors_cpu_count(), &options.n_streams,
                               &options.threads_per_stream, &c->optimal_requests);
     snprintf(c->network_name, sizeof c->network_name, "%s", g->name);
