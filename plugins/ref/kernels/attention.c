@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool attention_supports(const graph_node *node, const char **why)
 {
@@ -220,13 +221,13 @@ static rn_status attention_run(plugin_kernel_args *args)
         (present_v && graph_tensor_count(present_v) != n_v) ||
         (qk_out && graph_tensor_count(qk_out) != (size_t)(d.batch * d.qh * d.sq * d.total)))
         return attention_bad(node, "an output does not have the expected size");
-    double *qd = malloc((n_q + n_k + n_v + 1) * sizeof(double));
-    double *row = malloc((size_t)(d.total > 0 ? d.total : 1) * sizeof(double));
-    double *acc = malloc((size_t)(d.dv > 0 ? d.dv : 1) * sizeof(double));
+    double *qd = ref_tmp_alloc((n_q + n_k + n_v + 1) * sizeof(double));
+    double *row = ref_tmp_alloc((size_t)(d.total > 0 ? d.total : 1) * sizeof(double));
+    double *acc = ref_tmp_alloc((size_t)(d.dv > 0 ? d.dv : 1) * sizeof(double));
     if (!qd || !row || !acc) {
-        free(qd);
-        free(row);
-        free(acc);
+        ref_tmp_free(qd);
+        ref_tmp_free(row);
+        ref_tmp_free(acc);
         return ref_nn_oom(node);
     }
     double *kd = qd + n_q, *vd = kd + n_k;
@@ -308,9 +309,9 @@ static rn_status attention_run(plugin_kernel_args *args)
         ref_nn_from_f64(present_k->type, present_k->data, kd, n_k);
     if (present_v != NULL)
         ref_nn_from_f64(present_v->type, present_v->data, vd, n_v);
-    free(qd);
-    free(row);
-    free(acc);
+    ref_tmp_free(qd);
+    ref_tmp_free(row);
+    ref_tmp_free(acc);
     return RN_OK;
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool batchnorm_training(const graph_node *node)
 {
@@ -58,7 +59,7 @@ static rn_status batchnorm_run(plugin_kernel_args *args)
     int64_t n_params = spatial ? channels : channels * inner;
     /* Parameters: scale, B, mean, var. */
     double *p[4] = {NULL, NULL, NULL, NULL};
-    double *a = malloc((size_t)(n_params > 0 ? n_params : 1) * 2 * sizeof(double));
+    double *a = ref_tmp_alloc((size_t)(n_params > 0 ? n_params : 1) * 2 * sizeof(double));
     rn_status st = a ? RN_OK : ref_nn_oom(node);
     for (int i = 0; st == RN_OK && i < 4; i++) {
         const graph_tensor *t = &args->inputs[1 + i];
@@ -82,7 +83,7 @@ static rn_status batchnorm_run(plugin_kernel_args *args)
     double *batch_mean = NULL, *batch_var = NULL;
     if (training) {
         /* Per-channel batch statistics (spatial is always 1 from opset 9). */
-        batch_mean = calloc((size_t)(channels > 0 ? channels : 1) * 2, sizeof(double));
+        batch_mean = ref_tmp_calloc((size_t)(channels > 0 ? channels : 1) * 2, sizeof(double));
         if (!batch_mean) {
             st = ref_nn_oom(node);
             goto done;
@@ -153,12 +154,12 @@ static rn_status batchnorm_run(plugin_kernel_args *args)
             ref_nn_set(out->type, out->data, (size_t)i, v);
         }
     }
-    free(batch_mean);
+    ref_tmp_free(batch_mean);
 done:
     for (int i = 0; i < 4; i++)
-        free(p[i]);
-    free(a);
-    free(xv);
+        ref_tmp_free(p[i]);
+    ref_tmp_free(a);
+    ref_tmp_free(xv);
     return st;
 }
 

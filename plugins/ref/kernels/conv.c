@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 /* A convolution's sizes, spatial dims mapped to (D, H, W). */
 typedef struct conv_shape {
@@ -261,14 +262,15 @@ static rn_status conv_run_f32(const plugin_kernel_args *args, const conv_shape *
     if (depthwise) {
         int64_t pad_h = (cs->out[1] - 1) * cs->s[1] + (cs->k[1] - 1) * cs->d[1] + 1;
         int64_t pad_w = (cs->out[2] - 1) * cs->s[2] + (cs->k[2] - 1) * cs->d[2] + 1;
-        col = malloc((size_t)(pad_h * pad_w > 0 ? pad_h * pad_w : 1) * sizeof(float));
+        col = ref_tmp_alloc((size_t)(pad_h * pad_w > 0 ? pad_h * pad_w : 1) * sizeof(float));
         if (!col)
             return ref_nn_oom(args->node);
     } else if (!direct) {
         int64_t row_floats = kdim * cs->out[2] > 0 ? kdim * cs->out[2] : 1;
         band = CONV_BAND_FLOATS / row_floats;
         band = band < 1 ? 1 : band > rows ? rows : band;
-        col = malloc((size_t)(band * row_floats > 0 ? band * row_floats : 1) * sizeof(float));
+        col =
+            ref_tmp_alloc((size_t)(band * row_floats > 0 ? band * row_floats : 1) * sizeof(float));
         if (!col)
             return ref_nn_oom(args->node);
     }
@@ -296,7 +298,7 @@ static rn_status conv_run_f32(const plugin_kernel_args *args, const conv_shape *
             }
         }
     }
-    free(col);
+    ref_tmp_free(col);
     return st == RN_OK ? RN_OK : ref_nn_oom(args->node);
 }
 
@@ -368,7 +370,7 @@ static rn_status conv_run(plugin_kernel_args *args)
     float *yv = y->data;
     size_t y_count = graph_tensor_count(y);
     if (st == RN_OK && y->type != RN_F32) {
-        yo = malloc((y_count ? y_count : 1) * sizeof(float));
+        yo = ref_tmp_alloc((y_count ? y_count : 1) * sizeof(float));
         yv = yo;
         if (!yo)
             st = RN_OUT_OF_MEMORY;
@@ -379,10 +381,10 @@ static rn_status conv_run(plugin_kernel_args *args)
         st = conv_run_f32(args, &cs, xv, wv, bv, yv);
     if (st == RN_OK && y->type != RN_F32)
         ref_nn_from_f32(y->type, y->data, yv, y_count);
-    free(xo);
-    free(wo);
-    free(bo);
-    free(yo);
+    ref_tmp_free(xo);
+    ref_tmp_free(wo);
+    ref_tmp_free(bo);
+    ref_tmp_free(yo);
     return st;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 typedef struct convt_shape {
     int64_t batch, c, m, group, cg, mg;
@@ -158,7 +159,7 @@ static rn_status convt_run_f32(const plugin_kernel_args *args, const convt_shape
                                const float *x, const float *w, const float *b, float *y)
 {
     int64_t rows = cs->mg * cs->k_n;
-    float *col = malloc((size_t)(rows * cs->in_n > 0 ? rows * cs->in_n : 1) * sizeof(float));
+    float *col = ref_tmp_alloc((size_t)(rows * cs->in_n > 0 ? rows * cs->in_n : 1) * sizeof(float));
     if (!col)
         return ref_nn_oom(args->node);
     for (int64_t n = 0; n < cs->batch; n++) {
@@ -171,13 +172,13 @@ static rn_status convt_run_f32(const plugin_kernel_args *args, const convt_shape
             rn_status st = ref_sgemm(true, false, rows, cs->in_n, cs->cg, 1.0f, wg, rows, xg,
                                      cs->in_n, 0.0f, col, cs->in_n);
             if (st != RN_OK) {
-                free(col);
+                ref_tmp_free(col);
                 return ref_nn_oom(args->node);
             }
             convt_col2im(cs, col, yg);
         }
     }
-    free(col);
+    ref_tmp_free(col);
     return RN_OK;
 }
 
@@ -245,7 +246,7 @@ static rn_status convt_run(plugin_kernel_args *args)
     float *yv = y->data;
     size_t y_count = graph_tensor_count(y);
     if (st == RN_OK && y->type != RN_F32) {
-        yo = malloc((y_count ? y_count : 1) * sizeof(float));
+        yo = ref_tmp_alloc((y_count ? y_count : 1) * sizeof(float));
         yv = yo;
         if (!yo)
             st = RN_OUT_OF_MEMORY;
@@ -256,10 +257,10 @@ static rn_status convt_run(plugin_kernel_args *args)
         st = convt_run_f32(args, &cs, xv, wv, bv, yv);
     if (st == RN_OK && y->type != RN_F32)
         ref_nn_from_f32(y->type, y->data, yv, y_count);
-    free(xo);
-    free(wo);
-    free(bo);
-    free(yo);
+    ref_tmp_free(xo);
+    ref_tmp_free(wo);
+    ref_tmp_free(bo);
+    ref_tmp_free(yo);
     return st;
 }
 

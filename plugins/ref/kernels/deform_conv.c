@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool deform_conv_supports(const graph_node *node, const char **why)
 {
@@ -104,7 +105,7 @@ static rn_status deform_conv_run(plugin_kernel_args *args)
                             "offset_group do not agree",
                             node->name, node->op_type);
     int64_t mg = m / group, c_per_og = c / og;
-    double *acc = malloc((size_t)(m > 0 ? m : 1) * sizeof(double));
+    double *acc = ref_tmp_alloc((size_t)(m > 0 ? m : 1) * sizeof(double));
     if (acc == NULL)
         return ref_nn_oom(node);
     for (int64_t n = 0; n < batch; n++) {
@@ -151,7 +152,7 @@ static rn_status deform_conv_run(plugin_kernel_args *args)
             }
         }
     }
-    free(acc);
+    ref_tmp_free(acc);
     return RN_OK;
 }
 

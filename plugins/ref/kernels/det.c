@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool det_supports(const graph_node *node, const char **why)
 {
@@ -62,7 +63,7 @@ static rn_status det_run(plugin_kernel_args *args)
                             "node '%s' (%s): input of rank %d is not [..., M, M]", node->name,
                             node->op_type, r);
     int64_t n = x->dims[r - 1], batch = ref_nn_span(x->dims, 0, r - 2);
-    double *a = malloc((size_t)(n * n > 0 ? n * n : 1) * sizeof *a);
+    double *a = ref_tmp_alloc((size_t)(n * n > 0 ? n * n : 1) * sizeof *a);
     if (a == NULL)
         return ref_nn_oom(node);
     for (int64_t b = 0; b < batch; b++) {
@@ -70,7 +71,7 @@ static rn_status det_run(plugin_kernel_args *args)
             a[e] = ref_nn_get(x->type, x->data, (size_t)(b * n * n + e));
         ref_nn_set(y->type, y->data, (size_t)b, det_lu(a, n));
     }
-    free(a);
+    ref_tmp_free(a);
     return RN_OK;
 }
 

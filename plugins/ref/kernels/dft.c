@@ -25,6 +25,7 @@
 
 #include "plugins/ref/kernels/movement.h"
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 #define NODE_FMT     "node '%s' (%s): "
 #define NODE_ARGS(n) (n)->name, (n)->op_type
@@ -38,10 +39,10 @@ typedef struct dft_twiddle {
 static bool dft_twiddle_init(dft_twiddle *tw, int64_t len)
 {
     tw->len = len;
-    tw->cos = malloc((size_t)(len > 0 ? len : 1) * sizeof(double));
-    tw->sin = malloc((size_t)(len > 0 ? len : 1) * sizeof(double));
+    tw->cos = ref_tmp_alloc((size_t)(len > 0 ? len : 1) * sizeof(double));
+    tw->sin = ref_tmp_alloc((size_t)(len > 0 ? len : 1) * sizeof(double));
     if (!tw->cos || !tw->sin) {
-        free(tw->cos), free(tw->sin);
+        ref_tmp_free(tw->cos), ref_tmp_free(tw->sin);
         return false;
     }
     for (int64_t j = 0; j < len; j++) {
@@ -56,8 +57,8 @@ static bool dft_twiddle_init(dft_twiddle *tw, int64_t len)
 
 static void dft_twiddle_free(dft_twiddle *tw)
 {
-    free(tw->cos);
-    free(tw->sin);
+    ref_tmp_free(tw->cos);
+    ref_tmp_free(tw->sin);
 }
 
 /* out[k] = sum_{t < n} in[t] e^(sign * 2 pi i k t / L) for k < n_out, in and
@@ -129,10 +130,10 @@ static rn_status dft_run(plugin_kernel_args *args)
     if (inverse && onesided && n_use > len / 2 + 1)
         n_use = len / 2 + 1;
     dft_twiddle tw;
-    double *line = malloc((size_t)(2 * len) * sizeof(double));
-    double *res = malloc((size_t)(2 * len) * sizeof(double));
+    double *line = ref_tmp_alloc((size_t)(2 * len) * sizeof(double));
+    double *res = ref_tmp_alloc((size_t)(2 * len) * sizeof(double));
     if (!line || !res || !dft_twiddle_init(&tw, len)) {
-        free(line), free(res);
+        ref_tmp_free(line), ref_tmp_free(res);
         return ref_nn_oom(node);
     }
     for (int64_t o = 0; o < outer; o++) {
@@ -161,8 +162,8 @@ static rn_status dft_run(plugin_kernel_args *args)
             }
         }
     }
-    free(line);
-    free(res);
+    ref_tmp_free(line);
+    ref_tmp_free(res);
     dft_twiddle_free(&tw);
     return RN_OK;
 }
@@ -209,10 +210,10 @@ static rn_status stft_run(plugin_kernel_args *args)
         return rn_set_error(RN_SHAPE_MISMATCH, NODE_FMT "output is not [%lld, %lld, %lld, 2]",
                             NODE_ARGS(node), (long long)batch, (long long)frames, (long long)bins);
     dft_twiddle tw;
-    double *line = malloc((size_t)(2 * flen) * sizeof(double));
-    double *res = malloc((size_t)(2 * flen) * sizeof(double));
+    double *line = ref_tmp_alloc((size_t)(2 * flen) * sizeof(double));
+    double *res = ref_tmp_alloc((size_t)(2 * flen) * sizeof(double));
     if (!line || !res || !dft_twiddle_init(&tw, flen)) {
-        free(line), free(res);
+        ref_tmp_free(line), ref_tmp_free(res);
         return ref_nn_oom(node);
     }
     for (int64_t b = 0; b < batch; b++) {
@@ -229,8 +230,8 @@ static rn_status stft_run(plugin_kernel_args *args)
                 ref_nn_set(y->type, y->data, e + (size_t)k, res[k]);
         }
     }
-    free(line);
-    free(res);
+    ref_tmp_free(line);
+    ref_tmp_free(res);
     dft_twiddle_free(&tw);
     return RN_OK;
 }

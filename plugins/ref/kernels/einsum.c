@@ -19,6 +19,7 @@
 #include "graph/ops/attr_parse.h"
 #include "plugins/ref/kernels/movement.h"
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 #define NODE_FMT     "node '%s' (%s): "
 #define NODE_ARGS(n) (n)->name, (n)->op_type
@@ -163,8 +164,8 @@ static rn_status einsum_run(plugin_kernel_args *args)
     rn_element_type t = y->type;
     bool is_float = ref_nn_is_float(t);
     size_t ny = graph_tensor_count(y);
-    double *accf = is_float ? calloc(ny ? ny : 1, sizeof *accf) : NULL;
-    uint64_t *acci = is_float ? NULL : calloc(ny ? ny : 1, sizeof *acci);
+    double *accf = is_float ? ref_tmp_calloc(ny ? ny : 1, sizeof *accf) : NULL;
+    uint64_t *acci = is_float ? NULL : ref_tmp_calloc(ny ? ny : 1, sizeof *acci);
     if (is_float ? accf == NULL : acci == NULL)
         return ref_nn_oom(node);
     int64_t total = 1;
@@ -202,8 +203,8 @@ static rn_status einsum_run(plugin_kernel_args *args)
         else
             ref_mv_store_int(t, y->data, e, (int64_t)acci[e]);
     }
-    free(accf);
-    free(acci);
+    ref_tmp_free(accf);
+    ref_tmp_free(acci);
     return RN_OK;
 }
 

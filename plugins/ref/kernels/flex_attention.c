@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool flex_attention_supports(const graph_node *node, const char **why)
 {
@@ -50,7 +51,7 @@ static rn_status flex_attention_run(plugin_kernel_args *args)
     const graph_attr *sa = graph_node_attr(node, "scale");
     if (sa != NULL && sa->type == GRAPH_ATTR_FLOAT)
         scale = sa->f;
-    double *p = malloc((size_t)(s_n > 0 ? s_n : 1) * sizeof(double));
+    double *p = ref_tmp_alloc((size_t)(s_n > 0 ? s_n : 1) * sizeof(double));
     if (p == NULL)
         return ref_nn_oom(node);
     for (int64_t b = 0; b < b_n; b++)
@@ -82,7 +83,7 @@ static rn_status flex_attention_run(plugin_kernel_args *args)
                 }
             }
         }
-    free(p);
+    ref_tmp_free(p);
     return RN_OK;
 }
 

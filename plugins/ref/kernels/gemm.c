@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool gemm_supports(const graph_node *node, const char **why)
 {
@@ -121,7 +122,7 @@ static rn_status gemm_run(plugin_kernel_args *args)
         st = ref_nn_f32_view(c, &cv, &co);
     float *yv = y->data;
     if (st == RN_OK && y->type != RN_F32) {
-        yo = malloc((size_t)(m * n > 0 ? m * n : 1) * sizeof(float));
+        yo = ref_tmp_alloc((size_t)(m * n > 0 ? m * n : 1) * sizeof(float));
         yv = yo;
         if (!yo)
             st = RN_OUT_OF_MEMORY;
@@ -134,10 +135,10 @@ static rn_status gemm_run(plugin_kernel_args *args)
     }
     if (st == RN_OK && y->type != RN_F32)
         ref_nn_from_f32(y->type, y->data, yv, (size_t)(m * n));
-    free(ao);
-    free(bo);
-    free(co);
-    free(yo);
+    ref_tmp_free(ao);
+    ref_tmp_free(bo);
+    ref_tmp_free(co);
+    ref_tmp_free(yo);
     return st == RN_OK ? RN_OK : ref_nn_oom(node);
 }
 

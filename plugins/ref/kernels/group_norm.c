@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool group_norm_supports(const graph_node *node, const char **why)
 {
@@ -90,7 +91,7 @@ static rn_status group_norm_run(plugin_kernel_args *args)
         }
     }
     ref_nn_from_f64(y->type, y->data, v, count);
-    free(v);
+    ref_tmp_free(v);
     return RN_OK;
 }
 

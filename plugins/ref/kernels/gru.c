@@ -10,6 +10,7 @@
 
 #include "plugins/ref/kernels/nn_util.h"
 #include "plugins/ref/kernels/rnn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static const char *const gru_defaults[] = {"Sigmoid", "Tanh"};
 
@@ -27,11 +28,11 @@ static rn_status gru_run(plugin_kernel_args *args)
     bool lbr = graph_node_attr_int(args->node, "linear_before_reset", 0) != 0;
     int64_t h = r.hidden, in = r.input;
     /* xw: X W^T + Wb for all three gates; hr: H R^T (+ Rb) per gate; rh: r . H */
-    double *xw = malloc((size_t)(3 * h) * sizeof *xw);
-    double *hr = malloc((size_t)(3 * h) * sizeof *hr);
-    double *rh = malloc((size_t)h * sizeof *rh);
+    double *xw = ref_tmp_alloc((size_t)(3 * h) * sizeof *xw);
+    double *hr = ref_tmp_alloc((size_t)(3 * h) * sizeof *hr);
+    double *rh = ref_tmp_alloc((size_t)h * sizeof *rh);
     if (!xw || !hr || !rh) {
-        free(xw), free(hr), free(rh);
+        ref_tmp_free(xw), ref_tmp_free(hr), ref_tmp_free(rh);
         ref_rnn_free(&r);
         return ref_nn_oom(args->node);
     }
@@ -73,7 +74,7 @@ static rn_status gru_run(plugin_kernel_args *args)
             }
         }
     }
-    free(xw), free(hr), free(rh);
+    ref_tmp_free(xw), ref_tmp_free(hr), ref_tmp_free(rh);
     st = ref_rnn_finish(args, &r);
     ref_rnn_free(&r);
     return st;

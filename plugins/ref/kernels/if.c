@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "plugins/api/subgraph.h"
+#include "plugins/ref/kernels/tmp.h"
 #include "plugins/ref/kernels/values.h"
 
 #define NODE_FMT     "node '%s' (%s): "
@@ -77,7 +78,7 @@ static rn_status if_run(plugin_kernel_args *args)
     if (g->n_outputs != args->n_outputs)
         return rn_set_error(RN_INVALID_ARG, NODE_FMT "the branch has %d results for %d outputs",
                             NODE_ARGS(node), g->n_outputs, args->n_outputs);
-    graph_tensor *results = calloc((size_t)g->n_outputs + 1, sizeof *results);
+    graph_tensor *results = ref_tmp_calloc((size_t)g->n_outputs + 1, sizeof *results);
     if (results == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, NODE_FMT "out of memory", NODE_ARGS(node));
     plugin_subgraph_run *run = NULL;
@@ -90,7 +91,7 @@ static rn_status if_run(plugin_kernel_args *args)
         if (node->outputs[o] != NULL)
             st = ref_move_copy(args, o, &results[o]);
     plugin_subgraph_end(run);
-    free(results);
+    ref_tmp_free(results);
     return st;
 }
 

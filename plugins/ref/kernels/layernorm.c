@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool layernorm_supports(const graph_node *node, const char **why)
 {
@@ -93,7 +94,7 @@ static rn_status layernorm_run(plugin_kernel_args *args)
                             node->name, node->op_type, (long long)outer);
     size_t count = graph_tensor_count(x);
     double *v = ref_nn_to_f64(x->type, x->data, count);
-    double *sc = malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof(double));
+    double *sc = ref_tmp_alloc((size_t)(n > 0 ? n : 1) * 2 * sizeof(double));
     rn_status st = v && sc ? RN_OK : ref_nn_oom(node);
     double *bb = sc ? sc + n : NULL;
     if (st == RN_OK)
@@ -120,8 +121,8 @@ static rn_status layernorm_run(plugin_kernel_args *args)
     }
     if (st == RN_OK)
         ref_nn_from_f64(y->type, y->data, v, count);
-    free(v);
-    free(sc);
+    ref_tmp_free(v);
+    ref_tmp_free(sc);
     return st;
 }
 

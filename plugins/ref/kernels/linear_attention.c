@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool linear_attention_supports(const graph_node *node, const char **why)
 {
@@ -90,11 +91,11 @@ static rn_status linear_attention_run(plugin_kernel_args *args)
     if (scale == 0.0)
         scale = 1.0 / sqrt((double)dk);
     double *s = past != NULL ? ref_nn_to_f64(past->type, past->data, n_state)
-                             : calloc(n_state ? n_state : 1, sizeof(double));
-    double *vt = malloc((size_t)(dv > 0 ? dv : 1) * sizeof(double));
+                             : ref_tmp_calloc(n_state ? n_state : 1, sizeof(double));
+    double *vt = ref_tmp_alloc((size_t)(dv > 0 ? dv : 1) * sizeof(double));
     if (!s || !vt) {
-        free(s);
-        free(vt);
+        ref_tmp_free(s);
+        ref_tmp_free(vt);
         return ref_nn_oom(node);
     }
     for (int64_t b = 0; b < b_n; b++)
@@ -144,8 +145,8 @@ static rn_status linear_attention_run(plugin_kernel_args *args)
         }
     if (state_out != NULL)
         ref_nn_from_f64(state_out->type, state_out->data, s, n_state);
-    free(s);
-    free(vt);
+    ref_tmp_free(s);
+    ref_tmp_free(vt);
     return RN_OK;
 }
 

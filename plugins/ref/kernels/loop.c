@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "plugins/api/subgraph.h"
+#include "plugins/ref/kernels/tmp.h"
 #include "plugins/ref/kernels/values.h"
 
 #define NODE_FMT     "node '%s' (%s): "
@@ -96,10 +97,10 @@ static void buffers_free(loop_buffers *b)
         graph_tensor_release(&b->carried[k]);
     for (int k = 0; b->scans != NULL && k < b->n_scan; k++)
         graph_tensor_release(&b->scans[k]);
-    free(b->carried);
-    free(b->scans);
-    free(b->inputs);
-    free(b->results);
+    ref_tmp_free(b->carried);
+    ref_tmp_free(b->scans);
+    ref_tmp_free(b->inputs);
+    ref_tmp_free(b->results);
     graph_tensor_release(&b->iter);
     graph_tensor_release(&b->cond);
 }
@@ -171,10 +172,10 @@ static rn_status loop_run(plugin_kernel_args *args)
                                      "and %d outputs",
                             NODE_ARGS(node), body->n_inputs, body->n_outputs, args->n_inputs,
                             args->n_outputs);
-    b.carried = calloc((size_t)b.n_carried + 1, sizeof *b.carried);
-    b.scans = calloc((size_t)b.n_scan + 1, sizeof *b.scans);
-    b.inputs = calloc((size_t)body->n_inputs + 1, sizeof *b.inputs);
-    b.results = calloc((size_t)body->n_outputs + 1, sizeof *b.results);
+    b.carried = ref_tmp_calloc((size_t)b.n_carried + 1, sizeof *b.carried);
+    b.scans = ref_tmp_calloc((size_t)b.n_scan + 1, sizeof *b.scans);
+    b.inputs = ref_tmp_calloc((size_t)body->n_inputs + 1, sizeof *b.inputs);
+    b.results = ref_tmp_calloc((size_t)body->n_outputs + 1, sizeof *b.results);
     b.iter = (graph_tensor){.type = RN_I64};
     b.cond = (graph_tensor){.type = RN_BOOL};
     if (!b.carried || !b.scans || !b.inputs || !b.results)

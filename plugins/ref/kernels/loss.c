@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool loss_supports(const graph_node *node, const char **why)
 {
@@ -78,10 +79,10 @@ static rn_status loss_run(plugin_kernel_args *args)
                             node->name, node->op_type);
     size_t count = graph_tensor_count(x);
     double *lp = ref_nn_to_f64(x->type, x->data, count);
-    double *loss = malloc((size_t)(n * inner > 0 ? n * inner : 1) * sizeof(double));
+    double *loss = ref_tmp_alloc((size_t)(n * inner > 0 ? n * inner : 1) * sizeof(double));
     if (!lp || !loss) {
-        free(lp);
-        free(loss);
+        ref_tmp_free(lp);
+        ref_tmp_free(loss);
         return ref_nn_oom(node);
     }
     if (sce) {
@@ -136,8 +137,8 @@ static rn_status loss_run(plugin_kernel_args *args)
                 ref_nn_from_f64(log_prob->type, log_prob->data, lp, count);
         }
     }
-    free(lp);
-    free(loss);
+    ref_tmp_free(lp);
+    ref_tmp_free(loss);
     return st;
 }
 

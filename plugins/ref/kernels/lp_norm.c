@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool lp_norm_supports(const graph_node *node, const char **why)
 {
@@ -54,7 +55,7 @@ static rn_status lp_norm_run(plugin_kernel_args *args)
         }
     }
     ref_nn_from_f64(y->type, y->data, v, count);
-    free(v);
+    ref_tmp_free(v);
     return RN_OK;
 }
 

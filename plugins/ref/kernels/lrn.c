@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool lrn_supports(const graph_node *node, const char **why)
 {
@@ -42,10 +43,10 @@ static rn_status lrn_run(plugin_kernel_args *args)
     int64_t before = (size - 1) / 2, after = size - 1 - before;
     size_t count = graph_tensor_count(x);
     double *v = ref_nn_to_f64(x->type, x->data, count);
-    double *out = malloc((count ? count : 1) * sizeof(double));
+    double *out = ref_tmp_alloc((count ? count : 1) * sizeof(double));
     if (!v || !out) {
-        free(v);
-        free(out);
+        ref_tmp_free(v);
+        ref_tmp_free(out);
         return ref_nn_oom(node);
     }
     for (int64_t n = 0; n < batch; n++) {
@@ -63,8 +64,8 @@ static rn_status lrn_run(plugin_kernel_args *args)
         }
     }
     ref_nn_from_f64(y->type, y->data, out, count);
-    free(v);
-    free(out);
+    ref_tmp_free(v);
+    ref_tmp_free(out);
     return RN_OK;
 }
 

@@ -13,6 +13,7 @@
 
 #include "plugins/ref/kernels/nn_util.h"
 #include "plugins/ref/kernels/rnn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static const char *const lstm_defaults[] = {"Sigmoid", "Tanh", "Tanh"};
 
@@ -29,7 +30,7 @@ static rn_status lstm_run(plugin_kernel_args *args)
         return st;
     bool input_forget = graph_node_attr_int(args->node, "input_forget", 0) != 0;
     int64_t h = r.hidden, in = r.input;
-    double *a = malloc((size_t)(4 * h) * sizeof *a);
+    double *a = ref_tmp_alloc((size_t)(4 * h) * sizeof *a);
     if (a == NULL) {
         ref_rnn_free(&r);
         return ref_nn_oom(args->node);
@@ -63,7 +64,7 @@ static rn_status lstm_run(plugin_kernel_args *args)
             }
         }
     }
-    free(a);
+    ref_tmp_free(a);
     st = ref_rnn_finish(args, &r);
     ref_rnn_free(&r);
     return st;

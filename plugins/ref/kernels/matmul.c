@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool matmul_supports(const graph_node *node, const char **why)
 {
@@ -96,7 +97,7 @@ static rn_status matmul_run(plugin_kernel_args *args)
         st = ref_nn_f32_view(a, &af, &ao);
         if (st == RN_OK)
             st = ref_nn_f32_view(b, &bf, &bo);
-        if (st == RN_OK && !(yo = malloc((size_t)(batch * m * n) * sizeof(float))))
+        if (st == RN_OK && !(yo = ref_tmp_alloc((size_t)(batch * m * n) * sizeof(float))))
             st = RN_OUT_OF_MEMORY;
         av = af;
         bv = bf;
@@ -130,9 +131,9 @@ static rn_status matmul_run(plugin_kernel_args *args)
     }
     if (st == RN_OK && yo != NULL)
         ref_nn_from_f32(y->type, y->data, yo, (size_t)(batch * m * n));
-    free(ao);
-    free(bo);
-    free(yo);
+    ref_tmp_free(ao);
+    ref_tmp_free(bo);
+    ref_tmp_free(yo);
     return st == RN_OK ? RN_OK : ref_nn_oom(node);
 }
 

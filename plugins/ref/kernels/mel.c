@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/movement.h"
+#include "plugins/ref/kernels/tmp.h"
 
 #define NODE_FMT     "node '%s' (%s): "
 #define NODE_ARGS(n) (n)->name, (n)->op_type
@@ -73,14 +74,14 @@ static rn_status mel_run(plugin_kernel_args *args)
     double lo_mel = f32(2595.0 * f32(log10(f32(1.0 + f32(lo / 700.0)))));
     double hi_mel = f32(2595.0 * f32(log10(f32(1.0 + f32(hi / 700.0)))));
     double step = f32((hi_mel - lo_mel) / (double)(bins + 2));
-    int64_t *bin = malloc((size_t)(bins + 2) * sizeof *bin);
+    int64_t *bin = ref_tmp_alloc((size_t)(bins + 2) * sizeof *bin);
     if (bin == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, NODE_FMT "out of memory", NODE_ARGS(node));
     for (int64_t i = 0; i < bins + 2; i++) {
         double hz = 700.0 * (pow(10.0, ((double)i * step + lo_mel) / 2595.0) - 1.0);
         double b = floor((double)(length + 1) * hz / (double)rate);
         if (!(b >= 0 && b < (double)spec)) {
-            free(bin);
+            ref_tmp_free(bin);
             return rn_set_error(RN_INVALID_ARG,
                                 NODE_FMT "mel point %lld falls in bin %g, outside the %lld bins "
                                          "of the spectrum (edges %g to %g Hz, sample rate %lld)",
@@ -105,7 +106,7 @@ static rn_status mel_run(plugin_kernel_args *args)
             ref_mv_store_double(y->type, y->data, (size_t)(j * bins + i),
                                 (double)(right - j) / (double)(right - center));
     }
-    free(bin);
+    ref_tmp_free(bin);
     return RN_OK;
 }
 

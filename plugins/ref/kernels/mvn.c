@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool mvn_supports(const graph_node *node, const char **why)
 {
@@ -55,12 +56,12 @@ static rn_status mvn_run(plugin_kernel_args *args)
             n_groups *= x->dims[d];
     }
     double *v = ref_nn_to_f64(x->type, x->data, count);
-    double *stats = calloc((size_t)(n_groups > 0 ? n_groups : 1) * 2, sizeof(double));
-    int64_t *group = malloc((count ? count : 1) * sizeof(int64_t));
+    double *stats = ref_tmp_calloc((size_t)(n_groups > 0 ? n_groups : 1) * 2, sizeof(double));
+    int64_t *group = ref_tmp_alloc((count ? count : 1) * sizeof(int64_t));
     if (!v || !stats || !group) {
-        free(v);
-        free(stats);
-        free(group);
+        ref_tmp_free(v);
+        ref_tmp_free(stats);
+        ref_tmp_free(group);
         return ref_nn_oom(node);
     }
     int64_t idx[RN_MAX_RANK] = {0};
@@ -88,9 +89,9 @@ static rn_status mvn_run(plugin_kernel_args *args)
     for (size_t i = 0; i < count; i++)
         v[i] = (v[i] - stats[2 * group[i]]) / (stats[2 * group[i] + 1] + 1e-9);
     ref_nn_from_f64(y->type, y->data, v, count);
-    free(v);
-    free(stats);
-    free(group);
+    ref_tmp_free(v);
+    ref_tmp_free(stats);
+    ref_tmp_free(group);
     return RN_OK;
 }
 

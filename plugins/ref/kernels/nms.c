@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool nms_supports(const graph_node *node, const char **why)
 {
@@ -134,10 +135,10 @@ static rn_status nms_run(plugin_kernel_args *args)
     bool center = graph_node_attr_int(node, "center_point_box", 0) == 1;
     bool single = boxes->type == RN_F32;
     int64_t nb = boxes->dims[0], nc = scores->dims[1], n = boxes->dims[1];
-    nms_cand *cand = malloc((size_t)(n > 0 ? n : 1) * sizeof *cand);
-    int64_t *kept = malloc((size_t)(n > 0 ? n : 1) * sizeof *kept);
+    nms_cand *cand = ref_tmp_alloc((size_t)(n > 0 ? n : 1) * sizeof *cand);
+    int64_t *kept = ref_tmp_alloc((size_t)(n > 0 ? n : 1) * sizeof *kept);
     int64_t cap = 64, count = 0;
-    int64_t *sel = malloc((size_t)cap * 3 * sizeof *sel);
+    int64_t *sel = ref_tmp_alloc((size_t)cap * 3 * sizeof *sel);
     rn_status st = cand && kept && sel ? RN_OK : ref_nn_oom(node);
     for (int64_t b = 0; st == RN_OK && b < nb; b++) {
         for (int64_t c = 0; st == RN_OK && c < nc; c++) {
@@ -167,11 +168,13 @@ static rn_status nms_run(plugin_kernel_args *args)
                     continue;
                 kept[n_kept++] = cand[k].index;
                 if (count == cap) {
-                    int64_t *grown = realloc(sel, (size_t)cap * 2 * 3 * sizeof *sel);
+                    int64_t *grown = ref_tmp_alloc((size_t)cap * 2 * 3 * sizeof *sel);
                     if (grown == NULL) {
                         st = ref_nn_oom(node);
                         break;
                     }
+                    memcpy(grown, sel, (size_t)count * 3 * sizeof *sel);
+                    ref_tmp_free(sel);
                     sel = grown;
                     cap *= 2;
                 }
@@ -190,9 +193,9 @@ static rn_status nms_run(plugin_kernel_args *args)
         if (st == RN_OK && count > 0)
             memcpy(y->data, sel, (size_t)count * 3 * sizeof *sel);
     }
-    free(cand);
-    free(kept);
-    free(sel);
+    ref_tmp_free(cand);
+    ref_tmp_free(kept);
+    ref_tmp_free(sel);
     return st;
 }
 

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 bool ref_nn_is_float(rn_element_type t)
 {
@@ -46,7 +47,7 @@ void ref_nn_set(rn_element_type t, void *data, size_t i, double v)
 
 double *ref_nn_to_f64(rn_element_type t, const void *data, size_t n)
 {
-    double *dst = malloc((n ? n : 1) * sizeof(double));
+    double *dst = ref_tmp_alloc((n ? n : 1) * sizeof(double));
     if (!dst)
         return NULL;
     switch (t) {
@@ -100,7 +101,7 @@ rn_status ref_nn_f32_view(const graph_tensor *t, const float **view, float **own
         return RN_OK;
     }
     size_t n = graph_tensor_count(t);
-    float *dst = malloc((n ? n : 1) * sizeof(float));
+    float *dst = ref_tmp_alloc((n ? n : 1) * sizeof(float));
     if (!dst)
         return RN_OUT_OF_MEMORY;
     const uint16_t *s = t->data;

@@ -89,15 +89,17 @@ double ref_nn_get(rn_element_type t, const void *data, size_t i);
 /* Writes v into element i of a float tensor of type t (rounding to nearest). */
 void ref_nn_set(rn_element_type t, void *data, size_t i, double v);
 
-/* Copies n elements of a float tensor into a new double array. Returns NULL
- * when out of memory. The caller frees it. */
+/* Copies n elements of a float tensor into a new double array from
+ * ref_tmp_alloc (tmp.h). Returns NULL when out of memory. The caller frees it
+ * with ref_tmp_free. */
 double *ref_nn_to_f64(rn_element_type t, const void *data, size_t n);
 /* Writes n doubles into a float tensor of type t. */
 void ref_nn_from_f64(rn_element_type t, void *data, const double *src, size_t n);
 
 /* An f32 view of a float tensor (f16 / bf16 / f32): *view points at the data
- * itself for f32, else at a new widened copy stored in *owned (free() it).
- * Returns RN_OUT_OF_MEMORY (no message) on failure. */
+ * itself for f32, else at a new widened copy from ref_tmp_alloc stored in
+ * *owned (ref_tmp_free it; *owned is NULL for f32). Returns RN_OUT_OF_MEMORY
+ * (no message) on failure. */
 rn_status ref_nn_f32_view(const graph_tensor *t, const float **view, float **owned);
 /* Writes n floats into a tensor of type f16 / bf16 / f32. */
 void ref_nn_from_f32(rn_element_type t, void *data, const float *src, size_t n);

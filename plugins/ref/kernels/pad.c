@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/movement.h"
+#include "plugins/ref/kernels/tmp.h"
 
 typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
 
@@ -113,7 +114,7 @@ static rn_status run_pad(plugin_kernel_args *args)
     size_t total = 0;
     for (int d = 0; d < y->rank; d++)
         total += (size_t)y->dims[d];
-    int64_t *table = malloc((total ? total : 1) * sizeof *table), *map[RN_MAX_RANK];
+    int64_t *table = ref_tmp_alloc((total ? total : 1) * sizeof *table), *map[RN_MAX_RANK];
     if (!table)
         return rn_set_error(RN_OUT_OF_MEMORY, REF_MV_NODE_FMT "out of memory",
                             REF_MV_NODE_ARGS(node));
@@ -138,7 +139,7 @@ static rn_status run_pad(plugin_kernel_args *args)
         for (int d = y->rank - 1; d >= 0 && ++pos[d] == y->dims[d]; d--)
             pos[d] = 0;
     }
-    free(table);
+    ref_tmp_free(table);
     return RN_OK;
 }
 

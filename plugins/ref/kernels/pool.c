@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 typedef struct pool_geom {
     int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
@@ -235,11 +236,11 @@ static rn_status pool_run(plugin_kernel_args *args, pool_kind kind)
     bool col_major = graph_node_attr_int(node, "storage_order", 0) == 1;
     int n_spatial = x->rank - 2;
     int64_t planes = x->dims[0] * x->dims[1];
-    double *xb = malloc((size_t)(g.in_n > 0 ? g.in_n : 1) * sizeof(double));
-    double *yb = malloc((size_t)(g.out_n > 0 ? g.out_n : 1) * sizeof(double));
+    double *xb = ref_tmp_alloc((size_t)(g.in_n > 0 ? g.in_n : 1) * sizeof(double));
+    double *yb = ref_tmp_alloc((size_t)(g.out_n > 0 ? g.out_n : 1) * sizeof(double));
     if (!xb || !yb) {
-        free(xb);
-        free(yb);
+        ref_tmp_free(xb);
+        ref_tmp_free(yb);
         return ref_nn_oom(node);
     }
     for (int64_t p = 0; p < planes; p++) {
@@ -252,8 +253,8 @@ static rn_status pool_run(plugin_kernel_args *args, pool_kind kind)
             if (ip[i] >= 0)
                 ip[i] += p * g.in_n;
     }
-    free(xb);
-    free(yb);
+    ref_tmp_free(xb);
+    ref_tmp_free(yb);
     return RN_OK;
 }
 
@@ -281,7 +282,7 @@ static rn_status global_pool_run(plugin_kernel_args *args, pool_kind kind)
                             node->name, node->op_type);
     int64_t planes = x->dims[0] * x->dims[1];
     int64_t n = ref_nn_span(x->dims, 2, x->rank);
-    double *xb = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    double *xb = ref_tmp_alloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     if (!xb)
         return ref_nn_oom(node);
     for (int64_t p = 0; p < planes; p++) {
@@ -297,7 +298,7 @@ static rn_status global_pool_run(plugin_kernel_args *args, pool_kind kind)
             acc = n > 0 ? acc / (double)n : 0.0;
         pool_store(y->type, y->data, (size_t)p, 1, &acc);
     }
-    free(xb);
+    ref_tmp_free(xb);
     return RN_OK;
 }
 

@@ -18,6 +18,7 @@
 
 #include "plugins/ref/kernels/nn_util.h"
 #include "plugins/ref/kernels/quant_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 typedef struct qconv_shape {
     int64_t batch, c, m, group, cg, mg;
@@ -182,12 +183,12 @@ static rn_status qconv_accumulate(const plugin_kernel_args *args, const qconv_io
     size_t nx = graph_tensor_count(x), nw = graph_tensor_count(w);
     size_t nacc = (size_t)(cs->batch * cs->m * cs->out_n);
     size_t ncol = (size_t)(kdim * cs->out_n);
-    int32_t *xs = malloc((nx ? nx : 1) * sizeof *xs);
-    int32_t *ws = malloc((nw ? nw : 1) * sizeof *ws);
-    int32_t *col = malloc((ncol ? ncol : 1) * sizeof *col);
-    int32_t *acc = calloc(nacc ? nacc : 1, sizeof *acc);
+    int32_t *xs = ref_tmp_alloc((nx ? nx : 1) * sizeof *xs);
+    int32_t *ws = ref_tmp_alloc((nw ? nw : 1) * sizeof *ws);
+    int32_t *col = ref_tmp_alloc((ncol ? ncol : 1) * sizeof *col);
+    int32_t *acc = ref_tmp_calloc(nacc ? nacc : 1, sizeof *acc);
     if (!xs || !ws || !col || !acc) {
-        free(xs), free(ws), free(col), free(acc);
+        ref_tmp_free(xs), ref_tmp_free(ws), ref_tmp_free(col), ref_tmp_free(acc);
         return ref_nn_oom(node);
     }
     int64_t zx = xz ? ref_mv_int_at(xz, 0) : 0;
@@ -206,9 +207,9 @@ static rn_status qconv_accumulate(const plugin_kernel_args *args, const qconv_io
                       cs->out_n);
         }
     }
-    free(xs);
-    free(ws);
-    free(col);
+    ref_tmp_free(xs);
+    ref_tmp_free(ws);
+    ref_tmp_free(col);
     *acc_out = acc;
     return RN_OK;
 }
@@ -223,7 +224,7 @@ static rn_status conv_integer_run(plugin_kernel_args *args)
     if ((st = qconv_accumulate(args, &conv_integer_io, &cs, &acc)) != RN_OK)
         return st;
     memcpy(args->outputs[0].data, acc, graph_tensor_count(&args->outputs[0]) * sizeof(int32_t));
-    free(acc);
+    ref_tmp_free(acc);
     return RN_OK;
 }
 
@@ -249,7 +250,7 @@ static rn_status qlinear_conv_run(plugin_kernel_args *args)
     if (graph_tensor_count(xs) != 1 || graph_tensor_count(ys) != 1 ||
         (yz != NULL && graph_tensor_count(yz) != 1) || (nws != 1 && nws != (size_t)cs.m) ||
         (bias != NULL && (bias->rank != 1 || bias->dims[0] != cs.m))) {
-        free(acc);
+        ref_tmp_free(acc);
         return rn_set_error(RN_SHAPE_MISMATCH,
                             REF_Q_NODE_FMT "x_scale, y_scale and y_zero_point must be scalars, "
                                            "w_scale a scalar or [%lld], B [%lld]",
@@ -271,7 +272,7 @@ static rn_status qlinear_conv_run(plugin_kernel_args *args)
             }
         }
     }
-    free(acc);
+    ref_tmp_free(acc);
     return RN_OK;
 }
 

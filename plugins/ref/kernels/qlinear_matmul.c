@@ -17,6 +17,7 @@
 
 #include "plugins/ref/kernels/nn_util.h"
 #include "plugins/ref/kernels/quant_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 typedef struct qmm_shape {
     int64_t m, n, k, batch;
@@ -140,11 +141,11 @@ static rn_status qmm_accumulate(const plugin_kernel_args *args, int ia, int iaz,
         return qmm_param_error(node, ibz, "column of B", s->n);
     size_t na = graph_tensor_count(a), nb = graph_tensor_count(b);
     size_t nacc = (size_t)(s->batch * s->m * s->n);
-    int32_t *as = malloc((na ? na : 1) * sizeof *as);
-    int32_t *bs = malloc((nb ? nb : 1) * sizeof *bs);
-    int32_t *acc = calloc(nacc ? nacc : 1, sizeof *acc);
+    int32_t *as = ref_tmp_alloc((na ? na : 1) * sizeof *as);
+    int32_t *bs = ref_tmp_alloc((nb ? nb : 1) * sizeof *bs);
+    int32_t *acc = ref_tmp_calloc(nacc ? nacc : 1, sizeof *acc);
     if (!as || !bs || !acc) {
-        free(as), free(bs), free(acc);
+        ref_tmp_free(as), ref_tmp_free(bs), ref_tmp_free(acc);
         return ref_nn_oom(node);
     }
     bool a_rows = az != NULL && graph_tensor_count(az) != 1;
@@ -173,8 +174,8 @@ static rn_status qmm_accumulate(const plugin_kernel_args *args, int ia, int iaz,
             idx[i] = 0;
         }
     }
-    free(as);
-    free(bs);
+    ref_tmp_free(as);
+    ref_tmp_free(bs);
     *acc_out = acc;
     return RN_OK;
 }
@@ -189,7 +190,7 @@ static rn_status matmul_integer_run(plugin_kernel_args *args)
     if ((st = qmm_accumulate(args, 0, 2, 1, 3, &s, &acc)) != RN_OK)
         return st;
     memcpy(args->outputs[0].data, acc, (size_t)(s.batch * s.m * s.n) * sizeof(int32_t));
-    free(acc);
+    ref_tmp_free(acc);
     return RN_OK;
 }
 
@@ -220,7 +221,7 @@ static rn_status qlinear_matmul_run(plugin_kernel_args *args)
                           REF_Q_NODE_FMT "y_scale and y_zero_point must hold one element",
                           REF_Q_NODE_ARGS(node));
     if (st != RN_OK) {
-        free(acc);
+        ref_tmp_free(acc);
         return st;
     }
     bool a_rows = graph_tensor_count(as) != 1, b_cols = graph_tensor_count(bs) != 1;
@@ -239,7 +240,7 @@ static rn_status qlinear_matmul_run(plugin_kernel_args *args)
                 ref_mv_store_int(y->type, y->data, o,
                                  ref_q_saturate((double)acc[o] * mult + zy, lo, hi));
             }
-    free(acc);
+    ref_tmp_free(acc);
     return RN_OK;
 }
 

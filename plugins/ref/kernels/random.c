@@ -22,6 +22,7 @@
 
 #include "plugins/ref/kernels/movement.h"
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 #define NODE_FMT     "node '%s' (%s): "
 #define NODE_ARGS(n) (n)->name, (n)->op_type
@@ -202,7 +203,7 @@ static rn_status multinomial_run(plugin_kernel_args *args)
                                      "sample_size]",
                             NODE_ARGS(node));
     int64_t batch = x->dims[0], classes = x->dims[1], samples = y->dims[1];
-    double *cum = malloc((size_t)classes * sizeof *cum);
+    double *cum = ref_tmp_alloc((size_t)classes * sizeof *cum);
     if (cum == NULL)
         return ref_nn_oom(node);
     rng g;
@@ -220,7 +221,7 @@ static rn_status multinomial_run(plugin_kernel_args *args)
             cum[c] = total;
         }
         if (!(total > 0) || !isfinite(total)) {
-            free(cum);
+            ref_tmp_free(cum);
             return rn_set_error(RN_INVALID_ARG,
                                 NODE_FMT "row %lld has no finite log-probability to draw from",
                                 NODE_ARGS(node), (long long)b);
@@ -238,7 +239,7 @@ static rn_status multinomial_run(plugin_kernel_args *args)
             ref_mv_store_int(y->type, y->data, (size_t)(b * samples + s), lo);
         }
     }
-    free(cum);
+    ref_tmp_free(cum);
     return RN_OK;
 }
 

@@ -17,6 +17,7 @@
 
 #include "graph/ops/attr_parse.h"
 #include "plugins/ref/kernels/movement.h"
+#include "plugins/ref/kernels/tmp.h"
 
 typedef enum reduce_op {
     R_MEAN,
@@ -154,7 +155,7 @@ static void reduce_double(reduce_op op, const double *v, size_t n, reduce_walk *
     double *shift = NULL;
     if (op == R_LOG_SUM_EXP) {
         /* Subtract each output's finite maximum before exp to avoid overflow. */
-        shift = malloc(n_out * sizeof *shift);
+        shift = ref_tmp_alloc(n_out * sizeof *shift);
         if (shift) {
             for (size_t j = 0; j < n_out; j++)
                 shift[j] = -INFINITY;
@@ -210,7 +211,7 @@ static void reduce_double(reduce_op op, const double *v, size_t n, reduce_walk *
         else if (op == R_LOG_SUM_EXP)
             acc[j] = log(acc[j]) + (shift ? shift[j] : 0);
     }
-    free(shift);
+    ref_tmp_free(shift);
 }
 
 /* Integer Sum, Prod, Max, Min, L1, SumSquare in 64-bit wrapping arithmetic;
@@ -278,10 +279,10 @@ static rn_status run_reduce(plugin_kernel_args *args)
     bool exact_int = !is_float_type(x->type) && op != R_MEAN && op != R_L2 && op != R_LOG_SUM &&
                      op != R_LOG_SUM_EXP;
     size_t width = exact_int ? sizeof(int64_t) : sizeof(double);
-    void *vals = malloc((n ? n : 1) * width), *acc = malloc(n_out * width);
+    void *vals = ref_tmp_alloc((n ? n : 1) * width), *acc = ref_tmp_alloc(n_out * width);
     if (!vals || !acc) {
-        free(vals);
-        free(acc);
+        ref_tmp_free(vals);
+        ref_tmp_free(acc);
         return rn_set_error(RN_OUT_OF_MEMORY, REF_MV_NODE_FMT "out of memory",
                             REF_MV_NODE_ARGS(node));
     }
@@ -296,8 +297,8 @@ static rn_status run_reduce(plugin_kernel_args *args)
         reduce_double(op, vals, n, &w, acc, n_out, (double)n / (double)n_out);
         store_double(y, acc, n_out);
     }
-    free(vals);
-    free(acc);
+    ref_tmp_free(vals);
+    ref_tmp_free(acc);
     return RN_OK;
 }
 

@@ -25,6 +25,7 @@
 
 #include "plugins/ref/kernels/elementwise.h"
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 enum resize_mode { RESIZE_NEAREST, RESIZE_LINEAR, RESIZE_CUBIC };
 enum resize_ctm {
@@ -353,9 +354,9 @@ typedef struct resize_taps {
 
 static void resize_taps_free(resize_taps *t)
 {
-    free(t->index);
-    free(t->weight);
-    free(t->extrapolate);
+    ref_tmp_free(t->index);
+    ref_tmp_free(t->weight);
+    ref_tmp_free(t->extrapolate);
 }
 
 static bool resize_taps_build(const resize_axis *ax, const resize_attrs *a, resize_taps *t)
@@ -369,9 +370,9 @@ static bool resize_taps_build(const resize_axis *ax, const resize_attrs *a, resi
     int64_t start = (int64_t)first, n = 2 - 2 * start;
     t->n_taps = (int)n;
     size_t cells = (size_t)(ax->out > 0 ? ax->out : 1) * (size_t)n;
-    t->index = malloc(cells * sizeof *t->index);
-    t->weight = malloc(cells * sizeof *t->weight);
-    t->extrapolate = calloc((size_t)(ax->out > 0 ? ax->out : 1), sizeof *t->extrapolate);
+    t->index = ref_tmp_alloc(cells * sizeof *t->index);
+    t->weight = ref_tmp_alloc(cells * sizeof *t->weight);
+    t->extrapolate = ref_tmp_calloc((size_t)(ax->out > 0 ? ax->out : 1), sizeof *t->extrapolate);
     if (!t->index || !t->weight || !t->extrapolate)
         return false;
     for (int64_t o = 0; o < ax->out; o++) {
@@ -533,7 +534,7 @@ static rn_status resize_nearest(const plugin_kernel_args *args, const resize_att
     int64_t *maps[RN_MAX_RANK] = {NULL};
     for (int d = 0; d < r; d++)
         total += axes[d].out;
-    int64_t *all = malloc((size_t)(total > 0 ? total : 1) * sizeof(int64_t));
+    int64_t *all = ref_tmp_alloc((size_t)(total > 0 ? total : 1) * sizeof(int64_t));
     if (all == NULL)
         return resize_oom(args->node);
     int64_t *m = all;
@@ -566,7 +567,7 @@ static rn_status resize_nearest(const plugin_kernel_args *args, const resize_att
             idx[d] = 0;
         }
     }
-    free(all);
+    ref_tmp_free(all);
     return RN_OK;
 }
 
@@ -609,7 +610,7 @@ static rn_status resize_interpolate(const plugin_kernel_args *args, const resize
     graph_tensor *y = &args->outputs[0];
     int r = x->rank;
     size_t count = graph_tensor_count(x);
-    double *cur = malloc((count ? count : 1) * sizeof(double));
+    double *cur = ref_tmp_alloc((count ? count : 1) * sizeof(double));
     if (cur == NULL)
         return resize_oom(args->node);
     for (size_t i = 0; i < count; i++)
@@ -627,16 +628,16 @@ static rn_status resize_interpolate(const plugin_kernel_args *args, const resize
         for (int e = d + 1; e < r; e++)
             inner *= dims[e];
         size_t n_next = (size_t)(outer * axes[d].out * inner);
-        double *next = malloc((n_next ? n_next : 1) * sizeof(double));
+        double *next = ref_tmp_alloc((n_next ? n_next : 1) * sizeof(double));
         if (next == NULL || !resize_taps_build(&axes[d], a, &t)) {
             st = next == NULL ? resize_oom(args->node)
                               : rn_set_error(RN_OUT_OF_MEMORY,
                                              "node '%s' (%s): cannot build the taps of dim %d",
                                              args->node->name, args->node->op_type, d);
-            free(next);
+            ref_tmp_free(next);
         } else {
             resize_axis_apply(&t, &axes[d], a->extrapolation, outer, inner, cur, next);
-            free(cur);
+            ref_tmp_free(cur);
             cur = next;
             dims[d] = axes[d].out;
         }
@@ -647,7 +648,7 @@ static rn_status resize_interpolate(const plugin_kernel_args *args, const resize
         for (size_t i = 0; i < n_out; i++)
             resize_store(y->type, y->data, i, cur[i]);
     }
-    free(cur);
+    ref_tmp_free(cur);
     return st;
 }
 

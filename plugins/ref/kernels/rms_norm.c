@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool rms_norm_supports(const graph_node *node, const char **why)
 {
@@ -82,7 +83,7 @@ static rn_status rms_norm_run(plugin_kernel_args *args)
     int64_t outer = ref_nn_span(x->dims, 0, ax), n = ref_nn_span(x->dims, ax, r);
     size_t count = graph_tensor_count(x);
     double *v = ref_nn_to_f64(x->type, x->data, count);
-    double *sc = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    double *sc = ref_tmp_alloc((size_t)(n > 0 ? n : 1) * sizeof(double));
     rn_status st = v && sc ? RN_OK : ref_nn_oom(node);
     if (st == RN_OK)
         st = rms_norm_scale(node, x, ax, scale, n, sc);
@@ -96,8 +97,8 @@ static rn_status rms_norm_run(plugin_kernel_args *args)
     }
     if (st == RN_OK)
         ref_nn_from_f64(y->type, y->data, v, count);
-    free(v);
-    free(sc);
+    ref_tmp_free(v);
+    ref_tmp_free(sc);
     return st;
 }
 

@@ -25,6 +25,7 @@
 #include "plugins/ref/kernels/movement.h"
 #include "plugins/ref/kernels/nn_util.h"
 #include "plugins/ref/kernels/rnn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 #define NODE_FMT     "node '%s' (%s): "
 #define NODE_ARGS(n) (n)->name, (n)->op_type
@@ -189,7 +190,7 @@ bool ref_rnn_supports(const graph_node *node, int n_acts, const char **why)
 static double *input_f64(const plugin_kernel_args *args, int i, size_t count)
 {
     const graph_tensor *t = i >= 0 ? ref_mv_opt_input(args, i) : NULL;
-    double *d = calloc(count ? count : 1, sizeof *d);
+    double *d = ref_tmp_calloc(count ? count : 1, sizeof *d);
     if (d != NULL && t != NULL)
         for (size_t k = 0; k < count; k++)
             d[k] = ref_nn_get(t->type, t->data, k);
@@ -278,15 +279,15 @@ rn_status ref_rnn_init(const plugin_kernel_args *args, int gates, int n_acts,
     r->h0 = input_f64(args, 5, ns);
     r->c0 = input_f64(args, gates == 4 ? 6 : -1, ns);
     r->p = input_f64(args, gates == 4 ? 7 : -1, (size_t)(dirs * 3 * h));
-    r->len = calloc((size_t)(r->batch ? r->batch : 1), sizeof *r->len);
+    r->len = ref_tmp_calloc((size_t)(r->batch ? r->batch : 1), sizeof *r->len);
     size_t ny = (size_t)r->seq * ns;
-    r->y = calloc(ny ? ny : 1, sizeof *r->y);
-    r->yh = calloc(ns ? ns : 1, sizeof *r->yh);
-    r->yc = calloc(ns ? ns : 1, sizeof *r->yc);
-    double *tmp = malloc((nx > ns ? nx : ns ? ns : 1) * sizeof *tmp);
+    r->y = ref_tmp_calloc(ny ? ny : 1, sizeof *r->y);
+    r->yh = ref_tmp_calloc(ns ? ns : 1, sizeof *r->yh);
+    r->yc = ref_tmp_calloc(ns ? ns : 1, sizeof *r->yc);
+    double *tmp = ref_tmp_alloc((nx > ns ? nx : ns ? ns : 1) * sizeof *tmp);
     if (!r->x || !r->w || !r->r || !r->b || !r->h0 || !r->c0 || !r->p || !r->len || !r->y ||
         !r->yh || !r->yc || !tmp) {
-        free(tmp);
+        ref_tmp_free(tmp);
         ref_rnn_free(r);
         return ref_nn_oom(node);
     }
@@ -299,7 +300,7 @@ rn_status ref_rnn_init(const plugin_kernel_args *args, int gates, int n_acts,
         states_to_layout0(r->h0, dirs, r->batch, h, tmp);
         states_to_layout0(r->c0, dirs, r->batch, h, tmp);
     }
-    free(tmp);
+    ref_tmp_free(tmp);
     const graph_tensor *lens = ref_mv_opt_input(args, 4);
     for (int64_t b = 0; b < r->batch; b++) {
         r->len[b] = lens ? ref_mv_int_at(lens, (size_t)b) : r->seq;
@@ -374,8 +375,10 @@ rn_status ref_rnn_finish(plugin_kernel_args *args, const ref_rnn *r)
 
 void ref_rnn_free(ref_rnn *r)
 {
-    free(r->x), free(r->w), free(r->r), free(r->b), free(r->h0), free(r->c0), free(r->p);
-    free(r->len), free(r->y), free(r->yh), free(r->yc);
+    double *bufs[] = {r->x, r->w, r->r, r->b, r->h0, r->c0, r->p, r->y, r->yh, r->yc};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        ref_tmp_free(bufs[i]);
+    ref_tmp_free(r->len);
     memset(r, 0, sizeof *r);
 }
 
@@ -395,7 +398,7 @@ static rn_status rnn_run(plugin_kernel_args *args)
     if (st != RN_OK)
         return st;
     int64_t h = r.hidden;
-    double *a = malloc((size_t)h * sizeof *a);
+    double *a = ref_tmp_alloc((size_t)h * sizeof *a);
     if (a == NULL) {
         ref_rnn_free(&r);
         return ref_nn_oom(args->node);
@@ -417,7 +420,7 @@ static rn_status rnn_run(plugin_kernel_args *args)
             }
         }
     }
-    free(a);
+    ref_tmp_free(a);
     st = ref_rnn_finish(args, &r);
     ref_rnn_free(&r);
     return st;

@@ -67,6 +67,7 @@ bool ref_rnn_backward(const ref_rnn *r, int64_t d);
 /* Writes y, yh (and yc for outputs[2]) into the node's present outputs. */
 rn_status ref_rnn_finish(plugin_kernel_args *args, const ref_rnn *r);
 
+/* Frees r's buffers (per-run memory from ref_tmp_alloc, tmp.h) and clears r. */
 void ref_rnn_free(ref_rnn *r);
 
 #endif /* RUNNEL_PLUGINS_REF_KERNELS_RNN_UTIL_H */

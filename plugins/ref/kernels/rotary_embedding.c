@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/image_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool rotary_supports(const graph_node *node, const char **why)
 {
@@ -109,7 +110,7 @@ static rn_status rotary_run(plugin_kernel_args *args)
         }
     if (st == RN_OK)
         ref_nn_from_f64(y->type, y->data, v, count);
-    free(v);
+    ref_tmp_free(v);
     return st;
 }
 

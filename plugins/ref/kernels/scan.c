@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "plugins/api/subgraph.h"
+#include "plugins/ref/kernels/tmp.h"
 #include "plugins/ref/kernels/values.h"
 
 #define NODE_FMT     "node '%s' (%s): "
@@ -119,7 +120,7 @@ static rn_status scan_steps(plugin_kernel_args *args, plugin_subgraph_run *run, 
     const graph_node *node = args->node;
     const scan_layout *l = j->l;
     int n_body_in = l->n_state + l->n_in, n_body_out = l->n_state + l->n_out;
-    graph_tensor *in = calloc((size_t)(n_body_in + n_body_out + l->n_in) + 1, sizeof *in);
+    graph_tensor *in = ref_tmp_calloc((size_t)(n_body_in + n_body_out + l->n_in) + 1, sizeof *in);
     if (in == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, NODE_FMT "out of memory", NODE_ARGS(node));
     graph_tensor *out = in + n_body_in, *slices = out + n_body_out;
@@ -166,7 +167,7 @@ static rn_status scan_steps(plugin_kernel_args *args, plugin_subgraph_run *run, 
         for (int k = 0; k < l->n_in; k++)
             graph_tensor_release(&slices[k]);
     }
-    free(in);
+    ref_tmp_free(in);
     return st;
 }
 
@@ -291,11 +292,11 @@ static rn_status scan_run_batched(plugin_kernel_args *args, const scan_layout *l
     }
     int n_res = l->n_state + l->n_out;
     /* per_batch[r]: result r of every batch entry, stacked at the end. */
-    graph_tensor *per_batch = calloc((size_t)n_res + 1, sizeof *per_batch);
-    graph_tensor *tmp = calloc((size_t)(n_vals + n_res) + 1, sizeof *tmp);
+    graph_tensor *per_batch = ref_tmp_calloc((size_t)n_res + 1, sizeof *per_batch);
+    graph_tensor *tmp = ref_tmp_calloc((size_t)(n_vals + n_res) + 1, sizeof *tmp);
     if (per_batch == NULL || tmp == NULL) {
-        free(per_batch);
-        free(tmp);
+        ref_tmp_free(per_batch);
+        ref_tmp_free(tmp);
         return rn_set_error(RN_OUT_OF_MEMORY, NODE_FMT "out of memory", NODE_ARGS(node));
     }
     graph_tensor *sliced = tmp, *st_out = tmp + n_vals, *y_seq = st_out + l->n_state;
@@ -353,8 +354,8 @@ static rn_status scan_run_batched(plugin_kernel_args *args, const scan_layout *l
     }
     for (int r = 0; r < n_res; r++)
         graph_tensor_release(&per_batch[r]);
-    free(per_batch);
-    free(tmp);
+    ref_tmp_free(per_batch);
+    ref_tmp_free(tmp);
     return st;
 }
 
@@ -375,9 +376,9 @@ static rn_status scan_run(plugin_kernel_args *args)
         if ((st = ref_expect_kind(args, k, GRAPH_KIND_TENSOR)) != RN_OK)
             return st;
     int n_res = l.n_state + l.n_out;
-    graph_tensor *res = calloc((size_t)n_res + 1, sizeof *res);
-    int *axes = calloc((size_t)l.n_in + 1, sizeof *axes);
-    bool *rev = calloc((size_t)l.n_in + 1, sizeof *rev);
+    graph_tensor *res = ref_tmp_calloc((size_t)n_res + 1, sizeof *res);
+    int *axes = ref_tmp_calloc((size_t)l.n_in + 1, sizeof *axes);
+    bool *rev = ref_tmp_calloc((size_t)l.n_in + 1, sizeof *rev);
     plugin_subgraph_run *run = NULL;
     if (res == NULL || axes == NULL || rev == NULL)
         st = rn_set_error(RN_OUT_OF_MEMORY, NODE_FMT "out of memory", NODE_ARGS(node));
@@ -406,9 +407,9 @@ static rn_status scan_run(plugin_kernel_args *args)
             st = args->move_output(args, r, &res[r]);
     for (int r = 0; res != NULL && r < n_res; r++)
         graph_tensor_release(&res[r]);
-    free(res);
-    free(axes);
-    free(rev);
+    ref_tmp_free(res);
+    ref_tmp_free(axes);
+    ref_tmp_free(rev);
     return st;
 }
 

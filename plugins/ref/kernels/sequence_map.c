@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "plugins/api/subgraph.h"
+#include "plugins/ref/kernels/tmp.h"
 #include "plugins/ref/kernels/values.h"
 
 #define NODE_FMT     "node '%s' (%s): "
@@ -70,7 +71,8 @@ static rn_status sequence_map_run(plugin_kernel_args *args)
             return rn_set_error(RN_TYPE_MISMATCH, NODE_FMT "input %d is a %s", NODE_ARGS(node), i,
                                 graph_kind_name(x->kind));
     }
-    graph_tensor *buf = calloc((size_t)(2 * args->n_inputs + args->n_outputs) + 1, sizeof *buf);
+    graph_tensor *buf =
+        ref_tmp_calloc((size_t)(2 * args->n_inputs + args->n_outputs) + 1, sizeof *buf);
     if (buf == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, NODE_FMT "out of memory", NODE_ARGS(node));
     graph_tensor *in = buf, *res = buf + args->n_inputs, *seqs = res + args->n_outputs;
@@ -113,7 +115,7 @@ static rn_status sequence_map_run(plugin_kernel_args *args)
             st = args->move_output(args, k, &seqs[k]);
     for (int k = 0; k < args->n_outputs; k++)
         graph_tensor_release(&seqs[k]);
-    free(buf);
+    ref_tmp_free(buf);
     return st;
 }
 

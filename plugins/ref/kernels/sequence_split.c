@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/ref/kernels/tmp.h"
 #include "plugins/ref/kernels/values.h"
 
 #define NODE_FMT     "node '%s' (%s): "
@@ -87,7 +88,7 @@ static rn_status split_to_sequence_run(plugin_kernel_args *args)
             n = (size_t)split->dims[0];
         }
     }
-    lens = calloc(n + 1, sizeof *lens);
+    lens = ref_tmp_calloc(n + 1, sizeof *lens);
     if (lens == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, NODE_FMT "out of memory", NODE_ARGS(node));
     int64_t total = 0;
@@ -120,7 +121,7 @@ static rn_status split_to_sequence_run(plugin_kernel_args *args)
         if ((st = graph_sequence_append(&seq, &piece)) != RN_OK)
             graph_tensor_release(&piece);
     }
-    free(lens);
+    ref_tmp_free(lens);
     if (st == RN_OK)
         st = args->move_output(args, 0, &seq);
     graph_tensor_release(&seq);

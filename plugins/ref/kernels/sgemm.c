@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 /* -std=c17 turns floating-point contraction off, which keeps gcc from fusing
  * the micro-kernel's multiply and add into one FMA instruction: allowing it
@@ -156,11 +157,11 @@ SGEMM_INLINE rn_status sgemm_blocked(const int nr_max, bool trans_a, bool trans_
     int64_t kc_max = min64(SGEMM_KC, k);
     int64_t mc_max = min64(SGEMM_MC, (m + SGEMM_MR - 1) / SGEMM_MR * SGEMM_MR);
     int64_t nc_max = min64(SGEMM_NC, (n + nr_max - 1) / nr_max * nr_max);
-    float *apack = malloc((size_t)(mc_max * kc_max) * sizeof(float));
-    float *bpack = malloc((size_t)(kc_max * nc_max) * sizeof(float));
+    float *apack = ref_tmp_alloc((size_t)(mc_max * kc_max) * sizeof(float));
+    float *bpack = ref_tmp_alloc((size_t)(kc_max * nc_max) * sizeof(float));
     if (!apack || !bpack) {
-        free(apack);
-        free(bpack);
+        ref_tmp_free(apack);
+        ref_tmp_free(bpack);
         return RN_OUT_OF_MEMORY;
     }
     for (int64_t jc = 0; jc < n; jc += SGEMM_NC) {
@@ -182,8 +183,8 @@ SGEMM_INLINE rn_status sgemm_blocked(const int nr_max, bool trans_a, bool trans_
             }
         }
     }
-    free(apack);
-    free(bpack);
+    ref_tmp_free(apack);
+    ref_tmp_free(bpack);
     return RN_OK;
 }
 
@@ -219,7 +220,7 @@ SGEMM_INLINE rn_status sgemm_gemv(bool axpy_form, int64_t rows, int64_t k, float
         }
         return RN_OK;
     }
-    float *acc = calloc((size_t)rows, sizeof(float));
+    float *acc = ref_tmp_calloc((size_t)rows, sizeof(float));
     if (!acc)
         return RN_OUT_OF_MEMORY;
     for (int64_t p = 0; p < k; p++) {
@@ -232,7 +233,7 @@ SGEMM_INLINE rn_status sgemm_gemv(bool axpy_form, int64_t rows, int64_t k, float
         float v = alpha * acc[r];
         out[r * ldo] = beta == 0.0f ? v : v + beta * out[r * ldo];
     }
-    free(acc);
+    ref_tmp_free(acc);
     return RN_OK;
 }
 
@@ -242,7 +243,7 @@ static const float *sgemm_vector(const float *v, int64_t stride, int64_t k, floa
     *owned = NULL;
     if (stride == 1 || k <= 1)
         return v;
-    float *copy = malloc((size_t)k * sizeof(float));
+    float *copy = ref_tmp_alloc((size_t)k * sizeof(float));
     if (!copy)
         return NULL;
     for (int64_t p = 0; p < k; p++)
@@ -271,7 +272,7 @@ SGEMM_INLINE rn_status sgemm_any(const int nr_max, bool trans_a, bool trans_b, i
                 return RN_OUT_OF_MEMORY;
             st = sgemm_gemv(trans_a, m, k, alpha, a, lda, x, beta, c, ldc);
         }
-        free(owned);
+        ref_tmp_free(owned);
         return st;
     }
     return sgemm_blocked(nr_max, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

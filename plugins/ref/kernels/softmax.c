@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "plugins/ref/kernels/nn_util.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool softmax_supports(const graph_node *node, const char **why)
 {
@@ -63,7 +64,7 @@ static rn_status softmax_common(plugin_kernel_args *args, bool log_form)
         }
     }
     ref_nn_from_f64(y->type, y->data, v, count);
-    free(v);
+    ref_tmp_free(v);
     return RN_OK;
 }
 

@@ -4,6 +4,7 @@
  * The output is always sorted (the order sorted=0 leaves open). k is input 1
  * from opset 10, attribute `k` before. */
 #include "plugins/ref/kernels/indexing.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool supports_top_k(const graph_node *node, const char **why)
 {
@@ -58,7 +59,7 @@ static rn_status run_top_k(plugin_kernel_args *args)
                             REF_IX_ARGS(node), (long long)k, axis);
     if (k == 0 || outer * inner == 0)
         return RN_OK;
-    int64_t *items = malloc(sizeof *items * 2 * (size_t)dim);
+    int64_t *items = ref_tmp_alloc(sizeof *items * 2 * (size_t)dim);
     if (items == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, REF_IX_FMT "out of memory", REF_IX_ARGS(node));
     size_t es = rn_element_type_size(x->type);
@@ -80,7 +81,7 @@ static rn_status run_top_k(plugin_kernel_args *args)
                 out_idx[dst] = items[j];
             }
         }
-    free(items);
+    ref_tmp_free(items);
     return RN_OK;
 }
 

@@ -10,6 +10,7 @@
  * are allocated by this kernel (alloc_output); inverse_indices has one entry
  * per input item and comes from shape inference. */
 #include "plugins/ref/kernels/indexing.h"
+#include "plugins/ref/kernels/tmp.h"
 
 static bool supports_unique(const graph_node *node, const char **why)
 {
@@ -76,7 +77,7 @@ static rn_status run_unique(plugin_kernel_args *args)
     int64_t n = u.dim;
     /* order: items sorted; group: item -> group in sorted order; first and
      * count per sorted group; rank: sorted group -> output position. */
-    int64_t *buf = malloc(sizeof *buf * 6 * (size_t)(n ? n : 1));
+    int64_t *buf = ref_tmp_alloc(sizeof *buf * 6 * (size_t)(n ? n : 1));
     if (buf == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, REF_IX_FMT "out of memory", REF_IX_ARGS(node));
     int64_t *order = buf, *tmp = buf + n, *group = buf + 2 * n, *first = buf + 3 * n;
@@ -120,7 +121,7 @@ static rn_status run_unique(plugin_kernel_args *args)
     if (st == RN_OK)
         st = output(args, 3, 1, &groups, &cnt);
     if (st != RN_OK) {
-        free(buf);
+        ref_tmp_free(buf);
         return st;
     }
     size_t block = (size_t)u.inner * rn_element_type_size(x->type);
@@ -136,7 +137,7 @@ static rn_status run_unique(plugin_kernel_args *args)
     }
     for (int64_t j = 0; inv != NULL && j < n; j++)
         ((int64_t *)inv->data)[j] = pos[group[j]];
-    free(buf);
+    ref_tmp_free(buf);
     return RN_OK;
 }
 
