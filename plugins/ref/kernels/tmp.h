@@ -7,7 +7,9 @@
  * steady-state run never reaches malloc. Blocks are 64-byte aligned and
  * sized in powers of two; a thread keeps at most REF_TMP_KEEP_BYTES cached
  * (beyond that, frees are real) and releases its cache when it exits.
- * Memory from ref_tmp_* must be freed with ref_tmp_free (on any thread). */
+ * Memory from ref_tmp_* must be freed with ref_tmp_free (on any thread).
+ * Under ASan or TSan the calls are plain malloc and free, so that the
+ * sanitizer sees every block. */
 #ifndef RUNNEL_PLUGINS_REF_KERNELS_TMP_H
 #define RUNNEL_PLUGINS_REF_KERNELS_TMP_H
 
