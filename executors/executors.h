@@ -30,6 +30,12 @@ typedef struct executors_pool executors_pool;
  * Each successful acquire must be paired with executors_release. */
 rn_status executors_acquire(const executors_config *cfg, executors_pool **out);
 
+/* Takes one more reference on a pool the caller holds (or that a compiled
+ * model it serves holds): a thread outside the pool that completes a DAG
+ * node (a device's completion) keeps the pool alive through the call, since
+ * the run may complete inside it and its owner free everything. */
+void executors_retain(executors_pool *pool);
+
 /* Drops one reference; the last one stops the pool's threads. NULL is a
  * no-op. Must not be called from one of the pool's own threads. */
 void executors_release(executors_pool *pool);

@@ -84,6 +84,13 @@ rn_status executors_acquire(const executors_config *cfg, executors_pool **out)
     return st;
 }
 
+void executors_retain(executors_pool *pool)
+{
+    pthread_mutex_lock(&pools_lock);
+    pool->refs++;
+    pthread_mutex_unlock(&pools_lock);
+}
+
 void executors_release(executors_pool *pool)
 {
     if (pool == NULL)

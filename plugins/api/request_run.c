@@ -578,7 +578,13 @@ void plugin_request_complete_stage(plugin_request *r, uint32_t stage, rn_status 
     }
     /* Errors travel in the request's status; the DAG always runs on to the
      * callback stage, so the node completes with SCHED_OK. */
+    /* The run may complete inside this call, and its owner then free the
+     * request, the plan and, with the last compiled model, the executor
+     * pool while this thread is still in the scheduler: hold the pool. */
+    executors_pool *pool = r->plan->pool;
+    executors_retain(pool);
     sched_instance_complete_node(inst, executors_pipeline_stage_node(pipe, kind), SCHED_OK);
+    executors_release(pool);
 }
 
 /* ---- task functions ---- */

@@ -4,11 +4,13 @@
  * stream workers) → execute → wait → download → postprocess → callback.
  * Each device stage has a fixed cost set by a device property (in
  * microseconds) and occupies one simulated engine at a time, as a real device
- * would: the copy-in engine (upload), the compute engine (execute: handed to
- * the device thread, completed later from it, so the stage is a pending DAG
- * node), the fence (wait, on the device-wait executor) and the copy-out
- * engine (download). Concurrent requests overlap across engines; a request
- * never overlaps with itself.
+ * would: the copy-in engine (upload), the compute engine (execute), the
+ * fence (wait, on the device-wait executor) and the copy-out engine
+ * (download). Upload, execute and download are handed to their engine's
+ * thread, which works through its queue and completes each stage later (a
+ * pending DAG node), as copies and kernels queued on a CUDA stream or an
+ * OpenCL queue do: no stream worker waits for an engine. Concurrent requests
+ * overlap across engines; a request never overlaps with itself.
  *
  * Properties: SLOWDEV_UPLOAD_US, SLOWDEV_EXECUTE_US, SLOWDEV_WAIT_US,
  * SLOWDEV_DOWNLOAD_US (default 200 each), plus the shared ones; read-only
@@ -45,7 +47,7 @@ static const char *const cost_keys[N_ENGINES] = {
     "SLOWDEV_DOWNLOAD_US",
 };
 
-/* A job for the device thread: complete `stage` of `request` after `us`. */
+/* A job for an engine's thread: complete `stage` of `request` after `us`. */
 typedef struct device_job {
     plugin_request *request;
     uint32_t stage;
@@ -53,18 +55,24 @@ typedef struct device_job {
     struct device_job *next;
 } device_job;
 
+/* An engine that works through a queue on a thread of its own. */
+typedef struct engine_queue {
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    device_job *head, *tail;
+    bool stopping;
+} engine_queue;
+
 typedef struct rn_plugin {
     plugin_kernel_registry *kernels;
     pthread_mutex_t lock; /* guards props and costs */
     plugin_properties props;
     uint32_t cost_us[N_ENGINES];
-    pthread_mutex_t engine[N_ENGINES];
-    /* The device thread and its queue. */
-    pthread_t thread;
-    pthread_mutex_t queue_lock;
-    pthread_cond_t queue_cond;
-    device_job *head, *tail;
-    bool stopping;
+    pthread_mutex_t engine[N_ENGINES]; /* the wait engine's (on the device-wait executor) */
+    /* The queued engines: upload, execute, download. */
+    engine_queue queue[N_ENGINES];
     plugin_host_context *default_context;
     atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
 } slowdev;
@@ -89,27 +97,68 @@ static void sleep_us(uint32_t us)
         ;
 }
 
-static void *device_thread(void *arg)
+static void *engine_thread(void *arg)
 {
-    slowdev *d = arg;
-    pthread_mutex_lock(&d->queue_lock);
+    engine_queue *q = arg;
+    pthread_mutex_lock(&q->lock);
     for (;;) {
-        while (d->head == NULL && !d->stopping)
-            pthread_cond_wait(&d->queue_cond, &d->queue_lock);
-        if (d->head == NULL)
+        while (q->head == NULL && !q->stopping)
+            pthread_cond_wait(&q->cond, &q->lock);
+        if (q->head == NULL)
             break;
-        device_job *job = d->head;
-        d->head = job->next;
-        if (d->head == NULL)
-            d->tail = NULL;
-        pthread_mutex_unlock(&d->queue_lock);
-        sleep_us(job->us); /* the compute engine is busy */
+        device_job *job = q->head;
+        q->head = job->next;
+        if (q->head == NULL)
+            q->tail = NULL;
+        pthread_mutex_unlock(&q->lock);
+        sleep_us(job->us); /* the engine is busy */
         plugin_request_complete_stage(job->request, job->stage, RN_OK);
         free(job);
-        pthread_mutex_lock(&d->queue_lock);
+        pthread_mutex_lock(&q->lock);
     }
-    pthread_mutex_unlock(&d->queue_lock);
+    pthread_mutex_unlock(&q->lock);
     return NULL;
+}
+
+static bool queued_engine(int e)
+{
+    return e != ENGINE_WAIT;
+}
+
+static void stop_engines(slowdev *d)
+{
+    for (int e = 0; e < N_ENGINES; e++) {
+        engine_queue *q = &d->queue[e];
+        if (!q->started)
+            continue;
+        pthread_mutex_lock(&q->lock);
+        q->stopping = true;
+        pthread_cond_signal(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+        pthread_join(q->thread, NULL);
+        pthread_mutex_destroy(&q->lock);
+        pthread_cond_destroy(&q->cond);
+        q->started = false;
+    }
+}
+
+static bool start_engines(slowdev *d)
+{
+    for (int e = 0; e < N_ENGINES; e++) {
+        if (!queued_engine(e))
+            continue;
+        engine_queue *q = &d->queue[e];
+        pthread_mutex_init(&q->lock, NULL);
+        pthread_cond_init(&q->cond, NULL);
+        if (pthread_create(&q->thread, NULL, engine_thread, q) != 0) {
+            pthread_mutex_destroy(&q->lock);
+            pthread_cond_destroy(&q->cond);
+            stop_engines(d);
+            return false;
+        }
+        q->started = true;
+    }
+    return true;
 }
 
 /* ---- the stages ---- */
@@ -122,41 +171,46 @@ static int engine_stage(slowdev_compiled *c, int engine)
     return RN_OK;
 }
 
+/* Queues stage `stage` of r on an engine: completed by its thread. */
+static int enqueue(slowdev_compiled *c, int engine, plugin_request *r, uint32_t stage)
+{
+    device_job *job = malloc(sizeof *job);
+    if (job == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory queueing a job");
+    *job = (device_job){.request = r, .stage = stage, .us = c->cost_us[engine]};
+    engine_queue *q = &c->dev->queue[engine];
+    pthread_mutex_lock(&q->lock);
+    if (q->tail != NULL)
+        q->tail->next = job;
+    else
+        q->head = job;
+    q->tail = job;
+    pthread_cond_signal(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+    return PLUGIN_STAGE_PENDING;
+}
+
 /* A copy engine moves the host-side bytes; with none to move it is not
  * used at all. */
-static int copy_stage(slowdev_compiled *c, int engine, size_t bytes, atomic_uint_fast64_t *counter)
+static int copy_stage(slowdev_compiled *c, int engine, plugin_request *r, uint32_t stage,
+                      size_t bytes, atomic_uint_fast64_t *counter)
 {
     if (bytes == 0)
         return RN_OK;
     atomic_fetch_add(counter, bytes);
-    return engine_stage(c, engine);
+    return enqueue(c, engine, r, stage);
 }
 
 static int stage_upload(plugin_request *r, uint32_t stage, void *ctx)
 {
-    (void)stage;
     slowdev_compiled *c = ctx;
-    return copy_stage(c, ENGINE_UPLOAD, plugin_request_host_bytes(r, false),
+    return copy_stage(c, ENGINE_UPLOAD, r, stage, plugin_request_host_bytes(r, false),
                       &c->dev->bytes_uploaded);
 }
 
 static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
 {
-    slowdev_compiled *c = ctx;
-    device_job *job = malloc(sizeof *job);
-    if (job == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory queueing a job");
-    *job = (device_job){.request = r, .stage = stage, .us = c->cost_us[ENGINE_EXECUTE]};
-    slowdev *d = c->dev;
-    pthread_mutex_lock(&d->queue_lock);
-    if (d->tail != NULL)
-        d->tail->next = job;
-    else
-        d->head = job;
-    d->tail = job;
-    pthread_cond_signal(&d->queue_cond);
-    pthread_mutex_unlock(&d->queue_lock);
-    return PLUGIN_STAGE_PENDING;
+    return enqueue(ctx, ENGINE_EXECUTE, r, stage);
 }
 
 static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
@@ -167,9 +221,8 @@ static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
 
 static int stage_download(plugin_request *r, uint32_t stage, void *ctx)
 {
-    (void)stage;
     slowdev_compiled *c = ctx;
-    return copy_stage(c, ENGINE_DOWNLOAD, plugin_request_host_bytes(r, true),
+    return copy_stage(c, ENGINE_DOWNLOAD, r, stage, plugin_request_host_bytes(r, true),
                       &c->dev->bytes_downloaded);
 }
 
@@ -191,18 +244,19 @@ static rn_status slowdev_create(slowdev **out)
         return st;
     }
     pthread_mutex_init(&d->lock, NULL);
-    pthread_mutex_init(&d->queue_lock, NULL);
-    pthread_cond_init(&d->queue_cond, NULL);
     for (int e = 0; e < N_ENGINES; e++) {
         pthread_mutex_init(&d->engine[e], NULL);
         d->cost_us[e] = 200;
     }
     plugin_properties_default(&d->props);
-    if (pthread_create(&d->thread, NULL, device_thread, d) != 0) {
+    if (!start_engines(d)) {
+        for (int e = 0; e < N_ENGINES; e++)
+            pthread_mutex_destroy(&d->engine[e]);
+        pthread_mutex_destroy(&d->lock);
         plugin_kernel_registry_free(d->kernels);
         plugin_host_context_free(d->default_context);
         free(d);
-        return rn_set_error(RN_DEVICE_ERROR, "SLOWDEV: cannot start the device thread");
+        return rn_set_error(RN_DEVICE_ERROR, "SLOWDEV: cannot start the engine threads");
     }
     *out = d;
     return RN_OK;
@@ -213,16 +267,10 @@ static void slowdev_destroy(slowdev *plugin)
     slowdev *d = plugin;
     if (d == NULL)
         return;
-    pthread_mutex_lock(&d->queue_lock);
-    d->stopping = true;
-    pthread_cond_signal(&d->queue_cond);
-    pthread_mutex_unlock(&d->queue_lock);
-    pthread_join(d->thread, NULL);
+    stop_engines(d);
     for (int e = 0; e < N_ENGINES; e++)
         pthread_mutex_destroy(&d->engine[e]);
     pthread_mutex_destroy(&d->lock);
-    pthread_mutex_destroy(&d->queue_lock);
-    pthread_cond_destroy(&d->queue_cond);
     plugin_kernel_registry_free(d->kernels);
     plugin_host_context_free(d->default_context);
     free(d);
@@ -322,7 +370,8 @@ static rn_status slowdev_create_request(slowdev_compiled *compiled, rn_infer_req
     return plugin_request_create(compiled->plan, owner, out);
 }
 
-static rn_status slowdev_compiled_property(slowdev_compiled *compiled, const char *key, char *buf, size_t size)
+static rn_status slowdev_compiled_property(slowdev_compiled *compiled, const char *key, char *buf,
+                                           size_t size)
 {
     slowdev_compiled *c = compiled;
     char tmp[32];
@@ -342,7 +391,8 @@ static rn_status slowdev_compiled_property(slowdev_compiled *compiled, const cha
     return st;
 }
 
-static rn_status slowdev_compiled_set_property(slowdev_compiled *compiled, const rn_property *p, size_t n)
+static rn_status slowdev_compiled_set_property(slowdev_compiled *compiled, const rn_property *p,
+                                               size_t n)
 {
     slowdev_compiled *c = compiled;
     pthread_mutex_lock(&c->lock);
@@ -355,12 +405,14 @@ static rn_status slowdev_compiled_set_property(slowdev_compiled *compiled, const
     return st;
 }
 
-static rn_status slowdev_pipeline(slowdev_compiled *compiled, const rn_pipeline_stage **stages, size_t *count)
+static rn_status slowdev_pipeline(slowdev_compiled *compiled, const rn_pipeline_stage **stages,
+                                  size_t *count)
 {
     return plugin_plan_pipeline(((slowdev_compiled *)compiled)->plan, stages, count);
 }
 
-static rn_status slowdev_runtime_model(slowdev_compiled *compiled, const rn_runtime_node **nodes, size_t *count)
+static rn_status slowdev_runtime_model(slowdev_compiled *compiled, const rn_runtime_node **nodes,
+                                       size_t *count)
 {
     return plugin_plan_runtime_model(((slowdev_compiled *)compiled)->plan, nodes, count);
 }
