@@ -50,8 +50,7 @@ typedef struct executors_pipeline executors_pipeline;
 typedef struct executors_pipeline_builder executors_pipeline_builder;
 
 /* A builder for a pipeline on `pool` (NULL: inline runs only). */
-rn_status executors_pipeline_builder_create(executors_pool *pool,
-                                            executors_pipeline_builder **out);
+rn_status executors_pipeline_builder_create(executors_pool *pool, executors_pipeline_builder **out);
 void executors_pipeline_builder_free(executors_pipeline_builder *b);
 
 /* Adds stage `stage` (each at most once; preprocess, postprocess and
@@ -85,8 +84,7 @@ bool executors_pipeline_has_stage(const executors_pipeline *p, executors_stage s
 /* The stages in order with their executors ("stream", "device-wait",
  * "callback"); the tasks appear as one stage named "infer". Writes at most
  * `cap` entries and returns how many there are. */
-size_t executors_pipeline_describe(const executors_pipeline *p, rn_pipeline_stage *out,
-                                   size_t cap);
+size_t executors_pipeline_describe(const executors_pipeline *p, rn_pipeline_stage *out, size_t cap);
 
 /* Runs every node of the DAG in the calling thread, in topological order,
  * with ctx->user_arg = user_arg. Returns the first non-OK status a node

@@ -39,7 +39,7 @@ typedef rn_kernel_kind graph_kind;
 #define GRAPH_KIND_SEQUENCE          RN_KERNEL_SEQUENCE
 #define GRAPH_KIND_OPTIONAL          RN_KERNEL_OPTIONAL
 #define GRAPH_KIND_OPTIONAL_SEQUENCE RN_KERNEL_OPTIONAL_SEQUENCE
-#define GRAPH_KIND_COUNT 4
+#define GRAPH_KIND_COUNT             4
 
 /* "tensor", "sequence", "optional tensor", "optional sequence". */
 const char *graph_kind_name(graph_kind kind);

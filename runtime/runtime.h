@@ -116,11 +116,11 @@ struct rn_infer_request {
     rn_plugin_request *request;
     rn_tensor **inputs; /* bound tensors (owned when own_input) */
     bool *own_input;
-    rn_tensor **outputs;  /* views of the last results, or the caller's */
-    bool *own_output;     /* the view object is the request's */
-    bool *user_output;    /* bound by the caller */
-    bool counted; /* holds a reference on `compiled` */
-    void **dense; /* per input: dense copy of a strided tensor, or NULL */
+    rn_tensor **outputs; /* views of the last results, or the caller's */
+    bool *own_output;    /* the view object is the request's */
+    bool *user_output;   /* bound by the caller */
+    bool counted;        /* holds a reference on `compiled` */
+    void **dense;        /* per input: dense copy of a strided tensor, or NULL */
     size_t *dense_bytes;
     bool ran; /* a run was started: outputs can be asked for */
 };

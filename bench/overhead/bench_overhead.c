@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/common/host.h"
 #include "bench/overhead/chain_model.h"
 #include "graph/onnx/onnx_reader.h"
 #include "plugins/api/kernel.h"
@@ -250,55 +251,16 @@ static rn_compiled_model *compile_chain(rn_core *core, const uint8_t *model, siz
 
 /* ---------------------------------------------------------------- report */
 
-static bool cpu_flag(const char *flags, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *s = strstr(flags, name); s != NULL; s = strstr(s + 1, name))
-        if ((s == flags || s[-1] == ' ') && (s[n] == ' ' || s[n] == '\n' || s[n] == '\0'))
-            return true;
-    return false;
-}
-
-static void print_load(const char *when)
-{
-    double l1 = 0, l5 = 0, l15 = 0;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f != NULL) {
-        if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) != 3)
-            l1 = l5 = l15 = 0;
-        fclose(f);
-    }
-    printf("# load average %s: %.2f %.2f %.2f\n", when, l1, l5, l15);
-}
-
 /* The CPU model and the ISA extensions REF's micro-kernels choose between. */
 static void print_machine(void)
 {
-    char model[256] = "unknown CPU", flags[8192] = "";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f != NULL) {
-        char line[8192];
-        while (fgets(line, sizeof line, f) && (model[0] == 'u' || flags[0] == '\0')) {
-            char *c = strchr(line, ':');
-            if (c == NULL)
-                continue;
-            if (strncmp(line, "model name", 10) == 0) {
-                snprintf(model, sizeof model, "%s", c + 2);
-                model[strcspn(model, "\n")] = '\0';
-            } else if (strncmp(line, "flags", 5) == 0) {
-                snprintf(flags, sizeof flags, "%s", c + 1);
-            }
-        }
-        fclose(f);
-    }
+    char model[256];
+    bench_cpu_model(model, sizeof model);
     struct utsname u;
     uname(&u);
     printf("# machine: %s, %ld online CPUs, %s %s, gcc %d.%d\n", model,
            sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, __GNUC__, __GNUC_MINOR__);
-    printf("# isa: avx2=%s avx512f=%s avx512_bf16=%s amx=%s\n",
-           cpu_flag(flags, "avx2") ? "yes" : "no", cpu_flag(flags, "avx512f") ? "yes" : "no",
-           cpu_flag(flags, "avx512_bf16") ? "yes" : "no",
-           cpu_flag(flags, "amx_tile") ? "yes" : "no");
+    bench_print_isa();
 }
 
 static void print_compiled(rn_compiled_model *compiled, const options *o)
@@ -400,7 +362,7 @@ int main(int argc, char **argv)
 
     print_machine();
     print_compiled(compiled, &o);
-    print_load("at start");
+    bench_print_load("at start");
 
     /* Both sides compute the same sums in the same order: bit-identical. */
     CHECK(rn_infer_request_infer(request));
@@ -449,7 +411,7 @@ int main(int argc, char **argv)
                    ratio <= modes[m].target ? ", met" : ", not met");
         }
     }
-    print_load("at end");
+    bench_print_load("at end");
 
     rn_infer_request_free(request);
     rn_compiled_model_free(compiled);

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/common/host.h"
 #include "runnel/runnel.h"
 
 #define ADD_MODEL     "/usr/share/libonnx-testdata/data/node/test_add/model.onnx"
@@ -188,35 +189,10 @@ static double sleep_median_us(long us, int samples)
     return t[samples / 2];
 }
 
-static void print_load(const char *when)
-{
-    double l1 = 0, l5 = 0, l15 = 0;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f != NULL) {
-        if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) != 3)
-            l1 = l5 = l15 = 0;
-        fclose(f);
-    }
-    printf("# load average %s: %.2f %.2f %.2f\n", when, l1, l5, l15);
-}
-
 static void print_header(const options *o, rn_compiled_model *compiled)
 {
-    char model[256] = "unknown CPU";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f != NULL) {
-        char line[512];
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "model name", 10) == 0) {
-                char *c = strchr(line, ':');
-                if (c != NULL) {
-                    snprintf(model, sizeof model, "%s", c + 2);
-                    model[strcspn(model, "\n")] = '\0';
-                }
-                break;
-            }
-        fclose(f);
-    }
+    char model[256];
+    bench_cpu_model(model, sizeof model);
     struct utsname u;
     uname(&u);
     char streams[32] = "?", optimal[32] = "?";
@@ -231,7 +207,8 @@ static void print_header(const options *o, rn_compiled_model *compiled)
            o->runs, o->seconds);
     printf("# machine: %s, %ld online CPUs, %s %s\n", model, sysconf(_SC_NPROCESSORS_ONLN),
            u.sysname, u.release);
-    print_load("at start");
+    bench_print_isa();
+    bench_print_load("at start");
 }
 
 static int parse_list(const char *s, long *out, int max)
@@ -430,7 +407,7 @@ int main(int argc, char **argv)
     }
     if (rc == 0 && o.remote)
         rc = measure_remote(compiled, &o, host_median);
-    print_load("at end");
+    bench_print_load("at end");
     rn_compiled_model_free(compiled);
     rn_model_free(model);
     rn_core_free(core);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/common/host.h"
 #include "bench/sched/bench.h"
 #include "sched/sched.h"
 
@@ -422,25 +423,10 @@ static void bench_wake(options *o, sched *s, tbb_peer *p)
     free(b.v);
 }
 
-static void print_load(const char *when);
-
 static void print_machine(const options *o)
 {
-    char model[256] = "unknown CPU";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f != NULL) {
-        char line[512];
-        while (fgets(line, sizeof(line), f))
-            if (strncmp(line, "model name", 10) == 0) {
-                char *c = strchr(line, ':');
-                if (c != NULL) {
-                    snprintf(model, sizeof(model), "%s", c + 2);
-                    model[strcspn(model, "\n")] = '\0';
-                }
-                break;
-            }
-        fclose(f);
-    }
+    char model[256];
+    bench_cpu_model(model, sizeof model);
     struct utsname u;
     uname(&u);
     printf("# runnel scheduler vs oneTBB flow graph: %d worker threads each, median [min-max] of "
@@ -449,20 +435,8 @@ static void print_machine(const options *o)
     printf("# machine: %s, %ld online CPUs, %s %s, compiler gcc %d.%d, %s\n", model,
            sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, __GNUC__, __GNUC_MINOR__,
            tbb_peer_version());
-    print_load("at start");
-}
-
-/* Other processes competing for the CPUs distort every number: say how busy it was. */
-static void print_load(const char *when)
-{
-    double l1 = 0, l5 = 0, l15 = 0;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f != NULL) {
-        if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) != 3)
-            l1 = l5 = l15 = 0;
-        fclose(f);
-    }
-    printf("# load average %s: %.2f %.2f %.2f\n", when, l1, l5, l15);
+    bench_print_isa();
+    bench_print_load("at start");
 }
 
 int main(int argc, char **argv)
@@ -500,7 +474,7 @@ int main(int argc, char **argv)
     bench_small_dags(&o, s);
     bench_wake(&o, s, p);
 
-    print_load("at end");
+    bench_print_load("at end");
     tbb_peer_destroy(p);
     sched_destroy(s);
     return o.failures ? 1 : 0;

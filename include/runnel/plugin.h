@@ -62,7 +62,8 @@ typedef struct rn_request_ops {
      * request (or the caller's bound one), valid until the next infer. */
     rn_status (*get_output)(rn_plugin_request *request, size_t index, rn_kernel_tensor *out);
     /* Per-node profiling of the last infer, owned by the request. */
-    rn_status (*profiling)(rn_plugin_request *request, const rn_profiling_info **info, size_t *count);
+    rn_status (*profiling)(rn_plugin_request *request, const rn_profiling_info **info,
+                           size_t *count);
     /* (optional) Async: start a run, wait for it (after its callback
      * returned), wait at most timeout_ms (RN_RESULT_NOT_READY), cancel it,
      * set the completion callback (called with the request's owner, the
@@ -94,21 +95,25 @@ typedef struct rn_compiled_model_ops {
                                 rn_plugin_request **request);
     const rn_request_ops *request_ops;
     /* (optional) Reads a property into buf; RN_NOT_FOUND for unknown keys. */
-    rn_status (*get_property)(rn_plugin_compiled *compiled, const char *key, char *buf, size_t size);
+    rn_status (*get_property)(rn_plugin_compiled *compiled, const char *key, char *buf,
+                              size_t size);
     /* (optional) Exports the compiled model into a malloc'ed blob (*data,
      * *size) that import_model of the same device reads back. */
     rn_status (*export_model)(rn_plugin_compiled *compiled, void **data, size_t *size);
     /* (optional) Writes the Chrome trace-event JSON of the tasks run so far. */
     rn_status (*write_trace)(rn_plugin_compiled *compiled, const char *path);
     /* (optional) The runtime model, owned by the compiled model. */
-    rn_status (*get_runtime_model)(rn_plugin_compiled *compiled, const rn_runtime_node **nodes, size_t *count);
+    rn_status (*get_runtime_model)(rn_plugin_compiled *compiled, const rn_runtime_node **nodes,
+                                   size_t *count);
     /* (optional) Changes properties after compiling. A key that is fixed at
      * compile time, an unknown key or a bad value is RN_INVALID_ARG naming
      * it, and nothing changes. */
-    rn_status (*set_property)(rn_plugin_compiled *compiled, const rn_property *properties, size_t n_properties);
+    rn_status (*set_property)(rn_plugin_compiled *compiled, const rn_property *properties,
+                              size_t n_properties);
     /* (optional) The request pipeline: its stages in order, each with the
      * executor it runs on; owned by the compiled model. */
-    rn_status (*get_pipeline)(rn_plugin_compiled *compiled, const rn_pipeline_stage **stages, size_t *count);
+    rn_status (*get_pipeline)(rn_plugin_compiled *compiled, const rn_pipeline_stage **stages,
+                              size_t *count);
     void (*free)(rn_plugin_compiled *compiled);
 } rn_compiled_model_ops;
 
@@ -132,9 +137,10 @@ typedef struct rn_remote_context_ops {
     /* Allocates a tensor in the context's memory, or with params naming
      * existing memory (MEM_HANDLE), shares it. An unknown parameter or a bad
      * value is RN_INVALID_ARG naming it. */
-    rn_status (*create_tensor)(rn_plugin_context *context, rn_element_type type, const int64_t *dims,
-                               size_t rank, const rn_property *params, size_t n_params,
-                               const rn_remote_tensor_ops **ops, rn_plugin_tensor **tensor);
+    rn_status (*create_tensor)(rn_plugin_context *context, rn_element_type type,
+                               const int64_t *dims, size_t rank, const rn_property *params,
+                               size_t n_params, const rn_remote_tensor_ops **ops,
+                               rn_plugin_tensor **tensor);
     /* (optional) Host memory the device reaches fastest (pinned), and its
      * release; without them host tensors are plain host memory. */
     rn_status (*alloc_host)(rn_plugin_context *context, size_t size, void **data);
@@ -155,23 +161,25 @@ typedef struct rn_plugin_ops {
     void (*destroy)(rn_plugin *plugin);
     /* Sets device properties (defaults for later compiles); an unknown key
      * or a bad value is RN_INVALID_ARG naming it, and nothing changes. */
-    rn_status (*set_property)(rn_plugin *plugin, const rn_property *properties, size_t n_properties);
+    rn_status (*set_property)(rn_plugin *plugin, const rn_property *properties,
+                              size_t n_properties);
     /* Reads a device property (read-write or read-only) into buf. */
     rn_status (*get_property)(rn_plugin *plugin, const char *key, char *buf, size_t size);
     /* (optional) For each original layer name of the model, whether this
      * device runs it: *names (each malloc'ed) and *supported (malloc'ed)
      * become the caller's, who frees them with free(). */
-    rn_status (*query_model)(rn_plugin *plugin, const rn_graph *model, const rn_property *properties,
-                             size_t n_properties, char ***names, bool **supported, size_t *count);
+    rn_status (*query_model)(rn_plugin *plugin, const rn_graph *model,
+                             const rn_property *properties, size_t n_properties, char ***names,
+                             bool **supported, size_t *count);
     /* (optional) Reads a blob written by export_model: a blob for another
      * device, architecture or format version, or a corrupt one, is an error
      * naming the check that failed. *io receives the compiled graph (owned by
      * the compiled model) so that the Core can describe its inputs and
      * outputs. `context` as for compile_model. */
-    rn_status (*import_model)(rn_plugin *plugin, const void *data, size_t size, rn_plugin_context *context,
-                              const rn_property *properties, size_t n_properties,
-                              const rn_compiled_model_ops **ops, rn_plugin_compiled **compiled,
-                              const rn_graph **io);
+    rn_status (*import_model)(rn_plugin *plugin, const void *data, size_t size,
+                              rn_plugin_context *context, const rn_property *properties,
+                              size_t n_properties, const rn_compiled_model_ops **ops,
+                              rn_plugin_compiled **compiled, const rn_graph **io);
     /* (optional, with get_default_context) Creates a context from
      * device-specific parameters; an unknown parameter or a bad value is
      * RN_INVALID_ARG naming it. */

@@ -311,7 +311,8 @@ REF_KERNEL_INPLACE(ref_kernel_leakyrelu, "LeakyRelu", unary_supports, unary_prep
 REF_KERNEL_INPLACE(ref_kernel_elu, "Elu", unary_supports, unary_prepare, unary_run)
 REF_KERNEL_INPLACE(ref_kernel_selu, "Selu", unary_supports, unary_prepare, unary_run)
 REF_KERNEL_INPLACE(ref_kernel_celu, "Celu", unary_supports, unary_prepare, unary_run)
-REF_KERNEL_INPLACE(ref_kernel_thresholdedrelu, "ThresholdedRelu", unary_supports, unary_prepare, unary_run)
+REF_KERNEL_INPLACE(ref_kernel_thresholdedrelu, "ThresholdedRelu", unary_supports, unary_prepare,
+                   unary_run)
 REF_KERNEL_INPLACE(ref_kernel_hardsigmoid, "HardSigmoid", unary_supports, unary_prepare, unary_run)
 REF_KERNEL_INPLACE(ref_kernel_hardswish, "HardSwish", unary_supports, unary_prepare, unary_run)
 REF_KERNEL_INPLACE(ref_kernel_mish, "Mish", unary_supports, unary_prepare, unary_run)
