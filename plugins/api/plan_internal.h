@@ -62,7 +62,6 @@ typedef struct plan_value {
     int producer;     /* exec node, -1 for inputs and constants */
     int n_readers;    /* exec node inputs reading it (implicit reads included) */
     int result;       /* index among the results, -1 */
-    bool needs_slot;  /* read or written through the request's value slots */
     void *owned_data; /* PLAN_CONST made by the plan (a converted weight) */
 } plan_value;
 
@@ -139,7 +138,6 @@ struct plan_spec {
     /* Per exec node: time of the last profiled run (-1 never). */
     _Atomic int64_t *last_us;
     plan_spec *lru_prev, *lru_next; /* in the plan's cache */
-    uint64_t hits;
 };
 
 struct plugin_plan {
@@ -162,7 +160,6 @@ struct plugin_plan {
     atomic_int log_level;
     pthread_mutex_t runtime_lock; /* guards runtime_nodes */
     rn_runtime_node *runtime_nodes;
-    size_t n_runtime_nodes;
     executors_pool *pool;
     size_t n_pipeline;
     rn_pipeline_stage pipeline[PLUGIN_MAX_STAGES + 4];

@@ -914,14 +914,7 @@ static void mark_fast(plan_spec *s)
         n->fast = fast;
         if (fast)
             s->n_fast++;
-        if (!fast)
-            for (int k = 0; k < n->n_in + n->n_implicit; k++) {
-                int v = k < n->n_in ? n->in[k] : n->implicit[k - n->n_in];
-                if (v >= 0)
-                    s->values[v].needs_slot = true;
-            }
     }
-    /* Views of dynamic values run (a copy); a skipped view is fast. */
 }
 
 /* ---- tasks: chains of exec nodes ---- */
@@ -1128,9 +1121,6 @@ rn_status plan_spec_build(const plugin_plan *plan, graph *g, plan_spec **out)
         goto fail;
     alias(s);
     mark_fast(s);
-    /* Readers of results come from outside: they need their slots. */
-    for (int r = 0; r < s->n_results; r++)
-        s->values[s->results[r]].needs_slot = true;
     /* Values the run allocates, with their readers per run. */
     s->dynamic = calloc((size_t)s->n_values + 1, sizeof *s->dynamic);
     s->consumers = calloc((size_t)s->n_values + 1, sizeof *s->consumers);
