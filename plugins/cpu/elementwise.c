@@ -19,7 +19,9 @@ typedef struct activation {
 } activation;
 
 /* The activation named `op` ("Relu", "Clip", ...) with its parameters
- * (params: LeakyRelu/Elu alpha; Clip min, max; HardSigmoid alpha, beta). */
+ * (params: LeakyRelu/Elu alpha; Clip min, max). oneDNN's log and its
+ * linear-then-clip HardSigmoid miss ONNX's results by more than its
+ * tolerance: those run REF's kernels. */
 static bool activation_of(const char *op, const float *params, int n, activation *a)
 {
     memset(a, 0, sizeof *a);
@@ -37,8 +39,6 @@ static bool activation_of(const char *op, const float *params, int n, activation
         a->alg[0] = dnnl_eltwise_tanh;
     else if (strcmp(op, "Exp") == 0)
         a->alg[0] = dnnl_eltwise_exp;
-    else if (strcmp(op, "Log") == 0)
-        a->alg[0] = dnnl_eltwise_log;
     else if (strcmp(op, "Sqrt") == 0)
         a->alg[0] = dnnl_eltwise_sqrt;
     else if (strcmp(op, "Abs") == 0)
@@ -58,11 +58,7 @@ static bool activation_of(const char *op, const float *params, int n, activation
     else if (strcmp(op, "Clip") == 0)
         a->alg[0] = dnnl_eltwise_clip_v2, a->alpha[0] = P(0, -3.402823466e38f),
         a->beta[0] = P(1, 3.402823466e38f);
-    else if (strcmp(op, "HardSigmoid") == 0) {
-        a->n = 2;
-        a->alg[0] = dnnl_eltwise_linear, a->alpha[0] = P(0, 0.2f), a->beta[0] = P(1, 0.5f);
-        a->alg[1] = dnnl_eltwise_clip_v2, a->alpha[1] = 0.0f, a->beta[1] = 1.0f;
-    } else
+    else
         return false;
 #undef P
     return true;
@@ -149,9 +145,6 @@ static bool unary_activation(const rn_node *node, activation *a)
     int n = 0;
     if (strcmp(op, "LeakyRelu") == 0 || strcmp(op, "Elu") == 0) {
         params[n++] = rn_node_attr_float(node, "alpha", strcmp(op, "Elu") == 0 ? 1.0f : 0.01f);
-    } else if (strcmp(op, "HardSigmoid") == 0) {
-        params[n++] = rn_node_attr_float(node, "alpha", 0.2f);
-        params[n++] = rn_node_attr_float(node, "beta", 0.5f);
     } else if (strcmp(op, "Clip") == 0) {
         params[0] = rn_node_attr_float(node, "min", -3.402823466e38f);
         params[1] = rn_node_attr_float(node, "max", 3.402823466e38f);
@@ -391,13 +384,11 @@ EW_KERNEL(cpu_kernel_elu, "Elu", unary_supports);
 EW_KERNEL(cpu_kernel_sigmoid, "Sigmoid", unary_supports);
 EW_KERNEL(cpu_kernel_tanh, "Tanh", unary_supports);
 EW_KERNEL(cpu_kernel_exp, "Exp", unary_supports);
-EW_KERNEL(cpu_kernel_log, "Log", unary_supports);
 EW_KERNEL(cpu_kernel_sqrt, "Sqrt", unary_supports);
 EW_KERNEL(cpu_kernel_abs, "Abs", unary_supports);
 EW_KERNEL(cpu_kernel_neg, "Neg", unary_supports);
 EW_KERNEL(cpu_kernel_mish, "Mish", unary_supports);
 EW_KERNEL(cpu_kernel_hard_swish, "HardSwish", unary_supports);
-EW_KERNEL(cpu_kernel_hard_sigmoid, "HardSigmoid", unary_supports);
 EW_KERNEL(cpu_kernel_gelu, "Gelu", unary_supports);
 EW_KERNEL(cpu_kernel_clip, "Clip", unary_supports);
 EW_KERNEL(cpu_kernel_add, "Add", binary_supports);
