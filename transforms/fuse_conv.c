@@ -7,9 +7,14 @@
  *   fuse_conv_add          Conv -> Add(·, r): runnel FusedConv with r as its
  *                          residual input (a sum over the output).
  *   fuse_activation        Conv / FusedConv / Gemm -> activation: FusedConv
- *                          or FusedGemm with the activation as attributes
+ *                          or FusedGemm with the activation as attributes;
+ *                          BatchNormalization -> Relu: runnel
+ *                          FusedBatchNormalization
  *                          (Relu, LeakyRelu, Elu, Clip, Sigmoid, Tanh,
  *                          HardSigmoid, HardSwish, Gelu, Mish).
+ *   fold_scale_shift       Conv / BatchNormalization -> Mul or Add by a
+ *                          constant per channel (or scalar): folded into the
+ *                          weights and bias (the scale and bias).
  *   gemm_transpose_b       Gemm with a constant B and transB 0: B stored
  *                          transposed, transB 1 (the weights layout of an
  *                          inner product).
@@ -313,6 +318,9 @@ rn_status transforms_fuse_activation(graph *g, void *ctx, int *changes)
         const char *fused_op = is_op(n, "", "Conv") || is_op(n, "runnel", "FusedConv") ? "FusedConv"
                                : is_op(n, "", "Gemm") || is_op(n, "runnel", "FusedGemm")
                                    ? "FusedGemm"
+                               : is_op(n, "", "BatchNormalization") && n->n_inputs == 5 &&
+                                       graph_node_attr_int(n, "training_mode", 0) == 0
+                                   ? "FusedBatchNormalization"
                                    : NULL;
         if (fused_op == NULL || graph_node_attr(n, "activation") != NULL || n->n_outputs != 1 ||
             n->outputs[0] == NULL || n->outputs[0]->type != RN_F32)
@@ -324,12 +332,139 @@ rn_status transforms_fuse_activation(graph *g, void *ctx, int *changes)
         if (act == NULL || act->n_outputs < 1 || act->outputs[0] == NULL ||
             act->inputs[0] != n->outputs[0] || !activation_of(act, &name, params, &count))
             continue;
+        /* A batch normalization fuses a ReLU only (oneDNN's fuse_norm_relu). */
+        if (strcmp(fused_op, "FusedBatchNormalization") == 0 && strcmp(name, "Relu") != 0)
+            continue;
         if ((st = make_fused(n, fused_op, n->n_inputs)) != RN_OK ||
             (st = set_string(n, "activation", name)) != RN_OK ||
             (count > 0 && (st = set_floats(n, "activation_params", params, count)) != RN_OK))
             break;
         if ((st = take_output(n, act)) == RN_OK)
             st = transforms_node_list_push(&removed, act);
+    }
+    return transforms_finish_removal(g, &removed, st, changes);
+}
+
+/* ---- fold_scale_shift ---- */
+
+/* Whether constant c broadcasts over an output of rank `rank` with `ch`
+ * channels (axis 1) as one value per channel, or one value overall. */
+static bool per_channel(const graph_value *c, int rank, int64_t ch)
+{
+    if (!is_f32_constant(c))
+        return false;
+    const graph_tensor *t = c->constant;
+    size_t n = graph_tensor_count(t);
+    if (n == 1)
+        return true;
+    if ((int64_t)n != ch || t->rank > rank || t->rank < rank - 1)
+        return false;
+    for (int d = 0; d < t->rank; d++) {
+        int axis = d + (rank - t->rank);
+        if (t->dims[d] != (axis == 1 ? ch : 1))
+            return false;
+    }
+    return true;
+}
+
+/* Replaces input k of n (ch rows of `per` values, `old`; NULL: zeros) by
+ * a new constant: each row multiplied by (or, with add, shifted by) its
+ * channel's value of c (nc values: 1 or ch). */
+static rn_status scaled(graph *g, graph_node *n, int k, const graph_tensor *old, int64_t ch,
+                        size_t per, const float *c, size_t nc, bool add, const char *suffix)
+{
+    graph_tensor t = {.type = RN_F32, .rank = 1, .dims = {ch}};
+    if (old != NULL) {
+        t.rank = old->rank;
+        memcpy(t.dims, old->dims, sizeof t.dims);
+    }
+    t.nbytes = sizeof(float) * (size_t)ch * per;
+    if ((t.data = malloc(t.nbytes)) == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
+    float *v = t.data;
+    for (int64_t o = 0; o < ch; o++) {
+        float f = c[nc == 1 ? 0 : o];
+        for (size_t i = 0; i < per; i++) {
+            float x = old != NULL ? ((const float *)old->data)[(size_t)o * per + i] : 0.0f;
+            v[(size_t)o * per + i] = add ? x + f : x * f;
+        }
+    }
+    graph_value *nv;
+    rn_status st = transforms_add_constant(g, n->name, suffix, &t, &nv);
+    if (st == RN_OK)
+        n->inputs[k] = nv;
+    return st;
+}
+
+/* Whether n is a Conv with constant f32 weights (and bias) or an inference
+ * BatchNormalization with constant f32 statistics, whose only output is
+ * read by one node: what fold_scale_shift folds into. */
+static bool foldable(graph *g, const graph_node *n)
+{
+    if (n->n_outputs != 1 || n->outputs[0] == NULL || n->outputs[0]->type != RN_F32 ||
+        n->outputs[0]->shape.rank < 2 || n->outputs[0]->shape.dims[1] < 1)
+        return false;
+    int64_t ch = n->outputs[0]->shape.dims[1];
+    if (is_op(n, "", "Conv"))
+        return is_f32_constant(n->inputs[1]) && n->inputs[1]->constant->dims[0] == ch &&
+               (n->n_inputs < 3 || n->inputs[2] == NULL || is_f32_constant(n->inputs[2])) &&
+               sole_reader(g, n) != NULL;
+    if (!is_op(n, "", "BatchNormalization") || n->n_inputs != 5 ||
+        graph_node_attr_int(n, "training_mode", 0) != 0)
+        return false;
+    for (int k = 1; k < 5; k++)
+        if (!is_f32_constant(n->inputs[k]) ||
+            (int64_t)graph_tensor_count(n->inputs[k]->constant) != ch)
+            return false;
+    return sole_reader(g, n) != NULL;
+}
+
+rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes)
+{
+    (void)ctx;
+    transforms_node_list removed = {0};
+    rn_status st = RN_OK;
+    for (int i = 0; i < g->n_nodes && st == RN_OK; i++) {
+        graph_node *n = g->nodes[i];
+        if (!foldable(g, n))
+            continue;
+        graph_node *op = sole_reader(g, n);
+        graph_value *y = n->outputs[0];
+        if (op->n_inputs != 2 || op->n_outputs != 1 || op->outputs[0] == NULL || op->opset < 7 ||
+            !(is_op(op, "", "Mul") || is_op(op, "", "Add")))
+            continue;
+        graph_value *c = op->inputs[0] == y ? op->inputs[1] : op->inputs[0];
+        int64_t ch = y->shape.dims[1];
+        if (c == y || !per_channel(c, y->shape.rank, ch) || !same_static_shape(op->outputs[0], y))
+            continue;
+        bool add = is_op(op, "", "Add");
+        const float *cv = c->constant->data;
+        size_t nc = graph_tensor_count(c->constant);
+        if (n->n_inputs < 3) {
+            graph_value **in = realloc(n->inputs, sizeof *in * 3);
+            if (in == NULL) {
+                st = rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
+                break;
+            }
+            n->inputs = in;
+            n->inputs[2] = NULL;
+            n->n_inputs = 3;
+        }
+        /* Conv: Mul scales the weights and the bias, Add shifts the bias.
+         * BatchNormalization: Mul scales its scale and bias (inputs 1, 2),
+         * Add shifts its bias. */
+        const graph_tensor *b = n->inputs[2] != NULL ? n->inputs[2]->constant : NULL;
+        if (!add) {
+            const graph_tensor *w = n->inputs[1]->constant;
+            st = scaled(g, n, 1, w, ch, graph_tensor_count(w) / (size_t)ch, cv, nc, false,
+                        "/scaled");
+            if (st == RN_OK && b != NULL)
+                st = scaled(g, n, 2, b, ch, 1, cv, nc, false, "/scaled_bias");
+        } else {
+            st = scaled(g, n, 2, b, ch, 1, cv, nc, true, "/shifted_bias");
+        }
+        if (st == RN_OK && (st = take_output(n, op)) == RN_OK)
+            st = transforms_node_list_push(&removed, op);
     }
     return transforms_finish_removal(g, &removed, st, changes);
 }

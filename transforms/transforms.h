@@ -166,6 +166,12 @@ rn_status transforms_fold_batchnorm(graph *g, void *ctx, int *changes);
 rn_status transforms_fuse_conv_add(graph *g, void *ctx, int *changes);
 rn_status transforms_fuse_activation(graph *g, void *ctx, int *changes);
 rn_status transforms_gemm_transpose_b(graph *g, void *ctx, int *changes);
+/*   fold_scale_shift: Conv (constant weights) or BatchNormalization
+ *     (inference) -> Mul or Add by an f32 constant of one value per channel
+ *     (or one value): folded into the weights and bias, or the scale and
+ *     bias. fuse_activation also turns BatchNormalization -> Relu into
+ *     runnel's FusedBatchNormalization (activation "Relu"). */
+rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes);
 
 /* ---- the pipeline ---- */
 

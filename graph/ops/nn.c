@@ -677,8 +677,9 @@ const graph_op_schema graph_ops_nn[] = {
      {{"ratio", GRAPH_ATTR_FLOAT, false}, {"seed", GRAPH_ATTR_INT, false}}},
     {"", "Flatten", 1, 1, 1, 1, 0, infer_flatten, {{"axis", GRAPH_ATTR_INT, false}}},
     /* runnel's fused ops (transforms/fuse_conv.c makes them for devices
-     * that run them as one primitive): y = activation(Conv(X, W, B) + Sum)
-     * and y = activation(Gemm(A, B, C)), activation named by its ONNX op
+     * that run them as one primitive): y = activation(Conv(X, W, B) + Sum),
+     * y = activation(Gemm(A, B, C)) and y = Relu(BatchNormalization(...)),
+     * activation named by its ONNX op
      * with its parameters in activation_params, as ONNX Runtime's
      * com.microsoft FusedConv and FusedGemm. */
     {"runnel",
@@ -691,6 +692,20 @@ const graph_op_schema graph_ops_nn[] = {
      infer_fused_conv,
      {NN_WINDOW_ATTRS,
       {"group", GRAPH_ATTR_INT, false},
+      {"activation", GRAPH_ATTR_STRING, false},
+      {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "FusedBatchNormalization",
+     5,
+     5,
+     1,
+     1,
+     0,
+     infer_batchnorm,
+     {{"epsilon", GRAPH_ATTR_FLOAT, false},
+      {"momentum", GRAPH_ATTR_FLOAT, false},
+      {"spatial", GRAPH_ATTR_INT, false},
+      {"training_mode", GRAPH_ATTR_INT, false},
       {"activation", GRAPH_ATTR_STRING, false},
       {"activation_params", GRAPH_ATTR_FLOATS, false}}},
     {"runnel",

@@ -177,8 +177,14 @@ static bool bn_supports(const rn_node *node, const char **why)
         *why = "training-mode outputs";
         return false;
     }
-    if (rn_node_attr_int(node, "training_mode", 0) != 0) {
-        *why = "training mode";
+    if (rn_node_attr_int(node, "training_mode", 0) != 0 ||
+        rn_node_attr_int(node, "spatial", 1) != 1) {
+        *why = "training mode or spatial 0";
+        return false;
+    }
+    const char *act = rn_node_attr_string(node, "activation", NULL);
+    if (act != NULL && strcmp(act, "Relu") != 0) {
+        *why = "an activation other than Relu";
         return false;
     }
     for (int k = 1; k < 5; k++)
@@ -240,11 +246,13 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
                                                    is_op(node, "Softmax") ? dnnl_softmax_accurate
                                                                           : dnnl_softmax_log,
                                                    &s->src[0], &s->src[0], axis);
-        } else if (is_op(node, "BatchNormalization")) {
+        } else if (is_op(node, "BatchNormalization") || is_op(node, "FusedBatchNormalization")) {
+            unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
+            if (is_op(node, "FusedBatchNormalization"))
+                flags |= dnnl_fuse_norm_relu; /* its one activation: Relu */
             ds = dnnl_batch_normalization_forward_desc_init(
                 &d.bn, dnnl_forward_inference, &s->src[0],
-                rn_node_attr_float(node, "epsilon", 1e-5f),
-                dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+                rn_node_attr_float(node, "epsilon", 1e-5f), flags);
         } else {
             dnnl_alg_kind_t alg;
             if ((st = pool_desc(node, s, &alg, &d.pool)) != RN_OK) {
@@ -295,7 +303,7 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
     }
     s->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     cpu_layout_init(&s->dst_l, &s->dst, RN_F32, &s->dst_layout);
-    if (is_op(node, "BatchNormalization")) {
+    if (is_op(node, "BatchNormalization") || is_op(node, "FusedBatchNormalization")) {
         int64_t c = rn_node_input_shape(node, 0).dims[1];
         cpu_plain_md(RN_F32, 1, &c, &s->stat);
     }
@@ -315,7 +323,7 @@ static rn_status nn_run(rn_kernel_args *args)
         a[n++] = (cpu_arg){DNNL_ARG_SRC, &s->src[0], args->inputs[0].data};
     }
     a[n++] = (cpu_arg){DNNL_ARG_DST, &s->dst, args->outputs[0].data};
-    if (args->n_inputs == 5 && strcmp(rn_node_op_type(args->node), "BatchNormalization") == 0) {
+    if (args->n_inputs == 5 && strstr(rn_node_op_type(args->node), "BatchNormalization") != NULL) {
         a[n++] = (cpu_arg){DNNL_ARG_SCALE, &s->stat, args->inputs[1].data};
         a[n++] = (cpu_arg){DNNL_ARG_SHIFT, &s->stat, args->inputs[2].data};
         a[n++] = (cpu_arg){DNNL_ARG_MEAN, &s->stat, args->inputs[3].data};
@@ -347,4 +355,17 @@ NN_KERNEL(cpu_kernel_lrn, "LRN", lrn_supports);
 NN_KERNEL(cpu_kernel_softmax, "Softmax", softmax_supports);
 NN_KERNEL(cpu_kernel_log_softmax, "LogSoftmax", softmax_supports);
 NN_KERNEL(cpu_kernel_batch_norm, "BatchNormalization", bn_supports);
+const rn_kernel cpu_kernel_fused_batch_norm = {
+    .domain = "runnel",
+    .op_type = "FusedBatchNormalization",
+    .impl_type = "onednn",
+    .supports = bn_supports,
+    .prepare_ctx = nn_prepare,
+    .run = nn_run,
+    .release = nn_release,
+    .input_layout = nn_input_layout,
+    .output_layout = nn_output_layout,
+    .scratch_bytes = nn_scratch,
+    .impl_name = nn_impl,
+};
 NN_KERNEL(cpu_kernel_concat, "Concat", concat_supports);

@@ -276,3 +276,68 @@ Test(fuse_activation, gemm_with_transposed_weights)
     graph_free(before);
     graph_free(g);
 }
+
+/* x -> BatchNormalization -> Mul (per channel) -> Add (per channel) -> Relu,
+ * as Caffe2 exports write an affine batch normalization (DenseNet-121). */
+Test(fold_scale_shift, mul_and_add_fold_into_the_batch_normalization)
+{
+    graph_value *x;
+    graph *g = start(&x);
+    float scale[4] = {1.5f, 0.5f, -1.0f, 2.0f}, shift[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    float mean[4] = {0.05f, -0.1f, 0.2f, 0.0f}, var[4] = {1.0f, 0.25f, 2.0f, 0.5f};
+    float mul[4] = {2.0f, -0.5f, 1.0f, 3.0f}, add[4] = {0.5f, 0.0f, -0.25f, 1.0f};
+    const int64_t pc[3] = {4, 1, 1};
+    graph_value *bn_in[5] = {
+        x, tt_const_f32(g, "scale", 1, c_dims, scale), tt_const_f32(g, "shift", 1, c_dims, shift),
+        tt_const_f32(g, "mean", 1, c_dims, mean), tt_const_f32(g, "var", 1, c_dims, var)};
+    graph_value *bn = tt_op(g, "bn", "BatchNormalization", 5, bn_in);
+    graph_value *m = tt_binary(g, "mul", "Mul", bn, tt_const_f32(g, "m", 3, pc, mul));
+    graph_value *a = tt_binary(g, "add", "Add", m, tt_const_f32(g, "a", 3, pc, add));
+    graph_value *y = tt_unary(g, "relu", "Relu", a);
+    tt_output(g, y);
+    tt_finish(g);
+    graph *before = clone_of(g);
+
+    int changes = 0, c;
+    while ((c = run_pass(transforms_fold_scale_shift, g)) > 0)
+        changes += c;
+    cr_assert_eq(changes, 2, "the Mul and the Add fold");
+    cr_assert_eq(tt_count_op(g, "Mul") + tt_count_op(g, "Add"), 0);
+    cr_assert_eq(run_pass(transforms_fuse_activation, g), 1);
+    cr_assert_eq(g->n_nodes, 1);
+    graph_node *n = tt_find_node(g, "bn");
+    cr_assert_str_eq(n->op_type, "FusedBatchNormalization");
+    cr_assert_eq(n->outputs[0], y);
+    cr_assert(tt_has_fused(n, "mul") && tt_has_fused(n, "add") && tt_has_fused(n, "relu"));
+    tt_assert_valid(g);
+    assert_same_results(before, g, 1e-5f);
+    graph_free(before);
+    graph_free(g);
+}
+
+Test(fold_scale_shift, conv_weights_take_a_scalar_scale)
+{
+    graph_value *x;
+    graph *g = start(&x);
+    float k = -0.75f;
+    tt_output(g, tt_binary(g, "mul", "Mul", conv(g, x), tt_const_f32(g, "k", 0, NULL, &k)));
+    tt_finish(g);
+    graph *before = clone_of(g);
+    cr_assert_eq(run_pass(transforms_fold_scale_shift, g), 1);
+    cr_assert_eq(g->n_nodes, 1);
+    cr_assert_str_eq(g->nodes[0]->op_type, "Conv");
+    assert_same_results(before, g, 1e-5f);
+    graph_free(before);
+    graph_free(g);
+}
+
+Test(fold_scale_shift, a_full_size_operand_is_left_alone)
+{
+    graph_value *x;
+    graph *g = start(&x);
+    tt_output(g, tt_binary(g, "mul", "Mul", conv(g, x), x));
+    tt_finish(g);
+    cr_assert_eq(run_pass(transforms_fold_scale_shift, g), 0);
+    cr_assert_eq(tt_count_op(g, "Mul"), 1);
+    graph_free(g);
+}

@@ -1,6 +1,7 @@
 /* runnel's fused ops on REF (the oracle for the fusions of
  * transforms/fuse_conv.c): FusedConv is Conv, plus the residual (input 3),
- * then the activation; FusedGemm is Gemm, then the activation. The
+ * then the activation; FusedGemm and FusedBatchNormalization are Gemm and
+ * BatchNormalization, then the activation. The
  * activation is named by its ONNX op with its parameters in
  * activation_params, and computed here in f32 as ONNX defines it. */
 #include <math.h>
@@ -10,6 +11,7 @@
 
 extern const plugin_kernel ref_kernel_conv;
 extern const plugin_kernel ref_kernel_gemm;
+extern const plugin_kernel ref_kernel_batchnorm;
 
 static float activate(const char *op, const float *p, int n, float x)
 {
@@ -70,6 +72,11 @@ static bool fused_conv_supports(const graph_node *node, const char **why)
     return epilogue_supports(node, why) && ref_kernel_conv.supports(node, why);
 }
 
+static bool fused_bn_supports(const graph_node *node, const char **why)
+{
+    return epilogue_supports(node, why) && ref_kernel_batchnorm.supports(node, why);
+}
+
 static bool fused_gemm_supports(const graph_node *node, const char **why)
 {
     return epilogue_supports(node, why) && ref_kernel_gemm.supports(node, why);
@@ -105,6 +112,14 @@ static rn_status fused_conv_run(plugin_kernel_args *args)
     return st;
 }
 
+static rn_status fused_bn_run(plugin_kernel_args *args)
+{
+    rn_status st = ref_kernel_batchnorm.run(args);
+    if (st == RN_OK)
+        epilogue(args, -1);
+    return st;
+}
+
 static rn_status fused_gemm_run(plugin_kernel_args *args)
 {
     rn_status st = ref_kernel_gemm.run(args);
@@ -127,4 +142,12 @@ const plugin_kernel ref_kernel_fused_gemm = {
     .impl_type = "ref",
     .supports = fused_gemm_supports,
     .run = fused_gemm_run,
+};
+
+const plugin_kernel ref_kernel_fused_batchnorm = {
+    .domain = "runnel",
+    .op_type = "FusedBatchNormalization",
+    .impl_type = "ref",
+    .supports = fused_bn_supports,
+    .run = fused_bn_run,
 };
