@@ -5,10 +5,11 @@ the ops between them), weights int8 with a scale per output channel, activations
 U8S8 scheme ONNX Runtime and OpenVINO recommend for x86), MinMax calibration on the model's own
 test input (the onnx backend test feeds light models arange(n)/n).
 
-First quant_pre_process (what ONNX Runtime's quantization guide asks for): shape inference and
-ONNX Runtime's basic graph optimizations, which fold the light model's ConstantOfShape weights
-into initializers (quantize_static quantizes only initializer weights) and BatchNormalization
-into the convolutions, as an export for deployment does.
+The light model is opset 9; per-channel QDQ needs opset 13, so it is converted first (onnx's
+version converter). Then quant_pre_process (what ONNX Runtime's quantization guide asks for):
+shape inference and ONNX Runtime's basic graph optimizations, which fold the light model's
+ConstantOfShape weights into initializers (quantize_static quantizes only initializer weights)
+and BatchNormalization into the convolutions, as an export for deployment does.
 
   make_int8.py MODEL.onnx OUT.onnx
 """
