@@ -18,6 +18,7 @@ import os
 import tempfile
 
 import onnx
+import onnxruntime as ort
 from common import graph_inputs, test_input
 from onnx import version_converter
 from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat,
@@ -54,6 +55,7 @@ def main():
     ap.add_argument("model")
     ap.add_argument("out")
     a = ap.parse_args()
+    ort.set_default_logger_severity(3)  # not the optimizer's notes on unused initializers
     with tempfile.TemporaryDirectory() as tmp:
         upgraded, pre = os.path.join(tmp, "opset13.onnx"), os.path.join(tmp, "pre.onnx")
         upgrade(a.model, upgraded)
