@@ -31,6 +31,7 @@ Not a test: nothing fails on a number.
 
   bench/models/run --suite [--device D] [--duration S | --quick] [--models a,b]
                    [--hints THROUGHPUT,LATENCY] [--precisions default,f32] [--json PATH]
+                   [--markdown PATH]
 """
 import argparse
 import glob
@@ -345,6 +346,34 @@ def print_summary(rows, device, light_names):
                   f"compile ratio={fmt_ratio(comp)}; runnel/onnxruntime={fmt_ratio(vs_ort)}")
 
 
+def markdown_cell(r):
+    if not r:
+        return "—"
+    if "error" in r:
+        return "cannot run"
+    return f"{r['fps']:.1f} FPS / {r['median_ms']:.1f} ms ({r['precision']})"
+
+
+def write_markdown(path, rows, device):
+    """The results as a docs/performance.md table, one row per case."""
+    def pair(rn, ov, key, scale, fmt):
+        if not rn or not ov or "error" in rn or "error" in ov:
+            return "—"
+        return f"{rn[key] / scale:{fmt}} / {ov[key] / scale:{fmt}}"
+
+    with open(path, "w") as f:
+        f.write(f"| model | hint | precision | runnel {device} | OpenVINO CPU | ONNX Runtime | "
+                f"ratio | peak RSS MiB, runnel / OpenVINO | compile s, runnel / OpenVINO |\n"
+                f"|---|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            rn, ov = r["runnel"], r["openvino"]
+            f.write(f"| {r['model']} | {r['hint']} | {r['precision']} | {markdown_cell(rn)} | "
+                    f"{markdown_cell(ov)} | {markdown_cell(r['onnxruntime'])} | "
+                    f"{fmt_ratio(ratio(rn, ov, r['hint']))} | "
+                    f"{pair(rn, ov, 'peak_kib', 1024, '.0f')} | "
+                    f"{pair(rn, ov, 'compile_ms', 1000, '.2f')} |\n")
+
+
 # ---- main --------------------------------------------------------------------------------
 
 def default_device(a):
@@ -379,6 +408,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per process")
     ap.add_argument("--plugins", help="device plugins file for tools/bench and tools/query")
     ap.add_argument("--json", help="also write every result to this file")
+    ap.add_argument("--markdown", help="also write the results as a Markdown table")
     ap.add_argument("--child", choices=["openvino", "onnxruntime"], help=argparse.SUPPRESS)
     ap.add_argument("--child-model", help=argparse.SUPPRESS)
     ap.add_argument("--child-inputs", help=argparse.SUPPRESS)
@@ -446,6 +476,9 @@ def main():
             json.dump({"machine": cpu_line(), "device": a.device, "duration_s": a.duration,
                        "floors_kib": floors, "results": rows}, f, indent=1)
         print(f"# results written to {a.json}")
+    if a.markdown:
+        write_markdown(a.markdown, rows, a.device)
+        print(f"# table written to {a.markdown}")
 
 
 if __name__ == "__main__":
