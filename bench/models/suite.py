@@ -62,11 +62,12 @@ RUNTIMES = ["runnel", "openvino", "onnxruntime"]
 
 def made_model(name, script, args, inputs_from_script=False):
     """A model written by a script of this folder into .cache/bench-models, rewritten when the
-    script is newer than it."""
+    script is newer than it (or, for a script that writes the inputs too, when they are gone)."""
     path = os.path.join(MADE, name + ".onnx")
     inputs = os.path.join(MADE, "inputs", name)
     script_path = os.path.join(HERE, script)
-    if not os.path.exists(path) or os.path.getmtime(path) < os.path.getmtime(script_path):
+    if (not os.path.exists(path) or os.path.getmtime(path) < os.path.getmtime(script_path)
+            or (inputs_from_script and not os.path.isdir(inputs))):
         os.makedirs(MADE, exist_ok=True)
         print(f"# making {os.path.relpath(path, ROOT)} with bench/models/{script}", flush=True)
         extra = ["--inputs", inputs] if inputs_from_script else []
