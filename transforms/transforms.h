@@ -173,6 +173,12 @@ rn_status transforms_gemm_transpose_b(graph *g, void *ctx, int *changes);
  *     runnel's FusedBatchNormalization (activation "Relu"). */
 rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes);
 
+/* Reshape -> Transpose -> Reshape that shuffles the channels of a
+ * [N, C, H, W] tensor in g groups (ShuffleNet) -> runnel ShuffleChannels
+ * (axis 1, group g), which keeps the last Reshape's name and output
+ * (transforms/shuffle_channels.c; off the default pipeline). ctx: unused. */
+rn_status transforms_fuse_shuffle_channels(graph *g, void *ctx, int *changes);
+
 /* ---- the pipeline ---- */
 
 typedef struct transforms_pipeline transforms_pipeline;

@@ -173,6 +173,28 @@ static rn_status infer_conv(const graph_node *node, const graph_port *in, int n_
     return RN_OK;
 }
 
+/* ShuffleChannels (runnel; OpenVINO's): the input's shape, the group
+ * dividing the axis. */
+static rn_status infer_shuffle_channels(const graph_node *node, const graph_port *in, int n_in,
+                                        graph_port *out, int n_out)
+{
+    (void)n_in;
+    const graph_shape *x = &in[0].shape;
+    int64_t axis = graph_node_attr_int(node, "axis", 1);
+    int64_t group = graph_node_attr_int(node, "group", 1);
+    if (x->rank >= 0) {
+        if (axis < 0)
+            axis += x->rank;
+        if (axis < 0 || axis >= x->rank || group < 1 ||
+            (x->dims[axis] >= 0 && x->dims[axis] % group != 0))
+            return rn_set_error(RN_SHAPE_MISMATCH,
+                                "node '%s' (%s): group %lld does not divide axis %lld", node->name,
+                                node->op_type, (long long)group, (long long)axis);
+    }
+    nn_set_out(out, n_out, 0, in[0].type, x);
+    return RN_OK;
+}
+
 /* FusedConv: Conv's output, which the residual Sum (input 3) must match. */
 static rn_status infer_fused_conv(const graph_node *node, const graph_port *in, int n_in,
                                   graph_port *out, int n_out)
@@ -694,6 +716,15 @@ const graph_op_schema graph_ops_nn[] = {
       {"group", GRAPH_ATTR_INT, false},
       {"activation", GRAPH_ATTR_STRING, false},
       {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "ShuffleChannels",
+     1,
+     1,
+     1,
+     1,
+     0,
+     infer_shuffle_channels,
+     {{"axis", GRAPH_ATTR_INT, false}, {"group", GRAPH_ATTR_INT, true}}},
     {"runnel",
      "FusedBatchNormalization",
      5,

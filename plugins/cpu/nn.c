@@ -232,6 +232,7 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
             dnnl_lrn_desc_t lrn;
             dnnl_softmax_v2_desc_t softmax;
             dnnl_batch_normalization_desc_t bn;
+            dnnl_shuffle_desc_t shuffle;
         } d;
         if (is_op(node, "LRN")) {
             int64_t size = rn_node_attr_int(node, "size", 1);
@@ -239,6 +240,14 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
                 &d.lrn, dnnl_forward_inference, dnnl_lrn_across_channels, &s->src[0], size,
                 rn_node_attr_float(node, "alpha", 1e-4f), rn_node_attr_float(node, "beta", 0.75f),
                 rn_node_attr_float(node, "bias", 1.0f));
+        } else if (is_op(node, "ShuffleChannels")) {
+            int64_t axis = rn_node_attr_int(node, "axis", 1);
+            if (axis < 0)
+                axis += rn_node_input_shape(node, 0).rank;
+            /* oneDNN's group_size is the size of each of our groups. */
+            int64_t c = rn_node_input_shape(node, 0).dims[axis];
+            ds = dnnl_shuffle_forward_desc_init(&d.shuffle, dnnl_forward_inference, &s->src[0],
+                                                (int)axis, c / rn_node_attr_int(node, "group", 1));
         } else if (is_op(node, "Softmax") || is_op(node, "LogSoftmax")) {
             int axis = 0;
             softmax_axis(node, &axis);
@@ -369,3 +378,22 @@ const rn_kernel cpu_kernel_fused_batch_norm = {
     .impl_name = nn_impl,
 };
 NN_KERNEL(cpu_kernel_concat, "Concat", concat_supports);
+
+static bool shuffle_supports(const rn_node *node, const char **why)
+{
+    return f32_static(node, why);
+}
+
+const rn_kernel cpu_kernel_shuffle_channels = {
+    .domain = "runnel",
+    .op_type = "ShuffleChannels",
+    .impl_type = "onednn",
+    .supports = shuffle_supports,
+    .prepare_ctx = nn_prepare,
+    .run = nn_run,
+    .release = nn_release,
+    .input_layout = nn_input_layout,
+    .output_layout = nn_output_layout,
+    .scratch_bytes = nn_scratch,
+    .impl_name = nn_impl,
+};

@@ -341,3 +341,41 @@ Test(fold_scale_shift, a_full_size_operand_is_left_alone)
     cr_assert_eq(tt_count_op(g, "Mul"), 1);
     graph_free(g);
 }
+
+/* x [1, 6, 2, 2] -> Reshape [1, 3, 2, 2, 2] -> Transpose (0 2 1 3 4) ->
+ * Reshape [1, 6, 2, 2]: ShuffleNet's channel shuffle in 3 groups. */
+Test(fuse_shuffle_channels, reshape_transpose_reshape_is_one_node)
+{
+    static float xs[24];
+    for (int i = 0; i < 24; i++)
+        xs[i] = (float)i;
+    const int64_t xd[4] = {1, 6, 2, 2}, s1[5] = {1, 3, 2, 2, 2}, s2[4] = {1, 6, 2, 2};
+    const int64_t n5 = 5, n4 = 4, perm[5] = {0, 2, 1, 3, 4};
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 4, xd);
+    graph_value *r1 = tt_binary(g, "r1", "Reshape", x, tt_const_i64(g, "s1", 1, &n5, s1));
+    graph_value *t = tt_unary(g, "t", "Transpose", r1);
+    tt_attr_ints(g, "t", "perm", 5, perm);
+    graph_value *y = tt_binary(g, "r2", "Reshape", t, tt_const_i64(g, "s2", 1, &n4, s2));
+    tt_output(g, y);
+    tt_finish(g);
+    graph *before = clone_of(g);
+
+    cr_assert_eq(run_pass(transforms_fuse_shuffle_channels, g), 3);
+    cr_assert_eq(g->n_nodes, 1);
+    graph_node *n = g->nodes[0];
+    cr_assert_str_eq(n->op_type, "ShuffleChannels");
+    cr_assert_eq(graph_node_attr_int(n, "group", 0), 3);
+    cr_assert_eq(n->outputs[0], y);
+    cr_assert(tt_has_fused(n, "r1") && tt_has_fused(n, "t") && tt_has_fused(n, "r2"));
+    tt_assert_valid(g);
+    graph_tensor in = tt_tensor_f32(4, xd, xs);
+    graph_tensor a = {0}, b = {0};
+    tt_run(before, &in, 1, &a);
+    tt_run(g, &in, 1, &b);
+    tt_assert_close_f32(&b, &a, 0.0f);
+    graph_tensor_release(&a);
+    graph_tensor_release(&b);
+    graph_free(before);
+    graph_free(g);
+}
