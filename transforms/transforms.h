@@ -179,6 +179,16 @@ rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes);
  * (transforms/shuffle_channels.c; off the default pipeline). ctx: unused. */
 rn_status transforms_fuse_shuffle_channels(graph *g, void *ctx, int *changes);
 
+/* Transformer patterns as exporters decompose them, back into one node
+ * (transforms/fuse_transformer.c; off the default pipeline). ctx: unused.
+ *   fuse_gelu: x * 0.5 * (1 + Erf(x / sqrt 2)) (either order, Div by sqrt 2
+ *     or Mul by its inverse) -> Gelu (opset 20).
+ *   fuse_layernorm: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div
+ *     over the last axis (then Mul gamma, Add beta) -> LayerNormalization
+ *     (axis -1, epsilon eps). */
+rn_status transforms_fuse_gelu(graph *g, void *ctx, int *changes);
+rn_status transforms_fuse_layernorm(graph *g, void *ctx, int *changes);
+
 /* ---- the pipeline ---- */
 
 typedef struct transforms_pipeline transforms_pipeline;

@@ -13,7 +13,9 @@ typedef struct nn_state {
     cpu_prim p;
     int n_src;
     dnnl_memory_desc_t src[MAX_CONCAT], dst;
-    dnnl_memory_desc_t stat; /* BatchNormalization: scale, shift, mean, var */
+    dnnl_memory_desc_t stat; /* [C]: BatchNormalization's scale, shift, mean, var;
+                                LayerNormalization's scale and shift */
+    bool ln_shift;           /* LayerNormalization has a bias */
     cpu_layout src_l[MAX_CONCAT], dst_l;
     const rn_layout *src_layout[MAX_CONCAT], *dst_layout;
 } nn_state;
@@ -233,6 +235,7 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
             dnnl_softmax_v2_desc_t softmax;
             dnnl_batch_normalization_desc_t bn;
             dnnl_shuffle_desc_t shuffle;
+            dnnl_layer_normalization_desc_t ln;
         } d;
         if (is_op(node, "LRN")) {
             int64_t size = rn_node_attr_int(node, "size", 1);
@@ -240,6 +243,13 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
                 &d.lrn, dnnl_forward_inference, dnnl_lrn_across_channels, &s->src[0], size,
                 rn_node_attr_float(node, "alpha", 1e-4f), rn_node_attr_float(node, "beta", 0.75f),
                 rn_node_attr_float(node, "bias", 1.0f));
+        } else if (is_op(node, "LayerNormalization")) {
+            unsigned flags = dnnl_use_scale;
+            if (s->ln_shift)
+                flags |= dnnl_use_shift;
+            ds = dnnl_layer_normalization_forward_desc_init(
+                &d.ln, dnnl_forward_inference, &s->src[0], NULL,
+                rn_node_attr_float(node, "epsilon", 1e-5f), flags);
         } else if (is_op(node, "ShuffleChannels")) {
             int64_t axis = rn_node_attr_int(node, "axis", 1);
             if (axis < 0)
@@ -287,6 +297,8 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
     if (s == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
     s->n_src = is_op(node, "Concat") ? rn_node_input_count(node) : 1;
+    s->ln_shift = is_op(node, "LayerNormalization") && rn_node_input_count(node) > 2 &&
+                  rn_node_input_name(node, 2)[0] != '\0';
     dnnl_primitive_desc_t pd = NULL;
     rn_status st = RN_OK;
     for (int native = 1; native >= 0 && st == RN_OK && pd == NULL; native--) {
@@ -315,6 +327,9 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
     if (is_op(node, "BatchNormalization") || is_op(node, "FusedBatchNormalization")) {
         int64_t c = rn_node_input_shape(node, 0).dims[1];
         cpu_plain_md(RN_F32, 1, &c, &s->stat);
+    } else if (is_op(node, "LayerNormalization")) {
+        rn_partial_shape x = rn_node_input_shape(node, 0);
+        cpu_plain_md(RN_F32, 1, &x.dims[x.rank - 1], &s->stat);
     }
     *state = s;
     return RN_OK;
@@ -337,6 +352,11 @@ static rn_status nn_run(rn_kernel_args *args)
         a[n++] = (cpu_arg){DNNL_ARG_SHIFT, &s->stat, args->inputs[2].data};
         a[n++] = (cpu_arg){DNNL_ARG_MEAN, &s->stat, args->inputs[3].data};
         a[n++] = (cpu_arg){DNNL_ARG_VARIANCE, &s->stat, args->inputs[4].data};
+    }
+    if (strcmp(rn_node_op_type(args->node), "LayerNormalization") == 0) {
+        a[n++] = (cpu_arg){DNNL_ARG_SCALE, &s->stat, args->inputs[1].data};
+        if (s->ln_shift)
+            a[n++] = (cpu_arg){DNNL_ARG_SHIFT, &s->stat, args->inputs[2].data};
     }
     return cpu_execute(&s->p, args, a, n);
 }
@@ -378,6 +398,33 @@ const rn_kernel cpu_kernel_fused_batch_norm = {
     .impl_name = nn_impl,
 };
 NN_KERNEL(cpu_kernel_concat, "Concat", concat_supports);
+
+/* Over the last axis, with constant f32 scale (and bias), Y only. */
+static bool ln_supports(const rn_node *node, const char **why)
+{
+    rn_partial_shape x = rn_node_input_shape(node, 0);
+    int64_t axis = rn_node_attr_int(node, "axis", -1);
+    if (axis != -1 && axis != x.rank - 1) {
+        *why = "normalisation over more than the last axis";
+        return false;
+    }
+    for (int k = 1; k < rn_node_output_count(node); k++)
+        if (rn_node_output_name(node, k)[0] != '\0') {
+            *why = "Mean or InvStdDev outputs";
+            return false;
+        }
+    for (int k = 1; k < rn_node_input_count(node) && k < 3; k++) {
+        const rn_kernel_tensor *t = rn_node_input_constant(node, k);
+        if (rn_node_input_name(node, k)[0] != '\0' &&
+            (t == NULL || t->type != RN_F32 || t->rank != 1)) {
+            *why = "scale and bias must be 1-D f32 constants";
+            return false;
+        }
+    }
+    return f32_static(node, why) && x.rank >= 2 && x.rank <= 5;
+}
+
+NN_KERNEL(cpu_kernel_layer_norm, "LayerNormalization", ln_supports);
 
 static bool shuffle_supports(const rn_node *node, const char **why)
 {

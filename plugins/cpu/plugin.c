@@ -37,6 +37,9 @@ static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_option
             RN_OK ||
         (st = transforms_pipeline_add(tp, "fold_scale_shift", transforms_fold_scale_shift, NULL,
                                       TRANSFORMS_REPEAT)) != RN_OK ||
+        (st = transforms_pipeline_add(tp, "fuse_gelu", transforms_fuse_gelu, NULL, 0)) != RN_OK ||
+        (st = transforms_pipeline_add(tp, "fuse_layernorm", transforms_fuse_layernorm, NULL, 0)) !=
+            RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_shuffle_channels", transforms_fuse_shuffle_channels,
                                       NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "gemm_transpose_b", transforms_gemm_transpose_b, NULL,

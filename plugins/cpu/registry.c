@@ -1,7 +1,7 @@
 /* The CPU device's oneDNN kernels, tried before REF's for each op. */
 #include "plugins/cpu/cpu.h"
 
-extern const rn_kernel cpu_kernel_conv, cpu_kernel_fused_conv;
+extern const rn_kernel cpu_kernel_conv, cpu_kernel_fused_conv, cpu_kernel_layer_norm;
 extern const rn_kernel cpu_kernel_gemm, cpu_kernel_fused_gemm, cpu_kernel_matmul;
 extern const rn_kernel cpu_kernel_max_pool, cpu_kernel_average_pool, cpu_kernel_global_average_pool,
     cpu_kernel_global_max_pool, cpu_kernel_lrn, cpu_kernel_softmax, cpu_kernel_log_softmax,
@@ -28,6 +28,7 @@ const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_batch_norm,
     &cpu_kernel_fused_batch_norm,
     &cpu_kernel_shuffle_channels,
+    &cpu_kernel_layer_norm,
     &cpu_kernel_concat,
     &cpu_kernel_relu,
     &cpu_kernel_leaky_relu,

@@ -379,3 +379,78 @@ Test(fuse_shuffle_channels, reshape_transpose_reshape_is_one_node)
     graph_free(before);
     graph_free(g);
 }
+
+/* ---- transformer patterns (transforms/fuse_transformer.c) ---- */
+
+static const int64_t h_dims[2] = {2, 4};
+
+static void assert_same_2x4(const graph *before, const graph *after, float tol)
+{
+    static float xs[8] = {-2.0f, -0.5f, 0.25f, 1.5f, 3.0f, -1.0f, 0.0f, 0.75f};
+    graph_tensor in = tt_tensor_f32(2, h_dims, xs);
+    graph_tensor a = {0}, b = {0};
+    tt_run(before, &in, 1, &a);
+    tt_run(after, &in, 1, &b);
+    tt_assert_close_f32(&b, &a, tol);
+    graph_tensor_release(&a);
+    graph_tensor_release(&b);
+}
+
+Test(fuse_gelu, erf_form_becomes_gelu)
+{
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, h_dims);
+    float s2 = 1.4142135381698608f, one = 1.0f, half = 0.5f;
+    graph_value *d = tt_binary(g, "div", "Div", x, tt_const_f32(g, "s2", 0, NULL, &s2));
+    graph_value *e = tt_unary(g, "erf", "Erf", d);
+    graph_value *a = tt_binary(g, "add", "Add", e, tt_const_f32(g, "one", 0, NULL, &one));
+    graph_value *m = tt_binary(g, "mul", "Mul", x, a);
+    graph_value *y = tt_binary(g, "half", "Mul", m, tt_const_f32(g, "h", 0, NULL, &half));
+    tt_output(g, y);
+    tt_finish(g);
+    graph *before = clone_of(g);
+    cr_assert_eq(run_pass(transforms_fuse_gelu, g), 5);
+    cr_assert_eq(g->n_nodes, 1);
+    cr_assert_str_eq(g->nodes[0]->op_type, "Gelu");
+    cr_assert_str_eq(g->nodes[0]->name, "half", "the Gelu keeps the last node's name");
+    cr_assert_eq(g->nodes[0]->outputs[0], y);
+    cr_assert(tt_has_fused(g->nodes[0], "erf") && tt_has_fused(g->nodes[0], "div"));
+    tt_assert_valid(g);
+    assert_same_2x4(before, g, 1e-5f);
+    graph_free(before);
+    graph_free(g);
+}
+
+Test(fuse_layernorm, decomposition_becomes_layer_normalization)
+{
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, h_dims);
+    const int64_t last[1] = {-1}, hd[1] = {4};
+    float two = 2.0f, eps = 1e-5f, gamma[4] = {1.0f, 2.0f, 0.5f, -1.0f};
+    float beta[4] = {0.1f, 0.0f, -0.2f, 0.3f};
+    graph_value *mean = tt_unary(g, "mean", "ReduceMean", x);
+    tt_attr_ints(g, "mean", "axes", 1, last);
+    graph_value *c = tt_binary(g, "sub", "Sub", x, mean);
+    graph_value *sq = tt_binary(g, "pow", "Pow", c, tt_const_f32(g, "two", 0, NULL, &two));
+    graph_value *var = tt_unary(g, "var", "ReduceMean", sq);
+    tt_attr_ints(g, "var", "axes", 1, last);
+    graph_value *ve = tt_binary(g, "add_eps", "Add", var, tt_const_f32(g, "eps", 0, NULL, &eps));
+    graph_value *sd = tt_unary(g, "sqrt", "Sqrt", ve);
+    graph_value *nrm = tt_binary(g, "div", "Div", c, sd);
+    graph_value *sc = tt_binary(g, "mul", "Mul", nrm, tt_const_f32(g, "gamma", 1, hd, gamma));
+    graph_value *y = tt_binary(g, "add", "Add", sc, tt_const_f32(g, "beta", 1, hd, beta));
+    tt_output(g, y);
+    tt_finish(g);
+    graph *before = clone_of(g);
+    cr_assert_eq(run_pass(transforms_fuse_layernorm, g), 9);
+    cr_assert_eq(g->n_nodes, 1);
+    graph_node *ln = g->nodes[0];
+    cr_assert_str_eq(ln->op_type, "LayerNormalization");
+    cr_assert_eq(ln->n_inputs, 3);
+    cr_assert_float_eq(graph_node_attr_float(ln, "epsilon", 0.0f), eps, 0.0f);
+    cr_assert_eq(ln->outputs[0], y);
+    tt_assert_valid(g);
+    assert_same_2x4(before, g, 1e-5f);
+    graph_free(before);
+    graph_free(g);
+}
