@@ -318,6 +318,7 @@ rn_status transforms_fuse_activation(graph *g, void *ctx, int *changes)
         const char *fused_op = is_op(n, "", "Conv") || is_op(n, "runnel", "FusedConv") ? "FusedConv"
                                : is_op(n, "", "Gemm") || is_op(n, "runnel", "FusedGemm")
                                    ? "FusedGemm"
+                               : is_op(n, "runnel", "FusedMatMul") ? "FusedMatMul"
                                : is_op(n, "", "BatchNormalization") && n->n_inputs == 5 &&
                                        graph_node_attr_int(n, "training_mode", 0) == 0
                                    ? "FusedBatchNormalization"
@@ -341,6 +342,37 @@ rn_status transforms_fuse_activation(graph *g, void *ctx, int *changes)
             break;
         if ((st = take_output(n, act)) == RN_OK)
             st = transforms_node_list_push(&removed, act);
+    }
+    return transforms_finish_removal(g, &removed, st, changes);
+}
+
+/* ---- fuse_matmul_bias ---- */
+
+rn_status transforms_fuse_matmul_bias(graph *g, void *ctx, int *changes)
+{
+    (void)ctx;
+    transforms_node_list removed = {0};
+    rn_status st = RN_OK;
+    for (int i = 0; i < g->n_nodes && st == RN_OK; i++) {
+        graph_node *mm = g->nodes[i];
+        if (!is_op(mm, "", "MatMul") || mm->outputs[0] == NULL || mm->outputs[0]->type != RN_F32 ||
+            !is_f32_constant(mm->inputs[1]) || mm->inputs[1]->constant->rank != 2 ||
+            mm->outputs[0]->shape.rank < 2)
+            continue;
+        int64_t n = mm->inputs[1]->constant->dims[1];
+        graph_node *add = sole_reader(g, mm);
+        if (add == NULL || !is_op(add, "", "Add") || add->n_inputs != 2 || add->opset < 7 ||
+            add->outputs[0] == NULL || !same_static_shape(add->outputs[0], mm->outputs[0]))
+            continue;
+        graph_value *b = add->inputs[0] == mm->outputs[0] ? add->inputs[1] : add->inputs[0];
+        if (!is_f32_constant(b) || (int64_t)graph_tensor_count(b->constant) != n ||
+            b->constant->dims[b->constant->rank - 1] != n)
+            continue;
+        if ((st = make_fused(mm, "FusedMatMul", 3)) != RN_OK)
+            break;
+        mm->inputs[2] = b;
+        if ((st = take_output(mm, add)) == RN_OK)
+            st = transforms_node_list_push(&removed, add);
     }
     return transforms_finish_removal(g, &removed, st, changes);
 }

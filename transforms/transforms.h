@@ -172,6 +172,11 @@ rn_status transforms_gemm_transpose_b(graph *g, void *ctx, int *changes);
  *     bias. fuse_activation also turns BatchNormalization -> Relu into
  *     runnel's FusedBatchNormalization (activation "Relu"). */
 rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes);
+/*   fuse_matmul_bias: MatMul (constant f32 [K, N] weights) -> Add of a
+ *     constant of N values over the last axis becomes runnel's
+ *     FusedMatMul(A, B, bias), to which fuse_activation adds the
+ *     activation. */
+rn_status transforms_fuse_matmul_bias(graph *g, void *ctx, int *changes);
 
 /* Reshape -> Transpose -> Reshape that shuffles the channels of a
  * [N, C, H, W] tensor in g groups (ShuffleNet) -> runnel ShuffleChannels

@@ -173,6 +173,26 @@ static rn_status infer_conv(const graph_node *node, const graph_port *in, int n_
     return RN_OK;
 }
 
+static rn_status infer_matmul(const graph_node *node, const graph_port *in, int n_in,
+                              graph_port *out, int n_out);
+
+/* FusedMatMul (runnel): MatMul of inputs 0 and 1, plus a bias over the
+ * last axis (input 2), then the activation. */
+static rn_status infer_fused_matmul(const graph_node *node, const graph_port *in, int n_in,
+                                    graph_port *out, int n_out)
+{
+    rn_status st = infer_matmul(node, in, 2, out, n_out);
+    if (st != RN_OK || n_in < 3 || !in[2].present || in[2].shape.rank < 0 || out[0].shape.rank < 1)
+        return st;
+    int64_t n = out[0].shape.dims[out[0].shape.rank - 1];
+    int64_t count = graph_shape_count(&in[2].shape);
+    if (n >= 0 && count >= 0 && count != n)
+        return rn_set_error(RN_SHAPE_MISMATCH,
+                            "node '%s' (%s): the bias has %lld values for %lld columns", node->name,
+                            node->op_type, (long long)count, (long long)n);
+    return RN_OK;
+}
+
 /* ShuffleChannels (runnel; OpenVINO's): the input's shape, the group
  * dividing the axis. */
 static rn_status infer_shuffle_channels(const graph_node *node, const graph_port *in, int n_in,
@@ -716,6 +736,15 @@ const graph_op_schema graph_ops_nn[] = {
       {"group", GRAPH_ATTR_INT, false},
       {"activation", GRAPH_ATTR_STRING, false},
       {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "FusedMatMul",
+     2,
+     3,
+     1,
+     1,
+     0,
+     infer_fused_matmul,
+     {{"activation", GRAPH_ATTR_STRING, false}, {"activation_params", GRAPH_ATTR_FLOATS, false}}},
     {"runnel",
      "ShuffleChannels",
      1,

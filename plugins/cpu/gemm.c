@@ -49,6 +49,20 @@ static bool matmul_supports(const rn_node *node, const char **why)
         *why = "f32 operands of rank 2 to 5 only";
         return false;
     }
+    if (strcmp(rn_node_op_type(node), "FusedMatMul") == 0) {
+        const rn_kernel_tensor *b = rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0]
+                                        ? rn_node_input_constant(node, 2)
+                                        : NULL;
+        if (rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] &&
+            (b == NULL || b->type != RN_F32)) {
+            *why = "the bias is not an f32 constant";
+            return false;
+        }
+        if (!cpu_activation_supported(node)) {
+            *why = "activation oneDNN has no post-op for";
+            return false;
+        }
+    }
     return cpu_static_node(node, why);
 }
 
@@ -100,7 +114,14 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         if ((st = cpu_plain_md(RN_F32, r, y.dims, &s->dst)) != RN_OK)
             return st;
         s->dst.data_type = sdt;
-        ds = dnnl_matmul_desc_init(&d.mm, &s->src, &s->wei, NULL, &s->dst);
+        if (s->has_bias) {
+            int64_t bd[RN_MAX_RANK];
+            for (int i = 0; i < r; i++)
+                bd[i] = i == r - 1 ? y.dims[r - 1] : 1;
+            if ((st = cpu_plain_md(RN_F32, r, bd, &s->bias)) != RN_OK)
+                return st;
+        }
+        ds = dnnl_matmul_desc_init(&d.mm, &s->src, &s->wei, s->has_bias ? &s->bias : NULL, &s->dst);
     } else {
         int64_t n = b.dims[0];
         if ((st = md_dims(2, a.dims, dt, dnnl_format_tag_any, &s->src)) != RN_OK ||
@@ -113,7 +134,9 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     }
     if (ds != dnnl_success)
         return cpu_error(node, "describing the product", ds);
-    return cpu_weighted_pd(node, &d, strcmp(rn_node_op_type(node), "FusedGemm") == 0, false, pd);
+    bool fused = strcmp(rn_node_op_type(node), "FusedGemm") == 0 ||
+                 strcmp(rn_node_op_type(node), "FusedMatMul") == 0;
+    return cpu_weighted_pd(node, &d, fused, false, pd);
 }
 
 static rn_status gemm_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
@@ -122,9 +145,8 @@ static rn_status gemm_prepare(const rn_node *node, const rn_kernel_ctx *ctx, voi
     cpu_weighted *w = calloc(1, sizeof *w);
     if (w == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
-    w->matmul = strcmp(rn_node_op_type(node), "MatMul") == 0;
-    w->has_bias =
-        !w->matmul && rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
+    w->matmul = strstr(rn_node_op_type(node), "MatMul") != NULL;
+    w->has_bias = rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
     w->sum = -1;
     rn_status st = cpu_weighted_prepare(node, w, gemm_desc);
     if (st != RN_OK) {
@@ -138,3 +160,5 @@ static rn_status gemm_prepare(const rn_node *node, const rn_kernel_ctx *ctx, voi
 CPU_WEIGHTED_KERNEL(cpu_kernel_gemm, "", "Gemm", gemm_supports, gemm_prepare);
 CPU_WEIGHTED_KERNEL(cpu_kernel_fused_gemm, "runnel", "FusedGemm", gemm_supports, gemm_prepare);
 CPU_WEIGHTED_KERNEL(cpu_kernel_matmul, "", "MatMul", matmul_supports, gemm_prepare);
+CPU_WEIGHTED_KERNEL(cpu_kernel_fused_matmul, "runnel", "FusedMatMul", matmul_supports,
+                    gemm_prepare);

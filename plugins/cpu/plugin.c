@@ -42,6 +42,8 @@ static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_option
             RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_shuffle_channels", transforms_fuse_shuffle_channels,
                                       NULL, 0)) != RN_OK ||
+        (st = transforms_pipeline_add(tp, "fuse_matmul_bias", transforms_fuse_matmul_bias, NULL,
+                                      0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "gemm_transpose_b", transforms_gemm_transpose_b, NULL,
                                       0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_conv_add", transforms_fuse_conv_add, NULL, 0)) !=

@@ -1,7 +1,8 @@
 /* The CPU device's oneDNN kernels, tried before REF's for each op. */
 #include "plugins/cpu/cpu.h"
 
-extern const rn_kernel cpu_kernel_conv, cpu_kernel_fused_conv, cpu_kernel_layer_norm;
+extern const rn_kernel cpu_kernel_conv, cpu_kernel_fused_conv, cpu_kernel_layer_norm,
+    cpu_kernel_fused_matmul;
 extern const rn_kernel cpu_kernel_gemm, cpu_kernel_fused_gemm, cpu_kernel_matmul;
 extern const rn_kernel cpu_kernel_max_pool, cpu_kernel_average_pool, cpu_kernel_global_average_pool,
     cpu_kernel_global_max_pool, cpu_kernel_lrn, cpu_kernel_softmax, cpu_kernel_log_softmax,
@@ -18,6 +19,7 @@ const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_gemm,
     &cpu_kernel_fused_gemm,
     &cpu_kernel_matmul,
+    &cpu_kernel_fused_matmul,
     &cpu_kernel_max_pool,
     &cpu_kernel_average_pool,
     &cpu_kernel_global_average_pool,

@@ -454,3 +454,38 @@ Test(fuse_layernorm, decomposition_becomes_layer_normalization)
     graph_free(before);
     graph_free(g);
 }
+
+/* a [2, 4] -> MatMul (W [4, 3]) -> Add (b [3]) -> Gelu: one FusedMatMul. */
+Test(fuse_matmul_bias, bias_and_activation_join_the_matmul)
+{
+    static float w[12], b[3] = {0.5f, -0.25f, 1.0f};
+    fill(w, 12, 5);
+    const int64_t wd[2] = {4, 3}, bd[1] = {3};
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, h_dims);
+    graph_value *mm = tt_binary(g, "mm", "MatMul", x, tt_const_f32(g, "W", 2, wd, w));
+    graph_value *add = tt_binary(g, "add", "Add", tt_const_f32(g, "b", 1, bd, b), mm);
+    graph_value *y = tt_unary(g, "relu", "Relu", add);
+    tt_output(g, y);
+    tt_finish(g);
+    graph *before = clone_of(g);
+    cr_assert_eq(run_pass(transforms_fuse_matmul_bias, g), 1);
+    cr_assert_eq(run_pass(transforms_fuse_activation, g), 1);
+    cr_assert_eq(g->n_nodes, 1);
+    graph_node *n = g->nodes[0];
+    cr_assert_str_eq(n->op_type, "FusedMatMul");
+    cr_assert_eq(n->n_inputs, 3);
+    cr_assert_str_eq(graph_node_attr_string(n, "activation", ""), "Relu");
+    cr_assert_eq(n->outputs[0], y);
+    tt_assert_valid(g);
+    static float xs[8] = {-2.0f, -0.5f, 0.25f, 1.5f, 3.0f, -1.0f, 0.0f, 0.75f};
+    graph_tensor in = tt_tensor_f32(2, h_dims, xs);
+    graph_tensor r0 = {0}, r1 = {0};
+    tt_run(before, &in, 1, &r0);
+    tt_run(g, &in, 1, &r1);
+    tt_assert_close_f32(&r1, &r0, 1e-5f);
+    graph_tensor_release(&r0);
+    graph_tensor_release(&r1);
+    graph_free(before);
+    graph_free(g);
+}

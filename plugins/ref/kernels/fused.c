@@ -12,6 +12,7 @@
 extern const plugin_kernel ref_kernel_conv;
 extern const plugin_kernel ref_kernel_gemm;
 extern const plugin_kernel ref_kernel_batchnorm;
+extern const plugin_kernel ref_kernel_matmul;
 
 static float activate(const char *op, const float *p, int n, float x)
 {
@@ -77,6 +78,11 @@ static bool fused_bn_supports(const graph_node *node, const char **why)
     return epilogue_supports(node, why) && ref_kernel_batchnorm.supports(node, why);
 }
 
+static bool fused_matmul_supports(const graph_node *node, const char **why)
+{
+    return epilogue_supports(node, why) && ref_kernel_matmul.supports(node, why);
+}
+
 static bool fused_gemm_supports(const graph_node *node, const char **why)
 {
     return epilogue_supports(node, why) && ref_kernel_gemm.supports(node, why);
@@ -120,6 +126,26 @@ static rn_status fused_bn_run(plugin_kernel_args *args)
     return st;
 }
 
+/* MatMul, the bias over the last axis, the activation. */
+static rn_status fused_matmul_run(plugin_kernel_args *args)
+{
+    plugin_kernel_args mm = *args;
+    mm.n_inputs = 2;
+    rn_status st = ref_kernel_matmul.run(&mm);
+    if (st != RN_OK)
+        return st;
+    if (args->n_inputs > 2 && args->inputs[2].data != NULL) {
+        float *y = args->outputs[0].data;
+        const float *b = args->inputs[2].data;
+        size_t n = (size_t)args->outputs[0].dims[args->outputs[0].rank - 1];
+        size_t count = graph_tensor_count(&args->outputs[0]);
+        for (size_t i = 0; i < count; i++)
+            y[i] += b[i % n];
+    }
+    epilogue(args, -1);
+    return RN_OK;
+}
+
 static rn_status fused_gemm_run(plugin_kernel_args *args)
 {
     rn_status st = ref_kernel_gemm.run(args);
@@ -150,4 +176,12 @@ const plugin_kernel ref_kernel_fused_batchnorm = {
     .impl_type = "ref",
     .supports = fused_bn_supports,
     .run = fused_bn_run,
+};
+
+const plugin_kernel ref_kernel_fused_matmul = {
+    .domain = "runnel",
+    .op_type = "FusedMatMul",
+    .impl_type = "ref",
+    .supports = fused_matmul_supports,
+    .run = fused_matmul_run,
 };

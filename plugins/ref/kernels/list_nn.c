@@ -18,6 +18,7 @@ extern const plugin_kernel ref_kernel_fused_conv;
 extern const plugin_kernel ref_kernel_fused_gemm;
 extern const plugin_kernel ref_kernel_fused_batchnorm;
 extern const plugin_kernel ref_kernel_shuffle_channels;
+extern const plugin_kernel ref_kernel_fused_matmul;
 
 /* The NN family of REF kernels (conv, pool, normalisation, gemm, softmax, ...). */
 const plugin_kernel *const ref_kernels_nn[] = {
@@ -39,5 +40,6 @@ const plugin_kernel *const ref_kernels_nn[] = {
     &ref_kernel_fused_gemm,
     &ref_kernel_fused_batchnorm,
     &ref_kernel_shuffle_channels,
+    &ref_kernel_fused_matmul,
     NULL,
 };
