@@ -78,6 +78,13 @@ rn_status npy_read(const char *path, rn_tensor **out)
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return rn_set_error(RN_IO_ERROR, "%s: cannot open", path);
+    rn_status st = npy_read_stream(f, path, out);
+    fclose(f);
+    return st;
+}
+
+rn_status npy_read_stream(FILE *f, const char *path, rn_tensor **out)
+{
     unsigned char magic[10];
     rn_status st = RN_OK;
     char *header = NULL;
@@ -131,7 +138,6 @@ rn_status npy_read(const char *path, rn_tensor **out)
 done:
     rn_tensor_free(t);
     free(header);
-    fclose(f);
     return st;
 }
 
