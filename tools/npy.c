@@ -1,4 +1,5 @@
 /* NumPy .npy reading and writing. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +63,9 @@ static rn_status parse_header(const char *path, const char *header, rn_element_t
         if (*p == ')')
             break;
         char *end;
+        errno = 0;
         long long d = strtoll(p, &end, 10);
-        if (end == p || d < 0)
+        if (end == p || d < 0 || errno == ERANGE)
             return rn_set_error(RN_PARSE_ERROR, "%s: malformed shape in .npy header", path);
         if (*rank == RN_MAX_RANK)
             return rn_set_error(RN_UNSUPPORTED, "%s: rank above %d", path, RN_MAX_RANK);
