@@ -24,9 +24,13 @@ rn_status rn_core_create(rn_core **out)
     pthread_mutex_init(&core->lock, NULL);
     atomic_init(&core->refs, 1);
     /* A built-in device that cannot start is absent, with its reason
-     * recorded; the others still work. */
+     * recorded; the others still work. Running out of memory says nothing
+     * about the device: the core fails as a whole. */
     for (size_t i = 0; i < sizeof builtin_plugins / sizeof builtin_plugins[0]; i++)
-        runtime_register_plugin(core, NULL, builtin_plugins[i], NULL);
+        if (runtime_register_plugin(core, NULL, builtin_plugins[i], NULL) == RN_OUT_OF_MEMORY) {
+            runtime_core_release(core);
+            return RN_OUT_OF_MEMORY;
+        }
     /* RUNNEL_PLUGINS names a plugins file to load at start (tools use it). */
     const char *file = getenv("RUNNEL_PLUGINS");
     if (file != NULL && file[0] != '\0')
