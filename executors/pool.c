@@ -1,5 +1,6 @@
 /* The executor manager: schedulers shared by name and configuration,
  * refcounted. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +47,11 @@ static rn_status pool_create(const executors_config *cfg, executors_pool **out)
     if (rc != 0) {
         sched_destroy(p->s);
         free(p);
-        return rn_set_error(RN_INTERNAL,
-                            "executors: cannot start %u streams x %u threads (error %d)",
-                            cfg->n_streams, cfg->threads_per_stream, rc);
+        /* ENOMEM: an allocation failed; EAGAIN: the system could not give a
+         * thread what it needs (memory, or the limit on threads). */
+        return rn_set_error(rc == -ENOMEM || rc == -EAGAIN ? RN_OUT_OF_MEMORY : RN_INTERNAL,
+                            "executors: cannot start %u streams x %u threads: %s", cfg->n_streams,
+                            cfg->threads_per_stream, strerror(-rc));
     }
     *out = p;
     return RN_OK;

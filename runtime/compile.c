@@ -160,6 +160,9 @@ static rn_status compile_on(rn_core *core, const rn_model *model, const runtime_
             /* A stale or corrupt entry: compile and replace it below. */
         }
     }
+    /* The model may have been reshaped since it was read. */
+    if ((st = runtime_check_tensor_sizes(core, model->g, "compile")) != RN_OK)
+        return st;
     rn_compiled_model *cm;
     if ((st = new_compiled(core, dev, model->g, &cm)) != RN_OK)
         return st;

@@ -1,4 +1,6 @@
 /* The Core: the device registry, model reading and compiling. */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +28,15 @@ rn_status rn_core_create(rn_core **out)
         return rn_set_error(RN_OUT_OF_MEMORY, "core: out of memory");
     pthread_mutex_init(&core->lock, NULL);
     atomic_init(&core->refs, 1);
+    core->max_tensor_bytes = RUNTIME_DEFAULT_MAX_TENSOR_BYTES;
     /* A built-in device that cannot start is absent, with its reason
-     * recorded; the others still work. */
+     * recorded; the others still work. Running out of memory says nothing
+     * about the device: the core fails as a whole. */
     for (size_t i = 0; i < sizeof builtin_plugins / sizeof builtin_plugins[0]; i++)
-        runtime_register_plugin(core, NULL, builtin_plugins[i], NULL);
+        if (runtime_register_plugin(core, NULL, builtin_plugins[i], NULL) == RN_OUT_OF_MEMORY) {
+            runtime_core_release(core);
+            return RN_OUT_OF_MEMORY;
+        }
     /* RUNNEL_PLUGINS names a plugins file to load at start (tools use it). */
     const char *file = getenv("RUNNEL_PLUGINS");
     if (file != NULL && file[0] != '\0')
@@ -77,22 +84,82 @@ const runtime_device *runtime_find_device(const rn_core *core, const char *devic
     return NULL;
 }
 
-/* Core-level properties (device NULL or ""): CACHE_DIR. */
+/* MAX_TENSOR_BYTES's value: a decimal byte count, 0 for no limit. */
+static bool parse_bytes(const char *s, uint64_t *out)
+{
+    if (*s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Core-level properties (device NULL or ""): CACHE_DIR, MAX_TENSOR_BYTES. */
 static rn_status core_set_property(rn_core *core, const rn_property *properties, size_t n)
 {
+    uint64_t bytes;
     for (size_t i = 0; i < n; i++) {
+        if (strcmp(properties[i].key, "MAX_TENSOR_BYTES") == 0) {
+            if (!parse_bytes(properties[i].value, &bytes))
+                return rn_set_error(RN_INVALID_ARG,
+                                    "property MAX_TENSOR_BYTES: '%s' is not a byte count",
+                                    properties[i].value);
+            continue;
+        }
         if (strcmp(properties[i].key, "CACHE_DIR") != 0)
             return rn_set_error(RN_INVALID_ARG,
-                                "unknown core property '%s' (supported: CACHE_DIR; device "
-                                "properties need a device name)",
+                                "unknown core property '%s' (supported: CACHE_DIR, "
+                                "MAX_TENSOR_BYTES; device properties need a device name)",
                                 properties[i].key);
         if (strlen(properties[i].value) >= sizeof core->cache_dir)
             return rn_set_error(RN_INVALID_ARG, "property CACHE_DIR: the path is too long");
     }
     pthread_mutex_lock(&core->lock);
-    for (size_t i = 0; i < n; i++)
-        snprintf(core->cache_dir, sizeof core->cache_dir, "%s", properties[i].value);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(properties[i].key, "MAX_TENSOR_BYTES") == 0 &&
+            parse_bytes(properties[i].value, &bytes))
+            core->max_tensor_bytes = bytes;
+        else
+            snprintf(core->cache_dir, sizeof core->cache_dir, "%s", properties[i].value);
+    }
     pthread_mutex_unlock(&core->lock);
+    return RN_OK;
+}
+
+rn_status runtime_check_tensor_sizes(rn_core *core, const graph *g, const char *what)
+{
+    pthread_mutex_lock(&core->lock);
+    uint64_t limit = core->max_tensor_bytes;
+    pthread_mutex_unlock(&core->lock);
+    for (int i = 0; limit != 0 && i < g->n_values; i++) {
+        const graph_value *v = g->values[i];
+        if (v->kind != GRAPH_KIND_TENSOR || v->shape.rank < 0 || v->type == RN_UNDEFINED)
+            continue;
+        uint64_t bytes = v->type == RN_STRING ? sizeof(char *) : rn_element_type_size(v->type);
+        bool dynamic = false, overflow = false;
+        for (int d = 0; d < v->shape.rank; d++) {
+            if (v->shape.dims[d] < 0)
+                dynamic = true;
+            else if (__builtin_mul_overflow(bytes, (uint64_t)v->shape.dims[d], &bytes))
+                overflow = true;
+        }
+        if (dynamic || (!overflow && bytes <= limit))
+            continue;
+        char shape[256];
+        graph_shape_str(&v->shape, shape, sizeof shape);
+        if (overflow)
+            return rn_set_error(RN_INVALID_ARG,
+                                "%s: value '%s' of shape %s needs more than 2^64 bytes", what,
+                                v->name, shape);
+        return rn_set_error(RN_INVALID_ARG,
+                            "%s: value '%s' of shape %s needs %" PRIu64
+                            " bytes, more than MAX_TENSOR_BYTES (%" PRIu64 ")",
+                            what, v->name, shape, bytes, limit);
+    }
     return RN_OK;
 }
 
@@ -121,6 +188,16 @@ rn_status rn_core_get_property(const rn_core *core, const char *device, const ch
                                size_t size)
 {
     if (core != NULL && key != NULL && buf != NULL && (device == NULL || device[0] == '\0')) {
+        if (strcmp(key, "MAX_TENSOR_BYTES") == 0) {
+            char value[32];
+            pthread_mutex_lock((pthread_mutex_t *)&core->lock);
+            snprintf(value, sizeof value, "%" PRIu64, core->max_tensor_bytes);
+            pthread_mutex_unlock((pthread_mutex_t *)&core->lock);
+            if (strlen(value) + 1 > size)
+                return rn_set_error(RN_INVALID_ARG, "property MAX_TENSOR_BYTES: buffer too small");
+            memcpy(buf, value, strlen(value) + 1);
+            return RN_OK;
+        }
         if (strcmp(key, "CACHE_DIR") != 0)
             return rn_set_error(RN_NOT_FOUND, "unknown core property '%s'", key);
         if (strlen(core->cache_dir) + 1 > size)
@@ -151,13 +228,15 @@ rn_status rn_core_get_version(const rn_core *core, const char *device, const cha
 
 rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out)
 {
-    (void)core;
-    if (path == NULL || out == NULL)
-        return rn_set_error(RN_INVALID_ARG, "rn_core_read_model: path and out must not be NULL");
+    if (core == NULL || path == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG,
+                            "rn_core_read_model: core, path and out must not be NULL");
     rn_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "model: out of memory");
     rn_status st = onnx_read_file(path, &m->g);
+    if (st == RN_OK && (st = runtime_check_tensor_sizes(core, m->g, path)) != RN_OK)
+        graph_free(m->g);
     if (st != RN_OK) {
         free(m);
         return st;

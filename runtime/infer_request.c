@@ -11,10 +11,10 @@ void rn_infer_request_free(rn_infer_request *r)
     rn_compiled_model *cm = r->compiled;
     if (r->request != NULL)
         cm->ops->request_ops->free(r->request);
-    for (size_t i = 0; r->inputs != NULL && i < cm->n_inputs; i++)
+    for (size_t i = 0; r->inputs != NULL && r->own_input != NULL && i < cm->n_inputs; i++)
         if (r->own_input[i])
             rn_tensor_free(r->inputs[i]);
-    for (size_t i = 0; r->outputs != NULL && i < cm->n_outputs; i++)
+    for (size_t i = 0; r->outputs != NULL && r->own_output != NULL && i < cm->n_outputs; i++)
         if (r->own_output[i])
             rn_tensor_free(r->outputs[i]);
     free(r->inputs);

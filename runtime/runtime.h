@@ -74,10 +74,20 @@ struct rn_core {
     runtime_device devices[RUNTIME_MAX_DEVICES];
     int n_failures;
     runtime_failure failures[RUNTIME_MAX_DEVICES];
-    char cache_dir[4096]; /* CACHE_DIR, "" when off */
+    char cache_dir[4096];      /* CACHE_DIR, "" when off */
+    uint64_t max_tensor_bytes; /* MAX_TENSOR_BYTES, 0 for no limit (under lock) */
     /* Per device: its default context while referenced (under lock). */
     rn_remote_context *default_contexts[RUNTIME_MAX_DEVICES];
 };
+
+/* MAX_TENSOR_BYTES's default: 4 GiB. */
+#define RUNTIME_DEFAULT_MAX_TENSOR_BYTES (UINT64_C(4) << 30)
+
+/* Refuses a graph (of a model being read, or compiled after a reshape) in
+ * which a value of static shape would need more bytes than the core's
+ * MAX_TENSOR_BYTES: RN_INVALID_ARG naming `what`, the value, its shape and
+ * both sizes. Values of dynamic shape are checked when they have one. */
+rn_status runtime_check_tensor_sizes(rn_core *core, const graph *g, const char *what);
 
 /* The registered device called `device` (any case), or NULL. */
 const runtime_device *runtime_find_device(const rn_core *core, const char *device);

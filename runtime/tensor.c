@@ -21,13 +21,17 @@ rn_status runtime_tensor_check_shape(rn_element_type type, const int64_t *dims, 
                             RN_MAX_RANK);
     if (rank > 0 && dims == NULL)
         return rn_set_error(RN_INVALID_ARG, "tensor: dims is NULL for rank %zu", rank);
-    size_t count = 1;
+    /* span, the product of the nonzero dims, bounds the strides even when a
+     * zero dim makes the tensor empty. */
+    size_t count = 1, span = 1;
     for (size_t i = 0; i < rank; i++) {
         if (dims[i] < 0)
             return rn_set_error(RN_INVALID_ARG, "tensor: dim %zu is negative (%lld)", i,
                                 (long long)dims[i]);
-        if (dims[i] != 0 && count > SIZE_MAX / 64 / (size_t)dims[i])
+        if (dims[i] != 0 && span > SIZE_MAX / 64 / (size_t)dims[i])
             return rn_set_error(RN_INVALID_ARG, "tensor: shape is too large");
+        if (dims[i] != 0)
+            span *= (size_t)dims[i];
         count *= (size_t)dims[i];
     }
     *bytes = count * elem_size(type);

@@ -58,7 +58,7 @@ static void *executor_main(void *arg)
 
 static void executor_free(sched_executor *e)
 {
-    for (uint32_t i = 0; i < e->n_threads; i++)
+    for (uint32_t i = 0; e->threads != NULL && i < e->n_threads; i++)
         sched_i_trace_fini(&e->threads[i].trace);
     free(e->threads);
     free(e->ring);

@@ -103,11 +103,13 @@ int sched_create(const sched_config *cfg, sched **out)
 
     s->streams = calloc(s->n_streams, sizeof(*s->streams));
     s->workers = aligned_alloc(SCHED_CACHE_LINE, s->n_workers * sizeof(*s->workers));
+    /* Zeroed before any teardown, which reads every worker. */
+    if (s->workers != NULL)
+        memset(s->workers, 0, s->n_workers * sizeof(*s->workers));
     if (s->streams == NULL || s->workers == NULL) {
         teardown(s, 0);
         return -ENOMEM;
     }
-    memset(s->workers, 0, s->n_workers * sizeof(*s->workers));
 
     for (uint32_t i = 0; i < s->n_streams; i++)
         pthread_mutex_init(&s->streams[i].overflow_lock, NULL);

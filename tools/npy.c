@@ -1,4 +1,5 @@
 /* NumPy .npy reading and writing. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +63,9 @@ static rn_status parse_header(const char *path, const char *header, rn_element_t
         if (*p == ')')
             break;
         char *end;
+        errno = 0;
         long long d = strtoll(p, &end, 10);
-        if (end == p || d < 0)
+        if (end == p || d < 0 || errno == ERANGE)
             return rn_set_error(RN_PARSE_ERROR, "%s: malformed shape in .npy header", path);
         if (*rank == RN_MAX_RANK)
             return rn_set_error(RN_UNSUPPORTED, "%s: rank above %d", path, RN_MAX_RANK);
@@ -73,11 +75,40 @@ static rn_status parse_header(const char *path, const char *header, rn_element_t
     return RN_OK;
 }
 
+/* Refuses, before anything is allocated, a shape whose data the rest of the
+ * file cannot hold (a stream that cannot seek is left to the read). */
+static rn_status check_data_size(FILE *f, const char *path, rn_element_type type,
+                                 const int64_t *dims, size_t rank)
+{
+    size_t bytes = rn_element_type_size(type);
+    for (size_t d = 0; d < rank; d++)
+        if (__builtin_mul_overflow(bytes, (size_t)dims[d], &bytes))
+            return rn_set_error(RN_PARSE_ERROR, "%s: the shape's size overflows", path);
+    long here = ftell(f);
+    if (here < 0 || fseek(f, 0, SEEK_END) != 0)
+        return RN_OK;
+    long end = ftell(f);
+    if (fseek(f, here, SEEK_SET) != 0 || end < here)
+        return rn_set_error(RN_IO_ERROR, "%s: cannot seek", path);
+    if (bytes > (size_t)(end - here))
+        return rn_set_error(RN_PARSE_ERROR,
+                            "%s: truncated data (the shape needs %zu bytes, the file holds %ld)",
+                            path, bytes, end - here);
+    return RN_OK;
+}
+
 rn_status npy_read(const char *path, rn_tensor **out)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return rn_set_error(RN_IO_ERROR, "%s: cannot open", path);
+    rn_status st = npy_read_stream(f, path, out);
+    fclose(f);
+    return st;
+}
+
+rn_status npy_read_stream(FILE *f, const char *path, rn_tensor **out)
+{
     unsigned char magic[10];
     rn_status st = RN_OK;
     char *header = NULL;
@@ -119,6 +150,8 @@ rn_status npy_read(const char *path, rn_tensor **out)
     size_t rank = 0;
     if ((st = parse_header(path, header, &type, dims, &rank)) != RN_OK)
         goto done;
+    if ((st = check_data_size(f, path, type, dims, rank)) != RN_OK)
+        goto done;
     if ((st = rn_tensor_create(type, dims, rank, &t)) != RN_OK)
         goto done;
     size_t bytes = rn_tensor_byte_size(t);
@@ -131,7 +164,6 @@ rn_status npy_read(const char *path, rn_tensor **out)
 done:
     rn_tensor_free(t);
     free(header);
-    fclose(f);
     return st;
 }
 

@@ -645,7 +645,12 @@ static rn_status read_memory(const void *data, size_t size, const char *base_dir
     if (!onnx_wire_depth_ok(&onnx__model_proto__descriptor, data, size, ONNX_MAX_MESSAGE_DEPTH))
         return rn_set_error(RN_PARSE_ERROR, "messages nest deeper than %d levels",
                             ONNX_MAX_MESSAGE_DEPTH);
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
+    onnx_unpack_allocator alloc;
+    onnx_unpack_allocator_init(&alloc);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(&alloc.base, size, data);
+    if (m == NULL && alloc.failed)
+        return rn_set_error(RN_OUT_OF_MEMORY, "out of memory unpacking the model (%zu bytes)",
+                            size);
     if (m == NULL)
         return rn_set_error(RN_PARSE_ERROR,
                             "not a valid ONNX ModelProto (%zu bytes): malformed or truncated",

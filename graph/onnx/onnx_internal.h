@@ -43,6 +43,17 @@ char *onnx_dirname(const char *path);
 bool onnx_wire_depth_ok(const ProtobufCMessageDescriptor *desc, const void *data, size_t len,
                         int max_depth);
 
+/* An allocator for protobuf-c's unpack, which returns NULL both for malformed
+ * bytes and for a failed allocation: `failed` tells them apart. Blocks come
+ * from malloc, so free_unpacked(m, NULL) frees them. */
+typedef struct onnx_unpack_allocator {
+    ProtobufCAllocator base;
+    bool failed;
+} onnx_unpack_allocator;
+
+/* Readies *a for one unpack; pass &a->base to it. */
+void onnx_unpack_allocator_init(onnx_unpack_allocator *a);
+
 /* ---- names (names.c) ---- */
 
 /* A string -> pointer hash map that owns copies of its keys. Built per graph

@@ -536,7 +536,12 @@ rn_status onnx_read_tensor_memory(const void *data, size_t size, const char *bas
 {
     if (data == NULL && size > 0)
         return rn_set_error(RN_INVALID_ARG, "onnx_read_tensor_memory: data is NULL");
-    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, size, data);
+    onnx_unpack_allocator alloc;
+    onnx_unpack_allocator_init(&alloc);
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(&alloc.base, size, data);
+    if (p == NULL && alloc.failed)
+        return rn_set_error(RN_OUT_OF_MEMORY, "out of memory unpacking a TensorProto (%zu bytes)",
+                            size);
     if (p == NULL)
         return rn_set_error(RN_PARSE_ERROR, "not a valid TensorProto (%zu bytes)", size);
     graph_tensor t;

@@ -94,7 +94,12 @@ static rn_status read_tensor(const uint8_t *bytes, size_t len, const char *base_
 {
     if (!onnx_wire_depth_ok(&onnx__tensor_proto__descriptor, bytes, len, ONNX_MAX_MESSAGE_DEPTH))
         return rn_set_error(RN_PARSE_ERROR, "a tensor's messages nest too deep");
-    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, len, bytes);
+    onnx_unpack_allocator alloc;
+    onnx_unpack_allocator_init(&alloc);
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(&alloc.base, len, bytes);
+    if (p == NULL && alloc.failed)
+        return rn_set_error(RN_OUT_OF_MEMORY, "out of memory unpacking a TensorProto (%zu bytes)",
+                            len);
     if (p == NULL)
         return rn_set_error(RN_PARSE_ERROR, "not a valid TensorProto (%zu bytes)", len);
     rn_status st = onnx_tensor_take(p, base_dir, out);

@@ -7,8 +7,29 @@
  * says whether the nesting is too deep: everything else about the bytes,
  * malformed or not, is left to protobuf-c to judge. */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "graph/onnx/onnx_internal.h"
+
+static void *unpack_alloc(void *data, size_t size)
+{
+    void *p = malloc(size);
+    if (p == NULL)
+        ((onnx_unpack_allocator *)data)->failed = true;
+    return p;
+}
+
+static void unpack_free(void *data, void *p)
+{
+    (void)data;
+    free(p);
+}
+
+void onnx_unpack_allocator_init(onnx_unpack_allocator *a)
+{
+    a->base = (ProtobufCAllocator){.alloc = unpack_alloc, .free = unpack_free, .allocator_data = a};
+    a->failed = false;
+}
 
 /* Reads a varint at *pos; false when the data ends inside it or it is longer
  * than 10 bytes. */

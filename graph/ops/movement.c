@@ -875,8 +875,9 @@ static rn_status infer_tile(const graph_node *node, const graph_port *in, int n_
         if (r < 0)
             return rn_set_error(RN_INVALID_ARG, NODE_FMT "repeats[%d] is %lld", NODE_ARGS(node), d,
                                 (long long)r);
-        if (os.dims[d] != DYN)
-            os.dims[d] *= r;
+        if (os.dims[d] != DYN && __builtin_mul_overflow(os.dims[d], r, &os.dims[d]))
+            return rn_set_error(RN_INVALID_ARG, NODE_FMT "repeats[%d] = %lld overflows dim %d",
+                                NODE_ARGS(node), d, (long long)r, d);
     }
     copy_shape(&out[0], in[0].type, &os);
     return RN_OK;

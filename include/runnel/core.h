@@ -43,8 +43,10 @@ RN_API const char *rn_core_device_name(const rn_core *core, size_t index);
  * with `device` NULL or "", of the core itself: CACHE_DIR (a folder where
  * compiled models are cached: a compile looks its blob up by a hash of the
  * model, the properties and the device, and stores it on a miss; "" turns
- * caching off). Unknown keys and bad values are errors naming the key;
- * nothing changes then. */
+ * caching off) and MAX_TENSOR_BYTES (a model in which a value of static
+ * shape needs more bytes is refused when read or compiled, before it is
+ * allocated; default 4294967296, "0" for no limit). Unknown keys and bad
+ * values are errors naming the key; nothing changes then. */
 RN_API rn_status rn_core_set_property(rn_core *core, const char *device,
                                       const rn_property *properties, size_t n_properties);
 

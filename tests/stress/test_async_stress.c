@@ -21,10 +21,22 @@
 
 #include "tests/stress/stress.h"
 
-#define N_REQUESTS    16
-#define N_DRIVEN      8 /* the last 8 requests are driven by threads */
+#ifdef STRESS_SOAK
+/* The soak (test_async_soak, manual): 64 requests in flight on 8 streams,
+ * 10^6 runs by default, the process's RSS sampled over the run. */
+#define N_REQUESTS   64
+#define N_DRIVEN     16
+#define N_STREAMS    "8"
+#define DEFAULT_RUNS 1000000
+#define TIMEOUT_S    7200
+#else
+#define N_REQUESTS   16
+#define N_DRIVEN     8 /* the last 8 requests are driven by threads */
+#define N_STREAMS    "4"
+#define DEFAULT_RUNS 100000
+#define TIMEOUT_S    600
+#endif
 #define N_DRIVERS     2
-#define N_STREAMS     "4"
 #define N_ELEMENTS    60   /* test_add: x, y and sum are 3x4x5 */
 #define STALL_LIMIT_S 30.0 /* seconds without a completion: a lost one */
 
@@ -369,14 +381,46 @@ static void dump_slots(stress_run *run)
     }
 }
 
+/* The process's resident set in KiB (/proc/self/statm), or -1. */
+static long rss_kib(void)
+{
+    long pages_total, pages_resident = -1;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL)
+        return -1;
+    if (fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2)
+        pages_resident = -1;
+    fclose(f);
+    return pages_resident < 0 ? -1 : pages_resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* RSS samples over a run: one per 1/RSS_SAMPLES of the runs settled. */
+#define RSS_SAMPLES 20
+typedef struct rss_curve {
+    long settled[RSS_SAMPLES + 1];
+    long kib[RSS_SAMPLES + 1];
+    int n;
+} rss_curve;
+
+static void rss_sample(rss_curve *c, long settled, long runs)
+{
+    if (c->n <= RSS_SAMPLES && settled >= runs / RSS_SAMPLES * c->n) {
+        c->settled[c->n] = settled;
+        c->kib[c->n] = rss_kib();
+        c->n++;
+    }
+}
+
 /* The test's thread while the runs go: random cancels and wait_for polls,
- * until every ticket has settled. Fails on a completion that never comes. */
-static void disturb(stress_run *run, long runs)
+ * until every ticket has settled, sampling the RSS. Fails on a completion
+ * that never comes. */
+static void disturb(stress_run *run, long runs, rss_curve *rss)
 {
     uint64_t rng = 0xD1B54A32D192ED03ull;
     long last = -1;
     double last_progress = stress_now_s();
     while (atomic_load(&run->settled) < runs) {
+        rss_sample(rss, atomic_load(&run->settled), runs);
         slot *s = &run->slots[stress_rand(&rng) % N_REQUESTS];
         uint32_t what = stress_rand(&rng) % 8;
         if (what < 3) {
@@ -412,7 +456,7 @@ static void stress_async(const char *device)
 {
     char test[64];
     snprintf(test, sizeof test, "async %s", device);
-    long runs = stress_runs(test, 100000);
+    long runs = stress_runs(test, DEFAULT_RUNS);
     rn_core *core = stress_core(device);
     rn_model *model;
     cr_assert_eq(rn_core_read_model(core, STRESS_ADD_MODEL, &model), RN_OK, "%s", rn_last_error());
@@ -445,7 +489,8 @@ static void stress_async(const char *device)
                               .rng = 0x94D049BB133111EBull * (k + 1)};
         cr_assert_eq(pthread_create(&threads[k], NULL, drive_requests, &drivers[k]), 0);
     }
-    disturb(run, runs);
+    rss_curve rss = {0};
+    disturb(run, runs, &rss);
     for (int k = 0; k < N_DRIVERS; k++)
         pthread_join(threads[k], NULL);
     long starts = 0, completions = 0, ok = 0, cancelled = 0, by_threads = 0;
@@ -473,6 +518,19 @@ static void stress_async(const char *device)
             "threads, the rest by callbacks; %ld cancels issued) in %.1f s, %.0f runs/s\n",
             test, starts, completions, ok, cancelled, by_threads, atomic_load(&run->cancels),
             seconds, (double)completions / seconds);
+    rss_sample(&rss, completions, runs);
+    fprintf(stderr, "stress %s: RSS (KiB) by runs settled:", test);
+    for (int i = 0; i < rss.n; i++)
+        fprintf(stderr, " %ld:%ld", rss.settled[i], rss.kib[i]);
+    fprintf(stderr, "\n");
+#ifdef STRESS_SOAK
+    /* Flat: from a fifth of the run (warm: every request, stream and kernel
+     * cache made) to the end, the RSS grows by at most 10% + 4 MiB. */
+    long warm = rss.kib[RSS_SAMPLES / 5], last_kib = rss.kib[rss.n - 1];
+    cr_expect(warm > 0 && last_kib <= warm + warm / 10 + 4096,
+              "%s: RSS grew from %ld KiB (after %ld runs) to %ld KiB", test, warm,
+              rss.settled[RSS_SAMPLES / 5], last_kib);
+#endif
     stress_assert_no_failures(&run->failures);
     cr_assert_eq(starts, runs, "every ticket was started");
     cr_assert_eq(completions, runs, "every start completed once");
@@ -512,12 +570,12 @@ static void stress_async(const char *device)
     rn_core_free(core);
 }
 
-Test(async_stress, ref_restarts_cancels_and_set_tensor, .timeout = 600)
+Test(async_stress, ref_restarts_cancels_and_set_tensor, .timeout = TIMEOUT_S)
 {
     stress_async("REF");
 }
 
-Test(async_stress, slowdev_restarts_cancels_and_set_tensor, .timeout = 600)
+Test(async_stress, slowdev_restarts_cancels_and_set_tensor, .timeout = TIMEOUT_S)
 {
     stress_async("SLOWDEV");
 }

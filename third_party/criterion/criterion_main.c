@@ -3,7 +3,8 @@
  * Criterion 2.4 exits 0 when it finds no test at all (a file whose tests
  * were compiled out, a target that lists the wrong source), which would
  * pass in CI without checking anything. A test that ran and skipped, saying
- * why, still counts as run. Linked into the tests of tests/plan. */
+ * why, still counts as run. Linked into every test binary through
+ * //third_party/criterion. */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <stdio.h>
