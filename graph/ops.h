@@ -76,6 +76,7 @@ extern const graph_op_schema graph_ops_math[];     /* Einsum, Det, ... */
 extern const graph_op_schema graph_ops_control[];  /* If, Loop, Scan */
 extern const graph_op_schema graph_ops_sequence[]; /* Sequence*, Optional*, SequenceMap, ... */
 extern const graph_op_schema graph_ops_string[];   /* StringNormalizer, StringSplit, ... */
+extern const graph_op_schema graph_ops_contrib[];  /* com.microsoft: Attention, FastGelu, ... */
 
 /* ---- helpers every infer function may use (graph/ops/infer_util.c) ---- */
 

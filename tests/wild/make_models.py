@@ -32,8 +32,11 @@ LIGHT = os.path.join(os.path.dirname(__file__), "../../.cache/onnx-1.22.0/light"
 rng = np.random.default_rng(20261125)
 
 
-def save_case(name, model, feeds, save=None):
-    """Saves model and the feeds, runs ONNX Runtime on the saved file, saves its outputs."""
+def save_case(name, model, feeds, save=None, reference=None):
+    """Saves model and the feeds, runs ONNX Runtime on the saved file, saves its outputs.
+
+    reference(feeds) -> outputs stands in for ONNX Runtime where its CPU provider lacks
+    the op (BiasAdd is CUDA-only there): numpy computes what the op's definition says."""
     d = os.path.join(OUT, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "test_data_set_0"))
@@ -42,18 +45,25 @@ def save_case(name, model, feeds, save=None):
         save(model, path)
     else:
         onnx.save(model, path)
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    outs = sess.run(None, {n: feeds[n] for n in names})
+    if reference is None:
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        names = [i.name for i in sess.get_inputs()]
+        out_names = [o.name for o in sess.get_outputs()]
+        outs = sess.run(None, {n: feeds[n] for n in names})
+    else:
+        inits = {i.name for i in model.graph.initializer}
+        names = [i.name for i in model.graph.input if i.name not in inits]
+        out_names = [o.name for o in model.graph.output]
+        outs = reference(feeds)
     ds = os.path.join(d, "test_data_set_0")
     for k, n in enumerate(names):
         t = numpy_helper.from_array(np.asarray(feeds[n]), n)
         open(os.path.join(ds, f"input_{k}.pb"), "wb").write(t.SerializeToString())
-    for k, (o, v) in enumerate(zip(sess.get_outputs(), outs)):
-        t = numpy_helper.from_array(np.asarray(v), o.name)
+    for k, (o, v) in enumerate(zip(out_names, outs)):
+        t = numpy_helper.from_array(np.asarray(v), o)
         open(os.path.join(ds, f"output_{k}.pb"), "wb").write(t.SerializeToString())
     print(f"{name}: {len(names)} inputs, {len(outs)} outputs", flush=True)
 
@@ -156,8 +166,104 @@ def reader_cases():
         save_case("wild_reader_stale_value_info", m, {"x": f32(2, 3)})
 
 
+# ---- com.microsoft contrib ops, one node each, as ONNX Runtime runs them ----
+
+def contrib_model(op, inputs, outputs, attrs=None, inits=(), order=None):
+    """inputs: (name, elem, shape) of graph inputs; outputs: (name, elem, shape); the node's
+    inputs are the graph inputs then the initializers, or `order`."""
+    ins = [helper.make_tensor_value_info(n, e, s) for n, e, s in inputs]
+    outs = [helper.make_tensor_value_info(n, e, s) for n, e, s in outputs]
+    node_ins = order or [n for n, _, _ in inputs] + [t.name for t in inits]
+    node = helper.make_node(op, node_ins, [n for n, _, _ in outputs], domain="com.microsoft",
+                            **(attrs or {}))
+    g = helper.make_graph([node], op.lower(), ins, outs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                               helper.make_opsetid("com.microsoft", 1)])
+
+
+def contrib_cases():
+    F, I32 = TensorProto.FLOAT, TensorProto.INT32
+    x = f32(2, 5, 8)
+    bias = numpy_helper.from_array(f32(8), "bias")
+    cases = {
+        "gelu": (contrib_model("Gelu", [("x", F, [2, 5, 8])], [("y", F, [2, 5, 8])]), {"x": x}),
+        "fast_gelu": (contrib_model("FastGelu", [("x", F, [2, 5, 8])], [("y", F, [2, 5, 8])],
+                                    inits=[bias]), {"x": x}),
+        "bias_gelu": (contrib_model("BiasGelu", [("x", F, [2, 5, 8])], [("y", F, [2, 5, 8])],
+                                    inits=[bias]), {"x": x}),
+        "quick_gelu": (contrib_model("QuickGelu", [("x", F, [2, 5, 8])], [("y", F, [2, 5, 8])],
+                                     {"alpha": 1.5}), {"x": x}),
+        "bias_add": (contrib_model("BiasAdd", [("x", F, [2, 5, 8]), ("b", F, [8]),
+                                               ("s", F, [2, 5, 8])], [("y", F, [2, 5, 8])]),
+                     {"x": x, "b": f32(8), "s": f32(2, 5, 8)}),
+        "fused_matmul": (contrib_model("FusedMatMul", [("a", F, [2, 3, 6, 4]), ("b", F, [3, 5, 6])],
+                                       [("y", F, [2, 3, 4, 5])],
+                                       {"alpha": 0.5, "transA": 1, "transB": 1}),
+                         {"a": f32(2, 3, 6, 4), "b": f32(3, 5, 6)}),
+        "dynamic_quantize_matmul": (
+            contrib_model("DynamicQuantizeMatMul", [("a", F, [3, 4, 16])], [("y", F, [3, 4, 6])],
+                          inits=[numpy_helper.from_array(
+                                     rng.integers(-128, 127, (16, 6)).astype(np.int8), "b"),
+                                 numpy_helper.from_array(
+                                     (rng.random(6) * 0.05 + 0.01).astype(np.float32), "b_scale"),
+                                 numpy_helper.from_array(
+                                     rng.integers(-3, 3, 6).astype(np.int8), "b_zero_point"),
+                                 numpy_helper.from_array(f32(6), "bias")]),
+            {"a": f32(3, 4, 16)}),
+        "skip_layernorm": (
+            contrib_model("SkipLayerNormalization", [("x", F, [2, 5, 8]), ("skip", F, [2, 5, 8])],
+                          [("y", F, [2, 5, 8]), ("mean", F, [2, 5, 1]), ("inv", F, [2, 5, 1]),
+                           ("sum", F, [2, 5, 8])], {"epsilon": 1e-5},
+                          inits=[numpy_helper.from_array(f32(8), "gamma"),
+                                 numpy_helper.from_array(f32(8), "beta"), bias]),
+            {"x": x, "skip": f32(2, 5, 8)}),
+        "embed_layernorm": (
+            contrib_model("EmbedLayerNormalization",
+                          [("ids", I32, [2, 5]), ("seg", I32, [2, 5])],
+                          [("y", F, [2, 5, 8]), ("mask_index", I32, [2])], {"epsilon": 1e-5},
+                          inits=[numpy_helper.from_array(f32(11, 8), "word"),
+                                 numpy_helper.from_array(f32(7, 8), "pos"),
+                                 numpy_helper.from_array(f32(2, 8), "segment"),
+                                 numpy_helper.from_array(f32(8), "gamma"),
+                                 numpy_helper.from_array(f32(8), "beta"),
+                                 numpy_helper.from_array(
+                                     np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32),
+                                     "mask")]),
+            {"ids": rng.integers(0, 11, (2, 5)).astype(np.int32),
+             "seg": rng.integers(0, 2, (2, 5)).astype(np.int32)}),
+        "attention": (
+            contrib_model("Attention", [("x", F, [2, 5, 8]), ("mask", I32, [2, 5])],
+                          [("y", F, [2, 5, 8])], {"num_heads": 2},
+                          inits=[numpy_helper.from_array(f32(8, 24) * 0.3, "w"),
+                                 numpy_helper.from_array(f32(24), "b")],
+                          order=["x", "w", "b", "mask"]),
+            {"x": x, "mask": np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32)}),
+        "attention_causal_lengths": (
+            contrib_model("Attention", [("x", F, [2, 5, 8]), ("lengths", I32, [2])],
+                          [("y", F, [2, 5, 12])],
+                          {"num_heads": 2, "unidirectional": 1,
+                           "qkv_hidden_sizes": [8, 8, 12]},
+                          inits=[numpy_helper.from_array(f32(8, 28) * 0.3, "w"),
+                                 numpy_helper.from_array(f32(28), "b")],
+                          order=["x", "w", "b", "lengths"]),
+            {"x": x, "lengths": np.array([4, 5], np.int32)}),
+        "multihead_attention": (
+            contrib_model("MultiHeadAttention",
+                          [("q", F, [2, 5, 8]), ("k", F, [2, 7, 8]), ("v", F, [2, 7, 4]),
+                           ("bias", F, [20]), ("kpm", I32, [2, 7])],
+                          [("y", F, [2, 5, 4])], {"num_heads": 2}),
+            {"q": x, "k": f32(2, 7, 8), "v": f32(2, 7, 4), "bias": f32(20),
+             "kpm": np.array([[1] * 7, [1] * 4 + [0] * 3], np.int32)}),
+    }
+    references = {"bias_add": lambda f: [f["x"] + f["b"] + f["s"]]}
+    for name, (m, feeds) in cases.items():
+        if wanted(f"wild_contrib_{name}"):
+            save_case(f"wild_contrib_{name}", m, feeds, reference=references.get(name))
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     reader_cases()
     onnxscript_cases()
     light_cases()
+    contrib_cases()
