@@ -542,6 +542,16 @@ static rn_status add_node(reader *r, size_t i, graph_value **ins, graph_value **
                             np->op_type, np->op_type, domain[0] ? domain : "ai.onnx");
     int opset =
         is_default_domain(domain) ? r->ctx->default_opset : imported_opset(r->ctx->model, domain);
+    if (opset == 0 && !is_default_domain(domain) && graph_op_newest_opset(domain) > 0) {
+        /* ONNX Runtime's optimizer leaves com.microsoft out of opset_import
+         * in the models it hands back, and ONNX Runtime reads such a node
+         * at the newest version it has: so does runnel, saying so. */
+        opset = graph_op_newest_opset(domain);
+        graph_add_warning(root_graph(r->g),
+                          "node '%s' (%s): the model imports no opset for domain '%s'; read as "
+                          "opset %d, the newest runnel implements",
+                          name, np->op_type, domain, opset);
+    }
     if (opset == 0)
         return rn_set_error(RN_PARSE_ERROR,
                             "node '%s' (%s): the model imports no opset for domain '%s'", name,

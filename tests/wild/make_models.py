@@ -261,9 +261,39 @@ def contrib_cases():
             save_case(f"wild_contrib_{name}", m, feeds, reference=references.get(name))
 
 
+# ---- ONNX Runtime's transformer optimizer on a BERT-layout encoder ----
+
+def bert_cases():
+    if not wanted("wild_bert"):
+        return
+    import collections
+    import tempfile
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bert_encoder
+    from onnxruntime.transformers import optimizer
+
+    raw, feeds = bert_encoder.build(rng)
+    save_case("wild_bert_encoder", raw, feeds)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "raw.onnx")
+        onnx.save(raw, path)
+        opt = optimizer.optimize_model(path, model_type="bert", num_heads=bert_encoder.HEADS,
+                                       hidden_size=bert_encoder.HIDDEN, opt_level=0)
+    ops = collections.Counter(n.op_type for n in opt.model.graph.node if n.domain == "com.microsoft")
+    for op in ("Attention", "SkipLayerNormalization", "BiasGelu"):
+        assert ops[op] > 0, f"the optimizer wrote no {op}: {dict(ops)}"
+    # in memory the optimized model lacks the com.microsoft import that
+    # save_model_to_file adds: runnel reads both, as ONNX Runtime does
+    save_case("wild_bert_encoder_ort_optimized", opt.model, feeds,
+              save=lambda m, p: opt.save_model_to_file(p))
+    save_case("wild_bert_encoder_ort_optimized_no_import", opt.model, feeds)
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     reader_cases()
     onnxscript_cases()
     light_cases()
     contrib_cases()
+    bert_cases()
