@@ -77,6 +77,7 @@ extern const graph_op_schema graph_ops_control[];  /* If, Loop, Scan */
 extern const graph_op_schema graph_ops_sequence[]; /* Sequence*, Optional*, SequenceMap, ... */
 extern const graph_op_schema graph_ops_string[];   /* StringNormalizer, StringSplit, ... */
 extern const graph_op_schema graph_ops_contrib[];  /* com.microsoft: Attention, FastGelu, ... */
+extern const graph_op_schema graph_ops_ml[];       /* ai.onnx.ml: LinearClassifier, Trees, ... */
 
 /* ---- helpers every infer function may use (graph/ops/infer_util.c) ---- */
 

@@ -8,7 +8,7 @@ static const graph_op_schema *const families[] = {
     graph_ops_nn,       graph_ops_elementwise, graph_ops_movement, graph_ops_reduce,
     graph_ops_indexing, graph_ops_image,       graph_ops_quant,    graph_ops_signal,
     graph_ops_rnn,      graph_ops_random,      graph_ops_math,     graph_ops_control,
-    graph_ops_sequence, graph_ops_string,      graph_ops_contrib,
+    graph_ops_sequence, graph_ops_string,      graph_ops_contrib,  graph_ops_ml,
 };
 
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))

@@ -290,6 +290,60 @@ def bert_cases():
     save_case("wild_bert_encoder_ort_optimized_no_import", opt.model, feeds)
 
 
+# ---- skl2onnx: scikit-learn pipelines (ai.onnx.ml) ----
+
+def sklearn_cases():
+    if not wanted("wild_sklearn"):
+        return
+    import warnings
+
+    from skl2onnx import to_onnx
+    from sklearn.datasets import load_diabetes, load_iris
+    from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import (Binarizer, LabelEncoder, Normalizer, OneHotEncoder,
+                                       StandardScaler)
+
+    warnings.filterwarnings("ignore")
+    X, y = load_iris(return_X_y=True)
+    X = X.astype(np.float32)
+    Xq = X.copy()
+    Xq[::7, 1] = np.nan  # for the imputer
+    Xd, yd = load_diabetes(return_X_y=True)
+    Xd = Xd.astype(np.float32)
+    no_zipmap = {"zipmap": False}  # ZipMap makes maps, which runnel has no kind for
+
+    def case(name, model, x, **kw):
+        if wanted(name):
+            save_case(name, to_onnx(model, x[:1], **kw), {"X": x})
+
+    pipe = make_pipeline(SimpleImputer(), StandardScaler(), Normalizer(),
+                         LogisticRegression(max_iter=500)).fit(Xq, y)
+    case("wild_sklearn_classifier_pipeline", pipe, Xq,
+         options={id(pipe.steps[-1][1]): no_zipmap})
+    gb = GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0).fit(X, y)
+    case("wild_sklearn_gradient_boosting_classifier", gb, X, options=no_zipmap)
+    gbr = GradientBoostingRegressor(n_estimators=10, max_depth=3, random_state=0).fit(Xd, yd)
+    case("wild_sklearn_gradient_boosting_regressor", gbr, Xd)
+    case("wild_sklearn_linear_regression", LinearRegression().fit(Xd, yd), Xd)
+    binp = make_pipeline(Binarizer(threshold=2.0), LogisticRegression()).fit(X, y)
+    case("wild_sklearn_binarizer_logistic", binp, X, options=no_zipmap)
+    Xi = rng.integers(0, 3, (30, 2)).astype(np.int64)
+    ohe = make_pipeline(OneHotEncoder(), LogisticRegression()).fit(Xi, y[::5][:60])
+    case("wild_sklearn_one_hot_logistic", ohe, Xi, options=no_zipmap)
+    # with ZipMap (skl2onnx's default) the probabilities are a sequence of maps:
+    # refused when read, naming the map type (tests/wild/run checks the message)
+    if wanted("wild_refused_sklearn_zipmap"):
+        m = to_onnx(pipe, Xq[:1])
+        d = os.path.join(OUT, "wild_refused_sklearn_zipmap")
+        os.makedirs(d, exist_ok=True)
+        onnx.save(m, os.path.join(d, "model.onnx"))
+    labels = np.array([3, 7, 9, 7, 3], dtype=np.int64)
+    case("wild_sklearn_label_encoder", LabelEncoder().fit(labels), labels)
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     reader_cases()
@@ -297,3 +351,4 @@ if __name__ == "__main__":
     light_cases()
     contrib_cases()
     bert_cases()
+    sklearn_cases()
