@@ -111,7 +111,13 @@ static bool embed_layernorm_supports(const graph_node *node, const char **why)
             return false;
         }
     }
-    return ref_contrib_supports_f32(node, 7, 0x7cu, why);
+    static const int required[] = {0, 2, 3, 5, 6};
+    for (int k = 0; k < 5; k++)
+        if (required[k] >= node->n_inputs || node->inputs[required[k]] == NULL) {
+            *why = "input_ids, word_embedding, position_embedding, gamma and beta are required";
+            return false;
+        }
+    return ref_contrib_supports_f32(node, 1, 0x7cu, why);
 }
 
 /* Row `id` of an embedding table [rows, h], or an error naming the input. */
