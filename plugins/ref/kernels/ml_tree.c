@@ -193,6 +193,56 @@ static rn_status walk(const graph_node *node, const ensemble *e, int t, const gr
     return RN_OK;
 }
 
+enum { AVERAGE, SUM, MIN, MAX };
+
+static int aggregate_of(const graph_node *node)
+{
+    const graph_attr *a = graph_node_attr(node, "aggregate_function");
+    if (a == NULL)
+        return SUM;
+    if (a->type == GRAPH_ATTR_INT)
+        return a->i >= AVERAGE && a->i <= MAX ? (int)a->i : -1;
+    static const char *const names[] = {"AVERAGE", "SUM", "MIN", "MAX"};
+    for (int i = 0; i < 4; i++)
+        if (a->s != NULL && strcmp(a->s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static void aggregate(int agg, double *acc, double w)
+{
+    if (agg == MIN)
+        *acc = w < *acc ? w : *acc;
+    else if (agg == MAX)
+        *acc = w > *acc ? w : *acc;
+    else
+        *acc += w;
+}
+
+static double aggregate_start(int agg)
+{
+    return agg == MIN ? FLT_MAX : agg == MAX ? -FLT_MAX : 0.0;
+}
+
+/* Walks row r of x through every tree and aggregates the weights of the
+ * leaves reached into acc[] (indexed by class or target id). */
+static rn_status score_row(const graph_node *node, const ensemble *e, const graph_tensor *x,
+                           int64_t r, int64_t cols, int agg, double *acc)
+{
+    for (int t = 0; t < e->n_trees; t++) {
+        int leaf = 0;
+        rn_status st = walk(node, e, t, x, r, cols, &leaf);
+        if (st != RN_OK)
+            return st;
+        for (int w = find(e->weights, e->n_weights, e->tree[leaf], e->node[leaf]);
+             w >= 0 && w < e->n_weights && e->weights[w].tree == e->tree[leaf] &&
+             e->weights[w].node == e->node[leaf];
+             w++)
+            aggregate(agg, &acc[e->weight_id[e->weights[w].index]], e->weight[e->weights[w].index]);
+    }
+    return RN_OK;
+}
+
 static bool tree_supports(const graph_node *node, const char **why)
 {
     if (!ref_ml_supports_numeric(node, why))
@@ -241,16 +291,7 @@ static rn_status tree_classifier_run(plugin_kernel_args *args)
         double acc[width > 0 ? width : 1];
         for (int64_t k = 0; k < width; k++)
             acc[k] = k < n_base ? base[k] : 0.0;
-        for (int t = 0; st == RN_OK && t < e.n_trees; t++) {
-            int leaf;
-            if ((st = walk(node, &e, t, x, r, cols, &leaf)) != RN_OK)
-                break;
-            for (int w = find(e.weights, e.n_weights, e.tree[leaf], e.node[leaf]);
-                 w >= 0 && w < e.n_weights && e.weights[w].tree == e.tree[leaf] &&
-                 e.weights[w].node == e.node[leaf];
-                 w++)
-                acc[e.weight_id[e.weights[w].index]] += e.weight[e.weights[w].index];
-        }
+        st = score_row(node, &e, x, r, cols, SUM, acc);
         for (int64_t k = 0; k < width; k++)
             row[k] = (float)acc[k];
         if (binary && width == 2) { /* the one class's score, and its complement */
@@ -279,37 +320,6 @@ static rn_status tree_classifier_run(plugin_kernel_args *args)
     free(base);
     ensemble_free(&e);
     return st;
-}
-
-enum { AVERAGE, SUM, MIN, MAX };
-
-static int aggregate_of(const graph_node *node)
-{
-    const graph_attr *a = graph_node_attr(node, "aggregate_function");
-    if (a == NULL)
-        return SUM;
-    if (a->type == GRAPH_ATTR_INT)
-        return a->i >= AVERAGE && a->i <= MAX ? (int)a->i : -1;
-    static const char *const names[] = {"AVERAGE", "SUM", "MIN", "MAX"};
-    for (int i = 0; i < 4; i++)
-        if (a->s != NULL && strcmp(a->s, names[i]) == 0)
-            return i;
-    return -1;
-}
-
-static void aggregate(int agg, double *acc, double w)
-{
-    if (agg == MIN)
-        *acc = w < *acc ? w : *acc;
-    else if (agg == MAX)
-        *acc = w > *acc ? w : *acc;
-    else
-        *acc += w;
-}
-
-static double aggregate_start(int agg)
-{
-    return agg == MIN ? FLT_MAX : agg == MAX ? -FLT_MAX : 0.0;
 }
 
 static bool tree_regressor_supports(const graph_node *node, const char **why)
@@ -351,16 +361,7 @@ static rn_status tree_regressor_run(plugin_kernel_args *args)
         double acc[targets > 0 ? targets : 1];
         for (int64_t k = 0; k < targets; k++)
             acc[k] = aggregate_start(agg);
-        for (int t = 0; st == RN_OK && t < e.n_trees; t++) {
-            int leaf;
-            if ((st = walk(node, &e, t, x, r, cols, &leaf)) != RN_OK)
-                break;
-            for (int w = find(e.weights, e.n_weights, e.tree[leaf], e.node[leaf]);
-                 w >= 0 && w < e.n_weights && e.weights[w].tree == e.tree[leaf] &&
-                 e.weights[w].node == e.node[leaf];
-                 w++)
-                aggregate(agg, &acc[e.weight_id[e.weights[w].index]], e.weight[e.weights[w].index]);
-        }
+        st = score_row(node, &e, x, r, cols, agg, acc);
         for (int64_t k = 0; k < targets; k++) {
             double v = agg == AVERAGE && e.n_trees > 0 ? acc[k] / e.n_trees : acc[k];
             ((float *)y->data)[r * targets + k] = (float)(v + (k < n_base ? base[k] : 0.0));
