@@ -165,6 +165,17 @@ def reader_cases():
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
         save_case("wild_reader_stale_value_info", m, {"x": f32(2, 3)})
 
+    if wanted("wild_reader_stale_value_info_dynamic"):
+        # exported at batch 5, run at batch 2: the value_info of t froze the batch
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])
+        t = helper.make_tensor_value_info("t", TensorProto.FLOAT, [5, 3])
+        g = helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])],
+            "stale_batch", [x], [y], value_info=[t])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        save_case("wild_reader_stale_value_info_dynamic", m, {"x": f32(2, 3)})
+
 
 # ---- com.microsoft contrib ops, one node each, as ONNX Runtime runs them ----
 
