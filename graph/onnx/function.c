@@ -23,8 +23,13 @@
 /* Calls nest this deep at most (a chain of functions calling functions). */
 #define MAX_CALL_DEPTH 64
 
-/* FunctionProto.attribute_proto's field number. */
+/* Fields of IR 9 and 10 that Debian's onnx.proto (1.12) lacks, so that
+ * protobuf-c keeps them as unknown fields: FunctionProto.attribute_proto
+ * (attribute defaults), FunctionProto.overload and NodeProto.overload (which
+ * of several functions of one name a node calls). */
 #define FUNCTION_ATTRIBUTE_PROTO_FIELD 11
+#define FUNCTION_OVERLOAD_FIELD        13
+#define NODE_OVERLOAD_FIELD            8
 
 typedef struct inliner {
     const Onnx__ModelProto *model;
@@ -87,6 +92,36 @@ static char *format_name(onnx_inlined *x, const char *prefix, const char *name)
     return keep(x, s) == RN_OK ? s : NULL;
 }
 
+/* The payload of the first length-prefixed unknown field `tag` of m (NULL
+ * when absent or malformed); protobuf-c keeps the length prefix in it. */
+static const uint8_t *unknown_bytes(const ProtobufCMessage *m, uint32_t tag, size_t *len)
+{
+    for (unsigned i = 0; i < m->n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
+        if (u->tag != tag || u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+            continue;
+        size_t pos = 0;
+        uint64_t n;
+        if (!onnx_read_varint(u->data, u->len, &pos, &n) || n > u->len - pos)
+            return NULL;
+        *len = (size_t)n;
+        return u->data + pos;
+    }
+    return NULL;
+}
+
+/* Whether the overload strings (unknown fields) of a call and a function
+ * agree; an absent one is "". */
+static bool same_overload(const ProtobufCMessage *call, const Onnx__FunctionProto *f)
+{
+    size_t a = 0, b = 0;
+    const uint8_t *x = call != NULL ? unknown_bytes(call, NODE_OVERLOAD_FIELD, &a) : NULL;
+    const uint8_t *y = unknown_bytes(&f->base, FUNCTION_OVERLOAD_FIELD, &b);
+    a = x != NULL ? a : 0;
+    b = y != NULL ? b : 0;
+    return a == b && (a == 0 || memcmp(x, y, a) == 0);
+}
+
 static bool same_domain(const char *a, const char *b)
 {
     if (a == NULL || strcmp(a, "ai.onnx") == 0)
@@ -96,13 +131,13 @@ static bool same_domain(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
-const Onnx__FunctionProto *onnx_find_function(const Onnx__ModelProto *m, const char *domain,
-                                              const char *op_type)
+const Onnx__FunctionProto *onnx_find_function(const Onnx__ModelProto *m,
+                                              const Onnx__NodeProto *call)
 {
     for (size_t i = 0; i < m->n_functions; i++) {
         const Onnx__FunctionProto *f = m->functions[i];
-        if (f->name != NULL && op_type != NULL && strcmp(f->name, op_type) == 0 &&
-            same_domain(f->domain, domain))
+        if (f->name != NULL && call->op_type != NULL && strcmp(f->name, call->op_type) == 0 &&
+            same_domain(f->domain, call->domain) && same_overload(&call->base, f))
             return f;
     }
     return NULL;
@@ -131,21 +166,6 @@ static rn_status copy_attr(inliner *in, const Onnx__AttributeProto *a, const cha
     return st;
 }
 
-/* Reads one varint at *p (of `end`); false when malformed. */
-static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-        uint8_t b = *(*p)++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if ((b & 0x80) == 0) {
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
 /* The default of attribute `name` that function f declares
  * (FunctionProto.attribute_proto, an unknown field to Debian's schema), as a
  * new copy named `as`; *out NULL when f declares none. */
@@ -159,12 +179,12 @@ static rn_status function_default(inliner *in, const Onnx__FunctionProto *f, con
             u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
             continue;
         /* protobuf-c keeps the length prefix in the field's data */
-        const uint8_t *p = u->data, *end = u->data + u->len;
+        size_t pos = 0;
         uint64_t len;
-        if (!read_varint(&p, end, &len) || len > (uint64_t)(end - p))
+        if (!onnx_read_varint(u->data, u->len, &pos, &len) || len > u->len - pos)
             return rn_set_error(RN_PARSE_ERROR, "function '%s': a malformed attribute default",
                                 f->name);
-        Onnx__AttributeProto *a = onnx__attribute_proto__unpack(NULL, (size_t)len, p);
+        Onnx__AttributeProto *a = onnx__attribute_proto__unpack(NULL, (size_t)len, u->data + pos);
         if (a == NULL)
             return rn_set_error(RN_PARSE_ERROR, "function '%s': a malformed attribute default",
                                 f->name);
@@ -309,7 +329,7 @@ static rn_status inline_call(inliner *in, const Onnx__FunctionProto *f, const On
 
 static rn_status expand(inliner *in, Onnx__NodeProto *node)
 {
-    const Onnx__FunctionProto *f = onnx_find_function(in->model, node->domain, node->op_type);
+    const Onnx__FunctionProto *f = onnx_find_function(in->model, node);
     return f != NULL ? inline_call(in, f, node) : append(in, node);
 }
 
@@ -318,7 +338,7 @@ rn_status onnx_inline_functions(const Onnx__ModelProto *m, Onnx__GraphProto *g, 
     memset(out, 0, sizeof *out);
     bool any = false;
     for (size_t i = 0; i < g->n_node && !any; i++)
-        any = onnx_find_function(m, g->node[i]->domain, g->node[i]->op_type) != NULL;
+        any = onnx_find_function(m, g->node[i]) != NULL;
     if (!any)
         return RN_OK;
     inliner in = {.model = m, .out = out};

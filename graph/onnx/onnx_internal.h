@@ -30,6 +30,10 @@ char *onnx_dirname(const char *path);
 
 /* ---- wire data (wire.c) ---- */
 
+/* Reads the varint at p[*pos] (of len bytes) and moves *pos past it; false
+ * when the data ends inside it or it is longer than 10 bytes. */
+bool onnx_read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out);
+
 /* Subgraphs nest this deep at most; deeper is refused before the C stack is. */
 #define ONNX_MAX_DEPTH 64
 
@@ -115,9 +119,10 @@ rn_status onnx_constant_value(const onnx_ctx *ctx, const Onnx__NodeProto *node, 
 
 /* ---- model-local functions (function.c) ---- */
 
-/* The function of model m that a node of (domain, op_type) calls, or NULL. */
-const Onnx__FunctionProto *onnx_find_function(const Onnx__ModelProto *m, const char *domain,
-                                              const char *op_type);
+/* The function of model m that `call` calls (its domain, op_type and
+ * overload), or NULL. */
+const Onnx__FunctionProto *onnx_find_function(const Onnx__ModelProto *m,
+                                              const Onnx__NodeProto *call);
 
 /* What inlining a graph's function calls allocated, and the node list it
  * replaced (put back by onnx_inlined_free). */

@@ -1621,3 +1621,43 @@ Test(onnx_reader, recursive_functions_are_refused)
         assert_mentions(msg, "calls itself");
     }
 }
+
+/* Sets an IR 10 overload string, a field Debian's schema lacks, as the
+ * unknown field protobuf-c packs as it is (tag, then length and bytes). */
+static void set_overload(ProtobufCMessage *m, uint32_t tag, const char *overload)
+{
+    ProtobufCMessageUnknownField *u = mem(sizeof *u);
+    size_t n = strlen(overload);
+    u->tag = tag;
+    u->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+    u->len = n + 1;
+    u->data = mem(n + 1);
+    u->data[0] = (uint8_t)n; /* a one-byte varint */
+    memcpy(u->data + 1, overload, n);
+    m->n_unknown_fields = 1;
+    m->unknown_fields = u;
+}
+
+Test(onnx_reader, function_overloads_pick_the_body)
+{
+    static const int64_t d[] = {4};
+    for (int pick = 0; pick < 2; pick++) {
+        Onnx__GraphProto *g = new_graph("overloads");
+        add_input(g, "x", 1, 1, d);
+        Onnx__NodeProto *call = add_node(g, "call", "F", "x", "y");
+        call->domain = str("local");
+        set_overload(&call->base, 8, pick ? "relu" : "neg");
+        add_output(g, "y", 1, 1, d);
+        Onnx__ModelProto *m = new_model(g, 13);
+        import_domain(m, "local", 1);
+        add_body_node(add_function(m, "F", "a", "b", ""), "op", "Neg", "a", "b");
+        set_overload(&m->functions[0]->base, 13, "neg");
+        add_body_node(add_function(m, "F", "a", "b", ""), "op", "Relu", "a", "b");
+        set_overload(&m->functions[1]->base, 13, "relu");
+        graph *out;
+        cr_assert_eq(read_built(m, NULL, &out), RN_OK, "%s", rn_last_error());
+        cr_assert_eq(out->n_nodes, 1);
+        cr_assert_str_eq(out->nodes[0]->op_type, pick ? "Relu" : "Neg");
+        graph_free(out);
+    }
+}
