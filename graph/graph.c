@@ -1,5 +1,6 @@
 /* The model IR: construction, look-up, topological sort, clone and pruning.
  * Validation and shape inference live in graph/validate.c and graph/ops/. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,8 +302,29 @@ void graph_free(graph *g)
     free(g->inputs);
     free(g->outputs);
     free(g->index);
+    for (int i = 0; i < g->n_warnings; i++)
+        free(g->warnings[i]);
+    free(g->warnings);
     free(g->name);
     free(g);
+}
+
+void graph_add_warning(graph *g, const char *fmt, ...)
+{
+    char *msg;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&msg, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    char **grown = realloc(g->warnings, (size_t)(g->n_warnings + 1) * sizeof *grown);
+    if (grown == NULL) {
+        free(msg);
+        return;
+    }
+    g->warnings = grown;
+    g->warnings[g->n_warnings++] = msg;
 }
 
 static uint64_t name_hash(const char *s)

@@ -171,10 +171,19 @@ struct graph {
     int opset;             /* default-domain opset version */
     int ir_version;
     graph *parent; /* enclosing graph for subgraphs, else NULL */
+    /* What reading the model let pass but a user should know (a declared
+     * shape that shape inference overrode), one malloc'ed sentence each. Not
+     * copied by graph_clone nor serialized: they belong to the read. */
+    int n_warnings;
+    char **warnings;
     /* Private: open-addressing hash of value names (slot = id + 1, 0 empty). */
     int index_cap;
     int *index;
 };
+
+/* Appends a warning (printf-style) to g->warnings. Out of memory drops it:
+ * a warning is never worth failing a read for. */
+void graph_add_warning(graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Creates an empty graph. `name` may be NULL. */
 rn_status graph_create(const char *name, graph **out);

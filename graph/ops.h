@@ -38,6 +38,12 @@ rn_status graph_op_register(const graph_op_schema *schema);
  * (graph_op_find falls back to it). */
 const graph_op_schema *graph_op_find_extension(const char *domain, const char *op_type);
 
+/* The newest opset version of `domain` the schemas implement, or 0 for a
+ * domain runnel has no built-in schemas for (its ops are then judged one by
+ * one: extensions register their own). A model importing a newer version is
+ * refused when it is read. */
+int graph_op_newest_opset(const char *domain);
+
 /* Number of schemas and the i-th one (for listings). */
 int graph_op_count(void);
 const graph_op_schema *graph_op_at(int i);
@@ -70,6 +76,8 @@ extern const graph_op_schema graph_ops_math[];     /* Einsum, Det, ... */
 extern const graph_op_schema graph_ops_control[];  /* If, Loop, Scan */
 extern const graph_op_schema graph_ops_sequence[]; /* Sequence*, Optional*, SequenceMap, ... */
 extern const graph_op_schema graph_ops_string[];   /* StringNormalizer, StringSplit, ... */
+extern const graph_op_schema graph_ops_contrib[];  /* com.microsoft: Attention, FastGelu, ... */
+extern const graph_op_schema graph_ops_ml[];       /* ai.onnx.ml: LinearClassifier, Trees, ... */
 
 /* ---- helpers every infer function may use (graph/ops/infer_util.c) ---- */
 

@@ -245,6 +245,24 @@ rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out)
     return RN_OK;
 }
 
+rn_status rn_core_read_model_from_memory(rn_core *core, const void *data, size_t size,
+                                         const char *base_dir, rn_model **out)
+{
+    (void)core;
+    if (out == NULL)
+        return rn_set_error(RN_INVALID_ARG, "rn_core_read_model_from_memory: out must not be NULL");
+    rn_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "model: out of memory");
+    rn_status st = onnx_read_memory(data, size, base_dir, &m->g);
+    if (st != RN_OK) {
+        free(m);
+        return st;
+    }
+    *out = m;
+    return RN_OK;
+}
+
 struct rn_query_result {
     size_t count;
     char **names;

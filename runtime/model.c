@@ -22,6 +22,16 @@ const char *rn_model_name(const rn_model *model)
     return model->g->name;
 }
 
+size_t rn_model_warning_count(const rn_model *model)
+{
+    return (size_t)model->g->n_warnings;
+}
+
+const char *rn_model_warning(const rn_model *model, size_t index)
+{
+    return index < (size_t)model->g->n_warnings ? model->g->warnings[index] : NULL;
+}
+
 size_t rn_model_input_count(const rn_model *model)
 {
     return (size_t)model->g->n_inputs;

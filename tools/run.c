@@ -161,6 +161,8 @@ int main(int argc, char **argv)
         rc = fail("read", st);
         goto done;
     }
+    for (size_t i = 0; i < rn_model_warning_count(model); i++)
+        fprintf(stderr, "warning: %s\n", rn_model_warning(model, i));
     double t1 = now_ms();
     rn_property props[] = {{"ENABLE_PROFILING", profile ? "YES" : "NO"},
                            {"INFERENCE_NUM_THREADS", nthreads ? nthreads : "0"}};

@@ -25,18 +25,46 @@ static bool is_default_domain(const char *domain)
     return domain == NULL || domain[0] == '\0' || strcmp(domain, "ai.onnx") == 0;
 }
 
-/* The opset version the model imports for `domain`, or 0 when none. */
-static int imported_opset(const Onnx__ModelProto *m, const char *domain)
+/* The version of `domain` in an opset_import list, or 0 when none. */
+static int opset_in(Onnx__OperatorSetIdProto *const *ops, size_t n, const char *domain)
 {
     bool dflt = is_default_domain(domain);
-    for (size_t i = 0; i < m->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+    for (size_t i = 0; i < n; i++) {
+        const Onnx__OperatorSetIdProto *o = ops[i];
         bool match = dflt ? is_default_domain(o->domain)
                           : (o->domain != NULL && strcmp(o->domain, domain) == 0);
         if (match)
             return o->has_version && o->version > 0 && o->version <= INT_MAX ? (int)o->version : 0;
     }
     return 0;
+}
+
+/* The opset version the model imports for `domain`, or 0 when none. Nodes
+ * inlined from a model-local function may use a domain only the function
+ * imports. */
+static int imported_opset(const Onnx__ModelProto *m, const char *domain)
+{
+    int v = opset_in(m->opset_import, m->n_opset_import, domain);
+    for (size_t i = 0; v == 0 && i < m->n_functions; i++)
+        v = opset_in(m->functions[i]->opset_import, m->functions[i]->n_opset_import, domain);
+    return v;
+}
+
+/* Refuses an opset_import entry newer than what runnel's schemas implement
+ * for its domain (domains without built-in schemas are not judged here). */
+static rn_status check_opsets(Onnx__OperatorSetIdProto *const *ops, size_t n, const char *where)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *domain = ops[i]->domain != NULL ? ops[i]->domain : "";
+        int newest = graph_op_newest_opset(domain);
+        if (newest > 0 && ops[i]->has_version && ops[i]->version > newest)
+            return rn_set_error(RN_UNSUPPORTED,
+                                "%s imports opset %lld of domain '%s'; runnel implements up to "
+                                "opset %d of it",
+                                where, (long long)ops[i]->version,
+                                is_default_domain(domain) ? "ai.onnx" : domain, newest);
+    }
+    return RN_OK;
 }
 
 /* ---- declared types ---- */
@@ -63,7 +91,10 @@ static rn_status read_tensor_type(const Onnx__TypeProto__Tensor *tt, const char 
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         t->shape.dims[i] = RN_DIM_DYNAMIC;
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+        /* paddle2onnx and some older exporters write -1 for a dim they do
+         * not know: a dynamic dim, as ONNX Runtime reads it. */
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            d->dim_value != -1) {
             if (d->dim_value < 0)
                 return rn_set_error(RN_PARSE_ERROR, "value '%s': dim %zu is negative (%lld)", vname,
                                     i, (long long)d->dim_value);
@@ -159,8 +190,11 @@ rn_status onnx_read_type(const Onnx__TypeProto *tp, const char *vname, graph_typ
 
 /* Merges a declaration into what is known of v: unknown parts are filled in;
  * a declaration that contradicts a known kind, type or static dim is an
- * error. */
-static rn_status declare(graph_value *v, const graph_type *t, bool known, const char *where)
+ * error, except that with `warn_to` set (two declarations of a node's
+ * output) a contradicting shape is a warning there and the shape is left to
+ * shape inference. */
+static rn_status declare(graph_value *v, const graph_type *t, bool known, const char *where,
+                         graph *warn_to)
 {
     if (known && t->kind != v->kind) {
         /* A value's kind starts as tensor; it is known once declared. */
@@ -188,6 +222,16 @@ static rn_status declare(graph_value *v, const graph_type *t, bool known, const 
     bool same = v->shape.rank == shape->rank;
     for (int i = 0; same && i < shape->rank; i++)
         same = shape->dims[i] < 0 || v->shape.dims[i] < 0 || shape->dims[i] == v->shape.dims[i];
+    if (!same && warn_to != NULL) {
+        char a[160], b[160];
+        graph_add_warning(warn_to,
+                          "value '%s': %s declares shape %s, but an earlier declaration says %s; "
+                          "shape inference decides",
+                          v->name, where, graph_shape_str(shape, a, sizeof a),
+                          graph_shape_str(&v->shape, b, sizeof b));
+        v->shape.rank = -1;
+        return RN_OK;
+    }
     if (!same) {
         char a[160], b[160];
         return rn_set_error(RN_SHAPE_MISMATCH, "value '%s': %s declares shape %s, but it is %s",
@@ -359,7 +403,7 @@ static rn_status add_inputs(reader *r)
             return st;
         graph_value *v = onnx_name_map_get(&r->values, name);
         if (v != NULL) { /* an initializer: a constant with a default */
-            if ((st = declare(v, &type, known, "the graph input")) != RN_OK)
+            if ((st = declare(v, &type, known, "the graph input", NULL)) != RN_OK)
                 return st;
             continue;
         }
@@ -442,6 +486,14 @@ static rn_status add_node_outputs(reader *r)
     return RN_OK;
 }
 
+/* The main graph, where warnings of every subgraph go. */
+static graph *root_graph(graph *g)
+{
+    while (g->parent != NULL)
+        g = g->parent;
+    return g;
+}
+
 /* Applies value_info and the declared types of results to this graph's
  * values. value_info naming no value of the graph is ignored (exporters leave
  * stale entries). */
@@ -459,9 +511,10 @@ static rn_status apply_declarations(reader *r)
                 continue;
             graph_type type;
             bool known;
+            bool node_output = v->constant == NULL && !v->is_parameter;
             rn_status st = onnx_read_type(vis[i]->type, name, &type, &known);
             if (st == RN_OK)
-                st = declare(v, &type, known, where);
+                st = declare(v, &type, known, where, node_output ? root_graph(r->g) : NULL);
             if (st != RN_OK)
                 return st;
         }
@@ -489,6 +542,16 @@ static rn_status add_node(reader *r, size_t i, graph_value **ins, graph_value **
                             np->op_type, np->op_type, domain[0] ? domain : "ai.onnx");
     int opset =
         is_default_domain(domain) ? r->ctx->default_opset : imported_opset(r->ctx->model, domain);
+    if (opset == 0 && !is_default_domain(domain) && graph_op_newest_opset(domain) > 0) {
+        /* ONNX Runtime's optimizer leaves com.microsoft out of opset_import
+         * in the models it hands back, and ONNX Runtime reads such a node
+         * at the newest version it has: so does runnel, saying so. */
+        opset = graph_op_newest_opset(domain);
+        graph_add_warning(root_graph(r->g),
+                          "node '%s' (%s): the model imports no opset for domain '%s'; read as "
+                          "opset %d, the newest runnel implements",
+                          name, np->op_type, domain, opset);
+    }
     if (opset == 0)
         return rn_set_error(RN_PARSE_ERROR,
                             "node '%s' (%s): the model imports no opset for domain '%s'", name,
@@ -572,9 +635,14 @@ rn_status onnx_read_graph(const onnx_ctx *ctx, Onnx__GraphProto *proto, graph *p
     if (parent != NULL && ++sub.depth > ONNX_MAX_DEPTH)
         return rn_set_error(RN_UNSUPPORTED, "subgraphs nest deeper than %d levels", ONNX_MAX_DEPTH);
     reader r = {.ctx = &sub, .proto = proto};
-    rn_status st = graph_create(proto->name, &r.g);
+    onnx_inlined inlined;
+    rn_status st = onnx_inline_functions(ctx->model, proto, &inlined);
     if (st != RN_OK)
         return st;
+    if ((st = graph_create(proto->name, &r.g)) != RN_OK) {
+        onnx_inlined_free(&inlined, proto);
+        return st;
+    }
     r.g->parent = parent;
     r.g->opset = ctx->default_opset;
     r.g->ir_version = ctx->ir_version;
@@ -591,6 +659,7 @@ rn_status onnx_read_graph(const onnx_ctx *ctx, Onnx__GraphProto *proto, graph *p
     free(r.node_names);
     onnx_name_map_free(&r.values);
     onnx_name_map_free(&r.inputs);
+    onnx_inlined_free(&inlined, proto);
     if (st != RN_OK) {
         graph_free(r.g);
         return st;
@@ -606,9 +675,15 @@ static rn_status read_model(Onnx__ModelProto *m, const char *base_dir, graph **o
 {
     if (m->graph == NULL)
         return rn_set_error(RN_PARSE_ERROR, "the model has no graph");
-    if (m->n_functions > 0)
-        return rn_set_error(RN_UNSUPPORTED, "model-local functions are not supported (%zu)",
-                            m->n_functions);
+    rn_status st = check_opsets(m->opset_import, m->n_opset_import, "the model");
+    for (size_t i = 0; i < m->n_functions && st == RN_OK; i++) {
+        char where[300];
+        snprintf(where, sizeof where, "function '%s'",
+                 m->functions[i]->name != NULL ? m->functions[i]->name : "");
+        st = check_opsets(m->functions[i]->opset_import, m->functions[i]->n_opset_import, where);
+    }
+    if (st != RN_OK)
+        return st;
     onnx_ctx ctx = {
         .base_dir = base_dir,
         .model = m,
@@ -623,7 +698,7 @@ static rn_status read_model(Onnx__ModelProto *m, const char *base_dir, graph **o
     if (ctx.default_opset == 0 && m->n_opset_import == 0 && ctx.ir_version < 3)
         ctx.default_opset = 1;
     graph *g;
-    rn_status st = onnx_read_graph(&ctx, m->graph, NULL, &g);
+    st = onnx_read_graph(&ctx, m->graph, NULL, &g);
     if (st != RN_OK)
         return st;
     if ((st = graph_validate(g)) == RN_OK)

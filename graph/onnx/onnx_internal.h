@@ -30,6 +30,10 @@ char *onnx_dirname(const char *path);
 
 /* ---- wire data (wire.c) ---- */
 
+/* Reads the varint at p[*pos] (of len bytes) and moves *pos past it; false
+ * when the data ends inside it or it is longer than 10 bytes. */
+bool onnx_read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out);
+
 /* Subgraphs nest this deep at most; deeper is refused before the C stack is. */
 #define ONNX_MAX_DEPTH 64
 
@@ -123,5 +127,31 @@ rn_status onnx_read_attr(const onnx_ctx *ctx, graph *g, const graph_node *node,
 /* Builds the constant tensor of a Constant node from its single attribute. */
 rn_status onnx_constant_value(const onnx_ctx *ctx, const Onnx__NodeProto *node, const char *name,
                               graph_tensor *out);
+
+/* ---- model-local functions (function.c) ---- */
+
+/* The function of model m that `call` calls (its domain, op_type and
+ * overload), or NULL. */
+const Onnx__FunctionProto *onnx_find_function(const Onnx__ModelProto *m,
+                                              const Onnx__NodeProto *call);
+
+/* What inlining a graph's function calls allocated, and the node list it
+ * replaced (put back by onnx_inlined_free). */
+typedef struct onnx_inlined {
+    Onnx__GraphProto *graph; /* NULL when nothing was inlined */
+    Onnx__NodeProto **orig_nodes;
+    size_t orig_n_nodes;
+    size_t n_blocks, cap_blocks;
+    void **blocks; /* node copies, name strings and arrays */
+    size_t n_attrs, cap_attrs;
+    Onnx__AttributeProto **attrs; /* unpacked attribute copies */
+} onnx_inlined;
+
+/* Replaces, in g's node list, every call of one of m's functions by the
+ * function's body (nested calls too), renamed for the call; *out records
+ * what to undo. Recursion is RN_UNSUPPORTED naming the function; on error
+ * g is unchanged. Undo with onnx_inlined_free before g is freed. */
+rn_status onnx_inline_functions(const Onnx__ModelProto *m, Onnx__GraphProto *g, onnx_inlined *out);
+void onnx_inlined_free(onnx_inlined *x, Onnx__GraphProto *g);
 
 #endif /* RUNNEL_GRAPH_ONNX_INTERNAL_H */

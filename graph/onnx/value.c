@@ -24,20 +24,6 @@
 
 enum { ELEM_UNDEFINED = 0, ELEM_TENSOR = 1, ELEM_SEQUENCE = 3 };
 
-static bool read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
-{
-    uint64_t v = 0;
-    for (int shift = 0; shift < 70 && *pos < len; shift += 7) {
-        uint8_t b = p[(*pos)++];
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
 /* One field of a message: its number, wire type, and for length-delimited
  * fields the bytes; for varints the value. */
 typedef struct wire_field {
@@ -53,14 +39,14 @@ static bool next_field(const uint8_t *p, size_t len, size_t *pos, const char *wh
 {
     uint64_t key, n;
     size_t at = *pos;
-    if (!read_varint(p, len, pos, &key) || key >> 3 == 0 || key >> 3 > UINT32_MAX)
+    if (!onnx_read_varint(p, len, pos, &key) || key >> 3 == 0 || key >> 3 > UINT32_MAX)
         goto bad;
     memset(f, 0, sizeof *f);
     f->number = (uint32_t)(key >> 3);
     f->wire_type = (int)(key & 7);
     switch (f->wire_type) {
     case 0:
-        if (!read_varint(p, len, pos, &f->varint))
+        if (!onnx_read_varint(p, len, pos, &f->varint))
             goto bad;
         return true;
     case 1:
@@ -74,7 +60,7 @@ static bool next_field(const uint8_t *p, size_t len, size_t *pos, const char *wh
         *pos += 4;
         return true;
     case 2:
-        if (!read_varint(p, len, pos, &n) || n > len - *pos)
+        if (!onnx_read_varint(p, len, pos, &n) || n > len - *pos)
             goto bad;
         f->bytes = p + *pos;
         f->len = (size_t)n;

@@ -31,9 +31,7 @@ void onnx_unpack_allocator_init(onnx_unpack_allocator *a)
     a->failed = false;
 }
 
-/* Reads a varint at *pos; false when the data ends inside it or it is longer
- * than 10 bytes. */
-static bool read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
+bool onnx_read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
 {
     uint64_t v = 0;
     for (int shift = 0; shift < 70 && *pos < len; shift += 7) {
@@ -55,11 +53,11 @@ static scan_result scan(const ProtobufCMessageDescriptor *desc, const uint8_t *p
     size_t pos = 0;
     while (pos < len) {
         uint64_t key, n;
-        if (!read_varint(p, len, &pos, &key))
+        if (!onnx_read_varint(p, len, &pos, &key))
             return SCAN_STOP;
         switch (key & 7) {
         case 0: /* varint */
-            if (!read_varint(p, len, &pos, &n))
+            if (!onnx_read_varint(p, len, &pos, &n))
                 return SCAN_STOP;
             break;
         case 1: /* 64-bit */
@@ -73,7 +71,7 @@ static scan_result scan(const ProtobufCMessageDescriptor *desc, const uint8_t *p
             pos += 4;
             break;
         case 2: { /* length-delimited: bytes, strings, packed arrays, messages */
-            if (!read_varint(p, len, &pos, &n) || n > len - pos)
+            if (!onnx_read_varint(p, len, &pos, &n) || n > len - pos)
                 return SCAN_STOP;
             const ProtobufCFieldDescriptor *f =
                 key >> 3 <= UINT32_MAX

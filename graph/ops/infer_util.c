@@ -31,38 +31,49 @@ void graph_node_ports(const graph_node *node, graph_port *in, graph_port *out)
     }
 }
 
-/* Merges an inferred shape with a declared one: known dims win; two known
- * dims that differ are an error. */
-static rn_status merge_shape(const graph_node *node, graph_value *v, const graph_shape *inferred)
+/* Merges an inferred shape with a declared one (value_info, a declared graph
+ * output): known dims win. A declaration that contradicts inference (another
+ * rank, or another static dim) loses to it, as in ONNX Runtime: exporters
+ * write stale or wrong value_info, and the op's semantics decide what the
+ * model computes. The contradiction becomes a warning on `warn_to` (the
+ * graph being inferred; NULL at run time, when there is nobody to tell). */
+static void merge_shape(const graph_node *node, graph_value *v, const graph_shape *inferred,
+                        graph *warn_to)
 {
     graph_shape merged = *inferred;
     if (v->shape.rank >= 0 && inferred->rank >= 0) {
-        if (v->shape.rank != inferred->rank) {
-            char a[128], b[128];
-            return rn_set_error(
-                RN_SHAPE_MISMATCH, "node '%s' (%s): output '%s' is declared %s but inferred %s",
-                node->name, node->op_type, v->name, graph_shape_str(&v->shape, a, sizeof a),
-                graph_shape_str(inferred, b, sizeof b));
-        }
-        for (int d = 0; d < inferred->rank; d++) {
+        bool agree = v->shape.rank == inferred->rank;
+        for (int d = 0; agree && d < inferred->rank; d++) {
             int64_t x = v->shape.dims[d], y = inferred->dims[d];
-            if (x >= 0 && y >= 0 && x != y) {
-                char a[128], b[128];
-                return rn_set_error(
-                    RN_SHAPE_MISMATCH, "node '%s' (%s): output '%s' is declared %s but inferred %s",
-                    node->name, node->op_type, v->name, graph_shape_str(&v->shape, a, sizeof a),
-                    graph_shape_str(inferred, b, sizeof b));
-            }
+            agree = x < 0 || y < 0 || x == y;
             merged.dims[d] = y >= 0 ? y : x;
+        }
+        if (!agree) {
+            merged = *inferred;
+            if (warn_to != NULL) {
+                char a[128], b[128];
+                graph_add_warning(warn_to,
+                                  "value '%s': declared shape %s contradicts %s inferred by node "
+                                  "'%s' (%s); using the inferred shape",
+                                  v->name, graph_shape_str(&v->shape, a, sizeof a),
+                                  graph_shape_str(inferred, b, sizeof b), node->name,
+                                  node->op_type);
+            }
         }
     } else if (inferred->rank < 0) {
         merged = v->shape;
     }
     v->shape = merged;
-    return RN_OK;
 }
 
+static rn_status infer_node(graph_node *node, graph *warn_to);
+
 rn_status graph_infer_node(graph_node *node)
+{
+    return infer_node(node, NULL);
+}
+
+static rn_status infer_node(graph_node *node, graph *warn_to)
 {
     const graph_op_schema *s = graph_op_find(node->domain, node->op_type);
     if (s == NULL)
@@ -115,7 +126,7 @@ rn_status graph_infer_node(graph_node *node)
             }
             v->type = out[i].type;
         }
-        st = merge_shape(node, v, &out[i].shape);
+        merge_shape(node, v, &out[i].shape, warn_to);
     }
     free(heap);
     return st;
@@ -123,8 +134,11 @@ rn_status graph_infer_node(graph_node *node)
 
 rn_status graph_infer_shapes(graph *g)
 {
+    graph *root = g;
+    while (root->parent != NULL)
+        root = root->parent;
     for (int i = 0; i < g->n_nodes; i++) {
-        rn_status st = graph_infer_node(g->nodes[i]);
+        rn_status st = infer_node(g->nodes[i], root);
         if (st != RN_OK)
             return st;
     }

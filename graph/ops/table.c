@@ -8,7 +8,7 @@ static const graph_op_schema *const families[] = {
     graph_ops_nn,       graph_ops_elementwise, graph_ops_movement, graph_ops_reduce,
     graph_ops_indexing, graph_ops_image,       graph_ops_quant,    graph_ops_signal,
     graph_ops_rnn,      graph_ops_random,      graph_ops_math,     graph_ops_control,
-    graph_ops_sequence, graph_ops_string,
+    graph_ops_sequence, graph_ops_string,      graph_ops_contrib,  graph_ops_ml,
 };
 
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
@@ -49,4 +49,29 @@ const graph_op_schema *graph_op_at(int i)
             if (i-- == 0)
                 return s;
     return NULL;
+}
+
+/* The newest opset of each domain the schemas implement: the default domain
+ * as of the onnx 1.22.0 test data (opset 27), ai.onnx.ml 5, the preview
+ * domains 1, and the com.microsoft contrib ops ONNX Runtime writes at
+ * version 1. */
+static const struct {
+    const char *domain;
+    int newest;
+} newest_opsets[] = {
+    {"", 27},
+    {"ai.onnx.ml", 5},
+    {"ai.onnx.preview", 1},
+    {"ai.onnx.preview.training", 1},
+    {"com.microsoft", 1},
+};
+
+int graph_op_newest_opset(const char *domain)
+{
+    if (domain == NULL)
+        domain = "";
+    for (size_t i = 0; i < sizeof newest_opsets / sizeof newest_opsets[0]; i++)
+        if (same_domain(newest_opsets[i].domain, domain))
+            return newest_opsets[i].newest;
+    return 0;
 }

@@ -116,6 +116,14 @@ RN_API void rn_query_result_free(rn_query_result *result);
  * whose message names the file and the problem. */
 RN_API rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out);
 
+/* Reads a model (ONNX) from `size` bytes at `data`, which are not kept
+ * after the call. `base_dir` is the folder that external data locations are
+ * relative to (as the model file's folder is for rn_core_read_model); NULL
+ * refuses a model with external data. Otherwise as rn_core_read_model;
+ * errors are prefixed "ONNX model in memory". */
+RN_API rn_status rn_core_read_model_from_memory(rn_core *core, const void *data, size_t size,
+                                                const char *base_dir, rn_model **out);
+
 /* Compiles `model` for `device` with compile-time properties (which override
  * the device's). Unknown keys and bad values are errors naming the key. The
  * model is not modified and may be freed after compiling. */

@@ -34,6 +34,13 @@ RN_API void rn_model_free(rn_model *model);
 /* The model's name (the ONNX graph name). */
 RN_API const char *rn_model_name(const rn_model *model);
 
+/* What reading the model let pass but a user should know, one sentence
+ * each (owned by the model): a declared shape (value_info, a declared
+ * output) that shape inference contradicted and overrode, naming the value.
+ * rn_model_warning returns NULL past the end. */
+RN_API size_t rn_model_warning_count(const rn_model *model);
+RN_API const char *rn_model_warning(const rn_model *model, size_t index);
+
 RN_API size_t rn_model_input_count(const rn_model *model);
 RN_API size_t rn_model_output_count(const rn_model *model);
 /* Writes the index-th input/output into *out; RN_INVALID_ARG past the end. */

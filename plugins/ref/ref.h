@@ -30,5 +30,7 @@ extern const plugin_kernel *const ref_kernels_math[];
 extern const plugin_kernel *const ref_kernels_control[];
 extern const plugin_kernel *const ref_kernels_sequence[];
 extern const plugin_kernel *const ref_kernels_string[];
+extern const plugin_kernel *const ref_kernels_contrib[]; /* com.microsoft */
+extern const plugin_kernel *const ref_kernels_ml[];      /* ai.onnx.ml */
 
 #endif /* RUNNEL_PLUGINS_REF_REF_H */

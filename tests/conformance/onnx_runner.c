@@ -7,7 +7,8 @@
  * models (light_X.onnx + light_X_output_0.pb, whose input is arange(n)/n as
  * float32). Every case runs in a child process with a time limit, so a crash
  * or a hang is a FAIL with its reason, never the end of the run. Outputs are
- * compared with ONNX's tolerance (rtol 1e-3, atol 1e-7; NaN equals NaN).
+ * compared with ONNX's tolerance (rtol 1e-3, atol 1e-7; NaN equals NaN;
+ * --rtol and --atol change them, for outputs of another runtime).
  *
  * Inputs and outputs may be tensors (strings included), sequences or
  * optionals: a .pb file is read as the TensorProto, SequenceProto or
@@ -72,6 +73,7 @@ static size_t n_properties;
 static double time_limit_s = 60.0;
 static bool use_fork = true;
 static bool verbose = false;
+static double rel_tol = 1e-3, abs_tol = 1e-7;
 
 static char *xstrdup(const char *s)
 {
@@ -358,7 +360,7 @@ static bool compare(const char *name, const rn_tensor *got, const graph_tensor *
             else if (isinf(e))
                 ok = x == e;
             else
-                ok = fabs(x - e) <= 1e-7 + 1e-3 * fabs(e);
+                ok = fabs(x - e) <= abs_tol + rel_tol * fabs(e);
         } else if (want->type == RN_I64 || want->type == RN_U64) {
             size_t es = rn_element_type_size(want->type);
             ok = memcmp((const char *)g + i * es, (const char *)want->data + i * es, es) == 0;
@@ -787,7 +789,8 @@ static int cmp_row(const void *a, const void *b)
 static void usage(void)
 {
     fprintf(stderr, "usage: onnx --device DEV [--baseline FILE] [--write-passing FILE] "
-                    "[--filter SUBSTR] [--timeout SECONDS] [--property KEY=VALUE] [--no-fork] "
+                    "[--filter SUBSTR] [--rtol R] [--atol A] [--timeout SECONDS] "
+                    "[--property KEY=VALUE] [--no-fork] "
                     "[--verbose] DIR...\n");
     exit(2);
 }
@@ -826,6 +829,10 @@ int main(int argc, char **argv)
             write_passing = argv[++i];
         else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
             filter = argv[++i];
+        else if (strcmp(argv[i], "--rtol") == 0 && i + 1 < argc)
+            rel_tol = atof(argv[++i]);
+        else if (strcmp(argv[i], "--atol") == 0 && i + 1 < argc)
+            abs_tol = atof(argv[++i]);
         else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
             time_limit_s = atof(argv[++i]);
         else if (strcmp(argv[i], "--property") == 0 && i + 1 < argc &&

@@ -1446,3 +1446,218 @@ Test(onnx_reader, inference_error_names_the_model_path)
     assert_mentions(rn_last_error(), path);
     assert_mentions(rn_last_error(), "adder");
 }
+
+/* ================= models as exporters write them ================= */
+
+Test(onnx_reader, dim_value_minus_one_is_dynamic)
+{
+    static const int64_t d[] = {2, 3};
+    Onnx__GraphProto *g;
+    Onnx__ModelProto *m = add_model(&g);
+    g->input[0]->type->tensor_type->shape->dim[0]->dim_value = -1; /* paddle2onnx */
+    graph *out;
+    cr_assert_eq(read_built(m, NULL, &out), RN_OK, "%s", rn_last_error());
+    static const int64_t want[] = {RN_DIM_DYNAMIC, 3};
+    assert_shape(&graph_find_value(out, "x", false)->shape, 2, want);
+    graph_free(out);
+    /* any other negative dim is still malformed */
+    m = add_model(&g);
+    g->input[0]->type->tensor_type->shape->dim[1]->dim_value = -2;
+    assert_mentions(refused(m, RN_PARSE_ERROR), "negative");
+    (void)d;
+}
+
+Test(onnx_reader, declared_shapes_that_inference_contradicts_are_warnings)
+{
+    static const int64_t d23[] = {2, 3}, d7[] = {7}, d32[] = {3, 2};
+    Onnx__GraphProto *g = new_graph("stale");
+    add_input(g, "x", 1, 2, d23);
+    add_node(g, "relu", "Relu", "x", "t");
+    add_node(g, "tr", "Transpose", "t", "z");
+    g->value_info[g->n_value_info++] = value_info("t", 1, 1, d7); /* wrong rank */
+    add_output(g, "z", 1, 2, d23);                                /* wrong dims */
+    graph *out;
+    cr_assert_eq(read_built(new_model(g, 13), NULL, &out), RN_OK, "%s", rn_last_error());
+    assert_shape(&graph_find_value(out, "t", false)->shape, 2, d23);
+    assert_shape(&graph_find_value(out, "z", false)->shape, 2, d32);
+    cr_assert_eq(out->n_warnings, 2);
+    assert_mentions(out->warnings[0], "'t'");
+    assert_mentions(out->warnings[0], "[7]");
+    assert_mentions(out->warnings[1], "'z'");
+    assert_mentions(out->warnings[1], "'tr'");
+    graph_free(out);
+}
+
+Test(onnx_reader, a_declared_element_type_that_inference_contradicts_is_an_error)
+{
+    static const int64_t d23[] = {2, 3};
+    Onnx__GraphProto *g = new_graph("wrong_type");
+    add_input(g, "x", 1, 2, d23);
+    add_node(g, "relu", "Relu", "x", "z");
+    add_output(g, "z", 7, 2, d23); /* int64: Relu of a float cannot be */
+    const char *msg = refused(new_model(g, 13), RN_TYPE_MISMATCH);
+    assert_mentions(msg, "'z'");
+}
+
+Test(onnx_reader, opsets_newer_than_the_schemas_are_refused)
+{
+    const char *msg = refused(new_model(add_model(NULL)->graph, 99), RN_UNSUPPORTED);
+    assert_mentions(msg, "99");
+    assert_mentions(msg, "'ai.onnx'");
+    assert_mentions(msg, "27");
+    Onnx__ModelProto *m = add_model(NULL);
+    import_domain(m, "ai.onnx.ml", 6);
+    msg = refused(m, RN_UNSUPPORTED);
+    assert_mentions(msg, "'ai.onnx.ml'");
+    assert_mentions(msg, "opset 5");
+    /* the newest supported one reads, and a domain without schemas is not judged */
+    m = new_model(add_model(NULL)->graph, 27);
+    import_domain(m, "com.example", 1000);
+    graph *out;
+    cr_assert_eq(read_built(m, NULL, &out), RN_OK, "%s", rn_last_error());
+    graph_free(out);
+}
+
+/* ---- model-local functions ---- */
+
+static Onnx__FunctionProto *add_function(Onnx__ModelProto *m, const char *name, const char *ins,
+                                         const char *outs, const char *attrs)
+{
+    if (m->functions == NULL)
+        m->functions = mem(CAP * sizeof(void *));
+    Onnx__FunctionProto *f = mem(sizeof *f);
+    onnx__function_proto__init(f);
+    f->name = str(name);
+    f->domain = str("local");
+    f->n_input = split(ins, &f->input);
+    f->n_output = split(outs, &f->output);
+    f->n_attribute = split(attrs, &f->attribute);
+    f->node = mem(CAP * sizeof(void *));
+    m->functions[m->n_functions++] = f;
+    return f;
+}
+
+/* A node of a function body: built in a scratch graph, moved to f. */
+static Onnx__NodeProto *add_body_node(Onnx__FunctionProto *f, const char *name, const char *op,
+                                      const char *ins, const char *outs)
+{
+    Onnx__GraphProto *scratch = new_graph("scratch");
+    Onnx__NodeProto *n = add_node(scratch, name, op, ins, outs);
+    f->node[f->n_node++] = n;
+    return n;
+}
+
+/* Scale(x) = x * alpha, alpha an attribute of the function (ref_attr_name). */
+static void add_scale_function(Onnx__ModelProto *m)
+{
+    Onnx__FunctionProto *f = add_function(m, "Scale", "x", "y", "alpha");
+    Onnx__NodeProto *c = add_body_node(f, "c", "Constant", "", "c");
+    add_attr(c, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)->ref_attr_name =
+        str("alpha");
+    add_body_node(f, "mul", "Mul", "x,c", "y");
+}
+
+static float constant_of(const graph *g, const char *name)
+{
+    const graph_value *v = graph_find_value(g, name, false);
+    cr_assert(v != NULL && v->constant != NULL, "no constant '%s'", name);
+    return *(const float *)v->constant->data;
+}
+
+Test(onnx_reader, functions_are_inlined_with_their_attributes)
+{
+    static const int64_t d[] = {4};
+    Onnx__GraphProto *g = new_graph("calls");
+    add_input(g, "x", 1, 1, d);
+    Onnx__NodeProto *s = add_node(g, "s", "Scale", "x", "y");
+    s->domain = str("local");
+    add_attr(s, "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)->f = 3.0f;
+    /* Outer(x; k) = Scale(x; alpha = k): a nested call passing an attribute on */
+    Onnx__NodeProto *o = add_node(g, "", "Outer", "y", "z");
+    o->domain = str("local");
+    add_attr(o, "k", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)->f = 5.0f;
+    add_output(g, "z", 1, 1, d);
+    Onnx__ModelProto *m = new_model(g, 13);
+    import_domain(m, "local", 1);
+    add_scale_function(m);
+    Onnx__FunctionProto *outer = add_function(m, "Outer", "a", "b", "k");
+    Onnx__NodeProto *inner = add_body_node(outer, "inner", "Scale", "a", "b");
+    inner->domain = str("local");
+    add_attr(inner, "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)->ref_attr_name =
+        str("k");
+    graph *out;
+    cr_assert_eq(read_built(m, NULL, &out), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(out->n_nodes, 2, "%d nodes", out->n_nodes);
+    cr_assert_float_eq(constant_of(out, "s/c"), 3.0f, 0);
+    cr_assert_float_eq(constant_of(out, "Outer_1/inner/c"), 5.0f, 0);
+    bool seen_inner = false;
+    for (int i = 0; i < out->n_nodes; i++) {
+        cr_assert_str_eq(out->nodes[i]->op_type, "Mul");
+        seen_inner |= strcmp(out->nodes[i]->name, "Outer_1/inner/mul") == 0;
+    }
+    cr_assert(seen_inner);
+    assert_shape(&graph_find_value(out, "z", false)->shape, 1, d);
+    graph_free(out);
+}
+
+Test(onnx_reader, recursive_functions_are_refused)
+{
+    static const int64_t d[] = {4};
+    for (int indirect = 0; indirect < 2; indirect++) {
+        Onnx__GraphProto *g = new_graph("rec");
+        add_input(g, "x", 1, 1, d);
+        add_node(g, "call", "A", "x", "y")->domain = str("local");
+        add_output(g, "y", 1, 1, d);
+        Onnx__ModelProto *m = new_model(g, 13);
+        import_domain(m, "local", 1);
+        Onnx__FunctionProto *a = add_function(m, "A", "p", "q", "");
+        add_body_node(a, "again", indirect ? "B" : "A", "p", "q")->domain = str("local");
+        if (indirect) {
+            Onnx__FunctionProto *b = add_function(m, "B", "p", "q", "");
+            add_body_node(b, "back", "A", "p", "q")->domain = str("local");
+        }
+        const char *msg = refused(m, RN_UNSUPPORTED);
+        assert_mentions(msg, "'A'");
+        assert_mentions(msg, "calls itself");
+    }
+}
+
+/* Sets an IR 10 overload string, a field Debian's schema lacks, as the
+ * unknown field protobuf-c packs as it is (tag, then length and bytes). */
+static void set_overload(ProtobufCMessage *m, uint32_t tag, const char *overload)
+{
+    ProtobufCMessageUnknownField *u = mem(sizeof *u);
+    size_t n = strlen(overload);
+    u->tag = tag;
+    u->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+    u->len = n + 1;
+    u->data = mem(n + 1);
+    u->data[0] = (uint8_t)n; /* a one-byte varint */
+    memcpy(u->data + 1, overload, n);
+    m->n_unknown_fields = 1;
+    m->unknown_fields = u;
+}
+
+Test(onnx_reader, function_overloads_pick_the_body)
+{
+    static const int64_t d[] = {4};
+    for (int pick = 0; pick < 2; pick++) {
+        Onnx__GraphProto *g = new_graph("overloads");
+        add_input(g, "x", 1, 1, d);
+        Onnx__NodeProto *call = add_node(g, "call", "F", "x", "y");
+        call->domain = str("local");
+        set_overload(&call->base, 8, pick ? "relu" : "neg");
+        add_output(g, "y", 1, 1, d);
+        Onnx__ModelProto *m = new_model(g, 13);
+        import_domain(m, "local", 1);
+        add_body_node(add_function(m, "F", "a", "b", ""), "op", "Neg", "a", "b");
+        set_overload(&m->functions[0]->base, 13, "neg");
+        add_body_node(add_function(m, "F", "a", "b", ""), "op", "Relu", "a", "b");
+        set_overload(&m->functions[1]->base, 13, "relu");
+        graph *out;
+        cr_assert_eq(read_built(m, NULL, &out), RN_OK, "%s", rn_last_error());
+        cr_assert_eq(out->n_nodes, 1);
+        cr_assert_str_eq(out->nodes[0]->op_type, pick ? "Relu" : "Neg");
+        graph_free(out);
+    }
+}

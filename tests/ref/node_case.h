@@ -15,7 +15,7 @@
 #include "plugins/api/plan.h"
 
 #define MAX_PORTS 9
-#define MAX_ATTRS 10
+#define MAX_ATTRS 16
 
 /* ---- values and attributes ---- */
 
