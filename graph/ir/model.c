@@ -423,10 +423,14 @@ static rn_status read_const(reader *r, ir_layer *l)
                         "reads %lld bytes of weights, but there is no .bin "
                         "beside the model",
                         (long long)size);
-    if (offset < 0 || (uint64_t)offset > r->bin_size ||
-        (uint64_t)size > r->bin_size - (uint64_t)offset)
-        return ir_error(&b, RN_PARSE_ERROR, "bytes [%lld, %lld) lie outside the %zu-byte .bin",
-                        (long long)offset, (long long)offset + (long long)size, r->bin_size);
+    if (offset < 0)
+        return ir_error(&b, RN_PARSE_ERROR, "offset %lld lies outside the %zu-byte .bin",
+                        (long long)offset, r->bin_size);
+    /* size >= 0 here: both fit in 63 bits, so their sum fits in 64. */
+    if ((uint64_t)offset > r->bin_size || (uint64_t)size > r->bin_size - (uint64_t)offset)
+        return ir_error(&b, RN_PARSE_ERROR, "bytes [%llu, %llu) lie outside the %zu-byte .bin",
+                        (unsigned long long)offset,
+                        (unsigned long long)offset + (unsigned long long)size, r->bin_size);
     t.rank = shape.rank;
     memcpy(t.dims, shape.dims, sizeof t.dims);
     t.nbytes = (size_t)size;

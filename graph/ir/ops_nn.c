@@ -216,7 +216,7 @@ static rn_status map_mvn(ir_build *b)
         IR_TRY(ir_as_i64(b, 1, &axes));
     } else {
         /* opset2: reduction_axes, or across_channels over C and the
-         * spatial dims; eps is added outside the square root. */
+         * spatial dims; eps is added inside the square root. */
         int64_t list[RN_MAX_RANK];
         int n;
         int rank = b->layer->in[0].shape.rank;
@@ -228,7 +228,6 @@ static rn_status map_mvn(ir_build *b)
             for (int i = across ? 1 : 2; i < rank; i++)
                 list[n++] = i;
         }
-        inside = false;
         IR_TRY(ir_const_i64(b, list, n, false, &axes));
     }
     return mvn(b, axes, normalize, eps, inside);
