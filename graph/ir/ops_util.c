@@ -148,13 +148,15 @@ static rn_status make_const(ir_build *b, rn_element_type elem, int rank, const i
     }
     t->type = elem;
     t->rank = rank;
-    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
     t->data = bytes;
     t->nbytes = nbytes;
     v->constant = t;
     v->type = elem;
     v->shape.rank = rank;
-    memcpy(v->shape.dims, dims, (size_t)rank * sizeof *dims);
+    if (rank > 0) { /* a scalar has no dims (NULL) */
+        memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+        memcpy(v->shape.dims, dims, (size_t)rank * sizeof *dims);
+    }
     *data = bytes;
     *out = v;
     return RN_OK;
@@ -313,9 +315,12 @@ rn_status ir_const_ints(ir_build *b, int i, const char *what, int64_t *vals, int
         return ir_error(b, RN_UNSUPPORTED, "%s (input port %d) must be a constant", what,
                         b->layer->in[i].id);
     size_t count = graph_tensor_count(t);
-    if (!is_integer(t->type) || count > (size_t)max)
-        return ir_error(b, RN_UNSUPPORTED, "%s (input port %d) must be at most %d integers", what,
-                        b->layer->in[i].id, max);
+    if (!is_integer(t->type))
+        return ir_error(b, RN_PARSE_ERROR, "%s (input port %d) must hold integers, not %s", what,
+                        b->layer->in[i].id, rn_element_type_name(t->type));
+    if (count > (size_t)max)
+        return ir_error(b, RN_UNSUPPORTED, "%s (input port %d) holds %zu values (at most %d)", what,
+                        b->layer->in[i].id, count, max);
     graph_port port = {0};
     port.type = t->type;
     port.shape.rank = t->rank;

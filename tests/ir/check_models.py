@@ -116,8 +116,9 @@ def compare(ref, got, rtol, atol):
         elif not np.array_equal(a, b):
             return False, f"{name}: values differ"
     diff = max(w[0] for w in worst) if worst else 0.0
-    spread = min(w[1] for w in worst) if worst else 0.0
-    return True, f"{len(ref)} outputs, max relative diff {diff:.2g}, smallest output std {spread:.2g}"
+    spread = [w[1] for w in worst] or [0.0]
+    return True, (f"{len(ref)} outputs, max relative diff {diff:.2g}, "
+                  f"output std {min(spread):.2g} to {max(spread):.2g}")
 
 
 def main():

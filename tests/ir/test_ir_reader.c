@@ -285,3 +285,44 @@ Test(ir_reader, read_file_finds_the_bin_beside_the_xml)
     remove(bin);
     remove(dir);
 }
+
+/* The ReLU layer of VALID replaced by another unary op with <data>. */
+static void expect_unary_refused(const char *type_and_data, rn_status status, const char *what)
+{
+    char *xml = broken("type=\"ReLU\" version=\"opset1\">\n", type_and_data);
+    EXPECT(xml, sizeof BIAS, status, "layer 'relu'", what);
+    free(xml);
+}
+
+Test(ir_reader, attributes_a_mapper_refuses)
+{
+    expect_unary_refused(
+        "type=\"Gelu\" version=\"opset7\">\n<data approximation_mode=\"fancy\"/>\n", RN_UNSUPPORTED,
+        "approximation_mode 'fancy' is not supported");
+    expect_unary_refused("type=\"SoftMax\" version=\"opset8\">\n<data axis=\"last\"/>\n",
+                         RN_PARSE_ERROR, "axis='last' is not an integer");
+    expect_unary_refused("type=\"Elu\" version=\"opset1\">\n<data alpha=\"\"/>\n", RN_PARSE_ERROR,
+                         "alpha='' is not a number");
+    expect_unary_refused(
+        "type=\"Round\" version=\"opset5\">\n<data mode=\"half_away_from_zero\"/>\n",
+        RN_UNSUPPORTED, "mode 'half_away_from_zero' is not supported");
+    expect_unary_refused("type=\"Convert\" version=\"opset1\">\n<data destination_type=\"u1\"/>\n",
+                         RN_UNSUPPORTED, "destination_type 'u1'");
+}
+
+Test(ir_reader, constant_inputs_a_mapper_needs)
+{
+    /* A Transpose whose order is the f32 bias, then the graph's input. */
+    char *a = broken("type=\"Add\" version=\"opset1\">", "type=\"Transpose\" version=\"opset1\">");
+    EXPECT(a, sizeof BIAS, RN_PARSE_ERROR, "layer 'add'",
+           "order (input port 1) must hold integers, not f32");
+    char *b = replace(a, "from-layer=\"1\" from-port=\"0\" to-layer=\"2\" to-port=\"1\"",
+                      "from-layer=\"0\" from-port=\"0\" to-layer=\"2\" to-port=\"1\"");
+    char *c = replace(b, "<port id=\"1\" precision=\"FP32\"><dim>4</dim></port></input>",
+                      "<port id=\"1\" precision=\"FP32\"><dim>1</dim><dim>4</dim></port></input>");
+    EXPECT(c, sizeof BIAS, RN_UNSUPPORTED, "layer 'add'",
+           "order (input port 1) must be a constant");
+    free(a);
+    free(b);
+    free(c);
+}
