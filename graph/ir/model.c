@@ -2,10 +2,14 @@
  * between ports, Const layers read from the .bin, Parameter and Result
  * layers, and every other layer handed to its op mapper (ops.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "graph/ir/ir_internal.h"
 #include "graph/ir/ir_reader.h"
@@ -567,18 +571,14 @@ rn_status ir_read_memory(const char *xml, size_t xml_size, const void *bin, size
     return RN_OK;
 }
 
-/* Reads a whole file; a missing file is RN_IO_ERROR naming it. With
- * `optional`, a missing file is no error and yields *size 0 and *data NULL. */
-static rn_status slurp(const char *path, bool optional, char **data, size_t *size)
+/* Reads a whole file; a missing file is RN_IO_ERROR naming it. */
+static rn_status slurp(const char *path, char **data, size_t *size)
 {
     *data = NULL;
     *size = 0;
     FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        if (optional && errno == ENOENT)
-            return RN_OK;
+    if (f == NULL)
         return rn_set_error(RN_IO_ERROR, "cannot open '%s': %s", path, strerror(errno));
-    }
     rn_status st = RN_OK;
     long len = -1;
     if (fseek(f, 0, SEEK_END) == 0)
@@ -600,6 +600,37 @@ static rn_status slurp(const char *path, bool optional, char **data, size_t *siz
     return RN_OK;
 }
 
+/* Maps the .bin read-only: constants are copied straight from the page
+ * cache, without reading the whole file into a buffer first. A missing .bin
+ * is no error (*data stays NULL: a model without Const layers needs none);
+ * an empty one maps to a non-NULL, zero-size buffer. */
+static rn_status map_weights(const char *path, void **data, size_t *size)
+{
+    static const char empty[1];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT
+                   ? RN_OK
+                   : rn_set_error(RN_IO_ERROR, "cannot open '%s': %s", path, strerror(errno));
+    struct stat info;
+    rn_status st = RN_OK;
+    if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+        st = rn_set_error(RN_IO_ERROR, "cannot read '%s': not a regular file", path);
+    } else if (info.st_size == 0) {
+        *data = (void *)empty;
+    } else {
+        void *p = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED)
+            st = rn_set_error(RN_IO_ERROR, "cannot map '%s': %s", path, strerror(errno));
+        else {
+            *data = p;
+            *size = (size_t)info.st_size;
+        }
+    }
+    close(fd);
+    return st;
+}
+
 rn_status ir_read_file(const char *xml_path, graph **out)
 {
     if (xml_path == NULL || out == NULL)
@@ -614,15 +645,17 @@ rn_status ir_read_file(const char *xml_path, graph **out)
         return rn_set_error(RN_OUT_OF_MEMORY, "ir: out of memory");
     memcpy(bin_path, xml_path, stem);
     memcpy(bin_path + stem, ".bin", 5);
-    char *xml = NULL, *bin = NULL;
-    size_t xml_size, bin_size;
-    rn_status st = slurp(xml_path, false, &xml, &xml_size);
+    char *xml = NULL;
+    void *bin = NULL;
+    size_t xml_size, bin_size = 0;
+    rn_status st = slurp(xml_path, &xml, &xml_size);
     if (st == RN_OK)
-        st = slurp(bin_path, true, &bin, &bin_size);
+        st = map_weights(bin_path, &bin, &bin_size);
     if (st == RN_OK)
         st = ir_read_memory(xml, xml_size, bin, bin_size, xml_path, out);
     free(xml);
-    free(bin);
+    if (bin != NULL && bin_size > 0)
+        munmap(bin, bin_size);
     free(bin_path);
     return st;
 }
