@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "graph/ir/ir_reader.h"
 #include "graph/onnx/onnx_reader.h"
 #include "runtime/runtime.h"
 
@@ -226,6 +227,20 @@ rn_status rn_core_get_version(const rn_core *core, const char *device, const cha
     return RN_OK;
 }
 
+/* Whether the file at `path` is XML (an OpenVINO IR .xml) rather than an
+ * ONNX protobuf: the reader is picked by content, not by extension. A file
+ * that cannot be opened goes to the ONNX reader, which names the error. */
+static bool is_ir_file(const char *path)
+{
+    unsigned char head[64];
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return ir_looks_like_xml(head, n);
+}
+
 rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out)
 {
     if (core == NULL || path == NULL || out == NULL)
@@ -234,7 +249,7 @@ rn_status rn_core_read_model(rn_core *core, const char *path, rn_model **out)
     rn_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "model: out of memory");
-    rn_status st = onnx_read_file(path, &m->g);
+    rn_status st = is_ir_file(path) ? ir_read_file(path, &m->g) : onnx_read_file(path, &m->g);
     if (st == RN_OK && (st = runtime_check_tensor_sizes(core, m->g, path)) != RN_OK)
         graph_free(m->g);
     if (st != RN_OK) {

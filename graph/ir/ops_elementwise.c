@@ -1,0 +1,278 @@
+/* Elementwise OpenVINO ops: unary math and activations, binary arithmetic,
+ * comparison and logic with numpy broadcasting, Convert, Select, Clamp. */
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "graph/ir/ir_internal.h"
+
+static graph_value *in(const ir_build *b, int i)
+{
+    return b->layer->in[i].value;
+}
+
+static graph_value *out0(const ir_build *b)
+{
+    return b->layer->out[0].value;
+}
+
+/* An op ONNX has under another name with the same meaning. */
+static rn_status map_unary(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    graph_value *x = in(b, 0), *y = out0(b);
+    return ir_node(b, b->op->onnx, b->op->opset, 1, &x, 1, &y, NULL);
+}
+
+/* auto_broadcast "numpy" (the default) and "none" are ONNX's broadcasting;
+ * PaddlePaddle's "pdpd" is not. */
+static rn_status check_broadcast(ir_build *b)
+{
+    const char *mode = ir_data_str(b, "auto_broadcast", "numpy");
+    if (strcasecmp(mode, "numpy") != 0 && strcasecmp(mode, "none") != 0)
+        return ir_error(b, RN_UNSUPPORTED, "auto_broadcast '%s' is not supported (numpy, none)",
+                        mode);
+    return RN_OK;
+}
+
+static bool is_integer(rn_element_type t)
+{
+    return t == RN_I8 || t == RN_I16 || t == RN_I32 || t == RN_I64 || t == RN_U8 || t == RN_U16 ||
+           t == RN_U32 || t == RN_U64;
+}
+
+static rn_status map_binary(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    IR_TRY(check_broadcast(b));
+    const char *type = b->layer->type;
+    if (strcmp(type, "Divide") == 0 && is_integer(b->layer->in[0].elem)) {
+        bool python_div;
+        IR_TRY(ir_data_bool(b, "m_pythondiv", true, &python_div));
+        if (python_div)
+            return ir_error(b, RN_UNSUPPORTED,
+                            "integer division rounding down (m_pythondiv) "
+                            "is not supported");
+    }
+    if (strcmp(type, "FloorMod") == 0 && !is_integer(b->layer->in[0].elem))
+        return ir_error(b, RN_UNSUPPORTED, "FloorMod of %s is not supported (integers only)",
+                        rn_element_type_name(b->layer->in[0].elem));
+    graph_value *xs[2] = {in(b, 0), in(b, 1)}, *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, b->op->onnx, b->op->opset, 2, xs, 1, &y, &n));
+    if (strcmp(type, "Mod") == 0)
+        return ir_attr_int(n, "fmod", 1); /* OpenVINO's Mod truncates, as C's fmod */
+    return RN_OK;
+}
+
+/* SquaredDifference: (a - b)^2 as Sub then Mul. */
+static rn_status map_squared_difference(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    IR_TRY(check_broadcast(b));
+    graph_value *xs[2] = {in(b, 0), in(b, 1)}, *d, *y = out0(b);
+    IR_TRY(ir_node1(b, "Sub", 14, 2, xs, &d, NULL));
+    graph_value *dd[2] = {d, d};
+    return ir_node(b, "Mul", 14, 2, dd, 1, &y, NULL);
+}
+
+/* NotEqual: Not(Equal). */
+static rn_status map_not_equal(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    IR_TRY(check_broadcast(b));
+    graph_value *xs[2] = {in(b, 0), in(b, 1)}, *e, *y = out0(b);
+    IR_TRY(ir_node1(b, "Equal", 13, 2, xs, &e, NULL));
+    return ir_node(b, "Not", 1, 1, &e, 1, &y, NULL);
+}
+
+static rn_status map_elu(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    float alpha;
+    IR_TRY(ir_data_float(b, "alpha", 1.0f, &alpha));
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "Elu", 6, 1, &x, 1, &y, &n));
+    return ir_attr_float(n, "alpha", alpha);
+}
+
+/* Gelu: opset2 is the erf form; opset7 says which (ERF or TANH). */
+static rn_status map_gelu(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    const char *mode = ir_data_str(b, "approximation_mode", "erf");
+    const char *approximate;
+    if (strcasecmp(mode, "erf") == 0)
+        approximate = "none";
+    else if (strcasecmp(mode, "tanh") == 0)
+        approximate = "tanh";
+    else
+        return ir_error(b, RN_UNSUPPORTED, "approximation_mode '%s' is not supported (erf, tanh)",
+                        mode);
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "Gelu", 20, 1, &x, 1, &y, &n));
+    return ir_attr_str(n, "approximate", approximate);
+}
+
+/* HSigmoid: min(max(x + 3, 0), 6) / 6, which is HardSigmoid(1/6, 0.5). */
+static rn_status map_hsigmoid(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "HardSigmoid", 6, 1, &x, 1, &y, &n));
+    IR_TRY(ir_attr_float(n, "alpha", 1.0f / 6.0f));
+    return ir_attr_float(n, "beta", 0.5f);
+}
+
+/* Swish: x * sigmoid(beta * x), beta an optional input (1 by default). */
+static rn_status map_swish(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 2, 1));
+    graph_value *x = in(b, 0), *arg = x, *s, *y = out0(b);
+    if (b->layer->n_in == 2) {
+        graph_value *xb[2] = {x, in(b, 1)};
+        IR_TRY(ir_node1(b, "Mul", 14, 2, xb, &arg, NULL));
+    }
+    IR_TRY(ir_node1(b, "Sigmoid", 13, 1, &arg, &s, NULL));
+    graph_value *xs[2] = {x, s};
+    return ir_node(b, "Mul", 14, 2, xs, 1, &y, NULL);
+}
+
+/* PReLU: OpenVINO applies a 1-D slope of C values along the channel axis
+ * (1); ONNX broadcasts the slope from the right, so it is reshaped to
+ * [C, 1, ..., 1] first. */
+static rn_status map_prelu(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    const graph_shape *xs = &b->layer->in[0].shape, *ss = &b->layer->in[1].shape;
+    graph_value *x = in(b, 0), *slope = in(b, 1), *y = out0(b);
+    if (ss->rank == 1 && xs->rank > 2 && ss->dims[0] != 1) {
+        int64_t shape[RN_MAX_RANK];
+        shape[0] = -1;
+        for (int i = 1; i < xs->rank - 1; i++)
+            shape[i] = 1;
+        graph_value *sv, *ins[2];
+        IR_TRY(ir_const_i64(b, shape, xs->rank - 1, false, &sv));
+        ins[0] = slope;
+        ins[1] = sv;
+        IR_TRY(ir_node1(b, "Reshape", 14, 2, ins, &slope, NULL));
+    }
+    graph_value *ins[2] = {x, slope};
+    return ir_node(b, "PRelu", 16, 2, ins, 1, &y, NULL);
+}
+
+/* Clamp(min, max) -> Clip with the bounds as constants of x's type. */
+static rn_status map_clamp(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    float lo, hi;
+    IR_TRY(ir_data_float(b, "min", -INFINITY, &lo));
+    IR_TRY(ir_data_float(b, "max", INFINITY, &hi));
+    rn_element_type t = b->layer->in[0].elem;
+    graph_value *ins[3] = {in(b, 0)}, *y = out0(b);
+    IR_TRY(ir_const_scalar(b, t, is_integer(t) ? ceil(lo) : lo, &ins[1]));
+    IR_TRY(ir_const_scalar(b, t, is_integer(t) ? floor(hi) : hi, &ins[2]));
+    return ir_node(b, "Clip", 13, 3, ins, 1, &y, NULL);
+}
+
+static rn_status map_convert(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    const char *dst = ir_data_str(b, "destination_type", NULL);
+    rn_element_type t = dst ? ir_element_type(dst) : RN_UNDEFINED;
+    if (t == RN_UNDEFINED)
+        return ir_error(b, dst ? RN_UNSUPPORTED : RN_PARSE_ERROR,
+                        "destination_type '%s' is missing or not supported", dst ? dst : "");
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "Cast", 13, 1, &x, 1, &y, &n));
+    return ir_attr_int(n, "to", t);
+}
+
+static rn_status map_select(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 3, 3, 1));
+    IR_TRY(check_broadcast(b));
+    graph_value *xs[3] = {in(b, 0), in(b, 1), in(b, 2)}, *y = out0(b);
+    return ir_node(b, "Where", 16, 3, xs, 1, &y, NULL);
+}
+
+static rn_status map_round(ir_build *b)
+{
+    const char *mode = ir_data_str(b, "mode", "half_to_even");
+    if (strcasecmp(mode, "half_to_even") != 0)
+        return ir_error(b, RN_UNSUPPORTED, "mode '%s' is not supported (half_to_even)", mode);
+    return map_unary(b);
+}
+
+#define UNARY(type, onnx, opset)                                                                   \
+    {                                                                                              \
+        type, map_unary, onnx, opset                                                               \
+    }
+#define BINARY(type, onnx, opset)                                                                  \
+    {                                                                                              \
+        type, map_binary, onnx, opset                                                              \
+    }
+
+const ir_op ir_ops_elementwise[] = {
+    UNARY("ReLU", "Relu", 14),
+    UNARY("Sigmoid", "Sigmoid", 13),
+    UNARY("Tanh", "Tanh", 13),
+    UNARY("Exp", "Exp", 13),
+    UNARY("Log", "Log", 13),
+    UNARY("Sqrt", "Sqrt", 13),
+    UNARY("Abs", "Abs", 13),
+    UNARY("Negative", "Neg", 13),
+    UNARY("Floor", "Floor", 13),
+    UNARY("Ceiling", "Ceil", 13),
+    UNARY("Erf", "Erf", 13),
+    UNARY("Sign", "Sign", 13),
+    UNARY("Sin", "Sin", 7),
+    UNARY("Cos", "Cos", 7),
+    UNARY("Tan", "Tan", 7),
+    UNARY("Asin", "Asin", 7),
+    UNARY("Acos", "Acos", 7),
+    UNARY("Atan", "Atan", 7),
+    UNARY("Sinh", "Sinh", 9),
+    UNARY("Cosh", "Cosh", 9),
+    UNARY("Asinh", "Asinh", 9),
+    UNARY("Acosh", "Acosh", 9),
+    UNARY("Atanh", "Atanh", 9),
+    UNARY("SoftPlus", "Softplus", 1),
+    UNARY("SoftSign", "Softsign", 1),
+    UNARY("HSwish", "HardSwish", 14),
+    UNARY("Mish", "Mish", 18),
+    UNARY("LogicalNot", "Not", 1),
+    {"Round", map_round, "Round", 11},
+    BINARY("Add", "Add", 14),
+    BINARY("Subtract", "Sub", 14),
+    BINARY("Multiply", "Mul", 14),
+    BINARY("Divide", "Div", 14),
+    BINARY("Maximum", "Max", 13),
+    BINARY("Minimum", "Min", 13),
+    BINARY("Power", "Pow", 15),
+    BINARY("Mod", "Mod", 13),
+    BINARY("FloorMod", "Mod", 13),
+    BINARY("Equal", "Equal", 13),
+    BINARY("Less", "Less", 13),
+    BINARY("Greater", "Greater", 13),
+    BINARY("LessEqual", "LessOrEqual", 16),
+    BINARY("GreaterEqual", "GreaterOrEqual", 16),
+    BINARY("LogicalAnd", "And", 7),
+    BINARY("LogicalOr", "Or", 7),
+    BINARY("LogicalXor", "Xor", 7),
+    {"NotEqual", map_not_equal, NULL, 0},
+    {"SquaredDifference", map_squared_difference, NULL, 0},
+    {"Elu", map_elu, NULL, 0},
+    {"Gelu", map_gelu, NULL, 0},
+    {"HSigmoid", map_hsigmoid, NULL, 0},
+    {"Swish", map_swish, NULL, 0},
+    {"PReLU", map_prelu, NULL, 0},
+    {"Clamp", map_clamp, NULL, 0},
+    {"Convert", map_convert, NULL, 0},
+    {"Select", map_select, NULL, 0},
+    {NULL, NULL, NULL, 0},
+};

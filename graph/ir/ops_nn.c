@@ -1,0 +1,386 @@
+/* Neural-network OpenVINO ops: convolutions, MatMul, pooling, LRN, Softmax,
+ * MVN, BatchNormInference, ScaledDotProductAttention and Interpolate. */
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "graph/ir/ir_internal.h"
+
+static graph_value *in(const ir_build *b, int i)
+{
+    return b->layer->in[i].value;
+}
+
+static graph_value *out0(const ir_build *b)
+{
+    return b->layer->out[0].value;
+}
+
+/* strides, dilations, pads_begin/pads_end and auto_pad of a convolution or
+ * a pooling layer, as ONNX's attributes of node n. */
+static rn_status set_window(ir_build *b, graph_node *n, bool dilations)
+{
+    int64_t strides[RN_MAX_RANK], dil[RN_MAX_RANK], pads[2 * RN_MAX_RANK], end[RN_MAX_RANK];
+    int ns, nd, nb, ne;
+    IR_TRY(ir_data_ints(b, "strides", strides, RN_MAX_RANK, &ns));
+    IR_TRY(ir_data_ints(b, "dilations", dil, RN_MAX_RANK, &nd));
+    IR_TRY(ir_data_ints(b, "pads_begin", pads, RN_MAX_RANK, &nb));
+    IR_TRY(ir_data_ints(b, "pads_end", end, RN_MAX_RANK, &ne));
+    if (ns > 0)
+        IR_TRY(ir_attr_ints(n, "strides", strides, ns));
+    if (dilations && nd > 0)
+        IR_TRY(ir_attr_ints(n, "dilations", dil, nd));
+    const char *auto_pad = ir_data_str(b, "auto_pad", "explicit");
+    if (strcasecmp(auto_pad, "explicit") == 0 || strcasecmp(auto_pad, "notset") == 0) {
+        if (nb != ne)
+            return ir_error(b, RN_PARSE_ERROR, "pads_begin and pads_end differ in length");
+        if (nb > 0) {
+            memcpy(pads + nb, end, (size_t)ne * sizeof *end);
+            IR_TRY(ir_attr_ints(n, "pads", pads, 2 * nb));
+        }
+        return RN_OK;
+    }
+    const char *onnx = strcasecmp(auto_pad, "same_upper") == 0   ? "SAME_UPPER"
+                       : strcasecmp(auto_pad, "same_lower") == 0 ? "SAME_LOWER"
+                       : strcasecmp(auto_pad, "valid") == 0      ? "VALID"
+                                                                 : NULL;
+    if (onnx == NULL)
+        return ir_error(b, RN_PARSE_ERROR, "unknown auto_pad '%s'", auto_pad);
+    return ir_attr_str(n, "auto_pad", onnx);
+}
+
+static rn_status map_convolution(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    graph_value *xs[2] = {in(b, 0), in(b, 1)}, *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "Conv", 11, 2, xs, 1, &y, &n));
+    return set_window(b, n, true);
+}
+
+/* GroupConvolution's weights are [G, O/G, I/G, k...]; ONNX's Conv with
+ * group G wants [O, I/G, k...]: a Reshape merges the first two dims. */
+static rn_status map_group_convolution(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    const graph_shape *w = &b->layer->in[1].shape;
+    if (w->rank < 3 || !graph_shape_is_static(w))
+        return ir_error(b, RN_UNSUPPORTED, "the weights need a static shape of rank 3 or more");
+    int64_t shape[RN_MAX_RANK];
+    shape[0] = w->dims[0] * w->dims[1];
+    for (int i = 2; i < w->rank; i++)
+        shape[i - 1] = w->dims[i];
+    graph_value *rs[2] = {in(b, 1)}, *weights;
+    IR_TRY(ir_const_i64(b, shape, w->rank - 1, false, &rs[1]));
+    IR_TRY(ir_node1(b, "Reshape", 14, 2, rs, &weights, NULL));
+    graph_value *xs[2] = {in(b, 0), weights}, *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "Conv", 11, 2, xs, 1, &y, &n));
+    IR_TRY(ir_attr_int(n, "group", w->dims[0]));
+    return set_window(b, n, true);
+}
+
+static rn_status map_matmul(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    bool ta, tb;
+    IR_TRY(ir_data_bool(b, "transpose_a", false, &ta));
+    IR_TRY(ir_data_bool(b, "transpose_b", false, &tb));
+    graph_value *xs[2] = {in(b, 0), in(b, 1)}, *y = out0(b);
+    for (int i = 0; i < 2; i++) {
+        if (!(i == 0 ? ta : tb))
+            continue;
+        int rank = b->layer->in[i].shape.rank;
+        IR_TRY(ir_swap_last(b, xs[i], rank, &xs[i]));
+    }
+    return ir_node(b, "MatMul", 13, 2, xs, 1, &y, NULL);
+}
+
+/* MaxPool (opset1, and opset8 with dilations and a second output of
+ * indices, which ONNX numbers differently: refused when it is used). */
+static rn_status map_pool(ir_build *b)
+{
+    bool is_max = strcmp(b->layer->type, "MaxPool") == 0;
+    int n_out = is_max && ir_layer_opset(b) >= 8 ? 2 : 1;
+    IR_TRY(ir_check_ports(b, 1, 1, n_out));
+    if (n_out == 2 && b->layer->out[1].used)
+        return ir_error(b, RN_UNSUPPORTED, "the indices output (port %d) is not supported",
+                        b->layer->out[1].id);
+    int64_t kernel[RN_MAX_RANK];
+    int nk;
+    IR_TRY(ir_data_ints(b, "kernel", kernel, RN_MAX_RANK, &nk));
+    if (nk <= 0)
+        return ir_error(b, RN_PARSE_ERROR, "has no kernel");
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, is_max ? "MaxPool" : "AveragePool", is_max ? 12 : 11, 1, &x, 1, &y, &n));
+    IR_TRY(ir_attr_ints(n, "kernel_shape", kernel, nk));
+    const char *rounding = ir_data_str(b, "rounding_type", "floor");
+    if (strcasecmp(rounding, "ceil") == 0)
+        IR_TRY(ir_attr_int(n, "ceil_mode", 1));
+    else if (strcasecmp(rounding, "floor") != 0)
+        return ir_error(b, RN_UNSUPPORTED, "rounding_type '%s' is not supported", rounding);
+    if (!is_max) {
+        bool exclude;
+        IR_TRY(ir_data_bool(b, "exclude-pad", false, &exclude));
+        IR_TRY(ir_attr_int(n, "count_include_pad", exclude ? 0 : 1));
+    }
+    return set_window(b, n, is_max);
+}
+
+/* LRN across channels (axes [1]). */
+static rn_status map_lrn(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    int64_t axes[RN_MAX_RANK];
+    int na;
+    IR_TRY(ir_const_ints(b, 1, "axes", axes, RN_MAX_RANK, &na));
+    if (na != 1 || axes[0] != 1)
+        return ir_error(b, RN_UNSUPPORTED, "only LRN across channels (axes [1]) is supported");
+    float alpha, beta, bias;
+    int64_t size;
+    IR_TRY(ir_data_float(b, "alpha", 1e-4f, &alpha));
+    IR_TRY(ir_data_float(b, "beta", 0.75f, &beta));
+    IR_TRY(ir_data_float(b, "bias", 1.0f, &bias));
+    IR_TRY(ir_data_int(b, "size", 1, &size));
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "LRN", 13, 1, &x, 1, &y, &n));
+    IR_TRY(ir_attr_float(n, "alpha", alpha));
+    IR_TRY(ir_attr_float(n, "beta", beta));
+    IR_TRY(ir_attr_float(n, "bias", bias));
+    return ir_attr_int(n, "size", size);
+}
+
+/* SoftMax / LogSoftmax over one axis: ONNX's opset-13 meaning. */
+static rn_status map_softmax(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    int64_t axis;
+    IR_TRY(ir_data_int(b, "axis", 1, &axis));
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, b->op->onnx, 13, 1, &x, 1, &y, &n));
+    return ir_attr_int(n, "axis", axis);
+}
+
+/* (x - mean) / sqrt(var + eps) over `axes` (an int64 value), written out:
+ * ONNX has no MVN with an epsilon. eps_mode outside_sqrt adds eps after the
+ * square root. */
+static rn_status mvn(ir_build *b, graph_value *axes, bool normalize_variance, float eps,
+                     bool inside_sqrt)
+{
+    graph_value *x = in(b, 0), *y = out0(b), *mean, *d;
+    graph_node *n;
+    graph_value *xa[2] = {x, axes};
+    IR_TRY(ir_node1(b, "ReduceMean", 18, 2, xa, &mean, &n));
+    graph_value *xm[2] = {x, mean};
+    if (!normalize_variance)
+        return ir_node(b, "Sub", 14, 2, xm, 1, &y, NULL);
+    IR_TRY(ir_node1(b, "Sub", 14, 2, xm, &d, NULL));
+    graph_value *dd[2] = {d, d}, *sq, *var, *e, *den;
+    IR_TRY(ir_node1(b, "Mul", 14, 2, dd, &sq, NULL));
+    graph_value *sa[2] = {sq, axes};
+    IR_TRY(ir_node1(b, "ReduceMean", 18, 2, sa, &var, NULL));
+    IR_TRY(ir_const_scalar(b, b->layer->in[0].elem, eps, &e));
+    if (inside_sqrt) {
+        graph_value *ve[2] = {var, e}, *s;
+        IR_TRY(ir_node1(b, "Add", 14, 2, ve, &s, NULL));
+        IR_TRY(ir_node1(b, "Sqrt", 13, 1, &s, &den, NULL));
+    } else {
+        graph_value *s;
+        IR_TRY(ir_node1(b, "Sqrt", 13, 1, &var, &s, NULL));
+        graph_value *se[2] = {s, e};
+        IR_TRY(ir_node1(b, "Add", 14, 2, se, &den, NULL));
+    }
+    graph_value *q[2] = {d, den};
+    return ir_node(b, "Div", 14, 2, q, 1, &y, NULL);
+}
+
+static rn_status map_mvn(ir_build *b)
+{
+    bool v6 = ir_layer_opset(b) >= 6;
+    IR_TRY(ir_check_ports(b, v6 ? 2 : 1, v6 ? 2 : 1, 1));
+    bool normalize;
+    float eps;
+    IR_TRY(ir_data_bool(b, "normalize_variance", true, &normalize));
+    IR_TRY(ir_data_float(b, "eps", 1e-9f, &eps));
+    graph_value *axes;
+    bool inside = true;
+    if (v6) {
+        const char *mode = ir_data_str(b, "eps_mode", "inside_sqrt");
+        if (strcasecmp(mode, "outside_sqrt") == 0)
+            inside = false;
+        else if (strcasecmp(mode, "inside_sqrt") != 0)
+            return ir_error(b, RN_PARSE_ERROR, "unknown eps_mode '%s'", mode);
+        IR_TRY(ir_as_i64(b, 1, &axes));
+    } else {
+        /* opset2: reduction_axes, or across_channels over C and the
+         * spatial dims; eps is added inside the square root. */
+        int64_t list[RN_MAX_RANK];
+        int n;
+        int rank = b->layer->in[0].shape.rank;
+        IR_TRY(ir_data_ints(b, "reduction_axes", list, RN_MAX_RANK, &n));
+        if (n < 0) {
+            bool across;
+            IR_TRY(ir_data_bool(b, "across_channels", false, &across));
+            n = 0;
+            for (int i = across ? 1 : 2; i < rank; i++)
+                list[n++] = i;
+        }
+        IR_TRY(ir_const_i64(b, list, n, false, &axes));
+    }
+    return mvn(b, axes, normalize, eps, inside);
+}
+
+/* BatchNormInference: opset5 takes (data, gamma, beta, mean, variance),
+ * opset1 (gamma, beta, data, mean, variance). */
+static rn_status map_batch_norm(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 5, 5, 1));
+    float eps;
+    IR_TRY(ir_data_float(b, "epsilon", 1e-5f, &eps));
+    bool v5 = ir_layer_opset(b) >= 5;
+    graph_value *xs[5] = {in(b, v5 ? 0 : 2), in(b, v5 ? 1 : 0), in(b, v5 ? 2 : 1), in(b, 3),
+                          in(b, 4)},
+                *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "BatchNormalization", 15, 5, xs, 1, &y, &n));
+    return ir_attr_float(n, "epsilon", eps);
+}
+
+/* ScaledDotProductAttention (opset13): softmax(Q K^T * scale + mask) V,
+ * written out. scale defaults to 1/sqrt(d); a boolean mask keeps where it
+ * is true; a float mask is added. */
+static rn_status map_sdpa(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 3, 5, 1));
+    bool causal;
+    IR_TRY(ir_data_bool(b, "causal", false, &causal));
+    if (causal)
+        return ir_error(b, RN_UNSUPPORTED, "causal attention is not supported");
+    const ir_layer *l = b->layer;
+    int rank = l->in[1].shape.rank;
+    if (rank < 2 || l->in[0].shape.rank < 2)
+        return ir_error(b, RN_UNSUPPORTED, "query and key need a known rank of at least 2");
+    rn_element_type t = l->in[0].elem;
+    graph_value *kt, *s, *scale;
+    IR_TRY(ir_swap_last(b, in(b, 1), rank, &kt));
+    graph_value *qk[2] = {in(b, 0), kt};
+    IR_TRY(ir_node1(b, "MatMul", 13, 2, qk, &s, NULL));
+    if (l->n_in >= 5) {
+        scale = in(b, 4);
+    } else {
+        int64_t d = l->in[0].shape.dims[l->in[0].shape.rank - 1];
+        if (d == RN_DIM_DYNAMIC)
+            return ir_error(b, RN_UNSUPPORTED,
+                            "no scale input and the query's last dim is "
+                            "dynamic");
+        IR_TRY(ir_const_scalar(b, t, 1.0 / sqrt((double)d), &scale));
+    }
+    graph_value *ss[2] = {s, scale};
+    IR_TRY(ir_node1(b, "Mul", 14, 2, ss, &s, NULL));
+    if (l->n_in >= 4) {
+        graph_value *mask = in(b, 3);
+        if (l->in[3].elem == RN_BOOL) {
+            graph_value *ninf, *w[3] = {mask, s};
+            IR_TRY(ir_const_scalar(b, t, -INFINITY, &ninf));
+            w[2] = ninf;
+            IR_TRY(ir_node1(b, "Where", 16, 3, w, &s, NULL));
+        } else {
+            graph_value *sm[2] = {s, mask};
+            IR_TRY(ir_node1(b, "Add", 14, 2, sm, &s, NULL));
+        }
+    }
+    graph_value *p, *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node1(b, "Softmax", 13, 1, &s, &p, &n));
+    IR_TRY(ir_attr_int(n, "axis", -1));
+    graph_value *pv[2] = {p, in(b, 2)};
+    return ir_node(b, "MatMul", 13, 2, pv, 1, &y, NULL);
+}
+
+/* Interpolate opset4 (data, sizes, scales[, axes]) and opset11
+ * (data, scales_or_sizes[, axes]) -> Resize (opset 18, axes attribute). */
+static rn_status map_interpolate(ir_build *b)
+{
+    int opset = ir_layer_opset(b);
+    if (opset < 4)
+        return ir_error(b, RN_UNSUPPORTED, "Interpolate of %s is not supported (opset4, opset11)",
+                        b->layer->version);
+    bool v11 = opset >= 11;
+    IR_TRY(ir_check_ports(b, v11 ? 2 : 3, v11 ? 3 : 4, 1));
+    const char *mode = ir_data_str(b, "mode", "nearest");
+    const char *onnx_mode =
+        strcasecmp(mode, "nearest") == 0                                          ? "nearest"
+        : strcasecmp(mode, "linear") == 0 || strcasecmp(mode, "linear_onnx") == 0 ? "linear"
+        : strcasecmp(mode, "cubic") == 0                                          ? "cubic"
+                                                                                  : NULL;
+    if (onnx_mode == NULL)
+        return ir_error(b, RN_UNSUPPORTED, "mode '%s' is not supported", mode);
+    int64_t pads[RN_MAX_RANK];
+    int np;
+    for (int k = 0; k < 2; k++) {
+        IR_TRY(ir_data_ints(b, k ? "pads_end" : "pads_begin", pads, RN_MAX_RANK, &np));
+        for (int i = 0; i < np; i++)
+            if (pads[i] != 0)
+                return ir_error(b, RN_UNSUPPORTED, "non-zero pads are not supported");
+    }
+    const char *calc = ir_data_str(b, "shape_calculation_mode", "sizes");
+    bool sizes = strcasecmp(calc, "sizes") == 0;
+    if (!sizes && strcasecmp(calc, "scales") != 0)
+        return ir_error(b, RN_PARSE_ERROR, "unknown shape_calculation_mode '%s'", calc);
+    int src = v11 ? 1 : (sizes ? 1 : 2);
+    int axes_port = v11 ? 2 : 3;
+    graph_value *ins[4] = {in(b, 0), NULL, NULL, NULL}, *y = out0(b);
+    if (sizes) {
+        IR_TRY(ir_as_i64(b, src, &ins[3]));
+    } else {
+        ins[2] = in(b, src);
+        if (b->layer->in[src].elem != RN_F32) {
+            graph_node *c;
+            graph_value *scales = ins[2];
+            IR_TRY(ir_node1(b, "Cast", 13, 1, &scales, &ins[2], &c));
+            IR_TRY(ir_attr_int(c, "to", RN_F32));
+        }
+    }
+    graph_node *n;
+    IR_TRY(ir_node(b, "Resize", 18, 4, ins, 1, &y, &n));
+    IR_TRY(ir_attr_str(n, "mode", onnx_mode));
+    if (b->layer->n_in > axes_port) {
+        int64_t axes[RN_MAX_RANK];
+        int na;
+        IR_TRY(ir_const_ints(b, axes_port, "axes", axes, RN_MAX_RANK, &na));
+        IR_TRY(ir_attr_ints(n, "axes", axes, na));
+    }
+    IR_TRY(ir_attr_str(n, "coordinate_transformation_mode",
+                       ir_data_str(b, "coordinate_transformation_mode", "half_pixel")));
+    if (strcmp(onnx_mode, "nearest") == 0) {
+        const char *nearest = ir_data_str(b, "nearest_mode", "round_prefer_floor");
+        if (strcasecmp(nearest, "simple") == 0)
+            return ir_error(b, RN_UNSUPPORTED, "nearest_mode 'simple' is not supported");
+        IR_TRY(ir_attr_str(n, "nearest_mode", nearest));
+    }
+    float cube;
+    IR_TRY(ir_data_float(b, "cube_coeff", -0.75f, &cube));
+    IR_TRY(ir_attr_float(n, "cubic_coeff_a", cube));
+    bool antialias;
+    IR_TRY(ir_data_bool(b, "antialias", false, &antialias));
+    return antialias ? ir_attr_int(n, "antialias", 1) : RN_OK;
+}
+
+const ir_op ir_ops_nn[] = {
+    {"Convolution", map_convolution, NULL, 0},
+    {"GroupConvolution", map_group_convolution, NULL, 0},
+    {"MatMul", map_matmul, NULL, 0},
+    {"MaxPool", map_pool, NULL, 0},
+    {"AvgPool", map_pool, NULL, 0},
+    {"LRN", map_lrn, NULL, 0},
+    {"SoftMax", map_softmax, "Softmax", 13},
+    {"LogSoftmax", map_softmax, "LogSoftmax", 13},
+    {"MVN", map_mvn, NULL, 0},
+    {"BatchNormInference", map_batch_norm, NULL, 0},
+    {"ScaledDotProductAttention", map_sdpa, NULL, 0},
+    {"Interpolate", map_interpolate, NULL, 0},
+    {NULL, NULL, NULL, 0},
+};

@@ -1,0 +1,283 @@
+"""Every OpenVINO op the IR reader maps, checked against OpenVINO itself: each case
+builds a small model with OpenVINO's Python opset API, writes it as IR with
+openvino.save_model (the serializer ovc uses), runs it on OpenVINO's CPU plugin (f32
+inference precision) for the reference outputs, and runs the same .xml on runnel through
+tools/run. The IR and the reference both come from OpenVINO; nothing here computes an
+expected output.
+
+    python check_ops.py --run PATH/TO/tools/run [--device REF] [--keep DIR] [CASE...]
+
+Prints one line per case and ends with "N passed, N failed".
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as op1
+import openvino.opset10 as op10  # Interpolate-4
+import openvino.opset13 as ops
+
+RNG = np.random.default_rng(1616)
+
+
+def f32(*shape, lo=None):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    return np.abs(x) + lo if lo is not None else x
+
+
+def const(x):
+    return ops.constant(np.asarray(x))
+
+
+CASES = {}
+
+
+def case(name):
+    def register(fn):
+        CASES[name] = fn
+        return fn
+    return register
+
+
+def unary(name, fn, lo=None):
+    case(name)(lambda: ([f32(2, 3, 4, lo=lo)], lambda p: fn(p[0])))
+
+
+def binary(name, fn, a=None, b=None):
+    case(name)(lambda: ([a() if a else f32(2, 3, 4), b() if b else f32(3, 1)],
+                        lambda p: fn(p[0], p[1])))
+
+
+for name, fn, lo in [("Relu", ops.relu, None), ("Sigmoid", ops.sigmoid, None),
+                     ("Tanh", ops.tanh, None), ("Exp", ops.exp, None), ("Log", ops.log, 0.1),
+                     ("Sqrt", ops.sqrt, 0.0), ("Abs", ops.abs, None),
+                     ("Negative", ops.negative, None), ("Floor", ops.floor, None),
+                     ("Ceiling", ops.ceiling, None), ("Erf", ops.erf, None),
+                     ("Sign", ops.sign, None), ("Sin", ops.sin, None), ("Cos", ops.cos, None),
+                     ("Atan", ops.atan, None), ("SoftPlus", ops.softplus, None),
+                     ("SoftSign", ops.softsign, None), ("HSwish", ops.hswish, None),
+                     ("Mish", ops.mish, None), ("HSigmoid", ops.hsigmoid, None),
+                     ("Swish", ops.swish, None),
+                     ("SwishBeta", lambda x: ops.swish(x, const(np.float32(1.7))), None),
+                     ("Elu", lambda x: ops.elu(x, 0.7), None),
+                     ("GeluErf", lambda x: ops.gelu(x, "erf"), None),
+                     ("GeluTanh", lambda x: ops.gelu(x, "tanh"), None),
+                     ("Clamp", lambda x: ops.clamp(x, -0.5, 0.8), None),
+                     ("Round", lambda x: ops.round(ops.multiply(x, const(np.float32(3))),
+                                                   "half_to_even"), None),
+                     ("Convert", lambda x: ops.convert(ops.multiply(x, const(np.float32(4))),
+                                                       "i32"), None)]:
+    unary(name, fn, lo)
+for name, fn, lo in [("Tan", ops.tan, None), ("Asin", lambda x: ops.asin(ops.tanh(x)), None),
+                     ("Acos", lambda x: ops.acos(ops.tanh(x)), None), ("Sinh", ops.sinh, None),
+                     ("Cosh", ops.cosh, None), ("Asinh", ops.asinh, None),
+                     ("Acosh", ops.acosh, 1.0), ("Atanh", lambda x: ops.atanh(ops.tanh(x)), None),
+                     ("SoftMaxV1", lambda x: op1.softmax(x, 2), None),
+                     ("GeluV2", ov.opset2.gelu, None),
+                     ("MVNV2", lambda x: ov.opset2.mvn(x, across_channels=True,
+                                                       normalize_variance=True, eps=1e-3), None)]:
+    unary(name, fn, lo)
+
+for name, fn in [("Add", ops.add), ("Subtract", ops.subtract), ("Multiply", ops.multiply),
+                 ("Divide", ops.divide), ("Maximum", ops.maximum), ("Minimum", ops.minimum),
+                 ("SquaredDifference", ops.squared_difference),
+                 ("Less", ops.less), ("Greater", ops.greater), ("Equal", ops.equal),
+                 ("NotEqual", ops.not_equal), ("LessEqual", ops.less_equal),
+                 ("GreaterEqual", ops.greater_equal)]:
+    binary(name, fn)
+binary("Power", ops.power, a=lambda: f32(2, 3, 4, lo=0.5))
+binary("Mod", ops.mod, b=lambda: f32(3, 1, lo=0.5))
+case("Logical")(lambda: ([f32(2, 5), f32(2, 5)], lambda p: ops.convert(ops.logical_xor(
+    ops.logical_and(ops.less(p[0], p[1]), ops.greater(p[0], const(np.float32(-0.5)))),
+    ops.logical_not(ops.logical_or(ops.less(p[1], const(np.float32(0))),
+                                   ops.greater(p[0], const(np.float32(1)))))), "f32")))
+case("FloorMod")(lambda: ([RNG.integers(-20, 20, (2, 5)).astype(np.int32),
+                          RNG.integers(1, 6, (2, 5)).astype(np.int32)],
+                         lambda p: ops.floor_mod(p[0], ops.negative(p[1]))))
+case("Select")(lambda: ([f32(2, 3, 4), f32(2, 3, 4)],
+                        lambda p: ops.select(ops.less(p[0], p[1]), p[0], const(np.float32(7)))))
+case("PReLU")(lambda: ([f32(1, 3, 4, 5)],
+                       lambda p: ops.prelu(p[0], const(np.array([0.1, 0.2, 0.3], np.float32)))))
+
+case("Convolution")(lambda: ([f32(1, 3, 9, 9)], lambda p: ops.convolution(
+    p[0], const(f32(4, 3, 3, 3)), [2, 1], [1, 0], [0, 1], [1, 2])))
+case("ConvolutionSameUpper")(lambda: ([f32(1, 2, 7, 7)], lambda p: ops.convolution(
+    p[0], const(f32(3, 2, 2, 2)), [2, 2], [0, 0], [0, 0], [1, 1], auto_pad="same_upper")))
+case("GroupConvolution")(lambda: ([f32(1, 4, 6, 6)], lambda p: ops.group_convolution(
+    p[0], const(f32(2, 3, 2, 3, 3)), [1, 1], [1, 1], [1, 1], [1, 1])))
+case("MatMul")(lambda: ([f32(2, 4, 3), f32(5, 4)],
+                        lambda p: ops.matmul(p[0], p[1], transpose_a=True, transpose_b=True)))
+case("MaxPool")(lambda: ([f32(1, 2, 7, 7)], lambda p: ops.max_pool(
+    p[0], [2, 2], [1, 1], [0, 0], [1, 1], [3, 3], rounding_type="ceil").output(0)))
+case("MaxPoolV1")(lambda: ([f32(1, 2, 6, 6)], lambda p: op1.max_pool(
+    p[0], [2, 2], [1, 0], [1, 0], [3, 2])))
+case("AvgPoolExcludePad")(lambda: ([f32(1, 2, 6, 6)], lambda p: ops.avg_pool(
+    p[0], [2, 2], [1, 1], [1, 1], [3, 3], exclude_pad=True)))
+case("AvgPoolIncludePad")(lambda: ([f32(1, 2, 6, 6)], lambda p: ops.avg_pool(
+    p[0], [1, 1], [1, 1], [1, 1], [3, 3], exclude_pad=False)))
+case("LRN")(lambda: ([f32(1, 6, 4, 4)], lambda p: ops.lrn(p[0], const(np.array([1], np.int64)),
+                                                          alpha=1e-3, beta=0.75, bias=2.0, size=3)))
+case("SoftMax")(lambda: ([f32(2, 3, 5)], lambda p: ops.softmax(p[0], -2)))
+case("LogSoftmax")(lambda: ([f32(2, 3, 5)], lambda p: ops.log_softmax(p[0], 1)))
+case("MVNInside")(lambda: ([f32(2, 3, 8)], lambda p: ops.mvn(
+    p[0], const(np.array([-1], np.int64)), True, 1e-3, "inside_sqrt")))
+case("MVNOutside")(lambda: ([f32(2, 3, 4, 4)], lambda p: ops.mvn(
+    p[0], const(np.array([2, 3], np.int32)), True, 1e-2, "outside_sqrt")))
+case("MVNMeanOnly")(lambda: ([f32(2, 3, 8)], lambda p: ops.mvn(
+    p[0], const(np.array([1, 2], np.int64)), False, 1e-3, "inside_sqrt")))
+case("BatchNormInference")(lambda: ([f32(2, 3, 4, 4)], lambda p: ops.batch_norm_inference(
+    p[0], const(f32(3)), const(f32(3)), const(f32(3)), const(f32(3, lo=0.5)), 1e-3)))
+case("BatchNormInferenceV1")(lambda: ([f32(2, 3, 4)], lambda p: op1.batch_norm_inference(
+    p[0], const(f32(3)), const(f32(3)), const(f32(3)), const(f32(3, lo=0.5)), 1e-3)))
+case("SDPA")(lambda: ([f32(1, 2, 5, 8), f32(1, 2, 6, 8), f32(1, 2, 6, 4), f32(1, 1, 5, 6)],
+                      lambda p: ops.scaled_dot_product_attention(p[0], p[1], p[2], p[3])))
+case("SDPABoolMaskScale")(lambda: ([f32(1, 2, 5, 8), f32(1, 2, 6, 8), f32(1, 2, 6, 4)],
+                                   lambda p: ops.scaled_dot_product_attention(
+                                       p[0], p[1], p[2],
+                                       const(np.tril(np.ones((5, 6), bool), 1)),
+                                       const(np.float32(0.3)))))
+case("InterpolateNearestSizes")(lambda: ([f32(1, 2, 4, 5)], lambda p: ops.interpolate(
+    p[0], const(np.array([7, 9], np.int64)), "nearest", "sizes",
+    axes=const(np.array([2, 3], np.int64)), coordinate_transformation_mode="asymmetric",
+    nearest_mode="floor")))
+case("InterpolateLinearScales")(lambda: ([f32(1, 2, 4, 5)], lambda p: ops.interpolate(
+    p[0], const(np.array([1.5, 2.0], np.float32)), "linear_onnx", "scales",
+    axes=const(np.array([2, 3], np.int64)))))
+case("InterpolateV4Cubic")(lambda: ([f32(1, 1, 4, 4)], lambda p: op10.interpolate(
+    p[0], const(np.array([6, 6], np.int64)), const(np.array([1.5, 1.5], np.float32)),
+    "cubic", "sizes", axes=const(np.array([2, 3], np.int64)))))
+
+case("Concat")(lambda: ([f32(2, 3), f32(2, 1)], lambda p: ops.concat([p[0], p[1], p[0]], -1)))
+case("ReshapeSpecialZero")(lambda: ([f32(2, 3, 4)], lambda p: ops.reshape(
+    p[0], const(np.array([0, -1], np.int32)), True)))
+case("Reshape")(lambda: ([f32(2, 3, 4)], lambda p: ops.reshape(
+    p[0], const(np.array([4, 6], np.int64)), False)))
+case("Transpose")(lambda: ([f32(2, 3, 4)], lambda p: ops.transpose(
+    p[0], const(np.array([2, 0, 1], np.int64)))))
+case("SqueezeUnsqueeze")(lambda: ([f32(2, 1, 4)], lambda p: ops.unsqueeze(
+    ops.squeeze(p[0], const(np.array([1], np.int64))), const(np.array([0, 3], np.int32)))))
+case("ShuffleChannels")(lambda: ([f32(1, 6, 2, 2)], lambda p: ops.shuffle_channels(p[0], 1, 3)))
+case("Gather")(lambda: ([f32(5, 4)], lambda p: ops.gather(
+    p[0], const(np.array([[0, -1], [2, 3]], np.int64)), const(np.int64(0)))))
+case("ShapeOf")(lambda: ([f32(2, 3, 4)], lambda p: ops.convert(
+    ops.shape_of(p[0], "i32"), "f32")))
+case("Broadcast")(lambda: ([f32(3, 1)], lambda p: ops.broadcast(
+    p[0], const(np.array([2, 3, 4], np.int64)))))
+case("BroadcastBidirectional")(lambda: ([f32(3, 1)], lambda p: ops.broadcast(
+    p[0], const(np.array([2, 1, 4], np.int64)), broadcast_spec="BIDIRECTIONAL")))
+case("Slice")(lambda: ([f32(6, 7)], lambda p: ops.slice(
+    p[0], const(np.array([1, -1], np.int64)), const(np.array([5, 0], np.int64)),
+    const(np.array([2, -2], np.int64)), const(np.array([0, 1], np.int64)))))
+case("StridedSlice")(lambda: ([f32(4, 5, 6)], lambda p: ops.strided_slice(
+    p[0], const(np.array([1, 0, 1], np.int64)), const(np.array([3, 2, 6], np.int64)),
+    const(np.array([1, 1, 2], np.int64)), begin_mask=[0, 0, 1], end_mask=[0, 1, 0],
+    shrink_axis_mask=[0, 1, 0])))
+case("Split")(lambda: ([f32(2, 6)], lambda p: ops.split(p[0], const(np.int64(1)), 3).outputs()))
+case("VariadicSplit")(lambda: ([f32(5, 2)], lambda p: ops.variadic_split(
+    p[0], const(np.int64(0)), const(np.array([2, -1, 1], np.int64))).outputs()))
+case("PadConstant")(lambda: ([f32(2, 3)], lambda p: ops.pad(
+    p[0], const(np.array([1, 0], np.int64)), const(np.array([0, 2], np.int64)), "constant",
+    const(np.float32(0.5)))))
+case("PadReflect")(lambda: ([f32(3, 4)], lambda p: ops.pad(
+    p[0], const(np.array([1, 2], np.int32)), const(np.array([2, 1], np.int32)), "reflect")))
+case("PadEdge")(lambda: ([f32(3, 4)], lambda p: ops.pad(
+    p[0], const(np.array([0, 1], np.int64)), const(np.array([2, 0], np.int64)), "edge")))
+case("Tile")(lambda: ([f32(2, 3, 2)], lambda p: ops.tile(p[0], const(np.array([2, 3], np.int64)))))
+case("DepthToSpaceBlocksFirst")(lambda: ([f32(1, 8, 2, 3)], lambda p: ops.depth_to_space(
+    p[0], "blocks_first", 2)))
+case("DepthToSpaceDepthFirst")(lambda: ([f32(1, 8, 2, 3)], lambda p: ops.depth_to_space(
+    p[0], "depth_first", 2)))
+for name, fn in [("ReduceMean", ops.reduce_mean), ("ReduceSum", ops.reduce_sum),
+                 ("ReduceMax", ops.reduce_max), ("ReduceMin", ops.reduce_min),
+                 ("ReduceProd", ops.reduce_prod), ("ReduceL1", ops.reduce_l1),
+                 ("ReduceL2", ops.reduce_l2)]:
+    case(name)(lambda fn=fn: ([f32(2, 3, 4)], lambda p: [
+        fn(p[0], const(np.array([1, -1], np.int64)), True),
+        fn(p[0], const(np.array([0], np.int32)), False)]))
+case("Einsum")(lambda: ([f32(2, 3, 4), f32(2, 4, 5)], lambda p: ops.einsum([p[0], p[1]],
+                                                                            "bij,bjk->bik")))
+
+
+def build(name):
+    inputs, body = CASES[name]()
+    params = []
+    for i, x in enumerate(inputs):
+        p = ops.parameter(list(x.shape), ov.Type(x.dtype), name=f"in{i}")
+        p.output(0).get_tensor().set_names({f"in{i}"})
+        params.append(p)
+    outs = body(params)
+    outs = outs if isinstance(outs, list) else [outs]
+    results = []
+    for i, o in enumerate(outs):
+        o = o if isinstance(o, ov.Output) else o.output(0)
+        o.get_tensor().set_names({f"out{i}"})
+        results.append(ops.result(o))
+    return ov.Model(results, params, name), inputs
+
+
+def check(name, tool, device, folder):
+    model, inputs = build(name)
+    xml = os.path.join(folder, name + ".xml")
+    ov.save_model(model, xml, compress_to_fp16=False)
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    ref = compiled(inputs)
+    args = []
+    for i, x in enumerate(inputs):
+        path = os.path.join(folder, f"{name}_in{i}.npy")
+        np.save(path, x)
+        args += ["-i", f"in{i}={path}"]
+    out = os.path.join(folder, name + "_out")
+    os.makedirs(out, exist_ok=True)
+    p = subprocess.run([tool, "-m", xml, "-d", device, "-o", out] + args,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return False, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "tools/run failed"
+    worst = 0.0
+    for i in range(len(compiled.outputs)):
+        want = np.asarray(ref[compiled.outputs[i]])
+        path = os.path.join(out, f"out{i}.npy")
+        if not os.path.exists(path):
+            return False, f"no output out{i} (have {sorted(os.listdir(out))})"
+        got = np.load(path)
+        if got.shape != want.shape:
+            return False, f"out{i}: shape {list(got.shape)}, OpenVINO {list(want.shape)}"
+        if want.dtype.kind == "f":
+            err = np.abs(got.astype(np.float64) - want)
+            if not np.all(err <= 1e-4 + 1e-4 * np.abs(want)):
+                return False, f"out{i}: max abs diff {err.max():.3g}"
+            worst = max(worst, float(err.max()))
+        elif not np.array_equal(got.astype(want.dtype), want):
+            return False, f"out{i}: values differ"
+    return True, f"{len(compiled.outputs)} outputs, max abs diff {worst:.2g}"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--run", required=True)
+    p.add_argument("--device", default="REF")
+    p.add_argument("--keep", help="write the IR files here instead of a temporary folder")
+    p.add_argument("cases", nargs="*")
+    a = p.parse_args()
+    names = a.cases or list(CASES)
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = a.keep or tmp
+        os.makedirs(folder, exist_ok=True)
+        for name in names:
+            try:
+                ok, what = check(name, a.run, a.device, folder)
+            except Exception as e:  # a case OpenVINO itself refuses is a failure to report
+                ok, what = False, f"{type(e).__name__}: {e}".splitlines()[0]
+            print(f"{'PASS' if ok else 'FAIL'} {name}: {what}", flush=True)
+            passed += ok
+            failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
