@@ -1,0 +1,198 @@
+/* runnel-server's model layer on a real model (the onnx wheel's light
+ * SqueezeNet on REF): loading a repository, checking requests against the
+ * model, async jobs answered from runnel's callback, and a bounded queue
+ * that refuses at once when full. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/registry.h"
+
+#define SQUEEZENET ".cache/onnx-1.22.0/light/light_squeezenet.onnx"
+
+static char root[64];
+static rn_core *core;
+
+static void make_repo(const char *config)
+{
+    strcpy(root, "/tmp/rn_serverXXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    char p[256], target[4096];
+    snprintf(p, sizeof p, "%s/sq", root);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/sq/1", root);
+    mkdir(p, 0755);
+    cr_assert_not_null(realpath(SQUEEZENET, target), "%s missing (scripts/setup)", SQUEEZENET);
+    snprintf(p, sizeof p, "%s/sq/1/model.onnx", root);
+    cr_assert_eq(symlink(target, p), 0);
+    if (config != NULL) {
+        snprintf(p, sizeof p, "%s/sq/config.json", root);
+        FILE *f = fopen(p, "w");
+        fputs(config, f);
+        fclose(f);
+    }
+    cr_assert_eq(rn_core_create(&core), RN_OK);
+}
+
+static void remove_repo(void)
+{
+    rn_core_free(core);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static server_infer request(const char *name, const char *datatype, const char *shape, size_t n)
+{
+    size_t cap = 256 + 4 * n;
+    char *json = malloc(cap);
+    size_t used = (size_t)snprintf(json, cap,
+                                   "{\"inputs\":[{\"name\":\"%s\",\"datatype\":\"%s\",\"shape\":%s,"
+                                   "\"data\":[",
+                                   name, datatype, shape);
+    for (size_t i = 0; i < n; i++)
+        used += (size_t)snprintf(json + used, cap - used, "%s1", i ? "," : "");
+    snprintf(json + used, cap - used, "]}]}");
+    server_infer infer;
+    cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &infer), RN_OK, "%s",
+                 rn_last_error());
+    free(json);
+    return infer;
+}
+
+Test(model, bind_checks_names_datatypes_and_shapes, .init = NULL)
+{
+    make_repo("{\"device\":\"REF\"}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", NULL);
+    cr_assert_not_null(m, "%s", rn_last_error());
+    cr_assert_eq(server_model_version(m), 1);
+    cr_assert_null(server_registry_find(reg, "sq", "2"));
+    cr_assert(strstr(rn_last_error(), "no version 2") != NULL, "%s", rn_last_error());
+    cr_assert_null(server_registry_find(reg, "nope", ""));
+    cr_assert(strstr(rn_last_error(), "no model 'nope'") != NULL, "%s", rn_last_error());
+
+    server_infer in = request("data_0", "FP32", "[1,3,224,224]", 150528);
+    cr_assert_eq(server_model_bind(m, &in), RN_OK, "%s", rn_last_error());
+    server_infer_clear(&in);
+    in = request("data_0", "FP32", "[1,3,224,2]", 1344);
+    cr_assert_eq(server_model_bind(m, &in), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "shape [1,3,224,2], the model takes [1,3,224,224]"), "%s",
+              rn_last_error());
+    server_infer_clear(&in);
+    in = request("data_0", "FP64", "[1,3,224,224]", 150528);
+    cr_assert_eq(server_model_bind(m, &in), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "datatype FP64, the model takes FP32"), "%s",
+              rn_last_error());
+    server_infer_clear(&in);
+    in = request("image", "FP32", "[1]", 1);
+    cr_assert_eq(server_model_bind(m, &in), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "no input 'image'"), "%s", rn_last_error());
+    server_infer_clear(&in);
+    server_model_release(m);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+/* Jobs that record their answer and signal the test. */
+typedef struct waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int answered;
+    int ok;
+} waiter;
+
+static void on_done(server_job *job)
+{
+    waiter *w = job->user;
+    pthread_mutex_lock(&w->lock);
+    w->answered++;
+    w->ok += job->http_status == 200;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+Test(model, jobs_are_answered_and_a_full_queue_refuses_at_once)
+{
+    make_repo("{\"device\":\"REF\",\"max_queue_size\":2}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 64, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", "1");
+    cr_assert_not_null(m);
+    size_t slots = server_model_requests(m);
+    size_t n = slots + 2 + 3; /* the pool, the queue, and three too many */
+    server_job *jobs = calloc(n, sizeof *jobs);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    size_t accepted = 0, refused = 0;
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].infer = request("data_0", "FP32", "[1,3,224,224]", 150528);
+        cr_assert_eq(server_model_bind(m, &jobs[i].infer), RN_OK);
+    }
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].done = on_done;
+        jobs[i].user = &w;
+        jobs[i].received_ns = server_now_ns();
+        rn_status st = server_model_submit(m, &jobs[i]);
+        if (st == RN_OK) {
+            accepted++;
+        } else {
+            cr_assert_eq(st, RN_RESULT_NOT_READY);
+            cr_assert(strstr(rn_last_error(), "queue is full"), "%s", rn_last_error());
+            refused++;
+        }
+    }
+    /* A REF SqueezeNet run takes tens of milliseconds: the submits above
+     * all happen while the pool is busy. */
+    cr_assert_eq(accepted, slots + 2, "accepted %zu with %zu requests", accepted, slots);
+    cr_assert_eq(refused, 3);
+    pthread_mutex_lock(&w.lock);
+    while (w.answered < (int)accepted)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    cr_assert_eq(w.ok, (int)accepted);
+    server_stats *s = server_model_stats(m);
+    cr_assert_eq(atomic_load(&s->success), accepted);
+    cr_assert_eq(atomic_load(&s->pending), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i].http_status == 200) {
+            cr_assert(jobs[i].response.header_size == 0);
+            cr_assert(strstr(jobs[i].response.body, "\"name\":\"softmaxout_1\"") != NULL);
+        }
+        free(jobs[i].response.body);
+        free(jobs[i].error);
+        server_infer_clear(&jobs[i].infer);
+    }
+    free(jobs);
+    server_model_release(m);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+Test(model, poll_loads_new_versions_and_unloads_removed_ones)
+{
+    make_repo("{\"device\":\"REF\"}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_OK);
+    char from[256], to[256];
+    snprintf(from, sizeof from, "%s/sq/1", root);
+    snprintf(to, sizeof to, "%s/sq/2", root);
+    cr_assert_eq(rename(from, to), 0);
+    server_model *held = server_registry_find(reg, "sq", "1"); /* a job in flight on v1 */
+    cr_assert_not_null(held);
+    cr_assert_eq(server_registry_poll(reg), 2); /* v2 loaded, v1 unloaded */
+    server_model *m = server_registry_find(reg, "sq", "");
+    cr_assert_not_null(m);
+    cr_assert_eq(server_model_version(m), 2);
+    cr_assert_null(server_registry_find(reg, "sq", "1"));
+    cr_assert_str_eq(server_model_name(held), "sq"); /* still alive while held */
+    server_model_release(held);
+    server_model_release(m);
+    cr_assert_eq(server_registry_poll(reg), 0);
+    server_registry_free(reg);
+    remove_repo();
+}
