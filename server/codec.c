@@ -610,7 +610,8 @@ static size_t binary_size(const rn_tensor *t)
 static void write_binary(const rn_tensor *t, unsigned char *p)
 {
     if (rn_tensor_element_type(t) != RN_STRING) {
-        memcpy(p, rn_tensor_data(t), rn_tensor_byte_size(t));
+        if (rn_tensor_byte_size(t) > 0)
+            memcpy(p, rn_tensor_data(t), rn_tensor_byte_size(t));
         return;
     }
     for (size_t i = 0; i < rn_tensor_element_count(t); i++) {

@@ -176,6 +176,8 @@ static int compare_versions(const void *a, const void *b)
 size_t server_version_select(const server_model_config *config, const int64_t *on_disk, size_t n,
                              int64_t *selected)
 {
+    if (n == 0)
+        return 0;
     memcpy(selected, on_disk, n * sizeof *on_disk);
     qsort(selected, n, sizeof *selected, compare_versions);
     if (config->policy == SERVER_POLICY_ALL)
