@@ -121,8 +121,7 @@ static float bf16_to_f32(uint16_t value)
 
 /* ---- requests ---- */
 
-/* The shape as text ("[3,4]") for messages. */
-static void shape_text(const int64_t *dims, size_t rank, char *buf, size_t size)
+void server_shape_text(const int64_t *dims, size_t rank, char *buf, size_t size)
 {
     size_t used = (size_t)snprintf(buf, size, "[");
     for (size_t d = 0; d < rank && used < size; d++)
@@ -347,7 +346,7 @@ static rn_status parse_input_data(const json_t *input, rn_element_type type, con
     const json_t *bsize = params ? json_object_get(params, "binary_data_size") : NULL;
     const json_t *data = json_object_get(input, "data");
     char shape[128];
-    shape_text(dims, rank, shape, sizeof shape);
+    server_shape_text(dims, rank, shape, sizeof shape);
     if (bsize != NULL) {
         if (data != NULL)
             return rn_set_error(RN_INVALID_ARG, "has both 'data' and binary_data_size");

@@ -26,6 +26,9 @@ rn_element_type server_datatype_parse(const char *name);
 uint16_t server_f32_to_f16(float value);
 float server_f16_to_f32(uint16_t half);
 
+/* Writes a shape as text ("[3,4]") for messages, truncated to `size`. */
+void server_shape_text(const int64_t *dims, size_t rank, char *buf, size_t size);
+
 /* One input of an infer request, with its data. */
 typedef struct server_input {
     char *name;

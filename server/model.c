@@ -158,16 +158,6 @@ long server_model_refs(server_model *m)
     return atomic_load(&m->refs);
 }
 
-static void shape_text(const int64_t *dims, int rank, char *buf, size_t size)
-{
-    size_t used = (size_t)snprintf(buf, size, "[");
-    for (int d = 0; d < rank && used < size; d++)
-        used +=
-            (size_t)snprintf(buf + used, size - used, "%s%lld", d ? "," : "", (long long)dims[d]);
-    if (used < size)
-        snprintf(buf + used, size - used, "]");
-}
-
 static rn_status check_input(const rn_port *port, const rn_tensor *t)
 {
     if (rn_tensor_element_type(t) != port->element_type) {
@@ -185,8 +175,8 @@ static rn_status check_input(const rn_port *port, const rn_tensor *t)
     if (fits)
         return RN_OK;
     char got[128], want[128];
-    shape_text(rn_tensor_dims(t), rank, got, sizeof got);
-    shape_text(port->shape.dims, port->shape.rank, want, sizeof want);
+    server_shape_text(rn_tensor_dims(t), (size_t)rank, got, sizeof got);
+    server_shape_text(port->shape.dims, (size_t)port->shape.rank, want, sizeof want);
     return rn_set_error(RN_INVALID_ARG, "input '%s': shape %s, the model takes %s (-1: any)",
                         port->name, got, want);
 }

@@ -143,13 +143,13 @@ static rn_status parse_config(const json_t *root, server_model_config *c)
     return RN_OK;
 }
 
-rn_status server_config_parse(const char *text, size_t size, server_model_config *config)
+/* Parses a loaded config over *config (see server_config_parse). */
+static rn_status config_from_json(json_t *root, const json_error_t *error,
+                                  server_model_config *config)
 {
-    json_error_t error;
-    json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &error);
     if (root == NULL)
-        return rn_set_error(RN_INVALID_ARG, "malformed JSON at line %d, column %d: %s", error.line,
-                            error.column, error.text);
+        return rn_set_error(RN_INVALID_ARG, "malformed JSON at line %d, column %d: %s", error->line,
+                            error->column, error->text);
     server_model_config c = *config;
     c.device = config->device ? strdup(config->device) : NULL;
     c.properties = NULL;
@@ -165,6 +165,12 @@ rn_status server_config_parse(const char *text, size_t size, server_model_config
     server_config_clear(config);
     *config = c;
     return RN_OK;
+}
+
+rn_status server_config_parse(const char *text, size_t size, server_model_config *config)
+{
+    json_error_t error;
+    return config_from_json(json_loadb(text, size, JSON_REJECT_DUPLICATES, &error), &error, config);
 }
 
 static int compare_versions(const void *a, const void *b)
@@ -213,35 +219,6 @@ static int is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static rn_status read_text(const char *path, char **text, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return rn_set_error(RN_IO_ERROR, "%s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t used = 0, cap = 0;
-    for (;;) {
-        if (used == cap) {
-            cap = cap ? cap * 2 : 4096;
-            char *grown = cap <= (1u << 24) ? realloc(buf, cap) : NULL;
-            if (grown == NULL) {
-                free(buf);
-                fclose(f);
-                return rn_set_error(RN_INVALID_ARG, "%s: too large for a config", path);
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + used, 1, cap - used, f);
-        used += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    *text = buf;
-    *size = used;
-    return RN_OK;
-}
-
 /* Reads one model folder: its config and the versions its policy serves. */
 static rn_status scan_model(const char *root, const char *name, size_t queue_size,
                             server_repo_model *m)
@@ -250,13 +227,9 @@ static rn_status scan_model(const char *root, const char *name, size_t queue_siz
     server_config_default(&m->config, queue_size);
     snprintf(path, sizeof path, "%s/%s/config.json", root, name);
     if (is_file(path)) {
-        char *text = NULL;
-        size_t size = 0;
-        rn_status st = read_text(path, &text, &size);
-        if (st == RN_OK) {
-            st = server_config_parse(text, size, &m->config);
-            free(text);
-        }
+        json_error_t error;
+        rn_status st = config_from_json(json_load_file(path, JSON_REJECT_DUPLICATES, &error),
+                                        &error, &m->config);
         if (st != RN_OK)
             return rn_wrap_error(st, "model '%s': %s: ", name, path);
     }
