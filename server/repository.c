@@ -129,12 +129,24 @@ static rn_status parse_config(const json_t *root, server_model_config *c)
             if (!json_is_integer(value) || json_integer_value(value) < 0)
                 return rn_set_error(RN_INVALID_ARG, "'max_queue_size' must be an integer >= 0");
             c->max_queue_size = (size_t)json_integer_value(value);
+        } else if (strcmp(key, "max_batch_size") == 0) {
+            if (!json_is_integer(value) || json_integer_value(value) < 0 ||
+                json_integer_value(value) > 65536)
+                return rn_set_error(RN_INVALID_ARG,
+                                    "'max_batch_size' must be an integer from 0 to 65536");
+            c->max_batch_size = (size_t)json_integer_value(value);
+        } else if (strcmp(key, "max_queue_delay_us") == 0) {
+            if (!json_is_integer(value) || json_integer_value(value) != 0)
+                return rn_set_error(RN_INVALID_ARG,
+                                    "'max_queue_delay_us' other than 0 is not implemented: a batch "
+                                    "is formed from the requests already queued when an infer "
+                                    "request frees");
         } else if (strcmp(key, "version_policy") == 0) {
             st = parse_policy(value, c);
         } else {
             return rn_set_error(RN_INVALID_ARG,
                                 "unknown key '%s' (known: device, properties, max_queue_size, "
-                                "version_policy)",
+                                "max_batch_size, max_queue_delay_us, version_policy)",
                                 key);
         }
         if (st != RN_OK)

@@ -5,6 +5,7 @@
  *   {"device": "REF",
  *    "properties": {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": "2"},
  *    "max_queue_size": 64,
+ *    "max_batch_size": 8, "max_queue_delay_us": 0,
  *    "version_policy": {"latest": {"num_versions": 1}} | {"all": {}}
  *                      | {"specific": {"versions": [1, 3]}}}
  * Pure functions over text and folders; loading is model.c's. */
@@ -27,6 +28,7 @@ typedef struct server_model_config {
     rn_property *properties;
     size_t n_properties;
     size_t max_queue_size; /* requests waiting for a free infer request; more get 503 */
+    size_t max_batch_size; /* 0: no dynamic batching */
     server_version_policy policy;
     size_t num_versions; /* latest{n} */
     int64_t *versions;   /* specific */

@@ -117,6 +117,10 @@ def expect_error(server, path, body, status, needle, headers=None):
     assert needle in message, f"{path}: error {message!r} lacks {needle!r}"
 
 
+DYNAMIC_ADD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "data",
+                           "dynamic_add.onnx")
+
+
 def make_repo(root, onnx_data):
     node = os.path.join(onnx_data, "node")
     models = {
@@ -138,6 +142,11 @@ def make_repo(root, onnx_data):
     shutil.copy(models["add"], f"{root}/multi/2/model.onnx")
     with open(f"{root}/multi/config.json", "w") as f:
         json.dump({"device": "REF", "version_policy": {"all": {}}}, f)
+    os.makedirs(f"{root}/batched/1")
+    shutil.copy(DYNAMIC_ADD, f"{root}/batched/1/model.onnx")
+    with open(f"{root}/batched/config.json", "w") as f:
+        json.dump({"device": "REF", "max_batch_size": 8,
+                   "properties": {"PERFORMANCE_HINT": "LATENCY"}}, f)
     with open(f"{root}/squeezenet/config.json", "w") as f:
         json.dump({"device": "REF", "max_queue_size": 4}, f)
 
@@ -242,6 +251,32 @@ def main():
                                    "y": np.ones((3, 4, 5), np.float32)}, True, version="1")
         assert r.get_response()["model_version"] == "1"
         assert np.all(r.as_numpy("sum") == 2)
+
+    def dynamic_batching():
+        m = client.get_model_metadata("batched")
+        assert m["inputs"][0]["shape"] == [-1, 4], m
+        c = httpclient.InferenceServerClient(url=server.url, concurrency=16)
+        sent = []
+        for i in range(48):
+            k = 1 + i % 3
+            x = rng.standard_normal((k, 4), np.float32)
+            y = rng.standard_normal((k, 4), np.float32)
+            a = httpclient.InferInput("x", [k, 4], "FP32")
+            a.set_data_from_numpy(x)
+            b = httpclient.InferInput("y", [k, 4], "FP32")
+            b.set_data_from_numpy(y)
+            sent.append((x + y, c.async_infer("batched", [a, b])))
+        for want, pending in sent:
+            got = pending.get_result().as_numpy("sum")
+            count("batched", True)
+            assert np.array_equal(got, want), (got, want)
+        c.close()
+        x = np.ones((9, 4), np.float32)
+        try:
+            triton_infer("batched", {"x": x, "y": x}, True)
+            raise AssertionError("a batch of 9 on max_batch_size 8 was accepted")
+        except InferenceServerException as e:
+            assert e.status() == "400" and "not in 1..8" in e.message(), e
 
     def curl_json_infer():
         body = {"id": "curl-1", "inputs": [
@@ -368,6 +403,11 @@ def main():
             assert value("nv_inference_request_failure", model) == bad, (model, bad)
             assert value("nv_inference_pending_request_count", model) == 0
         assert value("nv_inference_compute_infer_duration_us", "squeezenet") > 0
+        # Batching: one execution per batch, one inference per row.
+        rows = value("nv_inference_count", "batched")
+        execs = value("nv_inference_exec_count", "batched")
+        assert rows == 96 and 0 < execs <= 48, (rows, execs)
+        print(f"  batched: {int(execs)} executions for 48 requests of 96 rows")
 
     def polling_adds_and_removes_versions_without_failures():
         stop = threading.Event()
@@ -463,7 +503,7 @@ def main():
 
     try:
         for fn in (health_and_metadata, numeric_outputs_equal_tools_run,
-                   bytes_and_requested_outputs, curl_json_infer,
+                   bytes_and_requested_outputs, dynamic_batching, curl_json_infer,
                    bad_input_is_refused_and_serving_goes_on, overload_gets_503_and_recovers,
                    kserve_sdk, metrics_agree_with_the_clients,
                    polling_adds_and_removes_versions_without_failures,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/batch.h"
 #include "server/codec.h"
 
 static server_infer parse_ok(const char *json)
@@ -279,4 +280,56 @@ Test(codec, error_body)
     cr_assert_str_eq(body, "{\"error\":\"input 'x': \\\"bad\\\"\"}");
     cr_assert_eq(size, strlen(body));
     free(body);
+}
+
+Test(batch, concat_and_slice_numbers_and_strings)
+{
+    float a[2][3] = {{1, 2, 3}, {4, 5, 6}}, b[1][3] = {{7, 8, 9}};
+    int64_t da[2] = {2, 3}, db[2] = {1, 3};
+    rn_tensor *ta, *tb, *joined, *slice;
+    cr_assert_eq(rn_tensor_wrap(RN_F32, da, 2, a, sizeof a, &ta), RN_OK);
+    cr_assert_eq(rn_tensor_wrap(RN_F32, db, 2, b, sizeof b, &tb), RN_OK);
+    rn_tensor *parts[2] = {ta, tb};
+    cr_assert_eq(server_batch_concat(parts, 2, &joined), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_tensor_dims(joined)[0], 3);
+    cr_assert_eq(((float *)rn_tensor_data(joined))[7], 8.0f);
+    cr_assert_eq(server_batch_slice(joined, 1, 2, &slice), RN_OK);
+    cr_assert_eq(rn_tensor_dims(slice)[0], 2);
+    cr_assert_eq(((float *)rn_tensor_data(slice))[0], 4.0f);
+    cr_assert_eq(((float *)rn_tensor_data(slice))[5], 9.0f);
+    rn_tensor_free(slice);
+    cr_assert_eq(server_batch_slice(joined, 2, 2, &slice), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "rows [2, 4) are not in an output of 3 rows"), "%s",
+              rn_last_error());
+    rn_tensor_free(joined);
+
+    int64_t dc[2] = {1, 2};
+    float c[2] = {0};
+    rn_tensor *tc;
+    cr_assert_eq(rn_tensor_wrap(RN_F32, dc, 2, c, sizeof c, &tc), RN_OK);
+    parts[1] = tc;
+    cr_assert_eq(server_batch_concat(parts, 2, &joined), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "part 1 has shape [1,2], part 0 [2,3]"), "%s",
+              rn_last_error());
+
+    int64_t ds[1] = {2};
+    rn_tensor *s1, *s2;
+    cr_assert_eq(rn_tensor_create(RN_STRING, ds, 1, &s1), RN_OK);
+    cr_assert_eq(rn_tensor_create(RN_STRING, ds, 1, &s2), RN_OK);
+    rn_tensor_set_string(s1, 0, "a");
+    rn_tensor_set_string(s1, 1, "b");
+    rn_tensor_set_string(s2, 0, "c");
+    rn_tensor_set_string(s2, 1, "d");
+    rn_tensor *sp[2] = {s1, s2};
+    cr_assert_eq(server_batch_concat(sp, 2, &joined), RN_OK);
+    cr_assert_eq(server_batch_slice(joined, 1, 2, &slice), RN_OK);
+    cr_assert_str_eq(rn_tensor_get_string(slice, 0), "b");
+    cr_assert_str_eq(rn_tensor_get_string(slice, 1), "c");
+    rn_tensor_free(slice);
+    rn_tensor_free(joined);
+    rn_tensor_free(s1);
+    rn_tensor_free(s2);
+    rn_tensor_free(ta);
+    rn_tensor_free(tb);
+    rn_tensor_free(tc);
 }

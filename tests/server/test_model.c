@@ -196,3 +196,103 @@ Test(model, poll_loads_new_versions_and_unloads_removed_ones)
     server_registry_free(reg);
     remove_repo();
 }
+
+/* Dynamic batching, made deterministic: one infer request (LATENCY hint),
+ * and the follow-up jobs are submitted from the first job's done, which
+ * runs before its request is handed on, so they all wait in the queue and
+ * the freed request takes them in batches of at most max_batch_size. */
+#define DYNAMIC_ADD "tests/tools/data/dynamic_add.onnx"
+
+typedef struct batch_case {
+    server_model *model;
+    server_job *jobs; /* jobs[0] primes; the rest are submitted from its done */
+    size_t n;
+    waiter w;
+} batch_case;
+
+static void on_primer_done(server_job *job)
+{
+    batch_case *c = job->user;
+    for (size_t i = 1; i < c->n; i++)
+        cr_assert_eq(server_model_submit(c->model, &c->jobs[i]), RN_OK, "%s", rn_last_error());
+}
+
+Test(model, batching_joins_queued_jobs_and_splits_their_outputs)
+{
+    strcpy(root, "/tmp/rn_serverXXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    char p[256], target[4096];
+    snprintf(p, sizeof p, "%s/add", root);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/add/1", root);
+    mkdir(p, 0755);
+    cr_assert_not_null(realpath(DYNAMIC_ADD, target));
+    snprintf(p, sizeof p, "%s/add/1/model.onnx", root);
+    cr_assert_eq(symlink(target, p), 0);
+    snprintf(p, sizeof p, "%s/add/config.json", root);
+    FILE *f = fopen(p, "w");
+    fputs("{\"device\":\"REF\",\"max_batch_size\":4,\"properties\":{\"PERFORMANCE_HINT\":"
+          "\"LATENCY\"}}",
+          f);
+    fclose(f);
+    cr_assert_eq(rn_core_create(&core), RN_OK);
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    batch_case c = {.model = server_registry_find(reg, "add", NULL), .n = 6};
+    cr_assert_not_null(c.model);
+    cr_assert_eq(server_model_requests(c.model), 1);
+    pthread_mutex_init(&c.w.lock, NULL);
+    pthread_cond_init(&c.w.cond, NULL);
+    int batch[6] = {1, 1, 2, 3, 1, 2}; /* queued: {1,2} {3,1} {2} with max 4 */
+    c.jobs = calloc(c.n, sizeof *c.jobs);
+    for (size_t i = 0; i < c.n; i++) {
+        char json[1024];
+        size_t used = (size_t)snprintf(json, sizeof json, "{\"inputs\":[");
+        for (int in = 0; in < 2; in++) {
+            used += (size_t)snprintf(json + used, sizeof json - used,
+                                     "%s{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":[%d,4],"
+                                     "\"data\":[",
+                                     in ? "," : "", in ? "y" : "x", batch[i]);
+            for (int e = 0; e < 4 * batch[i]; e++) /* x = 100 i + e, y = 1000 i */
+                used += (size_t)snprintf(json + used, sizeof json - used, "%s%d", e ? "," : "",
+                                         in ? 1000 * (int)i : 100 * (int)i + e);
+            used += (size_t)snprintf(json + used, sizeof json - used, "]}");
+        }
+        snprintf(json + used, sizeof json - used,
+                 "],\"parameters\":{\"binary_data_output\":true}}");
+        cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &c.jobs[i].infer), RN_OK,
+                     "%s", rn_last_error());
+        cr_assert_eq(server_model_bind(c.model, &c.jobs[i].infer), RN_OK, "%s", rn_last_error());
+        c.jobs[i].done = i == 0 ? on_primer_done : on_done;
+        c.jobs[i].user = i == 0 ? (void *)&c : (void *)&c.w;
+        c.jobs[i].received_ns = server_now_ns();
+    }
+    cr_assert_eq(server_model_submit(c.model, &c.jobs[0]), RN_OK);
+    pthread_mutex_lock(&c.w.lock);
+    while (c.w.answered < (int)c.n - 1)
+        pthread_cond_wait(&c.w.cond, &c.w.lock);
+    pthread_mutex_unlock(&c.w.lock);
+    cr_assert_eq(c.jobs[0].http_status, 200);
+    for (size_t i = 1; i < c.n; i++) {
+        server_job *j = &c.jobs[i];
+        cr_assert_eq(j->http_status, 200, "job %zu: %s", i, j->error ? j->error : "");
+        cr_assert_eq(j->response.size - j->response.header_size, 16u * (size_t)batch[i]);
+        const float *sum = (const float *)(j->response.body + j->response.header_size);
+        for (int e = 0; e < 4 * batch[i]; e++)
+            cr_assert_eq(sum[e], (float)(100 * (int)i + e + 1000 * (int)i), "job %zu [%d]", i, e);
+    }
+    server_stats *s = server_model_stats(c.model);
+    while (atomic_load(&s->success) < c.n) /* the primer's finish may still be running */
+        usleep(1000);
+    cr_assert_eq(atomic_load(&s->exec_count), 4); /* the primer, then 3 batches */
+    cr_assert_eq(atomic_load(&s->inference_count), 10);
+    for (size_t i = 0; i < c.n; i++) {
+        free(c.jobs[i].response.body);
+        free(c.jobs[i].error);
+        server_infer_clear(&c.jobs[i].infer);
+    }
+    free(c.jobs);
+    server_model_release(c.model);
+    server_registry_free(reg);
+    remove_repo();
+}

@@ -62,7 +62,8 @@ Test(config, every_key)
 {
     server_model_config c;
     cr_assert_eq(parse("{\"device\":\"REF\",\"properties\":{\"PERFORMANCE_HINT\":\"THROUGHPUT\","
-                       "\"NUM_STREAMS\":2},\"max_queue_size\":3,"
+                       "\"NUM_STREAMS\":2},\"max_queue_size\":3,\"max_batch_size\":8,"
+                       "\"max_queue_delay_us\":0,"
                        "\"version_policy\":{\"specific\":{\"versions\":[4,2]}}}",
                        &c),
                  RN_OK, "%s", rn_last_error());
@@ -71,6 +72,7 @@ Test(config, every_key)
     cr_assert_str_eq(c.properties[0].key, "PERFORMANCE_HINT");
     cr_assert_str_eq(c.properties[1].value, "2");
     cr_assert_eq(c.max_queue_size, 3);
+    cr_assert_eq(c.max_batch_size, 8);
     cr_assert_eq(c.policy, SERVER_POLICY_SPECIFIC);
     cr_assert_eq(c.n_versions, 2);
     server_config_clear(&c);
@@ -90,6 +92,8 @@ Test(config, bad_configs_name_the_key_and_change_nothing)
     } cases[] = {
         {"{\"max_batch\":4}", "unknown key 'max_batch'"},
         {"{\"device\":3}", "'device' must be a string"},
+        {"{\"max_queue_delay_us\":100}", "'max_queue_delay_us' other than 0 is not implemented"},
+        {"{\"max_batch_size\":-2}", "'max_batch_size' must be an integer"},
         {"{\"max_queue_size\":-1}", "max_queue_size"},
         {"{\"properties\":{\"NUM_STREAMS\":[1]}}", "property 'NUM_STREAMS'"},
         {"{\"version_policy\":{\"latest\":{\"num_versions\":0}}}", "num_versions"},
