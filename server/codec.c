@@ -481,6 +481,11 @@ static rn_status parse_root(const json_t *root, const char *body, size_t size, s
     if (bout != NULL && !json_is_boolean(bout))
         return rn_set_error(RN_INVALID_ARG, "binary_data_output must be a boolean");
     infer->binary_output = bout != NULL && json_is_true(bout);
+    const json_t *timeout = params ? json_object_get(params, "timeout") : NULL;
+    if (timeout != NULL && (!json_is_integer(timeout) || json_integer_value(timeout) < 0))
+        return rn_set_error(RN_INVALID_ARG, "parameters.timeout must be microseconds (an integer "
+                                            ">= 0)");
+    infer->timeout_us = timeout ? (uint64_t)json_integer_value(timeout) : 0;
 
     const json_t *inputs = json_object_get(root, "inputs");
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)

@@ -48,7 +48,8 @@ typedef struct server_infer {
     size_t n_inputs;
     server_requested_output *outputs; /* n_outputs == 0: every output of the model */
     size_t n_outputs;
-    int binary_output; /* parameters.binary_data_output: default for outputs not listed */
+    int binary_output;   /* parameters.binary_data_output: default for outputs not listed */
+    uint64_t timeout_us; /* parameters.timeout (Triton's): longest wait in the queue; 0: none */
 } server_infer;
 
 /* Parses an infer request body. `header_size` is the value of the

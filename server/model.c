@@ -42,6 +42,7 @@ struct server_model {
     size_t n_slots;
     size_t max_queue_size;
     size_t max_batch_size; /* 0: each job runs alone */
+    uint64_t default_timeout_us;
     size_t n_inputs;
     atomic_long refs;
     server_stats stats;
@@ -132,6 +133,7 @@ rn_status server_model_load(rn_core *core, const char *root, const char *name, i
     pthread_mutex_init(&m->lock, NULL);
     const char *dev = config->device ? config->device : device;
     m->max_batch_size = config->max_batch_size;
+    m->default_timeout_us = config->default_timeout_us;
     rn_model *model = NULL;
     rn_status st = rn_core_read_model(core, path, &model);
     if (st == RN_OK && m->max_batch_size > 0)
@@ -442,12 +444,24 @@ static int fits_batch(const server_model *m, const server_job *head, const serve
 }
 
 /* Takes the next run off the queue (m->lock held): the head job, and with
- * batching the jobs right behind it that fit with it. */
-static server_job *dequeue_run(server_model *m)
+ * batching the jobs right behind it that fit with it. Jobs at the head past
+ * their deadline go to *expired instead. */
+static server_job *dequeue_run(server_model *m, server_job **expired)
 {
+    uint64_t now = server_now_ns();
+    while (m->queue_head != NULL && m->queue_head->deadline_ns != 0 &&
+           m->queue_head->deadline_ns < now) {
+        server_job *late = m->queue_head;
+        m->queue_head = late->next;
+        m->queued--;
+        late->next = *expired;
+        *expired = late;
+    }
     server_job *head = m->queue_head;
-    if (head == NULL)
+    if (head == NULL) {
+        m->queue_tail = NULL;
         return NULL;
+    }
     server_job *last = head;
     int64_t rows = job_batch(m, head);
     size_t taken = 1;
@@ -470,13 +484,25 @@ static void run_next(server_slot *s)
 {
     server_model *m = s->model;
     for (;;) {
+        server_job *expired = NULL;
         pthread_mutex_lock(&m->lock);
-        server_job *next = dequeue_run(m);
+        server_job *next = dequeue_run(m, &expired);
         if (next == NULL) {
             s->next_free = m->free_slots;
             m->free_slots = s;
         }
         pthread_mutex_unlock(&m->lock);
+        for (server_job *late = expired; late != NULL;) {
+            server_job *after = late->next;
+            uint64_t waited = (server_now_ns() - late->queued_ns) / 1000;
+            rn_set_error(RN_RESULT_NOT_READY,
+                         "waited %llu us in the queue, past its timeout of %llu us",
+                         (unsigned long long)waited,
+                         (unsigned long long)((late->deadline_ns - late->queued_ns) / 1000));
+            fail_job(late, 503, "request timed out");
+            finish(m, late);
+            late = after;
+        }
         if (next == NULL || start(s, next))
             return;
     }
@@ -519,6 +545,8 @@ void server_model_count_failure(server_model *m, uint64_t received_ns)
 rn_status server_model_submit(server_model *m, server_job *job)
 {
     job->queued_ns = server_now_ns();
+    uint64_t timeout = job->infer.timeout_us ? job->infer.timeout_us : m->default_timeout_us;
+    job->deadline_ns = timeout ? job->queued_ns + timeout * 1000 : 0;
     job->next = NULL;
     pthread_mutex_lock(&m->lock);
     server_slot *s = m->free_slots;

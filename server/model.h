@@ -26,7 +26,8 @@ struct server_job {
     server_response response; /* when http_status == 200 */
     uint64_t received_ns;     /* when the body was complete */
     uint64_t queued_ns;
-    server_job *next; /* the model's queue */
+    uint64_t deadline_ns; /* a job still queued then is answered 503; 0: none */
+    server_job *next;     /* the model's queue */
 };
 
 /* Triton's counters (microseconds and counts), labelled by model and version. */

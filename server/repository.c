@@ -135,6 +135,10 @@ static rn_status parse_config(const json_t *root, server_model_config *c)
                 return rn_set_error(RN_INVALID_ARG,
                                     "'max_batch_size' must be an integer from 0 to 65536");
             c->max_batch_size = (size_t)json_integer_value(value);
+        } else if (strcmp(key, "default_timeout_us") == 0) {
+            if (!json_is_integer(value) || json_integer_value(value) < 0)
+                return rn_set_error(RN_INVALID_ARG, "'default_timeout_us' must be an integer >= 0");
+            c->default_timeout_us = (uint64_t)json_integer_value(value);
         } else if (strcmp(key, "max_queue_delay_us") == 0) {
             if (!json_is_integer(value) || json_integer_value(value) != 0)
                 return rn_set_error(RN_INVALID_ARG,
@@ -146,7 +150,8 @@ static rn_status parse_config(const json_t *root, server_model_config *c)
         } else {
             return rn_set_error(RN_INVALID_ARG,
                                 "unknown key '%s' (known: device, properties, max_queue_size, "
-                                "max_batch_size, max_queue_delay_us, version_policy)",
+                                "max_batch_size, max_queue_delay_us, default_timeout_us, "
+                                "version_policy)",
                                 key);
         }
         if (st != RN_OK)

@@ -5,7 +5,7 @@
  *   {"device": "REF",
  *    "properties": {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": "2"},
  *    "max_queue_size": 64,
- *    "max_batch_size": 8, "max_queue_delay_us": 0,
+ *    "max_batch_size": 8, "max_queue_delay_us": 0, "default_timeout_us": 0,
  *    "version_policy": {"latest": {"num_versions": 1}} | {"all": {}}
  *                      | {"specific": {"versions": [1, 3]}}}
  * Pure functions over text and folders; loading is model.c's. */
@@ -27,8 +27,9 @@ typedef struct server_model_config {
     char *device; /* NULL: the server's default device */
     rn_property *properties;
     size_t n_properties;
-    size_t max_queue_size; /* requests waiting for a free infer request; more get 503 */
-    size_t max_batch_size; /* 0: no dynamic batching */
+    size_t max_queue_size;       /* requests waiting for a free infer request; more get 503 */
+    size_t max_batch_size;       /* 0: no dynamic batching */
+    uint64_t default_timeout_us; /* longest wait in the queue when a request names none; 0: none */
     server_version_policy policy;
     size_t num_versions; /* latest{n} */
     int64_t *versions;   /* specific */

@@ -152,6 +152,9 @@ Test(codec, bad_json_requests_name_the_problem)
     FAILS("{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1],\"data\":[1]}],"
           "\"parameters\":{\"binary_data_output\":1}}",
           "binary_data_output must be a boolean");
+    FAILS("{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1],\"data\":[1]}],"
+          "\"parameters\":{\"timeout\":-5}}",
+          "parameters.timeout must be microseconds");
     FAILS("{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[4000000000,4000000000,"
           "4000000000],\"data\":[1]}]}",
           "too many elements");

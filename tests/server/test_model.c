@@ -12,12 +12,14 @@
 
 #include "server/registry.h"
 
-#define SQUEEZENET ".cache/onnx-1.22.0/light/light_squeezenet.onnx"
+#define SQUEEZENET  ".cache/onnx-1.22.0/light/light_squeezenet.onnx"
+#define DYNAMIC_ADD "tests/tools/data/dynamic_add.onnx" /* sum = x + y, [N,4] */
 
 static char root[64];
 static rn_core *core;
 
-static void make_repo(const char *config)
+/* A repository of one model "sq" (version 1) made from `model`. */
+static void make_repo_of(const char *model, const char *config)
 {
     strcpy(root, "/tmp/rn_serverXXXXXX");
     cr_assert_not_null(mkdtemp(root));
@@ -26,7 +28,7 @@ static void make_repo(const char *config)
     mkdir(p, 0755);
     snprintf(p, sizeof p, "%s/sq/1", root);
     mkdir(p, 0755);
-    cr_assert_not_null(realpath(SQUEEZENET, target), "%s missing (scripts/setup)", SQUEEZENET);
+    cr_assert_not_null(realpath(model, target), "%s missing (scripts/setup)", model);
     snprintf(p, sizeof p, "%s/sq/1/model.onnx", root);
     cr_assert_eq(symlink(target, p), 0);
     if (config != NULL) {
@@ -36,6 +38,11 @@ static void make_repo(const char *config)
         fclose(f);
     }
     cr_assert_eq(rn_core_create(&core), RN_OK);
+}
+
+static void make_repo(const char *config)
+{
+    make_repo_of(SQUEEZENET, config);
 }
 
 static void remove_repo(void)
@@ -201,7 +208,6 @@ Test(model, poll_loads_new_versions_and_unloads_removed_ones)
  * and the follow-up jobs are submitted from the first job's done, which
  * runs before its request is handed on, so they all wait in the queue and
  * the freed request takes them in batches of at most max_batch_size. */
-#define DYNAMIC_ADD "tests/tools/data/dynamic_add.onnx"
 
 typedef struct batch_case {
     server_model *model;
@@ -219,26 +225,11 @@ static void on_primer_done(server_job *job)
 
 Test(model, batching_joins_queued_jobs_and_splits_their_outputs)
 {
-    strcpy(root, "/tmp/rn_serverXXXXXX");
-    cr_assert_not_null(mkdtemp(root));
-    char p[256], target[4096];
-    snprintf(p, sizeof p, "%s/add", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/add/1", root);
-    mkdir(p, 0755);
-    cr_assert_not_null(realpath(DYNAMIC_ADD, target));
-    snprintf(p, sizeof p, "%s/add/1/model.onnx", root);
-    cr_assert_eq(symlink(target, p), 0);
-    snprintf(p, sizeof p, "%s/add/config.json", root);
-    FILE *f = fopen(p, "w");
-    fputs("{\"device\":\"REF\",\"max_batch_size\":4,\"properties\":{\"PERFORMANCE_HINT\":"
-          "\"LATENCY\"}}",
-          f);
-    fclose(f);
-    cr_assert_eq(rn_core_create(&core), RN_OK);
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":4,\"properties\":{"
+                              "\"PERFORMANCE_HINT\":\"LATENCY\"}}");
     server_registry *reg;
     cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
-    batch_case c = {.model = server_registry_find(reg, "add", NULL), .n = 6};
+    batch_case c = {.model = server_registry_find(reg, "sq", NULL), .n = 6};
     cr_assert_not_null(c.model);
     cr_assert_eq(server_model_requests(c.model), 1);
     pthread_mutex_init(&c.w.lock, NULL);
@@ -286,6 +277,59 @@ Test(model, batching_joins_queued_jobs_and_splits_their_outputs)
         usleep(1000);
     cr_assert_eq(atomic_load(&s->exec_count), 4); /* the primer, then 3 batches */
     cr_assert_eq(atomic_load(&s->inference_count), 10);
+    for (size_t i = 0; i < c.n; i++) {
+        free(c.jobs[i].response.body);
+        free(c.jobs[i].error);
+        server_infer_clear(&c.jobs[i].infer);
+    }
+    free(c.jobs);
+    server_model_release(c.model);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+static void on_primer_done_then_wait(server_job *job)
+{
+    on_primer_done(job);
+    usleep(5000); /* the queued jobs wait at least this long */
+}
+
+Test(model, a_queued_request_past_its_timeout_gets_503)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"properties\":{\"PERFORMANCE_HINT\":"
+                              "\"LATENCY\"}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    batch_case c = {.model = server_registry_find(reg, "sq", NULL), .n = 3};
+    pthread_mutex_init(&c.w.lock, NULL);
+    pthread_cond_init(&c.w.cond, NULL);
+    c.jobs = calloc(c.n, sizeof *c.jobs);
+    const char *params[3] = {"", ",\"parameters\":{\"timeout\":1000}", ""};
+    for (size_t i = 0; i < c.n; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                 "\"data\":[1,2,3,4]},{\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                 "\"data\":[1,1,1,1]}]%s}",
+                 params[i]);
+        cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &c.jobs[i].infer), RN_OK,
+                     "%s", rn_last_error());
+        cr_assert_eq(server_model_bind(c.model, &c.jobs[i].infer), RN_OK);
+        c.jobs[i].done = i == 0 ? on_primer_done_then_wait : on_done;
+        c.jobs[i].user = i == 0 ? (void *)&c : (void *)&c.w;
+        c.jobs[i].received_ns = server_now_ns();
+    }
+    cr_assert_eq(c.jobs[1].infer.timeout_us, 1000);
+    cr_assert_eq(server_model_submit(c.model, &c.jobs[0]), RN_OK);
+    pthread_mutex_lock(&c.w.lock);
+    while (c.w.answered < 2)
+        pthread_cond_wait(&c.w.cond, &c.w.lock);
+    pthread_mutex_unlock(&c.w.lock);
+    cr_assert_eq(c.jobs[1].http_status, 503);
+    cr_assert(strstr(c.jobs[1].error, "request timed out: waited") &&
+                  strstr(c.jobs[1].error, "past its timeout of 1000 us"),
+              "%s", c.jobs[1].error);
+    cr_assert_eq(c.jobs[2].http_status, 200, "%s", c.jobs[2].error ? c.jobs[2].error : "");
     for (size_t i = 0; i < c.n; i++) {
         free(c.jobs[i].response.body);
         free(c.jobs[i].error);
