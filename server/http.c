@@ -32,6 +32,7 @@ typedef struct server_call {
     char *body;
     size_t size, cap;
     int too_large;
+    int answered_early; /* a 413 went out from the headers: nothing more to answer */
     uint64_t received_ns;
     server_model *model; /* acquired while its job is in flight */
     server_job job;
@@ -261,6 +262,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (length != NULL && strtoull(length, NULL, 10) > h->max_body) {
             call->too_large = 1;
+            call->answered_early = 1;
             return respond_error(c, MHD_HTTP_CONTENT_TOO_LARGE,
                                  "the request body (%s bytes) is larger than the server's limit "
                                  "of %zu bytes (--max-body-bytes)",
@@ -294,6 +296,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (atomic_load(&call->answered))
         return answer_job(call);
+    if (call->answered_early)
+        return MHD_YES;
     call->received_ns = server_now_ns();
     if (call->route.kind == SERVER_ROUTE_NOT_FOUND)
         return respond_error(c, MHD_HTTP_NOT_FOUND, "no route for %s %s", method, url);
