@@ -1,0 +1,385 @@
+/* The HTTP front of runnel-server (see http.h): routing, the v2 metadata
+ * and health answers, infer calls with suspend/resume, /metrics. */
+#include "server/http.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runnel/version.h"
+#include "server/metrics.h"
+#include "server/route.h"
+
+struct server_http {
+    server_registry *registry;
+    struct MHD_Daemon *daemon;
+    size_t max_body;
+    atomic_int ready;
+    atomic_long in_flight; /* infer calls submitted and not yet sent their answer */
+};
+
+/* One HTTP request, from its headers until MHD has sent the answer. */
+typedef struct server_call {
+    server_http *http;
+    struct MHD_Connection *connection;
+    server_route route;
+    char *body;
+    size_t size, cap;
+    int too_large;
+    int answered_early; /* a 413 went out from the headers: nothing more to answer */
+    uint64_t received_ns;
+    server_model *model; /* acquired while its job is in flight */
+    server_job job;
+    atomic_int answered; /* the job's done has run */
+} server_call;
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, char *body, size_t size,
+                               const char *content_type, size_t header_size)
+{
+    if (body == NULL) { /* out of memory: an empty answer of the same status */
+        body = malloc(1);
+        size = 0;
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (header_size > 0) {
+        char text[32];
+        snprintf(text, sizeof text, "%zu", header_size);
+        MHD_add_response_header(r, "Inference-Header-Content-Length", text);
+    }
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result respond_json(struct MHD_Connection *c, unsigned status, json_t *root)
+{
+    char *body = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return respond(c, status, body, body ? strlen(body) : 0, "application/json", 0);
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *fmt,
+                                     ...) __attribute__((format(printf, 3, 4)));
+
+static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *fmt,
+                                     ...)
+{
+    char message[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    size_t size = 0;
+    char *body = server_error_body(message, &size);
+    return respond(c, status, body, size, "application/json", 0);
+}
+
+/* ---- metadata and health ---- */
+
+static json_t *port_json(const rn_port *p)
+{
+    const char *dt = server_datatype_name(p->element_type);
+    json_t *shape = json_array();
+    for (int d = 0; d < p->shape.rank; d++)
+        json_array_append_new(shape, json_integer(p->shape.dims[d]));
+    if (p->shape.rank < 0)
+        json_array_append_new(shape, json_integer(-1));
+    return json_pack("{s:s, s:s, s:o}", "name", p->name, "datatype", dt ? dt : "UNSUPPORTED",
+                     "shape", shape);
+}
+
+typedef struct versions_of {
+    const char *name;
+    json_t *list;
+} versions_of;
+
+static void add_version(server_model *m, void *user)
+{
+    versions_of *v = user;
+    if (strcmp(server_model_name(m), v->name) == 0)
+        json_array_append_new(v->list, json_string(server_model_version_text(m)));
+}
+
+static enum MHD_Result model_metadata(server_http *h, struct MHD_Connection *c, server_model *m)
+{
+    const rn_compiled_model *cm = server_model_compiled(m);
+    versions_of versions = {server_model_name(m), json_array()};
+    server_registry_foreach(h->registry, add_version, &versions);
+    json_t *inputs = json_array(), *outputs = json_array();
+    rn_port port;
+    for (size_t i = 0; i < rn_compiled_model_input_count(cm); i++)
+        if (rn_compiled_model_input(cm, i, &port) == RN_OK)
+            json_array_append_new(inputs, port_json(&port));
+    for (size_t i = 0; i < rn_compiled_model_output_count(cm); i++)
+        if (rn_compiled_model_output(cm, i, &port) == RN_OK)
+            json_array_append_new(outputs, port_json(&port));
+    json_t *root =
+        json_pack("{s:s, s:o, s:s, s:o, s:o}", "name", server_model_name(m), "versions",
+                  versions.list, "platform", "onnx", "inputs", inputs, "outputs", outputs);
+    return respond_json(c, MHD_HTTP_OK, root);
+}
+
+static enum MHD_Result answer_get(server_call *call)
+{
+    server_http *h = call->http;
+    struct MHD_Connection *c = call->connection;
+    int ready = atomic_load(&h->ready);
+    switch (call->route.kind) {
+    case SERVER_ROUTE_SERVER_METADATA:
+        return respond_json(c, MHD_HTTP_OK,
+                            json_pack("{s:s, s:s, s:[s]}", "name", "runnel-server", "version",
+                                      RN_VERSION_STRING, "extensions", "binary_tensor_data"));
+    case SERVER_ROUTE_LIVE:
+        return respond_json(c, MHD_HTTP_OK, json_pack("{s:b}", "live", 1));
+    case SERVER_ROUTE_READY:
+        return respond_json(c, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                            json_pack("{s:b}", "ready", ready));
+    case SERVER_ROUTE_METRICS: {
+        size_t size = 0;
+        char *text = server_metrics_render(h->registry, &size);
+        return respond(c, MHD_HTTP_OK, text, size, "text/plain; version=0.0.4", 0);
+    }
+    default:
+        break;
+    }
+    server_model *m = server_registry_find(h->registry, call->route.model, call->route.version);
+    if (m == NULL)
+        return respond_error(c, MHD_HTTP_NOT_FOUND, "%s", rn_last_error());
+    enum MHD_Result ret;
+    if (call->route.kind == SERVER_ROUTE_MODEL_READY)
+        ret = respond_json(c, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                           json_pack("{s:s, s:s, s:b}", "name", server_model_name(m), "version",
+                                     server_model_version_text(m), "ready", ready));
+    else
+        ret = model_metadata(h, c, m);
+    server_model_release(m);
+    return ret;
+}
+
+/* ---- infer ---- */
+
+static void job_done(server_job *job)
+{
+    server_call *call = job->user;
+    atomic_store(&call->answered, 1);
+    MHD_resume_connection(call->connection); /* call may be freed from here on */
+}
+
+/* Answers an infer call whose job is done (MHD calls back after resume). */
+static enum MHD_Result answer_job(server_call *call)
+{
+    server_job *job = &call->job;
+    if (job->http_status != 200)
+        return respond_error(call->connection, (unsigned)job->http_status, "%s",
+                             job->error ? job->error : "out of memory");
+    server_response r = job->response;
+    job->response.body = NULL; /* MHD owns it now */
+    return respond(call->connection, MHD_HTTP_OK, r.body, r.size,
+                   r.header_size ? "application/octet-stream" : "application/json", r.header_size);
+}
+
+static enum MHD_Result start_infer(server_call *call)
+{
+    server_http *h = call->http;
+    struct MHD_Connection *c = call->connection;
+    if (call->too_large)
+        return respond_error(c, MHD_HTTP_CONTENT_TOO_LARGE,
+                             "the request body is larger than the server's limit of %zu bytes "
+                             "(--max-body-bytes)",
+                             h->max_body);
+    server_model *m = server_registry_find(h->registry, call->route.model, call->route.version);
+    if (m == NULL)
+        return respond_error(c, MHD_HTTP_NOT_FOUND, "%s", rn_last_error());
+    size_t header_size = SIZE_MAX;
+    const char *text =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
+    if (text != NULL) {
+        char *end;
+        unsigned long long v = strtoull(text, &end, 10);
+        if (*text == '\0' || *end != '\0') {
+            server_model_count_failure(m, call->received_ns);
+            server_model_release(m);
+            return respond_error(c, MHD_HTTP_BAD_REQUEST,
+                                 "Inference-Header-Content-Length '%s' is not a number", text);
+        }
+        header_size = (size_t)v;
+    }
+    server_job *job = &call->job;
+    rn_status st =
+        server_infer_parse(call->body ? call->body : "", call->size, header_size, &job->infer);
+    if (st == RN_OK)
+        st = server_model_bind(m, &job->infer);
+    if (st != RN_OK) {
+        server_model_count_failure(m, call->received_ns);
+        server_model_release(m);
+        return respond_error(c, MHD_HTTP_BAD_REQUEST, "%s", rn_last_error());
+    }
+    free(call->body); /* the inputs hold their own copies */
+    call->body = NULL;
+    job->done = job_done;
+    job->user = call;
+    job->received_ns = call->received_ns;
+    call->model = m;
+    atomic_fetch_add(&h->in_flight, 1);
+    MHD_suspend_connection(c);
+    if ((st = server_model_submit(m, job)) != RN_OK) {
+        server_model_count_failure(m, call->received_ns);
+        job->http_status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        job->error = strdup(rn_last_error());
+        job_done(job);
+    }
+    return MHD_YES;
+}
+
+/* ---- libmicrohttpd callbacks ---- */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **context)
+{
+    (void)version;
+    server_http *h = cls;
+    server_call *call = *context;
+    if (call == NULL) { /* the headers are in: route, and refuse a body too large at once */
+        if ((call = calloc(1, sizeof *call)) == NULL)
+            return MHD_NO;
+        call->http = h;
+        call->connection = c;
+        *context = call;
+        server_route_parse(method, url, &call->route);
+        const char *length =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (length != NULL && strtoull(length, NULL, 10) > h->max_body) {
+            call->too_large = 1;
+            call->answered_early = 1;
+            return respond_error(c, MHD_HTTP_CONTENT_TOO_LARGE,
+                                 "the request body (%s bytes) is larger than the server's limit "
+                                 "of %zu bytes (--max-body-bytes)",
+                                 length, h->max_body);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size > 0) { /* a piece of the body */
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (call->too_large || call->size + n > h->max_body) {
+            call->too_large = 1;
+            free(call->body);
+            call->body = NULL;
+            call->size = 0;
+            return MHD_YES;
+        }
+        if (call->size + n > call->cap) {
+            size_t cap = call->cap ? call->cap : 65536;
+            while (cap < call->size + n)
+                cap *= 2;
+            char *grown = realloc(call->body, cap);
+            if (grown == NULL)
+                return MHD_NO;
+            call->body = grown;
+            call->cap = cap;
+        }
+        memcpy(call->body + call->size, upload, n);
+        call->size += n;
+        return MHD_YES;
+    }
+    if (atomic_load(&call->answered))
+        return answer_job(call);
+    if (call->answered_early)
+        return MHD_YES;
+    call->received_ns = server_now_ns();
+    if (call->route.kind == SERVER_ROUTE_NOT_FOUND)
+        return respond_error(c, MHD_HTTP_NOT_FOUND, "no route for %s %s", method, url);
+    if (!call->route.method_allowed)
+        return respond_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not allowed on %s", method,
+                             url);
+    if (call->route.kind == SERVER_ROUTE_INFER)
+        return start_infer(call);
+    return answer_get(call);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **context,
+                         enum MHD_RequestTerminationCode why)
+{
+    (void)cls, (void)c, (void)why;
+    server_call *call = *context;
+    if (call == NULL)
+        return;
+    *context = NULL;
+    if (call->model != NULL) { /* an infer call that was submitted, now answered */
+        server_model_release(call->model);
+        atomic_fetch_sub(&call->http->in_flight, 1);
+    }
+    server_infer_clear(&call->job.infer);
+    free(call->job.response.body);
+    free(call->job.error);
+    free(call->body);
+    free(call);
+}
+
+rn_status server_http_start(server_registry *registry, const server_http_config *config,
+                            server_http **out)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)config->port)};
+    if (inet_pton(AF_INET, config->address, &addr.sin_addr) != 1)
+        return rn_set_error(RN_INVALID_ARG, "--http-address '%s' is not an IPv4 address",
+                            config->address);
+    server_http *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the HTTP server");
+    h->registry = registry;
+    h->max_body = config->max_body;
+    h->daemon = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)(config->threads ? config->threads : 1), MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    if (h->daemon == NULL) {
+        free(h);
+        return rn_set_error(RN_IO_ERROR, "cannot listen on %s:%d (in use, or not allowed)",
+                            config->address, config->port);
+    }
+    *out = h;
+    return RN_OK;
+}
+
+int server_http_port(const server_http *h)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? (int)info->port : -1;
+}
+
+void server_http_set_ready(server_http *h, int ready)
+{
+    atomic_store(&h->ready, ready);
+}
+
+long server_http_in_flight(server_http *h)
+{
+    return atomic_load(&h->in_flight);
+}
+
+void server_http_stop(server_http *h)
+{
+    if (h == NULL)
+        return;
+    int fd = MHD_quiesce_daemon(h->daemon); /* no new connections */
+    while (atomic_load(&h->in_flight) > 0)
+        usleep(1000);
+    MHD_stop_daemon(h->daemon);
+    if (fd >= 0)
+        close(fd);
+    free(h);
+}

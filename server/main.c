@@ -1,0 +1,208 @@
+/* runnel-server: a KServe v2 / Open Inference Protocol model server on
+ * runnel's public API (docs/serving.md).
+ *
+ *   runnel-server --model-repository DIR [--http-port 8000] [--http-address 0.0.0.0]
+ *                 [--threads 4] [--device REF] [--max-queue-size 64]
+ *                 [--max-body-bytes N] [--repository-poll-secs 0] [--drain-secs 5]
+ *                 [--port-file FILE]
+ *
+ * Every flag can also come from the environment (RUNNEL_MODEL_REPOSITORY,
+ * RUNNEL_HTTP_PORT, ...: the flag's name in capitals with '_'); a flag
+ * wins. SIGTERM or SIGINT turns readiness off, keeps serving for the drain
+ * period, then stops accepting, answers every accepted call and exits 0. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runnel/runnel.h"
+#include "server/http.h"
+#include "server/registry.h"
+
+typedef struct options {
+    const char *repository;
+    const char *address;
+    const char *device;
+    const char *port_file;
+    long port, threads, max_queue_size, max_body, poll_secs, drain_secs;
+} options;
+
+/* X(flag, environment variable, field, is a number) */
+#define SERVER_FLAG_MAP(X)                                                                         \
+    X("--model-repository", "RUNNEL_MODEL_REPOSITORY", repository, 0)                              \
+    X("--http-address", "RUNNEL_HTTP_ADDRESS", address, 0)                                         \
+    X("--device", "RUNNEL_DEVICE", device, 0)                                                      \
+    X("--port-file", "RUNNEL_PORT_FILE", port_file, 0)                                             \
+    X("--http-port", "RUNNEL_HTTP_PORT", port, 1)                                                  \
+    X("--threads", "RUNNEL_THREADS", threads, 1)                                                   \
+    X("--max-queue-size", "RUNNEL_MAX_QUEUE_SIZE", max_queue_size, 1)                              \
+    X("--max-body-bytes", "RUNNEL_MAX_BODY_BYTES", max_body, 1)                                    \
+    X("--repository-poll-secs", "RUNNEL_REPOSITORY_POLL_SECS", poll_secs, 1)                       \
+    X("--drain-secs", "RUNNEL_DRAIN_SECS", drain_secs, 1)
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: runnel-server --model-repository DIR [--http-port 8000] "
+            "[--http-address 0.0.0.0]\n"
+            "                     [--threads 4] [--device DEVICE] [--max-queue-size 64]\n"
+            "                     [--max-body-bytes 268435456] [--repository-poll-secs 0]\n"
+            "                     [--drain-secs 5] [--port-file FILE]\n"
+            "Each flag may also be set from the environment (RUNNEL_MODEL_REPOSITORY, ...).\n");
+}
+
+static int set_number(const char *flag, const char *text, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || errno != 0 || v < 0) {
+        fprintf(stderr, "runnel-server: %s: '%s' is not a number >= 0\n", flag, text);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int set_string(const char *flag, const char *text, const char **out)
+{
+    (void)flag;
+    *out = text;
+    return 1;
+}
+
+#define SERVER_SET_(number, flag, text, field)                                                     \
+    (number ? set_number(flag, text, (long *)(void *)&o->field)                                    \
+            : set_string(flag, text, (const char **)(void *)&o->field))
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    *o = (options){.address = "0.0.0.0",
+                   .port = 8000,
+                   .threads = 4,
+                   .max_queue_size = 64,
+                   .max_body = 256L << 20,
+                   .drain_secs = 5};
+#define SERVER_FROM_ENV_(flag, env, field, number)                                                 \
+    if (getenv(env) != NULL && !SERVER_SET_(number, env, getenv(env), field))                      \
+        return 0;
+    SERVER_FLAG_MAP(SERVER_FROM_ENV_)
+#undef SERVER_FROM_ENV_
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+        int known = 0;
+#define SERVER_FROM_FLAG_(flag, env, field, number)                                                \
+    if (!known && strlen(flag) == len && strncmp(arg, flag, len) == 0) {                           \
+        known = 1;                                                                                 \
+        if (value == NULL) {                                                                       \
+            fprintf(stderr, "runnel-server: %s needs a value\n", flag);                            \
+            return 0;                                                                              \
+        }                                                                                          \
+        if (!SERVER_SET_(number, flag, value, field))                                              \
+            return 0;                                                                              \
+        if (eq == NULL)                                                                            \
+            i++;                                                                                   \
+    }
+        SERVER_FLAG_MAP(SERVER_FROM_FLAG_)
+#undef SERVER_FROM_FLAG_
+        if (!known) {
+            fprintf(stderr, "runnel-server: unknown flag '%s'\n", arg);
+            return 0;
+        }
+    }
+    if (o->repository == NULL) {
+        fprintf(stderr, "runnel-server: --model-repository is required\n");
+        return 0;
+    }
+    if (o->port > 65535) {
+        fprintf(stderr, "runnel-server: --http-port %ld is not a port\n", o->port);
+        return 0;
+    }
+    return 1;
+}
+
+/* The default device: CPU when the core has it, else REF. */
+static const char *default_device(const rn_core *core)
+{
+    for (size_t i = 0; i < rn_core_device_count(core); i++)
+        if (strcmp(rn_core_device_name(core, i), "CPU") == 0)
+            return "CPU";
+    return "REF";
+}
+
+/* Waits for SIGTERM/SIGINT, polling the repository meanwhile. */
+static int wait_for_signal(const sigset_t *signals, server_registry *registry, long poll_secs)
+{
+    for (;;) {
+        struct timespec timeout = {poll_secs > 0 ? poll_secs : 3600, 0};
+        int sig = sigtimedwait(signals, NULL, &timeout);
+        if (sig > 0)
+            return sig;
+        if (poll_secs > 0)
+            server_registry_poll(registry);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    /* Before any thread starts, so that only sigtimedwait sees the signals. */
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    options o;
+    if (!parse_options(argc, argv, &o)) {
+        usage();
+        return 2;
+    }
+    rn_core *core;
+    if (rn_core_create(&core) != RN_OK) {
+        fprintf(stderr, "runnel-server: %s\n", rn_last_error());
+        return 1;
+    }
+    const char *device = o.device ? o.device : default_device(core);
+    server_registry *registry = NULL;
+    server_http *http = NULL;
+    server_http_config config = {o.address, (int)o.port, (unsigned)o.threads, (size_t)o.max_body};
+    rn_status st =
+        server_registry_create(core, o.repository, device, (size_t)o.max_queue_size, &registry);
+    if (st == RN_OK)
+        st = server_http_start(registry, &config, &http);
+    if (st != RN_OK) {
+        fprintf(stderr, "runnel-server: %s\n", rn_last_error());
+        server_registry_free(registry);
+        rn_core_free(core);
+        return 1;
+    }
+    int port = server_http_port(http);
+    if (o.port_file != NULL) {
+        FILE *f = fopen(o.port_file, "w");
+        if (f != NULL) {
+            fprintf(f, "%d\n", port);
+            fclose(f);
+        }
+    }
+    server_http_set_ready(http, 1);
+    fprintf(stderr, "runnel-server: serving %s on %s:%d (device %s, %ld HTTP threads)\n",
+            o.repository, o.address, port, device, o.threads);
+
+    int sig = wait_for_signal(&signals, registry, o.poll_secs);
+    server_http_set_ready(http, 0);
+    fprintf(stderr, "runnel-server: %s: not ready; draining for %ld s (%ld calls in flight)\n",
+            strsignal(sig), o.drain_secs, server_http_in_flight(http));
+    struct timespec drain = {o.drain_secs, 0};
+    while (nanosleep(&drain, &drain) != 0 && errno == EINTR) {
+    }
+    server_http_stop(http);
+    server_registry_free(registry);
+    rn_core_free(core);
+    fprintf(stderr, "runnel-server: stopped\n");
+    return 0;
+}

@@ -1,0 +1,573 @@
+/* A served model version: infer request pool, bounded queue, counters (see
+ * model.h).
+ *
+ * Each infer request of the pool is a slot. A job takes a free slot or
+ * waits in the queue; the slot's completion callback (on runnel's callback
+ * executor) encodes the response, calls the job's done and starts the next
+ * queued job on the same request, so no server thread ever waits on
+ * inference.
+ *
+ * With max_batch_size > 0 the model's inputs get a dynamic dim 0 at load,
+ * and a slot that frees takes the queued jobs at the head that fit together
+ * (same dims past 0, batch sizes adding up to at most max_batch_size): their
+ * inputs are joined along dim 0 into one run and its outputs split back. A
+ * batch forms only from jobs already waiting, so an idle model answers each
+ * request alone. */
+#include "server/model.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/batch.h"
+
+typedef struct server_slot {
+    server_model *model;
+    rn_infer_request *request;
+    server_job *jobs;   /* the jobs in flight (linked by next), NULL when free */
+    rn_tensor **joined; /* a batch's joined inputs (owned), one per input */
+    uint64_t started_ns;
+    struct server_slot *next_free;
+} server_slot;
+
+struct server_model {
+    char *name;
+    int64_t version;
+    char version_text[24];
+    rn_compiled_model *compiled;
+    server_slot *slots;
+    size_t n_slots;
+    size_t max_queue_size;
+    size_t max_batch_size; /* 0: each job runs alone */
+    uint64_t default_timeout_us;
+    size_t n_inputs;
+    atomic_long refs;
+    server_stats stats;
+
+    pthread_mutex_t lock; /* guards the free list and the queue */
+    server_slot *free_slots;
+    server_job *queue_head, *queue_tail;
+    size_t queued;
+};
+
+uint64_t server_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_complete(rn_infer_request *request, rn_status status, void *user_data);
+
+static rn_status create_slots(server_model *m)
+{
+    char buf[32];
+    size_t n = 1;
+    if (rn_compiled_model_get_property(m->compiled, "OPTIMAL_NUMBER_OF_INFER_REQUESTS", buf,
+                                       sizeof buf) == RN_OK &&
+        atoi(buf) > 0)
+        n = (size_t)atoi(buf);
+    if ((m->slots = calloc(n, sizeof *m->slots)) == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for %zu infer requests", n);
+    for (size_t i = 0; i < n; i++) {
+        server_slot *s = &m->slots[i];
+        s->model = m;
+        if ((s->joined = calloc(m->n_inputs ? m->n_inputs : 1, sizeof *s->joined)) == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "no memory for %zu inputs", m->n_inputs);
+        rn_status st = rn_compiled_model_create_infer_request(m->compiled, &s->request);
+        if (st == RN_OK)
+            st = rn_infer_request_set_callback(s->request, on_complete, s);
+        if (st != RN_OK)
+            return st;
+        m->n_slots = i + 1;
+        s->next_free = m->free_slots;
+        m->free_slots = s;
+    }
+    return RN_OK;
+}
+
+/* Gives every input a dynamic dim 0 (the batch), which must be 1 or
+ * dynamic already. */
+static rn_status make_batch_dynamic(rn_model *model)
+{
+    for (size_t i = 0; i < rn_model_input_count(model); i++) {
+        rn_port port;
+        rn_status st = rn_model_input(model, i, &port);
+        if (st != RN_OK)
+            return st;
+        if (port.shape.rank < 1 ||
+            (port.shape.dims[0] != 1 && port.shape.dims[0] != RN_DIM_DYNAMIC)) {
+            char shape[128];
+            server_shape_text(port.shape.dims, port.shape.rank > 0 ? (size_t)port.shape.rank : 0,
+                              shape, sizeof shape);
+            return rn_set_error(RN_INVALID_ARG,
+                                "max_batch_size needs a batch dim (1 or dynamic) first in every "
+                                "input; input '%s' has shape %s",
+                                port.name, shape);
+        }
+        rn_partial_shape shape = port.shape;
+        shape.dims[0] = RN_DIM_DYNAMIC;
+        if ((st = rn_model_reshape(model, port.name, &shape)) != RN_OK)
+            return rn_wrap_error(st, "making dim 0 of input '%s' the batch: ", port.name);
+    }
+    return RN_OK;
+}
+
+rn_status server_model_load(rn_core *core, const char *root, const char *name, int64_t version,
+                            const server_model_config *config, const char *device,
+                            server_model **out)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/%" PRId64 "/model.onnx", root, name, version);
+    server_model *m = calloc(1, sizeof *m);
+    if (m == NULL || (m->name = strdup(name)) == NULL) {
+        free(m);
+        return rn_set_error(RN_OUT_OF_MEMORY, "model '%s': no memory", name);
+    }
+    m->version = version;
+    snprintf(m->version_text, sizeof m->version_text, "%" PRId64, version);
+    m->max_queue_size = config->max_queue_size;
+    pthread_mutex_init(&m->lock, NULL);
+    const char *dev = config->device ? config->device : device;
+    m->max_batch_size = config->max_batch_size;
+    m->default_timeout_us = config->default_timeout_us;
+    rn_model *model = NULL;
+    rn_status st = rn_core_read_model(core, path, &model);
+    if (st == RN_OK && m->max_batch_size > 0)
+        st = make_batch_dynamic(model);
+    if (st == RN_OK)
+        st = rn_core_compile_model(core, model, dev, config->properties, config->n_properties,
+                                   &m->compiled);
+    rn_model_free(model);
+    if (st == RN_OK) {
+        m->n_inputs = rn_compiled_model_input_count(m->compiled);
+        st = create_slots(m);
+    }
+    if (st != RN_OK) {
+        server_model_free(m);
+        return rn_wrap_error(st, "model '%s' version %" PRId64 " on %s: ", name, version, dev);
+    }
+    *out = m;
+    return RN_OK;
+}
+
+void server_model_free(server_model *m)
+{
+    if (m == NULL)
+        return;
+    for (size_t i = 0; i < m->n_slots; i++) {
+        rn_infer_request_wait(m->slots[i].request); /* its callback has returned */
+        rn_infer_request_free(m->slots[i].request);
+        for (size_t j = 0; m->slots[i].joined && j < m->n_inputs; j++)
+            rn_tensor_free(m->slots[i].joined[j]);
+        free(m->slots[i].joined);
+    }
+    free(m->slots);
+    rn_compiled_model_free(m->compiled);
+    pthread_mutex_destroy(&m->lock);
+    free(m->name);
+    free(m);
+}
+
+const char *server_model_name(const server_model *m)
+{
+    return m->name;
+}
+int64_t server_model_version(const server_model *m)
+{
+    return m->version;
+}
+const char *server_model_version_text(const server_model *m)
+{
+    return m->version_text;
+}
+const rn_compiled_model *server_model_compiled(const server_model *m)
+{
+    return m->compiled;
+}
+server_stats *server_model_stats(server_model *m)
+{
+    return &m->stats;
+}
+size_t server_model_requests(const server_model *m)
+{
+    return m->n_slots;
+}
+void server_model_acquire(server_model *m)
+{
+    atomic_fetch_add(&m->refs, 1);
+}
+void server_model_release(server_model *m)
+{
+    atomic_fetch_sub(&m->refs, 1);
+}
+long server_model_refs(server_model *m)
+{
+    return atomic_load(&m->refs);
+}
+
+static rn_status check_input(const rn_port *port, const rn_tensor *t)
+{
+    if (rn_tensor_element_type(t) != port->element_type) {
+        const char *want = server_datatype_name(port->element_type);
+        return rn_set_error(RN_INVALID_ARG, "input '%s': datatype %s, the model takes %s",
+                            port->name, server_datatype_name(rn_tensor_element_type(t)),
+                            want ? want : rn_element_type_name(port->element_type));
+    }
+    if (port->shape.rank < 0)
+        return RN_OK;
+    int rank = (int)rn_tensor_rank(t);
+    int fits = rank == port->shape.rank;
+    for (int d = 0; fits && d < rank; d++)
+        fits = port->shape.dims[d] == RN_DIM_DYNAMIC || port->shape.dims[d] == rn_tensor_dims(t)[d];
+    if (fits)
+        return RN_OK;
+    char got[128], want[128];
+    server_shape_text(rn_tensor_dims(t), (size_t)rank, got, sizeof got);
+    server_shape_text(port->shape.dims, (size_t)port->shape.rank, want, sizeof want);
+    return rn_set_error(RN_INVALID_ARG, "input '%s': shape %s, the model takes %s (-1: any)",
+                        port->name, got, want);
+}
+
+rn_status server_model_bind(const server_model *m, server_infer *infer)
+{
+    size_t n = rn_compiled_model_input_count(m->compiled);
+    for (size_t j = 0; j < infer->n_inputs; j++) {
+        size_t i = 0;
+        rn_port port;
+        for (; i < n; i++)
+            if (rn_compiled_model_input(m->compiled, i, &port) == RN_OK &&
+                strcmp(port.name, infer->inputs[j].name) == 0)
+                break;
+        if (i == n)
+            return rn_set_error(RN_INVALID_ARG, "model '%s' has no input '%s'", m->name,
+                                infer->inputs[j].name);
+        rn_status st = check_input(&port, infer->inputs[j].tensor);
+        if (st != RN_OK)
+            return st;
+        if (i != j && i < infer->n_inputs) { /* put it in the model's order */
+            server_input tmp = infer->inputs[i];
+            infer->inputs[i] = infer->inputs[j];
+            infer->inputs[j] = tmp;
+            j--;
+        }
+    }
+    for (size_t i = 0; i < n && infer->n_inputs != n; i++) {
+        rn_port port;
+        rn_compiled_model_input(m->compiled, i, &port);
+        if (i >= infer->n_inputs || strcmp(infer->inputs[i].name, port.name) != 0)
+            return rn_set_error(RN_INVALID_ARG,
+                                "model '%s' takes %zu inputs; input '%s' is missing", m->name, n,
+                                port.name);
+    }
+    for (size_t i = 0; m->max_batch_size > 0 && i < n; i++) { /* ranks >= 1: checked above */
+        int64_t batch = rn_tensor_dims(infer->inputs[i].tensor)[0];
+        int64_t first = rn_tensor_dims(infer->inputs[0].tensor)[0];
+        if (batch != first)
+            return rn_set_error(RN_INVALID_ARG,
+                                "inputs disagree on the batch size (dim 0): '%s' has %lld, '%s' "
+                                "%lld",
+                                infer->inputs[0].name, (long long)first, infer->inputs[i].name,
+                                (long long)batch);
+        if (batch < 1 || (size_t)batch > m->max_batch_size)
+            return rn_set_error(RN_INVALID_ARG,
+                                "input '%s': batch size %lld is not in 1..%zu (max_batch_size)",
+                                infer->inputs[i].name, (long long)batch, m->max_batch_size);
+    }
+    size_t n_out = rn_compiled_model_output_count(m->compiled);
+    for (size_t j = 0; j < infer->n_outputs; j++) {
+        size_t i = 0;
+        rn_port port;
+        for (; i < n_out; i++)
+            if (rn_compiled_model_output(m->compiled, i, &port) == RN_OK &&
+                strcmp(port.name, infer->outputs[j].name) == 0)
+                break;
+        if (i == n_out)
+            return rn_set_error(RN_INVALID_ARG, "model '%s' has no output '%s'", m->name,
+                                infer->outputs[j].name);
+    }
+    return RN_OK;
+}
+
+static void fail_job(server_job *job, int http_status, const char *what)
+{
+    job->http_status = http_status;
+    size_t len = strlen(what) + strlen(rn_last_error()) + 3;
+    job->error = malloc(len);
+    if (job->error != NULL)
+        snprintf(job->error, len, "%s%s%s", what, *what ? ": " : "", rn_last_error());
+}
+
+/* The batch size of a job (dim 0 of its first input); 1 without batching. */
+static int64_t job_batch(const server_model *m, const server_job *job)
+{
+    return m->max_batch_size > 0 ? rn_tensor_dims(job->infer.inputs[0].tensor)[0] : 1;
+}
+
+/* Encodes the outputs the job asked for (every output when it named none):
+ * rows [row, row + batch) of each when it ran in a batch of several jobs. */
+static void encode_outputs(server_model *m, rn_infer_request *request, server_job *job, int sliced,
+                           int64_t row)
+{
+    size_t n_model = rn_compiled_model_output_count(m->compiled);
+    size_t n = job->infer.n_outputs ? job->infer.n_outputs : n_model;
+    server_output *outs = calloc(n ? n : 1, sizeof *outs);
+    rn_tensor **slices = calloc(n_model ? n_model : 1, sizeof *slices);
+    rn_status st = outs && slices ? RN_OK : rn_set_error(RN_OUT_OF_MEMORY, "no memory for outputs");
+    for (size_t i = 0; i < n_model && st == RN_OK; i++) {
+        rn_port port;
+        rn_tensor *t;
+        if ((st = rn_compiled_model_output(m->compiled, i, &port)) != RN_OK ||
+            (st = rn_infer_request_get_output_tensor(request, i, &t)) != RN_OK)
+            break;
+        if (sliced) {
+            if ((st = server_batch_slice(t, row, job_batch(m, job), &slices[i])) != RN_OK) {
+                rn_wrap_error(st, "output '%s': ", port.name);
+                break;
+            }
+            t = slices[i];
+        }
+        if (job->infer.n_outputs == 0) {
+            outs[i] = (server_output){port.name, t, job->infer.binary_output};
+            continue;
+        }
+        for (size_t j = 0; j < n; j++)
+            if (strcmp(job->infer.outputs[j].name, port.name) == 0)
+                outs[j] = (server_output){port.name, t, job->infer.outputs[j].binary};
+    }
+    if (st == RN_OK)
+        st = server_response_encode(m->name, m->version_text, job->infer.id, outs, n,
+                                    &job->response);
+    for (size_t i = 0; slices && i < n_model; i++)
+        rn_tensor_free(slices[i]);
+    free(slices);
+    free(outs);
+    if (st != RN_OK)
+        fail_job(job, 500, "encoding the response");
+    else
+        job->http_status = 200;
+}
+
+static void finish(server_model *m, server_job *job)
+{
+    uint64_t now = server_now_ns();
+    server_stats *s = &m->stats;
+    if (job->http_status == 200) {
+        atomic_fetch_add(&s->success, 1);
+        atomic_fetch_add(&s->inference_count, (uint64_t)job_batch(m, job));
+    } else {
+        atomic_fetch_add(&s->failure, 1);
+    }
+    atomic_fetch_add(&s->request_us, (now - job->received_ns) / 1000);
+    atomic_fetch_sub(&s->pending, 1);
+    job->done(job); /* the job may be gone after this */
+}
+
+/* Answers every job of a list with the current error. */
+static void fail_jobs(server_model *m, server_job *jobs, int http_status, const char *what)
+{
+    while (jobs != NULL) {
+        server_job *next = jobs->next;
+        fail_job(jobs, http_status, what);
+        finish(m, jobs);
+        jobs = next;
+    }
+}
+
+/* The slot's joined inputs for a batch of several jobs. */
+static rn_status join_inputs(server_slot *s, server_job *jobs, size_t n_jobs)
+{
+    server_model *m = s->model;
+    rn_tensor **parts = calloc(n_jobs, sizeof *parts);
+    if (parts == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory to join %zu requests", n_jobs);
+    rn_status st = RN_OK;
+    for (size_t i = 0; i < m->n_inputs && st == RN_OK; i++) {
+        size_t k = 0;
+        for (server_job *j = jobs; j != NULL; j = j->next)
+            parts[k++] = j->infer.inputs[i].tensor;
+        rn_tensor_free(s->joined[i]);
+        s->joined[i] = NULL;
+        st = server_batch_concat(parts, n_jobs, &s->joined[i]);
+        if (st == RN_OK)
+            st = rn_infer_request_set_input_tensor(s->request, i, s->joined[i]);
+    }
+    free(parts);
+    return st;
+}
+
+/* Binds the jobs' inputs to the slot's request (joined when several) and
+ * starts it. On failure the jobs are answered and the slot stays the
+ * caller's. */
+static int start(server_slot *s, server_job *jobs)
+{
+    server_model *m = s->model;
+    uint64_t t0 = server_now_ns();
+    size_t n_jobs = 0;
+    for (server_job *j = jobs; j != NULL; j = j->next) {
+        atomic_fetch_add(&m->stats.queue_us, (t0 - j->queued_ns) / 1000);
+        n_jobs++;
+    }
+    rn_status st = RN_OK;
+    if (n_jobs > 1)
+        st = join_inputs(s, jobs, n_jobs);
+    for (size_t i = 0; n_jobs == 1 && i < m->n_inputs && st == RN_OK; i++)
+        st = rn_infer_request_set_input_tensor(s->request, i, jobs->infer.inputs[i].tensor);
+    uint64_t t1 = server_now_ns();
+    atomic_fetch_add(&m->stats.input_us, (t1 - t0) / 1000);
+    s->jobs = jobs;
+    s->started_ns = t1;
+    if (st == RN_OK && (st = rn_infer_request_start_async(s->request)) == RN_OK)
+        return 1;
+    s->jobs = NULL;
+    int bad_input = st == RN_INVALID_ARG || st == RN_SHAPE_MISMATCH || st == RN_TYPE_MISMATCH;
+    fail_jobs(m, jobs, bad_input && n_jobs == 1 ? 400 : 500, "starting inference");
+    return 0;
+}
+
+/* Whether a queued job can join a batch led by `head` of `rows` rows. */
+static int fits_batch(const server_model *m, const server_job *head, const server_job *job,
+                      int64_t rows)
+{
+    if (rows + job_batch(m, job) > (int64_t)m->max_batch_size)
+        return 0;
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        const rn_tensor *a = head->infer.inputs[i].tensor, *b = job->infer.inputs[i].tensor;
+        for (size_t d = 1; d < rn_tensor_rank(a); d++)
+            if (rn_tensor_dims(a)[d] != rn_tensor_dims(b)[d])
+                return 0;
+    }
+    return 1;
+}
+
+/* Takes the next run off the queue (m->lock held): the head job, and with
+ * batching the jobs right behind it that fit with it. Jobs at the head past
+ * their deadline go to *expired instead. */
+static server_job *dequeue_run(server_model *m, server_job **expired)
+{
+    uint64_t now = server_now_ns();
+    while (m->queue_head != NULL && m->queue_head->deadline_ns != 0 &&
+           m->queue_head->deadline_ns < now) {
+        server_job *late = m->queue_head;
+        m->queue_head = late->next;
+        m->queued--;
+        late->next = *expired;
+        *expired = late;
+    }
+    server_job *head = m->queue_head;
+    if (head == NULL) {
+        m->queue_tail = NULL;
+        return NULL;
+    }
+    server_job *last = head;
+    int64_t rows = job_batch(m, head);
+    size_t taken = 1;
+    while (m->max_batch_size > 0 && last->next != NULL && fits_batch(m, head, last->next, rows)) {
+        last = last->next;
+        rows += job_batch(m, last);
+        taken++;
+    }
+    m->queue_head = last->next;
+    if (m->queue_head == NULL)
+        m->queue_tail = NULL;
+    last->next = NULL;
+    m->queued -= taken;
+    return head;
+}
+
+/* Starts queued runs on slot `s` until one runs or the queue is empty; the
+ * slot goes back to the free list then. */
+static void run_next(server_slot *s)
+{
+    server_model *m = s->model;
+    for (;;) {
+        server_job *expired = NULL;
+        pthread_mutex_lock(&m->lock);
+        server_job *next = dequeue_run(m, &expired);
+        if (next == NULL) {
+            s->next_free = m->free_slots;
+            m->free_slots = s;
+        }
+        pthread_mutex_unlock(&m->lock);
+        for (server_job *late = expired; late != NULL;) {
+            server_job *after = late->next;
+            uint64_t waited = (server_now_ns() - late->queued_ns) / 1000;
+            rn_set_error(RN_RESULT_NOT_READY,
+                         "waited %llu us in the queue, past its timeout of %llu us",
+                         (unsigned long long)waited,
+                         (unsigned long long)((late->deadline_ns - late->queued_ns) / 1000));
+            fail_job(late, 503, "request timed out");
+            finish(m, late);
+            late = after;
+        }
+        if (next == NULL || start(s, next))
+            return;
+    }
+}
+
+static void on_complete(rn_infer_request *request, rn_status status, void *user_data)
+{
+    server_slot *s = user_data;
+    server_model *m = s->model;
+    server_job *jobs = s->jobs;
+    s->jobs = NULL;
+    uint64_t t0 = server_now_ns();
+    atomic_fetch_add(&m->stats.infer_us, (t0 - s->started_ns) / 1000);
+    atomic_fetch_add(&m->stats.exec_count, 1);
+    if (status != RN_OK) {
+        fail_jobs(m, jobs, 500, "inference failed");
+    } else {
+        int sliced = jobs->next != NULL;
+        int64_t row = 0;
+        for (server_job *j = jobs; j != NULL; j = j->next) {
+            encode_outputs(m, request, j, sliced, row);
+            row += job_batch(m, j);
+        }
+        atomic_fetch_add(&m->stats.output_us, (server_now_ns() - t0) / 1000);
+        while (jobs != NULL) {
+            server_job *next = jobs->next;
+            finish(m, jobs);
+            jobs = next;
+        }
+    }
+    run_next(s);
+}
+
+void server_model_count_failure(server_model *m, uint64_t received_ns)
+{
+    atomic_fetch_add(&m->stats.failure, 1);
+    atomic_fetch_add(&m->stats.request_us, (server_now_ns() - received_ns) / 1000);
+}
+
+rn_status server_model_submit(server_model *m, server_job *job)
+{
+    job->queued_ns = server_now_ns();
+    uint64_t timeout = job->infer.timeout_us ? job->infer.timeout_us : m->default_timeout_us;
+    job->deadline_ns = timeout ? job->queued_ns + timeout * 1000 : 0;
+    job->next = NULL;
+    pthread_mutex_lock(&m->lock);
+    server_slot *s = m->free_slots;
+    if (s != NULL) {
+        m->free_slots = s->next_free;
+    } else if (m->queued < m->max_queue_size) {
+        if (m->queue_tail)
+            m->queue_tail->next = job;
+        else
+            m->queue_head = job;
+        m->queue_tail = job;
+        m->queued++;
+    } else {
+        pthread_mutex_unlock(&m->lock);
+        return rn_set_error(RN_RESULT_NOT_READY,
+                            "model '%s' version %s: the queue is full (%zu waiting, %zu running)",
+                            m->name, m->version_text, m->max_queue_size, m->n_slots);
+    }
+    atomic_fetch_add(&m->stats.pending, 1);
+    pthread_mutex_unlock(&m->lock);
+    if (s != NULL && !start(s, job))
+        run_next(s);
+    return RN_OK;
+}

@@ -1,0 +1,83 @@
+/* A served model version: its compiled model, a pool of infer requests (the
+ * device's OPTIMAL_NUMBER_OF_INFER_REQUESTS), a bounded queue of jobs
+ * waiting for one, and Triton's per-model counters. No HTTP here: a job is
+ * submitted and its `done` is called once when its response is ready. */
+#ifndef RUNNEL_SERVER_MODEL_H
+#define RUNNEL_SERVER_MODEL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runnel/runnel.h"
+#include "server/codec.h"
+#include "server/repository.h"
+
+typedef struct server_job server_job;
+
+/* One infer call. The submitter fills `infer`, `done`, `user` and
+ * `received_ns`; the model fills the rest before calling done. */
+struct server_job {
+    server_infer infer;
+    void (*done)(server_job *job); /* once, from a runnel thread or from submit */
+    void *user;
+    int http_status;          /* 200, or the error's code */
+    char *error;              /* malloc'ed message when http_status != 200 */
+    server_response response; /* when http_status == 200 */
+    uint64_t received_ns;     /* when the body was complete */
+    uint64_t queued_ns;
+    uint64_t deadline_ns; /* a job still queued then is answered 503; 0: none */
+    server_job *next;     /* the model's queue */
+};
+
+/* Triton's counters (microseconds and counts), labelled by model and version. */
+typedef struct server_stats {
+    atomic_uint_fast64_t success, failure, inference_count, exec_count;
+    atomic_uint_fast64_t request_us, queue_us, input_us, infer_us, output_us;
+    atomic_int_fast64_t pending; /* accepted and not yet answered */
+} server_stats;
+
+typedef struct server_model server_model;
+
+/* Reads REPO/<name>/<version>/model.onnx and compiles it for the config's
+ * device (or `device`), with its properties. An unreadable model, an
+ * unknown device or a property the device refuses is an error naming the
+ * model and version. */
+rn_status server_model_load(rn_core *core, const char *root, const char *name, int64_t version,
+                            const server_model_config *config, const char *device,
+                            server_model **out);
+
+/* Waits for every run in flight and frees the model. Only when no job holds
+ * it (server_model_refs == 0). NULL is a no-op. */
+void server_model_free(server_model *model);
+
+const char *server_model_name(const server_model *model);
+int64_t server_model_version(const server_model *model);
+const char *server_model_version_text(const server_model *model);
+const rn_compiled_model *server_model_compiled(const server_model *model);
+server_stats *server_model_stats(server_model *model);
+size_t server_model_requests(const server_model *model); /* infer requests in the pool */
+
+/* References held by callers (lookups): a model is freed only at zero. */
+void server_model_acquire(server_model *model);
+void server_model_release(server_model *model);
+long server_model_refs(server_model *model);
+
+/* Checks a parsed request against the model (every input given once, known
+ * names, datatypes and shapes that fit, known outputs) and puts the inputs
+ * in the model's order. RN_INVALID_ARG naming the input or output. */
+rn_status server_model_bind(const server_model *model, server_infer *infer);
+
+/* Runs a bound job: at once on a free infer request, or after the jobs
+ * queued before it. RN_OK: accepted, done will be called. A full queue is
+ * RN_RESULT_NOT_READY (503) and done is not called. */
+rn_status server_model_submit(server_model *model, server_job *job);
+
+/* Counts a request answered with an error before it was submitted (bad
+ * input, full queue) as Triton does: a failure, and its duration. */
+void server_model_count_failure(server_model *model, uint64_t received_ns);
+
+/* Monotonic nanoseconds. */
+uint64_t server_now_ns(void);
+
+#endif /* RUNNEL_SERVER_MODEL_H */

@@ -1,0 +1,242 @@
+/* The table of served model versions (see registry.h). */
+#include "server/registry.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct server_registry {
+    rn_core *core;
+    char *root;
+    char *device;
+    size_t queue_size;
+    pthread_rwlock_t lock; /* guards models */
+    server_model **models; /* sorted by name, then version */
+    size_t n_models;
+    server_model **retired; /* unloaded, freed once no job holds them */
+    size_t n_retired;
+    pthread_mutex_t poll_lock; /* one poll at a time; guards retired */
+};
+
+static int compare_models(const void *a, const void *b)
+{
+    const server_model *x = *(server_model *const *)a, *y = *(server_model *const *)b;
+    int c = strcmp(server_model_name(x), server_model_name(y));
+    if (c != 0)
+        return c;
+    return (server_model_version(x) > server_model_version(y)) -
+           (server_model_version(x) < server_model_version(y));
+}
+
+static server_model *find_locked(server_registry *r, const char *name, int64_t version)
+{
+    for (size_t i = 0; i < r->n_models; i++)
+        if (strcmp(server_model_name(r->models[i]), name) == 0 &&
+            server_model_version(r->models[i]) == version)
+            return r->models[i];
+    return NULL;
+}
+
+static rn_status add_model(server_registry *r, server_model *m)
+{
+    pthread_rwlock_wrlock(&r->lock);
+    server_model **grown = realloc(r->models, (r->n_models + 1) * sizeof *grown);
+    if (grown != NULL) {
+        grown[r->n_models++] = m;
+        r->models = grown;
+        qsort(r->models, r->n_models, sizeof *r->models, compare_models);
+    }
+    pthread_rwlock_unlock(&r->lock);
+    return grown ? RN_OK : rn_set_error(RN_OUT_OF_MEMORY, "no memory for the model table");
+}
+
+/* Loads what the scan selects and is not loaded yet. */
+static size_t load_new(server_registry *r, const server_repo_model *repo, size_t n_repo,
+                       int fail_fast, rn_status *status)
+{
+    size_t loaded = 0;
+    *status = RN_OK;
+    for (size_t i = 0; i < n_repo; i++)
+        for (size_t v = 0; v < repo[i].n_versions; v++) {
+            pthread_rwlock_rdlock(&r->lock);
+            server_model *have = find_locked(r, repo[i].name, repo[i].versions[v]);
+            pthread_rwlock_unlock(&r->lock);
+            if (have != NULL)
+                continue;
+            server_model *m;
+            rn_status st = server_model_load(r->core, r->root, repo[i].name, repo[i].versions[v],
+                                             &repo[i].config, r->device, &m);
+            if (st == RN_OK && (st = add_model(r, m)) != RN_OK)
+                server_model_free(m);
+            if (st != RN_OK) {
+                fprintf(stderr, "runnel-server: %s\n", rn_last_error());
+                *status = st;
+                if (fail_fast)
+                    return loaded;
+                continue;
+            }
+            fprintf(stderr, "runnel-server: loaded model '%s' version %" PRId64 "\n", repo[i].name,
+                    repo[i].versions[v]);
+            loaded++;
+        }
+    return loaded;
+}
+
+static int selected(const server_repo_model *repo, size_t n_repo, const server_model *m)
+{
+    for (size_t i = 0; i < n_repo; i++)
+        if (strcmp(repo[i].name, server_model_name(m)) == 0)
+            for (size_t v = 0; v < repo[i].n_versions; v++)
+                if (repo[i].versions[v] == server_model_version(m))
+                    return 1;
+    return 0;
+}
+
+/* Moves what the scan no longer selects to the retired list. */
+static size_t unload_gone(server_registry *r, const server_repo_model *repo, size_t n_repo)
+{
+    size_t gone = 0;
+    pthread_rwlock_wrlock(&r->lock);
+    for (size_t i = 0; i < r->n_models;) {
+        server_model *m = r->models[i];
+        server_model **grown;
+        if (selected(repo, n_repo, m) ||
+            (grown = realloc(r->retired, (r->n_retired + 1) * sizeof *grown)) == NULL) {
+            i++;
+            continue;
+        }
+        r->retired = grown;
+        r->retired[r->n_retired++] = m;
+        memmove(&r->models[i], &r->models[i + 1], (r->n_models - i - 1) * sizeof *r->models);
+        r->n_models--;
+        fprintf(stderr, "runnel-server: unloading model '%s' version %s\n", server_model_name(m),
+                server_model_version_text(m));
+        gone++;
+    }
+    pthread_rwlock_unlock(&r->lock);
+    return gone;
+}
+
+/* Frees retired versions that no job holds any more. */
+static void free_retired(server_registry *r)
+{
+    for (size_t i = 0; i < r->n_retired;) {
+        if (server_model_refs(r->retired[i]) != 0) {
+            i++;
+            continue;
+        }
+        server_model_free(r->retired[i]);
+        r->retired[i] = r->retired[--r->n_retired];
+    }
+}
+
+rn_status server_registry_create(rn_core *core, const char *root, const char *device,
+                                 size_t queue_size, server_registry **out)
+{
+    server_registry *r = calloc(1, sizeof *r);
+    if (r == NULL || (r->root = strdup(root)) == NULL || (r->device = strdup(device)) == NULL) {
+        if (r)
+            free(r->root);
+        free(r);
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the registry");
+    }
+    r->core = core;
+    r->queue_size = queue_size;
+    pthread_rwlock_init(&r->lock, NULL);
+    pthread_mutex_init(&r->poll_lock, NULL);
+    server_repo_model *repo;
+    size_t n_repo;
+    rn_status st = server_repo_scan(root, queue_size, &repo, &n_repo);
+    if (st == RN_OK) {
+        load_new(r, repo, n_repo, 1, &st);
+        server_repo_free(repo, n_repo);
+    }
+    if (st != RN_OK) {
+        server_registry_free(r);
+        return st;
+    }
+    *out = r;
+    return RN_OK;
+}
+
+void server_registry_free(server_registry *r)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; i < r->n_models; i++)
+        server_model_free(r->models[i]);
+    for (size_t i = 0; i < r->n_retired; i++) {
+        while (server_model_refs(r->retired[i]) != 0)
+            usleep(1000);
+        server_model_free(r->retired[i]);
+    }
+    free(r->models);
+    free(r->retired);
+    pthread_rwlock_destroy(&r->lock);
+    pthread_mutex_destroy(&r->poll_lock);
+    free(r->device);
+    free(r->root);
+    free(r);
+}
+
+server_model *server_registry_find(server_registry *r, const char *name, const char *version)
+{
+    int64_t want = -1;
+    if (version != NULL && *version != '\0') {
+        char *end;
+        want = strtoll(version, &end, 10);
+        if (*end != '\0' || want < 0) {
+            rn_set_error(RN_NOT_FOUND, "model '%s' has no version '%s' (versions are numbers)",
+                         name, version);
+            return NULL;
+        }
+    }
+    server_model *found = NULL;
+    int known = 0;
+    pthread_rwlock_rdlock(&r->lock);
+    for (size_t i = 0; i < r->n_models; i++) {
+        if (strcmp(server_model_name(r->models[i]), name) != 0)
+            continue;
+        known = 1;
+        if (want < 0 || server_model_version(r->models[i]) == want)
+            found = r->models[i]; /* sorted: the last match is the highest version */
+    }
+    if (found != NULL)
+        server_model_acquire(found);
+    pthread_rwlock_unlock(&r->lock);
+    if (found == NULL && known)
+        rn_set_error(RN_NOT_FOUND, "model '%s' has no version %s loaded", name, version);
+    else if (found == NULL)
+        rn_set_error(RN_NOT_FOUND, "no model '%s' is loaded", name);
+    return found;
+}
+
+void server_registry_foreach(server_registry *r, void (*fn)(server_model *, void *), void *user)
+{
+    pthread_rwlock_rdlock(&r->lock);
+    for (size_t i = 0; i < r->n_models; i++)
+        fn(r->models[i], user);
+    pthread_rwlock_unlock(&r->lock);
+}
+
+size_t server_registry_poll(server_registry *r)
+{
+    pthread_mutex_lock(&r->poll_lock);
+    size_t changed = 0;
+    server_repo_model *repo;
+    size_t n_repo;
+    if (server_repo_scan(r->root, r->queue_size, &repo, &n_repo) != RN_OK) {
+        fprintf(stderr, "runnel-server: repository poll: %s\n", rn_last_error());
+    } else {
+        rn_status st;
+        changed += load_new(r, repo, n_repo, 0, &st);
+        changed += unload_gone(r, repo, n_repo);
+        server_repo_free(repo, n_repo);
+    }
+    free_retired(r);
+    pthread_mutex_unlock(&r->poll_lock);
+    return changed;
+}

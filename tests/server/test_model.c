@@ -1,0 +1,341 @@
+/* runnel-server's model layer on a real model (the onnx wheel's light
+ * SqueezeNet on REF): loading a repository, checking requests against the
+ * model, async jobs answered from runnel's callback, and a bounded queue
+ * that refuses at once when full. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/registry.h"
+
+#define SQUEEZENET  ".cache/onnx-1.22.0/light/light_squeezenet.onnx"
+#define DYNAMIC_ADD "tests/tools/data/dynamic_add.onnx" /* sum = x + y, [N,4] */
+
+static char root[64];
+static rn_core *core;
+
+/* A repository of one model "sq" (version 1) made from `model`. */
+static void make_repo_of(const char *model, const char *config)
+{
+    strcpy(root, "/tmp/rn_serverXXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    char p[256], target[4096];
+    snprintf(p, sizeof p, "%s/sq", root);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/sq/1", root);
+    mkdir(p, 0755);
+    cr_assert_not_null(realpath(model, target), "%s missing (scripts/setup)", model);
+    snprintf(p, sizeof p, "%s/sq/1/model.onnx", root);
+    cr_assert_eq(symlink(target, p), 0);
+    if (config != NULL) {
+        snprintf(p, sizeof p, "%s/sq/config.json", root);
+        FILE *f = fopen(p, "w");
+        fputs(config, f);
+        fclose(f);
+    }
+    cr_assert_eq(rn_core_create(&core), RN_OK);
+}
+
+static void make_repo(const char *config)
+{
+    make_repo_of(SQUEEZENET, config);
+}
+
+static void remove_repo(void)
+{
+    rn_core_free(core);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static server_infer request(const char *name, const char *datatype, const char *shape, size_t n)
+{
+    size_t cap = 256 + 4 * n;
+    char *json = malloc(cap);
+    size_t used = (size_t)snprintf(json, cap,
+                                   "{\"inputs\":[{\"name\":\"%s\",\"datatype\":\"%s\",\"shape\":%s,"
+                                   "\"data\":[",
+                                   name, datatype, shape);
+    for (size_t i = 0; i < n; i++)
+        used += (size_t)snprintf(json + used, cap - used, "%s1", i ? "," : "");
+    snprintf(json + used, cap - used, "]}]}");
+    server_infer infer;
+    cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &infer), RN_OK, "%s",
+                 rn_last_error());
+    free(json);
+    return infer;
+}
+
+Test(model, bind_checks_names_datatypes_and_shapes, .init = NULL)
+{
+    make_repo("{\"device\":\"REF\"}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", NULL);
+    cr_assert_not_null(m, "%s", rn_last_error());
+    cr_assert_eq(server_model_version(m), 1);
+    cr_assert_null(server_registry_find(reg, "sq", "2"));
+    cr_assert(strstr(rn_last_error(), "no version 2") != NULL, "%s", rn_last_error());
+    cr_assert_null(server_registry_find(reg, "nope", ""));
+    cr_assert(strstr(rn_last_error(), "no model 'nope'") != NULL, "%s", rn_last_error());
+
+    server_infer in = request("data_0", "FP32", "[1,3,224,224]", 150528);
+    cr_assert_eq(server_model_bind(m, &in), RN_OK, "%s", rn_last_error());
+    server_infer_clear(&in);
+    in = request("data_0", "FP32", "[1,3,224,2]", 1344);
+    cr_assert_eq(server_model_bind(m, &in), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "shape [1,3,224,2], the model takes [1,3,224,224]"), "%s",
+              rn_last_error());
+    server_infer_clear(&in);
+    in = request("data_0", "FP64", "[1,3,224,224]", 150528);
+    cr_assert_eq(server_model_bind(m, &in), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "datatype FP64, the model takes FP32"), "%s",
+              rn_last_error());
+    server_infer_clear(&in);
+    in = request("image", "FP32", "[1]", 1);
+    cr_assert_eq(server_model_bind(m, &in), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "no input 'image'"), "%s", rn_last_error());
+    server_infer_clear(&in);
+    server_model_release(m);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+/* Jobs that record their answer and signal the test. */
+typedef struct waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int answered;
+    int ok;
+} waiter;
+
+static void on_done(server_job *job)
+{
+    waiter *w = job->user;
+    pthread_mutex_lock(&w->lock);
+    w->answered++;
+    w->ok += job->http_status == 200;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+Test(model, jobs_are_answered_and_a_full_queue_refuses_at_once)
+{
+    make_repo("{\"device\":\"REF\",\"max_queue_size\":2}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 64, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", "1");
+    cr_assert_not_null(m);
+    size_t slots = server_model_requests(m);
+    size_t n = slots + 2 + 3; /* the pool, the queue, and three too many */
+    server_job *jobs = calloc(n, sizeof *jobs);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    size_t accepted = 0, refused = 0;
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].infer = request("data_0", "FP32", "[1,3,224,224]", 150528);
+        cr_assert_eq(server_model_bind(m, &jobs[i].infer), RN_OK);
+    }
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].done = on_done;
+        jobs[i].user = &w;
+        jobs[i].received_ns = server_now_ns();
+        rn_status st = server_model_submit(m, &jobs[i]);
+        if (st == RN_OK) {
+            accepted++;
+        } else {
+            cr_assert_eq(st, RN_RESULT_NOT_READY);
+            cr_assert(strstr(rn_last_error(), "queue is full"), "%s", rn_last_error());
+            refused++;
+        }
+    }
+    /* A REF SqueezeNet run takes tens of milliseconds: the submits above
+     * all happen while the pool is busy. */
+    cr_assert_eq(accepted, slots + 2, "accepted %zu with %zu requests", accepted, slots);
+    cr_assert_eq(refused, 3);
+    pthread_mutex_lock(&w.lock);
+    while (w.answered < (int)accepted)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    cr_assert_eq(w.ok, (int)accepted);
+    server_stats *s = server_model_stats(m);
+    cr_assert_eq(atomic_load(&s->success), accepted);
+    cr_assert_eq(atomic_load(&s->pending), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i].http_status == 200) {
+            cr_assert(jobs[i].response.header_size == 0);
+            cr_assert(strstr(jobs[i].response.body, "\"name\":\"softmaxout_1\"") != NULL);
+        }
+        free(jobs[i].response.body);
+        free(jobs[i].error);
+        server_infer_clear(&jobs[i].infer);
+    }
+    free(jobs);
+    server_model_release(m);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+Test(model, poll_loads_new_versions_and_unloads_removed_ones)
+{
+    make_repo("{\"device\":\"REF\"}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_OK);
+    char from[256], to[256];
+    snprintf(from, sizeof from, "%s/sq/1", root);
+    snprintf(to, sizeof to, "%s/sq/2", root);
+    cr_assert_eq(rename(from, to), 0);
+    server_model *held = server_registry_find(reg, "sq", "1"); /* a job in flight on v1 */
+    cr_assert_not_null(held);
+    cr_assert_eq(server_registry_poll(reg), 2); /* v2 loaded, v1 unloaded */
+    server_model *m = server_registry_find(reg, "sq", "");
+    cr_assert_not_null(m);
+    cr_assert_eq(server_model_version(m), 2);
+    cr_assert_null(server_registry_find(reg, "sq", "1"));
+    cr_assert_str_eq(server_model_name(held), "sq"); /* still alive while held */
+    server_model_release(held);
+    server_model_release(m);
+    cr_assert_eq(server_registry_poll(reg), 0);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+/* Dynamic batching, made deterministic: one infer request (LATENCY hint),
+ * and the follow-up jobs are submitted from the first job's done, which
+ * runs before its request is handed on, so they all wait in the queue and
+ * the freed request takes them in batches of at most max_batch_size. */
+
+typedef struct batch_case {
+    server_model *model;
+    server_job *jobs; /* jobs[0] primes; the rest are submitted from its done */
+    size_t n;
+    waiter w;
+} batch_case;
+
+/* Frees the case's jobs, then the model, registry and repository. */
+static void finish_case(batch_case *c, server_registry *reg)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->jobs[i].response.body);
+        free(c->jobs[i].error);
+        server_infer_clear(&c->jobs[i].infer);
+    }
+    free(c->jobs);
+    server_model_release(c->model);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+static void on_primer_done(server_job *job)
+{
+    batch_case *c = job->user;
+    for (size_t i = 1; i < c->n; i++)
+        cr_assert_eq(server_model_submit(c->model, &c->jobs[i]), RN_OK, "%s", rn_last_error());
+}
+
+Test(model, batching_joins_queued_jobs_and_splits_their_outputs)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":4,\"properties\":{"
+                              "\"PERFORMANCE_HINT\":\"LATENCY\"}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    batch_case c = {.model = server_registry_find(reg, "sq", NULL), .n = 6};
+    cr_assert_not_null(c.model);
+    cr_assert_eq(server_model_requests(c.model), 1);
+    pthread_mutex_init(&c.w.lock, NULL);
+    pthread_cond_init(&c.w.cond, NULL);
+    int batch[6] = {1, 1, 2, 3, 1, 2}; /* queued: {1,2} {3,1} {2} with max 4 */
+    c.jobs = calloc(c.n, sizeof *c.jobs);
+    for (size_t i = 0; i < c.n; i++) {
+        char json[1024];
+        size_t used = (size_t)snprintf(json, sizeof json, "{\"inputs\":[");
+        for (int in = 0; in < 2; in++) {
+            used += (size_t)snprintf(json + used, sizeof json - used,
+                                     "%s{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":[%d,4],"
+                                     "\"data\":[",
+                                     in ? "," : "", in ? "y" : "x", batch[i]);
+            for (int e = 0; e < 4 * batch[i]; e++) /* x = 100 i + e, y = 1000 i */
+                used += (size_t)snprintf(json + used, sizeof json - used, "%s%d", e ? "," : "",
+                                         in ? 1000 * (int)i : 100 * (int)i + e);
+            used += (size_t)snprintf(json + used, sizeof json - used, "]}");
+        }
+        snprintf(json + used, sizeof json - used,
+                 "],\"parameters\":{\"binary_data_output\":true}}");
+        cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &c.jobs[i].infer), RN_OK,
+                     "%s", rn_last_error());
+        cr_assert_eq(server_model_bind(c.model, &c.jobs[i].infer), RN_OK, "%s", rn_last_error());
+        c.jobs[i].done = i == 0 ? on_primer_done : on_done;
+        c.jobs[i].user = i == 0 ? (void *)&c : (void *)&c.w;
+        c.jobs[i].received_ns = server_now_ns();
+    }
+    cr_assert_eq(server_model_submit(c.model, &c.jobs[0]), RN_OK);
+    pthread_mutex_lock(&c.w.lock);
+    while (c.w.answered < (int)c.n - 1)
+        pthread_cond_wait(&c.w.cond, &c.w.lock);
+    pthread_mutex_unlock(&c.w.lock);
+    cr_assert_eq(c.jobs[0].http_status, 200);
+    for (size_t i = 1; i < c.n; i++) {
+        server_job *j = &c.jobs[i];
+        cr_assert_eq(j->http_status, 200, "job %zu: %s", i, j->error ? j->error : "");
+        cr_assert_eq(j->response.size - j->response.header_size, 16u * (size_t)batch[i]);
+        float sum[12]; /* the binary section starts anywhere: copy it out */
+        memcpy(sum, j->response.body + j->response.header_size, 16u * (size_t)batch[i]);
+        for (int e = 0; e < 4 * batch[i]; e++)
+            cr_assert_eq(sum[e], (float)(100 * (int)i + e + 1000 * (int)i), "job %zu [%d]", i, e);
+    }
+    server_stats *s = server_model_stats(c.model);
+    while (atomic_load(&s->success) < c.n) /* the primer's finish may still be running */
+        usleep(1000);
+    cr_assert_eq(atomic_load(&s->exec_count), 4); /* the primer, then 3 batches */
+    cr_assert_eq(atomic_load(&s->inference_count), 10);
+    finish_case(&c, reg);
+}
+
+static void on_primer_done_then_wait(server_job *job)
+{
+    on_primer_done(job);
+    usleep(5000); /* the queued jobs wait at least this long */
+}
+
+Test(model, a_queued_request_past_its_timeout_gets_503)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"properties\":{\"PERFORMANCE_HINT\":"
+                              "\"LATENCY\"}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    batch_case c = {.model = server_registry_find(reg, "sq", NULL), .n = 3};
+    pthread_mutex_init(&c.w.lock, NULL);
+    pthread_cond_init(&c.w.cond, NULL);
+    c.jobs = calloc(c.n, sizeof *c.jobs);
+    const char *params[3] = {"", ",\"parameters\":{\"timeout\":1000}", ""};
+    for (size_t i = 0; i < c.n; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                 "\"data\":[1,2,3,4]},{\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                 "\"data\":[1,1,1,1]}]%s}",
+                 params[i]);
+        cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &c.jobs[i].infer), RN_OK,
+                     "%s", rn_last_error());
+        cr_assert_eq(server_model_bind(c.model, &c.jobs[i].infer), RN_OK);
+        c.jobs[i].done = i == 0 ? on_primer_done_then_wait : on_done;
+        c.jobs[i].user = i == 0 ? (void *)&c : (void *)&c.w;
+        c.jobs[i].received_ns = server_now_ns();
+    }
+    cr_assert_eq(c.jobs[1].infer.timeout_us, 1000);
+    cr_assert_eq(server_model_submit(c.model, &c.jobs[0]), RN_OK);
+    pthread_mutex_lock(&c.w.lock);
+    while (c.w.answered < 2)
+        pthread_cond_wait(&c.w.cond, &c.w.lock);
+    pthread_mutex_unlock(&c.w.lock);
+    cr_assert_eq(c.jobs[1].http_status, 503);
+    cr_assert(strstr(c.jobs[1].error, "request timed out: waited") &&
+                  strstr(c.jobs[1].error, "past its timeout of 1000 us"),
+              "%s", c.jobs[1].error);
+    cr_assert_eq(c.jobs[2].http_status, 200, "%s", c.jobs[2].error ? c.jobs[2].error : "");
+    finish_case(&c, reg);
+}
