@@ -152,6 +152,7 @@ void free(void *);
 rn_status rnpy_set_callback(rn_infer_request *request, void *handle);
 rn_status rnpy_clear_callback(rn_infer_request *request);
 void rnpy_close(void);
+int rnpy_in_callback(void);
 typedef struct rnpy_tensor_info {
     uintptr_t data;
     size_t rank;
@@ -176,6 +177,11 @@ SOURCE = r"""
 #include "runnel/runnel.h"
 
 static int rnpy_closing;
+/* Set while this thread runs a completion into Python: whatever Python runs
+ * then (the callback, or a garbage collection that frees a request) is on
+ * runnel's callback thread, where waiting for a request could wait for
+ * itself. */
+static _Thread_local int rnpy_callback_depth;
 static void rnpy_on_done(void *handle, rn_infer_request *request, rn_status status,
                          const char *message);
 
@@ -183,7 +189,14 @@ static void rnpy_trampoline(rn_infer_request *request, rn_status status, void *u
 {
     if (__atomic_load_n(&rnpy_closing, __ATOMIC_ACQUIRE))
         return;
+    rnpy_callback_depth++;
     rnpy_on_done(user_data, request, status, status == RN_OK ? "" : rn_last_error());
+    rnpy_callback_depth--;
+}
+
+static int rnpy_in_callback(void)
+{
+    return rnpy_callback_depth > 0;
 }
 
 static rn_status rnpy_set_callback(rn_infer_request *request, void *handle)

@@ -399,13 +399,8 @@ _NODE_STATUS = {0: "NOT_RUN", 1: "OPTIMIZED_OUT", 2: "EXECUTED"}
 # ---- requests and shutdown ----
 
 
-class _ThreadState(threading.local):
-    in_callback = 0  # > 0 on a runnel callback thread while Python code of a callback runs
-
-
-_tls = _ThreadState()
 _in_flight: set = set()  # requests with a callback and a run in flight (keeps them alive)
-_live: "weakref.WeakSet[InferRequest]" = weakref.WeakSet()
+_live: "weakref.WeakSet[_RequestMemory]" = weakref.WeakSet()
 _graveyard: List[Tuple[Any, Any]] = []  # requests that went inside a callback, freed later
 _closing = False
 _exit_registered = False
@@ -417,14 +412,14 @@ def _free_request(ptr, bound) -> None:
     completion callback this cannot wait (the callback may be this request's
     own), so the request is freed by the next request created, by
     AsyncInferQueue.wait_all or at exit."""
-    if _tls.in_callback:
+    if lib.rnpy_in_callback():
         _graveyard.append((ptr, bound))
         return
     lib.rn_infer_request_free(ptr)  # waits for a run in flight, without the GIL
 
 
 def _reap() -> None:
-    while _graveyard and not _tls.in_callback:
+    while _graveyard and not lib.rnpy_in_callback():
         ptr, bound = _graveyard.pop()
         lib.rn_infer_request_free(ptr)
 
@@ -435,26 +430,42 @@ def _at_exit() -> None:
     GIL), then stop completions from entering Python."""
     global _closing
     _closing = True
-    for request in list(_live):
-        request._finalizer()
-        request._ptr = ffi.NULL  # a later call is an error, not a use after free
+    for memory in list(_live):
+        memory.finalizer()
+        request = memory.request()
+        if request is not None:
+            request._ptr = ffi.NULL  # a later call is an error, not a use after free
     _reap()
     lib.rnpy_close()
 
 
 @ffi.def_extern()
 def rnpy_on_done(handle, request, status, message) -> None:
-    _tls.in_callback += 1
-    try:
-        owner = ffi.from_handle(handle)()
-        if owner is not None:
-            owner._on_done(status, message)
-    finally:
-        _tls.in_callback -= 1
+    # The request is found through a weak reference (no cycle through the
+    # handle); a run in flight with a callback is kept alive by _in_flight.
+    owner = ffi.from_handle(handle)()
+    if owner is not None:
+        owner._on_done(status, message)
 
 
 def _shutting_down() -> RunnelError:
     return RunnelError("runnel: the interpreter is shutting down; no new runs", Status.CANCELLED)
+
+
+class _RequestMemory:
+    """Owns a C request and the tensors bound to it; freed (after its run in
+    flight) when the last of the InferRequest and the numpy views of its
+    buffers goes. Views hold this, not the InferRequest, so that the
+    request's cache of views makes no reference cycle (numpy arrays are not
+    seen by the cycle collector)."""
+
+    __slots__ = ("ptr", "bound", "finalizer", "request", "__weakref__")
+
+    def __init__(self, ptr, request: "InferRequest") -> None:
+        self.ptr = ptr
+        self.bound: Dict[Tuple[bool, int], Tensor] = {}
+        self.finalizer = weakref.finalize(self, _free_request, ptr, self.bound)
+        self.request = weakref.ref(request)
 
 
 class InferRequest:
@@ -470,16 +481,16 @@ class InferRequest:
         check(lib.rn_compiled_model_create_infer_request(compiled._ptr, out))
         self._ptr = out[0]
         self._compiled = compiled
+        self._memory = _RequestMemory(self._ptr, self)
         # Tensors the C request reads or writes (kept until it is freed).
-        self._bound: Dict[Tuple[bool, int], Tensor] = {}
-        self._finalizer = weakref.finalize(self, _free_request, self._ptr, self._bound)
+        self._bound = self._memory.bound
         with _lock:
             if not _exit_registered:
                 # After weakref's own exit hook (registered with the first
                 # finalize), so that it runs first.
                 atexit.register(_at_exit)
                 _exit_registered = True
-        _live.add(self)
+        _live.add(self._memory)
         n_in = len(compiled._inputs)
         self._in_src: List[Any] = [None] * n_in  # what the user gave for each input
         self._in_shape: List[Any] = [None] * n_in
@@ -551,7 +562,7 @@ class InferRequest:
         get = lib.rn_infer_request_get_input_tensor if is_input else \
             lib.rn_infer_request_get_output_tensor
         check(get(self._ptr, index, out))
-        return Tensor._borrow(out[0], self)
+        return Tensor._borrow(out[0], self._memory)
 
     def get_input_tensor(self, index: int = 0) -> Tensor:
         return self._get(True, index)
@@ -592,12 +603,14 @@ class InferRequest:
 
     def start_async(self, inputs: Inputs = None, userdata: Any = None) -> None:
         """Starts a run and returns at once. The inputs must not change until
-        it completes; the callback (set_callback) gets `userdata`."""
+        it completes; the callback (set_callback) gets `userdata` (when None,
+        the one given to set_callback or to the last start_async)."""
         if _closing:
             raise _shutting_down()
         if inputs is not None:
             self._bind(inputs)
-        self._userdata = userdata
+        if userdata is not None:
+            self._userdata = userdata
         tracked = self._handle is not None
         if tracked:
             _in_flight.add(self)
@@ -683,7 +696,8 @@ class InferRequest:
                 if not info.dense:
                     t = self._get(False, i)
                     strides = t.strides
-                hit = (key, view(info.data, key[1], info.element_type, self, strides))
+                hit = (key, view(info.data, key[1], info.element_type, self._memory,
+                                  strides))
                 cache[i] = hit
             arrays.append(hit[1])
         results = Results(zip(names, arrays))
@@ -750,7 +764,8 @@ class AsyncInferQueue:
         try:
             # The previous job's callback has put it back; wait until it returned.
             lib.rn_infer_request_wait(r._ptr)
-            r.start_async(inputs, userdata)
+            r._userdata = userdata
+            r.start_async(inputs)
         except BaseException:
             self._idle.put(i)
             raise
