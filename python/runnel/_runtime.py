@@ -523,16 +523,21 @@ class InferRequest:
         self._in_shape[index] = getattr(value, "shape", None)
 
     def _bind(self, inputs: Inputs) -> None:
-        if isinstance(inputs, Mapping):
+        if isinstance(inputs, dict) or isinstance(inputs, Mapping):
             items: Iterable = inputs.items()
         elif isinstance(inputs, (list, tuple)):
             items = enumerate(inputs)
         else:
             items = ((0, inputs),)
         cm = self._compiled
+        src = self._in_src
         for key, value in items:
-            index = key if type(key) is int and 0 <= key < len(cm._inputs) else \
-                _port_index(cm._inputs, cm._input_names, key, "input")
+            index = cm._input_names.get(key) if type(key) is str else None
+            if index is None:
+                index = _port_index(cm._inputs, cm._input_names, key, "input")
+            if value is src[index] and (type(value) is not np.ndarray
+                                        or value.shape == self._in_shape[index]):
+                continue  # the same array: runnel reads it in place
             self._bind_input(index, value)
 
     def _port(self, key: Any) -> Tuple[bool, int]:
@@ -684,25 +689,29 @@ class InferRequest:
     def results(self) -> Results:
         """The outputs of the last run, as numpy views of the request's buffers."""
         info = self._info
-        names = self._out_names
+        ptr = self._ptr
         cache = self._out_cache
         arrays = []
-        for i in range(len(names)):
-            check(lib.rnpy_output(self._ptr, i, info))
-            key = (info.data, tuple(info.dims[0:info.rank]))
+        for i in range(len(cache)):
+            st = lib.rnpy_output(ptr, i, info)
+            if st:
+                raise error(st)
             hit = cache[i]
-            if hit is None or hit[0] != key:
-                strides = None
-                if not info.dense:
-                    t = self._get(False, i)
-                    strides = t.strides
-                hit = (key, view(info.data, key[1], info.element_type, self._memory,
-                                  strides))
+            # The view is made again only when the buffer or the shape changed.
+            if hit is None or hit[0] != info.data or hit[1] != ffi.unpack(info.dims, info.rank):
+                hit = self._view_output(i)
                 cache[i] = hit
-            arrays.append(hit[1])
-        results = Results(zip(names, arrays))
-        results._names = names
+            arrays.append(hit[2])
+        results = Results(zip(self._out_names, arrays))
+        results._names = self._out_names
         return results
+
+    def _view_output(self, i: int):
+        info = self._info
+        dims = ffi.unpack(info.dims, info.rank)
+        strides = None if info.dense else self._get(False, i).strides
+        return (info.data, dims, view(info.data, tuple(dims), info.element_type, self._memory,
+                                      strides))
 
     def get_compiled_model(self) -> CompiledModel:
         return self._compiled
