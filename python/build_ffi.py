@@ -20,7 +20,19 @@ here = os.path.dirname(os.path.abspath(__file__))
 include = os.environ.get("RUNNEL_INCLUDE", os.path.join(here, "..", "include"))
 libdir = os.path.join(here, "runnel")
 
-CDEF = r"""
+# What rnpy_output reports of an output (declared for cffi and defined for the
+# compiler from this one text).
+TENSOR_INFO = r"""
+typedef struct rnpy_tensor_info {
+    uintptr_t data;
+    size_t rank;
+    int64_t dims[8];
+    int element_type;
+    int dense;
+} rnpy_tensor_info;
+"""
+
+CDEF = TENSOR_INFO + r"""
 typedef int... rn_status;
 typedef int... rn_element_type;
 typedef int... rn_value_kind;
@@ -153,13 +165,6 @@ rn_status rnpy_set_callback(rn_infer_request *request, void *handle);
 rn_status rnpy_clear_callback(rn_infer_request *request);
 void rnpy_close(void);
 int rnpy_in_callback(void);
-typedef struct rnpy_tensor_info {
-    uintptr_t data;
-    size_t rank;
-    int64_t dims[8];
-    int element_type;
-    int dense;
-} rnpy_tensor_info;
 rn_status rnpy_output(rn_infer_request *request, size_t index, rnpy_tensor_info *info);
 extern "Python" void rnpy_on_done(void *handle, rn_infer_request *request, rn_status status,
                                   const char *message);
@@ -175,6 +180,7 @@ SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 #include "runnel/runnel.h"
+""" + TENSOR_INFO + r"""
 
 static int rnpy_closing;
 /* Set while this thread runs a completion into Python: whatever Python runs
@@ -215,14 +221,8 @@ static void rnpy_close(void)
 }
 
 /* What Python needs to view output `index` as a numpy array, in one call:
- * results are read after every infer, so this is on the per-call path. */
-typedef struct rnpy_tensor_info {
-    uintptr_t data;
-    size_t rank;
-    int64_t dims[8];
-    int element_type;
-    int dense;
-} rnpy_tensor_info;
+ * results are read after every infer, so this is on the per-call path.
+ * rnpy_tensor_info is defined above, from TENSOR_INFO. */
 _Static_assert(RN_MAX_RANK == 8, "rnpy_tensor_info.dims holds RN_MAX_RANK dims");
 
 static rn_status rnpy_output(rn_infer_request *request, size_t index, rnpy_tensor_info *info)

@@ -112,14 +112,21 @@ def overhead(args):
     print(f"  onnxruntime InferenceSession.run {ort_us:7.2f} us   ratio={ours / ort_us:.2f}")
 
 
-def queue_fps(start, seconds):
-    """Runs start() as fast as completions allow for `seconds`; jobs/s."""
+def queue_fps(queue, x, jobs, seconds):
+    """Jobs per second of an AsyncInferQueue (runnel's or OpenVINO's: the
+    same calls) kept full for `seconds`, counted as tools/bench and
+    benchmark_app do: completions over the time to the last one."""
+    done = [0]
+    queue.set_callback(lambda request, userdata, *status: done.__setitem__(0, done[0] + 1))
+    for _ in range(jobs):  # warm-up
+        queue.start_async({0: x})
+    queue.wait_all()
+    done[0] = 0
     t0 = time.perf_counter()
-    n = 0
     while time.perf_counter() - t0 < seconds:
-        start()
-        n += 1
-    return n, t0
+        queue.start_async({0: x})
+    queue.wait_all()
+    return done[0] / (time.perf_counter() - t0)
 
 
 def throughput(args):
@@ -130,22 +137,7 @@ def throughput(args):
     core = runnel.Core()
     compiled = core.compile_model(RESNET, args.device, {"PERFORMANCE_HINT": "THROUGHPUT"})
     jobs = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
-    q = runnel.AsyncInferQueue(compiled, jobs)
-    done = [0]
-
-    def count(request, userdata, status):
-        done[0] += 1
-
-    q.set_callback(count)
-    for _ in range(jobs):  # warm-up
-        q.start_async({0: x})
-    q.wait_all()
-    done[0] = 0
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < args.seconds:
-        q.start_async({0: x})
-    q.wait_all()
-    ours = done[0] / (time.perf_counter() - t0)
+    ours = queue_fps(runnel.AsyncInferQueue(compiled, jobs), x, jobs, args.seconds)
 
     bench = os.environ.get("RUNNEL_TOOLS_BENCH")
     tools = None
@@ -161,20 +153,11 @@ def throughput(args):
     ovc = ov.Core()
     ov_compiled = ovc.compile_model(RESNET, "CPU", {"PERFORMANCE_HINT": "THROUGHPUT"})
     ov_jobs = ov_compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
-    ov_q = ov.AsyncInferQueue(ov_compiled, ov_jobs)
-    ov_done = [0]
-    ov_q.set_callback(lambda request, userdata: ov_done.__setitem__(0, ov_done[0] + 1))
-    for _ in range(ov_jobs):
-        ov_q.start_async({0: x})
-    ov_q.wait_all()
-    ov_done[0] = 0
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < args.seconds:
-        ov_q.start_async({0: x})
-    ov_q.wait_all()
-    theirs = ov_done[0] / (time.perf_counter() - t0)
+    theirs = queue_fps(ov.AsyncInferQueue(ov_compiled, ov_jobs), x, ov_jobs, args.seconds)
 
-    sess = ort.InferenceSession(RESNET, providers=["CPUExecutionProvider"])
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(RESNET, so, providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     sess.run(None, {name: x})
     ort_done = [0]

@@ -145,11 +145,12 @@ class Tensor:
     def get_element_type(self) -> Type:
         return self.element_type
 
+    def _dims(self, read) -> Tuple[int, ...]:
+        return tuple(ffi.unpack(read(self._ptr), lib.rn_tensor_rank(self._ptr)))
+
     @property
     def shape(self) -> Tuple[int, ...]:
-        rank = lib.rn_tensor_rank(self._ptr)
-        dims = lib.rn_tensor_dims(self._ptr)
-        return tuple(dims[i] for i in range(rank))
+        return self._dims(lib.rn_tensor_dims)
 
     def get_shape(self) -> Tuple[int, ...]:
         return self.shape
@@ -157,9 +158,7 @@ class Tensor:
     @property
     def strides(self) -> Tuple[int, ...]:
         """Byte strides (dense row-major unless wrapping a strided view)."""
-        rank = lib.rn_tensor_rank(self._ptr)
-        s = lib.rn_tensor_strides(self._ptr)
-        return tuple(s[i] for i in range(rank))
+        return self._dims(lib.rn_tensor_strides)
 
     @property
     def is_dense(self) -> bool:
