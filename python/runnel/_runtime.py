@@ -10,9 +10,9 @@ keeps what it needs alive (a request keeps its compiled model, a compiled
 model its core), so objects may go in any order. A request keeps the
 tensors and arrays bound to it until the C request is freed, and a request
 with a completion callback keeps itself alive while a run is in flight. At
-interpreter exit every live request is waited for and freed before the
-interpreter is torn down; from then on completions no longer enter Python
-and new runs are refused.
+interpreter exit every run in flight is waited for before the interpreter
+is torn down; from then on completions no longer enter Python and new runs
+are refused.
 """
 from __future__ import annotations
 
@@ -425,18 +425,19 @@ def _reap() -> None:
 
 
 def _at_exit() -> None:
-    """Before the interpreter is torn down: refuse new runs, wait for and
-    free every request (callbacks of runs in flight still run, with the
-    GIL), then stop completions from entering Python."""
+    """Before the interpreter is torn down: refuse new runs, wait for every
+    run in flight (their callbacks still run, with the GIL), then stop
+    completions from entering Python. The requests are not freed: the
+    process is ending, and a daemon thread may still be inside a
+    synchronous infer of one."""
     global _closing
     _closing = True
     for memory in list(_live):
-        memory.finalizer()
-        request = memory.request()
-        if request is not None:
-            request._ptr = ffi.NULL  # a later call is an error, not a use after free
-    _reap()
+        lib.rn_infer_request_wait(memory.ptr)
     lib.rnpy_close()
+    for memory in list(_live):
+        memory.finalizer.detach()
+    _graveyard.clear()
 
 
 @ffi.def_extern()
@@ -459,13 +460,12 @@ class _RequestMemory:
     request's cache of views makes no reference cycle (numpy arrays are not
     seen by the cycle collector)."""
 
-    __slots__ = ("ptr", "bound", "finalizer", "request", "__weakref__")
+    __slots__ = ("ptr", "bound", "finalizer", "__weakref__")
 
-    def __init__(self, ptr, request: "InferRequest") -> None:
+    def __init__(self, ptr) -> None:
         self.ptr = ptr
         self.bound: Dict[Tuple[bool, int], Tensor] = {}
         self.finalizer = weakref.finalize(self, _free_request, ptr, self.bound)
-        self.request = weakref.ref(request)
 
 
 class InferRequest:
@@ -481,7 +481,7 @@ class InferRequest:
         check(lib.rn_compiled_model_create_infer_request(compiled._ptr, out))
         self._ptr = out[0]
         self._compiled = compiled
-        self._memory = _RequestMemory(self._ptr, self)
+        self._memory = _RequestMemory(self._ptr)
         # Tensors the C request reads or writes (kept until it is freed).
         self._bound = self._memory.bound
         with _lock:
