@@ -7,10 +7,13 @@
 #include "graph/onnx/onnx_reader.h"
 #include "runtime/runtime.h"
 
-/* Built-in plugins, registered when a core is created. */
+/* Built-in plugins, registered when a core is created: CPU (oneDNN) first,
+ * the default device, then REF. */
+extern const rn_plugin_ops cpu_plugin_ops;
 extern const rn_plugin_ops ref_plugin_ops;
 
 static const rn_plugin_ops *const builtin_plugins[] = {
+    &cpu_plugin_ops,
     &ref_plugin_ops,
 };
 

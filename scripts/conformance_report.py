@@ -27,7 +27,11 @@ print("`bazel run //tests/conformance:onnx -- --device REF DIR...` over ONNX bac
 print("test folders, comparing with ONNX's tolerance (rtol 1e-3, atol 1e-7). A case")
 print("is UNSUPPORTED when reading or compiling refuses it with a status naming the op,")
 print("type or attribute; FAIL otherwise. CI checks `tests/conformance/baseline_ref_debian.txt`")
-print("and `tests/conformance/baseline_ref_onnx.txt`: every case listed there must still pass.\n")
+print("and `tests/conformance/baseline_ref_onnx.txt`: every case listed there must still pass.")
+print("It runs the CPU device too, with `--property INFERENCE_PRECISION_HINT=f32`,")
+print("against `baseline_cpu_debian.txt` and `baseline_cpu_onnx.txt` (the same")
+print("cases as REF's: CPU passes everything REF passes; under ASan CI runs the")
+print("Debian corpus only).\n")
 print("| corpus | cases | pass | fail | unsupported | pass rate |")
 print("|---|---|---|---|---|---|")
 parsed = {}

@@ -102,12 +102,5 @@ rn_status transforms_decompose_divide(graph *g, void *ctx, int *changes)
         if ((st = decompose(g, div)) == RN_OK)
             st = transforms_node_list_push(&removed, div);
     }
-    if (st == RN_OK)
-        st = transforms_remove_nodes(g, &removed);
-    if (st == RN_OK && removed.n > 0)
-        st = graph_sort(g);
-    if (st == RN_OK)
-        *changes = removed.n;
-    transforms_node_list_free(&removed);
-    return st;
+    return transforms_finish_removal(g, &removed, st, changes);
 }

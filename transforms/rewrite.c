@@ -296,3 +296,15 @@ int transforms_new_node_opset(const graph *g)
 {
     return g->opset >= 7 ? g->opset : 7;
 }
+
+rn_status transforms_finish_removal(graph *g, transforms_node_list *l, rn_status st, int *changes)
+{
+    if (st == RN_OK)
+        st = transforms_remove_nodes(g, l);
+    if (st == RN_OK && l->n > 0)
+        st = graph_sort(g);
+    if (st == RN_OK)
+        *changes = l->n;
+    transforms_node_list_free(l);
+    return st;
+}

@@ -67,6 +67,11 @@ void transforms_node_list_free(transforms_node_list *l);
  * On error (out of memory) g is unchanged. */
 rn_status transforms_remove_nodes(graph *g, const transforms_node_list *l);
 
+/* The end of a pass that collected the nodes it replaced: when st is
+ * RN_OK removes them, sorts g again if any went and sets *changes to their
+ * number; frees the list either way. Returns the pass's status. */
+rn_status transforms_finish_removal(graph *g, transforms_node_list *l, rn_status st, int *changes);
+
 /* The opset for a node a pass creates in the default domain: the graph's,
  * but at least 7 so that binary ops broadcast numpy-style rather than with the
  * legacy `broadcast`/`axis` attributes. */

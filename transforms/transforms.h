@@ -146,6 +146,33 @@ typedef struct transforms_preprocess {
  * it once per graph. ctx: a transforms_preprocess (borrowed); NULL: nothing. */
 rn_status transforms_add_preprocessing(graph *g, void *ctx, int *changes);
 
+/* Fusions for devices that run a convolution or a GEMM with its epilogue
+ * as one primitive (transforms/fuse_conv.c; off the default pipeline: a
+ * device adds them). Each fuses only where the intermediate value has no
+ * other reader; the fused node keeps the last node's output and carries
+ * every original name. ctx: unused.
+ *   fold_batchnorm: Conv -> BatchNormalization (inference, constant f32
+ *     statistics) becomes the Conv with folded weights and bias.
+ *   fuse_conv_add: Conv -> Add/Sum(., r) (r of the output's static shape)
+ *     becomes runnel's FusedConv(X, W, B, r): y = Conv + r.
+ *   fuse_activation: Conv/FusedConv/Gemm -> Relu, LeakyRelu, Elu, Clip
+ *     (constant bounds), Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, Mish
+ *     becomes FusedConv/FusedGemm with attributes activation (the op's name;
+ *     GeluTanh for Gelu's tanh form) and activation_params (LeakyRelu and
+ *     Elu alpha; Clip min, max; HardSigmoid alpha, beta).
+ *   gemm_transpose_b: Gemm with a constant f32 B and transB 0 gets B
+ *     transposed into a new constant and transB 1. */
+rn_status transforms_fold_batchnorm(graph *g, void *ctx, int *changes);
+rn_status transforms_fuse_conv_add(graph *g, void *ctx, int *changes);
+rn_status transforms_fuse_activation(graph *g, void *ctx, int *changes);
+rn_status transforms_gemm_transpose_b(graph *g, void *ctx, int *changes);
+/*   fold_scale_shift: Conv (constant weights) or BatchNormalization
+ *     (inference) -> Mul or Add by an f32 constant of one value per channel
+ *     (or one value): folded into the weights and bias, or the scale and
+ *     bias. fuse_activation also turns BatchNormalization -> Relu into
+ *     runnel's FusedBatchNormalization (activation "Relu"). */
+rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes);
+
 /* ---- the pipeline ---- */
 
 typedef struct transforms_pipeline transforms_pipeline;

@@ -21,37 +21,11 @@ ratio. Not a test: it never fails on a number.
 import argparse
 import json
 import os
-import platform
 import re
-import subprocess
 import sys
 import time
 
-
-def cpu_line():
-    model, flags = "unknown CPU", set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == "unknown CPU":
-                model = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = set(value.split())
-    isa = " ".join(f"{n}={'yes' if f in flags else 'no'}" for n, f in
-                   [("avx2", "avx2"), ("avx512f", "avx512f"), ("avx512_bf16", "avx512_bf16"),
-                    ("amx", "amx_tile")])
-    return (f"# machine: {model}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}\n"
-            f"# isa: {isa}")
-
-
-def run_measured(cmd):
-    """Runs cmd to completion; returns (exit code, output, peak RSS in KiB)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = proc.stdout.read()
-    proc.stdout.close()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, out, usage.ru_maxrss
+from common import cpu_line, rss_kib, run_measured
 
 
 def runnel_peak(bench, path, device, nireq, niter):
@@ -69,14 +43,6 @@ def runnel_peak(bench, path, device, nireq, niter):
 def runnel_floor(bench):
     _, _, peak = run_measured([bench, "-h"])
     return peak
-
-
-def rss_kib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def openvino_child(path, nireq, niter):

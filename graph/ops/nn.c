@@ -173,6 +173,24 @@ static rn_status infer_conv(const graph_node *node, const graph_port *in, int n_
     return RN_OK;
 }
 
+/* FusedConv: Conv's output, which the residual Sum (input 3) must match. */
+static rn_status infer_fused_conv(const graph_node *node, const graph_port *in, int n_in,
+                                  graph_port *out, int n_out)
+{
+    rn_status st = infer_conv(node, in, n_in < 3 ? n_in : 3, out, n_out);
+    if (st != RN_OK || n_in < 4 || !in[3].present || in[3].shape.rank < 0 || out[0].shape.rank < 0)
+        return st;
+    bool same = in[3].shape.rank == out[0].shape.rank;
+    for (int d = 0; same && d < out[0].shape.rank; d++)
+        same = in[3].shape.dims[d] == out[0].shape.dims[d] || in[3].shape.dims[d] < 0 ||
+               out[0].shape.dims[d] < 0;
+    if (!same)
+        return rn_set_error(RN_SHAPE_MISMATCH,
+                            "node '%s' (%s): the residual input does not have the output's shape",
+                            node->name, node->op_type);
+    return RN_OK;
+}
+
 /* ---- MaxPool / AveragePool ---- */
 
 static rn_status infer_pool(const graph_node *node, const graph_port *in, int n_in, graph_port *out,
@@ -658,5 +676,51 @@ const graph_op_schema graph_ops_nn[] = {
      infer_dropout,
      {{"ratio", GRAPH_ATTR_FLOAT, false}, {"seed", GRAPH_ATTR_INT, false}}},
     {"", "Flatten", 1, 1, 1, 1, 0, infer_flatten, {{"axis", GRAPH_ATTR_INT, false}}},
+    /* runnel's fused ops (transforms/fuse_conv.c makes them for devices
+     * that run them as one primitive): y = activation(Conv(X, W, B) + Sum),
+     * y = activation(Gemm(A, B, C)) and y = Relu(BatchNormalization(...)),
+     * activation named by its ONNX op
+     * with its parameters in activation_params, as ONNX Runtime's
+     * com.microsoft FusedConv and FusedGemm. */
+    {"runnel",
+     "FusedConv",
+     2,
+     4,
+     1,
+     1,
+     0,
+     infer_fused_conv,
+     {NN_WINDOW_ATTRS,
+      {"group", GRAPH_ATTR_INT, false},
+      {"activation", GRAPH_ATTR_STRING, false},
+      {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "FusedBatchNormalization",
+     5,
+     5,
+     1,
+     1,
+     0,
+     infer_batchnorm,
+     {{"epsilon", GRAPH_ATTR_FLOAT, false},
+      {"momentum", GRAPH_ATTR_FLOAT, false},
+      {"spatial", GRAPH_ATTR_INT, false},
+      {"training_mode", GRAPH_ATTR_INT, false},
+      {"activation", GRAPH_ATTR_STRING, false},
+      {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "FusedGemm",
+     2,
+     3,
+     1,
+     1,
+     0,
+     infer_gemm,
+     {{"alpha", GRAPH_ATTR_FLOAT, false},
+      {"beta", GRAPH_ATTR_FLOAT, false},
+      {"transA", GRAPH_ATTR_INT, false},
+      {"transB", GRAPH_ATTR_INT, false},
+      {"activation", GRAPH_ATTR_STRING, false},
+      {"activation_params", GRAPH_ATTR_FLOATS, false}}},
     {0},
 };

@@ -25,8 +25,10 @@ extern "C" {
 #endif
 
 /* 1: descriptors with layouts and device buffers, flags, layout hooks,
- *    allocators and partitions. */
-#define RN_KERNEL_ABI_VERSION 1
+ *    allocators and partitions.
+ * 2: prepare_ctx sees the layouts its inputs' producers write;
+ *    inplace_input (output 0 over any input); impl_name. */
+#define RN_KERNEL_ABI_VERSION 2
 
 /* A node of the model as the kernel sees it (opaque: rn_node_* below). */
 typedef struct graph_node rn_node;
@@ -96,9 +98,15 @@ typedef struct rn_kernel_registry rn_kernel_registry;
 
 /* What a kernel's prepare_ctx may use besides the node: the registry the
  * plan picks from, so that a control-flow kernel builds nested plans for its
- * bodies with the same kernels. */
+ * bodies with the same kernels; and the layout each input's producer writes
+ * (input_layouts[i], NULL: plain or unknown; n_input_layouts entries), so
+ * that a kernel that can read any layout of its device (an activation, a
+ * pooling) is prepared for the one it will get and no conversion is
+ * needed. Nodes are prepared in topological order. */
 typedef struct rn_kernel_ctx {
     const rn_kernel_registry *registry;
+    const rn_layout *const *input_layouts;
+    int n_input_layouts;
 } rn_kernel_ctx;
 
 /* Allocates output `index` of the running node with the given shape (ops
@@ -181,6 +189,16 @@ typedef struct rn_kernel {
      * the request's arena like a value that lives for the node's run only,
      * so a run allocates nothing. */
     size_t (*scratch_bytes)(const void *state);
+    /* (optional) The input that output 0 may be written over (a
+     * convolution that adds a residual into its output), -1 none; asked
+     * after prepare. The plan runs it in place when that input's bytes have
+     * the output's type, shape and layout and every other reader of them
+     * runs before the node; otherwise the output has its own bytes.
+     * RN_KERNEL_INPLACE is the same for input 0. */
+    int (*inplace_input)(const void *state);
+    /* (optional) The implementation prepare chose, for the runtime model
+     * ("brgconv:avx512_core_bf16"); impl_type when NULL or unset. */
+    const char *(*impl_name)(const void *state);
 } rn_kernel;
 
 /* A NULL-terminated list of kernels built against `abi_version`. */

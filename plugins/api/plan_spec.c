@@ -197,8 +197,33 @@ static rn_status copy_ids(int n, graph_value *const *vals, int **out)
     return RN_OK;
 }
 
-/* Fills exec node n for graph node `node` with its kernel. */
-static rn_status kernel_node(const plugin_plan *plan, plan_node *n, graph_node *node)
+static const char *layout_name(const rn_layout *l);
+
+/* Gives the outputs of exec node n the layouts its kernel writes. */
+static rn_status set_output_layouts(plan_spec *s, const plan_node *n)
+{
+    if (n->kernel == NULL || n->kernel->output_layout == NULL)
+        return RN_OK;
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out[k] < 0)
+            continue;
+        const rn_layout *l = n->kernel->output_layout(n->state, k);
+        plan_value *v = &s->values[n->out[k]];
+        if (l != NULL && v->storage != PLAN_ARENA)
+            return rn_set_error(RN_UNSUPPORTED,
+                                "compile: node '%s' writes '%s' in layout %s, but its shape "
+                                "is not static",
+                                n->name, v->name, layout_name(l));
+        v->desc.layout = l;
+        v->nbytes = value_bytes(&v->desc);
+        v->desc.nbytes = v->nbytes;
+    }
+    return RN_OK;
+}
+
+/* Fills exec node n for graph node `node` with its kernel, prepared for the
+ * layouts its inputs' producers (prepared before it) write. */
+static rn_status kernel_node(const plugin_plan *plan, plan_spec *s, plan_node *n, graph_node *node)
 {
     rn_status st;
     n->kind = PLAN_NODE_KERNEL;
@@ -226,17 +251,30 @@ static rn_status kernel_node(const plugin_plan *plan, plan_node *n, graph_node *
     }
     if ((st = plugin_kernel_registry_pick(plan->registry, node, &n->kernel)) != RN_OK)
         return st;
-    plugin_kernel_ctx kctx = {.registry = plan->registry};
     const plugin_kernel *k = n->kernel;
+    const rn_layout **layouts = NULL;
+    if (k->prepare_ctx != NULL && n->n_in > 0) {
+        if ((layouts = calloc((size_t)n->n_in, sizeof *layouts)) == NULL)
+            return oom();
+        for (int i = 0; i < n->n_in; i++)
+            layouts[i] = n->in[i] >= 0 ? s->values[n->in[i]].desc.layout : NULL;
+    }
+    plugin_kernel_ctx kctx = {
+        .registry = plan->registry, .input_layouts = layouts, .n_input_layouts = n->n_in};
     if (k->prepare_ctx != NULL)
         st = k->prepare_ctx(node, &kctx, &n->state);
     else if (k->prepare != NULL)
         st = k->prepare(node, &n->state);
+    free(layouts);
     if (st != RN_OK) {
         n->state = NULL;
         return st;
     }
+    if ((st = set_output_layouts(s, n)) != RN_OK)
+        return st;
     n->impl = k->impl_type != NULL ? k->impl_type : "unknown";
+    if (k->impl_name != NULL && k->impl_name(n->state) != NULL)
+        n->impl = k->impl_name(n->state);
     n->schema = graph_op_find(node->domain, node->op_type);
     return join_names((const graph_node *const *)&node, 1, &n->original_names);
 }
@@ -542,25 +580,11 @@ static rn_status resolve_layouts(lowering *L)
     plan_spec *s = L->s;
     int n_graph_nodes = s->n_nodes;
     rn_status st;
-    for (int i = 0; i < n_graph_nodes; i++) {
-        const plan_node *n = &s->nodes[i];
-        if (n->kernel == NULL || n->kernel->output_layout == NULL)
-            continue;
-        for (int k = 0; k < n->n_out; k++) {
-            if (n->out[k] < 0)
-                continue;
-            const rn_layout *l = n->kernel->output_layout(n->state, k);
-            plan_value *v = &s->values[n->out[k]];
-            if (l != NULL && v->storage != PLAN_ARENA)
-                return rn_set_error(RN_UNSUPPORTED,
-                                    "compile: node '%s' writes '%s' in layout %s, but its shape "
-                                    "is not static",
-                                    n->name, v->name, layout_name(l));
-            v->desc.layout = l;
-            v->nbytes = value_bytes(&v->desc);
-            v->desc.nbytes = v->nbytes;
-        }
-    }
+    /* Kernel nodes set theirs when prepared; partitions now. */
+    for (int i = 0; i < n_graph_nodes; i++)
+        if (s->nodes[i].kind == PLAN_NODE_PARTITION &&
+            (st = set_output_layouts(s, &s->nodes[i])) != RN_OK)
+            return st;
     for (int i = 0; i < n_graph_nodes; i++) {
         if (s->nodes[i].kernel == NULL || s->nodes[i].kernel->input_layout == NULL)
             continue;
@@ -788,6 +812,46 @@ static void concat_in_place(plan_spec *s, int *real)
     }
 }
 
+/* Whether every node other than `node` that reads root r's bytes is an
+ * ancestor of `node` in the DAG, and none of those bytes is a result: then
+ * `node` may write over them. */
+static bool others_read_before(plan_spec *s, int r, int node)
+{
+    for (int v = 0; v < s->n_values; v++)
+        if (s->values[v].result >= 0 && find_root(s, v) == r)
+            return false;
+    bool *anc = calloc((size_t)s->n_nodes + 1, sizeof *anc);
+    int *stack = malloc(((size_t)s->n_nodes + 1) * sizeof *stack);
+    bool ok = anc != NULL && stack != NULL;
+    int top = 0;
+    if (ok)
+        stack[top++] = node;
+    while (ok && top > 0) {
+        const plan_node *n = &s->nodes[stack[--top]];
+        for (int k = 0; k < n->n_in + n->n_implicit; k++) {
+            int v = k < n->n_in ? n->in[k] : n->implicit[k - n->n_in];
+            int p = v >= 0 ? s->values[v].producer : -1;
+            if (p >= 0 && !anc[p]) {
+                anc[p] = true;
+                stack[top++] = p;
+            }
+        }
+    }
+    for (int i = 0; i < s->n_nodes && ok; i++) {
+        const plan_node *n = &s->nodes[i];
+        if (i == node || n->skip)
+            continue;
+        for (int k = 0; k < n->n_in + n->n_implicit && ok; k++) {
+            int v = k < n->n_in ? n->in[k] : n->implicit[k - n->n_in];
+            if (v >= 0 && find_root(s, v) == r && !anc[i])
+                ok = false;
+        }
+    }
+    free(anc);
+    free(stack);
+    return ok;
+}
+
 static void alias(plan_spec *s)
 {
     /* Readers per value (exec node inputs and implicit reads). */
@@ -845,19 +909,25 @@ static void alias(plan_spec *s)
     for (int v = 0; v < s->n_values; v++)
         if (s->values[v].result >= 0)
             real[find_root(s, v)] += 2; /* results are never overwritten */
-    /* In place: output 0 over input 0 when nobody else reads those bytes. */
+    /* In place: output 0 over input 0 (or the kernel's inplace_input) when
+     * nobody else reads those bytes, or every other reader runs before. */
     for (int i = 0; i < s->n_nodes; i++) {
         plan_node *n = &s->nodes[i];
-        if (n->skip || n->kind != PLAN_NODE_KERNEL || !(n->kernel->flags & RN_KERNEL_INPLACE) ||
-            n->n_in < 1 || n->in[0] < 0 || n->n_out < 1 || n->out[0] < 0 || n->n_implicit > 0)
+        if (n->skip || n->kind != PLAN_NODE_KERNEL || n->n_out < 1 || n->out[0] < 0 ||
+            n->n_implicit > 0)
             continue;
-        int r = find_root(s, n->in[0]);
-        plan_value *src = &s->values[n->in[0]];
+        int in = n->kernel->inplace_input != NULL       ? n->kernel->inplace_input(n->state)
+                 : n->kernel->flags & RN_KERNEL_INPLACE ? 0
+                                                        : -1;
+        if (in < 0 || in >= n->n_in || n->in[in] < 0)
+            continue;
+        int r = find_root(s, n->in[in]);
+        plan_value *src = &s->values[n->in[in]];
         plan_value *dst = &s->values[n->out[0]];
-        if (s->values[r].storage != PLAN_ARENA || real[r] != 1 || dst->storage != PLAN_ARENA ||
-            dst->result >= 0 || dst->root != n->out[0] || src->nbytes != dst->nbytes ||
-            src->desc.type != dst->desc.type || src->desc.layout != dst->desc.layout ||
-            src->desc.rank != dst->desc.rank ||
+        if (s->values[r].storage != PLAN_ARENA || (real[r] != 1 && !others_read_before(s, r, i)) ||
+            dst->storage != PLAN_ARENA || dst->result >= 0 || dst->root != n->out[0] ||
+            src->nbytes != dst->nbytes || src->desc.type != dst->desc.type ||
+            !same_layout(src->desc.layout, dst->desc.layout) || src->desc.rank != dst->desc.rank ||
             memcmp(src->desc.dims, dst->desc.dims, sizeof(int64_t) * (size_t)src->desc.rank) != 0)
             continue;
         /* dst joins r's bytes; r's readers are now dst's (and its views'). */
@@ -1107,7 +1177,8 @@ rn_status plan_spec_build(const plugin_plan *plan, graph *g, plan_spec **out)
                 goto fail;
             continue;
         }
-        if ((st = add_node(&L, &n)) != RN_OK || (st = kernel_node(plan, n, g->nodes[i])) != RN_OK)
+        if ((st = add_node(&L, &n)) != RN_OK ||
+            (st = kernel_node(plan, s, n, g->nodes[i])) != RN_OK)
             goto fail;
     }
     if ((st = resolve_layouts(&L)) != RN_OK || (st = sort_nodes(s)) != RN_OK)

@@ -23,6 +23,11 @@ const char *const plugin_rw_property_keys[] = {
     NULL,
 };
 
+const char *const plugin_cpu_property_keys[] = {
+    "CPU_DENORMALS_OPTIMIZATION",
+    NULL,
+};
+
 static const char *const hint_names[] = {"", "LATENCY", "THROUGHPUT", "CUMULATIVE_THROUGHPUT"};
 static const char *const mode_names[] = {"PERFORMANCE", "ACCURACY"};
 static const char *const priority_names[] = {"LOW", "MEDIUM", "HIGH"};
@@ -133,12 +138,26 @@ rn_status plugin_properties_set(plugin_properties *p, const char *key, const cha
             return st;
         p->inference_num_threads = (uint32_t)v;
     } else if (strcmp(key, "INFERENCE_PRECISION_HINT") == 0) {
-        if (strcasecmp(value, "f32") != 0)
-            return rn_set_error(RN_INVALID_ARG,
-                                "property INFERENCE_PRECISION_HINT: bad value '%s' (accepted on "
-                                "this device: f32)",
-                                value);
-        p->inference_precision = RN_F32;
+        uint32_t accepted = p->precisions ? p->precisions : PLUGIN_PRECISION(RN_F32);
+        static const rn_element_type types[] = {RN_F32, RN_BF16, RN_F16};
+        char names[64] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+            if (!(accepted & PLUGIN_PRECISION(types[i])))
+                continue;
+            if (strcasecmp(value, rn_element_type_name(types[i])) == 0) {
+                p->inference_precision = types[i];
+                return RN_OK;
+            }
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                                     rn_element_type_name(types[i]));
+        }
+        return rn_set_error(RN_INVALID_ARG,
+                            "property INFERENCE_PRECISION_HINT: bad value '%s' (accepted on "
+                            "this device: %s)",
+                            value, names);
+    } else if (p->cpu_keys && strcmp(key, "CPU_DENORMALS_OPTIMIZATION") == 0) {
+        return parse_bool(key, value, &p->denormals_optimization);
     } else if (strcmp(key, "EXECUTION_MODE_HINT") == 0) {
         if ((st = parse_enum(key, value, mode_names, 2, 0, &e)) != RN_OK)
             return st;
@@ -215,6 +234,8 @@ rn_status plugin_properties_get(const plugin_properties *p, const char *key, cha
         value = p->disable_transformations ? "YES" : "NO";
     else if (strcmp(key, "EXCLUSIVE_ASYNC_REQUESTS") == 0)
         value = p->exclusive_async_requests ? "YES" : "NO";
+    else if (p->cpu_keys && strcmp(key, "CPU_DENORMALS_OPTIMIZATION") == 0)
+        value = p->denormals_optimization ? "YES" : "NO";
     if (value == NULL)
         return rn_set_error(RN_NOT_FOUND, "unknown property '%s'", key);
     return plugin_property_string(key, value, buf, size);

@@ -35,7 +35,16 @@ typedef struct plugin_properties {
     int log_level;      /* 0 NO .. 5 TRACE */
     bool disable_transformations;
     bool exclusive_async_requests;
+    /* What the device accepts as INFERENCE_PRECISION_HINT: bit
+     * (1 << rn_element_type) per type; 0 means f32 only. */
+    uint32_t precisions;
+    /* Host CPU devices (cpu_keys set): CPU_DENORMALS_OPTIMIZATION (flush
+     * denormals to zero in the kernels' threads). */
+    bool cpu_keys;
+    bool denormals_optimization;
 } plugin_properties;
+
+#define PLUGIN_PRECISION(type) (1u << (unsigned)(type))
 
 /* The defaults: profiling off, no hint, one stream, f32, MEDIUM priority. */
 void plugin_properties_default(plugin_properties *p);
@@ -58,8 +67,9 @@ rn_status plugin_properties_set_compiled(plugin_properties *p, const rn_property
 rn_status plugin_properties_get(const plugin_properties *p, const char *key, char *buf,
                                 size_t size);
 
-/* The read-write keys, NULL-terminated. */
+/* The read-write keys, NULL-terminated; and those of host CPU devices. */
 extern const char *const plugin_rw_property_keys[];
+extern const char *const plugin_cpu_property_keys[];
 
 /* The stream configuration for `cpus` cores: LATENCY → one stream on all
  * cores; THROUGHPUT → several streams of few threads (bounded by

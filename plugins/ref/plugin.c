@@ -1,6 +1,9 @@
-/* The REF device plugin: compiles a model into the generic plan with REF's
- * kernels and runs it with the generic request. This file, ref.h,
- * registry.c and kernels/ are everything a device plugin needs. */
+/* The host device plugin: compiles a model into the generic plan with a
+ * host device's kernels and runs it with the generic request. REF is one
+ * (its kernels alone); CPU is another (oneDNN's kernels ahead of REF's, its
+ * fusions, bf16): plugins/ref/host.h says what a host device supplies. This
+ * file, ref.h, registry.c and kernels/ are everything a device plugin
+ * needs. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,24 +15,25 @@
 #include "plugins/api/properties.h"
 #include "plugins/api/query.h"
 #include "plugins/api/remote.h"
+#include "plugins/ref/host.h"
 #include "plugins/ref/ref.h"
 #include "transforms/transforms.h"
 
 typedef struct rn_plugin {
+    const host_device *dev;
     plugin_kernel_registry *kernels;
     pthread_mutex_t lock; /* guards props */
     plugin_properties props;
     plugin_host_context *default_context;
 } ref_plugin;
 
-/* REF's memory is host memory: its contexts hand out host buffers. */
-static const plugin_host_context_kind ref_context_kind = {"REF", "HOST", "HOST_BUFFER"};
-
 typedef struct rn_plugin_compiled {
+    ref_plugin *plugin;
     plugin_plan *plan;
     const plugin_host_context *context;
     pthread_mutex_t lock; /* guards props (set_property after compiling) */
     plugin_properties props;
+    plugin_plan_options options; /* as the streams chose them, before the device's hook */
     char network_name[256];
     uint32_t optimal_requests;
 } ref_compiled;
@@ -48,16 +52,17 @@ static const char *const ref_ro_device_keys[] = {
     NULL,
 };
 
-static rn_status ref_create(ref_plugin **out)
+rn_status host_create(const host_device *dev, ref_plugin **out)
 {
     ref_plugin *p = calloc(1, sizeof *p);
     if (p == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "REF: out of memory");
+        return rn_set_error(RN_OUT_OF_MEMORY, "%s: out of memory", dev->name);
+    p->dev = dev;
     rn_status st = plugin_kernel_registry_create(&p->kernels);
     if (st == RN_OK)
-        st = ref_register_kernels(p->kernels);
+        st = dev->register_kernels(p->kernels);
     if (st == RN_OK)
-        st = plugin_host_context_create(&ref_context_kind, NULL, 0, &p->default_context);
+        st = plugin_host_context_create(&dev->context_kind, NULL, 0, &p->default_context);
     if (st != RN_OK) {
         plugin_kernel_registry_free(p->kernels);
         free(p);
@@ -65,11 +70,18 @@ static rn_status ref_create(ref_plugin **out)
     }
     pthread_mutex_init(&p->lock, NULL);
     plugin_properties_default(&p->props);
+    if (dev->defaults != NULL)
+        dev->defaults(&p->props);
     *out = p;
     return RN_OK;
 }
 
-static void ref_destroy(ref_plugin *p)
+static rn_status ref_create(ref_plugin **out)
+{
+    return host_create(&ref_device, out);
+}
+
+void host_destroy(ref_plugin *p)
 {
     if (p == NULL)
         return;
@@ -79,23 +91,22 @@ static void ref_destroy(ref_plugin *p)
     free(p);
 }
 
-static rn_status ref_create_context(ref_plugin *p, const rn_property *params, size_t n,
-                                    const rn_remote_context_ops **ops, rn_plugin_context **context)
+rn_status host_create_context(ref_plugin *p, const rn_property *params, size_t n,
+                              const rn_remote_context_ops **ops, rn_plugin_context **context)
 {
-    (void)p;
     *ops = &plugin_host_context_ops;
-    return plugin_host_context_create(&ref_context_kind, params, n, context);
+    return plugin_host_context_create(&p->dev->context_kind, params, n, context);
 }
 
-static rn_status ref_default_context(ref_plugin *p, const rn_remote_context_ops **ops,
-                                     rn_plugin_context **context)
+rn_status host_default_context(ref_plugin *p, const rn_remote_context_ops **ops,
+                               rn_plugin_context **context)
 {
     *ops = &plugin_host_context_ops;
     *context = p->default_context;
     return RN_OK;
 }
 
-static rn_status ref_add_extension(ref_plugin *p, const rn_kernel_list *kernels)
+rn_status host_add_extension(ref_plugin *p, const rn_kernel_list *kernels)
 {
     pthread_mutex_lock(&p->lock);
     rn_status st = plugin_kernel_registry_add_versioned(p->kernels, kernels);
@@ -103,7 +114,7 @@ static rn_status ref_add_extension(ref_plugin *p, const rn_kernel_list *kernels)
     return st;
 }
 
-static rn_status ref_set_property(ref_plugin *p, const rn_property *props, size_t n)
+rn_status host_set_property(ref_plugin *p, const rn_property *props, size_t n)
 {
     pthread_mutex_lock(&p->lock);
     rn_status st = plugin_properties_apply(&p->props, props, n);
@@ -130,27 +141,29 @@ static const char *const ref_ro_compiled_keys[] = {
     "EXECUTION_DEVICES",    NULL,
 };
 
-static rn_status ref_get_property(ref_plugin *p, const char *key, char *buf, size_t size)
+rn_status host_get_property(ref_plugin *p, const char *key, char *buf, size_t size)
 {
+    const host_device *dev = p->dev;
     const char *value = NULL;
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
-        return join_keys(key, ref_ro_device_keys, plugin_rw_property_keys, NULL, buf, size);
+        return join_keys(key, ref_ro_device_keys, plugin_rw_property_keys,
+                         p->props.cpu_keys ? plugin_cpu_property_keys : NULL, buf, size);
     if (strcmp(key, "AVAILABLE_DEVICES") == 0)
         value = "0";
     else if (strcmp(key, "FULL_DEVICE_NAME") == 0)
-        value = "runnel reference device (portable C kernels)";
+        value = dev->full_name;
     else if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
-        value = "ref";
+        value = dev->architecture;
     else if (strcmp(key, "DEVICE_TYPE") == 0)
         value = "integrated";
     else if (strcmp(key, "OPTIMIZATION_CAPABILITIES") == 0)
-        value = "FP32 FP16 BF16 INT8 EXPORT_IMPORT";
+        value = dev->capabilities;
     else if (strcmp(key, "RANGE_FOR_ASYNC_INFER_REQUESTS") == 0)
         value = "1 64 1";
     else if (strcmp(key, "RANGE_FOR_STREAMS") == 0)
         value = "1 1024";
     else if (strcmp(key, "EXECUTION_DEVICES") == 0)
-        value = "REF";
+        value = dev->name;
     else if (strcmp(key, "CACHING_PROPERTIES") == 0)
         value = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT EXECUTION_MODE_HINT";
     if (value != NULL)
@@ -159,7 +172,7 @@ static rn_status ref_get_property(ref_plugin *p, const char *key, char *buf, siz
     rn_status st = plugin_properties_get(&p->props, key, buf, size);
     pthread_mutex_unlock(&p->lock);
     if (st == RN_NOT_FOUND)
-        return rn_set_error(RN_NOT_FOUND, "REF: unknown property '%s'", key);
+        return rn_set_error(RN_NOT_FOUND, "%s: unknown property '%s'", dev->name, key);
     return st;
 }
 
@@ -178,7 +191,7 @@ static rn_status ref_compiled_get_property(ref_compiled *c, const char *key, cha
         return plugin_property_string(key, tmp, buf, size);
     }
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
-        return plugin_property_string(key, "REF", buf, size);
+        return plugin_property_string(key, c->plugin->dev->name, buf, size);
     pthread_mutex_lock(&c->lock);
     rn_status st = plugin_properties_get(&c->props, key, buf, size);
     pthread_mutex_unlock(&c->lock);
@@ -220,7 +233,8 @@ static rn_status ref_export(ref_compiled *c, void **data, size_t *size)
     pthread_mutex_lock(&c->lock);
     plugin_properties props = c->props;
     pthread_mutex_unlock(&c->lock);
-    return plugin_export(c->plan, "REF", "ref", &props, data, size);
+    return plugin_export(c->plan, c->plugin->dev->name, c->plugin->dev->architecture, &props, data,
+                         size);
 }
 
 static rn_status ref_write_trace(ref_compiled *c, const char *path)
@@ -250,10 +264,10 @@ static const rn_compiled_model_ops ref_compiled_ops = {
     .free = ref_compiled_free,
 };
 
-/* REF's compile-time pipeline (transforms/) on a clone of `model`: every
- * pass unless DISABLE_TRANSFORMATIONS, which keeps only preprocessing (it
- * changes what the user feeds, so it is not an optimisation). Constant
- * folding evaluates with REF's own kernels. */
+/* The compile-time pipeline (transforms/) on a clone of `model`: every
+ * pass, then the device's own (its fusions), unless DISABLE_TRANSFORMATIONS,
+ * which keeps only preprocessing (it changes what the user feeds, so it is
+ * not an optimisation). Constant folding evaluates with REF's kernels. */
 static rn_status ref_transform(ref_plugin *p, const plugin_properties *props,
                                const struct graph *model, graph **out)
 {
@@ -268,6 +282,8 @@ static rn_status ref_transform(ref_plugin *p, const plugin_properties *props,
                             .fold_max_tensor_bytes = (size_t)1 << 30};
     transforms_pipeline *tp = NULL;
     st = transforms_default_pipeline(&o, &tp);
+    if (st == RN_OK && p->dev->add_passes != NULL)
+        st = p->dev->add_passes(tp, &o, props);
     if (st == RN_OK && props->disable_transformations)
         st = transforms_pipeline_configure(tp, "-*,+add_preprocessing");
     if (st == RN_OK)
@@ -281,8 +297,8 @@ static rn_status ref_transform(ref_plugin *p, const plugin_properties *props,
     return RN_OK;
 }
 
-static rn_status ref_query(ref_plugin *p, const rn_graph *model, const rn_property *properties,
-                           size_t n_properties, char ***names, bool **supported, size_t *count)
+rn_status host_query(ref_plugin *p, const rn_graph *model, const rn_property *properties,
+                     size_t n_properties, char ***names, bool **supported, size_t *count)
 {
     plugin_properties props;
     pthread_mutex_lock(&p->lock);
@@ -305,12 +321,23 @@ static rn_status ref_query(ref_plugin *p, const rn_graph *model, const rn_proper
     return RN_OK;
 }
 
+/* Runs the device's hook that sets up building a plan (or a specialised
+ * one) in this thread, and returns the options it adjusted. */
+static void enter_build(const ref_compiled *c, plugin_plan_options *options)
+{
+    if (c->plugin->dev->configure != NULL)
+        c->plugin->dev->configure(&c->props, options);
+}
+
 /* A plan specialised for concrete input shapes: fold what they decide
  * (Shape, Size and the shape arithmetic they feed) with REF's kernels, then
  * drop what no result needs. */
 static rn_status ref_specialize(void *ctx, graph *g)
 {
-    ref_plugin *p = ctx;
+    ref_compiled *c = ctx;
+    ref_plugin *p = c->plugin;
+    plugin_plan_options options = c->options;
+    enter_build(c, &options);
     transforms_fold_options fold = {
         .eval = plugin_const_eval, .eval_ctx = p->kernels, .max_tensor_bytes = (size_t)1 << 30};
     int changes = 0;
@@ -326,13 +353,15 @@ static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
     plugin_plan_options options = {.profiling = c->props.enable_profiling,
                                    .trace = c->props.enable_trace,
                                    .context = c->context,
-                                   .device = "REF",
+                                   .device = p->dev->name,
                                    .log_level = c->props.log_level,
                                    .specialize =
                                        c->props.disable_transformations ? NULL : ref_specialize,
-                                   .specialize_ctx = p};
+                                   .specialize_ctx = c};
     plugin_properties_streams(&c->props, executors_cpu_count(), &options.n_streams,
                               &options.threads_per_stream, &c->optimal_requests);
+    c->options = options;
+    enter_build(c, &options);
     snprintf(c->network_name, sizeof c->network_name, "%s", g->name);
     return plugin_plan_build(g, p->kernels, &options, &c->plan);
 }
@@ -343,9 +372,10 @@ static ref_compiled *ref_compiled_new(ref_plugin *p, rn_plugin_context *context)
 {
     ref_compiled *c = calloc(1, sizeof *c);
     if (c == NULL) {
-        rn_set_error(RN_OUT_OF_MEMORY, "REF: out of memory");
+        rn_set_error(RN_OUT_OF_MEMORY, "%s: out of memory", p->dev->name);
         return NULL;
     }
+    c->plugin = p;
     c->context = context != NULL ? context : p->default_context;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_lock(&p->lock);
@@ -354,9 +384,9 @@ static ref_compiled *ref_compiled_new(ref_plugin *p, rn_plugin_context *context)
     return c;
 }
 
-static rn_status ref_compile(ref_plugin *p, const rn_graph *model, rn_plugin_context *context,
-                             const rn_property *properties, size_t n_properties,
-                             const rn_compiled_model_ops **ops, ref_compiled **compiled)
+rn_status host_compile(ref_plugin *p, const rn_graph *model, rn_plugin_context *context,
+                       const rn_property *properties, size_t n_properties,
+                       const rn_compiled_model_ops **ops, ref_compiled **compiled)
 {
     ref_compiled *c = ref_compiled_new(p, context);
     if (c == NULL)
@@ -377,16 +407,17 @@ static rn_status ref_compile(ref_plugin *p, const rn_graph *model, rn_plugin_con
     return RN_OK;
 }
 
-static rn_status ref_import(ref_plugin *p, const void *data, size_t size,
-                            rn_plugin_context *context, const rn_property *properties,
-                            size_t n_properties, const rn_compiled_model_ops **ops,
-                            ref_compiled **compiled, const rn_graph **io)
+rn_status host_import(ref_plugin *p, const void *data, size_t size, rn_plugin_context *context,
+                      const rn_property *properties, size_t n_properties,
+                      const rn_compiled_model_ops **ops, ref_compiled **compiled,
+                      const rn_graph **io)
 {
     ref_compiled *c = ref_compiled_new(p, context);
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
     graph *g;
-    rn_status st = plugin_import(data, size, "REF", "ref", properties, n_properties, &c->props, &g);
+    rn_status st = plugin_import(data, size, p->dev->name, p->dev->architecture, properties,
+                                 n_properties, &c->props, &g);
     if (st == RN_OK) {
         st = ref_build(p, c, g); /* the stored graph is already transformed */
         graph_free(g);
@@ -401,18 +432,13 @@ static rn_status ref_import(ref_plugin *p, const void *data, size_t size,
     return RN_OK;
 }
 
-const rn_plugin_ops ref_plugin_ops = {
-    .abi_version = RN_PLUGIN_ABI_VERSION,
-    .device_name = "REF",
-    .version = RN_VERSION_STRING,
-    .create = ref_create,
-    .destroy = ref_destroy,
-    .set_property = ref_set_property,
-    .get_property = ref_get_property,
-    .query_model = ref_query,
-    .add_extension = ref_add_extension,
-    .import_model = ref_import,
-    .create_context = ref_create_context,
-    .get_default_context = ref_default_context,
-    .compile_model = ref_compile,
+const host_device ref_device = {
+    .name = "REF",
+    .full_name = "runnel reference device (portable C kernels)",
+    .architecture = "ref",
+    .capabilities = "FP32 FP16 BF16 INT8 EXPORT_IMPORT",
+    .context_kind = {"REF", "HOST", "HOST_BUFFER"},
+    .register_kernels = ref_register_kernels,
 };
+
+const rn_plugin_ops ref_plugin_ops = HOST_PLUGIN_OPS("REF", ref_create);

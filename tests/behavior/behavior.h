@@ -1,5 +1,5 @@
 /* The behaviour suite every plugin must pass: shared set-up. Each test runs
- * once per device (REF, and SLOWDEV loaded from its shared object). */
+ * once per device (REF, CPU, and SLOWDEV loaded from its shared object). */
 #ifndef RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
 #define RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
 
@@ -24,7 +24,7 @@ typedef struct device_param {
 #define BEHAVIOR_DEVICES(suite, test)                                                              \
     ParameterizedTestParameters(suite, test)                                                       \
     {                                                                                              \
-        static device_param devices[] = {{"REF"}, {"SLOWDEV"}};                                    \
+        static device_param devices[] = {{"REF"}, {"SLOWDEV"}, {"CPU"}};                                    \
         return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
     }
 

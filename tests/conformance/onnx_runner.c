@@ -65,6 +65,10 @@ typedef struct op_row {
 } op_row;
 
 static const char *device = "REF";
+/* --property KEY=VALUE: compile-time properties (INFERENCE_PRECISION_HINT=f32). */
+#define MAX_PROPERTIES 16
+static rn_property properties[MAX_PROPERTIES];
+static size_t n_properties;
 static double time_limit_s = 60.0;
 static bool use_fork = true;
 static bool verbose = false;
@@ -648,7 +652,7 @@ static verdict run_case(test_case *c)
         v = report(c, status_verdict(st), "read: %s: %s", rn_status_name(st), rn_last_error());
         goto done;
     }
-    if ((st = rn_core_compile_model(core, model, device, NULL, 0, &cm)) != RN_OK) {
+    if ((st = rn_core_compile_model(core, model, device, properties, n_properties, &cm)) != RN_OK) {
         v = report(c, status_verdict(st), "compile: %s: %s", rn_status_name(st), rn_last_error());
         goto done;
     }
@@ -783,7 +787,8 @@ static int cmp_row(const void *a, const void *b)
 static void usage(void)
 {
     fprintf(stderr, "usage: onnx --device DEV [--baseline FILE] [--write-passing FILE] "
-                    "[--filter SUBSTR] [--timeout SECONDS] [--no-fork] [--verbose] DIR...\n");
+                    "[--filter SUBSTR] [--timeout SECONDS] [--property KEY=VALUE] [--no-fork] "
+                    "[--verbose] DIR...\n");
     exit(2);
 }
 
@@ -823,7 +828,13 @@ int main(int argc, char **argv)
             filter = argv[++i];
         else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
             time_limit_s = atof(argv[++i]);
-        else if (strcmp(argv[i], "--no-fork") == 0)
+        else if (strcmp(argv[i], "--property") == 0 && i + 1 < argc &&
+                 strchr(argv[i + 1], '=') != NULL && n_properties < MAX_PROPERTIES) {
+            char *kv = argv[++i];
+            char *eq = strchr(kv, '=');
+            *eq = '\0';
+            properties[n_properties++] = (rn_property){kv, eq + 1};
+        } else if (strcmp(argv[i], "--no-fork") == 0)
             use_fork = false;
         else if (strcmp(argv[i], "--verbose") == 0)
             verbose = true;

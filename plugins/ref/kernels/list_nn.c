@@ -14,6 +14,9 @@ extern const plugin_kernel ref_kernel_logsoftmax;
 extern const plugin_kernel ref_kernel_layernorm;
 extern const plugin_kernel ref_kernel_dropout;
 extern const plugin_kernel ref_kernel_flatten;
+extern const plugin_kernel ref_kernel_fused_conv;
+extern const plugin_kernel ref_kernel_fused_gemm;
+extern const plugin_kernel ref_kernel_fused_batchnorm;
 
 /* The NN family of REF kernels (conv, pool, normalisation, gemm, softmax, ...). */
 const plugin_kernel *const ref_kernels_nn[] = {
@@ -31,5 +34,8 @@ const plugin_kernel *const ref_kernels_nn[] = {
     &ref_kernel_layernorm,
     &ref_kernel_dropout,
     &ref_kernel_flatten,
+    &ref_kernel_fused_conv,
+    &ref_kernel_fused_gemm,
+    &ref_kernel_fused_batchnorm,
     NULL,
 };

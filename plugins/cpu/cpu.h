@@ -1,0 +1,196 @@
+/* CPU: the oneDNN device. Private to plugins/cpu.
+ *
+ * The CPU device compiles a model into the generic plan (plugins/api/plan.h)
+ * with oneDNN kernels registered ahead of REF's: every op oneDNN has runs as
+ * a oneDNN primitive created at compile time; every other op runs REF's
+ * kernel on plain layouts, so CPU runs every model REF runs.
+ *
+ * Layouts are oneDNN memory descriptors (cpu_layout): a primitive created
+ * with format "any" picks the blocked layout (nChw16c, ...) and, in bf16,
+ * the element type its activations are kept in; the plan inserts a
+ * conversion (a oneDNN reorder) only where a producer and a consumer
+ * disagree, and converts constants (weights) once at compile time. Kernels
+ * that can read any layout (activations, pooling, binary ops, concat) are
+ * prepared for the layout their input's producer writes.
+ *
+ * Threading: each stream runs its primitives in order on its one worker.
+ * With the THROUGHPUT hint there is a stream per core and each primitive is
+ * single-threaded; with LATENCY one stream whose primitives use an OpenMP
+ * team of every core (the worker sets its team size before each primitive:
+ * never more busy threads than cores). Scratchpads are the user's: the plan
+ * places them in the request's arena (rn_kernel.scratch_bytes). */
+#ifndef RUNNEL_PLUGINS_CPU_CPU_H
+#define RUNNEL_PLUGINS_CPU_CPU_H
+
+#include <dnnl.h>
+#include <pthread.h>
+
+#include "plugins/api/kernel.h"
+#include "runnel/plugin.h"
+
+/* The CPU plugin's vtable (built in: the Core registers it at start). */
+extern const rn_plugin_ops cpu_plugin_ops;
+
+/* What kernels are prepared for: set by the plugin around building a plan
+ * (and specialising one) in the thread that does it. */
+typedef struct cpu_config {
+    bool bf16;      /* activations and weights of convolutions and GEMMs in bf16 */
+    int threads;    /* OpenMP team size of each primitive (1: single-threaded) */
+    bool denormals; /* flush denormals to zero (FTZ/DAZ) in kernels' threads */
+} cpu_config;
+
+void cpu_config_set(const cpu_config *config);
+const cpu_config *cpu_config_get(void);
+
+/* ---- oneDNN: engine, per-thread stream, errors ---- */
+
+/* The process's CPU engine (created once). RN_UNSUPPORTED when oneDNN
+ * cannot make one. */
+rn_status cpu_engine(dnnl_engine_t *out);
+/* The calling thread's stream on the engine (created on first use, freed
+ * when the thread exits). */
+rn_status cpu_stream(dnnl_stream_t *out);
+/* The ISA oneDNN dispatches to ("avx512_core_bf16") and whether bf16
+ * primitives run natively. */
+const char *cpu_isa_name(void);
+bool cpu_has_bf16(void);
+bool cpu_has_vnni(void);
+/* Sets an error naming the node and what failed with oneDNN's status. */
+rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s);
+/* Makes the calling thread run primitives with `threads` OpenMP threads
+ * and the config's denormal mode. */
+void cpu_enter(int threads, bool denormals);
+
+/* ---- layouts ---- */
+
+typedef struct cpu_layout {
+    rn_layout base; /* ops = &cpu_layout_ops, desc = &md */
+    dnnl_memory_desc_t md;
+    char name[64];
+} cpu_layout;
+
+extern const rn_layout_ops cpu_layout_ops;
+
+/* The memory descriptor of a plain (dense row-major) tensor. */
+rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, dnnl_memory_desc_t *md);
+/* oneDNN's element type for runnel's (dnnl_data_type_undef when none). */
+dnnl_data_type_t cpu_dt(rn_element_type type);
+/* Fills a layout from a descriptor: NULL (*out) when md is plain dense
+ * row-major of `type` (no layout needed), else l (named by its format). */
+void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_type type,
+                     const rn_layout **out);
+/* The descriptor input layout `l` stands for: its md when it is a CPU
+ * layout, else the plain md of (type, rank, dims). */
+rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims,
+                       dnnl_memory_desc_t *md);
+
+/* ---- primitives ---- */
+
+/* A primitive with the descriptors of its arguments. */
+#define CPU_MAX_ARGS 12
+typedef struct cpu_prim {
+    dnnl_primitive_desc_t pd;
+    dnnl_primitive_t prim;
+    int threads;
+    bool denormals;
+    size_t scratch; /* user scratchpad bytes */
+    char impl[64];  /* oneDNN's implementation ("brgconv:avx512_core_bf16") */
+} cpu_prim;
+
+/* An attribute with a user scratchpad (and post-ops `po`, may be NULL). */
+rn_status cpu_attr(const rn_node *node, dnnl_post_ops_t po, dnnl_primitive_attr_t *out);
+/* Creates the primitive of `pd` (taken over, also on error) for the
+ * current config. */
+rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd);
+void cpu_prim_release(cpu_prim *p);
+
+/* One argument of an execution: (DNNL_ARG_*, descriptor, memory). */
+typedef struct cpu_arg {
+    int arg;
+    const dnnl_memory_desc_t *md;
+    void *data;
+} cpu_arg;
+
+/* Runs the primitive with the arguments and the scratchpad of args. */
+rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_arg *a, int n);
+
+/* The host bytes of a kernel tensor. */
+static inline void *cpu_data(const rn_kernel_tensor *t)
+{
+    return t->data;
+}
+
+/* ---- activations as post-ops (elementwise.c) ---- */
+
+/* Whether oneDNN has post-ops for a fused node's "activation" attribute
+ * (absent: none). */
+bool cpu_activation_supported(const rn_node *node);
+/* The post-ops of a fused node: a sum over the output (the residual) when
+ * `sum`, then its activation ("activation", "activation_params"). */
+rn_status cpu_fused_post_ops(const rn_node *node, bool sum, dnnl_post_ops_t *out);
+
+/* ---- primitives with weights (weighted.c): convolutions, GEMMs ---- */
+
+/* The state of a convolution or a product: its primitive, the descriptors
+ * of source, weights, bias and destination as the primitive chose them, and
+ * their layouts. `sum` is the input added into the output (a residual), -1
+ * none. */
+typedef struct cpu_weighted {
+    cpu_prim p;
+    dnnl_memory_desc_t src, wei, bias, dst;
+    bool has_bias, matmul;
+    int sum;
+    cpu_layout src_l, wei_l, dst_l;
+    const rn_layout *src_layout, *wei_layout, *dst_layout;
+} cpu_weighted;
+
+/* Describes the primitive for element type dt into *pd (NULL when oneDNN
+ * has no implementation). */
+typedef rn_status (*cpu_weighted_desc_fn)(const rn_node *node, cpu_weighted *w, dnnl_data_type_t dt,
+                                          dnnl_primitive_desc_t *pd);
+
+/* Prepares w (has_bias, matmul and sum set): the primitive in bf16 when
+ * the config asks for it, else (or when oneDNN has none) in f32. */
+rn_status cpu_weighted_prepare(const rn_node *node, cpu_weighted *w, cpu_weighted_desc_fn desc);
+/* Creates the primitive descriptor of an op descriptor with the node's
+ * post-ops (fused ops: its activation, after the sum when sum); *pd NULL
+ * when unimplemented. */
+rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, bool sum,
+                          dnnl_primitive_desc_t *pd);
+
+/* The rn_kernel slots of a cpu_weighted state. */
+void cpu_weighted_release(void *state);
+const rn_layout *cpu_weighted_input_layout(const void *state, int i);
+const rn_layout *cpu_weighted_output_layout(const void *state, int i);
+size_t cpu_weighted_scratch(const void *state);
+int cpu_weighted_inplace(const void *state);
+const char *cpu_weighted_impl(const void *state);
+rn_status cpu_weighted_run(rn_kernel_args *args);
+
+#define CPU_WEIGHTED_KERNEL(name, dom, op, sup, prep)                                              \
+    const rn_kernel name = {                                                                       \
+        .domain = dom,                                                                             \
+        .op_type = op,                                                                             \
+        .impl_type = "onednn",                                                                     \
+        .supports = sup,                                                                           \
+        .prepare_ctx = prep,                                                                       \
+        .run = cpu_weighted_run,                                                                   \
+        .release = cpu_weighted_release,                                                           \
+        .input_layout = cpu_weighted_input_layout,                                                 \
+        .output_layout = cpu_weighted_output_layout,                                               \
+        .scratch_bytes = cpu_weighted_scratch,                                                     \
+        .inplace_input = cpu_weighted_inplace,                                                     \
+        .impl_name = cpu_weighted_impl,                                                            \
+    }
+
+/* ---- kernels ---- */
+
+extern const rn_kernel *const cpu_kernels[];
+
+/* Registers the CPU kernels, then REF's (the fallback) into r. */
+rn_status cpu_register_kernels(rn_kernel_registry *r);
+
+/* Whether every input and output of the node has a static shape. */
+bool cpu_static_node(const rn_node *node, const char **why);
+
+#endif /* RUNNEL_PLUGINS_CPU_CPU_H */

@@ -1,0 +1,371 @@
+/* Pooling, LRN, Softmax/LogSoftmax, BatchNormalization and Concat as oneDNN
+ * primitives over the layout their input's producer writes (plain f32 when
+ * oneDNN has no implementation for it). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/ops/attr_parse.h"
+#include "plugins/cpu/cpu.h"
+
+#define MAX_CONCAT 64
+
+typedef struct nn_state {
+    cpu_prim p;
+    int n_src;
+    dnnl_memory_desc_t src[MAX_CONCAT], dst;
+    dnnl_memory_desc_t stat; /* BatchNormalization: scale, shift, mean, var */
+    cpu_layout src_l[MAX_CONCAT], dst_l;
+    const rn_layout *src_layout[MAX_CONCAT], *dst_layout;
+} nn_state;
+
+static void nn_release(void *state)
+{
+    nn_state *s = state;
+    if (s == NULL)
+        return;
+    cpu_prim_release(&s->p);
+    free(s);
+}
+
+static const rn_layout *nn_input_layout(const void *state, int i)
+{
+    const nn_state *s = state;
+    return i < s->n_src ? s->src_layout[i] : NULL;
+}
+
+static const rn_layout *nn_output_layout(const void *state, int i)
+{
+    return i == 0 ? ((const nn_state *)state)->dst_layout : NULL;
+}
+
+static size_t nn_scratch(const void *state)
+{
+    return ((const nn_state *)state)->p.scratch;
+}
+
+static const char *nn_impl(const void *state)
+{
+    return ((const nn_state *)state)->p.impl;
+}
+
+static bool f32_static(const rn_node *node, const char **why)
+{
+    if (rn_node_input_type(node, 0) != RN_F32) {
+        *why = "f32 only";
+        return false;
+    }
+    return cpu_static_node(node, why);
+}
+
+/* ---- descriptors per op ---- */
+
+static bool is_op(const rn_node *node, const char *op)
+{
+    return strcmp(rn_node_op_type(node), op) == 0;
+}
+
+static bool pool_supports(const rn_node *node, const char **why)
+{
+    if (!f32_static(node, why))
+        return false;
+    rn_partial_shape x = rn_node_input_shape(node, 0);
+    if (x.rank < 3 || x.rank > 5) {
+        *why = "1-D to 3-D pooling only";
+        return false;
+    }
+    if (rn_node_output_count(node) > 1 && rn_node_output_name(node, 1)[0] != '\0') {
+        *why = "MaxPool's indices output";
+        return false;
+    }
+    if (is_op(node, "AveragePool") && rn_node_attr_int(node, "ceil_mode", 0) &&
+        rn_node_attr_int(node, "count_include_pad", 0)) {
+        *why = "ceil_mode with count_include_pad";
+        return false;
+    }
+    return true;
+}
+
+static rn_status pool_desc(const rn_node *node, nn_state *s, dnnl_alg_kind_t *alg,
+                           dnnl_pooling_v2_desc_t *d)
+{
+    rn_partial_shape x = rn_node_input_shape(node, 0), y = rn_node_output_shape(node, 0);
+    int n = x.rank - 2;
+    dnnl_dims_t strides, kernel, dil, pl, pr;
+    bool global = is_op(node, "GlobalAveragePool") || is_op(node, "GlobalMaxPool");
+    bool max = is_op(node, "MaxPool") || is_op(node, "GlobalMaxPool");
+    if (global) {
+        for (int i = 0; i < n; i++) {
+            strides[i] = 1;
+            kernel[i] = x.dims[2 + i];
+            dil[i] = pl[i] = pr[i] = 0;
+        }
+        *alg = max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding;
+    } else {
+        graph_window w;
+        rn_status st = graph_window_read(node, n, NULL, true, &w);
+        if (st != RN_OK)
+            return st;
+        for (int i = 0; i < n; i++) {
+            int64_t b, e;
+            graph_window_pads(&w, i, x.dims[2 + i], y.dims[2 + i], &b, &e);
+            strides[i] = w.stride[i];
+            kernel[i] = w.kernel[i];
+            dil[i] = w.dilation[i] - 1;
+            pl[i] = b;
+            /* The right padding that gives y's size (ceil_mode adds some). */
+            int64_t span = (w.kernel[i] - 1) * w.dilation[i] + 1;
+            pr[i] = (y.dims[2 + i] - 1) * w.stride[i] + span - x.dims[2 + i] - b;
+            if (pr[i] < 0)
+                pr[i] = 0;
+        }
+        *alg = max                                              ? dnnl_pooling_max
+               : rn_node_attr_int(node, "count_include_pad", 0) ? dnnl_pooling_avg_include_padding
+                                                                : dnnl_pooling_avg_exclude_padding;
+    }
+    dnnl_memory_desc_t dst;
+    dnnl_dims_t yd;
+    for (int i = 0; i < y.rank; i++)
+        yd[i] = y.dims[i];
+    if (dnnl_memory_desc_init_by_tag(&dst, y.rank, yd, s->src[0].data_type, dnnl_format_tag_any) !=
+        dnnl_success)
+        return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe pooling output");
+    dnnl_status_t ds = dnnl_pooling_v2_forward_desc_init(
+        d, dnnl_forward_inference, *alg, &s->src[0], &dst, strides, kernel, dil, pl, pr);
+    if (ds != dnnl_success)
+        return cpu_error(node, "describing the pooling", ds);
+    return RN_OK;
+}
+
+static bool lrn_supports(const rn_node *node, const char **why)
+{
+    if (rn_node_attr_int(node, "size", 1) % 2 == 0) {
+        *why = "an even LRN size";
+        return false;
+    }
+    return f32_static(node, why) && rn_node_input_shape(node, 0).rank >= 3;
+}
+
+static bool softmax_axis(const rn_node *node, int *axis)
+{
+    int rank = rn_node_input_shape(node, 0).rank;
+    int64_t a = rn_node_attr_int(node, "axis", rn_node_opset(node) >= 13 ? -1 : 1);
+    if (a < 0)
+        a += rank;
+    if (a < 0 || a >= rank)
+        return false;
+    /* Before opset 13 the op works on the input flattened to 2-D at axis:
+     * the same as the last axis only when axis is the last. */
+    if (rn_node_opset(node) < 13 && a != rank - 1)
+        return false;
+    *axis = (int)a;
+    return true;
+}
+
+static bool softmax_supports(const rn_node *node, const char **why)
+{
+    int axis;
+    if (!softmax_axis(node, &axis)) {
+        *why = "a pre-13 softmax over more than the last axis";
+        return false;
+    }
+    return f32_static(node, why);
+}
+
+static bool bn_supports(const rn_node *node, const char **why)
+{
+    if (rn_node_output_count(node) > 1 && rn_node_output_name(node, 1)[0] != '\0') {
+        *why = "training-mode outputs";
+        return false;
+    }
+    if (rn_node_attr_int(node, "training_mode", 0) != 0 ||
+        rn_node_attr_int(node, "spatial", 1) != 1) {
+        *why = "training mode or spatial 0";
+        return false;
+    }
+    const char *act = rn_node_attr_string(node, "activation", NULL);
+    if (act != NULL && strcmp(act, "Relu") != 0) {
+        *why = "an activation other than Relu";
+        return false;
+    }
+    for (int k = 1; k < 5; k++)
+        if (rn_node_input_constant(node, k) == NULL ||
+            rn_node_input_constant(node, k)->type != RN_F32) {
+            *why = "scale, bias, mean and variance must be f32 constants";
+            return false;
+        }
+    return f32_static(node, why) && rn_node_input_shape(node, 0).rank >= 2;
+}
+
+static bool concat_supports(const rn_node *node, const char **why)
+{
+    if (rn_node_input_count(node) > MAX_CONCAT) {
+        *why = "more than 64 inputs";
+        return false;
+    }
+    for (int k = 0; k < rn_node_input_count(node); k++)
+        if (rn_node_input_type(node, k) != RN_F32) {
+            *why = "f32 only";
+            return false;
+        }
+    return cpu_static_node(node, why);
+}
+
+/* The op's primitive descriptor over s->src (NULL: unimplemented). */
+static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *pd)
+{
+    dnnl_engine_t eng = NULL;
+    dnnl_primitive_attr_t attr;
+    rn_status st = cpu_engine(&eng);
+    if (st != RN_OK || (st = cpu_attr(node, NULL, &attr)) != RN_OK)
+        return st;
+    dnnl_status_t ds = dnnl_success;
+    *pd = NULL;
+    if (is_op(node, "Concat")) {
+        rn_partial_shape y = rn_node_output_shape(node, 0);
+        int64_t axis = rn_node_attr_int(node, "axis", 0);
+        if (axis < 0)
+            axis += y.rank;
+        ds = dnnl_concat_primitive_desc_create(pd, NULL, s->n_src, (int)axis, s->src, attr, eng);
+    } else {
+        union {
+            dnnl_pooling_v2_desc_t pool;
+            dnnl_lrn_desc_t lrn;
+            dnnl_softmax_v2_desc_t softmax;
+            dnnl_batch_normalization_desc_t bn;
+        } d;
+        if (is_op(node, "LRN")) {
+            int64_t size = rn_node_attr_int(node, "size", 1);
+            ds = dnnl_lrn_forward_desc_init(
+                &d.lrn, dnnl_forward_inference, dnnl_lrn_across_channels, &s->src[0], size,
+                rn_node_attr_float(node, "alpha", 1e-4f), rn_node_attr_float(node, "beta", 0.75f),
+                rn_node_attr_float(node, "bias", 1.0f));
+        } else if (is_op(node, "Softmax") || is_op(node, "LogSoftmax")) {
+            int axis = 0;
+            softmax_axis(node, &axis);
+            ds = dnnl_softmax_v2_forward_desc_init(&d.softmax, dnnl_forward_inference,
+                                                   is_op(node, "Softmax") ? dnnl_softmax_accurate
+                                                                          : dnnl_softmax_log,
+                                                   &s->src[0], &s->src[0], axis);
+        } else if (is_op(node, "BatchNormalization") || is_op(node, "FusedBatchNormalization")) {
+            unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
+            if (is_op(node, "FusedBatchNormalization"))
+                flags |= dnnl_fuse_norm_relu; /* its one activation: Relu */
+            ds = dnnl_batch_normalization_forward_desc_init(
+                &d.bn, dnnl_forward_inference, &s->src[0],
+                rn_node_attr_float(node, "epsilon", 1e-5f), flags);
+        } else {
+            dnnl_alg_kind_t alg;
+            if ((st = pool_desc(node, s, &alg, &d.pool)) != RN_OK) {
+                dnnl_primitive_attr_destroy(attr);
+                return st;
+            }
+        }
+        if (ds == dnnl_success)
+            ds = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+    }
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success) {
+        *pd = NULL;
+        if (ds != dnnl_unimplemented)
+            return cpu_error(node, "creating the primitive", ds);
+    }
+    return RN_OK;
+}
+
+static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
+{
+    nn_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
+    s->n_src = is_op(node, "Concat") ? rn_node_input_count(node) : 1;
+    dnnl_primitive_desc_t pd = NULL;
+    rn_status st = RN_OK;
+    for (int native = 1; native >= 0 && st == RN_OK && pd == NULL; native--) {
+        for (int k = 0; k < s->n_src && st == RN_OK; k++) {
+            rn_partial_shape x = rn_node_input_shape(node, k);
+            const rn_layout *l = native && k < ctx->n_input_layouts ? ctx->input_layouts[k] : NULL;
+            st = cpu_input_md(l, RN_F32, x.rank, x.dims, &s->src[k]);
+        }
+        if (st == RN_OK)
+            st = nn_pd(node, s, &pd);
+    }
+    if (st == RN_OK && pd == NULL)
+        st = cpu_error(node, "creating the primitive", dnnl_unimplemented);
+    if (st == RN_OK)
+        st = cpu_prim_init(&s->p, node, pd);
+    if (st != RN_OK) {
+        nn_release(s);
+        return st;
+    }
+    for (int k = 0; k < s->n_src; k++) {
+        s->src[k] = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, k);
+        cpu_layout_init(&s->src_l[k], &s->src[k], RN_F32, &s->src_layout[k]);
+    }
+    s->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    cpu_layout_init(&s->dst_l, &s->dst, RN_F32, &s->dst_layout);
+    if (is_op(node, "BatchNormalization") || is_op(node, "FusedBatchNormalization")) {
+        int64_t c = rn_node_input_shape(node, 0).dims[1];
+        cpu_plain_md(RN_F32, 1, &c, &s->stat);
+    }
+    *state = s;
+    return RN_OK;
+}
+
+static rn_status nn_run(rn_kernel_args *args)
+{
+    const nn_state *s = args->state;
+    cpu_arg a[MAX_CONCAT + 1];
+    int n = 0;
+    if (s->n_src > 1) {
+        for (int k = 0; k < s->n_src; k++)
+            a[n++] = (cpu_arg){DNNL_ARG_MULTIPLE_SRC + k, &s->src[k], args->inputs[k].data};
+    } else {
+        a[n++] = (cpu_arg){DNNL_ARG_SRC, &s->src[0], args->inputs[0].data};
+    }
+    a[n++] = (cpu_arg){DNNL_ARG_DST, &s->dst, args->outputs[0].data};
+    if (args->n_inputs == 5 && strstr(rn_node_op_type(args->node), "BatchNormalization") != NULL) {
+        a[n++] = (cpu_arg){DNNL_ARG_SCALE, &s->stat, args->inputs[1].data};
+        a[n++] = (cpu_arg){DNNL_ARG_SHIFT, &s->stat, args->inputs[2].data};
+        a[n++] = (cpu_arg){DNNL_ARG_MEAN, &s->stat, args->inputs[3].data};
+        a[n++] = (cpu_arg){DNNL_ARG_VARIANCE, &s->stat, args->inputs[4].data};
+    }
+    return cpu_execute(&s->p, args, a, n);
+}
+
+#define NN_KERNEL(name, op, sup)                                                                   \
+    const rn_kernel name = {                                                                       \
+        .domain = "",                                                                              \
+        .op_type = op,                                                                             \
+        .impl_type = "onednn",                                                                     \
+        .supports = sup,                                                                           \
+        .prepare_ctx = nn_prepare,                                                                 \
+        .run = nn_run,                                                                             \
+        .release = nn_release,                                                                     \
+        .input_layout = nn_input_layout,                                                           \
+        .output_layout = nn_output_layout,                                                         \
+        .scratch_bytes = nn_scratch,                                                               \
+        .impl_name = nn_impl,                                                                      \
+    }
+
+NN_KERNEL(cpu_kernel_max_pool, "MaxPool", pool_supports);
+NN_KERNEL(cpu_kernel_average_pool, "AveragePool", pool_supports);
+NN_KERNEL(cpu_kernel_global_average_pool, "GlobalAveragePool", pool_supports);
+NN_KERNEL(cpu_kernel_global_max_pool, "GlobalMaxPool", pool_supports);
+NN_KERNEL(cpu_kernel_lrn, "LRN", lrn_supports);
+NN_KERNEL(cpu_kernel_softmax, "Softmax", softmax_supports);
+NN_KERNEL(cpu_kernel_log_softmax, "LogSoftmax", softmax_supports);
+NN_KERNEL(cpu_kernel_batch_norm, "BatchNormalization", bn_supports);
+const rn_kernel cpu_kernel_fused_batch_norm = {
+    .domain = "runnel",
+    .op_type = "FusedBatchNormalization",
+    .impl_type = "onednn",
+    .supports = bn_supports,
+    .prepare_ctx = nn_prepare,
+    .run = nn_run,
+    .release = nn_release,
+    .input_layout = nn_input_layout,
+    .output_layout = nn_output_layout,
+    .scratch_bytes = nn_scratch,
+    .impl_name = nn_impl,
+};
+NN_KERNEL(cpu_kernel_concat, "Concat", concat_supports);

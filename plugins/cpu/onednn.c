@@ -1,0 +1,517 @@
+/* oneDNN underneath the CPU kernels: the engine, a stream per thread,
+ * layouts as memory descriptors with reorders as their conversions,
+ * primitives and their execution. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xmmintrin.h>
+
+#include "plugins/cpu/cpu.h"
+
+/* ---- config ---- */
+
+static _Thread_local cpu_config tls_config = {.threads = 1};
+
+void cpu_config_set(const cpu_config *config)
+{
+    tls_config = *config;
+}
+
+const cpu_config *cpu_config_get(void)
+{
+    return &tls_config;
+}
+
+/* ---- engine and streams ---- */
+
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status;
+static pthread_key_t stream_key;
+
+static void stream_free(void *s)
+{
+    dnnl_stream_destroy(s);
+}
+
+static void engine_init(void)
+{
+    engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+    if (engine_status == dnnl_success && pthread_key_create(&stream_key, stream_free) != 0)
+        engine_status = dnnl_out_of_memory;
+}
+
+rn_status cpu_engine(dnnl_engine_t *out)
+{
+    pthread_once(&engine_once, engine_init);
+    if (engine_status != dnnl_success)
+        return rn_set_error(RN_UNSUPPORTED, "CPU: oneDNN has no CPU engine (status %d)",
+                            (int)engine_status);
+    *out = engine;
+    return RN_OK;
+}
+
+rn_status cpu_stream(dnnl_stream_t *out)
+{
+    dnnl_engine_t eng = NULL;
+    rn_status st = cpu_engine(&eng);
+    if (st != RN_OK)
+        return st;
+    dnnl_stream_t s = pthread_getspecific(stream_key);
+    if (s == NULL) {
+        if (dnnl_stream_create(&s, eng, dnnl_stream_default_flags) != dnnl_success)
+            return rn_set_error(RN_OUT_OF_MEMORY, "CPU: cannot create a oneDNN stream");
+        pthread_setspecific(stream_key, s);
+    }
+    *out = s;
+    return RN_OK;
+}
+
+const char *cpu_isa_name(void)
+{
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41:
+        return "sse41";
+    case dnnl_cpu_isa_avx:
+        return "avx";
+    case dnnl_cpu_isa_avx2:
+        return "avx2";
+    case dnnl_cpu_isa_avx512_mic:
+        return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops:
+        return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core:
+        return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+        return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+        return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+        return "avx512_core_amx";
+    case dnnl_cpu_isa_avx2_vnni:
+        return "avx2_vnni";
+    default:
+        return "any";
+    }
+}
+
+bool cpu_has_bf16(void)
+{
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+}
+
+bool cpu_has_vnni(void)
+{
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
+           isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
+}
+
+rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s)
+{
+    const char *why = s == dnnl_unimplemented       ? "no implementation for these shapes and types"
+                      : s == dnnl_out_of_memory     ? "out of memory"
+                      : s == dnnl_invalid_arguments ? "invalid arguments"
+                                                    : "oneDNN error";
+    rn_status st = s == dnnl_out_of_memory ? RN_OUT_OF_MEMORY : RN_UNSUPPORTED;
+    if (node != NULL)
+        return rn_set_error(st, "CPU: node '%s' (%s): %s: %s (oneDNN status %d)",
+                            rn_node_name(node), rn_node_op_type(node), what, why, (int)s);
+    return rn_set_error(st, "CPU: %s: %s (oneDNN status %d)", what, why, (int)s);
+}
+
+/* Per thread: the team size and denormal mode last set. */
+static _Thread_local int tls_threads = -1;
+static _Thread_local int tls_denormals = -1;
+
+static void set_denormals(bool on)
+{
+    unsigned csr = _mm_getcsr();
+    /* FTZ (bit 15) and DAZ (bit 6). */
+    csr = on ? csr | 0x8040u : csr & ~0x8040u;
+    _mm_setcsr(csr);
+}
+
+void cpu_enter(int threads, bool denormals)
+{
+#if defined(__SANITIZE_THREAD__)
+    /* ThreadSanitizer cannot see libgomp's synchronisation: no teams. */
+    threads = 1;
+#endif
+    if (threads < 1)
+        threads = 1;
+    if (threads != tls_threads) {
+        omp_set_num_threads(threads);
+        tls_threads = threads;
+        tls_denormals = -1; /* a new team: set its threads' mode too */
+    }
+    if ((int)denormals != tls_denormals) {
+        if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+            set_denormals(denormals);
+        }
+        set_denormals(denormals);
+        tls_denormals = denormals;
+    }
+}
+
+/* ---- layouts ---- */
+
+dnnl_data_type_t cpu_dt(rn_element_type type)
+{
+    switch (type) {
+    case RN_F32:
+        return dnnl_f32;
+    case RN_BF16:
+        return dnnl_bf16;
+    case RN_F16:
+        return dnnl_f16;
+    case RN_I32:
+        return dnnl_s32;
+    case RN_I8:
+        return dnnl_s8;
+    case RN_U8:
+        return dnnl_u8;
+    default:
+        return dnnl_data_type_undef;
+    }
+}
+
+rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, dnnl_memory_desc_t *md)
+{
+    dnnl_data_type_t dt = cpu_dt(type);
+    if (dt == dnnl_data_type_undef)
+        return rn_set_error(RN_UNSUPPORTED, "CPU: element type %s has no oneDNN type",
+                            rn_element_type_name(type));
+    dnnl_dims_t d, strides;
+    int r = rank > 0 ? rank : 1;
+    for (int i = 0; i < r; i++)
+        d[i] = rank > 0 ? dims[i] : 1;
+    int64_t s = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= d[i] > 0 ? d[i] : 1;
+    }
+    if (dnnl_memory_desc_init_by_strides(md, r, d, dt, strides) != dnnl_success)
+        return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe a rank-%d tensor", rank);
+    return RN_OK;
+}
+
+/* A name for a descriptor's format in oneDNN's letters: dims a, b, c, ...
+ * outermost first, blocked dims in capitals, then the inner blocks
+ * ("aBcd16b" is nChw16c); prefixed by the element type when not f32. */
+static void format_name(const dnnl_memory_desc_t *md, char *buf, size_t size)
+{
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    int n = md->ndims, order[DNNL_MAX_NDIMS];
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = 0; i < n; i++) /* outer dims by decreasing stride */
+        for (int j = i + 1; j < n; j++)
+            if (b->strides[order[j]] > b->strides[order[i]])
+                order[i] ^= order[j], order[j] ^= order[i], order[i] ^= order[j];
+    bool blocked[DNNL_MAX_NDIMS] = {false};
+    for (int k = 0; k < b->inner_nblks; k++)
+        blocked[b->inner_idxs[k]] = true;
+    size_t used = 0;
+    if (md->data_type != dnnl_f32)
+        used += (size_t)snprintf(buf, size, "%s:",
+                                 md->data_type == dnnl_bf16  ? "bf16"
+                                 : md->data_type == dnnl_f16 ? "f16"
+                                 : md->data_type == dnnl_s8  ? "s8"
+                                 : md->data_type == dnnl_u8  ? "u8"
+                                 : md->data_type == dnnl_s32 ? "s32"
+                                                             : "dt");
+    for (int i = 0; i < n && used + 1 < size; i++)
+        buf[used++] = (char)((blocked[order[i]] ? 'A' : 'a') + order[i]);
+    for (int k = 0; k < b->inner_nblks && used + 8 < size; k++)
+        used += (size_t)snprintf(buf + used, size - used, "%lld%c", (long long)b->inner_blks[k],
+                                 'a' + (int)b->inner_idxs[k]);
+    buf[used < size ? used : size - 1] = '\0';
+}
+
+static bool layout_equal(const rn_layout *a, const rn_layout *b)
+{
+    return dnnl_memory_desc_equal(a->desc, b->desc) != 0;
+}
+
+void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_type type,
+                     const rn_layout **out)
+{
+    dnnl_memory_desc_t plain;
+    if (md->format_kind == dnnl_blocked &&
+        cpu_plain_md(type, md->ndims, md->dims, &plain) == RN_OK &&
+        dnnl_memory_desc_equal(md, &plain)) {
+        *out = NULL;
+        return;
+    }
+    rn_clear_error();
+    memset(l, 0, sizeof *l);
+    l->md = *md;
+    format_name(md, l->name, sizeof l->name);
+    l->base.ops = &cpu_layout_ops;
+    l->base.name = l->name;
+    l->base.nbytes = dnnl_memory_desc_get_size(md);
+    l->base.desc = &l->md;
+    *out = &l->base;
+}
+
+rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims,
+                       dnnl_memory_desc_t *md)
+{
+    if (l != NULL && l->ops == &cpu_layout_ops) {
+        *md = *(const dnnl_memory_desc_t *)l->desc;
+        return RN_OK;
+    }
+    return cpu_plain_md(type, rank, dims, md);
+}
+
+/* The descriptor of a kernel tensor: its layout's, or plain. A plain
+ * tensor converted to or from a layout of another rank (grouped
+ * convolution weights [M, C/g, k...] as [g, M/g, C/g, k...], a matrix as a
+ * batch of one) is described with the layout's dims: the same bytes. */
+static rn_status tensor_md(const rn_kernel_tensor *t, const rn_kernel_tensor *other,
+                           dnnl_memory_desc_t *md)
+{
+    if (t->layout == NULL && other->layout != NULL && other->layout->ops == &cpu_layout_ops) {
+        const dnnl_memory_desc_t *o = other->layout->desc;
+        if (o->ndims != t->rank) {
+            int64_t dims[DNNL_MAX_NDIMS];
+            for (int i = 0; i < o->ndims; i++)
+                dims[i] = o->dims[i];
+            return cpu_plain_md(t->type, o->ndims, dims, md);
+        }
+    }
+    return cpu_input_md(t->layout, t->type, t->rank, t->dims, md);
+}
+
+/* Reorders are created per conversion and cached by (src, dst) descriptor:
+ * a conversion node runs the same one every request. */
+#define REORDER_CACHE 64
+typedef struct reorder_entry {
+    dnnl_memory_desc_t src, dst;
+    dnnl_primitive_t prim;
+    size_t scratch;
+} reorder_entry;
+static reorder_entry reorders[REORDER_CACHE];
+static int n_reorders;
+static pthread_mutex_t reorder_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                             dnnl_primitive_t *prim, size_t *scratch, bool *owned)
+{
+    dnnl_engine_t eng = NULL;
+    rn_status st = cpu_engine(&eng);
+    if (st != RN_OK)
+        return st;
+    pthread_mutex_lock(&reorder_lock);
+    for (int i = 0; i < n_reorders; i++)
+        if (dnnl_memory_desc_equal(&reorders[i].src, src) &&
+            dnnl_memory_desc_equal(&reorders[i].dst, dst)) {
+            *prim = reorders[i].prim;
+            *scratch = reorders[i].scratch;
+            *owned = false;
+            pthread_mutex_unlock(&reorder_lock);
+            return RN_OK;
+        }
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+    if (s == dnnl_success)
+        s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (s == dnnl_success)
+        s = dnnl_reorder_primitive_desc_create(&pd, src, eng, dst, eng, attr);
+    if (s == dnnl_success)
+        s = dnnl_primitive_create(prim, pd);
+    if (s == dnnl_success) {
+        const dnnl_memory_desc_t *smd =
+            dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+        *scratch = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+        *owned = n_reorders == REORDER_CACHE;
+        if (!*owned)
+            reorders[n_reorders++] = (reorder_entry){*src, *dst, *prim, *scratch};
+    }
+    pthread_mutex_unlock(&reorder_lock);
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success)
+        return cpu_error(NULL, "creating a reorder", s);
+    return RN_OK;
+}
+
+/* Frees the cached reorders when the library is unloaded. */
+__attribute__((destructor)) static void reorders_free(void)
+{
+    for (int i = 0; i < n_reorders; i++)
+        dnnl_primitive_destroy(reorders[i].prim);
+    n_reorders = 0;
+}
+
+static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *dst)
+{
+    dnnl_memory_desc_t smd, dmd;
+    rn_status st;
+    if ((st = tensor_md(src, dst, &smd)) != RN_OK || (st = tensor_md(dst, src, &dmd)) != RN_OK)
+        return st;
+    dnnl_primitive_t prim = NULL;
+    size_t scratch = 0;
+    bool owned = false;
+    if ((st = reorder_get(&smd, &dmd, &prim, &scratch, &owned)) != RN_OK)
+        return st;
+    dnnl_engine_t eng = NULL;
+    dnnl_stream_t stream = NULL;
+    if ((st = cpu_engine(&eng)) != RN_OK || (st = cpu_stream(&stream)) != RN_OK)
+        return st;
+    const cpu_config *c = cpu_config_get();
+    cpu_enter(c->threads, c->denormals);
+    void *pad = scratch > 0 ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
+    dnnl_memory_t m[3] = {NULL, NULL, NULL};
+    dnnl_status_t s = scratch > 0 && pad == NULL ? dnnl_out_of_memory : dnnl_success;
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&m[0], &smd, eng, src->data);
+    if (s == dnnl_success)
+        s = dnnl_memory_create(&m[1], &dmd, eng, dst->data);
+    dnnl_memory_desc_t pmd;
+    dnnl_dims_t pd = {(dnnl_dim_t)scratch};
+    if (s == dnnl_success && scratch > 0 &&
+        (s = dnnl_memory_desc_init_by_tag(&pmd, 1, pd, dnnl_u8, dnnl_a)) == dnnl_success)
+        s = dnnl_memory_create(&m[2], &pmd, eng, pad);
+    if (s == dnnl_success) {
+        dnnl_exec_arg_t a[3] = {
+            {DNNL_ARG_FROM, m[0]}, {DNNL_ARG_TO, m[1]}, {DNNL_ARG_SCRATCHPAD, m[2]}};
+        s = dnnl_primitive_execute(prim, stream, scratch > 0 ? 3 : 2, a);
+    }
+    if (s == dnnl_success)
+        s = dnnl_stream_wait(stream);
+    for (int i = 0; i < 3; i++)
+        dnnl_memory_destroy(m[i]);
+    free(pad);
+    if (owned)
+        dnnl_primitive_destroy(prim);
+    if (s != dnnl_success)
+        return cpu_error(NULL, "running a reorder", s);
+    return RN_OK;
+}
+
+const rn_layout_ops cpu_layout_ops = {
+    .abi_version = RN_KERNEL_ABI_VERSION,
+    .device = "CPU",
+    .equal = layout_equal,
+    .convert = layout_convert,
+};
+
+/* ---- primitives ---- */
+
+rn_status cpu_attr(const rn_node *node, dnnl_post_ops_t po, dnnl_primitive_attr_t *out)
+{
+    dnnl_primitive_attr_t attr;
+    dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+    if (s == dnnl_success)
+        s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (s == dnnl_success && po != NULL)
+        s = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (s != dnnl_success) {
+        dnnl_primitive_attr_destroy(attr);
+        return cpu_error(node, "creating primitive attributes", s);
+    }
+    *out = attr;
+    return RN_OK;
+}
+
+rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd)
+{
+    memset(p, 0, sizeof *p);
+    p->pd = pd;
+    const cpu_config *c = cpu_config_get();
+    p->threads = c->threads;
+    p->denormals = c->denormals;
+    dnnl_status_t s = dnnl_primitive_create(&p->prim, pd);
+    if (s != dnnl_success) {
+        p->prim = NULL;
+        cpu_prim_release(p);
+        return cpu_error(node, "creating the primitive", s);
+    }
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    p->scratch = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+        impl != NULL)
+        snprintf(p->impl, sizeof p->impl, "%s", impl);
+    else
+        snprintf(p->impl, sizeof p->impl, "onednn");
+    return RN_OK;
+}
+
+void cpu_prim_release(cpu_prim *p)
+{
+    if (p->prim != NULL)
+        dnnl_primitive_destroy(p->prim);
+    if (p->pd != NULL)
+        dnnl_primitive_desc_destroy(p->pd);
+    p->prim = NULL;
+    p->pd = NULL;
+}
+
+rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_arg *a, int n)
+{
+    dnnl_engine_t eng = NULL;
+    dnnl_stream_t stream = NULL;
+    rn_status st;
+    if ((st = cpu_engine(&eng)) != RN_OK || (st = cpu_stream(&stream)) != RN_OK)
+        return st;
+    cpu_enter(p->threads, p->denormals);
+    dnnl_memory_t mem[CPU_MAX_ARGS + 1];
+    dnnl_exec_arg_t ex[CPU_MAX_ARGS + 1];
+    int k = 0;
+    dnnl_status_t s = dnnl_success;
+    for (int i = 0; i < n && s == dnnl_success; i++, k++) {
+        s = dnnl_memory_create(&mem[k], a[i].md, eng, a[i].data);
+        ex[k] = (dnnl_exec_arg_t){a[i].arg, mem[k]};
+    }
+    if (s != dnnl_success)
+        k--; /* the failed one made nothing */
+    if (s == dnnl_success && p->scratch > 0) {
+        if (args->scratch.data == NULL || args->scratch.nbytes < p->scratch) {
+            s = dnnl_out_of_memory;
+        } else {
+            dnnl_memory_desc_t md;
+            dnnl_dims_t d = {(dnnl_dim_t)p->scratch};
+            s = dnnl_memory_desc_init_by_tag(&md, 1, d, dnnl_u8, dnnl_a);
+            if (s == dnnl_success &&
+                (s = dnnl_memory_create(&mem[k], &md, eng, args->scratch.data)) == dnnl_success) {
+                ex[k] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[k]};
+                k++;
+            }
+        }
+    }
+    if (s == dnnl_success)
+        s = dnnl_primitive_execute(p->prim, stream, k, ex);
+    if (s == dnnl_success)
+        s = dnnl_stream_wait(stream);
+    for (int i = 0; i < k; i++)
+        dnnl_memory_destroy(mem[i]);
+    if (s != dnnl_success)
+        return cpu_error(args->node, "running the primitive", s);
+    return RN_OK;
+}
+
+bool cpu_static_node(const rn_node *node, const char **why)
+{
+    for (int i = 0; i < rn_node_input_count(node) + rn_node_output_count(node); i++) {
+        bool in = i < rn_node_input_count(node);
+        int k = in ? i : i - rn_node_input_count(node);
+        if ((in ? rn_node_input_name(node, k) : rn_node_output_name(node, k))[0] == '\0')
+            continue;
+        rn_partial_shape s = in ? rn_node_input_shape(node, k) : rn_node_output_shape(node, k);
+        bool ok = s.rank >= 0;
+        for (int d = 0; d < s.rank && ok; d++)
+            ok = s.dims[d] >= 0;
+        if (!ok) {
+            *why = "shapes not static (specialised per run)";
+            return false;
+        }
+    }
+    return true;
+}

@@ -1,0 +1,82 @@
+/* The CPU device: the host plugin (plugins/ref/host.h) with oneDNN's
+ * kernels ahead of REF's, the conv/GEMM fusions, bf16 by default where
+ * the CPU runs it natively (as OpenVINO's CPU plugin), and single-threaded
+ * primitives per stream (THROUGHPUT) or one stream whose primitives use
+ * every core (LATENCY). */
+#include <string.h>
+
+#include "plugins/cpu/cpu.h"
+#include "plugins/ref/host.h"
+#include "plugins/ref/ref.h"
+
+rn_status cpu_register_kernels(rn_kernel_registry *r)
+{
+    dnnl_engine_t eng = NULL;
+    rn_status st = cpu_engine(&eng);
+    if (st == RN_OK)
+        st = plugin_kernel_registry_add_list(r, cpu_kernels);
+    if (st == RN_OK)
+        st = ref_register_kernels(r);
+    return st;
+}
+
+static void cpu_defaults(plugin_properties *p)
+{
+    p->precisions = PLUGIN_PRECISION(RN_F32) | PLUGIN_PRECISION(RN_BF16);
+    p->inference_precision = cpu_has_bf16() ? RN_BF16 : RN_F32;
+    p->cpu_keys = true;
+    p->denormals_optimization = true;
+}
+
+static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_options *o,
+                                const plugin_properties *props)
+{
+    (void)props;
+    rn_status st;
+    if ((st = transforms_pipeline_add(tp, "fold_batchnorm", transforms_fold_batchnorm, NULL, 0)) !=
+            RN_OK ||
+        (st = transforms_pipeline_add(tp, "fold_scale_shift", transforms_fold_scale_shift, NULL,
+                                      TRANSFORMS_REPEAT)) != RN_OK ||
+        (st = transforms_pipeline_add(tp, "gemm_transpose_b", transforms_gemm_transpose_b, NULL,
+                                      0)) != RN_OK ||
+        (st = transforms_pipeline_add(tp, "fuse_conv_add", transforms_fuse_conv_add, NULL, 0)) !=
+            RN_OK ||
+        (st = transforms_pipeline_add(tp, "fuse_activation", transforms_fuse_activation, NULL,
+                                      0)) != RN_OK)
+        return st;
+    (void)o;
+    return transforms_pipeline_add(tp, "eliminate_dead_nodes_after_fusion",
+                                   transforms_eliminate_dead_nodes, NULL, 0);
+}
+
+/* Streams as the hint chose them, each with one worker: the cores a stream
+ * has are its primitives' OpenMP team. */
+static void cpu_configure(const plugin_properties *props, plugin_plan_options *options)
+{
+    cpu_config c = {
+        .bf16 = props->inference_precision == RN_BF16,
+        .threads = options->threads_per_stream > 0 ? (int)options->threads_per_stream : 1,
+        .denormals = props->denormals_optimization,
+    };
+    cpu_config_set(&c);
+    options->threads_per_stream = 1;
+}
+
+const host_device cpu_device = {
+    .name = "CPU",
+    .full_name = "runnel CPU device (oneDNN)",
+    .architecture = "onednn",
+    .capabilities = "FP32 BF16 EXPORT_IMPORT",
+    .context_kind = {"CPU", "HOST", "HOST_BUFFER"},
+    .register_kernels = cpu_register_kernels,
+    .defaults = cpu_defaults,
+    .add_passes = cpu_add_passes,
+    .configure = cpu_configure,
+};
+
+static rn_status cpu_create(rn_plugin **out)
+{
+    return host_create(&cpu_device, out);
+}
+
+const rn_plugin_ops cpu_plugin_ops = HOST_PLUGIN_OPS("CPU", cpu_create);

@@ -1,0 +1,108 @@
+/* What convolutions and products (conv.c, gemm.c) share: creating the
+ * primitive in bf16 or f32, the layouts it chose, and running it with its
+ * weights, bias and residual. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cpu/cpu.h"
+
+rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, bool sum,
+                          dnnl_primitive_desc_t *pd)
+{
+    dnnl_post_ops_t po = NULL;
+    rn_status st = fused ? cpu_fused_post_ops(node, sum, &po) : RN_OK;
+    dnnl_primitive_attr_t attr = NULL;
+    if (st == RN_OK)
+        st = cpu_attr(node, po, &attr);
+    dnnl_post_ops_destroy(po);
+    dnnl_engine_t eng = NULL;
+    if (st == RN_OK && (st = cpu_engine(&eng)) == RN_OK) {
+        dnnl_status_t ds = dnnl_primitive_desc_create(pd, op_desc, attr, eng, NULL);
+        if (ds != dnnl_success)
+            *pd = NULL;
+        if (ds != dnnl_success && ds != dnnl_unimplemented)
+            st = cpu_error(node, "creating the primitive", ds);
+    }
+    dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+rn_status cpu_weighted_prepare(const rn_node *node, cpu_weighted *w, cpu_weighted_desc_fn desc)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    rn_status st = RN_OK;
+    /* bf16 where the config asks for it, f32 when oneDNN has no bf16
+     * implementation for these shapes. */
+    if (cpu_config_get()->bf16)
+        st = desc(node, w, dnnl_bf16, &pd);
+    if (st == RN_OK && pd == NULL)
+        st = desc(node, w, dnnl_f32, &pd);
+    if (st == RN_OK && pd == NULL)
+        st = cpu_error(node, "creating the primitive", dnnl_unimplemented);
+    if (st == RN_OK)
+        st = cpu_prim_init(&w->p, node, pd);
+    if (st != RN_OK)
+        return st;
+    w->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    w->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    w->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    if (w->has_bias)
+        w->bias = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+    cpu_layout_init(&w->src_l, &w->src, RN_F32, &w->src_layout);
+    cpu_layout_init(&w->wei_l, &w->wei, RN_F32, &w->wei_layout);
+    cpu_layout_init(&w->dst_l, &w->dst, RN_F32, &w->dst_layout);
+    return RN_OK;
+}
+
+void cpu_weighted_release(void *state)
+{
+    cpu_weighted *w = state;
+    if (w == NULL)
+        return;
+    cpu_prim_release(&w->p);
+    free(w);
+}
+
+const rn_layout *cpu_weighted_input_layout(const void *state, int i)
+{
+    const cpu_weighted *w = state;
+    if (i == 0)
+        return w->src_layout;
+    if (i == 1)
+        return w->wei_layout;
+    return i == w->sum ? w->dst_layout : NULL;
+}
+
+const rn_layout *cpu_weighted_output_layout(const void *state, int i)
+{
+    return i == 0 ? ((const cpu_weighted *)state)->dst_layout : NULL;
+}
+
+size_t cpu_weighted_scratch(const void *state)
+{
+    return ((const cpu_weighted *)state)->p.scratch;
+}
+
+int cpu_weighted_inplace(const void *state)
+{
+    return ((const cpu_weighted *)state)->sum;
+}
+
+const char *cpu_weighted_impl(const void *state)
+{
+    return ((const cpu_weighted *)state)->p.impl;
+}
+
+rn_status cpu_weighted_run(rn_kernel_args *args)
+{
+    const cpu_weighted *w = args->state;
+    /* The residual is summed into the output: in place when the plan put
+     * them on the same bytes, else copied there first. */
+    if (w->sum >= 0 && args->outputs[0].data != args->inputs[w->sum].data)
+        memcpy(args->outputs[0].data, args->inputs[w->sum].data, args->outputs[0].nbytes);
+    cpu_arg a[4] = {{DNNL_ARG_SRC, &w->src, args->inputs[0].data},
+                    {DNNL_ARG_WEIGHTS, &w->wei, args->inputs[1].data},
+                    {DNNL_ARG_DST, &w->dst, args->outputs[0].data},
+                    {DNNL_ARG_BIAS, &w->bias, w->has_bias ? args->inputs[2].data : NULL}};
+    return cpu_execute(&w->p, args, a, w->has_bias ? 4 : 3);
+}

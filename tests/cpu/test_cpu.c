@@ -1,0 +1,284 @@
+/* The CPU device (oneDNN) through the public API: it is the default
+ * device; its precision follows the CPU's ISA as OpenVINO's does; its
+ * properties are checked; the light models compile to fused oneDNN
+ * primitives with blocked layouts between them and few conversions; its
+ * outputs agree with REF's in f32 and stay close in bf16; concurrent
+ * requests on several streams give the same outputs as one sync request. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runnel/runnel.h"
+
+#define LIGHT_DIR "../.cache/onnx-1.22.0/light"
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        rn_status st_ = (expr);                                                                    \
+        cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
+    } while (0)
+
+/* The light models live in the checkout's .cache (scripts/setup). */
+static const char *light(const char *name, char *buf, size_t size)
+{
+    const char *roots[] = {".cache/onnx-1.22.0/light", LIGHT_DIR};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(buf, size, "%s/light_%s.onnx", roots[i], name);
+        if (access(buf, R_OK) == 0)
+            return buf;
+    }
+    cr_skip_test("light_%s.onnx is missing: run scripts/setup", name);
+    return NULL;
+}
+
+/* Whether /proc/cpuinfo lists a flag. */
+static bool cpu_flag(const char *flag)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return false;
+    char line[8192];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
+        for (char *t = strtok(line, " \t\n"); t != NULL && !found; t = strtok(NULL, " \t\n"))
+            found = strcmp(t, flag) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
+Test(cpu, is_the_first_device)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    cr_assert(rn_core_device_count(core) >= 2);
+    cr_assert_str_eq(rn_core_device_name(core, 0), "CPU");
+    char buf[256];
+    OK(rn_core_get_property(core, "CPU", "FULL_DEVICE_NAME", buf, sizeof buf));
+    cr_assert(strstr(buf, "oneDNN") != NULL, "%s", buf);
+    rn_core_free(core);
+}
+
+Test(cpu, precision_follows_the_isa)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    char buf[64];
+    OK(rn_core_get_property(core, "CPU", "INFERENCE_PRECISION_HINT", buf, sizeof buf));
+    bool bf16 = cpu_flag("avx512_bf16") || cpu_flag("amx_bf16");
+    cr_assert_str_eq(buf, bf16 ? "bf16" : "f32", "avx512_bf16 or amx_bf16 %s",
+                     bf16 ? "present" : "absent");
+    rn_core_free(core);
+}
+
+Test(cpu, properties_are_checked)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    rn_property f32 = {"INFERENCE_PRECISION_HINT", "f32"};
+    OK(rn_core_set_property(core, "CPU", &f32, 1));
+    rn_property f16 = {"INFERENCE_PRECISION_HINT", "f16"};
+    cr_assert_eq(rn_core_set_property(core, "CPU", &f16, 1), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "f32, bf16") != NULL, "%s", rn_last_error());
+    rn_property den = {"CPU_DENORMALS_OPTIMIZATION", "NO"};
+    OK(rn_core_set_property(core, "CPU", &den, 1));
+    char buf[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_DENORMALS_OPTIMIZATION", buf, sizeof buf));
+    cr_assert_str_eq(buf, "NO");
+    rn_property bad = {"CPU_DENORMALS_OPTIMIZATION", "maybe"};
+    cr_assert_eq(rn_core_set_property(core, "CPU", &bad, 1), RN_INVALID_ARG);
+    /* A CPU key is not REF's. */
+    cr_assert_eq(rn_core_set_property(core, "REF", &den, 1), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "CPU_DENORMALS_OPTIMIZATION") != NULL);
+    rn_core_free(core);
+}
+
+/* Runs a compiled model once on a deterministic input; returns a malloc'ed
+ * copy of output 0 and its element count. */
+static float *run_once(rn_compiled_model *cm, size_t *count)
+{
+    rn_infer_request *r;
+    OK(rn_compiled_model_create_infer_request(cm, &r));
+    rn_tensor *in;
+    OK(rn_infer_request_get_input_tensor(r, 0, &in));
+    float *x = rn_tensor_data(in);
+    size_t n = rn_tensor_element_count(in);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((i * 7919u) % 1000u) / 500.0f - 1.0f;
+    OK(rn_infer_request_infer(r));
+    rn_tensor *out;
+    OK(rn_infer_request_get_output_tensor(r, 0, &out));
+    *count = rn_tensor_element_count(out);
+    float *copy = malloc(*count * sizeof *copy);
+    memcpy(copy, rn_tensor_data(out), *count * sizeof *copy);
+    rn_infer_request_free(r);
+    return copy;
+}
+
+static rn_compiled_model *compile(rn_core *core, rn_model *model, const char *device,
+                                  const char *precision)
+{
+    rn_property p[] = {{"INFERENCE_PRECISION_HINT", precision}};
+    rn_compiled_model *cm;
+    OK(rn_core_compile_model(core, model, device, p, precision != NULL ? 1 : 0, &cm));
+    return cm;
+}
+
+/* The runtime model: how many nodes of a type, and whether one runs REF. */
+static int count_type(rn_compiled_model *cm, const char *type, int *ref_impls)
+{
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].layer_type, type) == 0) {
+            count++;
+            if (ref_impls != NULL && strcmp(nodes[i].impl_type, "ref") == 0)
+                (*ref_impls)++;
+        }
+    }
+    return count;
+}
+
+Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
+{
+    char path[512];
+    light("resnet50", path, sizeof path);
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, path, &model));
+    rn_compiled_model *cm = compile(core, model, "CPU", "f32");
+    int ref = 0;
+    int fused = count_type(cm, "FusedConv", &ref);
+    int conv = count_type(cm, "Conv", &ref);
+    /* 53 convolutions: every one but the 4 projection shortcuts takes its
+     * ReLU (and the residual) along. */
+    cr_assert_eq(fused + conv, 53, "%d FusedConv + %d Conv", fused, conv);
+    cr_assert_geq(fused, 49);
+    cr_assert_eq(ref, 0, "a convolution fell back to REF");
+    cr_assert_eq(count_type(cm, "BatchNormalization", NULL), 0, "BatchNormalization not folded");
+    cr_assert_eq(count_type(cm, "Relu", NULL), 0, "a ReLU was not fused");
+    char buf[64];
+    OK(rn_compiled_model_get_property(cm, "PLAN_CONVERSIONS", buf, sizeof buf));
+    cr_assert_leq(atoi(buf), 4, "%s conversions: layouts do not flow between primitives", buf);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+/* CPU against REF on the same input: f32 within ONNX's rtol, bf16 within
+ * what bf16 activations and weights allow (OpenVINO's bf16 tests use 1e-2
+ * relative to the output's scale). */
+static void compare_with_ref(const char *name, const char *precision, float rtol)
+{
+    char path[512];
+    light(name, path, sizeof path);
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, path, &model));
+    rn_compiled_model *cpu = compile(core, model, "CPU", precision);
+    rn_compiled_model *ref = compile(core, model, "REF", NULL);
+    size_t n1, n2;
+    float *a = run_once(cpu, &n1);
+    float *b = run_once(ref, &n2);
+    cr_assert_eq(n1, n2);
+    float scale = 0.0f;
+    for (size_t i = 0; i < n2; i++)
+        scale = fmaxf(scale, fabsf(b[i]));
+    for (size_t i = 0; i < n2; i++)
+        cr_assert(fabsf(a[i] - b[i]) <= rtol * fmaxf(fabsf(b[i]), scale) + 1e-6f,
+                  "%s %s [%zu]: CPU %g, REF %g", name, precision, i, a[i], b[i]);
+    free(a);
+    free(b);
+    rn_compiled_model_free(cpu);
+    rn_compiled_model_free(ref);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+Test(cpu, squeezenet_f32_matches_ref, .timeout = 300)
+{
+    compare_with_ref("squeezenet", "f32", 1e-3f);
+}
+
+Test(cpu, inception_v2_f32_matches_ref, .timeout = 300)
+{
+    compare_with_ref("inception_v2", "f32", 1e-3f);
+}
+
+Test(cpu, shufflenet_bf16_is_close_to_ref, .timeout = 300)
+{
+    compare_with_ref("shufflenet", "bf16", 2e-2f);
+}
+
+/* ---- concurrent requests on streams ---- */
+
+typedef struct job {
+    atomic_int done;
+    atomic_int failed;
+} job;
+
+static void on_done(rn_infer_request *r, rn_status status, void *user)
+{
+    (void)r;
+    job *j = user;
+    if (status != RN_OK)
+        atomic_fetch_add(&j->failed, 1);
+    atomic_fetch_add(&j->done, 1);
+}
+
+Test(cpu, async_streams_give_the_sync_result, .timeout = 300)
+{
+    char path[512];
+    light("squeezenet", path, sizeof path);
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, path, &model));
+    rn_property p[] = {{"PERFORMANCE_HINT", "THROUGHPUT"}, {"INFERENCE_PRECISION_HINT", "f32"}};
+    rn_compiled_model *cm;
+    OK(rn_core_compile_model(core, model, "CPU", p, 2, &cm));
+    size_t n;
+    float *want = run_once(cm, &n);
+    enum { REQUESTS = 4, ROUNDS = 3 };
+    rn_infer_request *r[REQUESTS];
+    job j = {0};
+    for (int i = 0; i < REQUESTS; i++) {
+        OK(rn_compiled_model_create_infer_request(cm, &r[i]));
+        rn_tensor *in;
+        OK(rn_infer_request_get_input_tensor(r[i], 0, &in));
+        float *x = rn_tensor_data(in);
+        for (size_t k = 0; k < rn_tensor_element_count(in); k++)
+            x[k] = (float)((k * 7919u) % 1000u) / 500.0f - 1.0f;
+        OK(rn_infer_request_set_callback(r[i], on_done, &j));
+    }
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < REQUESTS; i++)
+            OK(rn_infer_request_start_async(r[i]));
+        for (int i = 0; i < REQUESTS; i++)
+            OK(rn_infer_request_wait(r[i]));
+        for (int i = 0; i < REQUESTS; i++) {
+            rn_tensor *out;
+            OK(rn_infer_request_get_output_tensor(r[i], 0, &out));
+            cr_assert_eq(memcmp(rn_tensor_data(out), want, n * sizeof(float)), 0,
+                         "request %d, round %d differs from the sync run", i, round);
+        }
+    }
+    cr_assert_eq(atomic_load(&j.done), REQUESTS * ROUNDS);
+    cr_assert_eq(atomic_load(&j.failed), 0);
+    for (int i = 0; i < REQUESTS; i++)
+        rn_infer_request_free(r[i]);
+    free(want);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
