@@ -16,6 +16,12 @@ LIGHT = os.path.join(DATA, "light")
 SLOW = os.path.join(LIGHT, "light_resnet50.onnx")
 
 
+# Compile-time properties for exact comparisons: devices that default to a
+# lower precision (CPU runs bf16 where oneDNN can) are asked for f32, as the
+# conformance runner does.
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+
+
 def need(path):
     if not os.path.exists(path):
         pytest.fail(f"{path} is missing: run scripts/setup (it fetches the onnx test data)")
@@ -37,7 +43,7 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture
 def relu(core, device):
-    return core.compile_model(need(RELU), device)
+    return core.compile_model(need(RELU), device, F32)
 
 
 @pytest.fixture(scope="session")

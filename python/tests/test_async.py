@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import runnel
-from conftest import RELU, need
+from conftest import F32, RELU, need
 
 # 10^5 jobs as the issue asks; RUNNEL_PY_JOBS scales it (scripts/test runs the full count).
 QUEUE_JOBS = int(os.environ.get("RUNNEL_PY_JOBS", "100000"))
@@ -144,7 +144,7 @@ def test_queue_jobs_from_four_threads_complete_once(core):
 def test_objects_freed_in_any_order(core, device):
     import itertools
     for order in itertools.permutations(range(4)):
-        compiled = core.compile_model(need(RELU), device)
+        compiled = core.compile_model(need(RELU), device, F32)
         request = compiled.create_infer_request()
         y = request.infer({"x": np.ones((3, 4, 5), np.float32)})["y"]
         objs = [compiled, request, y, runnel.Tensor(np.zeros(3, np.float32))]

@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 
 import runnel
-from conftest import ADD, LIGHT, RELU, need
+from conftest import F32, ADD, LIGHT, RELU, need
 
 LIGHT_MODELS = sorted(glob.glob(os.path.join(LIGHT, "*.onnx")))
 
@@ -27,7 +27,7 @@ def test_light_model_equals_onnxruntime(core, device, path):
     for i in sess.get_inputs():
         feeds[i.name] = rng.standard_normal(i.shape).astype(np.float32)
     expected = sess.run(None, feeds)
-    compiled = core.compile_model(path, device)
+    compiled = core.compile_model(path, device, F32)
     results = compiled.create_infer_request().infer(feeds)
     assert list(results) == [o.name for o in sess.get_outputs()]
     for ours, theirs in zip(results.values(), expected):
@@ -121,7 +121,7 @@ def test_owned_tensor(relu):
 
 
 def test_two_inputs(core, device):
-    compiled = core.compile_model(need(ADD), device)
+    compiled = core.compile_model(need(ADD), device, F32)
     a = np.ones((3, 4, 5), np.float32)
     b = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
     np.testing.assert_array_equal(compiled({"x": a, "y": b})["sum"], a + b)
@@ -148,7 +148,7 @@ def test_wrong_shape_is_named(relu):
 
 
 def test_profiling_info(core, device):
-    compiled = core.compile_model(need(RELU), device, {"ENABLE_PROFILING": True})
+    compiled = core.compile_model(need(RELU), device, dict(F32, ENABLE_PROFILING=True))
     r = compiled.create_infer_request()
     r.infer({"x": np.ones((3, 4, 5), np.float32)})
     info = r.profiling_info
