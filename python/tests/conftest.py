@@ -1,0 +1,51 @@
+"""Shared fixtures: the repository's model files and the devices present."""
+import os
+
+import pytest
+
+import runnel
+
+ROOT = os.environ.get("RUNNEL_ROOT") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+DATA = os.path.join(ROOT, ".cache", "onnx-1.22.0")
+# The onnx wheel's node test of Relu: one node, x f32[3,4,5] -> y (scripts/setup fetches it).
+RELU = os.path.join(DATA, "node", "test_relu", "model.onnx")
+ADD = os.path.join(DATA, "node", "test_add", "model.onnx")
+LIGHT = os.path.join(DATA, "light")
+# A model that runs for a while on any device, for in-flight cases.
+SLOW = os.path.join(LIGHT, "light_resnet50.onnx")
+
+
+# Compile-time properties for exact comparisons: devices that default to a
+# lower precision (CPU runs bf16 where oneDNN can) are asked for f32, as the
+# conformance runner does.
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+
+
+def need(path):
+    if not os.path.exists(path):
+        pytest.fail(f"{path} is missing: run scripts/setup (it fetches the onnx test data)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def core():
+    return runnel.Core()
+
+
+def pytest_generate_tests(metafunc):
+    # Every test that takes `device` runs on each device present (REF at least).
+    if "device" in metafunc.fixturenames:
+        devices = runnel.Core().available_devices
+        assert "REF" in devices, f"REF is built in, yet the core lists {devices}"
+        metafunc.parametrize("device", devices)
+
+
+@pytest.fixture
+def relu(core, device):
+    return core.compile_model(need(RELU), device, F32)
+
+
+@pytest.fixture(scope="session")
+def slow_ref(core):
+    return core.compile_model(need(SLOW), "REF")
