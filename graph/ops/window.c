@@ -116,15 +116,21 @@ rn_status graph_window_out(const graph_node *node, const graph_window *w, int i,
         return RN_OK;
     int64_t s = w->stride[i];
     if (w->auto_pad == GRAPH_AUTO_PAD_SAME_UPPER || w->auto_pad == GRAPH_AUTO_PAD_SAME_LOWER) {
-        *out = (in + s - 1) / s;
+        *out = in / s + (in % s != 0);
         return RN_OK;
     }
     if (!w->kernel_known)
         return RN_OK;
-    int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
     int64_t pb = w->auto_pad == GRAPH_AUTO_PAD_VALID ? 0 : w->pads[i];
     int64_t pe = w->auto_pad == GRAPH_AUTO_PAD_VALID ? 0 : w->pads[w->n + i];
-    int64_t room = in + pb + pe - span;
+    /* Attributes come from the file: sizes that overflow are refused. */
+    int64_t span, room;
+    if (__builtin_mul_overflow(w->kernel[i] - 1, w->dilation[i], &span) ||
+        __builtin_add_overflow(span, 1, &span) || __builtin_add_overflow(in, pb, &room) ||
+        __builtin_add_overflow(room, pe, &room) || __builtin_sub_overflow(room, span, &room))
+        return rn_set_error(RN_SHAPE_MISMATCH,
+                            NODE_FMT "spatial dim %d: kernel, dilation and pads overflow 64 bits",
+                            NODE_ARGS(node), i);
     if (room < 0)
         return rn_set_error(RN_SHAPE_MISMATCH,
                             NODE_FMT "spatial dim %d is %lld with pads %lld+%lld, smaller than "
@@ -133,8 +139,10 @@ rn_status graph_window_out(const graph_node *node, const graph_window *w, int i,
                             (long long)span);
     int64_t o;
     if (w->ceil_mode) {
-        o = (room + s - 1) / s + 1;
-        if ((o - 1) * s >= in + pb)
+        o = room / s + (room % s != 0) + 1;
+        /* (o - 1) * s >= in + pb, without overflow (in + pb fits: above). */
+        int64_t start = in + pb;
+        if (start == 0 || o - 1 > (start - 1) / s)
             o--;
     } else {
         o = room / s + 1;
