@@ -361,9 +361,9 @@ static rn_status nn_run(rn_kernel_args *args)
     return cpu_execute(&s->p, args, a, n);
 }
 
-#define NN_KERNEL(name, op, sup)                                                                   \
+#define NN_KERNEL(name, dom, op, sup)                                                              \
     const rn_kernel name = {                                                                       \
-        .domain = "",                                                                              \
+        .domain = dom,                                                                             \
         .op_type = op,                                                                             \
         .impl_type = "onednn",                                                                     \
         .supports = sup,                                                                           \
@@ -376,28 +376,16 @@ static rn_status nn_run(rn_kernel_args *args)
         .impl_name = nn_impl,                                                                      \
     }
 
-NN_KERNEL(cpu_kernel_max_pool, "MaxPool", pool_supports);
-NN_KERNEL(cpu_kernel_average_pool, "AveragePool", pool_supports);
-NN_KERNEL(cpu_kernel_global_average_pool, "GlobalAveragePool", pool_supports);
-NN_KERNEL(cpu_kernel_global_max_pool, "GlobalMaxPool", pool_supports);
-NN_KERNEL(cpu_kernel_lrn, "LRN", lrn_supports);
-NN_KERNEL(cpu_kernel_softmax, "Softmax", softmax_supports);
-NN_KERNEL(cpu_kernel_log_softmax, "LogSoftmax", softmax_supports);
-NN_KERNEL(cpu_kernel_batch_norm, "BatchNormalization", bn_supports);
-const rn_kernel cpu_kernel_fused_batch_norm = {
-    .domain = "runnel",
-    .op_type = "FusedBatchNormalization",
-    .impl_type = "onednn",
-    .supports = bn_supports,
-    .prepare_ctx = nn_prepare,
-    .run = nn_run,
-    .release = nn_release,
-    .input_layout = nn_input_layout,
-    .output_layout = nn_output_layout,
-    .scratch_bytes = nn_scratch,
-    .impl_name = nn_impl,
-};
-NN_KERNEL(cpu_kernel_concat, "Concat", concat_supports);
+NN_KERNEL(cpu_kernel_max_pool, "", "MaxPool", pool_supports);
+NN_KERNEL(cpu_kernel_average_pool, "", "AveragePool", pool_supports);
+NN_KERNEL(cpu_kernel_global_average_pool, "", "GlobalAveragePool", pool_supports);
+NN_KERNEL(cpu_kernel_global_max_pool, "", "GlobalMaxPool", pool_supports);
+NN_KERNEL(cpu_kernel_lrn, "", "LRN", lrn_supports);
+NN_KERNEL(cpu_kernel_softmax, "", "Softmax", softmax_supports);
+NN_KERNEL(cpu_kernel_log_softmax, "", "LogSoftmax", softmax_supports);
+NN_KERNEL(cpu_kernel_batch_norm, "", "BatchNormalization", bn_supports);
+NN_KERNEL(cpu_kernel_fused_batch_norm, "runnel", "FusedBatchNormalization", bn_supports);
+NN_KERNEL(cpu_kernel_concat, "", "Concat", concat_supports);
 
 /* Over the last axis, with constant f32 scale (and bias), Y only. */
 static bool ln_supports(const rn_node *node, const char **why)
@@ -424,23 +412,11 @@ static bool ln_supports(const rn_node *node, const char **why)
     return f32_static(node, why) && x.rank >= 2 && x.rank <= 5;
 }
 
-NN_KERNEL(cpu_kernel_layer_norm, "LayerNormalization", ln_supports);
+NN_KERNEL(cpu_kernel_layer_norm, "", "LayerNormalization", ln_supports);
 
 static bool shuffle_supports(const rn_node *node, const char **why)
 {
     return f32_static(node, why);
 }
 
-const rn_kernel cpu_kernel_shuffle_channels = {
-    .domain = "runnel",
-    .op_type = "ShuffleChannels",
-    .impl_type = "onednn",
-    .supports = shuffle_supports,
-    .prepare_ctx = nn_prepare,
-    .run = nn_run,
-    .release = nn_release,
-    .input_layout = nn_input_layout,
-    .output_layout = nn_output_layout,
-    .scratch_bytes = nn_scratch,
-    .impl_name = nn_impl,
-};
+NN_KERNEL(cpu_kernel_shuffle_channels, "runnel", "ShuffleChannels", shuffle_supports);

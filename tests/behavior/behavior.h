@@ -24,7 +24,7 @@ typedef struct device_param {
 #define BEHAVIOR_DEVICES(suite, test)                                                              \
     ParameterizedTestParameters(suite, test)                                                       \
     {                                                                                              \
-        static device_param devices[] = {{"REF"}, {"SLOWDEV"}, {"CPU"}};                                    \
+        static device_param devices[] = {{"REF"}, {"SLOWDEV"}, {"CPU"}};                           \
         return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
     }
 
