@@ -42,18 +42,10 @@ static bool is_f32_constant(const graph_value *v)
            v->constant->data != NULL;
 }
 
-/* The only reader of n's output 0 (a node of g), or NULL when it has none,
- * several, or is read by a subgraph or as a result. */
+/* The only reader of n's output 0 (a node of g), or NULL. */
 static graph_node *sole_reader(graph *g, const graph_node *n)
 {
-    const graph_value *v = n->n_outputs >= 1 ? n->outputs[0] : NULL;
-    if (v == NULL || transforms_is_result(g, v) || transforms_count_uses(g, v) != 1)
-        return NULL;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
-            if (g->nodes[i]->inputs[k] == v)
-                return g->nodes[i];
-    return NULL;
+    return n->n_outputs >= 1 ? transforms_sole_reader(g, n->outputs[0]) : NULL;
 }
 
 /* Makes `first` write what `second` wrote (its output 0) and unhooks

@@ -57,8 +57,7 @@ static int readers(graph *g, const graph_value *v, graph_node **out, int max)
 /* The only reader of n's output 0, or NULL. */
 static graph_node *next(graph *g, const graph_node *n)
 {
-    graph_node *r[1];
-    return n != NULL && n->outputs[0] != NULL && readers(g, n->outputs[0], r, 1) == 1 ? r[0] : NULL;
+    return n != NULL ? transforms_sole_reader(g, n->outputs[0]) : NULL;
 }
 
 /* The operand of binary node n other than v. */

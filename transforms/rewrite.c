@@ -308,3 +308,14 @@ rn_status transforms_finish_removal(graph *g, transforms_node_list *l, rn_status
     transforms_node_list_free(l);
     return st;
 }
+
+graph_node *transforms_sole_reader(const graph *g, const graph_value *v)
+{
+    if (v == NULL || transforms_is_result(g, v) || transforms_count_uses(g, v) != 1)
+        return NULL;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
+            if (g->nodes[i]->inputs[k] == v)
+                return g->nodes[i];
+    return NULL;
+}

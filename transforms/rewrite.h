@@ -24,6 +24,10 @@ bool transforms_has_subgraphs(const graph_node *n);
  * (outer-scope references and subgraph results) and entries of g's results. */
 int transforms_count_uses(const graph *g, const graph_value *v);
 
+/* The only node of g that reads v: NULL when v is a result, is read by
+ * no node, by several, or from a subgraph. */
+graph_node *transforms_sole_reader(const graph *g, const graph_value *v);
+
 /* Makes every reader of `from` read `to` instead: node inputs of g and, at
  * any depth, subgraph nodes and subgraph results that refer to `from` from
  * the outer scope. g's own results are not touched (a result is a name the

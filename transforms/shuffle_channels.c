@@ -14,18 +14,6 @@ static bool is_default(const graph_node *n, const char *op)
            strcmp(n->op_type, op) == 0;
 }
 
-/* The only node of g reading v, or NULL. */
-static graph_node *only_reader(graph *g, const graph_value *v)
-{
-    if (v == NULL || transforms_is_result(g, v) || transforms_count_uses(g, v) != 1)
-        return NULL;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
-            if (g->nodes[i]->inputs[k] == v)
-                return g->nodes[i];
-    return NULL;
-}
-
 static bool same_dims(const graph_shape *a, const graph_shape *b)
 {
     return a->rank == b->rank && graph_shape_is_static(a) &&
@@ -61,10 +49,10 @@ rn_status transforms_fuse_shuffle_channels(graph *g, void *ctx, int *changes)
         graph_node *r1 = g->nodes[i];
         if (!is_default(r1, "Reshape") || r1->n_outputs != 1 || r1->outputs[0] == NULL)
             continue;
-        graph_node *t = only_reader(g, r1->outputs[0]);
+        graph_node *t = transforms_sole_reader(g, r1->outputs[0]);
         if (t == NULL || !is_default(t, "Transpose") || t->outputs[0] == NULL)
             continue;
-        graph_node *r2 = only_reader(g, t->outputs[0]);
+        graph_node *r2 = transforms_sole_reader(g, t->outputs[0]);
         if (r2 == NULL || !is_default(r2, "Reshape") || r2->inputs[0] != t->outputs[0] ||
             r2->outputs[0] == NULL)
             continue;
