@@ -213,8 +213,12 @@ def contrib_cases():
                          {"a": f32(2, 3, 6, 4), "b": f32(3, 5, 6)}),
         "dynamic_quantize_matmul": (
             contrib_model("DynamicQuantizeMatMul", [("a", F, [3, 4, 16])], [("y", F, [3, 4, 6])],
+                          # B within 7 bits: ONNX Runtime's u8s8 kernel on AVX2 without
+                          # VNNI (vpmaddubsw) saturates pairs of products at int16, so
+                          # full-range int8 weights make its own answer machine-dependent
+                          # (seen on an AVX2-only EPYC: 2 of 6 columns off by up to 3.7).
                           inits=[numpy_helper.from_array(
-                                     rng.integers(-128, 127, (16, 6)).astype(np.int8), "b"),
+                                     rng.integers(-64, 64, (16, 6)).astype(np.int8), "b"),
                                  numpy_helper.from_array(
                                      (rng.random(6) * 0.05 + 0.01).astype(np.float32), "b_scale"),
                                  numpy_helper.from_array(
