@@ -97,7 +97,9 @@ static rn_status input_value(lowering *l, const rn_node *n, int i, int *out)
     }
     int v = find_value(l->p, name);
     if (v < 0)
-        return rn_set_error(RN_INTERNAL, "NVIDIA: node '%s' (%s) reads '%s', which nothing writes",
+        return rn_set_error(RN_UNSUPPORTED,
+                            "NVIDIA: node '%s' (%s) reads '%s', which NVIDIA does not compute "
+                            "(a Dropout mask)",
                             rn_node_name(n), rn_node_op_type(n), name);
     *out = v;
     return RN_OK;

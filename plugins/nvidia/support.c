@@ -289,10 +289,11 @@ static bool batchnorm_ok(const rn_node *n, const char **why)
            need(f32_io(n, 1), "f32 tensors only", why);
 }
 
+/* Dropout's mask (all true at inference) is not computed: a node that
+ * reads it fails the lowering, naming the value. */
 static bool view_ok(const rn_node *n, const char **why)
 {
-    return need(one_output(n), "Dropout's mask output is not supported", why) &&
-           need(rn_node_output_type(n, 0) != RN_STRING, "strings are not supported", why);
+    return need(rn_node_output_type(n, 0) != RN_STRING, "strings are not supported", why);
 }
 
 bool nv_supports(const rn_node *node, const char **why)
