@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ typedef struct nv_slot {
     cudaEvent_t done;
     cudnnHandle_t dnn;
     cublasHandle_t blas;
+    cudaEvent_t *marks; /* n_steps + 1, for NVIDIA_STEP_TIMING */
     bool busy;
 } nv_slot;
 
@@ -55,6 +57,8 @@ struct nv_exec {
     nv_slot *slots;
     int n_slots, max_slots;
     char impl[96];
+    _Atomic(bool) timing;        /* NVIDIA_STEP_TIMING: events between steps */
+    _Atomic(uint64_t) steps_ns;  /* sum of the steps' times in the last timed run */
 };
 
 static rn_status cuda_error(cudaError_t e, const char *node, const char *what)
@@ -226,8 +230,12 @@ static void release_step(nv_step_dev *d)
 
 /* ---- slots ---- */
 
-static void slot_release(nv_slot *s)
+static void slot_release(nv_slot *s, int n_marks)
 {
+    for (int i = 0; s->marks != NULL && i < n_marks; i++)
+        if (s->marks[i])
+            cudaEventDestroy(s->marks[i]);
+    free(s->marks);
     if (s->blas)
         cublasDestroy(s->blas);
     if (s->dnn)
@@ -254,15 +262,26 @@ static rn_status slot_init(nv_exec *x, nv_slot *s)
         (e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreateWithFlags(&s->done, cudaEventBlockingSync | cudaEventDisableTiming)) !=
             cudaSuccess) {
-        slot_release(s);
+        slot_release(s, 0);
         return cuda_error(e, NULL, "creating a request slot");
     }
     if (cudnnCreate(&s->dnn) != CUDNN_STATUS_SUCCESS ||
         cudnnSetStream(s->dnn, s->stream) != CUDNN_STATUS_SUCCESS ||
         cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS ||
         cublasSetStream(s->blas, s->stream) != CUBLAS_STATUS_SUCCESS) {
-        slot_release(s);
+        slot_release(s, 0);
         return rn_set_error(RN_DEVICE_ERROR, "NVIDIA: cannot create the cuDNN / cuBLAS handles");
+    }
+    int n_marks = x->prog->n_steps + 1;
+    s->marks = calloc((size_t)n_marks, sizeof *s->marks);
+    for (int i = 0; s->marks != NULL && i < n_marks; i++)
+        if ((e = cudaEventCreate(&s->marks[i])) != cudaSuccess) {
+            slot_release(s, n_marks);
+            return cuda_error(e, NULL, "creating the step events");
+        }
+    if (s->marks == NULL) {
+        slot_release(s, 0);
+        return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
     }
     return RN_OK;
 }
@@ -514,8 +533,14 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
         if (e != cudaSuccess)
             st = cuda_error(e, NULL, "upload");
     }
-    for (int k = 0; k < p->n_steps && st == RN_OK; k++)
+    bool timing = atomic_load(&x->timing);
+    for (int k = 0; k < p->n_steps && st == RN_OK; k++) {
+        if (timing)
+            cudaEventRecord(sl->marks[k], sl->stream);
         st = run_step(x, sl, &p->steps[k], &x->dev[k]);
+    }
+    if (timing)
+        cudaEventRecord(sl->marks[p->n_steps], sl->stream);
     for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
         const nv_value *v = &p->values[p->output_value[o]];
         size_t bytes = v->count * rn_element_type_size(v->host_type);
@@ -531,6 +556,16 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
         e = cudaEventSynchronize(sl->done);
     if (e != cudaSuccess && st == RN_OK)
         st = cuda_error(e, NULL, "the run");
+    if (timing && st == RN_OK) {
+        /* Each step alone: the stream runs them one after the other. */
+        double ns = 0;
+        for (int k = 0; k < p->n_steps; k++) {
+            float ms = 0;
+            if (cudaEventElapsedTime(&ms, sl->marks[k], sl->marks[k + 1]) == cudaSuccess)
+                ns += (double)ms * 1e6;
+        }
+        atomic_store(&x->steps_ns, (uint64_t)ns);
+    }
     for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
         const nv_value *v = &p->values[p->output_value[o]];
         size_t bytes = v->count * rn_element_type_size(v->host_type);
@@ -592,6 +627,16 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     return RN_OK;
 }
 
+void nv_exec_set_timing(nv_exec *x, bool on)
+{
+    atomic_store(&x->timing, on);
+}
+
+uint64_t nv_exec_steps_ns(const nv_exec *x)
+{
+    return atomic_load(&x->steps_ns);
+}
+
 const char *nv_exec_impl(const nv_exec *x)
 {
     return x->impl;
@@ -607,7 +652,7 @@ void nv_exec_free(nv_exec *x)
     if (x == NULL)
         return;
     for (int i = 0; i < x->n_slots; i++)
-        slot_release(&x->slots[i]);
+        slot_release(&x->slots[i], x->prog->n_steps + 1);
     for (int k = 0; x->dev != NULL && k < x->prog->n_steps; k++)
         release_step(&x->dev[k]);
     if (x->weights)

@@ -19,6 +19,11 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
                          const nv_exec_options *o, nv_exec **out);
 /* Runs the program for one request (the partition kernel's run). */
 rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args);
+/* NVIDIA_STEP_TIMING: CUDA events between the steps of each run, and the
+ * sum of the steps' times of the last such run (ns): each layer alone, the
+ * limit the benchmark compares with. */
+void nv_exec_set_timing(nv_exec *x, bool on);
+uint64_t nv_exec_steps_ns(const nv_exec *x);
 const char *nv_exec_impl(const nv_exec *x);
 const nv_program *nv_exec_program(const nv_exec *x);
 void nv_exec_free(nv_exec *x);

@@ -35,6 +35,8 @@ typedef struct rn_plugin_compiled {
     plugin_plan *plan;
     rn_plugin_context *context;
     uint32_t optimal_requests;
+    nv_exec *exec; /* the partition's program (owned by the plan) */
+    bool timing;
 } nvidia_compiled;
 
 static const plugin_host_context_kind nvidia_context_kind = {"NVIDIA", "HOST", "HOST_BUFFER"};
@@ -97,6 +99,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
     nv_exec *x;
     if ((st = nv_exec_create(prog, input_names, n_inputs, &o, &x)) != RN_OK)
         return st;
+    c->exec = x;
     *kernel = &nvidia_program_kernel;
     *state = x;
     return RN_OK;
@@ -272,6 +275,12 @@ static rn_status compiled_get_property(nvidia_compiled *c, const char *key, char
         return RN_OK;
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
         return plugin_property_string(key, "NVIDIA", buf, size);
+    if (strcmp(key, "NVIDIA_STEP_TIMING") == 0)
+        return plugin_property_string(key, c->timing ? "YES" : "NO", buf, size);
+    if (strcmp(key, "NVIDIA_STEP_TIME_US") == 0) {
+        snprintf(tmp, sizeof tmp, "%.1f", c->exec ? (double)nv_exec_steps_ns(c->exec) / 1e3 : 0.0);
+        return plugin_property_string(key, tmp, buf, size);
+    }
     pthread_mutex_lock(&c->lock);
     rn_status st = nv_properties_get(&c->props, key, buf, size);
     pthread_mutex_unlock(&c->lock);
@@ -280,8 +289,22 @@ static rn_status compiled_get_property(nvidia_compiled *c, const char *key, char
     return st;
 }
 
+/* NVIDIA_STEP_TIMING (YES / NO) turns the events between steps on; the
+ * rest are the shared compiled-model keys. */
 static rn_status compiled_set_property(nvidia_compiled *c, const rn_property *p, size_t n)
 {
+    if (n == 1 && strcmp(p[0].key, "NVIDIA_STEP_TIMING") == 0) {
+        if (strcmp(p[0].value, "YES") != 0 && strcmp(p[0].value, "NO") != 0)
+            return rn_set_error(RN_INVALID_ARG,
+                                "property NVIDIA_STEP_TIMING: bad value '%s' (accepted: YES, NO)",
+                                p[0].value);
+        pthread_mutex_lock(&c->lock);
+        c->timing = strcmp(p[0].value, "YES") == 0;
+        if (c->exec != NULL)
+            nv_exec_set_timing(c->exec, c->timing);
+        pthread_mutex_unlock(&c->lock);
+        return RN_OK;
+    }
     pthread_mutex_lock(&c->lock);
     rn_status st = plugin_properties_set_compiled(&c->props.base, p, n);
     if (st == RN_OK) {
