@@ -4,7 +4,7 @@
  * with dlopen and prints one line per check and "N passed, N failed".
  *
  *   nvidia_check --plugin libnvidia.so --models DIR [--precision f32|f16|both]
- *                [--bench [--seconds S]] [--allow-skip]
+ *                [--only MODEL] [--bench [--seconds S]] [--allow-skip]
  *
  * Checks: each light model of DIR (light_X.onnx, whose input is arange(n)/n,
  * against light_X_output_0.pb, ONNX's output) in f32 (rtol 1e-3) and f16
@@ -383,7 +383,7 @@ static void bench(rn_core *core, const char *dir, double seconds)
 
 int main(int argc, char **argv)
 {
-    const char *plugin = "libnvidia.so", *dir = "models", *precision = "both";
+    const char *plugin = "libnvidia.so", *dir = "models", *precision = "both", *only = NULL;
     bool do_bench = false, allow_skip = false;
     double seconds = 10;
     for (int i = 1; i < argc; i++) {
@@ -393,6 +393,8 @@ int main(int argc, char **argv)
             dir = argv[++i];
         else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc)
             precision = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
         else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
             seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--bench") == 0)
@@ -402,7 +404,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [--plugin PATH] [--models DIR] [--precision f32|f16|both] "
-                    "[--bench [--seconds S]] [--allow-skip]\n",
+                    "[--only MODEL] [--bench [--seconds S]] [--allow-skip]\n",
                     argv[0]);
             return 2;
         }
@@ -434,9 +436,11 @@ int main(int argc, char **argv)
         if (strcmp(precision, "both") != 0 && strcmp(precision, prec) != 0)
             continue;
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            check_model(core, dir, names[i], prec);
+            if (only == NULL || strcmp(only, names[i]) == 0)
+                check_model(core, dir, names[i], prec);
     }
-    check_async(core, dir);
+    if (only == NULL)
+        check_async(core, dir);
     if (do_bench)
         bench(core, dir, seconds);
     printf("%d passed, %d failed\n", passed, failed);
