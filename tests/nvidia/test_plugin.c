@@ -62,11 +62,11 @@ Test(nvidia, refuses_without_a_driver_or_device_and_says_why)
     rn_core_free(core);
 }
 
-/* Light ResNet-50 from the onnx wheel (scripts/setup). */
+/* Light SqueezeNet from the onnx wheel (scripts/setup). */
 static const char *resnet(void)
 {
-    const char *paths[] = {".cache/onnx-1.22.0/light/light_resnet50.onnx",
-                           "../.cache/onnx-1.22.0/light/light_resnet50.onnx"};
+    const char *paths[] = {".cache/onnx-1.22.0/light/light_squeezenet.onnx",
+                           "../.cache/onnx-1.22.0/light/light_squeezenet.onnx"};
     for (size_t i = 0; i < 2; i++)
         if (access(paths[i], R_OK) == 0)
             return paths[i];
@@ -77,7 +77,7 @@ Test(nvidia, other_devices_work_after_the_refusal)
 {
     const char *path = resnet();
     if (path == NULL)
-        cr_skip_test("light_resnet50.onnx is missing: run scripts/setup");
+        cr_skip_test("light_squeezenet.onnx is missing: run scripts/setup");
     rn_core *core;
     OK(rn_core_create(&core));
     char reason[1024];
