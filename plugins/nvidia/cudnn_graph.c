@@ -20,7 +20,7 @@ struct nv_conv_graph {
     int n_desc;
     cudnnBackendDescriptor_t ops[4];
     int n_ops;
-    cudnnBackendDescriptor_t plan;
+    cudnnBackendDescriptor_t plan, cfg; /* the chosen engine configuration */
     bool bias, residual, half;
     char engine[48];
 };
@@ -317,6 +317,7 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, si
             cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                      CUDNN_TYPE_INT64, 1, &n, &ws);
             g->plan = plan;
+            g->cfg = cfgs[i];
             snprintf(g->engine, sizeof g->engine, "engine %lld", (long long)index);
             *workspace = (size_t)(ws > 0 ? ws : 0);
             return RN_OK;
@@ -334,8 +335,34 @@ const char *nv_conv_graph_engine(const nv_conv_graph *g)
     return g->engine;
 }
 
-rn_status nv_conv_graph_execute(nv_conv_graph *g, void *handle, void *x, void *w, void *y,
-                                void *bias, void *residual, void *workspace)
+rn_status nv_conv_plan_create(const nv_conv_graph *g, void *handle, void **plan)
+{
+    cudnnHandle_t h = handle;
+    cudnnBackendDescriptor_t p;
+    cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &p);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return dnn_error(s, "execution plan");
+    if ((s = cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                                      &h)) != CUDNN_STATUS_SUCCESS ||
+        (s = cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->cfg)) !=
+            CUDNN_STATUS_SUCCESS ||
+        (s = cudnnBackendFinalize(p)) != CUDNN_STATUS_SUCCESS) {
+        cudnnBackendDestroyDescriptor(p);
+        return dnn_error(s, "execution plan of a request slot");
+    }
+    *plan = p;
+    return RN_OK;
+}
+
+void nv_conv_plan_free(void *plan)
+{
+    if (plan != NULL)
+        cudnnBackendDestroyDescriptor(plan);
+}
+
+rn_status nv_conv_graph_execute(nv_conv_graph *g, void *handle, void *plan, void *x, void *w,
+                                void *y, void *bias, void *residual, void *workspace)
 {
     int64_t uids[5] = {UID_X, UID_W, UID_Y};
     void *ptrs[5] = {x, w, y};
@@ -355,7 +382,7 @@ rn_status nv_conv_graph_execute(nv_conv_graph *g, void *handle, void *x, void *w
         (s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR,
                                       1, &workspace)) == CUDNN_STATUS_SUCCESS &&
         (s = cudnnBackendFinalize(pack)) == CUDNN_STATUS_SUCCESS)
-        s = cudnnBackendExecute((cudnnHandle_t)handle, g->plan, pack);
+        s = cudnnBackendExecute((cudnnHandle_t)handle, plan != NULL ? plan : g->plan, pack);
     cudnnBackendDestroyDescriptor(pack);
     return s == CUDNN_STATUS_SUCCESS ? RN_OK : dnn_error(s, "execute");
 }

@@ -30,6 +30,7 @@ typedef struct nv_slot {
     cudnnHandle_t dnn;
     cublasHandle_t blas;
     cudaEvent_t *marks; /* n_steps + 1, for NVIDIA_STEP_TIMING */
+    void **plans;       /* per step: the convolution's plan on this slot's handle */
     bool busy;
 } nv_slot;
 
@@ -232,6 +233,9 @@ static void release_step(nv_step_dev *d)
 
 static void slot_release(nv_slot *s, int n_marks)
 {
+    for (int i = 0; s->plans != NULL && i < n_marks; i++)
+        nv_conv_plan_free(s->plans[i]);
+    free(s->plans);
     for (int i = 0; s->marks != NULL && i < n_marks; i++)
         if (s->marks[i])
             cudaEventDestroy(s->marks[i]);
@@ -279,9 +283,19 @@ static rn_status slot_init(nv_exec *x, nv_slot *s)
             slot_release(s, n_marks);
             return cuda_error(e, NULL, "creating the step events");
         }
-    if (s->marks == NULL) {
-        slot_release(s, 0);
+    s->plans = calloc((size_t)n_marks, sizeof *s->plans);
+    if (s->marks == NULL || s->plans == NULL) {
+        slot_release(s, n_marks);
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    }
+    for (int k = 0; k < x->prog->n_steps; k++) {
+        if (x->dev[k].conv == NULL)
+            continue;
+        rn_status st = nv_conv_plan_create(x->dev[k].conv, s->dnn, &s->plans[k]);
+        if (st != RN_OK) {
+            slot_release(s, n_marks);
+            return st;
+        }
     }
     return RN_OK;
 }
@@ -391,9 +405,10 @@ static void broadcast_strides(const nv_value *in, const nv_value *out, int64_t *
     }
 }
 
-static rn_status run_step(const nv_exec *x, const nv_slot *sl, const nv_step *s,
-                          const nv_step_dev *d)
+static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
 {
+    const nv_step *s = &x->prog->steps[k];
+    const nv_step_dev *d = &x->dev[k];
     const nv_program *p = x->prog;
     int half = p->half;
     const nv_value *out = &p->values[s->out];
@@ -407,8 +422,8 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, const nv_step *s,
                             s);
     case NV_STEP_CONV: {
         void *bias = ptr(x, sl, s->in[2]), *res = ptr(x, sl, s->in[3]);
-        rn_status st =
-            nv_conv_graph_execute(d->conv, sl->dnn, a, ptr(x, sl, s->in[1]), y, bias, res, ws);
+        rn_status st = nv_conv_graph_execute(d->conv, sl->dnn, sl->plans[k], a,
+                                             ptr(x, sl, s->in[1]), y, bias, res, ws);
         if (st != RN_OK || d->conv_fused || (bias == NULL && res == NULL && s->act == NV_ACT_NONE))
             return st;
         return launch_error(nvk_bias_act(sl->stream, half, y, bias, res, out->dims[0], out->dims[1],
@@ -505,6 +520,9 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
     const nv_program *p = x->prog;
     if (args->cancel != NULL && atomic_load(args->cancel))
         return RN_CANCELLED;
+    cudaError_t set = cudaSetDevice(x->device); /* the runtime's device is per thread */
+    if (set != cudaSuccess)
+        return cuda_error(set, NULL, "cudaSetDevice");
     if (args->n_inputs != x->n_args || args->n_outputs != p->n_outputs)
         return rn_set_error(RN_INTERNAL, "NVIDIA: partition called with %d inputs, %d outputs",
                             args->n_inputs, args->n_outputs);
@@ -537,7 +555,7 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
     for (int k = 0; k < p->n_steps && st == RN_OK; k++) {
         if (timing)
             cudaEventRecord(sl->marks[k], sl->stream);
-        st = run_step(x, sl, &p->steps[k], &x->dev[k]);
+        st = run_step(x, sl, k);
     }
     if (timing)
         cudaEventRecord(sl->marks[p->n_steps], sl->stream);

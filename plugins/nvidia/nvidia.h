@@ -240,10 +240,15 @@ int nv_conv_graph_ops(const nv_conv_graph *g);
 rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, size_t *workspace);
 /* The chosen engine, for the runtime model ("engine 3"). */
 const char *nv_conv_graph_engine(const nv_conv_graph *g);
-/* Runs the plan on `handle` (whose stream is set). x, w, y, bias, residual
- * device pointers (bias / residual NULL when absent). */
-rn_status nv_conv_graph_execute(nv_conv_graph *g, void *handle, void *x, void *w, void *y,
-                                void *bias, void *residual, void *workspace);
+/* An execution plan of the chosen engine on another handle (a request
+ * slot's): no heuristics, the same kernels. */
+rn_status nv_conv_plan_create(const nv_conv_graph *g, void *handle, void **plan);
+void nv_conv_plan_free(void *plan);
+/* Runs `plan` (NULL: the compile-time one) on `handle` (whose stream is
+ * set). x, w, y, bias, residual device pointers (bias / residual NULL when
+ * absent). */
+rn_status nv_conv_graph_execute(nv_conv_graph *g, void *handle, void *plan, void *x, void *w,
+                                void *y, void *bias, void *residual, void *workspace);
 void nv_conv_graph_free(nv_conv_graph *g);
 
 /* ---- device properties (properties.c) ---- */
