@@ -58,8 +58,8 @@ struct nv_exec {
     nv_slot *slots;
     int n_slots, max_slots;
     char impl[96];
-    _Atomic(bool) timing;        /* NVIDIA_STEP_TIMING: events between steps */
-    _Atomic(uint64_t) steps_ns;  /* sum of the steps' times in the last timed run */
+    _Atomic(bool) timing;       /* NVIDIA_STEP_TIMING: events between steps */
+    _Atomic(uint64_t) steps_ns; /* sum of the steps' times in the last timed run */
 };
 
 static rn_status cuda_error(cudaError_t e, const char *node, const char *what)

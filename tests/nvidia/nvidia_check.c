@@ -235,8 +235,8 @@ static void check_async(rn_core *core, const char *dir)
         double e = o ? worst(o, ref[i], n, 1e-5, 1e-6) : INFINITY;
         w = e > w ? e : w;
     }
-    result(started && w <= 1.0, "async_matches_sync", "%d in flight, worst %.3f (%s)", N_FLIGHT,
-           w, started ? "ok" : rn_last_error());
+    result(started && w <= 1.0, "async_matches_sync", "%d in flight, worst %.3f (%s)", N_FLIGHT, w,
+           started ? "ok" : rn_last_error());
     /* 2: the callback receives the status, before wait returns. */
     callback_state cb = {0};
     rn_infer_request_set_callback(r[0], on_done, &cb);
@@ -319,8 +319,7 @@ static void bench(rn_core *core, const char *dir, double seconds)
             rn_compiled_model *lat = compile(core, m, precisions[pi], "LATENCY");
             rn_infer_request *r = NULL;
             if (lat == NULL || rn_compiled_model_create_infer_request(lat, &r) != RN_OK) {
-                printf("bench resnet50 b%d %s: %s\n", batches[bi], precisions[pi],
-                       rn_last_error());
+                printf("bench resnet50 b%d %s: %s\n", batches[bi], precisions[pi], rn_last_error());
                 rn_compiled_model_free(lat);
                 rn_model_free(m);
                 continue;
@@ -352,9 +351,8 @@ static void bench(rn_core *core, const char *dir, double seconds)
             rn_compiled_model *tp = compile(core, m, precisions[pi], "THROUGHPUT");
             rn_infer_request *rs[16] = {0};
             int nr = 4;
-            if (tp != NULL &&
-                rn_compiled_model_get_property(tp, "OPTIMAL_NUMBER_OF_INFER_REQUESTS", buf,
-                                               sizeof buf) == RN_OK)
+            if (tp != NULL && rn_compiled_model_get_property(tp, "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
+                                                             buf, sizeof buf) == RN_OK)
                 nr = atoi(buf) > 0 && atoi(buf) <= 16 ? atoi(buf) : 4;
             for (int i = 0; tp != NULL && i < nr; i++)
                 if (rn_compiled_model_create_infer_request(tp, &rs[i]) == RN_OK)
@@ -420,8 +418,9 @@ int main(int argc, char **argv)
         rn_core_free(core);
         return allow_skip ? 0 : 77;
     }
-    const char *keys[] = {"FULL_DEVICE_NAME",     "DEVICE_ARCHITECTURE",   "NVIDIA_CUDA_VERSION",
-                          "NVIDIA_DRIVER_VERSION", "NVIDIA_CUDNN_VERSION", "NVIDIA_CUBLAS_VERSION",
+    const char *keys[] = {"FULL_DEVICE_NAME",        "DEVICE_ARCHITECTURE",
+                          "NVIDIA_CUDA_VERSION",     "NVIDIA_DRIVER_VERSION",
+                          "NVIDIA_CUDNN_VERSION",    "NVIDIA_CUBLAS_VERSION",
                           "INFERENCE_PRECISION_HINT"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         char buf[256];
