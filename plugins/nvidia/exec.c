@@ -29,8 +29,11 @@ typedef struct nv_slot {
     cudaEvent_t done;
     cudnnHandle_t dnn;
     cublasHandle_t blas;
-    cudaEvent_t *marks; /* n_steps + 1, for NVIDIA_STEP_TIMING */
-    void **plans;       /* per step: the convolution's plan on this slot's handle */
+    cudaEvent_t *marks;    /* n_steps + 1, for NVIDIA_STEP_TIMING */
+    void **plans;          /* per step: the convolution's plan on this slot's handle */
+    cudaGraphExec_t graph; /* the steps, captured on the second run (NVIDIA_CUDA_GRAPH) */
+    bool graph_failed;     /* capture refused: eager launches from now on */
+    uint64_t runs;
     bool busy;
 } nv_slot;
 
@@ -46,7 +49,7 @@ typedef struct nv_step_dev {
 struct nv_exec {
     nv_program *prog;
     int device;
-    bool allow_tf32;
+    bool allow_tf32, cuda_graph;
     void *weights;
     size_t workspace;
     cudnnHandle_t plan_handle; /* the handle the execution plans were made with */
@@ -233,6 +236,8 @@ static void release_step(nv_step_dev *d)
 
 static void slot_release(nv_slot *s, int n_marks)
 {
+    if (s->graph)
+        cudaGraphExecDestroy(s->graph);
     for (int i = 0; s->plans != NULL && i < n_marks; i++)
         nv_conv_plan_free(s->plans[i]);
     free(s->plans);
@@ -515,6 +520,48 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
     return rn_set_error(RN_INTERNAL, "NVIDIA: node '%s': unknown step", s->node);
 }
 
+static rn_status run_steps(const nv_exec *x, const nv_slot *sl)
+{
+    rn_status st = RN_OK;
+    for (int k = 0; k < x->prog->n_steps && st == RN_OK; k++)
+        st = run_step(x, sl, k);
+    return st;
+}
+
+/* The steps as a CUDA graph of the slot: captured on the slot's second run
+ * (the first is the warm-up: cuDNN and cuBLAS set up lazily), then launched
+ * whole. A capture the stream refuses leaves the slot on eager launches. */
+static rn_status run_graph(const nv_exec *x, nv_slot *sl)
+{
+    if (sl->graph != NULL)
+        return cudaGraphLaunch(sl->graph, sl->stream) == cudaSuccess
+                   ? RN_OK
+                   : cuda_error(cudaGetLastError(), NULL, "cudaGraphLaunch");
+    if (sl->runs == 0 || sl->graph_failed)
+        return run_steps(x, sl);
+    cudaGraph_t g = NULL;
+    if (cudaStreamBeginCapture(sl->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        sl->graph_failed = true;
+        return run_steps(x, sl);
+    }
+    rn_status st = run_steps(x, sl);
+    cudaError_t e = cudaStreamEndCapture(sl->stream, &g);
+    if (st == RN_OK && e == cudaSuccess && g != NULL &&
+        cudaGraphInstantiate(&sl->graph, g, 0) == cudaSuccess) {
+        cudaGraphDestroy(g);
+        return cudaGraphLaunch(sl->graph, sl->stream) == cudaSuccess
+                   ? RN_OK
+                   : cuda_error(cudaGetLastError(), NULL, "cudaGraphLaunch");
+    }
+    if (g != NULL)
+        cudaGraphDestroy(g);
+    cudaGetLastError(); /* the capture's error, not the run's */
+    sl->graph = NULL;
+    sl->graph_failed = true;
+    return run_steps(x, sl);
+}
+
 rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
 {
     const nv_program *p = x->prog;
@@ -552,13 +599,16 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
             st = cuda_error(e, NULL, "upload");
     }
     bool timing = atomic_load(&x->timing);
-    for (int k = 0; k < p->n_steps && st == RN_OK; k++) {
+    if (st == RN_OK && x->cuda_graph && !timing)
+        st = run_graph(x, sl);
+    for (int k = 0; k < p->n_steps && st == RN_OK && !(x->cuda_graph && !timing); k++) {
         if (timing)
             cudaEventRecord(sl->marks[k], sl->stream);
         st = run_step(x, sl, k);
     }
     if (timing)
         cudaEventRecord(sl->marks[p->n_steps], sl->stream);
+    sl->runs++;
     for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
         const nv_value *v = &p->values[p->output_value[o]];
         size_t bytes = v->count * rn_element_type_size(v->host_type);
@@ -610,6 +660,7 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     x->prog = prog;
     x->device = o->device;
     x->allow_tf32 = o->allow_tf32;
+    x->cuda_graph = o->cuda_graph;
     x->max_slots = o->max_slots > 0 ? o->max_slots : 1;
     pthread_mutex_init(&x->lock, NULL);
     pthread_cond_init(&x->cond, NULL);

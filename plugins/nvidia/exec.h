@@ -10,7 +10,8 @@ typedef struct nv_exec nv_exec;
 typedef struct nv_exec_options {
     int device;
     bool allow_tf32;
-    int max_slots; /* request slots made on demand (arena, stream, handles) */
+    bool cuda_graph; /* capture each slot's steps into a CUDA graph after a warm-up run */
+    int max_slots;   /* request slots made on demand (arena, stream, handles) */
 } nv_exec_options;
 
 /* Takes `prog` over (freed on failure too). input_names are the

@@ -256,6 +256,7 @@ void nv_conv_graph_free(nv_conv_graph *g);
 typedef struct nv_properties {
     plugin_properties base;
     bool allow_tf32; /* NVIDIA_ALLOW_TF32: f32 GEMMs/convs may use TF32 */
+    bool cuda_graph; /* NVIDIA_CUDA_GRAPH: a CUDA graph per slot after a warm-up run */
     int max_slots;   /* NVIDIA_MAX_SLOTS: request slots (arenas) per compiled model */
 } nv_properties;
 

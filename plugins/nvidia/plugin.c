@@ -95,6 +95,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
         return st;
     nv_exec_options o = {.device = c->dev->info.device_id,
                          .allow_tf32 = c->props.allow_tf32,
+                         .cuda_graph = c->props.cuda_graph,
                          .max_slots = c->props.max_slots};
     nv_exec *x;
     if ((st = nv_exec_create(prog, input_names, n_inputs, &o, &x)) != RN_OK)

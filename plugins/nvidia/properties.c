@@ -13,19 +13,25 @@ void nv_properties_default(nv_properties *p, bool tensor_cores)
     p->base.precisions = PLUGIN_PRECISION(RN_F32) | PLUGIN_PRECISION(RN_F16);
     p->base.inference_precision = tensor_cores ? RN_F16 : RN_F32;
     p->allow_tf32 = false;
+    p->cuda_graph = true;
     p->max_slots = 8;
+}
+
+static rn_status yes_no(const char *key, const char *value, bool *out)
+{
+    if (strcmp(value, "YES") != 0 && strcmp(value, "NO") != 0)
+        return rn_set_error(RN_INVALID_ARG, "property %s: bad value '%s' (accepted: YES, NO)", key,
+                            value);
+    *out = strcmp(value, "YES") == 0;
+    return RN_OK;
 }
 
 static rn_status set_one(nv_properties *p, const char *key, const char *value)
 {
-    if (strcmp(key, "NVIDIA_ALLOW_TF32") == 0) {
-        if (strcmp(value, "YES") != 0 && strcmp(value, "NO") != 0)
-            return rn_set_error(RN_INVALID_ARG,
-                                "property NVIDIA_ALLOW_TF32: bad value '%s' (accepted: YES, NO)",
-                                value);
-        p->allow_tf32 = strcmp(value, "YES") == 0;
-        return RN_OK;
-    }
+    if (strcmp(key, "NVIDIA_ALLOW_TF32") == 0)
+        return yes_no(key, value, &p->allow_tf32);
+    if (strcmp(key, "NVIDIA_CUDA_GRAPH") == 0)
+        return yes_no(key, value, &p->cuda_graph);
     if (strcmp(key, "NVIDIA_MAX_SLOTS") == 0) {
         char *end;
         long v = strtol(value, &end, 10);
@@ -58,6 +64,8 @@ rn_status nv_properties_get(const nv_properties *p, const char *key, char *buf, 
     char tmp[16];
     if (strcmp(key, "NVIDIA_ALLOW_TF32") == 0)
         return plugin_property_string(key, p->allow_tf32 ? "YES" : "NO", buf, size);
+    if (strcmp(key, "NVIDIA_CUDA_GRAPH") == 0)
+        return plugin_property_string(key, p->cuda_graph ? "YES" : "NO", buf, size);
     if (strcmp(key, "NVIDIA_MAX_SLOTS") == 0) {
         snprintf(tmp, sizeof tmp, "%d", p->max_slots);
         return plugin_property_string(key, tmp, buf, size);

@@ -156,19 +156,24 @@ static void check_model(rn_core *core, const char *dir, const char *name, const 
         result(false, check, "compile: %s", rn_last_error());
     } else {
         fill_input(r, 0.0f);
+        /* Three runs: eager (warm-up), captured into a CUDA graph, replayed. */
+        bool f16 = strcmp(precision, "f16") == 0;
+        double rtol = f16 ? 1e-2 : 1e-3, atol = f16 ? 1e-3 : 1e-5, w = 0;
         size_t n = 0;
-        const float *got;
-        if (rn_infer_request_infer(r) != RN_OK || (got = output(r, &n)) == NULL) {
-            result(false, check, "infer: %s", rn_last_error());
-        } else if (n != n_want) {
-            result(false, check, "%zu outputs, ONNX has %zu", n, n_want);
-        } else {
-            bool f16 = strcmp(precision, "f16") == 0;
-            double rtol = f16 ? 1e-2 : 1e-3, atol = f16 ? 1e-3 : 1e-5;
-            double w = worst(got, want, n, rtol, atol);
-            result(w <= 1.0, check, "worst |diff| / (%g + %g |ref|) = %.3f, compiled in %.2f s",
-                   atol, rtol, w, compile_s);
+        const float *got = NULL;
+        bool ran = true;
+        for (int run = 0; run < 3 && ran; run++) {
+            ran =
+                rn_infer_request_infer(r) == RN_OK && (got = output(r, &n)) != NULL && n == n_want;
+            double e = ran ? worst(got, want, n, rtol, atol) : INFINITY;
+            w = e > w ? e : w;
         }
+        if (!ran)
+            result(false, check, "infer: %zu outputs (ONNX: %zu): %s", n, n_want, rn_last_error());
+        else
+            result(w <= 1.0, check,
+                   "worst |diff| / (%g + %g |ref|) = %.3f over 3 runs, compiled in %.2f s", atol,
+                   rtol, w, compile_s);
     }
     rn_infer_request_free(r);
     rn_compiled_model_free(cm);

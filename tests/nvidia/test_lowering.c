@@ -181,6 +181,10 @@ Test(nvidia_properties, precision_tf32_and_slots)
     nv_properties p;
     nv_properties_default(&p, true);
     cr_assert_eq(p.base.inference_precision, RN_F16, "f16 by default with tensor cores");
+    cr_assert(p.cuda_graph, "CUDA graphs by default");
+    rn_property eager[] = {{"NVIDIA_CUDA_GRAPH", "NO"}};
+    OK(nv_properties_apply(&p, eager, 1));
+    cr_assert(!p.cuda_graph);
     nv_properties_default(&p, false);
     cr_assert_eq(p.base.inference_precision, RN_F32);
     rn_property ok[] = {{"INFERENCE_PRECISION_HINT", "f16"},
