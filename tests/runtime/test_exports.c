@@ -165,6 +165,7 @@ static void check_module(const char *path, const char *entry)
 Test(exports, plugins_export_rn_plugin_entry_and_rn_api_helpers_only)
 {
     check_module("tests/slowdev/libslowdev.so", "rn_plugin_entry");
+    check_module("plugins/nvidia/libnvidia.so", "rn_plugin_entry"); /* cudart stays hidden */
     check_module("tests/plugins/libtestdev.so", "rn_plugin_entry");
     check_module("tests/plugins/libtestdev_failing.so", "rn_plugin_entry");
     check_module("tests/plugins/libtestdev_bad_abi.so", "rn_plugin_entry");

@@ -1,0 +1,738 @@
+/* A program on the device: weights uploaded once, each step prepared once
+ * (a cuDNN execution plan chosen by heuristics, pooling / LRN / softmax
+ * descriptors), and request slots — an arena laid out by the program's
+ * memory plan plus the largest workspace, pinned staging, a non-blocking
+ * stream with its cuDNN and cuBLAS handles and an event — made on first use
+ * and reused, so a steady-state run allocates nothing.
+ *
+ * A run takes a free slot, copies the host inputs into its pinned staging,
+ * queues the upload, every step and the download on the slot's stream,
+ * waits for its event (blocking sync: the worker sleeps) and copies the
+ * outputs out. Concurrent requests run on different slots and streams, so
+ * one request's copies overlap another's kernels. */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/nvidia/exec.h"
+#include "plugins/nvidia/kernels.h"
+
+typedef struct nv_slot {
+    void *arena;  /* device: arena_bytes + workspace */
+    void *pinned; /* host, pinned: the program's staging */
+    cudaStream_t stream;
+    cudaEvent_t done;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    cudaEvent_t *marks;    /* n_steps + 1, for NVIDIA_STEP_TIMING */
+    void **plans;          /* per step: the convolution's plan on this slot's handle */
+    cudaGraphExec_t graph; /* the steps, captured on the second run (NVIDIA_CUDA_GRAPH) */
+    bool graph_failed;     /* capture refused: eager launches from now on */
+    uint64_t runs;
+    bool busy;
+} nv_slot;
+
+typedef struct nv_step_dev {
+    nv_conv_graph *conv;
+    bool conv_fused; /* bias, residual and activation inside the cuDNN graph */
+    bool cudnn_pool;
+    cudnnTensorDescriptor_t x, y;
+    cudnnPoolingDescriptor_t pool;
+    cudnnLRNDescriptor_t lrn;
+} nv_step_dev;
+
+struct nv_exec {
+    nv_program *prog;
+    int device;
+    bool allow_tf32, cuda_graph;
+    void *weights;
+    size_t workspace;
+    cudnnHandle_t plan_handle; /* the handle the execution plans were made with */
+    nv_step_dev *dev;
+    int *arg_input; /* per partition input: program input index, or -1 (a constant) */
+    int n_args;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    nv_slot *slots;
+    int n_slots, max_slots;
+    char impl[96];
+    _Atomic(bool) timing;       /* NVIDIA_STEP_TIMING: events between steps */
+    _Atomic(uint64_t) steps_ns; /* sum of the steps' times in the last timed run */
+};
+
+static rn_status cuda_error(cudaError_t e, const char *node, const char *what)
+{
+    return rn_set_error(RN_DEVICE_ERROR, "NVIDIA: %s%s%s: %s", node ? "node '" : "",
+                        node ? node : "", node ? "'" : what, cudaGetErrorString(e));
+}
+
+static rn_status launch_error(int e, const nv_step *s)
+{
+    if (e == 0)
+        return RN_OK;
+    return rn_set_error(RN_DEVICE_ERROR, "NVIDIA: node '%s' (%s): kernel launch: %s", s->node,
+                        s->op, cudaGetErrorString((cudaError_t)e));
+}
+
+static rn_status dnn_status(cudnnStatus_t e, const nv_step *s)
+{
+    if (e == CUDNN_STATUS_SUCCESS)
+        return RN_OK;
+    return rn_set_error(RN_DEVICE_ERROR, "NVIDIA: node '%s' (%s): cuDNN: %s", s->node, s->op,
+                        cudnnGetErrorString(e));
+}
+
+static rn_status blas_status(cublasStatus_t e, const nv_step *s)
+{
+    if (e == CUBLAS_STATUS_SUCCESS)
+        return RN_OK;
+    return rn_set_error(RN_DEVICE_ERROR, "NVIDIA: node '%s' (%s): cuBLAS: %s", s->node, s->op,
+                        cublasGetStatusString(e));
+}
+
+/* ---- compile: weights and steps ---- */
+
+static rn_status upload_weights(nv_exec *x)
+{
+    const nv_program *p = x->prog;
+    if (p->weights_bytes == 0)
+        return RN_OK;
+    cudaError_t e = cudaMalloc(&x->weights, p->weights_bytes);
+    if (e != cudaSuccess)
+        return cuda_error(e, NULL, "cannot allocate the weights");
+    for (int v = 0; v < p->n_values; v++) {
+        const nv_value *c = &p->values[v];
+        if (c->root != v || c->storage != NV_CONST || c->nbytes == 0)
+            continue;
+        const void *src = c->host_data;
+        uint16_t *half = NULL;
+        if (c->type == RN_F16 && c->host_type == RN_F32) {
+            if ((half = malloc(c->nbytes)) == NULL)
+                return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+            for (size_t i = 0; i < c->count; i++)
+                half[i] = plugin_f32_to_f16(((const float *)c->host_data)[i]);
+            src = half;
+        }
+        e = cudaMemcpy((char *)x->weights + c->offset, src, c->nbytes, cudaMemcpyHostToDevice);
+        free(half);
+        if (e != cudaSuccess)
+            return cuda_error(e, NULL, "uploading the weights");
+    }
+    return RN_OK;
+}
+
+static cudnnDataType_t dnn_type(const nv_program *p)
+{
+    return p->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+}
+
+static rn_status prepare_conv(nv_exec *x, const nv_step *s, nv_step_dev *d)
+{
+    size_t ws = 0;
+    rn_status st = nv_conv_graph_create(x->prog, s, true, &d->conv);
+    if (st == RN_OK &&
+        (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, &ws)) == RN_OK) {
+        d->conv_fused = true;
+    } else {
+        /* No engine fuses this chain: the convolution alone, then runnel's
+         * bias + residual + activation kernel. */
+        nv_conv_graph_free(d->conv);
+        d->conv = NULL;
+        if ((st = nv_conv_graph_create(x->prog, s, false, &d->conv)) != RN_OK ||
+            (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, &ws)) != RN_OK)
+            return st;
+    }
+    if (ws > x->workspace)
+        x->workspace = ws;
+    return RN_OK;
+}
+
+static cudnnStatus_t nchw(cudnnTensorDescriptor_t *d, cudnnDataType_t t, const int64_t *dims)
+{
+    cudnnStatus_t s = cudnnCreateTensorDescriptor(d);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NCHW, t, (int)dims[0], (int)dims[1],
+                                       (int)dims[2], (int)dims[3]);
+    return s;
+}
+
+static rn_status prepare_pool(nv_exec *x, const nv_step *s, nv_step_dev *d)
+{
+    const nv_value *in = &x->prog->values[s->in[0]], *out = &x->prog->values[s->out];
+    /* cuDNN pools with symmetric pads and floor rounding; other cases run
+     * runnel's kernel. */
+    if (s->pads[0] != s->pads[2] || s->pads[1] != s->pads[3])
+        return RN_OK;
+    cudnnStatus_t e;
+    cudnnPoolingMode_t mode = s->pool_mode == 0 ? CUDNN_POOLING_MAX
+                              : s->flag         ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    if ((e = cudnnCreatePoolingDescriptor(&d->pool)) != CUDNN_STATUS_SUCCESS ||
+        (e = cudnnSetPooling2dDescriptor(d->pool, mode, CUDNN_NOT_PROPAGATE_NAN, (int)s->kernel[0],
+                                         (int)s->kernel[1], (int)s->pads[0], (int)s->pads[1],
+                                         (int)s->strides[0], (int)s->strides[1])) !=
+            CUDNN_STATUS_SUCCESS ||
+        (e = nchw(&d->x, dnn_type(x->prog), in->dims)) != CUDNN_STATUS_SUCCESS)
+        return dnn_status(e, s);
+    int n, c, h, w;
+    if ((e = cudnnGetPooling2dForwardOutputDim(d->pool, d->x, &n, &c, &h, &w)) !=
+        CUDNN_STATUS_SUCCESS)
+        return dnn_status(e, s);
+    if (h != out->dims[2] || w != out->dims[3])
+        return RN_OK; /* ceil_mode: runnel's kernel */
+    if ((e = nchw(&d->y, dnn_type(x->prog), out->dims)) != CUDNN_STATUS_SUCCESS)
+        return dnn_status(e, s);
+    d->cudnn_pool = true;
+    return RN_OK;
+}
+
+static rn_status prepare_step(nv_exec *x, const nv_step *s, nv_step_dev *d)
+{
+    const nv_program *p = x->prog;
+    cudnnStatus_t e = CUDNN_STATUS_SUCCESS;
+    switch (s->kind) {
+    case NV_STEP_CONV:
+        return prepare_conv(x, s, d);
+    case NV_STEP_POOL:
+        return prepare_pool(x, s, d);
+    case NV_STEP_LRN:
+        if (s->size < CUDNN_LRN_MIN_N || s->size > CUDNN_LRN_MAX_N)
+            return rn_set_error(RN_UNSUPPORTED,
+                                "NVIDIA: node '%s': LRN size %lld (cuDNN: %d to %d)", s->node,
+                                (long long)s->size, CUDNN_LRN_MIN_N, CUDNN_LRN_MAX_N);
+        if ((e = cudnnCreateLRNDescriptor(&d->lrn)) == CUDNN_STATUS_SUCCESS &&
+            (e = cudnnSetLRNDescriptor(d->lrn, (unsigned)s->size, s->alpha, s->beta, s->epsilon)) ==
+                CUDNN_STATUS_SUCCESS)
+            e = nchw(&d->x, dnn_type(p), p->values[s->in[0]].dims);
+        return dnn_status(e, s);
+    case NV_STEP_SOFTMAX: {
+        int64_t dims[4] = {s->rows, s->cols, 1, 1};
+        return dnn_status(nchw(&d->x, dnn_type(p), dims), s);
+    }
+    default:
+        return RN_OK;
+    }
+}
+
+static void release_step(nv_step_dev *d)
+{
+    nv_conv_graph_free(d->conv);
+    if (d->x)
+        cudnnDestroyTensorDescriptor(d->x);
+    if (d->y)
+        cudnnDestroyTensorDescriptor(d->y);
+    if (d->pool)
+        cudnnDestroyPoolingDescriptor(d->pool);
+    if (d->lrn)
+        cudnnDestroyLRNDescriptor(d->lrn);
+}
+
+/* ---- slots ---- */
+
+static void slot_release(nv_slot *s, int n_marks)
+{
+    if (s->graph)
+        cudaGraphExecDestroy(s->graph);
+    for (int i = 0; s->plans != NULL && i < n_marks; i++)
+        nv_conv_plan_free(s->plans[i]);
+    free(s->plans);
+    for (int i = 0; s->marks != NULL && i < n_marks; i++)
+        if (s->marks[i])
+            cudaEventDestroy(s->marks[i]);
+    free(s->marks);
+    if (s->blas)
+        cublasDestroy(s->blas);
+    if (s->dnn)
+        cudnnDestroy(s->dnn);
+    if (s->done)
+        cudaEventDestroy(s->done);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    if (s->pinned)
+        cudaFreeHost(s->pinned);
+    if (s->arena)
+        cudaFree(s->arena);
+    memset(s, 0, sizeof *s);
+}
+
+static rn_status slot_init(nv_exec *x, nv_slot *s)
+{
+    cudaError_t e;
+    size_t bytes = x->prog->arena_bytes + x->workspace;
+    if ((e = cudaSetDevice(x->device)) != cudaSuccess ||
+        (e = cudaMalloc(&s->arena, bytes ? bytes : 256)) != cudaSuccess ||
+        (e = cudaHostAlloc(&s->pinned, x->prog->pinned_bytes ? x->prog->pinned_bytes : 256,
+                           cudaHostAllocDefault)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&s->done, cudaEventBlockingSync | cudaEventDisableTiming)) !=
+            cudaSuccess) {
+        slot_release(s, 0);
+        return cuda_error(e, NULL, "creating a request slot");
+    }
+    if (cudnnCreate(&s->dnn) != CUDNN_STATUS_SUCCESS ||
+        cudnnSetStream(s->dnn, s->stream) != CUDNN_STATUS_SUCCESS ||
+        cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(s->blas, s->stream) != CUBLAS_STATUS_SUCCESS) {
+        slot_release(s, 0);
+        return rn_set_error(RN_DEVICE_ERROR, "NVIDIA: cannot create the cuDNN / cuBLAS handles");
+    }
+    int n_marks = x->prog->n_steps + 1;
+    s->marks = calloc((size_t)n_marks, sizeof *s->marks);
+    for (int i = 0; s->marks != NULL && i < n_marks; i++)
+        if ((e = cudaEventCreate(&s->marks[i])) != cudaSuccess) {
+            slot_release(s, n_marks);
+            return cuda_error(e, NULL, "creating the step events");
+        }
+    s->plans = calloc((size_t)n_marks, sizeof *s->plans);
+    if (s->marks == NULL || s->plans == NULL) {
+        slot_release(s, n_marks);
+        return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    }
+    for (int k = 0; k < x->prog->n_steps; k++) {
+        if (x->dev[k].conv == NULL)
+            continue;
+        rn_status st = nv_conv_plan_create(x->dev[k].conv, s->dnn, &s->plans[k]);
+        if (st != RN_OK) {
+            slot_release(s, n_marks);
+            return st;
+        }
+    }
+    return RN_OK;
+}
+
+/* A free slot (made on first use, up to max_slots; then waits for one). */
+static rn_status slot_acquire(nv_exec *x, nv_slot **out)
+{
+    pthread_mutex_lock(&x->lock);
+    for (;;) {
+        for (int i = 0; i < x->n_slots; i++)
+            if (!x->slots[i].busy) {
+                x->slots[i].busy = true;
+                pthread_mutex_unlock(&x->lock);
+                *out = &x->slots[i];
+                return RN_OK;
+            }
+        if (x->n_slots < x->max_slots) {
+            nv_slot *s = &x->slots[x->n_slots];
+            rn_status st = slot_init(x, s);
+            if (st == RN_OK) {
+                s->busy = true;
+                x->n_slots++;
+            }
+            pthread_mutex_unlock(&x->lock);
+            *out = s;
+            return st;
+        }
+        pthread_cond_wait(&x->cond, &x->lock);
+    }
+}
+
+static void slot_give_back(nv_exec *x, nv_slot *s)
+{
+    pthread_mutex_lock(&x->lock);
+    s->busy = false;
+    pthread_cond_signal(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+}
+
+/* ---- running the steps ---- */
+
+static void *ptr(const nv_exec *x, const nv_slot *s, int v)
+{
+    if (v < 0)
+        return NULL;
+    const nv_value *r = &x->prog->values[x->prog->values[v].root];
+    return (char *)(r->storage == NV_CONST ? x->weights : s->arena) + r->offset;
+}
+
+static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
+{
+    const nv_program *p = x->prog;
+    bool half = p->half;
+    void *a = ptr(x, sl, s->in[0]), *b = ptr(x, sl, s->in[1]), *y = ptr(x, sl, s->out);
+    float beta = 0.0f;
+    if (s->gemm_beta != 0.0f && s->n_in > 2 && s->in[2] >= 0) {
+        const nv_value *c = &p->values[s->in[2]];
+        int64_t rs = 0, cs = 0;
+        if (c->rank == 2)
+            rs = c->dims[0] == 1 ? 0 : c->dims[1], cs = c->dims[1] == 1 ? 0 : 1;
+        else if (c->rank == 1)
+            cs = c->dims[0] == 1 ? 0 : 1;
+        rn_status st = launch_error(nvk_broadcast_2d(sl->stream, half, ptr(x, sl, s->in[2]), rs, cs,
+                                                     s->gemm_beta, y, s->m, s->n),
+                                    s);
+        if (st != RN_OK)
+            return st;
+        beta = 1.0f;
+    }
+    float alpha = s->gemm_alpha;
+    cudaDataType_t t = half ? CUDA_R_16F : CUDA_R_32F;
+    cublasComputeType_t compute =
+        !half && x->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    /* Row-major Y = A B is column-major Y^T = B^T A^T. */
+    cublasOperation_t ob = s->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t oa = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int ldb = (int)(s->trans_b ? s->k : s->n), lda = (int)(s->trans_a ? s->m : s->k);
+    cublasStatus_t e;
+    if (s->batch <= 1)
+        e = cublasGemmEx(sl->blas, ob, oa, (int)s->n, (int)s->m, (int)s->k, &alpha, b, t, ldb, a, t,
+                         lda, &beta, y, t, (int)s->n, compute, CUBLAS_GEMM_DEFAULT);
+    else
+        e = cublasGemmStridedBatchedEx(sl->blas, ob, oa, (int)s->n, (int)s->m, (int)s->k, &alpha, b,
+                                       t, ldb, s->b_batch_stride, a, t, lda, s->a_batch_stride,
+                                       &beta, y, t, (int)s->n, s->m * s->n, (int)s->batch, compute,
+                                       CUBLAS_GEMM_DEFAULT);
+    rn_status st = blas_status(e, s);
+    if (st == RN_OK && s->act != NV_ACT_NONE)
+        st = launch_error(nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, y, y,
+                                    (int64_t)p->values[s->out].count),
+                          s);
+    return st;
+}
+
+/* Broadcast strides of `in` over the output's dims (right-aligned). */
+static void broadcast_strides(const nv_value *in, const nv_value *out, int64_t *strides)
+{
+    int64_t stride = 1;
+    for (int d = out->rank - 1, k = in->rank - 1; d >= 0; d--, k--) {
+        if (k < 0 || in->dims[k] == 1) {
+            strides[d] = 0;
+        } else {
+            strides[d] = stride;
+        }
+        if (k >= 0)
+            stride *= in->dims[k];
+    }
+}
+
+static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
+{
+    const nv_step *s = &x->prog->steps[k];
+    const nv_step_dev *d = &x->dev[k];
+    const nv_program *p = x->prog;
+    int half = p->half;
+    const nv_value *out = &p->values[s->out];
+    const nv_value *in = &p->values[s->in[0]];
+    void *y = ptr(x, sl, s->out), *a = ptr(x, sl, s->in[0]);
+    void *ws = (char *)sl->arena + p->arena_bytes;
+    float one = 1.0f, zero = 0.0f;
+    switch (s->kind) {
+    case NV_STEP_CONVERT:
+        return launch_error(nvk_convert(sl->stream, out->type == RN_F16, a, y, (int64_t)out->count),
+                            s);
+    case NV_STEP_CONV: {
+        void *bias = ptr(x, sl, s->in[2]), *res = ptr(x, sl, s->in[3]);
+        rn_status st = nv_conv_graph_execute(d->conv, sl->dnn, sl->plans[k], a,
+                                             ptr(x, sl, s->in[1]), y, bias, res, ws);
+        if (st != RN_OK || d->conv_fused || (bias == NULL && res == NULL && s->act == NV_ACT_NONE))
+            return st;
+        return launch_error(nvk_bias_act(sl->stream, half, y, bias, res, out->dims[0], out->dims[1],
+                                         out->dims[2] * out->dims[3], s->act, s->alpha, s->beta),
+                            s);
+    }
+    case NV_STEP_GEMM:
+        return run_gemm(x, sl, s);
+    case NV_STEP_POOL:
+        if (d->cudnn_pool)
+            return dnn_status(cudnnPoolingForward(sl->dnn, d->pool, &one, d->x, a, &zero, d->y, y),
+                              s);
+        return launch_error(nvk_pool2d(sl->stream, half, s->pool_mode, s->flag, a, y, in->dims[0],
+                                       in->dims[1], in->dims[2], in->dims[3], out->dims[2],
+                                       out->dims[3], s->kernel[0], s->kernel[1], s->strides[0],
+                                       s->strides[1], s->pads[0], s->pads[1], s->pads[2],
+                                       s->pads[3]),
+                            s);
+    case NV_STEP_LRN:
+        return dnn_status(cudnnLRNCrossChannelForward(sl->dnn, d->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1,
+                                                      &one, d->x, a, &zero, d->x, y),
+                          s);
+    case NV_STEP_SOFTMAX:
+        return dnn_status(cudnnSoftmaxForward(sl->dnn, CUDNN_SOFTMAX_ACCURATE,
+                                              CUDNN_SOFTMAX_MODE_CHANNEL, &one, d->x, a, &zero,
+                                              d->x, y),
+                          s);
+    case NV_STEP_UNARY:
+        return launch_error(
+            nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, a, y, (int64_t)out->count), s);
+    case NV_STEP_BINARY: {
+        nvk_broadcast b = {.rank = out->rank};
+        memcpy(b.dims, out->dims, (size_t)out->rank * sizeof b.dims[0]);
+        broadcast_strides(in, out, b.a_strides);
+        broadcast_strides(&p->values[s->in[1]], out, b.b_strides);
+        if (b.rank == 0)
+            b.rank = 1, b.dims[0] = 1, b.a_strides[0] = b.b_strides[0] = 0;
+        return launch_error(
+            nvk_binary(sl->stream, half, (int)s->bin, &b, a, ptr(x, sl, s->in[1]), y), s);
+    }
+    case NV_STEP_CONCAT: {
+        size_t es = rn_element_type_size(out->type), off = 0;
+        size_t outer = 1, out_chunk = es;
+        for (int k = 0; k < s->axis; k++)
+            outer *= (size_t)out->dims[k];
+        for (int k = s->axis; k < out->rank; k++)
+            out_chunk *= (size_t)out->dims[k];
+        for (int i = 0; i < s->n_in; i++) {
+            const nv_value *v = &p->values[s->in[i]];
+            size_t chunk = outer ? v->nbytes / outer : 0;
+            if (chunk > 0) {
+                cudaError_t e =
+                    cudaMemcpy2DAsync((char *)y + off, out_chunk, ptr(x, sl, s->in[i]), chunk,
+                                      chunk, outer, cudaMemcpyDeviceToDevice, sl->stream);
+                if (e != cudaSuccess)
+                    return launch_error((int)e, s);
+            }
+            off += chunk;
+        }
+        return RN_OK;
+    }
+    case NV_STEP_TRANSPOSE: {
+        int64_t in_strides[RN_MAX_RANK], perm_strides[RN_MAX_RANK];
+        plugin_strides(in->rank, in->dims, in_strides);
+        for (int k = 0; k < out->rank; k++)
+            perm_strides[k] = in_strides[s->perm[k]];
+        return launch_error(nvk_transpose(sl->stream, (int)rn_element_type_size(out->type), a, y,
+                                          out->rank, out->dims, perm_strides),
+                            s);
+    }
+    case NV_STEP_LAYERNORM:
+        return launch_error(nvk_layernorm(sl->stream, half, a, ptr(x, sl, s->in[1]),
+                                          ptr(x, sl, s->in[2]), s->epsilon, y, s->rows, s->cols),
+                            s);
+    case NV_STEP_GATHER:
+        return launch_error(nvk_gather(sl->stream, (int)rn_element_type_size(out->type), a,
+                                       ptr(x, sl, s->in[1]), p->values[s->in[1]].type == RN_I64, y,
+                                       s->outer, s->axis_dim, s->inner, s->n_idx),
+                            s);
+    case NV_STEP_REDUCE_MEAN:
+        return launch_error(nvk_reduce_mean(sl->stream, half, a, y, s->rows, s->cols), s);
+    case NV_STEP_BATCHNORM:
+        return launch_error(nvk_batchnorm(sl->stream, half, a, ptr(x, sl, s->in[1]),
+                                          ptr(x, sl, s->in[2]), ptr(x, sl, s->in[3]),
+                                          ptr(x, sl, s->in[4]), s->epsilon, y, s->rows, s->cols,
+                                          s->inner, s->act, s->alpha, s->beta),
+                            s);
+    }
+    return rn_set_error(RN_INTERNAL, "NVIDIA: node '%s': unknown step", s->node);
+}
+
+static rn_status run_steps(const nv_exec *x, const nv_slot *sl)
+{
+    rn_status st = RN_OK;
+    for (int k = 0; k < x->prog->n_steps && st == RN_OK; k++)
+        st = run_step(x, sl, k);
+    return st;
+}
+
+/* The steps as a CUDA graph of the slot: captured on the slot's second run
+ * (the first is the warm-up: cuDNN and cuBLAS set up lazily), then launched
+ * whole. A capture the stream refuses leaves the slot on eager launches. */
+static rn_status run_graph(const nv_exec *x, nv_slot *sl)
+{
+    if (sl->graph != NULL)
+        return cudaGraphLaunch(sl->graph, sl->stream) == cudaSuccess
+                   ? RN_OK
+                   : cuda_error(cudaGetLastError(), NULL, "cudaGraphLaunch");
+    if (sl->runs == 0 || sl->graph_failed)
+        return run_steps(x, sl);
+    cudaGraph_t g = NULL;
+    if (cudaStreamBeginCapture(sl->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        sl->graph_failed = true;
+        return run_steps(x, sl);
+    }
+    rn_status st = run_steps(x, sl);
+    cudaError_t e = cudaStreamEndCapture(sl->stream, &g);
+    if (st == RN_OK && e == cudaSuccess && g != NULL &&
+        cudaGraphInstantiate(&sl->graph, g, 0) == cudaSuccess) {
+        cudaGraphDestroy(g);
+        return cudaGraphLaunch(sl->graph, sl->stream) == cudaSuccess
+                   ? RN_OK
+                   : cuda_error(cudaGetLastError(), NULL, "cudaGraphLaunch");
+    }
+    if (g != NULL)
+        cudaGraphDestroy(g);
+    cudaGetLastError(); /* the capture's error, not the run's */
+    sl->graph = NULL;
+    sl->graph_failed = true;
+    return run_steps(x, sl);
+}
+
+rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
+{
+    const nv_program *p = x->prog;
+    if (args->cancel != NULL && atomic_load(args->cancel))
+        return RN_CANCELLED;
+    cudaError_t set = cudaSetDevice(x->device); /* the runtime's device is per thread */
+    if (set != cudaSuccess)
+        return cuda_error(set, NULL, "cudaSetDevice");
+    if (args->n_inputs != x->n_args || args->n_outputs != p->n_outputs)
+        return rn_set_error(RN_INTERNAL, "NVIDIA: partition called with %d inputs, %d outputs",
+                            args->n_inputs, args->n_outputs);
+    nv_slot *sl;
+    rn_status st = slot_acquire(x, &sl);
+    if (st != RN_OK)
+        return st;
+    cudaError_t e = cudaSuccess;
+    for (int k = 0; k < args->n_inputs && st == RN_OK; k++) {
+        int i = x->arg_input[k];
+        if (i < 0)
+            continue;
+        const nv_value *v = &p->values[p->input_value[i]];
+        size_t bytes = v->count * rn_element_type_size(v->host_type);
+        if (args->inputs[k].data == NULL || args->inputs[k].nbytes != bytes) {
+            st = rn_set_error(RN_INVALID_ARG,
+                              "NVIDIA: input '%s': %zu bytes in host memory "
+                              "expected",
+                              v->name, bytes);
+            break;
+        }
+        char *pin = (char *)sl->pinned + p->input_pinned[i];
+        memcpy(pin, args->inputs[k].data, bytes);
+        e = cudaMemcpyAsync((char *)sl->arena + p->input_stage[i], pin, bytes,
+                            cudaMemcpyHostToDevice, sl->stream);
+        if (e != cudaSuccess)
+            st = cuda_error(e, NULL, "upload");
+    }
+    bool timing = atomic_load(&x->timing);
+    if (st == RN_OK && x->cuda_graph && !timing)
+        st = run_graph(x, sl);
+    for (int k = 0; k < p->n_steps && st == RN_OK && !(x->cuda_graph && !timing); k++) {
+        if (timing)
+            cudaEventRecord(sl->marks[k], sl->stream);
+        st = run_step(x, sl, k);
+    }
+    if (timing)
+        cudaEventRecord(sl->marks[p->n_steps], sl->stream);
+    sl->runs++;
+    for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
+        const nv_value *v = &p->values[p->output_value[o]];
+        size_t bytes = v->count * rn_element_type_size(v->host_type);
+        e = cudaMemcpyAsync((char *)sl->pinned + p->output_pinned[o],
+                            (char *)sl->arena + p->output_stage[o], bytes, cudaMemcpyDeviceToHost,
+                            sl->stream);
+        if (e != cudaSuccess)
+            st = cuda_error(e, NULL, "download");
+    }
+    /* Wait for what was queued, even after an error, before the slot is reused. */
+    e = cudaEventRecord(sl->done, sl->stream);
+    if (e == cudaSuccess)
+        e = cudaEventSynchronize(sl->done);
+    if (e != cudaSuccess && st == RN_OK)
+        st = cuda_error(e, NULL, "the run");
+    if (timing && st == RN_OK) {
+        /* Each step alone: the stream runs them one after the other. */
+        double ns = 0;
+        for (int k = 0; k < p->n_steps; k++) {
+            float ms = 0;
+            if (cudaEventElapsedTime(&ms, sl->marks[k], sl->marks[k + 1]) == cudaSuccess)
+                ns += (double)ms * 1e6;
+        }
+        atomic_store(&x->steps_ns, (uint64_t)ns);
+    }
+    for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
+        const nv_value *v = &p->values[p->output_value[o]];
+        size_t bytes = v->count * rn_element_type_size(v->host_type);
+        if (args->outputs[o].data == NULL || args->outputs[o].nbytes != bytes)
+            st = rn_set_error(RN_INTERNAL, "NVIDIA: output '%s' has no %zu-byte host buffer",
+                              v->name, bytes);
+        else
+            memcpy(args->outputs[o].data, (char *)sl->pinned + p->output_pinned[o], bytes);
+    }
+    slot_give_back(x, sl);
+    return st;
+}
+
+/* ---- life ---- */
+
+rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n_inputs,
+                         const nv_exec_options *o, nv_exec **out)
+{
+    nv_exec *x = calloc(1, sizeof *x);
+    if (x == NULL) {
+        nv_program_free(prog);
+        return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    }
+    x->prog = prog;
+    x->device = o->device;
+    x->allow_tf32 = o->allow_tf32;
+    x->cuda_graph = o->cuda_graph;
+    x->max_slots = o->max_slots > 0 ? o->max_slots : 1;
+    pthread_mutex_init(&x->lock, NULL);
+    pthread_cond_init(&x->cond, NULL);
+    x->n_args = n_inputs;
+    x->arg_input = calloc((size_t)n_inputs + 1, sizeof *x->arg_input);
+    x->dev = calloc((size_t)prog->n_steps + 1, sizeof *x->dev);
+    x->slots = calloc((size_t)x->max_slots, sizeof *x->slots);
+    rn_status st = RN_OK;
+    if (x->arg_input == NULL || x->dev == NULL || x->slots == NULL)
+        st = rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    for (int k = 0; k < n_inputs && st == RN_OK; k++) {
+        x->arg_input[k] = -1;
+        for (int i = 0; i < prog->n_inputs; i++)
+            if (strcmp(prog->values[prog->input_value[i]].name, input_names[k]) == 0)
+                x->arg_input[k] = i;
+    }
+    cudaError_t e;
+    if (st == RN_OK && (e = cudaSetDevice(o->device)) != cudaSuccess)
+        st = cuda_error(e, NULL, "cudaSetDevice");
+    if (st == RN_OK && cudnnCreate(&x->plan_handle) != CUDNN_STATUS_SUCCESS)
+        st = rn_set_error(RN_DEVICE_ERROR, "NVIDIA: cannot create a cuDNN handle");
+    if (st == RN_OK)
+        st = upload_weights(x);
+    for (int k = 0; k < prog->n_steps && st == RN_OK; k++)
+        st = prepare_step(x, &prog->steps[k], &x->dev[k]);
+    if (st != RN_OK) {
+        nv_exec_free(x);
+        return st;
+    }
+    snprintf(x->impl, sizeof x->impl, "cudnn+cublas:%s:%d steps", prog->half ? "f16" : "f32",
+             prog->n_steps);
+    *out = x;
+    return RN_OK;
+}
+
+void nv_exec_set_timing(nv_exec *x, bool on)
+{
+    atomic_store(&x->timing, on);
+}
+
+uint64_t nv_exec_steps_ns(const nv_exec *x)
+{
+    return atomic_load(&x->steps_ns);
+}
+
+const char *nv_exec_impl(const nv_exec *x)
+{
+    return x->impl;
+}
+
+const nv_program *nv_exec_program(const nv_exec *x)
+{
+    return x->prog;
+}
+
+void nv_exec_free(nv_exec *x)
+{
+    if (x == NULL)
+        return;
+    for (int i = 0; i < x->n_slots; i++)
+        slot_release(&x->slots[i], x->prog->n_steps + 1);
+    for (int k = 0; x->dev != NULL && k < x->prog->n_steps; k++)
+        release_step(&x->dev[k]);
+    if (x->weights)
+        cudaFree(x->weights);
+    if (x->plan_handle)
+        cudnnDestroy(x->plan_handle);
+    pthread_mutex_destroy(&x->lock);
+    pthread_cond_destroy(&x->cond);
+    nv_program_free(x->prog);
+    free(x->dev);
+    free(x->slots);
+    free(x->arg_input);
+    free(x);
+}

@@ -1,0 +1,164 @@
+// Elementwise kernels: activations, broadcast binary ops, bias + residual
+// + activation after a convolution that cuDNN could not fuse, Gemm's C,
+// f32 <-> f16 conversions and inference batch normalization.
+#include "plugins/nvidia/kernels/common.cuh"
+
+using namespace nvk;
+
+template <typename T>
+__global__ void unary_kernel(int act, float alpha, float beta, const T *x, T *y, int64_t n)
+{
+    NVK_FOR(i, n) store(y, i, activate(act, load(x, i), alpha, beta));
+}
+
+extern "C" int nvk_unary(nvk_stream s, int half, int act, float alpha, float beta, const void *x,
+                         void *y, int64_t n)
+{
+    if (half)
+        unary_kernel<<<blocks(n), kThreads, 0, s>>>(act, alpha, beta, (const __half *)x,
+                                                     (__half *)y, n);
+    else
+        unary_kernel<<<blocks(n), kThreads, 0, s>>>(act, alpha, beta, (const float *)x,
+                                                     (float *)y, n);
+    return launched();
+}
+
+__device__ __forceinline__ float binary_op(int op, float a, float b)
+{
+    switch (op) {
+    case 0: return a + b;
+    case 1: return a - b;
+    case 2: return a * b;
+    case 3: return a / b;
+    case 4: return powf(a, b);
+    case 5: return fmaxf(a, b);
+    default: return fminf(a, b);
+    }
+}
+
+template <typename T>
+__global__ void binary_kernel(int op, nvk_broadcast bc, const T *a, const T *b, T *y, int64_t n)
+{
+    NVK_FOR(i, n)
+    {
+        int64_t rest = i, ia = 0, ib = 0;
+        for (int d = bc.rank - 1; d >= 0; d--) {
+            int64_t c = rest % bc.dims[d];
+            rest /= bc.dims[d];
+            ia += c * bc.a_strides[d];
+            ib += c * bc.b_strides[d];
+        }
+        store(y, i, binary_op(op, load(a, ia), load(b, ib)));
+    }
+}
+
+extern "C" int nvk_binary(nvk_stream s, int half, int op, const nvk_broadcast *bc, const void *a,
+                          const void *b, void *y)
+{
+    int64_t n = 1;
+    for (int d = 0; d < bc->rank; d++)
+        n *= bc->dims[d];
+    if (half)
+        binary_kernel<<<blocks(n), kThreads, 0, s>>>(op, *bc, (const __half *)a, (const __half *)b,
+                                                      (__half *)y, n);
+    else
+        binary_kernel<<<blocks(n), kThreads, 0, s>>>(op, *bc, (const float *)a, (const float *)b,
+                                                      (float *)y, n);
+    return launched();
+}
+
+template <typename T>
+__global__ void bias_act_kernel(T *y, const T *bias, const T *residual, int64_t channels,
+                                int64_t inner, int act, float alpha, float beta, int64_t n)
+{
+    NVK_FOR(i, n)
+    {
+        float v = load(y, i);
+        if (bias != nullptr)
+            v += load(bias, i / inner % channels);
+        if (residual != nullptr)
+            v += load(residual, i);
+        store(y, i, activate(act, v, alpha, beta));
+    }
+}
+
+extern "C" int nvk_bias_act(nvk_stream s, int half, void *y, const void *bias,
+                            const void *residual, int64_t outer, int64_t channels, int64_t inner,
+                            int act, float alpha, float beta)
+{
+    int64_t n = outer * channels * inner;
+    if (half)
+        bias_act_kernel<<<blocks(n), kThreads, 0, s>>>((__half *)y, (const __half *)bias,
+                                                        (const __half *)residual, channels, inner,
+                                                        act, alpha, beta, n);
+    else
+        bias_act_kernel<<<blocks(n), kThreads, 0, s>>>((float *)y, (const float *)bias,
+                                                        (const float *)residual, channels, inner,
+                                                        act, alpha, beta, n);
+    return launched();
+}
+
+template <typename T>
+__global__ void broadcast_2d_kernel(const T *x, int64_t rs, int64_t cs, float scale, T *y,
+                                    int64_t cols, int64_t n)
+{
+    NVK_FOR(i, n) store(y, i, scale * load(x, i / cols * rs + i % cols * cs));
+}
+
+extern "C" int nvk_broadcast_2d(nvk_stream s, int half, const void *x, int64_t rs, int64_t cs,
+                                float scale, void *y, int64_t rows, int64_t cols)
+{
+    int64_t n = rows * cols;
+    if (half)
+        broadcast_2d_kernel<<<blocks(n), kThreads, 0, s>>>((const __half *)x, rs, cs, scale,
+                                                            (__half *)y, cols, n);
+    else
+        broadcast_2d_kernel<<<blocks(n), kThreads, 0, s>>>((const float *)x, rs, cs, scale,
+                                                            (float *)y, cols, n);
+    return launched();
+}
+
+template <typename S, typename D> __global__ void convert_kernel(const S *x, D *y, int64_t n)
+{
+    NVK_FOR(i, n) store(y, i, load(x, i));
+}
+
+extern "C" int nvk_convert(nvk_stream s, int to_half, const void *x, void *y, int64_t n)
+{
+    if (to_half)
+        convert_kernel<<<blocks(n), kThreads, 0, s>>>((const float *)x, (__half *)y, n);
+    else
+        convert_kernel<<<blocks(n), kThreads, 0, s>>>((const __half *)x, (float *)y, n);
+    return launched();
+}
+
+template <typename T>
+__global__ void batchnorm_kernel(const T *x, const T *scale, const T *bias, const T *mean,
+                                 const T *var, float eps, T *y, int64_t channels, int64_t inner,
+                                 int act, float alpha, float beta, int64_t n)
+{
+    NVK_FOR(i, n)
+    {
+        int64_t c = i / inner % channels;
+        float v = (load(x, i) - load(mean, c)) * rsqrtf(load(var, c) + eps) * load(scale, c) +
+                  load(bias, c);
+        store(y, i, activate(act, v, alpha, beta));
+    }
+}
+
+extern "C" int nvk_batchnorm(nvk_stream s, int half, const void *x, const void *scale,
+                             const void *bias, const void *mean, const void *var, float eps,
+                             void *y, int64_t outer, int64_t channels, int64_t inner, int act,
+                             float alpha, float beta)
+{
+    int64_t n = outer * channels * inner;
+    if (half)
+        batchnorm_kernel<<<blocks(n), kThreads, 0, s>>>(
+            (const __half *)x, (const __half *)scale, (const __half *)bias, (const __half *)mean,
+            (const __half *)var, eps, (__half *)y, channels, inner, act, alpha, beta, n);
+    else
+        batchnorm_kernel<<<blocks(n), kThreads, 0, s>>>(
+            (const float *)x, (const float *)scale, (const float *)bias, (const float *)mean,
+            (const float *)var, eps, (float *)y, channels, inner, act, alpha, beta, n);
+    return launched();
+}

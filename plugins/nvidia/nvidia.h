@@ -1,0 +1,278 @@
+/* The NVIDIA device's internal API (plugins/nvidia/, docs/nvidia.md).
+ *
+ * The plugin claims the whole transformed model as one partition of the
+ * generic plan and lowers it to a `nv_program`: a list of steps (a cuDNN
+ * convolution with its bias, residual and activation fused, a cuBLAS GEMM, a
+ * cuDNN pooling, one of runnel's own CUDA kernels, ...) over values placed
+ * by a static memory plan in one device arena per request slot. Lowering
+ * (nv_lower, program.c) and op support (nv_supports, support.c) are plain C
+ * and need no GPU; compiling a program for the device (exec.c) uploads the
+ * weights once, builds the cuDNN execution plans chosen by heuristics and
+ * sizes their workspace; a run takes a slot (arena, stream, cuDNN and cuBLAS
+ * handles, pinned staging), queues upload, the steps and download on the
+ * slot's stream and waits for its event. */
+#ifndef RUNNEL_PLUGINS_NVIDIA_NVIDIA_H
+#define RUNNEL_PLUGINS_NVIDIA_NVIDIA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/graph.h"
+#include "plugins/api/kernel.h"
+#include "plugins/api/properties.h"
+#include "runnel/plugin.h"
+
+extern const rn_plugin_ops nvidia_plugin_ops;
+
+/* ---- the device (device.c) ---- */
+
+typedef struct nv_device_info {
+    int device_id;
+    char name[256];
+    int cc_major, cc_minor;
+    size_t total_memory;
+    int sm_count;
+    int runtime_version;  /* cudaRuntimeGetVersion: 13000 */
+    int driver_version;   /* cudaDriverGetVersion */
+    size_t cudnn_version; /* cudnnGetVersion: 91900 */
+    int cublas_version;   /* cublasGetProperty: 130100 */
+} nv_device_info;
+
+/* The oldest cuDNN the device runs on (9.0: the backend graph API with
+ * runtime fusion as used here). */
+#define NV_CUDNN_MIN_VERSION 90000
+
+/* Why CUDA cannot start, from cudaGetDeviceCount's error code (cudaError_t)
+ * and the device count: NULL when it can. "no CUDA driver" for a missing or
+ * stub driver (cudaErrorInsufficientDriver, cudaErrorStubLibrary,
+ * cudaErrorNoDevice on a machine without the kernel module, ...), "no CUDA
+ * device" when the driver runs but there is no device. */
+const char *nv_start_problem(int cuda_error, int device_count);
+
+/* RN_OK, or RN_DEVICE_ERROR "cuDNN 8.9 older than required 9.0" for a
+ * cudnnGetVersion value below NV_CUDNN_MIN_VERSION. */
+rn_status nv_check_cudnn_version(size_t version);
+
+/* "13.0" from 13000 (CUDA's major*1000 + minor*10); "9.19.0" from
+ * cuDNN's major*10000 + minor*100 + patch; "13.1.0" from cuBLAS's
+ * major*10000 + minor*100 + patch. */
+void nv_format_cuda_version(int version, char *buf, size_t size);
+void nv_format_cudnn_version(size_t version, char *buf, size_t size);
+
+/* DEVICE_ARCHITECTURE: "sm_90" for compute capability 9.0. */
+void nv_format_architecture(int major, int minor, char *buf, size_t size);
+
+/* Tensor cores (f16 by default, as OpenVINO's GPU plugin): Volta and later. */
+bool nv_has_tensor_cores(int cc_major);
+
+/* Reads device `device_id` (the plugin's create: fails with the reason). */
+rn_status nv_device_probe(int device_id, nv_device_info *out);
+
+/* ---- the program (program.c, support.c) ---- */
+
+typedef enum nv_step_kind {
+    NV_STEP_CONVERT,     /* element type conversion (f32 <-> f16) */
+    NV_STEP_CONV,        /* cuDNN convolution + bias (+ residual) (+ activation) */
+    NV_STEP_GEMM,        /* cuBLAS: Gemm / MatMul (batched, broadcast), + bias (+ act) */
+    NV_STEP_POOL,        /* cuDNN pooling: MaxPool, AveragePool, Global* */
+    NV_STEP_LRN,         /* cuDNN cross-channel LRN */
+    NV_STEP_SOFTMAX,     /* cuDNN softmax over the last axis */
+    NV_STEP_UNARY,       /* runnel kernel: elementwise activation */
+    NV_STEP_BINARY,      /* runnel kernel: broadcast Add, Sub, Mul, Div, Pow, Sum of 2 */
+    NV_STEP_CONCAT,      /* 2D copies (cudaMemcpy2DAsync) */
+    NV_STEP_TRANSPOSE,   /* runnel kernel */
+    NV_STEP_LAYERNORM,   /* runnel kernel, last axis */
+    NV_STEP_GATHER,      /* runnel kernel */
+    NV_STEP_REDUCE_MEAN, /* runnel kernel, last axis */
+    NV_STEP_BATCHNORM,   /* runnel kernel: inference BatchNormalization (+ act) */
+} nv_step_kind;
+
+/* Activations fused into a step or run by NV_STEP_UNARY (the numbers are
+ * the CUDA kernels', plugins/nvidia/kernels.h). */
+typedef enum nv_act {
+    NV_ACT_NONE = 0,
+    NV_ACT_RELU,
+    NV_ACT_SIGMOID,
+    NV_ACT_TANH,
+    NV_ACT_LEAKY_RELU, /* alpha */
+    NV_ACT_CLIP,       /* alpha = min, beta = max */
+    NV_ACT_GELU,       /* erf form */
+    NV_ACT_GELU_TANH,
+    NV_ACT_ERF,
+    NV_ACT_SQRT,
+    NV_ACT_EXP,
+    NV_ACT_NEG,
+    NV_ACT_ABS,
+    NV_ACT_RECIPROCAL,
+    NV_ACT_IDENTITY, /* a copy (Identity that is not a view) */
+    NV_ACT_COUNT
+} nv_act;
+
+typedef enum nv_binary_op {
+    NV_BIN_ADD = 0,
+    NV_BIN_SUB,
+    NV_BIN_MUL,
+    NV_BIN_DIV,
+    NV_BIN_POW,
+    NV_BIN_MAX,
+    NV_BIN_MIN,
+    NV_BIN_COUNT
+} nv_binary_op;
+
+/* Where a value's bytes are. */
+typedef enum nv_storage {
+    NV_ARENA, /* the slot's arena at `offset` */
+    NV_CONST, /* the compiled model's weights buffer at `offset` */
+} nv_storage;
+
+typedef struct nv_value {
+    char *name;
+    rn_element_type type; /* on the device (f16 for f32 values in f16 mode) */
+    rn_element_type host_type;
+    int rank;
+    int64_t dims[RN_MAX_RANK];
+    size_t count, nbytes;
+    nv_storage storage;
+    size_t offset;
+    int root;              /* a view's (Reshape, Flatten, ...) value, else itself */
+    int first, last;       /* steps that write it first and read it last */
+    const void *host_data; /* NV_CONST: the constant (host type), the graph's */
+    int input, output;     /* index among the partition's inputs / outputs, or -1 */
+} nv_value;
+
+#define NV_MAX_STEP_IN 8
+
+typedef struct nv_step {
+    nv_step_kind kind;
+    const char *node; /* the node's name, for messages (the plan's graph) */
+    const char *op;
+    int in[NV_MAX_STEP_IN];
+    int n_in;
+    int out;
+    nv_act act;
+    float alpha, beta;
+    /* CONV: 2D (or 1D as 2D) */
+    int64_t pads[4], strides[2], dilations[2], group;
+    /* GEMM: y[b] = alpha * op(A[b]) op(B[b]) + beta * C */
+    int64_t m, n, k, batch, a_batch_stride, b_batch_stride;
+    bool trans_a, trans_b;
+    float gemm_alpha, gemm_beta; /* beta 0: no C */
+    /* POOL: kind 0 max, 1 avg (count_include_pad in `flag`) */
+    int pool_mode;
+    int64_t kernel[2];
+    bool flag;
+    /* LRN size; SOFTMAX/LAYERNORM/REDUCE_MEAN rows x cols; GATHER
+     * outer x axis_dim x inner with n_idx indices; CONCAT axis;
+     * TRANSPOSE perm; BINARY op; CONVERT: nothing. */
+    int64_t size, rows, cols, outer, axis_dim, inner, n_idx;
+    int axis;
+    int64_t perm[RN_MAX_RANK];
+    nv_binary_op bin;
+    float epsilon;
+    void *device; /* what exec.c prepared (a cuDNN plan, descriptors) */
+} nv_step;
+
+typedef struct nv_program {
+    nv_value *values;
+    int n_values;
+    nv_step *steps;
+    int n_steps;
+    /* The partition's inputs and outputs: value index per port, and where
+     * their host-typed bytes sit in the arena (for the copies) and in the
+     * pinned staging buffer. */
+    int n_inputs, n_outputs;
+    int *input_value, *output_value;
+    size_t *input_stage, *output_stage; /* arena offsets of the host-typed copies */
+    size_t *input_pinned, *output_pinned;
+    size_t arena_bytes;   /* values + staging, before the workspace */
+    size_t weights_bytes; /* constants on the device */
+    size_t pinned_bytes;
+    bool half; /* f32 values computed in f16 */
+} nv_program;
+
+/* Whether NVIDIA runs `node` (op, types, attributes, static shapes); on
+ * false *why says what it lacks. Pure: used by the registry that answers
+ * query_model and by nv_lower. */
+bool nv_supports(const rn_node *node, const char **why);
+
+/* The ops nv_supports knows (domain, op_type), NULL-terminated pairs. */
+extern const char *const nv_supported_ops[][2];
+
+/* Lowers the partition (the plugin claims every node of the transformed
+ * model: nodes in topological order, the names of the values it reads from
+ * outside, constants included, and of those it produces) to a program with
+ * its memory plan. `half`: f32 values are computed in f16. A node NVIDIA
+ * does not run is RN_UNSUPPORTED naming it, its op and why. */
+rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
+                   int n_inputs, const char *const *output_names, int n_outputs, bool half,
+                   nv_program **out);
+void nv_program_free(nv_program *p);
+
+/* The model as NVIDIA compiles it (a clone): the default passes with
+ * constant folding on `ref`'s kernels, then NVIDIA's fusions. */
+rn_status nv_transform(const graph *model, const plugin_kernel_registry *ref,
+                       const plugin_properties *props, graph **out);
+/* nv_lower over a whole graph: every node, its parameters and constants as
+ * inputs, its results as outputs. */
+rn_status nv_lower_graph(const graph *g, bool half, nv_program **out);
+
+/* Steps of a kind, for tests and the runtime model. */
+int nv_program_count(const nv_program *p, nv_step_kind kind);
+const char *nv_step_kind_name(nv_step_kind kind);
+
+/* ---- cuDNN descriptors that need no device (cudnn_graph.c) ---- */
+
+typedef struct nv_conv_graph nv_conv_graph;
+
+/* Builds the backend descriptors of a fused convolution step (tensors, the
+ * convolution, the pointwise bias / residual / activation and their
+ * operations); `fused` false builds the convolution alone. Needs no
+ * device. */
+rn_status nv_conv_graph_create(const nv_program *p, const nv_step *s, bool fused,
+                               nv_conv_graph **out);
+/* Operations of the graph (1 to 4), for tests. */
+int nv_conv_graph_ops(const nv_conv_graph *g);
+/* Builds the operation graph on `handle` (a cudnnHandle_t), asks the
+ * heuristics (mode A) for engine configurations and keeps the first whose
+ * execution plan finalises (skipping TF32 engines unless allow_tf32):
+ * *workspace its bytes. Needs the device. */
+rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, size_t *workspace);
+/* The chosen engine, for the runtime model ("engine 3"). */
+const char *nv_conv_graph_engine(const nv_conv_graph *g);
+/* An execution plan of the chosen engine on another handle (a request
+ * slot's): no heuristics, the same kernels. */
+rn_status nv_conv_plan_create(const nv_conv_graph *g, void *handle, void **plan);
+void nv_conv_plan_free(void *plan);
+/* Runs `plan` (NULL: the compile-time one) on `handle` (whose stream is
+ * set). x, w, y, bias, residual device pointers (bias / residual NULL when
+ * absent). */
+rn_status nv_conv_graph_execute(nv_conv_graph *g, void *handle, void *plan, void *x, void *w,
+                                void *y, void *bias, void *residual, void *workspace);
+void nv_conv_graph_free(nv_conv_graph *g);
+
+/* ---- device properties (properties.c) ---- */
+
+typedef struct nv_properties {
+    plugin_properties base;
+    bool allow_tf32; /* NVIDIA_ALLOW_TF32: f32 GEMMs/convs may use TF32 */
+    bool cuda_graph; /* NVIDIA_CUDA_GRAPH: a CUDA graph per slot after a warm-up run */
+    int max_slots;   /* NVIDIA_MAX_SLOTS: request slots (arenas) per compiled model */
+} nv_properties;
+
+/* The defaults: f16 where the device has tensor cores, else f32. */
+void nv_properties_default(nv_properties *p, bool tensor_cores);
+/* Applies properties (NVIDIA's and the shared ones): the first bad one is
+ * RN_INVALID_ARG naming it, and `p` is unchanged. */
+rn_status nv_properties_apply(nv_properties *p, const rn_property *props, size_t n);
+/* Reads one of NVIDIA's keys or a shared read-write one; RN_NOT_FOUND
+ * (no message) for others. */
+rn_status nv_properties_get(const nv_properties *p, const char *key, char *buf, size_t size);
+
+/* Read-only device properties (FULL_DEVICE_NAME, DEVICE_ARCHITECTURE
+ * "sm_90", NVIDIA_CUDA_VERSION "13.0", NVIDIA_CUDNN_VERSION "9.19.0", ...)
+ * from what the probe read; RN_NOT_FOUND (no message) for other keys. */
+rn_status nv_device_property(const nv_device_info *d, const char *key, char *buf, size_t size);
+extern const char *const nv_device_keys[];
+
+#endif /* RUNNEL_PLUGINS_NVIDIA_NVIDIA_H */

@@ -1,0 +1,639 @@
+/* Lowering the claimed model to a program: values (with views resolved to
+ * their roots), steps with their attributes parsed once, the conversions
+ * f16 mode needs at the inputs and outputs, and the static memory plan
+ * (liveness-based offsets in one arena per request slot; constants in one
+ * weights buffer per compiled model; pinned staging for the host copies).
+ * Plain C: it needs no GPU, and tests check it on the light models. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/nvidia/nvidia.h"
+
+#define ALIGN 256
+
+static size_t align_up(size_t x)
+{
+    return (x + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+typedef struct lowering {
+    nv_program *p;
+    int cap_values, cap_steps;
+    const rn_node *const *nodes;
+    int n_nodes;
+} lowering;
+
+static rn_status oom(void)
+{
+    return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory lowering the model");
+}
+
+static int find_value(const nv_program *p, const char *name)
+{
+    for (int i = p->n_values - 1; i >= 0; i--)
+        if (strcmp(p->values[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Adds a value of `host_type` and shape (static), on the device in f16
+ * when the program computes f32 values in f16. */
+static rn_status add_value(lowering *l, const char *name, rn_element_type host_type,
+                           const rn_partial_shape *shape, int *out)
+{
+    nv_program *p = l->p;
+    if (p->n_values == l->cap_values) {
+        int cap = l->cap_values ? 2 * l->cap_values : 64;
+        nv_value *v = realloc(p->values, (size_t)cap * sizeof *v);
+        if (v == NULL)
+            return oom();
+        p->values = v;
+        l->cap_values = cap;
+    }
+    nv_value *v = &p->values[p->n_values];
+    memset(v, 0, sizeof *v);
+    if ((v->name = strdup(name)) == NULL)
+        return oom();
+    v->host_type = host_type;
+    v->type = p->half && host_type == RN_F32 ? RN_F16 : host_type;
+    v->rank = shape->rank;
+    v->count = 1;
+    for (int d = 0; d < shape->rank; d++) {
+        v->dims[d] = shape->dims[d];
+        v->count *= (size_t)shape->dims[d];
+    }
+    v->nbytes = v->count * rn_element_type_size(v->type);
+    v->storage = NV_ARENA;
+    v->root = p->n_values;
+    v->first = v->last = -2;
+    v->input = v->output = -1;
+    *out = p->n_values++;
+    return RN_OK;
+}
+
+static rn_status add_step(lowering *l, const nv_step *s)
+{
+    nv_program *p = l->p;
+    if (p->n_steps == l->cap_steps) {
+        int cap = l->cap_steps ? 2 * l->cap_steps : 64;
+        nv_step *n = realloc(p->steps, (size_t)cap * sizeof *n);
+        if (n == NULL)
+            return oom();
+        p->steps = n;
+        l->cap_steps = cap;
+    }
+    p->steps[p->n_steps++] = *s;
+    return RN_OK;
+}
+
+/* The value an input of node reads (-1 for an omitted optional input). */
+static rn_status input_value(lowering *l, const rn_node *n, int i, int *out)
+{
+    const char *name = rn_node_input_name(n, i);
+    if (name[0] == '\0') {
+        *out = -1;
+        return RN_OK;
+    }
+    int v = find_value(l->p, name);
+    if (v < 0)
+        return rn_set_error(RN_UNSUPPORTED,
+                            "NVIDIA: node '%s' (%s) reads '%s', which NVIDIA does not compute "
+                            "(a Dropout mask)",
+                            rn_node_name(n), rn_node_op_type(n), name);
+    *out = v;
+    return RN_OK;
+}
+
+static rn_status output_value(lowering *l, const rn_node *n, int *out)
+{
+    rn_partial_shape s = rn_node_output_shape(n, 0);
+    return add_value(l, rn_node_output_name(n, 0), rn_node_output_type(n, 0), &s, out);
+}
+
+static nv_act parse_act(const char *name, const float *params, int n_params, float *alpha,
+                        float *beta)
+{
+    *alpha = 0.0f, *beta = 0.0f;
+    if (strcmp(name, "Relu") == 0)
+        return NV_ACT_RELU;
+    if (strcmp(name, "Sigmoid") == 0)
+        return NV_ACT_SIGMOID;
+    if (strcmp(name, "Tanh") == 0)
+        return NV_ACT_TANH;
+    if (strcmp(name, "LeakyRelu") == 0) {
+        *alpha = n_params > 0 ? params[0] : 0.01f;
+        return NV_ACT_LEAKY_RELU;
+    }
+    if (strcmp(name, "Clip") == 0) {
+        *alpha = n_params > 0 ? params[0] : -3.4e38f;
+        *beta = n_params > 1 ? params[1] : 3.4e38f;
+        return NV_ACT_CLIP;
+    }
+    if (strcmp(name, "Gelu") == 0)
+        return NV_ACT_GELU;
+    if (strcmp(name, "GeluTanh") == 0)
+        return NV_ACT_GELU_TANH;
+    return NV_ACT_NONE;
+}
+
+static void fused_act(const rn_node *n, nv_step *s)
+{
+    const float *params = NULL;
+    int np = rn_node_attr_floats(n, "activation_params", &params);
+    s->act = parse_act(rn_node_attr_string(n, "activation", ""), params, np, &s->alpha, &s->beta);
+}
+
+static int64_t prod(const int64_t *dims, int from, int to)
+{
+    int64_t r = 1;
+    for (int d = from; d < to; d++)
+        r *= dims[d];
+    return r;
+}
+
+static float const_scalar(const rn_node *n, int i, float dflt)
+{
+    if (i >= rn_node_input_count(n) || rn_node_input_name(n, i)[0] == '\0')
+        return dflt;
+    const rn_kernel_tensor *c = rn_node_input_constant(n, i);
+    if (c == NULL || c->type != RN_F32 || c->nbytes < sizeof(float))
+        return dflt;
+    return *(const float *)c->data;
+}
+
+static void conv_attrs(const rn_node *n, nv_step *s)
+{
+    const int64_t *v;
+    s->strides[0] = s->strides[1] = 1;
+    s->dilations[0] = s->dilations[1] = 1;
+    if (rn_node_attr_ints(n, "strides", &v) == 2)
+        s->strides[0] = v[0], s->strides[1] = v[1];
+    if (rn_node_attr_ints(n, "dilations", &v) == 2)
+        s->dilations[0] = v[0], s->dilations[1] = v[1];
+    if (rn_node_attr_ints(n, "pads", &v) == 4 &&
+        strcmp(rn_node_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") == 0)
+        for (int i = 0; i < 4; i++)
+            s->pads[i] = v[i];
+    const int64_t *k;
+    if (rn_node_attr_ints(n, "kernel_shape", &k) == 2)
+        s->kernel[0] = k[0], s->kernel[1] = k[1];
+}
+
+static rn_status lower_node(lowering *l, const rn_node *n)
+{
+    const char *op = rn_node_op_type(n);
+    nv_step s = {.node = rn_node_name(n), .op = op, .out = -1};
+    rn_status st;
+    s.n_in = rn_node_input_count(n) < NV_MAX_STEP_IN ? rn_node_input_count(n) : NV_MAX_STEP_IN;
+    for (int i = 0; i < s.n_in; i++)
+        if ((st = input_value(l, n, i, &s.in[i])) != RN_OK)
+            return st;
+    nv_program *p = l->p;
+    const nv_value *x = s.in[0] >= 0 ? &p->values[s.in[0]] : NULL;
+
+    /* Views: the output is the input's bytes under another shape. */
+    if (strcmp(op, "Reshape") == 0 || strcmp(op, "Flatten") == 0 || strcmp(op, "Squeeze") == 0 ||
+        strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Identity") == 0 || strcmp(op, "Dropout") == 0 ||
+        (strcmp(op, "Sum") == 0 && s.n_in == 1)) {
+        int y;
+        if ((st = output_value(l, n, &y)) != RN_OK)
+            return st;
+        p->values[y].root = p->values[s.in[0]].root;
+        p->values[y].storage = p->values[p->values[y].root].storage;
+        return RN_OK;
+    }
+    if ((st = output_value(l, n, &s.out)) != RN_OK)
+        return st;
+    x = &p->values[s.in[0]];
+    const nv_value *y = &p->values[s.out];
+
+    if (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0) {
+        s.kind = NV_STEP_CONV;
+        conv_attrs(n, &s);
+        s.group = rn_node_attr_int(n, "group", 1);
+        for (int i = s.n_in; i < 4; i++)
+            s.in[i] = -1;
+        s.n_in = 4;
+        if (strcmp(op, "FusedConv") == 0)
+            fused_act(n, &s);
+    } else if (strcmp(op, "Gemm") == 0 || strcmp(op, "FusedGemm") == 0) {
+        s.kind = NV_STEP_GEMM;
+        s.trans_a = rn_node_attr_int(n, "transA", 0) != 0;
+        s.trans_b = rn_node_attr_int(n, "transB", 0) != 0;
+        s.m = y->dims[0];
+        s.n = y->dims[1];
+        s.k = s.trans_a ? x->dims[0] : x->dims[1];
+        s.batch = 1;
+        s.gemm_alpha = rn_node_attr_float(n, "alpha", 1.0f);
+        bool has_c = s.n_in > 2 && s.in[2] >= 0;
+        s.gemm_beta = has_c ? rn_node_attr_float(n, "beta", 1.0f) : 0.0f;
+        if (strcmp(op, "FusedGemm") == 0)
+            fused_act(n, &s);
+    } else if (strcmp(op, "MatMul") == 0) {
+        const nv_value *b = &p->values[s.in[1]];
+        s.kind = NV_STEP_GEMM;
+        s.m = x->dims[x->rank - 2];
+        s.k = x->dims[x->rank - 1];
+        s.n = b->dims[b->rank - 1];
+        s.batch = (int64_t)(y->count / (size_t)(s.m * s.n));
+        s.a_batch_stride = prod(x->dims, 0, x->rank - 2) == 1 ? 0 : s.m * s.k;
+        s.b_batch_stride = prod(b->dims, 0, b->rank - 2) == 1 ? 0 : s.k * s.n;
+        s.gemm_alpha = 1.0f;
+    } else if (strstr(op, "Pool") != NULL) {
+        s.kind = NV_STEP_POOL;
+        s.pool_mode = strstr(op, "Max") != NULL ? 0 : 1;
+        if (strncmp(op, "Global", 6) == 0) {
+            s.kernel[0] = x->dims[2], s.kernel[1] = x->dims[3];
+            s.strides[0] = s.strides[1] = 1;
+        } else {
+            conv_attrs(n, &s);
+            s.flag = rn_node_attr_int(n, "count_include_pad", 0) != 0;
+        }
+    } else if (strcmp(op, "LRN") == 0) {
+        s.kind = NV_STEP_LRN;
+        s.size = rn_node_attr_int(n, "size", 1);
+        s.alpha = rn_node_attr_float(n, "alpha", 1e-4f);
+        s.beta = rn_node_attr_float(n, "beta", 0.75f);
+        s.epsilon = rn_node_attr_float(n, "bias", 1.0f);
+    } else if (strcmp(op, "Softmax") == 0) {
+        s.kind = NV_STEP_SOFTMAX;
+        int64_t axis = rn_node_attr_int(n, "axis", rn_node_opset(n) >= 13 ? -1 : 1);
+        if (axis < 0)
+            axis += x->rank;
+        s.rows = prod(x->dims, 0, (int)axis);
+        s.cols = prod(x->dims, (int)axis, x->rank);
+    } else if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+               strcmp(op, "Div") == 0 || strcmp(op, "Pow") == 0 || strcmp(op, "Max") == 0 ||
+               strcmp(op, "Min") == 0 || strcmp(op, "Sum") == 0) {
+        s.kind = NV_STEP_BINARY;
+        const char *names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+        s.bin = NV_BIN_ADD;
+        for (int i = 0; i < NV_BIN_COUNT; i++)
+            if (strcmp(op, names[i]) == 0)
+                s.bin = (nv_binary_op)i;
+        /* Sum of k > 2: a chain of Adds through values of the output's shape. */
+        int n_in = s.n_in, acc = s.in[0];
+        for (int i = 1; i + 1 < n_in; i++) {
+            char name[512];
+            snprintf(name, sizeof name, "%s#sum%d", rn_node_output_name(n, 0), i);
+            int t;
+            rn_partial_shape sh = {.rank = y->rank};
+            memcpy(sh.dims, y->dims, sizeof sh.dims);
+            if ((st = add_value(l, name, RN_F32, &sh, &t)) != RN_OK)
+                return st;
+            nv_step a = s;
+            a.in[0] = acc, a.in[1] = s.in[i], a.n_in = 2, a.out = t;
+            if ((st = add_step(l, &a)) != RN_OK)
+                return st;
+            acc = t;
+        }
+        s.in[0] = acc, s.in[1] = s.in[n_in - 1], s.n_in = 2;
+    } else if (strcmp(op, "Concat") == 0) {
+        s.kind = NV_STEP_CONCAT;
+        int64_t axis = rn_node_attr_int(n, "axis", 0);
+        s.axis = (int)(axis < 0 ? axis + y->rank : axis);
+    } else if (strcmp(op, "Transpose") == 0) {
+        s.kind = NV_STEP_TRANSPOSE;
+        const int64_t *perm;
+        int np = rn_node_attr_ints(n, "perm", &perm);
+        for (int d = 0; d < x->rank; d++)
+            s.perm[d] = np == x->rank ? perm[d] : x->rank - 1 - d;
+    } else if (strcmp(op, "LayerNormalization") == 0) {
+        s.kind = NV_STEP_LAYERNORM;
+        s.cols = x->dims[x->rank - 1];
+        s.rows = (int64_t)(x->count / (size_t)(s.cols ? s.cols : 1));
+        s.epsilon = rn_node_attr_float(n, "epsilon", 1e-5f);
+        if (s.n_in < 3)
+            s.in[2] = -1, s.n_in = 3;
+    } else if (strcmp(op, "Gather") == 0) {
+        s.kind = NV_STEP_GATHER;
+        int64_t axis = rn_node_attr_int(n, "axis", 0);
+        if (axis < 0)
+            axis += x->rank;
+        s.axis = (int)axis;
+        s.outer = prod(x->dims, 0, (int)axis);
+        s.axis_dim = x->dims[axis];
+        s.inner = prod(x->dims, (int)axis + 1, x->rank);
+        s.n_idx = (int64_t)p->values[s.in[1]].count;
+    } else if (strcmp(op, "ReduceMean") == 0) {
+        s.kind = NV_STEP_REDUCE_MEAN;
+        s.cols = x->dims[x->rank - 1];
+        s.rows = (int64_t)(x->count / (size_t)(s.cols ? s.cols : 1));
+        s.n_in = 1;
+    } else if (strcmp(op, "BatchNormalization") == 0 ||
+               strcmp(op, "FusedBatchNormalization") == 0) {
+        s.kind = NV_STEP_BATCHNORM;
+        s.epsilon = rn_node_attr_float(n, "epsilon", 1e-5f);
+        s.rows = x->dims[0];
+        s.cols = x->dims[1];
+        s.inner = prod(x->dims, 2, x->rank);
+        if (strcmp(op, "FusedBatchNormalization") == 0)
+            fused_act(n, &s);
+    } else {
+        /* The unary activations. */
+        s.kind = NV_STEP_UNARY;
+        s.n_in = 1;
+        const char *names[NV_ACT_COUNT] = {
+            [NV_ACT_RELU] = "Relu", [NV_ACT_SIGMOID] = "Sigmoid",
+            [NV_ACT_TANH] = "Tanh", [NV_ACT_LEAKY_RELU] = "LeakyRelu",
+            [NV_ACT_CLIP] = "Clip", [NV_ACT_GELU] = "Gelu",
+            [NV_ACT_ERF] = "Erf",   [NV_ACT_SQRT] = "Sqrt",
+            [NV_ACT_EXP] = "Exp",   [NV_ACT_NEG] = "Neg",
+            [NV_ACT_ABS] = "Abs",   [NV_ACT_RECIPROCAL] = "Reciprocal"};
+        for (int a = 1; a < NV_ACT_COUNT; a++)
+            if (names[a] != NULL && strcmp(op, names[a]) == 0)
+                s.act = (nv_act)a;
+        if (s.act == NV_ACT_LEAKY_RELU)
+            s.alpha = rn_node_attr_float(n, "alpha", 0.01f);
+        if (s.act == NV_ACT_CLIP) {
+            s.alpha = rn_node_has_attr(n, "min") ? rn_node_attr_float(n, "min", 0)
+                                                 : const_scalar(n, 1, -3.4e38f);
+            s.beta = rn_node_has_attr(n, "max") ? rn_node_attr_float(n, "max", 0)
+                                                : const_scalar(n, 2, 3.4e38f);
+        }
+        if (s.act == NV_ACT_GELU &&
+            strcmp(rn_node_attr_string(n, "approximate", "none"), "tanh") == 0)
+            s.act = NV_ACT_GELU_TANH;
+        if (s.act == NV_ACT_NONE)
+            return rn_set_error(RN_INTERNAL, "NVIDIA: node '%s': no lowering for %s",
+                                rn_node_name(n), op);
+    }
+    return add_step(l, &s);
+}
+
+/* Partition inputs: constants (uploaded once) or the request's inputs. */
+static rn_status lower_inputs(lowering *l, const char *const *names, int n)
+{
+    nv_program *p = l->p;
+    for (int i = 0; i < n; i++) {
+        const rn_node *reader = NULL;
+        int port = -1;
+        for (int k = 0; k < l->n_nodes && reader == NULL; k++)
+            for (int j = 0; j < rn_node_input_count(l->nodes[k]); j++)
+                if (strcmp(rn_node_input_name(l->nodes[k], j), names[i]) == 0) {
+                    reader = l->nodes[k], port = j;
+                    break;
+                }
+        if (reader == NULL)
+            return rn_set_error(RN_INTERNAL, "NVIDIA: no node reads the partition input '%s'",
+                                names[i]);
+        rn_partial_shape s = rn_node_input_shape(reader, port);
+        int v;
+        rn_status st = add_value(l, names[i], rn_node_input_type(reader, port), &s, &v);
+        if (st != RN_OK)
+            return st;
+        const rn_kernel_tensor *c = rn_node_input_constant(reader, port);
+        if (c != NULL) {
+            p->values[v].storage = NV_CONST;
+            p->values[v].host_data = c->data;
+        } else {
+            p->values[v].input = p->n_inputs++;
+        }
+    }
+    return RN_OK;
+}
+
+/* In f16 mode an f32 input is uploaded as f32 into a staging value and
+ * converted; an output is converted into a staging value and downloaded. */
+static rn_status add_staging(lowering *l, int v, bool output, int *stage)
+{
+    nv_program *p = l->p;
+    const nv_value *x = &p->values[v];
+    *stage = v;
+    if (x->type == x->host_type)
+        return RN_OK;
+    char name[512];
+    snprintf(name, sizeof name, "%s#%s", x->name, output ? "download" : "upload");
+    rn_partial_shape s = {.rank = x->rank};
+    memcpy(s.dims, x->dims, sizeof s.dims);
+    bool half = p->half;
+    p->half = false; /* the staging value keeps the host type */
+    rn_status st = add_value(l, name, x->host_type, &s, stage);
+    p->half = half;
+    return st;
+}
+
+static void touch(nv_program *p, int v, int step)
+{
+    if (v < 0)
+        return;
+    nv_value *r = &p->values[p->values[v].root];
+    if (r->first == -2)
+        r->first = step;
+    r->last = step;
+}
+
+/* Liveness-based placement: roots by decreasing size, each at the lowest
+ * offset that overlaps no placed value alive at the same time. */
+static rn_status plan_memory(nv_program *p)
+{
+    int n = 0;
+    int *order = malloc(((size_t)p->n_values + 1) * sizeof *order);
+    if (order == NULL)
+        return oom();
+    size_t weights = 0;
+    for (int v = 0; v < p->n_values; v++) {
+        nv_value *x = &p->values[v];
+        if (x->root != v)
+            continue;
+        if (x->storage == NV_CONST) {
+            x->offset = weights;
+            weights += align_up(x->nbytes ? x->nbytes : 1);
+        } else {
+            order[n++] = v;
+        }
+    }
+    p->weights_bytes = weights;
+    /* Insertion sort by size, largest first (stable: deterministic plans). */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && p->values[order[j]].nbytes > p->values[order[j - 1]].nbytes; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    size_t top = 0;
+    for (int i = 0; i < n; i++) {
+        nv_value *x = &p->values[order[i]];
+        size_t size = align_up(x->nbytes ? x->nbytes : 1), off = 0;
+        bool moved = true;
+        while (moved) {
+            moved = false;
+            for (int j = 0; j < i; j++) {
+                const nv_value *o = &p->values[order[j]];
+                size_t osize = align_up(o->nbytes ? o->nbytes : 1);
+                bool time = x->first <= o->last && o->first <= x->last;
+                if (time && off < o->offset + osize && o->offset < off + size) {
+                    off = o->offset + osize;
+                    moved = true;
+                }
+            }
+        }
+        x->offset = off;
+        if (off + size > top)
+            top = off + size;
+    }
+    p->arena_bytes = top;
+    free(order);
+    return RN_OK;
+}
+
+rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
+                   int n_inputs, const char *const *output_names, int n_outputs, bool half,
+                   nv_program **out)
+{
+    nv_program *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return oom();
+    p->half = half;
+    lowering l = {.p = p, .nodes = nodes, .n_nodes = n_nodes};
+    rn_status st = RN_OK;
+    for (int i = 0; i < n_nodes && st == RN_OK; i++) {
+        const char *why = "";
+        if (!nv_supports(nodes[i], &why))
+            st = rn_set_error(RN_UNSUPPORTED, "NVIDIA: node '%s' (%s): %s", rn_node_name(nodes[i]),
+                              rn_node_op_type(nodes[i]), why);
+    }
+    if (st == RN_OK)
+        st = lower_inputs(&l, input_names, n_inputs);
+    /* Conversions of the f32 inputs come first. */
+    int n_declared = p->n_values;
+    p->input_value = calloc((size_t)p->n_inputs + 1, sizeof *p->input_value);
+    p->input_stage = calloc((size_t)p->n_inputs + 1, sizeof *p->input_stage);
+    p->input_pinned = calloc((size_t)p->n_inputs + 1, sizeof *p->input_pinned);
+    int *stage_in = calloc((size_t)p->n_inputs + 1, sizeof *stage_in);
+    if (st == RN_OK && (!p->input_value || !p->input_stage || !p->input_pinned || !stage_in))
+        st = oom();
+    for (int v = 0; v < n_declared && st == RN_OK; v++) {
+        int i = p->values[v].input;
+        if (i < 0)
+            continue;
+        p->input_value[i] = v;
+        if ((st = add_staging(&l, v, false, &stage_in[i])) == RN_OK && stage_in[i] != v)
+            st = add_step(&l, &(nv_step){.kind = NV_STEP_CONVERT,
+                                         .node = p->values[v].name,
+                                         .op = "Convert",
+                                         .in = {stage_in[i]},
+                                         .n_in = 1,
+                                         .out = v});
+    }
+    for (int i = 0; i < n_nodes && st == RN_OK; i++)
+        st = lower_node(&l, nodes[i]);
+    /* Outputs, converted back to f32 where they were computed in f16. */
+    p->n_outputs = n_outputs;
+    p->output_value = calloc((size_t)n_outputs + 1, sizeof *p->output_value);
+    p->output_stage = calloc((size_t)n_outputs + 1, sizeof *p->output_stage);
+    p->output_pinned = calloc((size_t)n_outputs + 1, sizeof *p->output_pinned);
+    int *stage_out = calloc((size_t)n_outputs + 1, sizeof *stage_out);
+    if (st == RN_OK && (!p->output_value || !p->output_stage || !p->output_pinned || !stage_out))
+        st = oom();
+    for (int o = 0; o < n_outputs && st == RN_OK; o++) {
+        int v = find_value(p, output_names[o]);
+        if (v < 0) {
+            st = rn_set_error(RN_INTERNAL, "NVIDIA: no node writes the partition output '%s'",
+                              output_names[o]);
+            break;
+        }
+        if (p->values[p->values[v].root].storage == NV_CONST) {
+            st = rn_set_error(RN_UNSUPPORTED, "NVIDIA: output '%s' is a constant of the model",
+                              output_names[o]);
+            break;
+        }
+        p->values[v].output = o;
+        p->output_value[o] = v;
+        if ((st = add_staging(&l, v, true, &stage_out[o])) == RN_OK && stage_out[o] != v)
+            st = add_step(&l, &(nv_step){.kind = NV_STEP_CONVERT,
+                                         .node = p->values[v].name,
+                                         .op = "Convert",
+                                         .in = {v},
+                                         .n_in = 1,
+                                         .out = stage_out[o]});
+    }
+    if (st == RN_OK) {
+        /* Inputs live from the start (upload), outputs to the end (download). */
+        for (int i = 0; i < p->n_inputs; i++)
+            touch(p, stage_in[i], -1);
+        for (int k = 0; k < p->n_steps; k++) {
+            const nv_step *s = &p->steps[k];
+            for (int i = 0; i < s->n_in; i++)
+                touch(p, s->in[i], k);
+            touch(p, s->out, k);
+        }
+        for (int o = 0; o < n_outputs; o++)
+            touch(p, stage_out[o], p->n_steps);
+        for (int v = 0; v < p->n_values; v++)
+            if (p->values[v].root == v && p->values[v].first == -2)
+                p->values[v].first = p->values[v].last = -1; /* read by nothing */
+        st = plan_memory(p);
+    }
+    if (st == RN_OK) {
+        size_t pinned = 0;
+        for (int i = 0; i < p->n_inputs; i++) {
+            const nv_value *s = &p->values[stage_in[i]];
+            p->input_stage[i] = p->values[s->root].offset;
+            p->input_pinned[i] = pinned;
+            pinned += align_up(s->nbytes);
+        }
+        for (int o = 0; o < n_outputs; o++) {
+            const nv_value *s = &p->values[stage_out[o]];
+            p->output_stage[o] = p->values[s->root].offset;
+            p->output_pinned[o] = pinned;
+            pinned += align_up(s->nbytes);
+        }
+        p->pinned_bytes = pinned;
+    }
+    free(stage_in);
+    free(stage_out);
+    if (st != RN_OK) {
+        nv_program_free(p);
+        return st;
+    }
+    *out = p;
+    return RN_OK;
+}
+
+void nv_program_free(nv_program *p)
+{
+    if (p == NULL)
+        return;
+    for (int v = 0; v < p->n_values; v++)
+        free(p->values[v].name);
+    free(p->values);
+    free(p->steps);
+    free(p->input_value);
+    free(p->input_stage);
+    free(p->input_pinned);
+    free(p->output_value);
+    free(p->output_stage);
+    free(p->output_pinned);
+    free(p);
+}
+
+int nv_program_count(const nv_program *p, nv_step_kind kind)
+{
+    int n = 0;
+    for (int k = 0; k < p->n_steps; k++)
+        n += p->steps[k].kind == kind;
+    return n;
+}
+
+const char *nv_step_kind_name(nv_step_kind kind)
+{
+    static const char *const names[] = {
+        [NV_STEP_CONVERT] = "Convert",
+        [NV_STEP_CONV] = "cudnn_conv",
+        [NV_STEP_GEMM] = "cublas_gemm",
+        [NV_STEP_POOL] = "cudnn_pool",
+        [NV_STEP_LRN] = "cudnn_lrn",
+        [NV_STEP_SOFTMAX] = "cudnn_softmax",
+        [NV_STEP_UNARY] = "cuda_unary",
+        [NV_STEP_BINARY] = "cuda_binary",
+        [NV_STEP_CONCAT] = "cuda_concat",
+        [NV_STEP_TRANSPOSE] = "cuda_transpose",
+        [NV_STEP_LAYERNORM] = "cuda_layernorm",
+        [NV_STEP_GATHER] = "cuda_gather",
+        [NV_STEP_REDUCE_MEAN] = "cuda_reduce_mean",
+        [NV_STEP_BATCHNORM] = "cuda_batchnorm",
+    };
+    return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
+}

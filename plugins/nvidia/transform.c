@@ -1,0 +1,85 @@
+/* What NVIDIA does to a model before lowering it: the default pipeline
+ * (constant folding with REF's kernels), then the fusions its kernels take
+ * (BatchNormalization and scale/shift folded into convolutions, Conv + Add
+ * and Conv/Gemm + activation into FusedConv / FusedGemm, which become one
+ * cuDNN graph or one cuBLAS call; Gelu and LayerNormalization patterns back
+ * into one node); and lowering a whole graph, as the partition sees it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/ops.h"
+#include "plugins/api/const_eval.h"
+#include "plugins/nvidia/nvidia.h"
+#include "transforms/transforms.h"
+
+rn_status nv_transform(const graph *model, const plugin_kernel_registry *ref,
+                       const plugin_properties *props, graph **out)
+{
+    graph *g;
+    rn_status st = graph_clone(model, &g);
+    if (st != RN_OK)
+        return st;
+    transforms_options o = {.const_eval = plugin_const_eval,
+                            .const_eval_ctx = (void *)ref,
+                            .fold_max_tensor_bytes = (size_t)1 << 30};
+    transforms_pipeline *tp = NULL;
+    st = transforms_default_pipeline(&o, &tp);
+    struct {
+        const char *name;
+        transforms_pass_fn fn;
+        unsigned flags;
+    } passes[] = {
+        {"fold_batchnorm", transforms_fold_batchnorm, 0},
+        {"fold_scale_shift", transforms_fold_scale_shift, TRANSFORMS_REPEAT},
+        {"fuse_gelu", transforms_fuse_gelu, 0},
+        {"fuse_layernorm", transforms_fuse_layernorm, 0},
+        {"fuse_conv_add", transforms_fuse_conv_add, 0},
+        {"fuse_activation", transforms_fuse_activation, 0},
+        {"eliminate_dead_nodes_after_fusion", transforms_eliminate_dead_nodes, 0},
+    };
+    for (size_t i = 0; i < sizeof passes / sizeof passes[0] && st == RN_OK; i++)
+        st = transforms_pipeline_add(tp, passes[i].name, passes[i].fn, NULL, passes[i].flags);
+    if (st == RN_OK && props->disable_transformations)
+        st = transforms_pipeline_configure(tp, "-*,+add_preprocessing");
+    if (st == RN_OK)
+        st = transforms_pipeline_run(tp, g, NULL);
+    if (st == RN_OK)
+        st = graph_infer_shapes(g);
+    transforms_pipeline_free(tp);
+    if (st != RN_OK) {
+        graph_free(g);
+        return st;
+    }
+    *out = g;
+    return RN_OK;
+}
+
+rn_status nv_lower_graph(const graph *g, bool half, nv_program **out)
+{
+    const char **in = calloc((size_t)g->n_values + 1, sizeof *in);
+    const char **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
+    if (in == NULL || outs == NULL) {
+        free(in);
+        free(outs);
+        return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    }
+    int n_in = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        const graph_value *x = g->values[v];
+        if (x->producer != NULL)
+            continue;
+        bool read = false;
+        for (int k = 0; k < g->n_nodes && !read; k++)
+            for (int i = 0; i < g->nodes[k]->n_inputs; i++)
+                read |= g->nodes[k]->inputs[i] == x;
+        if (read)
+            in[n_in++] = x->name;
+    }
+    for (int o = 0; o < g->n_outputs; o++)
+        outs[o] = g->outputs[o]->name;
+    rn_status st = nv_lower((const rn_node *const *)g->nodes, g->n_nodes, in, n_in, outs,
+                            g->n_outputs, half, out);
+    free(in);
+    free(outs);
+    return st;
+}

@@ -1,0 +1,453 @@
+/* The NVIDIA device's on-device check, run on a GPU machine by
+ * scripts/nvidia-harness (docs/nvidia.md). No Criterion and no Bazel there:
+ * a plain program over the public API (libruntime.so) that loads the plugin
+ * with dlopen and prints one line per check and "N passed, N failed".
+ *
+ *   nvidia_check --plugin libnvidia.so --models DIR [--precision f32|f16|both]
+ *                [--only MODEL] [--bench [--seconds S]] [--allow-skip]
+ *
+ * Checks: each light model of DIR (light_X.onnx, whose input is arange(n)/n,
+ * against light_X_output_0.pb, ONNX's output) in f32 (rtol 1e-3) and f16
+ * (rtol 1e-2); async requests giving the sync result; the callback receiving
+ * the status; cancel, then the request reused; wait_for; a stress of
+ * requests in flight. --bench: ResNet-50 at batch 1 and 32, f32 and f16,
+ * LATENCY (median latency) and THROUGHPUT (FPS with the optimal requests in
+ * flight), and ratio= against the sum of the per-layer times measured with
+ * CUDA events in the same run (NVIDIA_STEP_TIMING).
+ *
+ * Exit status: 0 when every check passed; 1 when one failed; 77 when the
+ * device is absent (0 with --allow-skip, as on machines without a GPU). */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runnel/runnel.h"
+#include "third_party/onnx_proto/onnx.pb-c.h"
+
+static int passed, failed;
+
+static void result(bool ok, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void result(bool ok, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s %s: ", ok ? "PASS" : "FAIL", name);
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
+    if (ok)
+        passed++;
+    else
+        failed++;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ONNX's expected output: a TensorProto of floats (raw or float_data). */
+static float *read_expected(const char *path, size_t *count)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)size + 1);
+    size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
+    fclose(f);
+    if (got != (size_t)size) {
+        free(buf);
+        return NULL;
+    }
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, (size_t)size, buf);
+    free(buf);
+    if (t == NULL)
+        return NULL;
+    size_t n = 1;
+    for (size_t d = 0; d < t->n_dims; d++)
+        n *= (size_t)t->dims[d];
+    float *out = malloc(n * sizeof *out + 1);
+    if (out != NULL && t->has_raw_data && t->raw_data.len == n * sizeof(float))
+        memcpy(out, t->raw_data.data, n * sizeof(float));
+    else if (out != NULL && t->n_float_data == n)
+        memcpy(out, t->float_data, n * sizeof(float));
+    else {
+        free(out);
+        out = NULL;
+    }
+    onnx__tensor_proto__free_unpacked(t, NULL);
+    *count = n;
+    return out;
+}
+
+static void fill_input(rn_infer_request *r, float offset)
+{
+    rn_tensor *in;
+    if (rn_infer_request_get_input_tensor(r, 0, &in) != RN_OK)
+        return;
+    float *x = rn_tensor_data(in);
+    size_t n = rn_tensor_element_count(in);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)i / (float)n + offset;
+}
+
+/* Largest violation of |a - b| <= atol + rtol |b| (<= 1 passes). */
+static double worst(const float *a, const float *b, size_t n, double rtol, double atol)
+{
+    double w = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - (double)b[i]) / (atol + rtol * fabs((double)b[i]));
+        if (!(e <= w)) /* NaN counts */
+            w = isnan(e) ? INFINITY : e;
+    }
+    return w;
+}
+
+static const float *output(rn_infer_request *r, size_t *n)
+{
+    rn_tensor *out;
+    if (rn_infer_request_get_output_tensor(r, 0, &out) != RN_OK)
+        return NULL;
+    *n = rn_tensor_element_count(out);
+    return rn_tensor_data(out);
+}
+
+static rn_compiled_model *compile(rn_core *core, rn_model *m, const char *precision,
+                                  const char *hint)
+{
+    rn_property p[] = {{"INFERENCE_PRECISION_HINT", precision}, {"PERFORMANCE_HINT", hint}};
+    rn_compiled_model *cm = NULL;
+    if (rn_core_compile_model(core, m, "NVIDIA", p, 2, &cm) != RN_OK)
+        return NULL;
+    return cm;
+}
+
+static void check_model(rn_core *core, const char *dir, const char *name, const char *precision)
+{
+    char path[1024], want_path[1024], check[256];
+    snprintf(path, sizeof path, "%s/light_%s.onnx", dir, name);
+    snprintf(want_path, sizeof want_path, "%s/light_%s_output_0.pb", dir, name);
+    snprintf(check, sizeof check, "model_%s_%s", name, precision);
+    size_t n_want = 0;
+    float *want = read_expected(want_path, &n_want);
+    rn_model *m = NULL;
+    if (want == NULL || rn_core_read_model(core, path, &m) != RN_OK) {
+        result(false, check, "cannot read %s or %s: %s", path, want_path, rn_last_error());
+        free(want);
+        return;
+    }
+    double t0 = now_s();
+    rn_compiled_model *cm = compile(core, m, precision, "LATENCY");
+    double compile_s = now_s() - t0;
+    rn_infer_request *r = NULL;
+    if (cm == NULL || rn_compiled_model_create_infer_request(cm, &r) != RN_OK) {
+        result(false, check, "compile: %s", rn_last_error());
+    } else {
+        fill_input(r, 0.0f);
+        /* Three runs: eager (warm-up), captured into a CUDA graph, replayed. */
+        bool f16 = strcmp(precision, "f16") == 0;
+        double rtol = f16 ? 1e-2 : 1e-3, atol = f16 ? 1e-3 : 1e-5, w = 0;
+        size_t n = 0;
+        const float *got = NULL;
+        bool ran = true;
+        for (int run = 0; run < 3 && ran; run++) {
+            ran =
+                rn_infer_request_infer(r) == RN_OK && (got = output(r, &n)) != NULL && n == n_want;
+            double e = ran ? worst(got, want, n, rtol, atol) : INFINITY;
+            w = e > w ? e : w;
+        }
+        if (!ran)
+            result(false, check, "infer: %zu outputs (ONNX: %zu): %s", n, n_want, rn_last_error());
+        else
+            result(w <= 1.0, check,
+                   "worst |diff| / (%g + %g |ref|) = %.3f over 3 runs, compiled in %.2f s", atol,
+                   rtol, w, compile_s);
+    }
+    rn_infer_request_free(r);
+    rn_compiled_model_free(cm);
+    rn_model_free(m);
+    free(want);
+}
+
+/* ---- async, callbacks, cancel, stress ---- */
+
+typedef struct {
+    atomic_int calls;
+    atomic_int status;
+} callback_state;
+
+static void on_done(rn_infer_request *r, rn_status st, void *user)
+{
+    (void)r;
+    callback_state *c = user;
+    atomic_store(&c->status, (int)st);
+    atomic_fetch_add(&c->calls, 1);
+}
+
+#define N_FLIGHT 4
+
+static void check_async(rn_core *core, const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/light_squeezenet.onnx", dir);
+    rn_model *m = NULL;
+    if (rn_core_read_model(core, path, &m) != RN_OK) {
+        result(false, "async", "cannot read %s: %s", path, rn_last_error());
+        return;
+    }
+    rn_compiled_model *cm = compile(core, m, "f32", "THROUGHPUT");
+    rn_infer_request *r[N_FLIGHT] = {0};
+    float *ref[N_FLIGHT] = {0};
+    size_t n = 0;
+    bool ok = cm != NULL;
+    for (int i = 0; i < N_FLIGHT && ok; i++)
+        ok = rn_compiled_model_create_infer_request(cm, &r[i]) == RN_OK;
+    if (!ok) {
+        result(false, "async", "compile: %s", rn_last_error());
+        goto done;
+    }
+    /* References: sync runs of each request's input. */
+    for (int i = 0; i < N_FLIGHT; i++) {
+        fill_input(r[i], 0.1f * (float)i);
+        const float *o;
+        if (rn_infer_request_infer(r[i]) != RN_OK || (o = output(r[i], &n)) == NULL) {
+            result(false, "async", "sync infer: %s", rn_last_error());
+            goto done;
+        }
+        ref[i] = malloc(n * sizeof(float));
+        memcpy(ref[i], o, n * sizeof(float));
+    }
+    /* 1: requests in flight together give their sync results. */
+    double w = 0;
+    bool started = true;
+    for (int i = 0; i < N_FLIGHT; i++)
+        started &= rn_infer_request_start_async(r[i]) == RN_OK;
+    for (int i = 0; i < N_FLIGHT; i++) {
+        started &= rn_infer_request_wait(r[i]) == RN_OK;
+        const float *o = output(r[i], &n);
+        double e = o ? worst(o, ref[i], n, 1e-5, 1e-6) : INFINITY;
+        w = e > w ? e : w;
+    }
+    result(started && w <= 1.0, "async_matches_sync", "%d in flight, worst %.3f (%s)", N_FLIGHT, w,
+           started ? "ok" : rn_last_error());
+    /* 2: the callback receives the status, before wait returns. */
+    callback_state cb = {0};
+    rn_infer_request_set_callback(r[0], on_done, &cb);
+    rn_status st = rn_infer_request_start_async(r[0]);
+    if (st == RN_OK)
+        st = rn_infer_request_wait(r[0]);
+    result(st == RN_OK && atomic_load(&cb.calls) == 1 && atomic_load(&cb.status) == RN_OK,
+           "callback_gets_status", "calls %d, status %d", atomic_load(&cb.calls),
+           atomic_load(&cb.status));
+    rn_infer_request_set_callback(r[0], NULL, NULL);
+    /* 3: wait_for with no time left says not ready or done; wait finishes. */
+    st = rn_infer_request_start_async(r[1]);
+    rn_status early = rn_infer_request_wait_for(r[1], 0);
+    rn_status late = rn_infer_request_wait(r[1]);
+    result(st == RN_OK && (early == RN_RESULT_NOT_READY || early == RN_OK) && late == RN_OK,
+           "wait_for", "wait_for(0) %s, wait %s", rn_status_name(early), rn_status_name(late));
+    /* 4: cancel: the run ends cancelled or complete, and the request runs again. */
+    st = rn_infer_request_start_async(r[2]);
+    rn_infer_request_cancel(r[2]);
+    rn_status end = rn_infer_request_wait(r[2]);
+    rn_status again = rn_infer_request_infer(r[2]);
+    const float *o = output(r[2], &n);
+    double e = o ? worst(o, ref[2], n, 1e-5, 1e-6) : INFINITY;
+    result(st == RN_OK && (end == RN_OK || end == RN_CANCELLED) && again == RN_OK && e <= 1.0,
+           "cancel_then_reuse", "cancelled run %s, next run %s, worst %.3f", rn_status_name(end),
+           rn_status_name(again), e);
+    /* 5: stress: rounds of every request in flight, results checked at the end. */
+    double t0 = now_s();
+    int rounds = 200, errors = 0;
+    for (int k = 0; k < rounds; k++) {
+        for (int i = 0; i < N_FLIGHT; i++)
+            errors += rn_infer_request_start_async(r[i]) != RN_OK;
+        for (int i = 0; i < N_FLIGHT; i++)
+            errors += rn_infer_request_wait(r[i]) != RN_OK;
+    }
+    double secs = now_s() - t0;
+    w = 0;
+    for (int i = 0; i < N_FLIGHT; i++) {
+        o = output(r[i], &n);
+        e = o ? worst(o, ref[i], n, 1e-5, 1e-6) : INFINITY;
+        w = e > w ? e : w;
+    }
+    result(errors == 0 && w <= 1.0, "stress", "%d runs, %d errors, worst %.3f, %.0f runs/s",
+           rounds * N_FLIGHT, errors, w, rounds * N_FLIGHT / secs);
+done:
+    for (int i = 0; i < N_FLIGHT; i++) {
+        rn_infer_request_free(r[i]);
+        free(ref[i]);
+    }
+    rn_compiled_model_free(cm);
+    rn_model_free(m);
+}
+
+/* ---- benchmarks ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void bench(rn_core *core, const char *dir, double seconds)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/light_resnet50.onnx", dir);
+    const char *precisions[] = {"f32", "f16"};
+    int batches[] = {1, 32};
+    for (int pi = 0; pi < 2; pi++)
+        for (int bi = 0; bi < 2; bi++) {
+            rn_model *m = NULL;
+            if (rn_core_read_model(core, path, &m) != RN_OK) {
+                printf("bench: cannot read %s: %s\n", path, rn_last_error());
+                return;
+            }
+            rn_port port;
+            rn_model_input(m, 0, &port);
+            rn_partial_shape s = {.rank = 4, .dims = {batches[bi], 3, 224, 224}};
+            rn_model_reshape(m, port.name, &s);
+            /* LATENCY: one request, median of the runs; and the per-layer limit. */
+            rn_compiled_model *lat = compile(core, m, precisions[pi], "LATENCY");
+            rn_infer_request *r = NULL;
+            if (lat == NULL || rn_compiled_model_create_infer_request(lat, &r) != RN_OK) {
+                printf("bench resnet50 b%d %s: %s\n", batches[bi], precisions[pi], rn_last_error());
+                rn_compiled_model_free(lat);
+                rn_model_free(m);
+                continue;
+            }
+            fill_input(r, 0.0f);
+            for (int i = 0; i < 10; i++)
+                rn_infer_request_infer(r);
+            double times[50];
+            for (int i = 0; i < 50; i++) {
+                double t0 = now_s();
+                rn_infer_request_infer(r);
+                times[i] = now_s() - t0;
+            }
+            qsort(times, 50, sizeof times[0], cmp_double);
+            rn_property on = {"NVIDIA_STEP_TIMING", "YES"};
+            rn_compiled_model_set_property(lat, &on, 1);
+            double layers[20];
+            char buf[64];
+            for (int i = 0; i < 20; i++) {
+                rn_infer_request_infer(r);
+                rn_compiled_model_get_property(lat, "NVIDIA_STEP_TIME_US", buf, sizeof buf);
+                layers[i] = atof(buf) * 1e-6;
+            }
+            qsort(layers, 20, sizeof layers[0], cmp_double);
+            double limit_fps = batches[bi] / layers[10];
+            rn_infer_request_free(r);
+            rn_compiled_model_free(lat);
+            /* THROUGHPUT: the optimal number of requests kept in flight. */
+            rn_compiled_model *tp = compile(core, m, precisions[pi], "THROUGHPUT");
+            rn_infer_request *rs[16] = {0};
+            int nr = 4;
+            if (tp != NULL && rn_compiled_model_get_property(tp, "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
+                                                             buf, sizeof buf) == RN_OK)
+                nr = atoi(buf) > 0 && atoi(buf) <= 16 ? atoi(buf) : 4;
+            for (int i = 0; tp != NULL && i < nr; i++)
+                if (rn_compiled_model_create_infer_request(tp, &rs[i]) == RN_OK)
+                    fill_input(rs[i], 0.0f);
+            long runs = 0;
+            double t0 = now_s(), elapsed = 0;
+            while (tp != NULL && rs[nr - 1] != NULL && (elapsed = now_s() - t0) < seconds) {
+                for (int i = 0; i < nr; i++)
+                    rn_infer_request_start_async(rs[i]);
+                for (int i = 0; i < nr; i++)
+                    rn_infer_request_wait(rs[i]);
+                runs += nr;
+            }
+            double fps = elapsed > 0 ? (double)runs * batches[bi] / elapsed : 0;
+            printf("bench resnet50 batch=%d %s LATENCY median=%.3f ms fps=%.1f | THROUGHPUT "
+                   "requests=%d fps=%.1f | layer-sum=%.3f ms limit_fps=%.1f ratio=%.3f\n",
+                   batches[bi], precisions[pi], times[25] * 1e3, batches[bi] / times[25], nr, fps,
+                   layers[10] * 1e3, limit_fps, limit_fps > 0 ? fps / limit_fps : 0);
+            fflush(stdout);
+            for (int i = 0; i < nr; i++)
+                rn_infer_request_free(rs[i]);
+            rn_compiled_model_free(tp);
+            rn_model_free(m);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    const char *plugin = "libnvidia.so", *dir = "models", *precision = "both", *only = NULL;
+    bool do_bench = false, allow_skip = false;
+    double seconds = 10;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
+            plugin = argv[++i];
+        else if (strcmp(argv[i], "--models") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc)
+            precision = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+            seconds = atof(argv[++i]);
+        else if (strcmp(argv[i], "--bench") == 0)
+            do_bench = true;
+        else if (strcmp(argv[i], "--allow-skip") == 0)
+            allow_skip = true;
+        else {
+            fprintf(stderr,
+                    "usage: %s [--plugin PATH] [--models DIR] [--precision f32|f16|both] "
+                    "[--only MODEL] [--bench [--seconds S]] [--allow-skip]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    rn_core *core;
+    if (rn_core_create(&core) != RN_OK) {
+        fprintf(stderr, "rn_core_create: %s\n", rn_last_error());
+        return 1;
+    }
+    if (rn_core_load_plugin(core, "NVIDIA", plugin) != RN_OK) {
+        printf("SKIP NVIDIA: %s\n", rn_last_error());
+        printf("0 passed, 0 failed (device absent: every check skipped)\n");
+        rn_core_free(core);
+        return allow_skip ? 0 : 77;
+    }
+    const char *keys[] = {"FULL_DEVICE_NAME",        "DEVICE_ARCHITECTURE",
+                          "NVIDIA_CUDA_VERSION",     "NVIDIA_DRIVER_VERSION",
+                          "NVIDIA_CUDNN_VERSION",    "NVIDIA_CUBLAS_VERSION",
+                          "INFERENCE_PRECISION_HINT"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        char buf[256];
+        if (rn_core_get_property(core, "NVIDIA", keys[k], buf, sizeof buf) == RN_OK)
+            printf("%s = %s\n", keys[k], buf);
+    }
+    const char *names[] = {"bvlc_alexnet", "densenet121", "inception_v1",
+                           "inception_v2", "resnet50",    "shufflenet",
+                           "squeezenet",   "vgg19",       "zfnet512"};
+    for (int p = 0; p < 2; p++) {
+        const char *prec = p == 0 ? "f32" : "f16";
+        if (strcmp(precision, "both") != 0 && strcmp(precision, prec) != 0)
+            continue;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (only == NULL || strcmp(only, names[i]) == 0)
+                check_model(core, dir, names[i], prec);
+    }
+    if (only == NULL)
+        check_async(core, dir);
+    if (do_bench)
+        bench(core, dir, seconds);
+    printf("%d passed, %d failed\n", passed, failed);
+    rn_core_free(core);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,170 @@
+/* A transformer encoder block (embedding Gather, multi-head attention with
+ * Reshape/Transpose/batched MatMul/Softmax, residual Adds, LayerNorm and
+ * Gelu as exporters decompose them, a feed-forward pair of MatMuls) lowers
+ * entirely to NVIDIA's steps, with the LayerNorm and Gelu patterns fused
+ * back into one step each. Needs no GPU. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/nvidia/nvidia.h"
+#include "tests/transforms/transforms_test_util.h"
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        rn_status st_ = (expr);                                                                    \
+        cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
+    } while (0)
+
+enum { SEQ = 8, HID = 16, HEADS = 2, DH = 8, FFN = 32, VOCAB = 50 };
+
+static graph_value *weights(graph *g, const char *name, int64_t rows, int64_t cols)
+{
+    size_t n = (size_t)(rows * cols);
+    float *w = malloc(n * sizeof *w);
+    for (size_t i = 0; i < n; i++)
+        w[i] = (float)((i * 7919u + strlen(name)) % 97u) / 97.0f - 0.5f;
+    int64_t dims[2] = {rows, cols};
+    graph_value *v = tt_const_f32(g, name, cols > 0 && rows > 0 ? 2 : 1, dims, w);
+    free(w);
+    return v;
+}
+
+static graph_value *bias(graph *g, const char *name, int64_t n)
+{
+    float *b = calloc((size_t)n, sizeof *b);
+    for (int64_t i = 0; i < n; i++)
+        b[i] = 0.01f * (float)i;
+    graph_value *v = tt_const_f32(g, name, 1, &n, b);
+    free(b);
+    return v;
+}
+
+/* x @ W + b, named `name`. */
+static graph_value *linear(graph *g, const char *name, graph_value *x, int64_t in, int64_t out)
+{
+    char w[64], b[64], mm[64];
+    snprintf(w, sizeof w, "%s.W", name);
+    snprintf(b, sizeof b, "%s.b", name);
+    snprintf(mm, sizeof mm, "%s.mm", name);
+    graph_value *y = tt_binary(g, mm, "MatMul", x, weights(g, w, in, out));
+    return tt_binary(g, name, "Add", y, bias(g, b, out));
+}
+
+static graph_value *reshape(graph *g, const char *name, graph_value *x, int rank,
+                            const int64_t *shape)
+{
+    char s[64];
+    snprintf(s, sizeof s, "%s.shape", name);
+    int64_t r = rank;
+    graph_value *in[2] = {x, tt_const_i64(g, s, 1, &r, shape)};
+    return tt_op(g, name, "Reshape", 2, in);
+}
+
+static graph_value *transpose(graph *g, const char *name, graph_value *x, const int64_t *perm)
+{
+    graph_value *y = tt_unary(g, name, "Transpose", x);
+    tt_attr_ints(g, name, "perm", 4, perm);
+    return y;
+}
+
+static graph_value *layernorm(graph *g, const char *p, graph_value *x)
+{
+    const int64_t last[1] = {-1};
+    float two = 2.0f, eps = 1e-5f;
+    char n[10][64];
+    const char *parts[] = {"mean", "sub", "pow", "var", "add_eps",
+                           "sqrt", "div", "mul", "add", "two"};
+    for (int i = 0; i < 10; i++)
+        snprintf(n[i], sizeof n[i], "%s.%s", p, parts[i]);
+    graph_value *mean = tt_unary(g, n[0], "ReduceMean", x);
+    tt_attr_ints(g, n[0], "axes", 1, last);
+    graph_value *c = tt_binary(g, n[1], "Sub", x, mean);
+    graph_value *sq = tt_binary(g, n[2], "Pow", c, tt_const_f32(g, n[9], 0, NULL, &two));
+    graph_value *var = tt_unary(g, n[3], "ReduceMean", sq);
+    tt_attr_ints(g, n[3], "axes", 1, last);
+    char e[64], gm[64], bt[64];
+    snprintf(e, sizeof e, "%s.eps", p);
+    snprintf(gm, sizeof gm, "%s.gamma", p);
+    snprintf(bt, sizeof bt, "%s.beta", p);
+    graph_value *ve = tt_binary(g, n[4], "Add", var, tt_const_f32(g, e, 0, NULL, &eps));
+    graph_value *sd = tt_unary(g, n[5], "Sqrt", ve);
+    graph_value *nrm = tt_binary(g, n[6], "Div", c, sd);
+    graph_value *sc = tt_binary(g, n[7], "Mul", nrm, bias(g, gm, HID));
+    return tt_binary(g, n[8], "Add", sc, bias(g, bt, HID));
+}
+
+static graph_value *gelu(graph *g, graph_value *x)
+{
+    float s2 = 1.4142135381698608f, one = 1.0f, half = 0.5f;
+    graph_value *d = tt_binary(g, "gelu.div", "Div", x, tt_const_f32(g, "gelu.s2", 0, NULL, &s2));
+    graph_value *e = tt_unary(g, "gelu.erf", "Erf", d);
+    graph_value *a = tt_binary(g, "gelu.add", "Add", e, tt_const_f32(g, "gelu.one", 0, NULL, &one));
+    graph_value *m = tt_binary(g, "gelu.mul", "Mul", x, a);
+    return tt_binary(g, "gelu.half", "Mul", m, tt_const_f32(g, "gelu.h", 0, NULL, &half));
+}
+
+static graph *encoder(void)
+{
+    graph *g = tt_graph();
+    const int64_t ids_dims[2] = {1, SEQ};
+    graph_value *ids = tt_input(g, "ids", RN_I64, 2, ids_dims);
+    graph_value *emb_in[2] = {weights(g, "embedding", VOCAB, HID), ids};
+    graph_value *x = tt_op(g, "embed", "Gather", 2, emb_in); /* [1, SEQ, HID] */
+    const int64_t heads[4] = {1, SEQ, HEADS, DH}, flat[3] = {1, SEQ, HID};
+    const int64_t bhsd[4] = {0, 2, 1, 3}, bhds[4] = {0, 2, 3, 1};
+    graph_value *q =
+        transpose(g, "q.t", reshape(g, "q.r", linear(g, "q", x, HID, HID), 4, heads), bhsd);
+    graph_value *k =
+        transpose(g, "k.t", reshape(g, "k.r", linear(g, "k", x, HID, HID), 4, heads), bhds);
+    graph_value *v =
+        transpose(g, "v.t", reshape(g, "v.r", linear(g, "v", x, HID, HID), 4, heads), bhsd);
+    float scale = sqrtf((float)DH);
+    graph_value *s = tt_binary(g, "scores", "MatMul", q, k);
+    s = tt_binary(g, "scaled", "Div", s, tt_const_f32(g, "scale", 0, NULL, &scale));
+    graph_value *p = tt_unary(g, "probs", "Softmax", s);
+    tt_attr_int(g, "probs", "axis", -1);
+    graph_value *ctx = tt_binary(g, "context", "MatMul", p, v);
+    ctx = reshape(g, "context.r", transpose(g, "context.t", ctx, bhsd), 3, flat);
+    graph_value *h =
+        layernorm(g, "ln1", tt_binary(g, "res1", "Add", linear(g, "o", ctx, HID, HID), x));
+    graph_value *f = linear(g, "ffn2", gelu(g, linear(g, "ffn1", h, HID, FFN)), FFN, HID);
+    graph_value *y = layernorm(g, "ln2", tt_binary(g, "res2", "Add", f, h));
+    tt_output(g, y);
+    tt_finish(g);
+    return g;
+}
+
+Test(nvidia_encoder, lowers_entirely_with_layernorm_and_gelu_fused)
+{
+    graph *model = encoder();
+    plugin_kernel_registry *ref = tt_registry();
+    plugin_properties props;
+    plugin_properties_default(&props);
+    graph *g;
+    OK(nv_transform(model, ref, &props, &g));
+    nv_program *p;
+    OK(nv_lower_graph(g, false, &p));
+    cr_assert_eq(nv_program_count(p, NV_STEP_GATHER), 1);
+    cr_assert_eq(nv_program_count(p, NV_STEP_GEMM), 8, "6 projections, QK^T and PV");
+    cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 1);
+    cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 4);
+    cr_assert_eq(nv_program_count(p, NV_STEP_LAYERNORM), 2, "both decompositions fused");
+    cr_assert_eq(nv_program_count(p, NV_STEP_UNARY), 1, "the Gelu");
+    cr_assert_eq(nv_program_count(p, NV_STEP_REDUCE_MEAN), 0);
+    /* The attention's MatMuls are batched over the heads. */
+    int batched = 0;
+    for (int k = 0; k < p->n_steps; k++)
+        if (p->steps[k].kind == NV_STEP_GEMM && p->steps[k].batch == HEADS)
+            batched++;
+    cr_assert_eq(batched, 2);
+    nv_program *h;
+    OK(nv_lower_graph(g, true, &h));
+    cr_assert_eq(nv_program_count(h, NV_STEP_CONVERT), 1, "i64 ids stay, the f32 output converts");
+    nv_program_free(h);
+    nv_program_free(p);
+    graph_free(g);
+    graph_free(model);
+}

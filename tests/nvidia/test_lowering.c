@@ -1,0 +1,312 @@
+/* What the NVIDIA device decides without a GPU: which nodes it runs (the
+ * light CNNs entirely, an LSTM not), how the light models lower (fusions
+ * into cuDNN convolutions, a memory plan whose live values never share
+ * bytes, the f16 conversions), its properties and the reasons create
+ * gives, and cuDNN backend descriptors, which build on the host. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graph/onnx/onnx_reader.h"
+#include "plugins/nvidia/nvidia.h"
+#include "plugins/ref/ref.h"
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        rn_status st_ = (expr);                                                                    \
+        cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
+    } while (0)
+
+static const char *const light_models[] = {"bvlc_alexnet", "densenet121", "inception_v1",
+                                           "inception_v2", "resnet50",    "shufflenet",
+                                           "squeezenet",   "vgg19",       "zfnet512"};
+
+static bool find(const char *rel, char *buf, size_t size)
+{
+    const char *roots[] = {".cache/onnx-1.22.0", "../.cache/onnx-1.22.0"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(buf, size, "%s/%s", roots[i], rel);
+        if (access(buf, R_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The model as NVIDIA compiles it (transforms with REF's constant folding). */
+static graph *transformed(const char *rel)
+{
+    char path[512];
+    if (!find(rel, path, sizeof path))
+        cr_skip_test("%s is missing: run scripts/setup", rel);
+    graph *model, *g;
+    OK(onnx_read_file(path, &model));
+    plugin_kernel_registry *ref;
+    OK(plugin_kernel_registry_create(&ref));
+    OK(ref_register_kernels(ref));
+    plugin_properties props;
+    plugin_properties_default(&props);
+    OK(nv_transform(model, ref, &props, &g));
+    graph_free(model);
+    plugin_kernel_registry_free(ref);
+    return g;
+}
+
+static graph *light(const char *name)
+{
+    char rel[128];
+    snprintf(rel, sizeof rel, "light/light_%s.onnx", name);
+    return transformed(rel);
+}
+
+/* No two arena values alive at the same step share a byte. */
+static void check_memory_plan(const nv_program *p)
+{
+    size_t sum = 0;
+    for (int a = 0; a < p->n_values; a++) {
+        const nv_value *x = &p->values[a];
+        if (x->root != a || x->storage != NV_ARENA)
+            continue;
+        sum += x->nbytes;
+        cr_assert(x->offset + x->nbytes <= p->arena_bytes, "%s beyond the arena", x->name);
+        for (int b = a + 1; b < p->n_values; b++) {
+            const nv_value *y = &p->values[b];
+            if (y->root != b || y->storage != NV_ARENA || x->nbytes == 0 || y->nbytes == 0)
+                continue;
+            bool time = x->first <= y->last && y->first <= x->last;
+            bool space = x->offset < y->offset + y->nbytes && y->offset < x->offset + x->nbytes;
+            cr_assert(!(time && space), "'%s' [%d,%d] and '%s' [%d,%d] overlap", x->name, x->first,
+                      x->last, y->name, y->first, y->last);
+        }
+    }
+    cr_assert(p->arena_bytes < sum, "no reuse: arena %zu bytes, values %zu", p->arena_bytes, sum);
+}
+
+Test(nvidia_lowering, runs_every_light_model_entirely)
+{
+    for (size_t i = 0; i < sizeof light_models / sizeof light_models[0]; i++) {
+        graph *g = light(light_models[i]);
+        for (int k = 0; k < g->n_nodes; k++) {
+            const char *why = "";
+            cr_assert(nv_supports(g->nodes[k], &why), "%s: node '%s' (%s): %s", light_models[i],
+                      g->nodes[k]->name, g->nodes[k]->op_type, why);
+        }
+        nv_program *p;
+        OK(nv_lower_graph(g, false, &p));
+        cr_assert_eq(p->n_inputs, 1, "%s", light_models[i]);
+        cr_assert_eq(p->n_outputs, 1, "%s", light_models[i]);
+        cr_assert_eq(nv_program_count(p, NV_STEP_CONVERT), 0);
+        check_memory_plan(p);
+        nv_program_free(p);
+        graph_free(g);
+    }
+}
+
+Test(nvidia_lowering, resnet50_is_53_fused_convolutions)
+{
+    graph *g = light("resnet50");
+    nv_program *p;
+    OK(nv_lower_graph(g, false, &p));
+    /* ResNet-50: 49 convolutions on the main path and 4 projections; every
+     * BatchNormalization, ReLU and residual Add is inside a convolution. */
+    cr_assert_eq(nv_program_count(p, NV_STEP_CONV), 53);
+    cr_assert_eq(nv_program_count(p, NV_STEP_BINARY), 0);
+    cr_assert_eq(nv_program_count(p, NV_STEP_UNARY), 0);
+    cr_assert_eq(nv_program_count(p, NV_STEP_BATCHNORM), 0);
+    cr_assert_eq(nv_program_count(p, NV_STEP_POOL), 2); /* MaxPool, GlobalAveragePool */
+    cr_assert_eq(nv_program_count(p, NV_STEP_GEMM), 1);
+    int residual = 0, relu = 0;
+    for (int k = 0; k < p->n_steps; k++) {
+        const nv_step *s = &p->steps[k];
+        if (s->kind != NV_STEP_CONV)
+            continue;
+        residual += s->in[3] >= 0;
+        relu += s->act == NV_ACT_RELU;
+        cr_assert(s->in[2] >= 0, "conv '%s' has its folded bias", s->node);
+    }
+    cr_assert_eq(residual, 16, "one residual Add per bottleneck block");
+    cr_assert_eq(relu, 49, "every convolution but the 4 projections ends in ReLU");
+    /* Weights: 25.5 M parameters in f32. */
+    cr_assert(p->weights_bytes > 100000000u && p->weights_bytes < 104000000u, "%zu",
+              p->weights_bytes);
+    nv_program_free(p);
+    graph_free(g);
+}
+
+Test(nvidia_lowering, f16_converts_at_the_edges_and_halves_the_weights)
+{
+    graph *g = light("squeezenet");
+    nv_program *f32, *f16;
+    OK(nv_lower_graph(g, false, &f32));
+    OK(nv_lower_graph(g, true, &f16));
+    cr_assert_eq(nv_program_count(f16, NV_STEP_CONVERT), 2, "input and output");
+    cr_assert_eq(f16->steps[0].kind, NV_STEP_CONVERT);
+    cr_assert_eq(f16->steps[f16->n_steps - 1].kind, NV_STEP_CONVERT);
+    cr_assert_eq(f16->n_steps, f32->n_steps + 2);
+    for (int v = 0; v < f16->n_values; v++) {
+        const nv_value *x = &f16->values[v];
+        if (x->host_type == RN_F32 && strchr(x->name, '#') == NULL)
+            cr_assert_eq(x->type, RN_F16, "%s", x->name);
+    }
+    /* Staging keeps the host type: f32 bytes are uploaded and downloaded. */
+    const nv_value *in = &f16->values[f16->input_value[0]];
+    cr_assert_eq(f16->pinned_bytes, f32->pinned_bytes);
+    cr_assert_eq(in->type, RN_F16);
+    cr_assert(f16->weights_bytes < f32->weights_bytes * 6 / 10, "%zu vs %zu", f16->weights_bytes,
+              f32->weights_bytes);
+    check_memory_plan(f16);
+    nv_program_free(f32);
+    nv_program_free(f16);
+    graph_free(g);
+}
+
+Test(nvidia_lowering, refuses_what_it_does_not_run_naming_the_node)
+{
+    graph *g = transformed("node/test_lstm_defaults/model.onnx");
+    nv_program *p = NULL;
+    cr_assert_eq(nv_lower_graph(g, false, &p), RN_UNSUPPORTED);
+    cr_assert_null(p);
+    cr_assert(strstr(rn_last_error(), "(LSTM)") != NULL, "%s", rn_last_error());
+    cr_assert(strstr(rn_last_error(), "no kernel for this op") != NULL, "%s", rn_last_error());
+    graph_free(g);
+    g = transformed("node/test_nonzero_example/model.onnx");
+    cr_assert_eq(nv_lower_graph(g, false, &p), RN_UNSUPPORTED);
+    cr_assert(strstr(rn_last_error(), "NonZero") != NULL, "%s", rn_last_error());
+    graph_free(g);
+}
+
+Test(nvidia_properties, precision_tf32_and_slots)
+{
+    nv_properties p;
+    nv_properties_default(&p, true);
+    cr_assert_eq(p.base.inference_precision, RN_F16, "f16 by default with tensor cores");
+    cr_assert(p.cuda_graph, "CUDA graphs by default");
+    rn_property eager[] = {{"NVIDIA_CUDA_GRAPH", "NO"}};
+    OK(nv_properties_apply(&p, eager, 1));
+    cr_assert(!p.cuda_graph);
+    nv_properties_default(&p, false);
+    cr_assert_eq(p.base.inference_precision, RN_F32);
+    rn_property ok[] = {{"INFERENCE_PRECISION_HINT", "f16"},
+                        {"NVIDIA_ALLOW_TF32", "YES"},
+                        {"NVIDIA_MAX_SLOTS", "4"},
+                        {"PERFORMANCE_HINT", "THROUGHPUT"}};
+    OK(nv_properties_apply(&p, ok, 4));
+    cr_assert_eq(p.base.inference_precision, RN_F16);
+    cr_assert(p.allow_tf32);
+    cr_assert_eq(p.max_slots, 4);
+    char buf[32];
+    OK(nv_properties_get(&p, "NVIDIA_ALLOW_TF32", buf, sizeof buf));
+    cr_assert_str_eq(buf, "YES");
+    OK(nv_properties_get(&p, "INFERENCE_PRECISION_HINT", buf, sizeof buf));
+    cr_assert_str_eq(buf, "f16");
+    /* A bad value anywhere changes nothing and names the key. */
+    rn_property bad[] = {{"NVIDIA_MAX_SLOTS", "2"}, {"NVIDIA_ALLOW_TF32", "maybe"}};
+    cr_assert_eq(nv_properties_apply(&p, bad, 2), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "NVIDIA_ALLOW_TF32") != NULL, "%s", rn_last_error());
+    cr_assert_eq(p.max_slots, 4);
+    rn_property slots[] = {{"NVIDIA_MAX_SLOTS", "0"}};
+    cr_assert_eq(nv_properties_apply(&p, slots, 1), RN_INVALID_ARG);
+    rn_property bf16[] = {{"INFERENCE_PRECISION_HINT", "bf16"}};
+    cr_assert_eq(nv_properties_apply(&p, bf16, 1), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "INFERENCE_PRECISION_HINT") != NULL, "%s", rn_last_error());
+    rn_property unknown[] = {{"NVIDIA_FAST", "YES"}};
+    cr_assert_eq(nv_properties_apply(&p, unknown, 1), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "NVIDIA_FAST") != NULL, "%s", rn_last_error());
+}
+
+Test(nvidia_properties, device_properties_from_the_probe)
+{
+    nv_device_info d = {.device_id = 0,
+                        .name = "NVIDIA H100 80GB HBM3",
+                        .cc_major = 9,
+                        .cc_minor = 0,
+                        .total_memory = 85024079872u,
+                        .sm_count = 132,
+                        .runtime_version = 13000,
+                        .driver_version = 12080,
+                        .cudnn_version = 91900,
+                        .cublas_version = 130100};
+    char buf[128];
+    OK(nv_device_property(&d, "DEVICE_ARCHITECTURE", buf, sizeof buf));
+    cr_assert_str_eq(buf, "sm_90");
+    OK(nv_device_property(&d, "NVIDIA_CUDA_VERSION", buf, sizeof buf));
+    cr_assert_str_eq(buf, "13.0");
+    OK(nv_device_property(&d, "NVIDIA_DRIVER_VERSION", buf, sizeof buf));
+    cr_assert_str_eq(buf, "12.8");
+    OK(nv_device_property(&d, "NVIDIA_CUDNN_VERSION", buf, sizeof buf));
+    cr_assert_str_eq(buf, "9.19.0");
+    OK(nv_device_property(&d, "NVIDIA_CUBLAS_VERSION", buf, sizeof buf));
+    cr_assert_str_eq(buf, "13.1.0");
+    OK(nv_device_property(&d, "FULL_DEVICE_NAME", buf, sizeof buf));
+    cr_assert(strstr(buf, "H100") != NULL, "%s", buf);
+    OK(nv_device_property(&d, "OPTIMIZATION_CAPABILITIES", buf, sizeof buf));
+    cr_assert(strstr(buf, "FP16") != NULL, "%s", buf);
+    OK(nv_device_property(&d, "DEVICE_TOTAL_MEM_SIZE", buf, sizeof buf));
+    cr_assert_str_eq(buf, "85024079872");
+    cr_assert_eq(nv_device_property(&d, "DEVICE_ARCHITECTURE", buf, 4), RN_INVALID_ARG,
+                 "too small a buffer");
+    cr_assert_eq(nv_device_property(&d, "NO_SUCH_KEY", buf, sizeof buf), RN_NOT_FOUND);
+    d.cc_major = 6, d.cc_minor = 1;
+    OK(nv_device_property(&d, "OPTIMIZATION_CAPABILITIES", buf, sizeof buf));
+    cr_assert_str_eq(buf, "FP32 EXPORT_IMPORT");
+}
+
+Test(nvidia_device, reasons_create_gives)
+{
+    cr_assert_str_eq(nv_start_problem(35 /* cudaErrorInsufficientDriver */, 0), "no CUDA driver");
+    cr_assert_str_eq(nv_start_problem(34 /* cudaErrorStubLibrary */, 0), "no CUDA driver");
+    cr_assert_str_eq(nv_start_problem(100 /* cudaErrorNoDevice */, 0), "no CUDA device");
+    cr_assert_str_eq(nv_start_problem(0, 0), "no CUDA device");
+    cr_assert_null(nv_start_problem(0, 1));
+    cr_assert_eq(nv_check_cudnn_version(80906), RN_DEVICE_ERROR);
+    cr_assert(strstr(rn_last_error(), "cuDNN 8.9 older than required 9.0") != NULL, "%s",
+              rn_last_error());
+    OK(nv_check_cudnn_version(91900));
+    /* This machine: the probe says why it cannot start, or finds a device. */
+    nv_device_info info;
+    rn_status st = nv_device_probe(0, &info);
+    if (st == RN_OK)
+        cr_skip_test("a CUDA device is present (%s): its refusal cannot be observed", info.name);
+    cr_assert_eq(st, RN_DEVICE_ERROR);
+    cr_assert(strstr(rn_last_error(), "NVIDIA: no CUDA") != NULL, "%s", rn_last_error());
+}
+
+Test(nvidia_cudnn, backend_descriptors_of_resnet_convolutions)
+{
+    graph *g = light("resnet50");
+    nv_program *p;
+    OK(nv_lower_graph(g, false, &p));
+    int checked_residual = 0, checked_first = 0;
+    for (int k = 0; k < p->n_steps; k++) {
+        const nv_step *s = &p->steps[k];
+        if (s->kind != NV_STEP_CONV)
+            continue;
+        int want = 1 + (s->in[2] >= 0) + (s->in[3] >= 0) + (s->act != NV_ACT_NONE);
+        if (checked_first && (checked_residual || s->in[3] < 0))
+            continue;
+        nv_conv_graph *cg;
+        OK(nv_conv_graph_create(p, s, true, &cg));
+        cr_assert_eq(nv_conv_graph_ops(cg), want, "conv '%s'", s->node);
+        nv_conv_graph_free(cg);
+        OK(nv_conv_graph_create(p, s, false, &cg));
+        cr_assert_eq(nv_conv_graph_ops(cg), 1);
+        nv_conv_graph_free(cg);
+        checked_first = 1;
+        checked_residual |= s->in[3] >= 0;
+    }
+    cr_assert(checked_first && checked_residual);
+    /* f16 descriptors too. */
+    nv_program *h;
+    OK(nv_lower_graph(g, true, &h));
+    for (int k = 0; k < h->n_steps; k++)
+        if (h->steps[k].kind == NV_STEP_CONV) {
+            nv_conv_graph *cg;
+            OK(nv_conv_graph_create(h, &h->steps[k], true, &cg));
+            nv_conv_graph_free(cg);
+            break;
+        }
+    nv_program_free(h);
+    nv_program_free(p);
+    graph_free(g);
+}
