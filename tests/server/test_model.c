@@ -237,9 +237,11 @@ static void on_primer_done(server_job *job)
         cr_assert_eq(server_model_submit(c->model, &c->jobs[i]), RN_OK, "%s", rn_last_error());
 }
 
-/* A dynamic_add job of `rows` rows: x = base + e, y = 1, so sum = base + e + 1;
+/* A job of two FP32 inputs named `names` (dynamic_add: x, y) of `rows` rows:
+ * the first base + e, the second 1, so dynamic_add sums base + e + 1;
  * outputs binary. */
-static void add_job(server_model *m, server_job *job, int rows, int base, waiter *w)
+static void pair_job(server_model *m, server_job *job, const char *const names[2], int rows,
+                     int base, waiter *w)
 {
     char json[2048];
     size_t used = (size_t)snprintf(json, sizeof json, "{\"inputs\":[");
@@ -247,7 +249,7 @@ static void add_job(server_model *m, server_job *job, int rows, int base, waiter
         used += (size_t)snprintf(json + used, sizeof json - used,
                                  "%s{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":[%d,4],"
                                  "\"data\":[",
-                                 in ? "," : "", in ? "y" : "x", rows);
+                                 in ? "," : "", names[in], rows);
         for (int e = 0; e < 4 * rows; e++)
             used += (size_t)snprintf(json + used, sizeof json - used, "%s%d", e ? "," : "",
                                      in ? 1 : base + e);
@@ -260,6 +262,12 @@ static void add_job(server_model *m, server_job *job, int rows, int base, waiter
     job->done = on_done;
     job->user = w;
     job->received_ns = server_now_ns();
+}
+
+static void add_job(server_model *m, server_job *job, int rows, int base, waiter *w)
+{
+    static const char *const xy[2] = {"x", "y"};
+    pair_job(m, job, xy, rows, base, w);
 }
 
 /* Checks an answered add_job's binary output (the binary section starts
@@ -493,4 +501,184 @@ Test(model, preferred_batch_sizes_take_the_largest_that_forms)
     free(c.jobs);
     server_registry_free(reg);
     remove_repo();
+}
+
+/* ---- config reload and pipelines ---- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Adds model folder `name` to the repository: version 1 of dynamic_add
+ * when `with_model`, and config.json. */
+static void add_folder(const char *name, int with_model, const char *config)
+{
+    char p[512], target[4096];
+    snprintf(p, sizeof p, "%s/%s", root, name);
+    mkdir(p, 0755);
+    if (with_model) {
+        snprintf(p, sizeof p, "%s/%s/1", root, name);
+        mkdir(p, 0755);
+        cr_assert_not_null(realpath(DYNAMIC_ADD, target));
+        snprintf(p, sizeof p, "%s/%s/1/model.onnx", root, name);
+        cr_assert_eq(symlink(target, p), 0);
+    }
+    snprintf(p, sizeof p, "%s/%s/config.json", root, name);
+    write_file(p, config);
+}
+
+Test(model, poll_reloads_a_changed_config_while_the_old_one_serves)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\"}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_OK, "%s", rn_last_error());
+    server_model *held = server_registry_find(reg, "sq", "1"); /* a request in flight */
+    cr_assert_eq(server_registry_poll(reg), 0);                /* nothing changed */
+    add_folder("sq", 0, "{\"device\":\"REF\",\"max_batch_size\":2}");
+    cr_assert_eq(server_registry_poll(reg), 1);
+    server_model *m = server_registry_find(reg, "sq", "1");
+    cr_assert(m != NULL && m != held);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    server_job jobs[2] = {0};
+    add_job(held, &jobs[0], 3, 5, &w); /* the old config: any batch */
+    cr_assert_eq(server_model_submit(held, &jobs[0]), RN_OK);
+    wait_answers(&w, 1);
+    check_sum(&jobs[0], 3, 5);
+    const char *three = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[3,4],"
+                        "\"data\":[1,2,3,4,5,6,7,8,9,10,11,12]},{\"name\":\"y\",\"datatype\":"
+                        "\"FP32\",\"shape\":[3,4],\"data\":[1,2,3,4,5,6,7,8,9,10,11,12]}]}";
+    server_infer in;
+    cr_assert_eq(server_infer_parse(three, strlen(three), SIZE_MAX, &in), RN_OK);
+    cr_assert_eq(server_model_bind(m, &in), RN_INVALID_ARG); /* the new one: max 2 */
+    cr_assert(strstr(rn_last_error(), "batch size 3 is not in 1..2"), "%s", rn_last_error());
+    server_infer_clear(&in);
+    add_job(m, &jobs[1], 2, 9, &w);
+    cr_assert_eq(server_model_submit(m, &jobs[1]), RN_OK);
+    wait_answers(&w, 2);
+    check_sum(&jobs[1], 2, 9);
+    wait_success(m, 1);
+    wait_success(held, 1);
+    free_jobs(jobs, 2);
+    server_model_release(held);
+    server_model_release(m);
+    cr_assert_eq(server_registry_poll(reg), 0); /* frees the retired one */
+    server_registry_free(reg);
+    remove_repo();
+}
+
+static const char *const AB[2] = {"a", "b"};
+
+/* sq and one (max_batch_size 1) are dynamic_add; twice runs sq twice,
+ * z = (a + b) + b; bad runs sq then one. */
+static void make_pipeline_repo(void)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\"}");
+    add_folder("one", 1, "{\"device\":\"REF\",\"max_batch_size\":1}");
+    add_folder(
+        "twice", 0,
+        "{\"pipeline\":{\"inputs\":[\"a\",\"b\"],\"outputs\":[\"z\"],\"steps\":["
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"b\"},\"outputs\":{\"sum\":\"t\"}},"
+        "{\"model\":\"sq\",\"version\":1,\"inputs\":{\"x\":\"t\",\"y\":\"b\"},"
+        "\"outputs\":{\"sum\":\"z\"}}]}}");
+    add_folder(
+        "bad", 0,
+        "{\"pipeline\":{\"inputs\":[\"a\",\"b\"],\"outputs\":[\"z\"],\"steps\":["
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"b\"},\"outputs\":{\"sum\":\"t\"}},"
+        "{\"model\":\"one\",\"inputs\":{\"x\":\"t\",\"y\":\"b\"},"
+        "\"outputs\":{\"sum\":\"z\"}}]}}");
+}
+
+Test(pipeline, steps_chain_through_callbacks_and_errors_name_the_step)
+{
+    make_pipeline_repo();
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_OK, "%s", rn_last_error());
+    server_model *p = server_registry_find(reg, "twice", NULL);
+    cr_assert_not_null(p, "%s", rn_last_error());
+    cr_assert(server_model_is_pipeline(p));
+    cr_assert_null(server_model_compiled(p));
+    cr_assert_eq(server_model_version(p), 1);
+    cr_assert_eq(server_model_input_count(p), 2);
+    cr_assert_eq(server_model_output_count(p), 1);
+    rn_port port;
+    cr_assert_eq(server_model_input(p, 1, &port), RN_OK);
+    cr_assert_str_eq(port.name, "b");
+    cr_assert_eq(port.element_type, RN_F32);
+    cr_assert_eq(port.shape.rank, 2);
+    cr_assert_eq(port.shape.dims[1], 4);
+    cr_assert_eq(server_model_output(p, 0, &port), RN_OK);
+    cr_assert_str_eq(port.name, "z");
+
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    server_job jobs[3] = {0};
+    pair_job(p, &jobs[0], AB, 3, 20, &w);
+    cr_assert_eq(server_model_submit(p, &jobs[0]), RN_OK);
+    wait_answers(&w, 1);
+    check_sum(&jobs[0], 3, 21); /* (a + 1) + 1 */
+    cr_assert(strstr(jobs[0].response.body, "\"model_name\":\"twice\""), "%.*s",
+              (int)jobs[0].response.header_size, jobs[0].response.body);
+    server_model *sq = server_registry_find(reg, "sq", NULL);
+    cr_assert_eq(atomic_load(&server_model_stats(sq)->exec_count), 2); /* both steps ran on sq */
+    server_model_release(sq);
+    wait_success(p, 1);
+
+    server_model *bad = server_registry_find(reg, "bad", NULL);
+    pair_job(bad, &jobs[1], AB, 2, 0, &w); /* step 2's model takes batches of 1 */
+    cr_assert_eq(server_model_submit(bad, &jobs[1]), RN_OK);
+    pair_job(bad, &jobs[2], AB, 1, 0, &w);
+    cr_assert_eq(server_model_submit(bad, &jobs[2]), RN_OK);
+    wait_answers(&w, 3);
+    cr_assert_eq(jobs[1].http_status, 400);
+    cr_assert(strstr(jobs[1].error, "pipeline 'bad' step 2 (model 'one'): input 'x': batch size 2"),
+              "%s", jobs[1].error);
+    check_sum(&jobs[2], 1, 1);
+    wait_success(bad, 1);
+    cr_assert_eq(atomic_load(&server_model_stats(bad)->failure), 1);
+    cr_assert_eq(atomic_load(&server_model_stats(bad)->pending), 0);
+    free_jobs(jobs, 3);
+    server_model_release(bad);
+    server_model_release(p);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+Test(pipeline, a_bad_pipeline_fails_the_load_naming_the_problem)
+{
+    struct {
+        const char *steps, *needle;
+    } cases[] = {
+        {"{\"model\":\"nope\",\"inputs\":{},\"outputs\":{}}",
+         "pipeline 'p': step 1 (model 'nope'): no model 'nope' is loaded"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\"},\"outputs\":{\"sum\":\"z\"}}",
+         "step 1 (model 'sq'): model 'sq' input 'y' is not mapped"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"t\"},\"outputs\":{\"sum\":\"z\"}}",
+         "input 'y' takes tensor 't', which is neither a pipeline input nor an output of an "
+         "earlier step"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"a\"},\"outputs\":{\"total\":\"z\"}}",
+         "model 'sq' has no output 'total'"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"a\"},\"outputs\":{\"sum\":\"w\"}}",
+         "output 'z' is made by no step"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"a\"},\"outputs\":{\"sum\":\"z\"},"
+         "\"when\":1}",
+         "step 1 (model 'sq'): unknown key 'when'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\"}");
+        char config[512];
+        snprintf(config, sizeof config,
+                 "{\"pipeline\":{\"inputs\":[\"a\"],\"outputs\":[\"z\"],\"steps\":[%s]}}",
+                 cases[i].steps);
+        add_folder("p", 0, config);
+        server_registry *reg = NULL;
+        cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_INVALID_ARG, "%s",
+                     cases[i].steps);
+        cr_assert(strstr(rn_last_error(), cases[i].needle), "'%s' lacks '%s'", rn_last_error(),
+                  cases[i].needle);
+        cr_assert_null(reg);
+        remove_repo();
+    }
 }
