@@ -82,6 +82,55 @@ uint64_t server_now_ns(void)
 
 static void on_complete(rn_infer_request *request, rn_status status, void *user_data);
 
+/* Runs each batch size a batch will likely have (the preferred sizes and
+ * max_batch_size) once on zeros, synchronously on slot `s` before it
+ * serves. The dynamic-batch compile specialises its plan for each concrete
+ * shape on the first run of that shape, in the thread that starts the run,
+ * and caches it (docs/architecture.md, "Specs"): warming makes these the
+ * batch-N compiled variants, built at load instead of on the first batch of
+ * each size in a serving thread. Inputs with other dynamic dims or strings
+ * cannot be made up: then nothing is warmed. A failed run is reported on
+ * stderr and warming stops; the model still serves. */
+static void warm_batch_sizes(server_model *m, server_slot *s)
+{
+    size_t sizes[8], n = 0;
+    for (size_t i = 0; i < m->n_preferred && n < 7; i++)
+        sizes[n++] = m->preferred[i];
+    if (n == 0 || sizes[n - 1] != m->max_batch_size)
+        sizes[n++] = m->max_batch_size;
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        rn_port port;
+        if (rn_compiled_model_input(m->compiled, i, &port) != RN_OK || port.shape.rank < 1 ||
+            port.element_type == RN_STRING)
+            return;
+        for (int d = 1; d < port.shape.rank; d++)
+            if (port.shape.dims[d] == RN_DIM_DYNAMIC)
+                return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        rn_status st = RN_OK;
+        for (size_t i = 0; i < m->n_inputs && st == RN_OK; i++) {
+            rn_port port;
+            rn_compiled_model_input(m->compiled, i, &port);
+            int64_t dims[RN_MAX_RANK];
+            memcpy(dims, port.shape.dims, (size_t)port.shape.rank * sizeof *dims);
+            dims[0] = (int64_t)sizes[k];
+            rn_tensor_free(s->joined[i]); /* the slot owns what its request reads */
+            s->joined[i] = NULL;
+            st = rn_tensor_create(port.element_type, dims, (size_t)port.shape.rank, &s->joined[i]);
+            if (st == RN_OK)
+                st = rn_infer_request_set_input_tensor(s->request, i, s->joined[i]);
+        }
+        if (st == RN_OK)
+            st = rn_infer_request_infer(s->request);
+        if (st != RN_OK) {
+            fprintf(stderr, "runnel-server: model '%s' version %s: warming batch size %zu: %s\n",
+                    m->name, m->version_text, sizes[k], rn_last_error());
+            return;
+        }
+    }
+}
+
 static rn_status create_slots(server_model *m)
 {
     char buf[32];
@@ -98,6 +147,8 @@ static rn_status create_slots(server_model *m)
         if ((s->joined = calloc(m->n_inputs ? m->n_inputs : 1, sizeof *s->joined)) == NULL)
             return rn_set_error(RN_OUT_OF_MEMORY, "no memory for %zu inputs", m->n_inputs);
         rn_status st = rn_compiled_model_create_infer_request(m->compiled, &s->request);
+        if (st == RN_OK && i == 0 && m->max_batch_size > 0)
+            warm_batch_sizes(m, s); /* before the callback: these runs answer no job */
         if (st == RN_OK)
             st = rn_infer_request_set_callback(s->request, on_complete, s);
         if (st != RN_OK)

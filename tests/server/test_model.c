@@ -306,6 +306,16 @@ static void wait_success(server_model *m, uint64_t n)
         usleep(1000);
 }
 
+/* How many plans the compiled model built for concrete shapes. */
+static long shape_builds(server_model *m)
+{
+    char buf[32];
+    cr_assert_eq(rn_compiled_model_get_property(server_model_compiled(m), "SHAPE_CACHE_BUILDS", buf,
+                                                sizeof buf),
+                 RN_OK, "%s", rn_last_error());
+    return atol(buf);
+}
+
 static void free_jobs(server_job *jobs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -469,10 +479,13 @@ Test(model, preferred_batch_sizes_take_the_largest_that_forms)
     server_registry *reg;
     cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
     batch_case c = {.model = server_registry_find(reg, "sq", NULL), .n = 7};
+    long warmed = shape_builds(c.model); /* batches of 2, 4 and 8 were planned at load */
+    cr_assert_geq(warmed, 3);
     int rows[7] = {1, 1, 1, 1, 1, 1, 2};
     run_primed_case(&c, rows);
     cr_assert_eq(atomic_load(&server_model_stats(c.model)->exec_count), 3);
     cr_assert_eq(atomic_load(&server_model_stats(c.model)->inference_count), 8);
+    cr_assert_eq(shape_builds(c.model), warmed + 2); /* 1 and 3 are new; 4 was warm */
 
     /* With a long delay a preferred size runs at once: 2 rows, not 8. */
     server_model_release(c.model);
