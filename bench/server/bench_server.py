@@ -23,6 +23,10 @@ the price.
 
   bench/server/run [--models resnet50,encoder] [--device CPU] [--seconds 5]
                    [--concurrency 8,32] [--max-batch 8] [--delay-us 2000]
+                   [--encoder-layers 12]
+
+The light ResNet-50's flatten is made batch-agnostic (batch_agnostic) so
+that its batch dim can vary; the encoder is exported with batch 1.
 """
 
 import argparse
@@ -46,6 +50,23 @@ import tritonclient.http as httpclient
 TYPES = {"FP32": np.float32, "INT64": np.int64, "INT32": np.int32, "UINT8": np.uint8}
 
 
+def batch_agnostic(src, dst):
+    """The light ResNet-50 flattens with a Reshape to the constant [1, 2048],
+    which ties it to batch 1; writes a copy with [-1, 2048] there, as an
+    export with a dynamic batch axis has it. Nothing else changes."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(src)
+    consts = {i.name: i for i in m.graph.initializer}
+    for node in m.graph.node:
+        if node.op_type == "Reshape" and node.input[1] in consts:
+            shape = numpy_helper.to_array(consts[node.input[1]]).copy()
+            if shape.size >= 2 and shape[0] == 1 and -1 not in shape:
+                shape[0] = -1
+                consts[node.input[1]].CopyFrom(numpy_helper.from_array(shape, node.input[1]))
+    onnx.save(m, dst)
+
+
 def host_line():
     model, flags = "unknown", set()
     for line in open("/proc/cpuinfo"):
@@ -60,10 +81,26 @@ def host_line():
 
 
 def make_inputs(client, model):
+    """One row for every input: random floats, and integers all 1 (a valid
+    token id, token type and attention mask for the encoder)."""
     meta = client.get_model_metadata(model)
     rng = np.random.default_rng(0)
-    return {i["name"]: rng.random([max(d, 1) for d in i["shape"]]).astype(TYPES[i["datatype"]])
-            for i in meta["inputs"]}
+    inputs = {}
+    for i in meta["inputs"]:
+        shape, dtype = [max(d, 1) for d in i["shape"]], TYPES[i["datatype"]]
+        inputs[i["name"]] = (rng.random(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
+                             else np.ones(shape, dtype))
+    return inputs
+
+
+def npy_flags(inputs, rows, work, tag):
+    """tools/bench -i flags feeding `inputs` repeated to `rows` rows."""
+    flags = []
+    for k, v in inputs.items():
+        path = f"{work}/{tag}-{k.replace('/', '_')}.npy"
+        np.save(path, np.repeat(v, rows, axis=0))
+        flags += ["-i", f"{k}={path}"]
+    return flags
 
 
 def infer_inputs(inputs):
@@ -99,47 +136,50 @@ def closed_loop(url, model, inputs, concurrency, seconds):
     return len(latencies) / elapsed, latencies
 
 
-def open_loop(url, model, inputs, rate, seconds):
+def open_loop(url, model, inputs, rate, seconds, senders=48):
     """Sends at `rate` requests/s on a fixed schedule for `seconds`, whatever
-    the answers: (sent/s, answered/s, latencies in ms from the scheduled send
-    to when a collector saw the answer, failures)."""
-    client = httpclient.InferenceServerClient(url=url, concurrency=128)
-    tin = infer_inputs(inputs)
-    pending = queue.Queue()
+    the answers: (requests sent, latencies in ms from the scheduled send to
+    each answer, failures). Each send is made by one of `senders`
+    threads with its own client (gevent's clients live in one thread); with
+    more answers outstanding than senders a send would start late, which
+    the latency (from the schedule) still counts."""
+    due_times = queue.Queue()
     latencies, failures, lock = [], [0], threading.Lock()
+    tin = infer_inputs(inputs)
 
-    def collector():
+    def sender():
+        client = httpclient.InferenceServerClient(url=url)
         while True:
-            item = pending.get()
-            if item is None:
+            due = due_times.get()
+            if due is None:
+                client.close()
                 return
-            due, request = item
+            wait = due - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
             try:
-                request.get_result()
+                client.infer(model, tin)
                 with lock:
                     latencies.append((time.perf_counter() - due) * 1e3)
-            except Exception:  # noqa: BLE001 - 503s count as failures
+            except Exception:  # noqa: BLE001 - a 503 counts as a failure
                 with lock:
                     failures[0] += 1
-    collectors = [threading.Thread(target=collector) for _ in range(32)]
-    for t in collectors:
+    threads = [threading.Thread(target=sender) for _ in range(senders)]
+    for t in threads:
         t.start()
-    start = time.perf_counter()
-    n = int(rate * seconds)
+    start = time.perf_counter() + 0.2
+    n = max(int(rate * seconds), 1)
     for i in range(n):
         due = start + i / rate
-        wait = due - time.perf_counter()
+        wait = due - 0.05 - time.perf_counter()  # hand it over just before it is due
         if wait > 0:
             time.sleep(wait)
-        pending.put((due, client.async_infer(model, tin)))
-    sent_in = time.perf_counter() - start
-    for _ in collectors:
-        pending.put(None)
-    for t in collectors:
+        due_times.put(due)
+    for _ in threads:
+        due_times.put(None)
+    for t in threads:
         t.join()
-    elapsed = time.perf_counter() - start
-    client.close()
-    return n / sent_in, len(latencies) / elapsed, latencies, failures[0]
+    return n, latencies, failures[0]
 
 
 def bench_peer(args, model, work, extra=(), label="peer"):
@@ -169,35 +209,38 @@ def serve(args, work, model_path, batching):
     with open(f"{repo}/m/config.json", "w") as f:
         json.dump(config, f)
     port_file = f"{work}/port-{int(batching)}"
+    if os.path.exists(port_file):
+        os.remove(port_file)  # a server before this one wrote its port there
     proc = subprocess.Popen([args.server, "--model-repository", repo,
                              "--http-address", "127.0.0.1", "--http-port", "0",
                              "--port-file", port_file, "--drain-secs", "0"],
-                            stderr=subprocess.DEVNULL)
+                            stderr=open(f"{work}/server-{int(batching)}.log", "w"))
     while not os.path.exists(port_file) or not open(port_file).read().strip():
         if proc.poll() is not None:
-            raise RuntimeError("runnel-server did not start")
+            raise RuntimeError("runnel-server did not start: "
+                               + open(f"{work}/server-{int(batching)}.log").read()[-2000:])
         time.sleep(0.05)
     return proc, f"127.0.0.1:{int(open(port_file).read())}"
 
 
 def bench_model(args, name, model_path, work):
     print(f"== {name} ({os.path.basename(model_path)}) on {args.device}", flush=True)
-    peer_fps, peer_lat = bench_peer(args, model_path, work)
-    print(f"tools/bench (in process, async, hint throughput, batch 1): {peer_fps:.2f} rows/s, "
-          f"p50 {peer_lat['median_ms']:.1f} ms, p99 {peer_lat['p99_ms']:.1f} ms", flush=True)
-
-    # One batch-N compiled variant: a static batch dim against the dynamic one.
     proc, url = serve(args, work, model_path, False)
     inputs = make_inputs(httpclient.InferenceServerClient(url=url), "m")
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)
+    peer_fps, peer_lat = bench_peer(args, model_path, work, npy_flags(inputs, 1, work, "one"))
+    print(f"tools/bench (in process, async, hint throughput, batch 1): {peer_fps:.2f} rows/s, "
+          f"p50 {peer_lat['median_ms']:.1f} ms, p99 {peer_lat['p99_ms']:.1f} ms", flush=True)
+
+    # One batch-N compiled variant: a static batch dim against the dynamic one.
     n = args.max_batch
+    rows_n = npy_flags(inputs, n, work, "batch")
     static = ",".join(f"{k}[{','.join(str(d) for d in (n,) + v.shape[1:])}]"
                       for k, v in inputs.items())
     dynamic = ",".join(f"{k}[-1,{','.join(str(d) for d in v.shape[1:])}]" for k, v in inputs.items())
-    fps_static, _ = bench_peer(args, model_path, work, ["-shape", static], "static")
-    fps_dynamic, _ = bench_peer(args, model_path, work,
-                                ["-shape", dynamic, "-data_shape", static], "dynamic")
+    fps_static, _ = bench_peer(args, model_path, work, ["-shape", static, *rows_n], "static")
+    fps_dynamic, _ = bench_peer(args, model_path, work, ["-shape", dynamic, *rows_n], "dynamic")
     print(f"tools/bench batch {n}: static batch dim {fps_static * n:.2f} rows/s, dynamic batch "
           f"dim {fps_dynamic * n:.2f} rows/s, ratio=dynamic/static "
           f"{fps_dynamic / fps_static:.2f}", flush=True)
@@ -221,11 +264,14 @@ def bench_model(args, name, model_path, work):
                       f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, {rows / max(runs, 1):.1f} rows/run, "
                       f"ratio={fps / peer_fps:.2f}", flush=True)
             for load in (0.5, 0.9):
-                sent, done, lat, failed = open_loop(url, "m", inputs, best * load, args.seconds)
+                sent, lat, failed = open_loop(url, "m", inputs, best * load, args.seconds)
                 p50, p99 = np.percentile(lat, [50, 99]) if lat else (float("nan"),) * 2
-                print(f"server {mode}, open loop at {int(load * 100)}% ({sent:.2f} req/s sent): "
-                      f"{done:.2f} answered/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
-                      f"{failed} failed", flush=True)
+                print(f"server {mode}, open loop at {int(load * 100)}% ({best * load:.2f} req/s, "
+                      f"{sent} sent): {len(lat)} answered, {failed} failed, p50 {p50:.1f} ms, "
+                      f"p99 {p99:.1f} ms", flush=True)
+        except Exception:
+            print(open(f"{work}/server-{int(batching)}.log").read()[-3000:])
+            raise
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
@@ -243,6 +289,8 @@ def main():
     ap.add_argument("--concurrency", default="8,32")
     ap.add_argument("--max-batch", type=int, default=8)
     ap.add_argument("--delay-us", type=int, default=2000)
+    ap.add_argument("--encoder-layers", type=int, default=12,
+                    help="BERT-base has 12; fewer keep the layout at a fraction of the time")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="rn_bench_server_")
@@ -250,11 +298,13 @@ def main():
     try:
         for name in args.models.split(","):
             if name == "resnet50":
-                path = f"{args.onnx_data}/light/light_resnet50.onnx"
+                path = f"{work}/resnet50.onnx"
+                batch_agnostic(f"{args.onnx_data}/light/light_resnet50.onnx", path)
             elif name == "encoder":
                 path = f"{work}/encoder.onnx"
                 subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "models",
-                                                        "make_encoder.py"), path],
+                                                        "make_encoder.py"), path,
+                                "--layers", str(args.encoder_layers)],
                                check=True, capture_output=True)
             else:
                 path = name
