@@ -3,6 +3,7 @@
 #include "server/pipeline.h"
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,10 @@ typedef struct pl_step {
     char **in_port, **out_port; /* the model's port names */
     size_t *in_tensor;          /* index in the pipeline's tensor table */
     size_t *out_tensor;
+    size_t n_deps;      /* earlier steps whose outputs it takes */
+    size_t *dependents; /* later steps that take its outputs */
+    size_t n_dependents;
+    size_t in_offset; /* where its inputs start in a run's input array */
 } pl_step;
 
 struct server_pipeline {
@@ -31,16 +36,22 @@ struct server_pipeline {
     size_t *output_tensor; /* the tensor of each output */
 };
 
-/* A request in flight: the tensors made so far and the running step's job. */
+/* A request in flight: the tensors made so far and one job per step. A
+ * step starts when the last step it depends on has finished (from that
+ * one's callback), so independent steps run side by side. */
 typedef struct pl_run {
     server_pipeline *pl;
-    server_model *model; /* the pipeline's */
-    server_job *job;     /* the client's */
-    size_t step;
-    rn_tensor **tensors; /* [0, n_inputs) borrowed from the job, the rest owned */
-    server_input *inputs;
-    server_job sub;
-    server_model *step_model; /* acquired while its job runs */
+    server_model *model;        /* the pipeline's */
+    server_job *job;            /* the client's */
+    rn_tensor **tensors;        /* [0, n_inputs) borrowed from the job, the rest owned */
+    server_input *inputs;       /* every step's, at its in_offset */
+    server_job *subs;           /* one per step */
+    server_model **step_models; /* acquired while the step's job runs */
+    atomic_size_t *deps_left;   /* per step: steps it still waits for */
+    atomic_size_t steps_left;   /* not finished (run, failed or skipped) */
+    atomic_int failed;          /* the first failure writes the answer's error */
+    int error_status;
+    char *error;
 } pl_run;
 
 static void free_strings(char **list, size_t n)
@@ -61,6 +72,7 @@ void server_pipeline_free(server_pipeline *pl)
         free_strings(st->out_port, st->n_out);
         free(st->in_tensor);
         free(st->out_tensor);
+        free(st->dependents);
     }
     free(pl->steps);
     free_strings(pl->tensors, pl->n_tensors);
@@ -230,6 +242,39 @@ static rn_status read_names(server_pipeline *pl, const json_t *list, const char 
     return RN_OK;
 }
 
+/* Whether step `j` takes an output of step `i`. */
+static int depends_on(const pl_step *j, const pl_step *i)
+{
+    for (size_t a = 0; a < j->n_in; a++)
+        for (size_t b = 0; b < i->n_out; b++)
+            if (j->in_tensor[a] == i->out_tensor[b])
+                return 1;
+    return 0;
+}
+
+/* The task DAG of the steps: each step's dependencies and dependents. */
+static rn_status link_steps(server_pipeline *pl)
+{
+    size_t offset = 0;
+    for (size_t j = 0; j < pl->n_steps; j++) {
+        pl_step *sj = &pl->steps[j];
+        sj->in_offset = offset;
+        offset += sj->n_in;
+        for (size_t i = 0; i < j; i++) {
+            pl_step *si = &pl->steps[i];
+            if (!depends_on(sj, si))
+                continue;
+            size_t *grown = realloc(si->dependents, (si->n_dependents + 1) * sizeof *grown);
+            if (grown == NULL)
+                return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the pipeline's steps");
+            si->dependents = grown;
+            si->dependents[si->n_dependents++] = j;
+            sj->n_deps++;
+        }
+    }
+    return RN_OK;
+}
+
 static rn_status read_pipeline(server_pipeline *pl, const json_t *root)
 {
     const char *key;
@@ -273,6 +318,8 @@ static rn_status read_pipeline(server_pipeline *pl, const json_t *root)
         if (pl->output_tensor[o] == SIZE_MAX)
             s = rn_set_error(RN_INVALID_ARG, "output '%s' is made by no step", names[o]);
     free(names);
+    if (s == RN_OK)
+        s = link_steps(pl);
     if (s != RN_OK)
         return s;
     for (size_t i = 0; i < pl->n_inputs; i++)
@@ -335,38 +382,44 @@ rn_status server_pipeline_output(const server_pipeline *pl, size_t i, rn_port *o
 
 static void free_run(pl_run *r)
 {
-    for (size_t i = r->pl->n_inputs; i < r->pl->n_tensors; i++)
+    for (size_t i = r->pl->n_inputs; r->tensors != NULL && i < r->pl->n_tensors; i++)
         rn_tensor_free(r->tensors[i]);
     free(r->tensors);
     free(r->inputs);
+    free(r->subs);
+    free(r->step_models);
+    free(r->deps_left);
+    free(r->error);
     free(r);
 }
 
-/* Answers the client's job with an error of step r->step (`message`). */
-static void fail_run(pl_run *r, int http_status, const char *message)
+/* Keeps the first failure: its status, and a message naming step `j`. */
+static void record_failure(pl_run *r, size_t j, int http_status, const char *message)
 {
-    server_job *job = r->job;
-    const pl_step *st = &r->pl->steps[r->step];
-    size_t len = strlen(message) + strlen(st->model) + 64;
-    job->http_status = http_status;
-    len += strlen(r->pl->name);
-    if ((job->error = malloc(len)) != NULL)
-        snprintf(job->error, len, "pipeline '%s' step %zu (model '%s'): %s", r->pl->name,
-                 r->step + 1, st->model, message);
-    server_model *m = r->model;
-    free_run(r);
-    server_model_finish(m, job);
+    if (atomic_exchange(&r->failed, 1) != 0)
+        return;
+    const pl_step *st = &r->pl->steps[j];
+    size_t len = strlen(message) + strlen(st->model) + strlen(r->pl->name) + 64;
+    r->error_status = http_status;
+    if ((r->error = malloc(len)) != NULL)
+        snprintf(r->error, len, "pipeline '%s' step %zu (model '%s'): %s", r->pl->name, j + 1,
+                 st->model, message);
 }
 
-/* Encodes the outputs the client asked for (all when it named none). */
+/* Answers the client's job: the outputs it asked for (all when it named
+ * none), or the recorded failure. Every step has finished. */
 static void complete(pl_run *r)
 {
     server_pipeline *pl = r->pl;
     server_job *job = r->job;
     size_t n = job->infer.n_outputs ? job->infer.n_outputs : pl->n_outputs;
-    server_output *outs = calloc(n, sizeof *outs);
-    rn_status s = outs ? RN_OK : rn_set_error(RN_OUT_OF_MEMORY, "no memory for outputs");
-    for (size_t o = 0; s == RN_OK && o < pl->n_outputs; o++) {
+    server_output *outs = NULL;
+    rn_status s = RN_OK;
+    if (!atomic_load(&r->failed)) {
+        outs = calloc(n, sizeof *outs);
+        s = outs ? RN_OK : rn_set_error(RN_OUT_OF_MEMORY, "no memory for outputs");
+    }
+    for (size_t o = 0; outs != NULL && o < pl->n_outputs; o++) {
         const char *name = pl->tensors[pl->output_tensor[o]];
         const rn_tensor *t = r->tensors[pl->output_tensor[o]];
         if (job->infer.n_outputs == 0)
@@ -375,36 +428,51 @@ static void complete(pl_run *r)
             if (strcmp(job->infer.outputs[j].name, name) == 0)
                 outs[j] = (server_output){name, t, job->infer.outputs[j].binary};
     }
-    if (s == RN_OK)
+    if (outs != NULL && s == RN_OK)
         s = server_response_encode(server_model_name(r->model), server_model_version_text(r->model),
                                    job->infer.id, outs, n, &job->response);
     free(outs);
-    server_model *m = r->model;
-    if (s != RN_OK) {
-        fail_run(r, 500, rn_last_error());
-        return;
+    if (atomic_load(&r->failed)) {
+        job->http_status = r->error_status;
+        job->error = r->error;
+        r->error = NULL;
+    } else if (s != RN_OK) {
+        job->http_status = 500;
+        job->error = strdup(rn_last_error());
+    } else {
+        job->http_status = 200;
     }
-    job->http_status = 200;
+    server_model *m = r->model;
     free_run(r);
     server_model_finish(m, job);
 }
 
-static void run_step(pl_run *r);
+static void launch(pl_run *r, size_t j);
+
+/* Step j has finished (run, failed or skipped): starts the steps that
+ * waited only for it, and answers the request after the last step. */
+static void step_finished(pl_run *r, size_t j)
+{
+    const pl_step *st = &r->pl->steps[j];
+    for (size_t d = 0; d < st->n_dependents; d++)
+        if (atomic_fetch_sub(&r->deps_left[st->dependents[d]], 1) == 1)
+            launch(r, st->dependents[d]);
+    if (atomic_fetch_sub(&r->steps_left, 1) == 1)
+        complete(r);
+}
 
 /* A step's job is done (on a runnel callback thread, or in its submit). */
 static void step_done(server_job *sub)
 {
     pl_run *r = sub->user;
-    pl_step *st = &r->pl->steps[r->step];
-    server_model *m = r->step_model;
-    r->step_model = NULL;
+    size_t j = (size_t)(sub - r->subs);
+    const pl_step *st = &r->pl->steps[j];
+    server_model *m = r->step_models[j];
+    r->step_models[j] = NULL;
     if (sub->http_status != 200) {
-        server_model_release(m);
-        char *error = sub->error;
+        record_failure(r, j, sub->http_status, sub->error ? sub->error : "out of memory");
+        free(sub->error);
         sub->error = NULL;
-        fail_run(r, sub->http_status, error ? error : "out of memory");
-        free(error);
-        return;
     }
     for (size_t k = 0; k < sub->n_outputs; k++) {
         rn_port port;
@@ -418,54 +486,61 @@ static void step_done(server_job *sub)
     }
     server_job_clear_outputs(sub);
     server_model_release(m);
-    if (++r->step < r->pl->n_steps)
-        run_step(r);
-    else
-        complete(r);
+    step_finished(r, j);
 }
 
-/* Submits step r->step; from here on its callback carries the run. */
-static void run_step(pl_run *r)
+/* Submits step j's job (its inputs are all there); once the pipeline has
+ * failed, skips it. From the submit on, its callback carries the step. */
+static void launch(pl_run *r, size_t j)
 {
-    pl_step *st = &r->pl->steps[r->step];
-    server_model *m = server_registry_find(r->pl->registry, st->model, st->version);
-    if (m == NULL) {
-        fail_run(r, 503, rn_last_error());
+    const pl_step *st = &r->pl->steps[j];
+    if (atomic_load(&r->failed)) {
+        step_finished(r, j);
         return;
     }
-    memset(&r->sub, 0, sizeof r->sub);
+    server_model *m = server_registry_find(r->pl->registry, st->model, st->version);
+    if (m == NULL) {
+        record_failure(r, j, 503, rn_last_error());
+        step_finished(r, j);
+        return;
+    }
+    server_job *sub = &r->subs[j];
+    server_input *inputs = &r->inputs[st->in_offset];
     for (size_t i = 0; i < st->n_in; i++)
-        r->inputs[i] = (server_input){st->in_port[i], r->tensors[st->in_tensor[i]]};
-    r->sub.infer.inputs = r->inputs;
-    r->sub.infer.n_inputs = st->n_in;
-    r->sub.infer.timeout_us = r->job->infer.timeout_us;
-    r->sub.keep_outputs = 1;
-    r->sub.done = step_done;
-    r->sub.user = r;
-    r->sub.received_ns = server_now_ns();
-    r->step_model = m;
-    rn_status s = server_model_bind(m, &r->sub.infer);
-    int http_status = 400;
-    if (s == RN_OK && (s = server_model_submit(m, &r->sub)) == RN_OK)
+        inputs[i] = (server_input){st->in_port[i], r->tensors[st->in_tensor[i]]};
+    sub->infer.inputs = inputs;
+    sub->infer.n_inputs = st->n_in;
+    sub->infer.timeout_us = r->job->infer.timeout_us;
+    sub->keep_outputs = 1;
+    sub->done = step_done;
+    sub->user = r;
+    sub->received_ns = server_now_ns();
+    r->step_models[j] = m;
+    rn_status s = server_model_bind(m, &sub->infer);
+    if (s == RN_OK && (s = server_model_submit(m, sub)) == RN_OK)
         return; /* r may be gone already */
-    if (s == RN_RESULT_NOT_READY)
-        http_status = 503;
-    server_model_count_failure(m, r->sub.received_ns);
+    server_model_count_failure(m, sub->received_ns);
+    record_failure(r, j, s == RN_RESULT_NOT_READY ? 503 : 400, rn_last_error());
+    r->step_models[j] = NULL;
     server_model_release(m);
-    fail_run(r, http_status, rn_last_error());
+    step_finished(r, j);
 }
 
 void server_pipeline_run(server_pipeline *pl, server_model *model, server_job *job)
 {
-    size_t most_inputs = 1;
-    for (size_t s = 0; s < pl->n_steps; s++)
-        most_inputs = pl->steps[s].n_in > most_inputs ? pl->steps[s].n_in : most_inputs;
+    size_t n_steps = pl->n_steps, n_in = 0;
+    for (size_t j = 0; j < n_steps; j++)
+        n_in += pl->steps[j].n_in;
     pl_run *r = calloc(1, sizeof *r);
     if (r == NULL || (r->tensors = calloc(pl->n_tensors, sizeof *r->tensors)) == NULL ||
-        (r->inputs = calloc(most_inputs, sizeof *r->inputs)) == NULL) {
-        if (r)
-            free(r->tensors);
-        free(r);
+        (r->inputs = calloc(n_in ? n_in : 1, sizeof *r->inputs)) == NULL ||
+        (r->subs = calloc(n_steps, sizeof *r->subs)) == NULL ||
+        (r->step_models = calloc(n_steps, sizeof *r->step_models)) == NULL ||
+        (r->deps_left = calloc(n_steps, sizeof *r->deps_left)) == NULL) {
+        if (r) {
+            r->pl = pl;
+            free_run(r);
+        }
         job->http_status = 500;
         job->error = strdup("no memory to run the pipeline");
         server_model_finish(model, job);
@@ -476,5 +551,13 @@ void server_pipeline_run(server_pipeline *pl, server_model *model, server_job *j
     r->job = job;
     for (size_t i = 0; i < pl->n_inputs; i++) /* bound: in the pipeline's order */
         r->tensors[i] = job->infer.inputs[i].tensor;
-    run_step(r);
+    for (size_t j = 0; j < n_steps; j++)
+        atomic_init(&r->deps_left[j], pl->steps[j].n_deps);
+    /* Held until every first step is launched, so that none can finish the run first. */
+    atomic_init(&r->steps_left, n_steps + 1);
+    for (size_t j = 0; j < n_steps; j++)
+        if (pl->steps[j].n_deps == 0)
+            launch(r, j);
+    if (atomic_fetch_sub(&r->steps_left, 1) == 1)
+        complete(r);
 }

@@ -10,10 +10,13 @@
  *
  * Tensor names are the pipeline's: its inputs, and what a step's "outputs"
  * maps its model's outputs to. A step's "inputs" maps every input of its
- * model to a tensor the pipeline has by then (a pipeline input or an earlier
- * step's output); steps run in order. A request runs as a chain of jobs:
- * each step's job is submitted from the previous one's completion callback
- * (no thread waits), and the last one's answers the request. A failed step
+ * model to a tensor the pipeline has by then (a pipeline input or an
+ * earlier step's output). A request runs as one task DAG of jobs, one per
+ * step: the steps that take only pipeline inputs are submitted at once, and
+ * every other step from the completion callback of the last step it takes
+ * outputs from (no thread waits; independent steps run side by side); the
+ * last step to finish answers the request. A failed step (the first, when
+ * several fail; steps not started by then are skipped)
  * answers with its status and a message naming the step. The steps' models
  * are looked up by name for every request, so their versions reload freely;
  * at load they must be there, and the pipeline's metadata comes from them. */

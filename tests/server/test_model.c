@@ -586,7 +586,8 @@ Test(model, poll_reloads_a_changed_config_while_the_old_one_serves)
 static const char *const AB[2] = {"a", "b"};
 
 /* sq and one (max_batch_size 1) are dynamic_add; twice runs sq twice,
- * z = (a + b) + b; bad runs sq then one. */
+ * z = (a + b) + b; bad runs sq then one; diamond runs t = a + b and
+ * u = b + b side by side, then z = t + u. */
 static void make_pipeline_repo(void)
 {
     make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\"}");
@@ -603,9 +604,16 @@ static void make_pipeline_repo(void)
         "{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"b\"},\"outputs\":{\"sum\":\"t\"}},"
         "{\"model\":\"one\",\"inputs\":{\"x\":\"t\",\"y\":\"b\"},"
         "\"outputs\":{\"sum\":\"z\"}}]}}");
+    add_folder(
+        "diamond", 0,
+        "{\"pipeline\":{\"inputs\":[\"a\",\"b\"],\"outputs\":[\"z\",\"u\"],\"steps\":["
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"b\"},\"outputs\":{\"sum\":\"t\"}},"
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"b\",\"y\":\"b\"},\"outputs\":{\"sum\":\"u\"}},"
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"t\",\"y\":\"u\"},"
+        "\"outputs\":{\"sum\":\"z\"}}]}}");
 }
 
-Test(pipeline, steps_chain_through_callbacks_and_errors_name_the_step)
+Test(pipeline, steps_run_as_a_dag_of_callbacks_and_errors_name_the_step)
 {
     make_pipeline_repo();
     server_registry *reg;
@@ -653,6 +661,30 @@ Test(pipeline, steps_chain_through_callbacks_and_errors_name_the_step)
     cr_assert_eq(atomic_load(&server_model_stats(bad)->failure), 1);
     cr_assert_eq(atomic_load(&server_model_stats(bad)->pending), 0);
     free_jobs(jobs, 3);
+
+    /* A DAG: steps 1 and 2 start together, step 3 from the later of their
+     * callbacks; z = (a + b) + (b + b), u = 2 (outputs in the config's order). */
+    server_model *diamond = server_registry_find(reg, "diamond", NULL);
+    cr_assert_eq(server_model_output_count(diamond), 2);
+    for (int round = 0; round < 8; round++) {
+        server_job job = {0};
+        waiter w1 = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+        pair_job(diamond, &job, AB, 2, 10 * round, &w1);
+        cr_assert_eq(server_model_submit(diamond, &job), RN_OK);
+        wait_answers(&w1, 1);
+        cr_assert_eq(job.http_status, 200, "%s", job.error ? job.error : "");
+        float out[16]; /* z then u, 8 floats each */
+        cr_assert_eq(job.response.size - job.response.header_size, sizeof out);
+        memcpy(out, job.response.body + job.response.header_size, sizeof out);
+        for (int e = 0; e < 8; e++) {
+            cr_assert_eq(out[e], (float)(10 * round + e + 3), "z[%d]", e);
+            cr_assert_eq(out[8 + e], 2.0f, "u[%d]", e);
+        }
+        free_jobs(&job, 1);
+    }
+    wait_success(diamond, 8);
+    cr_assert_eq(atomic_load(&server_model_stats(diamond)->pending), 0);
+    server_model_release(diamond);
     server_model_release(bad);
     server_model_release(p);
     server_registry_free(reg);
