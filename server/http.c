@@ -113,20 +113,21 @@ static void add_version(server_model *m, void *user)
 
 static enum MHD_Result model_metadata(server_http *h, struct MHD_Connection *c, server_model *m)
 {
-    const rn_compiled_model *cm = server_model_compiled(m);
     versions_of versions = {server_model_name(m), json_array()};
     server_registry_foreach(h->registry, add_version, &versions);
     json_t *inputs = json_array(), *outputs = json_array();
     rn_port port;
-    for (size_t i = 0; i < rn_compiled_model_input_count(cm); i++)
-        if (rn_compiled_model_input(cm, i, &port) == RN_OK)
+    for (size_t i = 0; i < server_model_input_count(m); i++)
+        if (server_model_input(m, i, &port) == RN_OK)
             json_array_append_new(inputs, port_json(&port));
-    for (size_t i = 0; i < rn_compiled_model_output_count(cm); i++)
-        if (rn_compiled_model_output(cm, i, &port) == RN_OK)
+    for (size_t i = 0; i < server_model_output_count(m); i++)
+        if (server_model_output(m, i, &port) == RN_OK)
             json_array_append_new(outputs, port_json(&port));
+    /* a pipeline is Triton's "ensemble" */
     json_t *root =
         json_pack("{s:s, s:o, s:s, s:o, s:o}", "name", server_model_name(m), "versions",
-                  versions.list, "platform", "onnx", "inputs", inputs, "outputs", outputs);
+                  versions.list, "platform", server_model_is_pipeline(m) ? "ensemble" : "onnx",
+                  "inputs", inputs, "outputs", outputs);
     return respond_json(c, MHD_HTTP_OK, root);
 }
 

@@ -10,9 +10,17 @@
  * With max_batch_size > 0 the model's inputs get a dynamic dim 0 at load,
  * and a slot that frees takes the queued jobs at the head that fit together
  * (same dims past 0, batch sizes adding up to at most max_batch_size): their
- * inputs are joined along dim 0 into one run and its outputs split back. A
- * batch forms only from jobs already waiting, so an idle model answers each
- * request alone. */
+ * inputs are joined along dim 0 into one run and its outputs split back.
+ * With max_queue_delay_us 0 a batch forms only from jobs already waiting,
+ * so an idle model answers each request alone. With a delay, a job waits
+ * (even while a slot is free) until the queue holds a full batch or one of
+ * a preferred size, or until the first job has waited the delay: a timer
+ * thread of the model wakes then and starts the batch. As in Triton, the
+ * batch taken is the largest preferred size the queue can form, else all
+ * that fits.
+ *
+ * A pipeline (pipeline.c) is a model without a compiled model or slots:
+ * its jobs run as a chain of its steps' jobs. */
 #include "server/model.h"
 
 #include <inttypes.h>
@@ -23,6 +31,7 @@
 #include <time.h>
 
 #include "server/batch.h"
+#include "server/pipeline.h"
 
 typedef struct server_slot {
     server_model *model;
@@ -42,7 +51,12 @@ struct server_model {
     size_t n_slots;
     size_t max_queue_size;
     size_t max_batch_size; /* 0: each job runs alone */
+    uint64_t max_queue_delay_us;
+    size_t *preferred; /* ascending */
+    size_t n_preferred;
     uint64_t default_timeout_us;
+    uint64_t config_hash;
+    server_pipeline *pipeline; /* a pipeline: no compiled model, no slots */
     size_t n_inputs;
     atomic_long refs;
     server_stats stats;
@@ -51,6 +65,12 @@ struct server_model {
     server_slot *free_slots;
     server_job *queue_head, *queue_tail;
     size_t queued;
+
+    /* The batch timer (max_queue_delay_us > 0): waits for the first queued
+     * job's delay to pass while a slot is free. */
+    pthread_t timer;
+    int has_timer, stopping;
+    pthread_cond_t timer_cond; /* with lock: the queue or the free list changed */
 };
 
 uint64_t server_now_ns(void)
@@ -61,6 +81,55 @@ uint64_t server_now_ns(void)
 }
 
 static void on_complete(rn_infer_request *request, rn_status status, void *user_data);
+
+/* Runs each batch size a batch will likely have (the preferred sizes and
+ * max_batch_size) once on zeros, synchronously on slot `s` before it
+ * serves. The dynamic-batch compile specialises its plan for each concrete
+ * shape on the first run of that shape, in the thread that starts the run,
+ * and caches it (docs/architecture.md, "Specs"): warming makes these the
+ * batch-N compiled variants, built at load instead of on the first batch of
+ * each size in a serving thread. Inputs with other dynamic dims or strings
+ * cannot be made up: then nothing is warmed. A failed run is reported on
+ * stderr and warming stops; the model still serves. */
+static void warm_batch_sizes(server_model *m, server_slot *s)
+{
+    size_t sizes[8], n = 0;
+    for (size_t i = 0; i < m->n_preferred && n < 7; i++)
+        sizes[n++] = m->preferred[i];
+    if (n == 0 || sizes[n - 1] != m->max_batch_size)
+        sizes[n++] = m->max_batch_size;
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        rn_port port;
+        if (rn_compiled_model_input(m->compiled, i, &port) != RN_OK || port.shape.rank < 1 ||
+            port.element_type == RN_STRING)
+            return;
+        for (int d = 1; d < port.shape.rank; d++)
+            if (port.shape.dims[d] == RN_DIM_DYNAMIC)
+                return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        rn_status st = RN_OK;
+        for (size_t i = 0; i < m->n_inputs && st == RN_OK; i++) {
+            rn_port port;
+            rn_compiled_model_input(m->compiled, i, &port);
+            int64_t dims[RN_MAX_RANK];
+            memcpy(dims, port.shape.dims, (size_t)port.shape.rank * sizeof *dims);
+            dims[0] = (int64_t)sizes[k];
+            rn_tensor_free(s->joined[i]); /* the slot owns what its request reads */
+            s->joined[i] = NULL;
+            st = rn_tensor_create(port.element_type, dims, (size_t)port.shape.rank, &s->joined[i]);
+            if (st == RN_OK)
+                st = rn_infer_request_set_input_tensor(s->request, i, s->joined[i]);
+        }
+        if (st == RN_OK)
+            st = rn_infer_request_infer(s->request);
+        if (st != RN_OK) {
+            fprintf(stderr, "runnel-server: model '%s' version %s: warming batch size %zu: %s\n",
+                    m->name, m->version_text, sizes[k], rn_last_error());
+            return;
+        }
+    }
+}
 
 static rn_status create_slots(server_model *m)
 {
@@ -78,6 +147,8 @@ static rn_status create_slots(server_model *m)
         if ((s->joined = calloc(m->n_inputs ? m->n_inputs : 1, sizeof *s->joined)) == NULL)
             return rn_set_error(RN_OUT_OF_MEMORY, "no memory for %zu inputs", m->n_inputs);
         rn_status st = rn_compiled_model_create_infer_request(m->compiled, &s->request);
+        if (st == RN_OK && i == 0 && m->max_batch_size > 0)
+            warm_batch_sizes(m, s); /* before the callback: these runs answer no job */
         if (st == RN_OK)
             st = rn_infer_request_set_callback(s->request, on_complete, s);
         if (st != RN_OK)
@@ -116,26 +187,76 @@ static rn_status make_batch_dynamic(rn_model *model)
     return RN_OK;
 }
 
+static void *timer_main(void *arg);
+
+/* What a model and a pipeline share: name, version, config, lock. */
+static server_model *new_model(const char *name, int64_t version)
+{
+    server_model *m = calloc(1, sizeof *m);
+    if (m == NULL || (m->name = strdup(name)) == NULL) {
+        free(m);
+        rn_set_error(RN_OUT_OF_MEMORY, "model '%s': no memory", name);
+        return NULL;
+    }
+    m->version = version;
+    snprintf(m->version_text, sizeof m->version_text, "%" PRId64, version);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->timer_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    return m;
+}
+
+static rn_status init_model(server_model *m, const server_model_config *config)
+{
+    m->max_queue_size = config->max_queue_size;
+    m->max_batch_size = config->max_batch_size;
+    m->max_queue_delay_us = config->max_queue_delay_us;
+    m->default_timeout_us = config->default_timeout_us;
+    m->config_hash = config->hash;
+    if (config->n_preferred > 0) {
+        if ((m->preferred = malloc(config->n_preferred * sizeof *m->preferred)) == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the preferred batch sizes");
+        memcpy(m->preferred, config->preferred_batch_sizes,
+               config->n_preferred * sizeof *m->preferred);
+        m->n_preferred = config->n_preferred;
+    }
+    return RN_OK;
+}
+
+rn_status server_model_load_pipeline(struct server_registry *registry, const char *name,
+                                     const server_model_config *config, server_model **out)
+{
+    server_model *m = new_model(name, 1);
+    if (m == NULL)
+        return RN_OUT_OF_MEMORY;
+    rn_status st = init_model(m, config);
+    if (st == RN_OK)
+        st = server_pipeline_create(registry, name, config->pipeline, &m->pipeline);
+    if (st != RN_OK) {
+        server_model_free(m);
+        return rn_wrap_error(st, "pipeline '%s': ", name);
+    }
+    *out = m;
+    return RN_OK;
+}
+
 rn_status server_model_load(rn_core *core, const char *root, const char *name, int64_t version,
                             const server_model_config *config, const char *device,
                             server_model **out)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s/%" PRId64 "/model.onnx", root, name, version);
-    server_model *m = calloc(1, sizeof *m);
-    if (m == NULL || (m->name = strdup(name)) == NULL) {
-        free(m);
-        return rn_set_error(RN_OUT_OF_MEMORY, "model '%s': no memory", name);
-    }
-    m->version = version;
-    snprintf(m->version_text, sizeof m->version_text, "%" PRId64, version);
-    m->max_queue_size = config->max_queue_size;
-    pthread_mutex_init(&m->lock, NULL);
+    server_model *m = new_model(name, version);
+    if (m == NULL)
+        return RN_OUT_OF_MEMORY;
     const char *dev = config->device ? config->device : device;
-    m->max_batch_size = config->max_batch_size;
-    m->default_timeout_us = config->default_timeout_us;
     rn_model *model = NULL;
-    rn_status st = rn_core_read_model(core, path, &model);
+    rn_status st = init_model(m, config);
+    if (st == RN_OK)
+        st = rn_core_read_model(core, path, &model);
     if (st == RN_OK && m->max_batch_size > 0)
         st = make_batch_dynamic(model);
     if (st == RN_OK)
@@ -145,6 +266,11 @@ rn_status server_model_load(rn_core *core, const char *root, const char *name, i
     if (st == RN_OK) {
         m->n_inputs = rn_compiled_model_input_count(m->compiled);
         st = create_slots(m);
+    }
+    if (st == RN_OK && m->max_queue_delay_us > 0) {
+        if (pthread_create(&m->timer, NULL, timer_main, m) != 0)
+            st = rn_set_error(RN_OUT_OF_MEMORY, "cannot start the batch timer thread");
+        m->has_timer = st == RN_OK;
     }
     if (st != RN_OK) {
         server_model_free(m);
@@ -158,6 +284,13 @@ void server_model_free(server_model *m)
 {
     if (m == NULL)
         return;
+    if (m->has_timer) {
+        pthread_mutex_lock(&m->lock);
+        m->stopping = 1;
+        pthread_cond_signal(&m->timer_cond);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->timer, NULL);
+    }
     for (size_t i = 0; i < m->n_slots; i++) {
         rn_infer_request_wait(m->slots[i].request); /* its callback has returned */
         rn_infer_request_free(m->slots[i].request);
@@ -167,6 +300,9 @@ void server_model_free(server_model *m)
     }
     free(m->slots);
     rn_compiled_model_free(m->compiled);
+    server_pipeline_free(m->pipeline);
+    free(m->preferred);
+    pthread_cond_destroy(&m->timer_cond);
     pthread_mutex_destroy(&m->lock);
     free(m->name);
     free(m);
@@ -187,6 +323,34 @@ const char *server_model_version_text(const server_model *m)
 const rn_compiled_model *server_model_compiled(const server_model *m)
 {
     return m->compiled;
+}
+int server_model_is_pipeline(const server_model *m)
+{
+    return m->pipeline != NULL;
+}
+uint64_t server_model_config_hash(const server_model *m)
+{
+    return m->config_hash;
+}
+size_t server_model_input_count(const server_model *m)
+{
+    return m->pipeline ? server_pipeline_input_count(m->pipeline)
+                       : rn_compiled_model_input_count(m->compiled);
+}
+size_t server_model_output_count(const server_model *m)
+{
+    return m->pipeline ? server_pipeline_output_count(m->pipeline)
+                       : rn_compiled_model_output_count(m->compiled);
+}
+rn_status server_model_input(const server_model *m, size_t i, rn_port *out)
+{
+    return m->pipeline ? server_pipeline_input(m->pipeline, i, out)
+                       : rn_compiled_model_input(m->compiled, i, out);
+}
+rn_status server_model_output(const server_model *m, size_t i, rn_port *out)
+{
+    return m->pipeline ? server_pipeline_output(m->pipeline, i, out)
+                       : rn_compiled_model_output(m->compiled, i, out);
 }
 server_stats *server_model_stats(server_model *m)
 {
@@ -234,12 +398,12 @@ static rn_status check_input(const rn_port *port, const rn_tensor *t)
 
 rn_status server_model_bind(const server_model *m, server_infer *infer)
 {
-    size_t n = rn_compiled_model_input_count(m->compiled);
+    size_t n = server_model_input_count(m);
     for (size_t j = 0; j < infer->n_inputs; j++) {
         size_t i = 0;
         rn_port port;
         for (; i < n; i++)
-            if (rn_compiled_model_input(m->compiled, i, &port) == RN_OK &&
+            if (server_model_input(m, i, &port) == RN_OK &&
                 strcmp(port.name, infer->inputs[j].name) == 0)
                 break;
         if (i == n)
@@ -257,7 +421,7 @@ rn_status server_model_bind(const server_model *m, server_infer *infer)
     }
     for (size_t i = 0; i < n && infer->n_inputs != n; i++) {
         rn_port port;
-        rn_compiled_model_input(m->compiled, i, &port);
+        server_model_input(m, i, &port);
         if (i >= infer->n_inputs || strcmp(infer->inputs[i].name, port.name) != 0)
             return rn_set_error(RN_INVALID_ARG,
                                 "model '%s' takes %zu inputs; input '%s' is missing", m->name, n,
@@ -277,12 +441,12 @@ rn_status server_model_bind(const server_model *m, server_infer *infer)
                                 "input '%s': batch size %lld is not in 1..%zu (max_batch_size)",
                                 infer->inputs[i].name, (long long)batch, m->max_batch_size);
     }
-    size_t n_out = rn_compiled_model_output_count(m->compiled);
+    size_t n_out = server_model_output_count(m);
     for (size_t j = 0; j < infer->n_outputs; j++) {
         size_t i = 0;
         rn_port port;
         for (; i < n_out; i++)
-            if (rn_compiled_model_output(m->compiled, i, &port) == RN_OK &&
+            if (server_model_output(m, i, &port) == RN_OK &&
                 strcmp(port.name, infer->outputs[j].name) == 0)
                 break;
         if (i == n_out)
@@ -305,6 +469,42 @@ static void fail_job(server_job *job, int http_status, const char *what)
 static int64_t job_batch(const server_model *m, const server_job *job)
 {
     return m->max_batch_size > 0 ? rn_tensor_dims(job->infer.inputs[0].tensor)[0] : 1;
+}
+
+void server_job_clear_outputs(server_job *job)
+{
+    for (size_t i = 0; i < job->n_outputs; i++)
+        rn_tensor_free(job->outputs[i]);
+    free(job->outputs);
+    job->outputs = NULL;
+    job->n_outputs = 0;
+}
+
+/* A pipeline step's job: a copy of every output (its rows of each when it
+ * ran in a batch), since the request's tensors are reused by its next run. */
+static void keep_outputs(server_model *m, rn_infer_request *request, server_job *job, int sliced,
+                         int64_t row)
+{
+    size_t n = rn_compiled_model_output_count(m->compiled);
+    rn_status st = (job->outputs = calloc(n ? n : 1, sizeof *job->outputs)) != NULL
+                       ? RN_OK
+                       : rn_set_error(RN_OUT_OF_MEMORY, "no memory for outputs");
+    for (size_t i = 0; i < n && st == RN_OK; i++, job->n_outputs++) {
+        rn_tensor *t, *slice = NULL;
+        if ((st = rn_infer_request_get_output_tensor(request, i, &t)) != RN_OK)
+            break;
+        if (sliced && (st = server_batch_slice(t, row, job_batch(m, job), &slice)) != RN_OK)
+            break;
+        const rn_tensor *from = slice ? slice : t;
+        st = server_batch_concat((rn_tensor *const *)&from, 1, &job->outputs[i]);
+        rn_tensor_free(slice);
+    }
+    if (st != RN_OK) {
+        server_job_clear_outputs(job);
+        fail_job(job, 500, "copying the outputs");
+    } else {
+        job->http_status = 200;
+    }
 }
 
 /* Encodes the outputs the job asked for (every output when it named none):
@@ -351,7 +551,7 @@ static void encode_outputs(server_model *m, rn_infer_request *request, server_jo
         job->http_status = 200;
 }
 
-static void finish(server_model *m, server_job *job)
+void server_model_finish(server_model *m, server_job *job)
 {
     uint64_t now = server_now_ns();
     server_stats *s = &m->stats;
@@ -372,7 +572,7 @@ static void fail_jobs(server_model *m, server_job *jobs, int http_status, const 
     while (jobs != NULL) {
         server_job *next = jobs->next;
         fail_job(jobs, http_status, what);
-        finish(m, jobs);
+        server_model_finish(m, jobs);
         jobs = next;
     }
 }
@@ -443,9 +643,52 @@ static int fits_batch(const server_model *m, const server_job *head, const serve
     return 1;
 }
 
+static int is_preferred(const server_model *m, int64_t rows)
+{
+    for (size_t i = 0; i < m->n_preferred; i++)
+        if ((int64_t)m->preferred[i] == rows)
+            return 1;
+    return 0;
+}
+
+/* How many jobs at the head of the queue (not empty) make the next run, 0
+ * when they should wait for more: the longest prefix that fits together
+ * and has a preferred batch size; else, once the batch is full (the next
+ * job does not fit), the delay is 0 or the head waited it, all that fits. */
+static size_t batch_take(const server_model *m, uint64_t now)
+{
+    const server_job *head = m->queue_head, *last = head;
+    if (m->max_batch_size == 0)
+        return 1;
+    int64_t rows = job_batch(m, head);
+    size_t n = 1, preferred = is_preferred(m, rows) ? 1 : 0;
+    int full = 0;
+    for (;;) {
+        if (last->next == NULL) {
+            full = rows == (int64_t)m->max_batch_size;
+            break;
+        }
+        if (!fits_batch(m, head, last->next, rows)) {
+            full = 1;
+            break;
+        }
+        last = last->next;
+        rows += job_batch(m, last);
+        n++;
+        if (is_preferred(m, rows))
+            preferred = n;
+    }
+    if (preferred > 0)
+        return preferred;
+    if (full || m->max_queue_delay_us == 0 || now >= head->queued_ns + m->max_queue_delay_us * 1000)
+        return n;
+    return 0;
+}
+
 /* Takes the next run off the queue (m->lock held): the head job, and with
- * batching the jobs right behind it that fit with it. Jobs at the head past
- * their deadline go to *expired instead. */
+ * batching the jobs right behind it that batch_take joins to it; NULL when
+ * the queue is empty or waits to fill. Jobs at the head past their deadline
+ * go to *expired instead. */
 static server_job *dequeue_run(server_model *m, server_job **expired)
 {
     uint64_t now = server_now_ns();
@@ -462,14 +705,12 @@ static server_job *dequeue_run(server_model *m, server_job **expired)
         m->queue_tail = NULL;
         return NULL;
     }
+    size_t taken = batch_take(m, now);
+    if (taken == 0)
+        return NULL;
     server_job *last = head;
-    int64_t rows = job_batch(m, head);
-    size_t taken = 1;
-    while (m->max_batch_size > 0 && last->next != NULL && fits_batch(m, head, last->next, rows)) {
+    for (size_t i = 1; i < taken; i++)
         last = last->next;
-        rows += job_batch(m, last);
-        taken++;
-    }
     m->queue_head = last->next;
     if (m->queue_head == NULL)
         m->queue_tail = NULL;
@@ -478,34 +719,73 @@ static server_job *dequeue_run(server_model *m, server_job **expired)
     return head;
 }
 
-/* Starts queued runs on slot `s` until one runs or the queue is empty; the
- * slot goes back to the free list then. */
-static void run_next(server_slot *s)
+static void answer_expired(server_model *m, server_job *late)
 {
-    server_model *m = s->model;
+    while (late != NULL) {
+        server_job *after = late->next;
+        uint64_t waited = (server_now_ns() - late->queued_ns) / 1000;
+        rn_set_error(RN_RESULT_NOT_READY,
+                     "waited %llu us in the queue, past its timeout of %llu us",
+                     (unsigned long long)waited,
+                     (unsigned long long)((late->deadline_ns - late->queued_ns) / 1000));
+        fail_job(late, 503, "request timed out");
+        server_model_finish(m, late);
+        late = after;
+    }
+}
+
+/* Starts every run the queue may start now on free slots. `freed` (or
+ * NULL) is a slot whose run just completed; it joins the free list first.
+ * When jobs are left waiting for a batch to fill, the timer thread is told. */
+static void schedule(server_model *m, server_slot *freed)
+{
+    server_slot *s = freed;
     for (;;) {
-        server_job *expired = NULL;
+        server_job *expired = NULL, *run = NULL;
         pthread_mutex_lock(&m->lock);
-        server_job *next = dequeue_run(m, &expired);
-        if (next == NULL) {
+        if (s != NULL) {
             s->next_free = m->free_slots;
             m->free_slots = s;
+            s = NULL;
+        }
+        if (m->free_slots != NULL && (run = dequeue_run(m, &expired)) != NULL) {
+            s = m->free_slots;
+            m->free_slots = s->next_free;
+        } else if (m->has_timer && m->free_slots != NULL && m->queue_head != NULL) {
+            pthread_cond_signal(&m->timer_cond);
         }
         pthread_mutex_unlock(&m->lock);
-        for (server_job *late = expired; late != NULL;) {
-            server_job *after = late->next;
-            uint64_t waited = (server_now_ns() - late->queued_ns) / 1000;
-            rn_set_error(RN_RESULT_NOT_READY,
-                         "waited %llu us in the queue, past its timeout of %llu us",
-                         (unsigned long long)waited,
-                         (unsigned long long)((late->deadline_ns - late->queued_ns) / 1000));
-            fail_job(late, 503, "request timed out");
-            finish(m, late);
-            late = after;
-        }
-        if (next == NULL || start(s, next))
+        answer_expired(m, expired);
+        if (run == NULL)
             return;
+        if (start(s, run))
+            s = NULL; /* running; else the jobs were answered and s goes back */
     }
+}
+
+/* The batch timer: while jobs wait and a slot is free, sleeps until the
+ * head job has waited max_queue_delay_us, then starts what is queued. */
+static void *timer_main(void *arg)
+{
+    server_model *m = arg;
+    pthread_mutex_lock(&m->lock);
+    while (!m->stopping) {
+        if (m->queue_head == NULL || m->free_slots == NULL) {
+            pthread_cond_wait(&m->timer_cond, &m->lock);
+            continue;
+        }
+        uint64_t due = m->queue_head->queued_ns + m->max_queue_delay_us * 1000;
+        if (server_now_ns() < due) {
+            struct timespec until = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
+            pthread_cond_timedwait(&m->timer_cond, &m->lock, &until);
+            continue;
+        }
+        pthread_mutex_unlock(&m->lock);
+        schedule(m, NULL);
+        pthread_mutex_lock(&m->lock);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
 }
 
 static void on_complete(rn_infer_request *request, rn_status status, void *user_data)
@@ -523,17 +803,20 @@ static void on_complete(rn_infer_request *request, rn_status status, void *user_
         int sliced = jobs->next != NULL;
         int64_t row = 0;
         for (server_job *j = jobs; j != NULL; j = j->next) {
-            encode_outputs(m, request, j, sliced, row);
+            if (j->keep_outputs)
+                keep_outputs(m, request, j, sliced, row);
+            else
+                encode_outputs(m, request, j, sliced, row);
             row += job_batch(m, j);
         }
         atomic_fetch_add(&m->stats.output_us, (server_now_ns() - t0) / 1000);
         while (jobs != NULL) {
             server_job *next = jobs->next;
-            finish(m, jobs);
+            server_model_finish(m, jobs);
             jobs = next;
         }
     }
-    run_next(s);
+    schedule(m, s);
 }
 
 void server_model_count_failure(server_model *m, uint64_t received_ns)
@@ -548,26 +831,26 @@ rn_status server_model_submit(server_model *m, server_job *job)
     uint64_t timeout = job->infer.timeout_us ? job->infer.timeout_us : m->default_timeout_us;
     job->deadline_ns = timeout ? job->queued_ns + timeout * 1000 : 0;
     job->next = NULL;
+    if (m->pipeline != NULL) {
+        atomic_fetch_add(&m->stats.pending, 1);
+        server_pipeline_run(m->pipeline, m, job);
+        return RN_OK;
+    }
     pthread_mutex_lock(&m->lock);
-    server_slot *s = m->free_slots;
-    if (s != NULL) {
-        m->free_slots = s->next_free;
-    } else if (m->queued < m->max_queue_size) {
-        if (m->queue_tail)
-            m->queue_tail->next = job;
-        else
-            m->queue_head = job;
-        m->queue_tail = job;
-        m->queued++;
-    } else {
+    if (m->queued >= m->max_queue_size && m->free_slots == NULL) {
         pthread_mutex_unlock(&m->lock);
         return rn_set_error(RN_RESULT_NOT_READY,
                             "model '%s' version %s: the queue is full (%zu waiting, %zu running)",
                             m->name, m->version_text, m->max_queue_size, m->n_slots);
     }
+    if (m->queue_tail)
+        m->queue_tail->next = job;
+    else
+        m->queue_head = job;
+    m->queue_tail = job;
+    m->queued++;
     atomic_fetch_add(&m->stats.pending, 1);
     pthread_mutex_unlock(&m->lock);
-    if (s != NULL && !start(s, job))
-        run_next(s);
+    schedule(m, NULL);
     return RN_OK;
 }

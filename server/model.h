@@ -28,7 +28,16 @@ struct server_job {
     uint64_t queued_ns;
     uint64_t deadline_ns; /* a job still queued then is answered 503; 0: none */
     server_job *next;     /* the model's queue */
+    /* With keep_outputs set (a pipeline's step) the response is not encoded:
+     * `outputs` gets a copy of every output of the model, in its order (the
+     * job's, freed by server_job_clear_outputs). */
+    int keep_outputs;
+    rn_tensor **outputs;
+    size_t n_outputs;
 };
+
+/* Frees a job's kept outputs. */
+void server_job_clear_outputs(server_job *job);
 
 /* Triton's counters (microseconds and counts), labelled by model and version. */
 typedef struct server_stats {
@@ -47,6 +56,12 @@ rn_status server_model_load(rn_core *core, const char *root, const char *name, i
                             const server_model_config *config, const char *device,
                             server_model **out);
 
+/* A pipeline (config->pipeline set) served as model `name` version 1: its
+ * steps are models of `registry`, looked up when a request runs (pipeline.h). */
+struct server_registry;
+rn_status server_model_load_pipeline(struct server_registry *registry, const char *name,
+                                     const server_model_config *config, server_model **out);
+
 /* Waits for every run in flight and frees the model. Only when no job holds
  * it (server_model_refs == 0). NULL is a no-op. */
 void server_model_free(server_model *model);
@@ -54,7 +69,15 @@ void server_model_free(server_model *model);
 const char *server_model_name(const server_model *model);
 int64_t server_model_version(const server_model *model);
 const char *server_model_version_text(const server_model *model);
-const rn_compiled_model *server_model_compiled(const server_model *model);
+const rn_compiled_model *server_model_compiled(const server_model *model); /* NULL: pipeline */
+int server_model_is_pipeline(const server_model *model);
+uint64_t server_model_config_hash(const server_model *model); /* of the config it loaded with */
+
+/* The model's (or pipeline's) inputs and outputs; names live as long as it. */
+size_t server_model_input_count(const server_model *model);
+size_t server_model_output_count(const server_model *model);
+rn_status server_model_input(const server_model *model, size_t index, rn_port *out);
+rn_status server_model_output(const server_model *model, size_t index, rn_port *out);
 server_stats *server_model_stats(server_model *model);
 size_t server_model_requests(const server_model *model); /* infer requests in the pool */
 
@@ -69,9 +92,14 @@ long server_model_refs(server_model *model);
 rn_status server_model_bind(const server_model *model, server_infer *infer);
 
 /* Runs a bound job: at once on a free infer request, or after the jobs
- * queued before it. RN_OK: accepted, done will be called. A full queue is
- * RN_RESULT_NOT_READY (503) and done is not called. */
+ * queued before it (with max_queue_delay_us, once a batch has filled or
+ * the first job waited that long; a batch timer thread per model). RN_OK: accepted, done will be
+ * called. A full queue is RN_RESULT_NOT_READY (503) and done is not called. */
 rn_status server_model_submit(server_model *model, server_job *job);
+
+/* Counts and answers a job the model accepted (a pipeline's, from its last
+ * step): success or failure by its http_status, then its done. */
+void server_model_finish(server_model *model, server_job *job);
 
 /* Counts a request answered with an error before it was submitted (bad
  * input, full queue) as Triton does: a failure, and its duration. */

@@ -53,34 +53,69 @@ static rn_status add_model(server_registry *r, server_model *m)
     return grown ? RN_OK : rn_set_error(RN_OUT_OF_MEMORY, "no memory for the model table");
 }
 
-/* Loads what the scan selects and is not loaded yet. */
+/* Puts `m` in the table in place of `old` (same name and version), which
+ * retires: it is freed once no job holds it. */
+static rn_status replace_model(server_registry *r, server_model *old, server_model *m)
+{
+    server_model **grown = realloc(r->retired, (r->n_retired + 1) * sizeof *grown);
+    if (grown == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the model table");
+    r->retired = grown;
+    pthread_rwlock_wrlock(&r->lock);
+    for (size_t i = 0; i < r->n_models; i++)
+        if (r->models[i] == old)
+            r->models[i] = m;
+    pthread_rwlock_unlock(&r->lock);
+    r->retired[r->n_retired++] = old;
+    return RN_OK;
+}
+
+/* Loads one version unless it is loaded with the same config: 1 when it
+ * loaded, 0 when there was nothing to do or it failed (*status set). */
+static int load_version(server_registry *r, const server_repo_model *repo, int64_t version,
+                        rn_status *status)
+{
+    pthread_rwlock_rdlock(&r->lock);
+    server_model *have = find_locked(r, repo->name, version);
+    pthread_rwlock_unlock(&r->lock);
+    if (have != NULL && server_model_config_hash(have) == repo->config.hash)
+        return 0;
+    server_model *m;
+    rn_status st = repo->config.pipeline != NULL
+                       ? server_model_load_pipeline(r, repo->name, &repo->config, &m)
+                       : server_model_load(r->core, r->root, repo->name, version, &repo->config,
+                                           r->device, &m);
+    if (st == RN_OK && (st = have ? replace_model(r, have, m) : add_model(r, m)) != RN_OK)
+        server_model_free(m);
+    if (st != RN_OK) {
+        fprintf(stderr, "runnel-server: %s\n", rn_last_error());
+        *status = st;
+        return 0;
+    }
+    fprintf(stderr, "runnel-server: %s model '%s' version %" PRId64 "\n",
+            have ? "reloaded (config.json changed)" : "loaded", repo->name, version);
+    return 1;
+}
+
+/* Loads what the scan selects and is not loaded yet, or was loaded with
+ * another config.json (the old version keeps serving until the new one
+ * has compiled, then retires). Models first, then pipelines, which look
+ * their steps up. */
 static size_t load_new(server_registry *r, const server_repo_model *repo, size_t n_repo,
                        int fail_fast, rn_status *status)
 {
     size_t loaded = 0;
     *status = RN_OK;
-    for (size_t i = 0; i < n_repo; i++)
-        for (size_t v = 0; v < repo[i].n_versions; v++) {
-            pthread_rwlock_rdlock(&r->lock);
-            server_model *have = find_locked(r, repo[i].name, repo[i].versions[v]);
-            pthread_rwlock_unlock(&r->lock);
-            if (have != NULL)
+    for (int pipelines = 0; pipelines < 2; pipelines++)
+        for (size_t i = 0; i < n_repo; i++) {
+            if ((repo[i].config.pipeline != NULL) != pipelines)
                 continue;
-            server_model *m;
-            rn_status st = server_model_load(r->core, r->root, repo[i].name, repo[i].versions[v],
-                                             &repo[i].config, r->device, &m);
-            if (st == RN_OK && (st = add_model(r, m)) != RN_OK)
-                server_model_free(m);
-            if (st != RN_OK) {
-                fprintf(stderr, "runnel-server: %s\n", rn_last_error());
-                *status = st;
-                if (fail_fast)
+            for (size_t v = 0; v < repo[i].n_versions; v++) {
+                if (load_version(r, &repo[i], repo[i].versions[v], status))
+                    loaded++;
+                else if (*status != RN_OK && fail_fast)
                     return loaded;
-                continue;
             }
-            fprintf(stderr, "runnel-server: loaded model '%s' version %" PRId64 "\n", repo[i].name,
-                    repo[i].versions[v]);
-            loaded++;
         }
     return loaded;
 }

@@ -29,6 +29,8 @@ void server_config_clear(server_model_config *config)
     free(config->properties);
     free(config->versions);
     free(config->device);
+    free(config->preferred_batch_sizes);
+    free(config->pipeline);
     memset(config, 0, sizeof *config);
 }
 
@@ -108,6 +110,51 @@ static rn_status parse_policy(const json_t *policy, server_model_config *c)
                         json_object_iter_key(json_object_iter((json_t *)policy)));
 }
 
+static int compare_sizes(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+static rn_status parse_preferred(const json_t *list, server_model_config *c)
+{
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return rn_set_error(RN_INVALID_ARG,
+                            "'preferred_batch_size' must be a non-empty array of integers");
+    size_t n = json_array_size(list);
+    free(c->preferred_batch_sizes);
+    c->n_preferred = 0;
+    if ((c->preferred_batch_sizes = calloc(n, sizeof *c->preferred_batch_sizes)) == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for %zu batch sizes", n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(list, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 65536)
+            return rn_set_error(RN_INVALID_ARG,
+                                "'preferred_batch_size'[%zu] must be an integer from 1 to 65536",
+                                i);
+        c->preferred_batch_sizes[c->n_preferred++] = (size_t)json_integer_value(v);
+    }
+    qsort(c->preferred_batch_sizes, n, sizeof *c->preferred_batch_sizes, compare_sizes);
+    return RN_OK;
+}
+
+/* What only the whole config can tell: batching keys agree with each other. */
+static rn_status check_batching(const server_model_config *c)
+{
+    if (c->max_batch_size == 0 && (c->max_queue_delay_us > 0 || c->n_preferred > 0))
+        return rn_set_error(RN_INVALID_ARG, "'%s' needs dynamic batching ('max_batch_size' > 0)",
+                            c->n_preferred ? "preferred_batch_size" : "max_queue_delay_us");
+    for (size_t i = 0; i < c->n_preferred; i++)
+        if (c->preferred_batch_sizes[i] > c->max_batch_size)
+            return rn_set_error(RN_INVALID_ARG,
+                                "'preferred_batch_size' %zu is larger than 'max_batch_size' %zu",
+                                c->preferred_batch_sizes[i], c->max_batch_size);
+    if (c->pipeline != NULL && (c->max_batch_size > 0 || c->device || c->n_properties))
+        return rn_set_error(RN_INVALID_ARG, "a pipeline takes no 'max_batch_size', 'device' or "
+                                            "'properties' (its steps' models have their own)");
+    return RN_OK;
+}
+
 static rn_status parse_config(const json_t *root, server_model_config *c)
 {
     if (!json_is_object(root))
@@ -140,24 +187,32 @@ static rn_status parse_config(const json_t *root, server_model_config *c)
                 return rn_set_error(RN_INVALID_ARG, "'default_timeout_us' must be an integer >= 0");
             c->default_timeout_us = (uint64_t)json_integer_value(value);
         } else if (strcmp(key, "max_queue_delay_us") == 0) {
-            if (!json_is_integer(value) || json_integer_value(value) != 0)
+            if (!json_is_integer(value) || json_integer_value(value) < 0 ||
+                json_integer_value(value) > 60000000)
                 return rn_set_error(RN_INVALID_ARG,
-                                    "'max_queue_delay_us' other than 0 is not implemented: a batch "
-                                    "is formed from the requests already queued when an infer "
-                                    "request frees");
+                                    "'max_queue_delay_us' must be an integer from 0 to 60000000");
+            c->max_queue_delay_us = (uint64_t)json_integer_value(value);
+        } else if (strcmp(key, "preferred_batch_size") == 0) {
+            st = parse_preferred(value, c);
+        } else if (strcmp(key, "pipeline") == 0) {
+            if (!json_is_object(value))
+                return rn_set_error(RN_INVALID_ARG, "'pipeline' must be an object");
+            free(c->pipeline);
+            if ((c->pipeline = json_dumps(value, JSON_COMPACT)) == NULL)
+                return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the pipeline");
         } else if (strcmp(key, "version_policy") == 0) {
             st = parse_policy(value, c);
         } else {
             return rn_set_error(RN_INVALID_ARG,
                                 "unknown key '%s' (known: device, properties, max_queue_size, "
-                                "max_batch_size, max_queue_delay_us, default_timeout_us, "
-                                "version_policy)",
+                                "max_batch_size, max_queue_delay_us, preferred_batch_size, "
+                                "default_timeout_us, version_policy, pipeline)",
                                 key);
         }
         if (st != RN_OK)
             return st;
     }
-    return RN_OK;
+    return check_batching(c);
 }
 
 /* Parses a loaded config over *config (see server_config_parse). */
@@ -173,6 +228,9 @@ static rn_status config_from_json(json_t *root, const json_error_t *error,
     c.n_properties = 0;
     c.versions = NULL;
     c.n_versions = 0;
+    c.preferred_batch_sizes = NULL;
+    c.n_preferred = 0;
+    c.pipeline = NULL;
     rn_status st = parse_config(root, &c);
     json_decref(root);
     if (st != RN_OK) {
@@ -236,6 +294,18 @@ static int is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* FNV-1a of a file's bytes (never 0 for a file read). */
+static uint64_t file_hash(const char *path)
+{
+    uint64_t h = 1469598103934665603u;
+    FILE *f = fopen(path, "rb");
+    for (int c; f != NULL && (c = getc(f)) != EOF;)
+        h = (h ^ (uint64_t)(unsigned char)c) * 1099511628211u;
+    if (f != NULL)
+        fclose(f);
+    return h ? h : 1;
+}
+
 /* Reads one model folder: its config and the versions its policy serves. */
 static rn_status scan_model(const char *root, const char *name, size_t queue_size,
                             server_repo_model *m)
@@ -249,6 +319,14 @@ static rn_status scan_model(const char *root, const char *name, size_t queue_siz
                                         &error, &m->config);
         if (st != RN_OK)
             return rn_wrap_error(st, "model '%s': %s: ", name, path);
+        m->config.hash = file_hash(path);
+    }
+    if (m->config.pipeline != NULL) { /* no model.onnx: served as version 1 */
+        if ((m->versions = malloc(sizeof *m->versions)) == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "model '%s': no memory", name);
+        m->versions[0] = 1;
+        m->n_versions = 1;
+        return RN_OK;
     }
     snprintf(path, sizeof path, "%s/%s", root, name);
     DIR *dir = opendir(path);

@@ -5,7 +5,9 @@
  *   {"device": "REF",
  *    "properties": {"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": "2"},
  *    "max_queue_size": 64,
- *    "max_batch_size": 8, "max_queue_delay_us": 0, "default_timeout_us": 0,
+ *    "max_batch_size": 8, "max_queue_delay_us": 0, "preferred_batch_size": [4, 8],
+ *    "default_timeout_us": 0,
+ *    "pipeline": {...} (a model made of other models' steps: see pipeline.h),
  *    "version_policy": {"latest": {"num_versions": 1}} | {"all": {}}
  *                      | {"specific": {"versions": [1, 3]}}}
  * Pure functions over text and folders; loading is model.c's. */
@@ -27,13 +29,18 @@ typedef struct server_model_config {
     char *device; /* NULL: the server's default device */
     rn_property *properties;
     size_t n_properties;
-    size_t max_queue_size;       /* requests waiting for a free infer request; more get 503 */
-    size_t max_batch_size;       /* 0: no dynamic batching */
+    size_t max_queue_size;         /* requests waiting for a free infer request; more get 503 */
+    size_t max_batch_size;         /* 0: no dynamic batching */
+    uint64_t max_queue_delay_us;   /* longest a batch waits to fill (needs max_batch_size) */
+    size_t *preferred_batch_sizes; /* ascending, each 1..max_batch_size */
+    size_t n_preferred;
     uint64_t default_timeout_us; /* longest wait in the queue when a request names none; 0: none */
     server_version_policy policy;
     size_t num_versions; /* latest{n} */
     int64_t *versions;   /* specific */
     size_t n_versions;
+    char *pipeline; /* the "pipeline" object as JSON text (pipeline.c reads it); NULL: a model */
+    uint64_t hash;  /* of config.json's text (0: none), so that a poll sees a change */
 } server_model_config;
 
 /* The default configuration: server's device, no properties, latest{1},
@@ -61,7 +68,8 @@ typedef struct server_repo_model {
 } server_repo_model;
 
 /* Scans a repository: every folder of `root` (hidden ones skipped) is a
- * model; its numeric sub-folders holding model.onnx are its versions.
+ * model; its numeric sub-folders holding model.onnx are its versions (a
+ * pipeline has version 1 and no model.onnx).
  * *models is malloc'ed (free with server_repo_free). A missing root, or a
  * model whose config.json is bad, is an error naming it. */
 rn_status server_repo_scan(const char *root, size_t queue_size, server_repo_model **models,

@@ -15,7 +15,12 @@ hey, raw sockets and prometheus_client's parser:
   - overload: hey at many times the capacity gets 503s at once, successes
     go on, peak RSS stays bounded, and the server recovers;
   - metrics agree with what the clients counted;
-  - repository polling adds and removes versions with no failed request;
+  - dynamic batching: joined batches split back exactly; a batch waiting
+    max_queue_delay_us, and a preferred size run at once;
+  - pipelines (steps chained model to model): metadata, outputs, a failing
+    step named;
+  - repository polling adds and removes versions, and reloads a changed
+    config.json, with no failed request;
   - SIGTERM: readiness off at once, every accepted call answered, exit 0.
 
 Prints one line per case, "PASS name" / "FAIL name: why" / "SKIP name: why",
@@ -149,6 +154,33 @@ def make_repo(root, onnx_data):
                    "properties": {"PERFORMANCE_HINT": "LATENCY"}}, f)
     with open(f"{root}/squeezenet/config.json", "w") as f:
         json.dump({"device": "REF", "max_queue_size": 4}, f)
+    # Batching that waits up to 300 ms for a batch, and runs a preferred 4 at once.
+    plain = {"device": "REF", "properties": {"PERFORMANCE_HINT": "LATENCY"}}
+    models = {"delayed": dict(plain, max_batch_size=8, max_queue_delay_us=300000,
+                              preferred_batch_size=[4]),
+              "add_step": {"device": "REF"}, "dyn_step": {"device": "REF"},
+              "reload": {"device": "REF"}}
+    for name, config in models.items():
+        os.makedirs(f"{root}/{name}/1")
+        shutil.copy(models_src(name, node), f"{root}/{name}/1/model.onnx")
+        with open(f"{root}/{name}/config.json", "w") as f:
+            json.dump(config, f)
+    # Pipelines: z = (a + b) + b on add_step twice; and one whose step 2
+    # cannot take step 1's output.
+    steps = [{"model": "add_step", "inputs": {"x": "a", "y": "b"}, "outputs": {"sum": "t"}},
+             {"model": "add_step", "inputs": {"x": "t", "y": "b"}, "outputs": {"sum": "z"}}]
+    pipelines = {"pipe": steps,
+                 "pipe_bad": [steps[0], dict(steps[1], model="dyn_step")]}
+    for name, pipeline_steps in pipelines.items():
+        os.makedirs(f"{root}/{name}")
+        with open(f"{root}/{name}/config.json", "w") as f:
+            json.dump({"pipeline": {"inputs": ["a", "b"], "outputs": ["z"],
+                                    "steps": pipeline_steps}}, f)
+
+
+def models_src(name, node):
+    """The ONNX file behind the extra models: test_add ([3,4,5]) or dynamic_add ([N,4])."""
+    return f"{node}/test_add/model.onnx" if name == "add_step" else DYNAMIC_ADD
 
 
 def tools_run(run_binary, model, inputs, workdir):
@@ -279,6 +311,58 @@ def main():
             raise AssertionError("a batch of 9 on max_batch_size 8 was accepted")
         except InferenceServerException as e:
             assert e.status() == "400" and "not in 1..8" in e.message(), e
+
+    def batching_delay_and_preferred_size():
+        c = httpclient.InferenceServerClient(url=server.url, concurrency=8)
+
+        def send(n):
+            sent = []
+            for _ in range(n):
+                x = rng.standard_normal((1, 4), np.float32)
+                a = httpclient.InferInput("x", [1, 4], "FP32")
+                a.set_data_from_numpy(x)
+                b = httpclient.InferInput("y", [1, 4], "FP32")
+                b.set_data_from_numpy(x)
+                sent.append((x + x, c.async_infer("delayed", [a, b])))
+            for want, pending in sent:
+                got = pending.get_result().as_numpy("sum")
+                count("delayed", True)
+                assert np.array_equal(got, want), (got, want)
+        start = time.time()
+        send(1)  # alone: waits out the delay for company
+        alone = time.time() - start
+        assert alone >= 0.3, f"a lone request was answered in {alone:.3f} s, before the delay"
+        start = time.time()
+        send(4)  # the preferred size: runs once the 4th arrives
+        four = time.time() - start
+        c.close()
+        status, _, data = request(server, "GET", "/metrics")
+        execs = re.search(r'nv_inference_exec_count\{model="delayed",version="1"\} (\d+)',
+                          data.decode())
+        assert execs and int(execs.group(1)) == 2, (execs and execs.group(0), four)
+        print(f"  delayed: lone request {alone * 1000:.0f} ms, 4 requests in one run "
+              f"{four * 1000:.0f} ms")
+
+    def pipelines():
+        m = client.get_model_metadata("pipe")
+        assert m["platform"] == "ensemble", m
+        assert m["inputs"] == [{"name": "a", "datatype": "FP32", "shape": [3, 4, 5]},
+                               {"name": "b", "datatype": "FP32", "shape": [3, 4, 5]}], m
+        assert [o["name"] for o in m["outputs"]] == ["z"], m
+        assert client.is_model_ready("pipe")
+        a = rng.standard_normal((3, 4, 5), np.float32)
+        b = rng.standard_normal((3, 4, 5), np.float32)
+        for binary in (True, False):
+            r = triton_infer("pipe", {"a": a, "b": b}, binary)
+            assert r.get_response()["model_name"] == "pipe"
+            assert np.array_equal(r.as_numpy("z"), (a + b) + b), binary
+        try:
+            triton_infer("pipe_bad", {"a": a, "b": b}, True)
+            raise AssertionError("pipe_bad answered")
+        except InferenceServerException as e:
+            assert e.status() == "400", e
+            assert "pipeline 'pipe_bad' step 2 (model 'dyn_step'): input 'x': shape [3,4,5]" \
+                in e.message(), e.message()
 
     def curl_json_infer():
         body = {"id": "curl-1", "inputs": [
@@ -451,6 +535,49 @@ def main():
         assert not failures, failures[:3]
         assert done[0] > 0
 
+    def config_change_reloads_without_failures():
+        stop = threading.Event()
+        failures = []
+        done = [0]
+
+        def infer(c, rows):
+            x = np.ones((rows, 4), np.float32)
+            a = httpclient.InferInput("x", [rows, 4], "FP32")
+            a.set_data_from_numpy(x)
+            b = httpclient.InferInput("y", [rows, 4], "FP32")
+            b.set_data_from_numpy(x)
+            return c.infer("reload", [a, b])
+
+        def load():
+            c = httpclient.InferenceServerClient(url=server.url)
+            while not stop.is_set():
+                try:
+                    assert np.all(infer(c, 2).as_numpy("sum") == 2)
+                    done[0] += 1
+                except Exception as e:  # noqa: BLE001
+                    failures.append(repr(e))
+        infer(client, 9)  # no batching yet: any dim 0
+        t = threading.Thread(target=load)
+        t.start()
+        try:
+            with open(f"{repo}/reload/config.json", "w") as f:
+                json.dump({"device": "REF", "max_batch_size": 8}, f)
+            deadline = time.time() + 30
+            while True:
+                assert time.time() < deadline, "the new config.json never took effect"
+                try:
+                    infer(client, 9)
+                    time.sleep(0.2)
+                except InferenceServerException as e:
+                    assert e.status() == "400" and "not in 1..8" in e.message(), e
+                    break
+            time.sleep(0.3)
+        finally:
+            stop.set()
+            t.join()
+        assert not failures, failures[:3]
+        assert done[0] > 0
+
     def kserve_sdk():
         try:
             from kserve import InferenceRESTClient, InferInput, InferRequest, RESTConfig
@@ -507,10 +634,12 @@ def main():
 
     try:
         for fn in (health_and_metadata, numeric_outputs_equal_tools_run,
-                   bytes_and_requested_outputs, dynamic_batching, curl_json_infer,
+                   bytes_and_requested_outputs, dynamic_batching,
+                   batching_delay_and_preferred_size, pipelines, curl_json_infer,
                    bad_input_is_refused_and_serving_goes_on, overload_gets_503_and_recovers,
                    kserve_sdk, metrics_agree_with_the_clients,
                    polling_adds_and_removes_versions_without_failures,
+                   config_change_reloads_without_failures,
                    sigterm_drains_and_exits_0):
             case(fn)
     finally:

@@ -237,6 +237,112 @@ static void on_primer_done(server_job *job)
         cr_assert_eq(server_model_submit(c->model, &c->jobs[i]), RN_OK, "%s", rn_last_error());
 }
 
+/* A job of two FP32 inputs named `names` (dynamic_add: x, y) of `rows` rows:
+ * the first base + e, the second 1, so dynamic_add sums base + e + 1;
+ * outputs binary. */
+static void pair_job(server_model *m, server_job *job, const char *const names[2], int rows,
+                     int base, waiter *w)
+{
+    char json[2048];
+    size_t used = (size_t)snprintf(json, sizeof json, "{\"inputs\":[");
+    for (int in = 0; in < 2; in++) {
+        used += (size_t)snprintf(json + used, sizeof json - used,
+                                 "%s{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":[%d,4],"
+                                 "\"data\":[",
+                                 in ? "," : "", names[in], rows);
+        for (int e = 0; e < 4 * rows; e++)
+            used += (size_t)snprintf(json + used, sizeof json - used, "%s%d", e ? "," : "",
+                                     in ? 1 : base + e);
+        used += (size_t)snprintf(json + used, sizeof json - used, "]}");
+    }
+    snprintf(json + used, sizeof json - used, "],\"parameters\":{\"binary_data_output\":true}}");
+    cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &job->infer), RN_OK, "%s",
+                 rn_last_error());
+    cr_assert_eq(server_model_bind(m, &job->infer), RN_OK, "%s", rn_last_error());
+    job->done = on_done;
+    job->user = w;
+    job->received_ns = server_now_ns();
+}
+
+static void add_job(server_model *m, server_job *job, int rows, int base, waiter *w)
+{
+    static const char *const xy[2] = {"x", "y"};
+    pair_job(m, job, xy, rows, base, w);
+}
+
+/* Checks an answered add_job's binary output (the binary section starts
+ * anywhere: copied out): base + 1, base + 2, ... */
+static void check_sum(const server_job *job, int rows, int base)
+{
+    cr_assert_eq(job->http_status, 200, "%s", job->error ? job->error : "");
+    cr_assert_eq(job->response.size - job->response.header_size, 16u * (size_t)rows);
+    float sum[64];
+    memcpy(sum, job->response.body + job->response.header_size, 16u * (size_t)rows);
+    for (int e = 0; e < 4 * rows; e++)
+        cr_assert_eq(sum[e], (float)(base + e + 1), "[%d]", e);
+}
+
+static void wait_answers(waiter *w, int n)
+{
+    pthread_mutex_lock(&w->lock);
+    while (w->answered < n)
+        pthread_cond_wait(&w->cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static int answered(waiter *w)
+{
+    pthread_mutex_lock(&w->lock);
+    int n = w->answered;
+    pthread_mutex_unlock(&w->lock);
+    return n;
+}
+
+/* The success counter is bumped before done, the last job's finish may
+ * still be running: wait for the counters to settle. */
+static void wait_success(server_model *m, uint64_t n)
+{
+    while (atomic_load(&server_model_stats(m)->success) < n)
+        usleep(1000);
+}
+
+/* How many plans the compiled model built for concrete shapes. */
+static long shape_builds(server_model *m)
+{
+    char buf[32];
+    cr_assert_eq(rn_compiled_model_get_property(server_model_compiled(m), "SHAPE_CACHE_BUILDS", buf,
+                                                sizeof buf),
+                 RN_OK, "%s", rn_last_error());
+    return atol(buf);
+}
+
+static void free_jobs(server_job *jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(jobs[i].response.body);
+        free(jobs[i].error);
+        server_infer_clear(&jobs[i].infer);
+    }
+}
+
+/* Runs a primed case: jobs[i] of rows[i] rows (base 10 i), jobs[0] first
+ * and the rest from its done; checks every answer. */
+static void run_primed_case(batch_case *c, const int *rows)
+{
+    pthread_mutex_init(&c->w.lock, NULL);
+    pthread_cond_init(&c->w.cond, NULL);
+    c->jobs = calloc(c->n, sizeof *c->jobs);
+    for (size_t i = 0; i < c->n; i++)
+        add_job(c->model, &c->jobs[i], rows[i], 10 * (int)i, &c->w);
+    c->jobs[0].done = on_primer_done;
+    c->jobs[0].user = c;
+    cr_assert_eq(server_model_submit(c->model, &c->jobs[0]), RN_OK);
+    wait_answers(&c->w, (int)c->n - 1);
+    for (size_t i = 0; i < c->n; i++)
+        check_sum(&c->jobs[i], rows[i], 10 * (int)i);
+    wait_success(c->model, c->n);
+}
+
 Test(model, batching_joins_queued_jobs_and_splits_their_outputs)
 {
     make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":4,\"properties\":{"
@@ -246,50 +352,9 @@ Test(model, batching_joins_queued_jobs_and_splits_their_outputs)
     batch_case c = {.model = server_registry_find(reg, "sq", NULL), .n = 6};
     cr_assert_not_null(c.model);
     cr_assert_eq(server_model_requests(c.model), 1);
-    pthread_mutex_init(&c.w.lock, NULL);
-    pthread_cond_init(&c.w.cond, NULL);
     int batch[6] = {1, 1, 2, 3, 1, 2}; /* queued: {1,2} {3,1} {2} with max 4 */
-    c.jobs = calloc(c.n, sizeof *c.jobs);
-    for (size_t i = 0; i < c.n; i++) {
-        char json[1024];
-        size_t used = (size_t)snprintf(json, sizeof json, "{\"inputs\":[");
-        for (int in = 0; in < 2; in++) {
-            used += (size_t)snprintf(json + used, sizeof json - used,
-                                     "%s{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":[%d,4],"
-                                     "\"data\":[",
-                                     in ? "," : "", in ? "y" : "x", batch[i]);
-            for (int e = 0; e < 4 * batch[i]; e++) /* x = 100 i + e, y = 1000 i */
-                used += (size_t)snprintf(json + used, sizeof json - used, "%s%d", e ? "," : "",
-                                         in ? 1000 * (int)i : 100 * (int)i + e);
-            used += (size_t)snprintf(json + used, sizeof json - used, "]}");
-        }
-        snprintf(json + used, sizeof json - used,
-                 "],\"parameters\":{\"binary_data_output\":true}}");
-        cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &c.jobs[i].infer), RN_OK,
-                     "%s", rn_last_error());
-        cr_assert_eq(server_model_bind(c.model, &c.jobs[i].infer), RN_OK, "%s", rn_last_error());
-        c.jobs[i].done = i == 0 ? on_primer_done : on_done;
-        c.jobs[i].user = i == 0 ? (void *)&c : (void *)&c.w;
-        c.jobs[i].received_ns = server_now_ns();
-    }
-    cr_assert_eq(server_model_submit(c.model, &c.jobs[0]), RN_OK);
-    pthread_mutex_lock(&c.w.lock);
-    while (c.w.answered < (int)c.n - 1)
-        pthread_cond_wait(&c.w.cond, &c.w.lock);
-    pthread_mutex_unlock(&c.w.lock);
-    cr_assert_eq(c.jobs[0].http_status, 200);
-    for (size_t i = 1; i < c.n; i++) {
-        server_job *j = &c.jobs[i];
-        cr_assert_eq(j->http_status, 200, "job %zu: %s", i, j->error ? j->error : "");
-        cr_assert_eq(j->response.size - j->response.header_size, 16u * (size_t)batch[i]);
-        float sum[12]; /* the binary section starts anywhere: copy it out */
-        memcpy(sum, j->response.body + j->response.header_size, 16u * (size_t)batch[i]);
-        for (int e = 0; e < 4 * batch[i]; e++)
-            cr_assert_eq(sum[e], (float)(100 * (int)i + e + 1000 * (int)i), "job %zu [%d]", i, e);
-    }
+    run_primed_case(&c, batch);
     server_stats *s = server_model_stats(c.model);
-    while (atomic_load(&s->success) < c.n) /* the primer's finish may still be running */
-        usleep(1000);
     cr_assert_eq(atomic_load(&s->exec_count), 4); /* the primer, then 3 batches */
     cr_assert_eq(atomic_load(&s->inference_count), 10);
     finish_case(&c, reg);
@@ -338,4 +403,327 @@ Test(model, a_queued_request_past_its_timeout_gets_503)
               "%s", c.jobs[1].error);
     cr_assert_eq(c.jobs[2].http_status, 200, "%s", c.jobs[2].error ? c.jobs[2].error : "");
     finish_case(&c, reg);
+}
+
+Test(model, a_batch_waits_for_the_delay_and_runs_at_once_when_full)
+{
+    /* One infer request, batches of 4, a delay far longer than the test. */
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":4,"
+                              "\"max_queue_delay_us\":30000000,"
+                              "\"properties\":{\"PERFORMANCE_HINT\":\"LATENCY\"}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", NULL);
+    cr_assert_not_null(m);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    server_job jobs[3] = {0};
+    int rows[3] = {1, 2, 1};
+    for (int i = 0; i < 3; i++)
+        add_job(m, &jobs[i], rows[i], 100 * i, &w);
+    cr_assert_eq(server_model_submit(m, &jobs[0]), RN_OK);
+    cr_assert_eq(server_model_submit(m, &jobs[1]), RN_OK);
+    usleep(50000); /* the request is free, yet 3 rows wait for a 4th */
+    cr_assert_eq(answered(&w), 0);
+    cr_assert_eq(atomic_load(&server_model_stats(m)->exec_count), 0);
+    cr_assert_eq(server_model_submit(m, &jobs[2]), RN_OK); /* 4 rows: full, runs now */
+    wait_answers(&w, 3);
+    for (int i = 0; i < 3; i++)
+        check_sum(&jobs[i], rows[i], 100 * i);
+    wait_success(m, 3);
+    cr_assert_eq(atomic_load(&server_model_stats(m)->exec_count), 1);
+    cr_assert_eq(atomic_load(&server_model_stats(m)->inference_count), 4);
+    free_jobs(jobs, 3);
+    server_model_release(m);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+Test(model, a_partial_batch_runs_when_the_delay_has_passed)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":8,"
+                              "\"max_queue_delay_us\":20000,"
+                              "\"properties\":{\"PERFORMANCE_HINT\":\"LATENCY\"}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", NULL);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    server_job jobs[2] = {0};
+    add_job(m, &jobs[0], 1, 0, &w);
+    add_job(m, &jobs[1], 3, 50, &w);
+    uint64_t t0 = server_now_ns();
+    cr_assert_eq(server_model_submit(m, &jobs[0]), RN_OK);
+    cr_assert_eq(server_model_submit(m, &jobs[1]), RN_OK);
+    wait_answers(&w, 2);
+    uint64_t waited_us = (server_now_ns() - t0) / 1000;
+    cr_assert_geq(waited_us, 20000, "answered after %llu us, before the delay",
+                  (unsigned long long)waited_us);
+    check_sum(&jobs[0], 1, 0);
+    check_sum(&jobs[1], 3, 50);
+    wait_success(m, 2);
+    cr_assert_eq(atomic_load(&server_model_stats(m)->exec_count), 1); /* 4 rows, one run */
+    cr_assert_geq(atomic_load(&server_model_stats(m)->queue_us), 20000);
+    free_jobs(jobs, 2);
+    server_model_release(m);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+Test(model, preferred_batch_sizes_take_the_largest_that_forms)
+{
+    /* Without delay: while the primer runs, 1+1+1+1+1+2 rows queue. Max 8
+     * would take all 7 in one run; preferred {2, 4} takes 4 (the largest
+     * preferred prefix), then 3 rows = 1 + 2 (no preferred prefix: all). */
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":8,"
+                              "\"preferred_batch_size\":[4,2],"
+                              "\"properties\":{\"PERFORMANCE_HINT\":\"LATENCY\"}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    batch_case c = {.model = server_registry_find(reg, "sq", NULL), .n = 7};
+    long warmed = shape_builds(c.model); /* batches of 2, 4 and 8 were planned at load */
+    cr_assert_geq(warmed, 3);
+    int rows[7] = {1, 1, 1, 1, 1, 1, 2};
+    run_primed_case(&c, rows);
+    cr_assert_eq(atomic_load(&server_model_stats(c.model)->exec_count), 3);
+    cr_assert_eq(atomic_load(&server_model_stats(c.model)->inference_count), 8);
+    cr_assert_eq(shape_builds(c.model), warmed + 2); /* 1 and 3 are new; 4 was warm */
+
+    /* With a long delay a preferred size runs at once: 2 rows, not 8. */
+    server_model_release(c.model);
+    server_registry_free(reg);
+    char path[256];
+    snprintf(path, sizeof path, "%s/sq/config.json", root);
+    FILE *f = fopen(path, "w");
+    fputs("{\"device\":\"REF\",\"max_batch_size\":8,\"preferred_batch_size\":[2],"
+          "\"max_queue_delay_us\":30000000,\"properties\":{\"PERFORMANCE_HINT\":\"LATENCY\"}}",
+          f);
+    fclose(f);
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", NULL);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    server_job jobs[2] = {0};
+    add_job(m, &jobs[0], 1, 0, &w);
+    add_job(m, &jobs[1], 1, 7, &w);
+    cr_assert_eq(server_model_submit(m, &jobs[0]), RN_OK);
+    cr_assert_eq(server_model_submit(m, &jobs[1]), RN_OK);
+    wait_answers(&w, 2);
+    check_sum(&jobs[0], 1, 0);
+    check_sum(&jobs[1], 1, 7);
+    free_jobs(jobs, 2);
+    server_model_release(m);
+    free_jobs(c.jobs, c.n);
+    free(c.jobs);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+/* ---- config reload and pipelines ---- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Adds model folder `name` to the repository: version 1 of dynamic_add
+ * when `with_model`, and config.json. */
+static void add_folder(const char *name, int with_model, const char *config)
+{
+    char p[512], target[4096];
+    snprintf(p, sizeof p, "%s/%s", root, name);
+    mkdir(p, 0755);
+    if (with_model) {
+        snprintf(p, sizeof p, "%s/%s/1", root, name);
+        mkdir(p, 0755);
+        cr_assert_not_null(realpath(DYNAMIC_ADD, target));
+        snprintf(p, sizeof p, "%s/%s/1/model.onnx", root, name);
+        cr_assert_eq(symlink(target, p), 0);
+    }
+    snprintf(p, sizeof p, "%s/%s/config.json", root, name);
+    write_file(p, config);
+}
+
+Test(model, poll_reloads_a_changed_config_while_the_old_one_serves)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\"}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_OK, "%s", rn_last_error());
+    server_model *held = server_registry_find(reg, "sq", "1"); /* a request in flight */
+    cr_assert_eq(server_registry_poll(reg), 0);                /* nothing changed */
+    add_folder("sq", 0, "{\"device\":\"REF\",\"max_batch_size\":2}");
+    cr_assert_eq(server_registry_poll(reg), 1);
+    server_model *m = server_registry_find(reg, "sq", "1");
+    cr_assert(m != NULL && m != held);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    server_job jobs[2] = {0};
+    add_job(held, &jobs[0], 3, 5, &w); /* the old config: any batch */
+    cr_assert_eq(server_model_submit(held, &jobs[0]), RN_OK);
+    wait_answers(&w, 1);
+    check_sum(&jobs[0], 3, 5);
+    const char *three = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[3,4],"
+                        "\"data\":[1,2,3,4,5,6,7,8,9,10,11,12]},{\"name\":\"y\",\"datatype\":"
+                        "\"FP32\",\"shape\":[3,4],\"data\":[1,2,3,4,5,6,7,8,9,10,11,12]}]}";
+    server_infer in;
+    cr_assert_eq(server_infer_parse(three, strlen(three), SIZE_MAX, &in), RN_OK);
+    cr_assert_eq(server_model_bind(m, &in), RN_INVALID_ARG); /* the new one: max 2 */
+    cr_assert(strstr(rn_last_error(), "batch size 3 is not in 1..2"), "%s", rn_last_error());
+    server_infer_clear(&in);
+    add_job(m, &jobs[1], 2, 9, &w);
+    cr_assert_eq(server_model_submit(m, &jobs[1]), RN_OK);
+    wait_answers(&w, 2);
+    check_sum(&jobs[1], 2, 9);
+    wait_success(m, 1);
+    wait_success(held, 1);
+    free_jobs(jobs, 2);
+    server_model_release(held);
+    server_model_release(m);
+    cr_assert_eq(server_registry_poll(reg), 0); /* frees the retired one */
+    server_registry_free(reg);
+    remove_repo();
+}
+
+static const char *const AB[2] = {"a", "b"};
+
+/* sq and one (max_batch_size 1) are dynamic_add; twice runs sq twice,
+ * z = (a + b) + b; bad runs sq then one; diamond runs t = a + b and
+ * u = b + b side by side, then z = t + u. */
+static void make_pipeline_repo(void)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\"}");
+    add_folder("one", 1, "{\"device\":\"REF\",\"max_batch_size\":1}");
+    add_folder(
+        "twice", 0,
+        "{\"pipeline\":{\"inputs\":[\"a\",\"b\"],\"outputs\":[\"z\"],\"steps\":["
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"b\"},\"outputs\":{\"sum\":\"t\"}},"
+        "{\"model\":\"sq\",\"version\":1,\"inputs\":{\"x\":\"t\",\"y\":\"b\"},"
+        "\"outputs\":{\"sum\":\"z\"}}]}}");
+    add_folder(
+        "bad", 0,
+        "{\"pipeline\":{\"inputs\":[\"a\",\"b\"],\"outputs\":[\"z\"],\"steps\":["
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"b\"},\"outputs\":{\"sum\":\"t\"}},"
+        "{\"model\":\"one\",\"inputs\":{\"x\":\"t\",\"y\":\"b\"},"
+        "\"outputs\":{\"sum\":\"z\"}}]}}");
+    add_folder(
+        "diamond", 0,
+        "{\"pipeline\":{\"inputs\":[\"a\",\"b\"],\"outputs\":[\"z\",\"u\"],\"steps\":["
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"b\"},\"outputs\":{\"sum\":\"t\"}},"
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"b\",\"y\":\"b\"},\"outputs\":{\"sum\":\"u\"}},"
+        "{\"model\":\"sq\",\"inputs\":{\"x\":\"t\",\"y\":\"u\"},"
+        "\"outputs\":{\"sum\":\"z\"}}]}}");
+}
+
+Test(pipeline, steps_run_as_a_dag_of_callbacks_and_errors_name_the_step)
+{
+    make_pipeline_repo();
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_OK, "%s", rn_last_error());
+    server_model *p = server_registry_find(reg, "twice", NULL);
+    cr_assert_not_null(p, "%s", rn_last_error());
+    cr_assert(server_model_is_pipeline(p));
+    cr_assert_null(server_model_compiled(p));
+    cr_assert_eq(server_model_version(p), 1);
+    cr_assert_eq(server_model_input_count(p), 2);
+    cr_assert_eq(server_model_output_count(p), 1);
+    rn_port port;
+    cr_assert_eq(server_model_input(p, 1, &port), RN_OK);
+    cr_assert_str_eq(port.name, "b");
+    cr_assert_eq(port.element_type, RN_F32);
+    cr_assert_eq(port.shape.rank, 2);
+    cr_assert_eq(port.shape.dims[1], 4);
+    cr_assert_eq(server_model_output(p, 0, &port), RN_OK);
+    cr_assert_str_eq(port.name, "z");
+
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    server_job jobs[3] = {0};
+    pair_job(p, &jobs[0], AB, 3, 20, &w);
+    cr_assert_eq(server_model_submit(p, &jobs[0]), RN_OK);
+    wait_answers(&w, 1);
+    check_sum(&jobs[0], 3, 21); /* (a + 1) + 1 */
+    cr_assert(strstr(jobs[0].response.body, "\"model_name\":\"twice\""), "%.*s",
+              (int)jobs[0].response.header_size, jobs[0].response.body);
+    server_model *sq = server_registry_find(reg, "sq", NULL);
+    cr_assert_eq(atomic_load(&server_model_stats(sq)->exec_count), 2); /* both steps ran on sq */
+    server_model_release(sq);
+    wait_success(p, 1);
+
+    server_model *bad = server_registry_find(reg, "bad", NULL);
+    pair_job(bad, &jobs[1], AB, 2, 0, &w); /* step 2's model takes batches of 1 */
+    cr_assert_eq(server_model_submit(bad, &jobs[1]), RN_OK);
+    pair_job(bad, &jobs[2], AB, 1, 0, &w);
+    cr_assert_eq(server_model_submit(bad, &jobs[2]), RN_OK);
+    wait_answers(&w, 3);
+    cr_assert_eq(jobs[1].http_status, 400);
+    cr_assert(strstr(jobs[1].error, "pipeline 'bad' step 2 (model 'one'): input 'x': batch size 2"),
+              "%s", jobs[1].error);
+    check_sum(&jobs[2], 1, 1);
+    wait_success(bad, 1);
+    cr_assert_eq(atomic_load(&server_model_stats(bad)->failure), 1);
+    cr_assert_eq(atomic_load(&server_model_stats(bad)->pending), 0);
+    free_jobs(jobs, 3);
+
+    /* A DAG: steps 1 and 2 start together, step 3 from the later of their
+     * callbacks; z = (a + b) + (b + b), u = 2 (outputs in the config's order). */
+    server_model *diamond = server_registry_find(reg, "diamond", NULL);
+    cr_assert_eq(server_model_output_count(diamond), 2);
+    for (int round = 0; round < 8; round++) {
+        server_job job = {0};
+        waiter w1 = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+        pair_job(diamond, &job, AB, 2, 10 * round, &w1);
+        cr_assert_eq(server_model_submit(diamond, &job), RN_OK);
+        wait_answers(&w1, 1);
+        cr_assert_eq(job.http_status, 200, "%s", job.error ? job.error : "");
+        float out[16]; /* z then u, 8 floats each */
+        cr_assert_eq(job.response.size - job.response.header_size, sizeof out);
+        memcpy(out, job.response.body + job.response.header_size, sizeof out);
+        for (int e = 0; e < 8; e++) {
+            cr_assert_eq(out[e], (float)(10 * round + e + 3), "z[%d]", e);
+            cr_assert_eq(out[8 + e], 2.0f, "u[%d]", e);
+        }
+        free_jobs(&job, 1);
+    }
+    wait_success(diamond, 8);
+    cr_assert_eq(atomic_load(&server_model_stats(diamond)->pending), 0);
+    server_model_release(diamond);
+    server_model_release(bad);
+    server_model_release(p);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+Test(pipeline, a_bad_pipeline_fails_the_load_naming_the_problem)
+{
+    struct {
+        const char *steps, *needle;
+    } cases[] = {
+        {"{\"model\":\"nope\",\"inputs\":{},\"outputs\":{}}",
+         "pipeline 'p': step 1 (model 'nope'): no model 'nope' is loaded"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\"},\"outputs\":{\"sum\":\"z\"}}",
+         "step 1 (model 'sq'): model 'sq' input 'y' is not mapped"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"t\"},\"outputs\":{\"sum\":\"z\"}}",
+         "input 'y' takes tensor 't', which is neither a pipeline input nor an output of an "
+         "earlier step"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"a\"},\"outputs\":{\"total\":\"z\"}}",
+         "model 'sq' has no output 'total'"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"a\"},\"outputs\":{\"sum\":\"w\"}}",
+         "output 'z' is made by no step"},
+        {"{\"model\":\"sq\",\"inputs\":{\"x\":\"a\",\"y\":\"a\"},\"outputs\":{\"sum\":\"z\"},"
+         "\"when\":1}",
+         "step 1 (model 'sq'): unknown key 'when'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\"}");
+        char config[512];
+        snprintf(config, sizeof config,
+                 "{\"pipeline\":{\"inputs\":[\"a\"],\"outputs\":[\"z\"],\"steps\":[%s]}}",
+                 cases[i].steps);
+        add_folder("p", 0, config);
+        server_registry *reg = NULL;
+        cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_INVALID_ARG, "%s",
+                     cases[i].steps);
+        cr_assert(strstr(rn_last_error(), cases[i].needle), "'%s' lacks '%s'", rn_last_error(),
+                  cases[i].needle);
+        cr_assert_null(reg);
+        remove_repo();
+    }
 }

@@ -63,7 +63,7 @@ Test(config, every_key)
     server_model_config c;
     cr_assert_eq(parse("{\"device\":\"REF\",\"properties\":{\"PERFORMANCE_HINT\":\"THROUGHPUT\","
                        "\"NUM_STREAMS\":2},\"max_queue_size\":3,\"max_batch_size\":8,"
-                       "\"max_queue_delay_us\":0,"
+                       "\"max_queue_delay_us\":500,\"preferred_batch_size\":[8,2,4],"
                        "\"version_policy\":{\"specific\":{\"versions\":[4,2]}}}",
                        &c),
                  RN_OK, "%s", rn_last_error());
@@ -73,6 +73,11 @@ Test(config, every_key)
     cr_assert_str_eq(c.properties[1].value, "2");
     cr_assert_eq(c.max_queue_size, 3);
     cr_assert_eq(c.max_batch_size, 8);
+    cr_assert_eq(c.max_queue_delay_us, 500);
+    cr_assert_eq(c.n_preferred, 3);
+    cr_assert_eq(c.preferred_batch_sizes[0], 2); /* sorted */
+    cr_assert_eq(c.preferred_batch_sizes[2], 8);
+    cr_assert_null(c.pipeline);
     cr_assert_eq(c.policy, SERVER_POLICY_SPECIFIC);
     cr_assert_eq(c.n_versions, 2);
     server_config_clear(&c);
@@ -92,7 +97,14 @@ Test(config, bad_configs_name_the_key_and_change_nothing)
     } cases[] = {
         {"{\"max_batch\":4}", "unknown key 'max_batch'"},
         {"{\"device\":3}", "'device' must be a string"},
-        {"{\"max_queue_delay_us\":100}", "'max_queue_delay_us' other than 0 is not implemented"},
+        {"{\"max_queue_delay_us\":100}", "'max_queue_delay_us' needs dynamic batching"},
+        {"{\"max_queue_delay_us\":-1}", "'max_queue_delay_us' must be an integer"},
+        {"{\"max_batch_size\":4,\"preferred_batch_size\":[2,8]}",
+         "'preferred_batch_size' 8 is larger than 'max_batch_size' 4"},
+        {"{\"max_batch_size\":4,\"preferred_batch_size\":[]}", "non-empty array"},
+        {"{\"max_batch_size\":4,\"preferred_batch_size\":[0]}", "'preferred_batch_size'[0]"},
+        {"{\"pipeline\":[]}", "'pipeline' must be an object"},
+        {"{\"pipeline\":{},\"max_batch_size\":2}", "a pipeline takes no 'max_batch_size'"},
         {"{\"max_batch_size\":-2}", "'max_batch_size' must be an integer"},
         {"{\"max_queue_size\":-1}", "max_queue_size"},
         {"{\"properties\":{\"NUM_STREAMS\":[1]}}", "property 'NUM_STREAMS'"},
@@ -173,6 +185,25 @@ Test(repository, scan_finds_models_versions_and_configs)
     cr_assert_eq(a->config.max_queue_size, 5);
     cr_assert_str_eq(b->name, "b");
     cr_assert_eq(b->n_versions, 0);
+    cr_assert_neq(a->config.hash, 0); /* a poll tells a changed config.json by it */
+    cr_assert_eq(b->config.hash, 0);
+    uint64_t hash = a->config.hash;
+    server_repo_free(models, n);
+
+    touch(PATH("%s/a/config.json", root), "{\"version_policy\":{\"all\":{}}} ");
+    mkdir(PATH("%s/c", root), 0755); /* a pipeline: version 1 without model.onnx */
+    touch(PATH("%s/c/config.json", root), "{\"pipeline\":{\"steps\":[]}}");
+    cr_assert_eq(server_repo_scan(root, 5, &models, &n), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(models[i].name, "a") == 0)
+            cr_assert_neq(models[i].config.hash, hash);
+        if (strcmp(models[i].name, "c") == 0) {
+            cr_assert_eq(models[i].n_versions, 1);
+            cr_assert_eq(models[i].versions[0], 1);
+            cr_assert_str_eq(models[i].config.pipeline, "{\"steps\":[]}");
+        }
+    }
     server_repo_free(models, n);
 
     touch(PATH("%s/b/config.json", root), "{\"devise\":\"REF\"}");
