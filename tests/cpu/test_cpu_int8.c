@@ -74,7 +74,8 @@ static char *init(int type, int rank, const int64_t *dims, const void *data, siz
     t->has_data_type = 1;
     t->data_type = type;
     t->n_dims = (size_t)rank;
-    memcpy(b.init_dims[b.n_inits], dims, sizeof(int64_t) * (size_t)rank);
+    for (int d = 0; d < rank; d++)
+        b.init_dims[b.n_inits][d] = dims[d];
     t->dims = b.init_dims[b.n_inits];
     size_t n = 1;
     for (int d = 0; d < rank; d++)
