@@ -274,3 +274,29 @@ Test(fuse_qdq, float_conv_is_left_alone)
     cr_assert_str_eq(tt_find_node(g, "conv")->op_type, "Conv");
     graph_free(g);
 }
+
+/* How CPU registers the pass: ahead of constant_folding in the default
+ * pipeline. */
+Test(fuse_qdq, inserted_before_constant_folding)
+{
+    transforms_pipeline *p;
+    OK(transforms_default_pipeline(NULL, &p));
+    int n = transforms_pipeline_count(p), fold = -1;
+    OK(transforms_pipeline_insert_before(p, "constant_folding", "fuse_qdq", transforms_fuse_qdq,
+                                         NULL, 0));
+    cr_assert_eq(transforms_pipeline_count(p), n + 1);
+    for (int i = 0; i < n + 1; i++)
+        if (strcmp(transforms_pipeline_name(p, i), "constant_folding") == 0)
+            fold = i;
+    cr_assert_gt(fold, 0);
+    cr_assert_str_eq(transforms_pipeline_name(p, fold - 1), "fuse_qdq");
+    cr_assert_eq(
+        transforms_pipeline_insert_before(p, "no_such_pass", "x", transforms_fuse_qdq, NULL, 0),
+        RN_NOT_FOUND);
+    cr_assert(strstr(rn_last_error(), "no_such_pass") != NULL, "%s", rn_last_error());
+    cr_assert_eq(transforms_pipeline_insert_before(p, "constant_folding", "fuse_qdq",
+                                                   transforms_fuse_qdq, NULL, 0),
+                 RN_INVALID_ARG, "a second pass of the same name");
+    cr_assert_eq(transforms_pipeline_count(p), n + 1);
+    transforms_pipeline_free(p);
+}
