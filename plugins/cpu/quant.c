@@ -20,9 +20,9 @@
  * Layouts: the primitive picks them (format any): int8 activations flow
  * between convolutions in its blocked layout (nhwc-like acdb for VNNI) and
  * weights are converted once at compile time (the plan's constant
- * conversion). CPU takes x and w zero points 0 (U8S8 with ReLU'd
- * activations, ONNX Runtime's x86 recommendation) and the residual in y's
- * type; others run REF's kernel. */
+ * conversion). x's zero point is oneDNN's source zero point; CPU takes w
+ * zero points 0 (symmetric weights, as quantize_static writes them) and the
+ * residual in y's type; others run REF's kernel. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +119,7 @@ static bool qfused_supports(const rn_node *node, const char **why)
     }
     size_t m = (size_t)w.dims[0];
     bool ok = const_ok(node, QF_XS, 1, false) && const_ok(node, QF_WS, 0, false) &&
-              (!present(node, QF_XZ) || const_ok(node, QF_XZ, 1, true)) &&
+              (!present(node, QF_XZ) || const_ok(node, QF_XZ, 1, false)) &&
               (!present(node, QF_WZ) || const_ok(node, QF_WZ, 0, true)) &&
               (!present(node, QF_B) || const_ok(node, QF_B, m, false));
     const rn_kernel_tensor *ws = rn_node_input_constant(node, QF_WS);
@@ -133,7 +133,7 @@ static bool qfused_supports(const rn_node *node, const char **why)
     for (int k = 0; ok && k < 6; k++)
         ok = !present(node, params[k]) || const_ok(node, params[k], 1, false);
     if (!ok) {
-        *why = "scales and zero points not constants of the supported counts, or x or w zero "
+        *why = "scales and zero points not constants of the supported counts, or a w zero "
                "point not 0";
         return false;
     }
@@ -287,6 +287,11 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
     if (st == RN_OK) {
         s = dnnl_primitive_attr_set_output_scales(attr, (dnnl_dim_t)nw, nw > 1 ? 1 << 1 : 0,
                                                   scales);
+        /* x's zero point: oneDNN subtracts it (padding included, as the
+         * zero point stands for 0.0) and compensates in the weights. */
+        int32_t zx = (int32_t)const_at(node, QF_XZ, 0);
+        if (s == dnnl_success && zx != 0)
+            s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zx);
         if (s != dnnl_success) {
             dnnl_primitive_attr_destroy(attr);
             st = cpu_error(node, "setting the output scales", s);

@@ -228,7 +228,7 @@ static Onnx__ValueInfoProto *f32_info(const char *name, int rank, const int64_t 
 #define CLASSES 10
 static const float logit_scale = 0.3f;
 
-/* x [1, C, H, H] -> Q/DQ -> Conv 3x3 (2C) -> Q/DQ -> Conv 1x1 (C) -> Q/DQ
+/* x [1, C, H, H] -> Q/DQ (zero point 50) -> Conv 3x3 (2C) -> Q/DQ -> Conv 1x1 (C) -> Q/DQ
  * (mid, zero point 128) -> Add(., x's DQ) -> Relu -> Q/DQ -> MaxPool 2x2 ->
  * Q/DQ -> Flatten -> Q/DQ -> Gemm (CLASSES) -> Q/DQ: the logits. */
 static void *build_model(size_t *size)
@@ -238,7 +238,7 @@ static void *build_model(size_t *size)
     float *ws1, *ws2, *ws3;
     const float xs = 0.02f, s1 = 0.05f, s2 = 0.06f;
     char *xq;
-    char *xd = qdq("x", xs, 0, &xq);
+    char *xd = qdq("x", xs, 50, &xq); /* x in [-1, 4): zero point 50 */
     const int64_t w1[4] = {2 * C, C, 3, 3}, w2[4] = {C, 2 * C, 1, 1}, pads[4] = {1, 1, 1, 1};
     char *w1v = weights(4, w1, 0.004f, &ws1);
     char *c1 = node("Conv", 3, xd, w1v, bias(2 * C, xs, ws1));
@@ -308,7 +308,7 @@ static float *run(rn_core *core, rn_model *model, const char *device, rn_compile
     OK(rn_infer_request_get_input_tensor(r, 0, &in));
     float *x = rn_tensor_data(in);
     for (size_t i = 0; i < rn_tensor_element_count(in); i++)
-        x[i] = (float)((i * 7919u) % 1000u) / 200.0f; /* [0, 5): every u8 value of x */
+        x[i] = (float)((i * 7919u) % 1000u) / 200.0f - 1.0f; /* [-1, 4) */
     OK(rn_infer_request_infer(r));
     rn_tensor *out;
     OK(rn_infer_request_get_output_tensor(r, 0, &out));
