@@ -2,13 +2,13 @@
  * quantize_static, QuantFormat.QDQ) back into quantized ops, for devices
  * with int8 primitives (CPU's oneDNN):
  *
- *   DequantizeLinear(x) -> Conv / Gemm (DequantizeLinear(constant w),
+ *   DequantizeLinear(x) -> Conv / Gemm / MatMul (DequantizeLinear(constant w),
  *   B: f32 constant or DequantizeLinear(constant i32))
  *   [-> Relu] -> QuantizeLinear (y)                         or
  *   -> QuantizeLinear (mid) -> DequantizeLinear -> Add / Sum(., DequantizeLinear(r))
  *   [-> Relu] -> QuantizeLinear (y)
  *
- * becomes runnel QLinearFusedConv / QLinearFusedGemm (graph/ops/quant.c,
+ * becomes runnel QLinearFusedConv / QLinearFusedGemm / QLinearFusedMatMul (graph/ops/quant.c,
  * REF's kernel in plugins/ref/kernels/qlinear_fused.c) reading the
  * quantized x, w and r with their scales and zero points, B dequantized
  * into an f32 constant, writing y. And DequantizeLinear -> MaxPool -> QuantizeLinear with
@@ -306,19 +306,23 @@ static rn_status rewrite(graph_node *n, graph_value **in, const qdq_tail *t, con
     return st;
 }
 
-/* n is a Conv or Gemm: fuses it when the pattern matches. */
-static rn_status fuse_one(graph *g, graph_node *n, bool conv, transforms_node_list *removed,
-                          bool *fused)
+/* n is a Conv, Gemm or MatMul: fuses it when the pattern matches. */
+static rn_status fuse_one(graph *g, graph_node *n, transforms_node_list *removed, bool *fused)
 {
     *fused = false;
-    if (n->n_outputs != 1 || n->outputs[0] == NULL || n->n_inputs < 2)
+    bool conv = is_op(n, "Conv"), matmul = is_op(n, "MatMul");
+    if (n->n_outputs != 1 || n->outputs[0] == NULL || n->n_inputs < 2 || n->inputs[1] == NULL)
+        return RN_OK;
+    /* MatMul: [K, N] weights, per column. */
+    if (matmul && n->inputs[1]->shape.rank != 2)
         return RN_OK;
     int w_axis = conv || graph_node_attr_int(n, "transB", 0) != 0 ? 0 : 1;
     graph_node *x_dq = activation_dq(n->inputs[0]), *w_dq = weight_dq(n->inputs[1], w_axis);
     qdq_tail t;
     if (x_dq == NULL || w_dq == NULL || !match_tail(g, n, &t))
         return RN_OK;
-    if (!conv && (graph_node_attr_int(n, "transA", 0) != 0 || n->inputs[0]->shape.rank != 2))
+    if (!conv && !matmul &&
+        (graph_node_attr_int(n, "transA", 0) != 0 || n->inputs[0]->shape.rank != 2))
         return RN_OK;
     graph_node *b_dq = input(n, 2) != NULL ? input(n, 2)->producer : NULL;
     graph_value *bias = NULL;
@@ -340,7 +344,8 @@ static rn_status fuse_one(graph *g, graph_node *n, bool conv, transforms_node_li
         in[QF_YS] = t.y_q->inputs[1];
         in[QF_YZ] = t.y_q->inputs[2];
     }
-    if ((st = rewrite(n, in, &t, conv ? "QLinearFusedConv" : "QLinearFusedGemm", removed)) != RN_OK)
+    const char *op = conv ? "QLinearFusedConv" : matmul ? "QLinearFusedMatMul" : "QLinearFusedGemm";
+    if ((st = rewrite(n, in, &t, op, removed)) != RN_OK)
         return st;
     *fused = true;
     graph_node *inputs_dq[4] = {x_dq, w_dq, is_op(b_dq, "DequantizeLinear") ? b_dq : NULL,
@@ -390,8 +395,8 @@ rn_status transforms_fuse_qdq(graph *g, void *ctx, int *changes)
     for (int i = 0; i < g->n_nodes && st == RN_OK; i++) {
         graph_node *n = g->nodes[i];
         bool fused = false;
-        if (is_op(n, "Conv") || is_op(n, "Gemm"))
-            st = fuse_one(g, n, is_op(n, "Conv"), &removed, &fused);
+        if (is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "MatMul"))
+            st = fuse_one(g, n, &removed, &fused);
         else if (is_op(n, "MaxPool"))
             st = fuse_pool(g, n, &removed, &fused);
         fusions += fused;

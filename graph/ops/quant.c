@@ -302,11 +302,11 @@ static rn_status infer_qlinear_matmul(const graph_node *node, const graph_port *
     return RN_OK;
 }
 
-/* runnel's QLinearFusedConv and QLinearFusedGemm (transforms/fuse_qdq.c
+/* runnel's QLinearFusedConv, QLinearFusedGemm and QLinearFusedMatMul (transforms/fuse_qdq.c
  * makes them from QDQ models): x, x_scale, x_zero_point, w, w_scale,
  * w_zero_point, B (f32), mid_scale, mid_zero_point, sum, sum_scale,
- * sum_zero_point, y_scale, y_zero_point. The output has Conv's (Gemm's)
- * shape and y_zero_point's type (f32 without y_scale). */
+ * sum_zero_point, y_scale, y_zero_point. The output has Conv's (Gemm's,
+ * MatMul's) shape and y_zero_point's type (f32 without y_scale). */
 static rn_status infer_qlinear_fused(const graph_node *node, const graph_port *in, int n_in,
                                      graph_port *out, int n_out, const char *like)
 {
@@ -333,6 +333,12 @@ static rn_status infer_qlinear_fused_conv(const graph_node *node, const graph_po
                                           graph_port *out, int n_out)
 {
     return infer_qlinear_fused(node, in, n_in, out, n_out, "Conv");
+}
+
+static rn_status infer_qlinear_fused_matmul(const graph_node *node, const graph_port *in, int n_in,
+                                            graph_port *out, int n_out)
+{
+    return infer_qlinear_fused(node, in, n_in, out, n_out, "MatMul");
 }
 
 static rn_status infer_qlinear_fused_gemm(const graph_node *node, const graph_port *in, int n_in,
@@ -397,6 +403,15 @@ const graph_op_schema graph_ops_quant[] = {
       {"group", GRAPH_ATTR_INT, false},
       {"activation", GRAPH_ATTR_STRING, false},
       {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "QLinearFusedMatMul",
+     6,
+     14,
+     1,
+     1,
+     0,
+     infer_qlinear_fused_matmul,
+     {{"activation", GRAPH_ATTR_STRING, false}, {"activation_params", GRAPH_ATTR_FLOATS, false}}},
     {"runnel",
      "QLinearFusedGemm",
      6,

@@ -61,11 +61,12 @@ static graph_value *dequant(graph *g, const char *name, graph_value *q)
     return tt_op(g, name, "DequantizeLinear", 3, ins);
 }
 
-/* DequantizeLinear of constant i8 weights [m, per] with a scale per output
- * channel (axis 0), values in [-63, 63]. */
-static graph_value *weights(graph *g, const char *name, int rank, const int64_t *dims, float s0)
+/* DequantizeLinear of constant i8 weights with a scale per output channel
+ * (along `axis`; weights(): axis 0), values in [-63, 63]. */
+static graph_value *weights_axis(graph *g, const char *name, int rank, const int64_t *dims,
+                                 float s0, int axis)
 {
-    int64_t m = dims[0], count = 1;
+    int64_t m = dims[axis], count = 1;
     for (int d = 0; d < rank; d++)
         count *= dims[d];
     int8_t *w = malloc((size_t)count);
@@ -84,8 +85,13 @@ static graph_value *weights(graph *g, const char *name, int rank, const int64_t 
     free(s);
     free(z);
     graph_value *v = tt_op(g, name, "DequantizeLinear", 3, ins);
-    tt_attr_int(g, name, "axis", 0);
+    tt_attr_int(g, name, "axis", axis);
     return v;
+}
+
+static graph_value *weights(graph *g, const char *name, int rank, const int64_t *dims, float s0)
+{
+    return weights_axis(g, name, rank, dims, s0, 0);
 }
 
 /* DequantizeLinear of an i32 bias of m values with scale x_scale * w_scale. */
@@ -251,6 +257,40 @@ Test(fuse_qdq, gemm_with_relu)
     cr_assert_str_eq(graph_node_attr_string(n, "activation", ""), "Relu");
     tt_assert_valid(g);
     graph_tensor in = tt_tensor_f32(2, a_dims, a);
+    graph_tensor r0 = {0}, r1 = {0};
+    tt_run(before, &in, 1, &r0);
+    tt_run(g, &in, 1, &r1);
+    tt_assert_close_f32(&r1, &r0, 0.0f);
+    graph_tensor_release(&r0);
+    graph_tensor_release(&r1);
+    graph_free(before);
+    graph_free(g);
+}
+
+Test(fuse_qdq, matmul_of_a_batch)
+{
+    seed = 13;
+    const int64_t a_dims[3] = {2, 3, 16}, w_dims[2] = {16, 5};
+    float a[96];
+    for (int i = 0; i < 96; i++)
+        a[i] = (float)next_int(0, 300) / 100.0f;
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "a", RN_F32, 3, a_dims);
+    graph_value *ins[2] = {dequant(g, "ad", quant(g, "aq", x, 0.015f, 0)),
+                           weights_axis(g, "w", 2, w_dims, 0.004f, 1)};
+    graph_value *y = tt_op(g, "mm", "MatMul", 2, ins);
+    tt_output(g, dequant(g, "out", quant(g, "yq", y, 0.02f, 100)));
+    tt_finish(g);
+    graph *before;
+    OK(graph_clone(g, &before));
+    cr_assert_gt(run_pass(g), 0);
+    graph_node *n = tt_find_node(g, "mm");
+    cr_assert_str_eq(n->op_type, "QLinearFusedMatMul");
+    cr_assert_eq(n->inputs[QF_X]->type, RN_U8);
+    cr_assert_null(n->inputs[QF_B]);
+    cr_assert_eq(tt_count_op(g, "DequantizeLinear"), 1);
+    tt_assert_valid(g);
+    graph_tensor in = tt_tensor_f32(3, a_dims, a);
     graph_tensor r0 = {0}, r1 = {0};
     tt_run(before, &in, 1, &r0);
     tt_run(g, &in, 1, &r1);

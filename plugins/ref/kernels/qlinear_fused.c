@@ -1,4 +1,4 @@
-/* REF's runnel QLinearFusedConv and QLinearFusedGemm: the oracle for
+/* REF's runnel QLinearFusedConv, QLinearFusedGemm and QLinearFusedMatMul: the oracle for
  * transforms/fuse_qdq.c, which makes them from the QDQ form
  *   DequantizeLinear(x) -> Conv / Gemm (DequantizeLinear(w), B)
  *   [-> QuantizeLinear -> DequantizeLinear (mid)] [-> Add(., DequantizeLinear(sum))]
@@ -7,7 +7,7 @@
  * mid_scale, mid_zero_point, sum, sum_scale, sum_zero_point, y_scale,
  * y_zero_point (zero points optional: 0). x, mid, sum and y are quantized
  * per tensor; w per tensor or per output channel (Conv: axis 0; Gemm: axis 0
- * with transB, else 1).
+ * with transB, else 1; MatMul: its last axis).
  *
  * Computed as the unfused graph computes it on REF: x and w dequantized to
  * f32 ((q - zero point) * scale, as DequantizeLinear), REF's Conv or Gemm
@@ -23,6 +23,7 @@
 
 extern const plugin_kernel ref_kernel_conv;
 extern const plugin_kernel ref_kernel_gemm;
+extern const plugin_kernel ref_kernel_matmul;
 
 static bool has_input(const graph_node *node, int i)
 {
@@ -227,6 +228,23 @@ static rn_status qfused_gemm_run(plugin_kernel_args *args)
     int axis = graph_node_attr_int(args->node, "transB", 0) != 0 ? 0 : 1;
     return qfused_run(args, &ref_kernel_gemm, axis);
 }
+
+/* MatMul's weights [K, N]: per output channel is per column. */
+static rn_status qfused_matmul_run(plugin_kernel_args *args)
+{
+    if (ref_q_opt(args, QF_B) != NULL)
+        return rn_set_error(RN_INVALID_ARG, REF_Q_NODE_FMT "QLinearFusedMatMul takes no bias",
+                            REF_Q_NODE_ARGS(args->node));
+    return qfused_run(args, &ref_kernel_matmul, args->inputs[QF_W].rank - 1);
+}
+
+const plugin_kernel ref_kernel_qlinear_fused_matmul = {
+    .domain = "runnel",
+    .op_type = "QLinearFusedMatMul",
+    .impl_type = "ref",
+    .supports = qfused_supports,
+    .run = qfused_matmul_run,
+};
 
 const plugin_kernel ref_kernel_qlinear_fused_conv = {
     .domain = "runnel",
