@@ -1,8 +1,7 @@
-/* int8 on oneDNN: runnel's QLinearFusedConv and QLinearFusedGemm (made by
- * transforms/fuse_qdq.c from QDQ models) as int8 convolution and inner
- * product primitives (u8/s8 source, s8 weights, VNNI where the CPU has
- * it), and the QuantizeLinear / DequantizeLinear that stay as reorders with
- * a scale.
+/* int8 on oneDNN: runnel's QLinearFusedConv, QLinearFusedGemm and
+ * QLinearFusedMatMul (made by transforms/fuse_qdq.c from QDQ models) as int8
+ * convolution, inner product and matmul primitives (u8/s8 source, s8 weights, VNNI where the CPU
+ * has it), and the QuantizeLinear / DequantizeLinear that stay as reorders with a scale.
  *
  * The fused op (see plugins/ref/kernels/qlinear_fused.c for its meaning)
  * maps onto oneDNN 2.6's int8 arithmetic: the s32 accumulator plus the bias
@@ -93,20 +92,29 @@ static bool const_ok(const rn_node *node, int i, size_t count, bool zero)
     return true;
 }
 
+static bool is_matmul(const rn_node *node)
+{
+    return strcmp(rn_node_op_type(node), "QLinearFusedMatMul") == 0;
+}
+
 static bool qfused_supports(const rn_node *node, const char **why)
 {
-    bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0;
+    bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0, matmul = is_matmul(node);
     rn_partial_shape x = rn_node_input_shape(node, QF_X);
     rn_partial_shape w = rn_node_input_shape(node, QF_W);
     if (!is_int8(rn_node_input_type(node, QF_X)) || rn_node_input_type(node, QF_W) != RN_I8) {
         *why = "x u8 or i8 and w i8 only";
         return false;
     }
-    if (conv ? (x.rank < 3 || x.rank > 5) : (x.rank != 2 || w.rank != 2)) {
-        *why = conv ? "1-D to 3-D convolutions only" : "2-D Gemm only";
+    if (conv     ? (x.rank < 3 || x.rank > 5)
+        : matmul ? (x.rank < 2 || x.rank > 5 || w.rank != 2 || present(node, QF_B))
+                 : (x.rank != 2 || w.rank != 2)) {
+        *why = conv     ? "1-D to 3-D convolutions only"
+               : matmul ? "MatMul of rank 2 to 5 by [K, N] weights without bias only"
+                        : "2-D Gemm only";
         return false;
     }
-    if (!conv &&
+    if (!conv && !matmul &&
         (rn_node_attr_int(node, "transA", 0) != 0 || rn_node_attr_int(node, "transB", 0) != 1 ||
          rn_node_attr_float(node, "alpha", 1.0f) != 1.0f ||
          rn_node_attr_float(node, "beta", 1.0f) != 1.0f)) {
@@ -117,7 +125,7 @@ static bool qfused_supports(const rn_node *node, const char **why)
         *why = "weights are not a constant";
         return false;
     }
-    size_t m = (size_t)w.dims[0];
+    size_t m = (size_t)w.dims[matmul ? 1 : 0];
     bool ok = const_ok(node, QF_XS, 1, false) && const_ok(node, QF_WS, 0, false) &&
               (!present(node, QF_XZ) || const_ok(node, QF_XZ, 1, false)) &&
               (!present(node, QF_WZ) || const_ok(node, QF_WZ, 0, true)) &&
@@ -236,6 +244,26 @@ static rn_status gemm_op_desc(const rn_node *node, qfused *q, dnnl_inner_product
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 inner product", ds);
 }
 
+/* MatMul: both operands at the output's rank (leading 1s; oneDNN
+ * broadcasts the weights over the batch), plain activations, weights in the
+ * primitive's layout. */
+static rn_status matmul_op_desc(const rn_node *node, qfused *q, dnnl_matmul_desc_t *mm)
+{
+    rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
+    rn_partial_shape ys = rn_node_output_shape(node, 0);
+    int r = ys.rank;
+    int64_t wd[RN_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        wd[i] = i < r - 2 ? 1 : ws.dims[i - (r - 2)];
+    rn_status st;
+    if ((st = cpu_plain_md(rn_node_input_type(node, QF_X), xs.rank, xs.dims, &q->src)) != RN_OK ||
+        (st = md_any(r, wd, dnnl_s8, &q->wei)) != RN_OK ||
+        (st = cpu_plain_md(rn_node_output_type(node, 0), r, ys.dims, &q->dst)) != RN_OK)
+        return st;
+    dnnl_status_t ds = dnnl_matmul_desc_init(mm, &q->src, &q->wei, NULL, &q->dst);
+    return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 matmul", ds);
+}
+
 /* The value range of a quantized type. */
 static void q_range(rn_element_type t, float *lo, float *hi)
 {
@@ -285,7 +313,10 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
     rn_status st = s == dnnl_success ? cpu_attr(node, po, &attr)
                                      : cpu_error(node, "building int8 post-ops", s);
     if (st == RN_OK) {
-        s = dnnl_primitive_attr_set_output_scales(attr, (dnnl_dim_t)nw, nw > 1 ? 1 << 1 : 0,
+        /* Per output channel: dst's dim 1 (convolution, inner product),
+         * its last dim (matmul). */
+        int oc = is_matmul(node) ? rn_node_output_shape(node, 0).rank - 1 : 1;
+        s = dnnl_primitive_attr_set_output_scales(attr, (dnnl_dim_t)nw, nw > 1 ? 1 << oc : 0,
                                                   scales);
         /* x's zero point: oneDNN subtracts it (padding included, as the
          * zero point stands for 0.0) and compensates in the weights. */
@@ -333,13 +364,16 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
     union {
         dnnl_convolution_desc_t conv;
         dnnl_inner_product_desc_t ip;
+        dnnl_matmul_desc_t mm;
     } d;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_engine_t eng = NULL;
     rn_status st = qfused_bias(node, q);
     if (st == RN_OK)
-        st = conv ? conv_op_desc(node, q, &d.conv) : gemm_op_desc(node, q, &d.ip);
+        st = conv              ? conv_op_desc(node, q, &d.conv)
+             : is_matmul(node) ? matmul_op_desc(node, q, &d.mm)
+                               : gemm_op_desc(node, q, &d.ip);
     if (st == RN_OK)
         st = qfused_attr(node, &attr);
     if (st == RN_OK)
@@ -430,6 +464,7 @@ static rn_status qfused_run(rn_kernel_args *args)
 
 QFUSED_KERNEL(cpu_kernel_qlinear_fused_conv, "QLinearFusedConv");
 QFUSED_KERNEL(cpu_kernel_qlinear_fused_gemm, "QLinearFusedGemm");
+QFUSED_KERNEL(cpu_kernel_qlinear_fused_matmul, "QLinearFusedMatMul");
 
 /* ---- QuantizeLinear / DequantizeLinear as reorders with a scale ---- */
 

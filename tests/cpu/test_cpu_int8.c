@@ -149,8 +149,8 @@ static char *qdq(char *x, float s, uint8_t z, char **q)
 }
 
 /* DequantizeLinear of 7-bit i8 weights [dims] with a scale per output
- * channel (axis 0). */
-static char *weights(int rank, const int64_t *dims, float s0, float **scales)
+ * channel (along `axis`). */
+static char *weights(int rank, const int64_t *dims, int64_t axis, float s0, float **scales)
 {
     size_t n = 1;
     for (int d = 0; d < rank; d++)
@@ -161,15 +161,14 @@ static char *weights(int rank, const int64_t *dims, float s0, float **scales)
     float *sc = s[k++ % 4];
     for (size_t i = 0; i < n; i++)
         w[i] = (int8_t)next_int(-63, 63);
-    for (int64_t c = 0; c < dims[0]; c++)
+    for (int64_t c = 0; c < dims[axis]; c++)
         sc[c] = s0 * (1.0f + 0.1f * (float)(c % 7));
     char *wv = init(ONNX__TENSOR_PROTO__DATA_TYPE__INT8, rank, dims, w, 1);
-    char *sv = init(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, dims, sc, 4);
-    char *zv = init(ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 1, dims, z, 1);
+    char *sv = init(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, &dims[axis], sc, 4);
+    char *zv = init(ONNX__TENSOR_PROTO__DATA_TYPE__INT8, 1, &dims[axis], z, 1);
     free(w);
     *scales = sc;
     char *out = node("DequantizeLinear", 3, wv, sv, zv);
-    int64_t axis = 0;
     attr_ints("axis", -1, &axis);
     return out;
 }
@@ -228,6 +227,9 @@ static Onnx__ValueInfoProto *f32_info(const char *name, int rank, const int64_t 
 #define CLASSES 10
 static const float logit_scale = 0.3f;
 
+static void *pack(const char *name, Onnx__ValueInfoProto *input, Onnx__ValueInfoProto *output,
+                  size_t *size);
+
 /* x [1, C, H, H] -> Q/DQ (zero point 50) -> Conv 3x3 (2C) -> Q/DQ -> Conv 1x1 (C) -> Q/DQ
  * (mid, zero point 128) -> Add(., x's DQ) -> Relu -> Q/DQ -> MaxPool 2x2 ->
  * Q/DQ -> Flatten -> Q/DQ -> Gemm (CLASSES) -> Q/DQ: the logits. */
@@ -240,11 +242,11 @@ static void *build_model(size_t *size)
     char *xq;
     char *xd = qdq("x", xs, 50, &xq); /* x in [-1, 4): zero point 50 */
     const int64_t w1[4] = {2 * C, C, 3, 3}, w2[4] = {C, 2 * C, 1, 1}, pads[4] = {1, 1, 1, 1};
-    char *w1v = weights(4, w1, 0.004f, &ws1);
+    char *w1v = weights(4, w1, 0, 0.004f, &ws1);
     char *c1 = node("Conv", 3, xd, w1v, bias(2 * C, xs, ws1));
     attr_ints("pads", 4, pads);
     char *y1 = qdq(c1, s1, 0, NULL);
-    char *w2v = weights(4, w2, 0.003f, &ws2);
+    char *w2v = weights(4, w2, 0, 0.003f, &ws2);
     char *c2 = node("Conv", 3, y1, w2v, bias(C, s1, ws2));
     char *mid = qdq(c2, 0.04f, 128, NULL);
     char *sum = node("Add", 2, mid, xd, NULL);
@@ -257,18 +259,25 @@ static void *build_model(size_t *size)
     char *pd = qdq(pool, s2, 0, NULL);
     char *flat = qdq(node("Flatten", 1, pd, NULL, NULL), s2, 0, NULL);
     const int64_t w3[2] = {CLASSES, C * (H / 2) * (H / 2)};
-    char *w3v = weights(2, w3, 0.002f, &ws3);
+    char *w3v = weights(2, w3, 0, 0.002f, &ws3);
     char *gemm = node("Gemm", 3, flat, w3v, bias(CLASSES, s2, ws3));
     int64_t one = 1;
     attr_ints("transB", -1, &one);
     char *logits = qdq(gemm, logit_scale, 128, NULL);
-    static Onnx__ValueInfoProto *in[1], *out[1];
     const int64_t xdims[4] = {1, C, H, H}, ydims[2] = {1, CLASSES};
-    in[0] = f32_info("x", 4, xdims);
-    out[0] = f32_info(logits, 2, ydims);
+    return pack("qdq_block", f32_info("x", 4, xdims), f32_info(logits, 2, ydims), size);
+}
+
+/* The model of what the builder holds, packed. */
+static void *pack(const char *name, Onnx__ValueInfoProto *input, Onnx__ValueInfoProto *output,
+                  size_t *size)
+{
+    static Onnx__ValueInfoProto *in[1], *out[1];
+    in[0] = input;
+    out[0] = output;
     static Onnx__GraphProto g;
     onnx__graph_proto__init(&g);
-    g.name = "qdq_block";
+    g.name = (char *)name;
     g.n_node = (size_t)b.n_nodes, g.node = b.nodep;
     g.n_initializer = (size_t)b.n_inits, g.initializer = b.initp;
     g.n_input = 1, g.input = in;
@@ -295,9 +304,28 @@ static void *build_model(size_t *size)
     return buf;
 }
 
+#define ROWS 6
+#define K    32
+#define N    12
+
+/* x [2, ROWS, K] -> Q/DQ (zero point 10) -> MatMul (DQ of [K, N] weights,
+ * a scale per column) -> Q/DQ (zero point 128): a transformer's projection. */
+static void *build_matmul_model(size_t *size)
+{
+    memset(&b, 0, sizeof b);
+    b.seed = 9;
+    float *ws;
+    const int64_t wdims[2] = {K, N}, xdims[3] = {2, ROWS, K}, ydims[3] = {2, ROWS, N};
+    char *xd = qdq("x", 0.02f, 10, NULL);
+    char *mm = node("MatMul", 2, xd, weights(2, wdims, 1, 0.01f, &ws), NULL);
+    char *y = qdq(mm, 0.05f, 128, NULL);
+    return pack("qdq_matmul", f32_info("x", 3, xdims), f32_info(y, 3, ydims), size);
+}
+
 /* ---- running ---- */
 
-static float *run(rn_core *core, rn_model *model, const char *device, rn_compiled_model **keep)
+static float *run(rn_core *core, rn_model *model, const char *device, rn_compiled_model **keep,
+                  size_t count)
 {
     rn_property p[] = {{"INFERENCE_PRECISION_HINT", "f32"}};
     rn_compiled_model *cm;
@@ -312,9 +340,9 @@ static float *run(rn_core *core, rn_model *model, const char *device, rn_compile
     OK(rn_infer_request_infer(r));
     rn_tensor *out;
     OK(rn_infer_request_get_output_tensor(r, 0, &out));
-    cr_assert_eq(rn_tensor_element_count(out), CLASSES);
-    float *copy = malloc(CLASSES * sizeof *copy);
-    memcpy(copy, rn_tensor_data(out), CLASSES * sizeof *copy);
+    cr_assert_eq(rn_tensor_element_count(out), count);
+    float *copy = malloc(count * sizeof *copy);
+    memcpy(copy, rn_tensor_data(out), count * sizeof *copy);
     rn_infer_request_free(r);
     if (keep != NULL)
         *keep = cm;
@@ -356,8 +384,8 @@ Test(cpu_int8, qdq_model_runs_on_int8_primitives_and_matches_ref, .timeout = 120
     OK(rn_core_read_model_from_memory(core, onnx, size, NULL, &model));
     free(onnx);
     rn_compiled_model *cm;
-    float *cpu = run(core, model, "CPU", &cm);
-    float *ref = run(core, model, "REF", NULL);
+    float *cpu = run(core, model, "CPU", &cm, CLASSES);
+    float *ref = run(core, model, "REF", NULL, CLASSES);
     cr_assert_eq(count_type(cm, "QLinearFusedConv", false), 2, "both convolutions fused");
     cr_assert_eq(count_type(cm, "QLinearFusedGemm", false), 1, "the Gemm fused");
     cr_assert_eq(count_type(cm, "MaxPool", false), 1);
@@ -376,6 +404,37 @@ Test(cpu_int8, qdq_model_runs_on_int8_primitives_and_matches_ref, .timeout = 120
     cr_assert_gt(spread, 4.0f * logit_scale, "the logits are not all alike (a useful test)");
     cr_assert_geq(equal, CLASSES / 2, "%d of %d logits equal", equal, CLASSES);
     cr_assert_eq(argmax(cpu), argmax(ref), "top-1: CPU %d, REF %d", argmax(cpu), argmax(ref));
+    free(cpu);
+    free(ref);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+/* A batch of rows by int8 weights: a oneDNN int8 matmul with a scale per
+ * column, within one output step of REF (the one rounding of the output). */
+Test(cpu_int8, qdq_matmul_runs_on_an_int8_matmul, .timeout = 120)
+{
+    size_t size;
+    void *onnx = build_matmul_model(&size);
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model_from_memory(core, onnx, size, NULL, &model));
+    free(onnx);
+    rn_compiled_model *cm;
+    size_t n = 2 * ROWS * N;
+    float *cpu = run(core, model, "CPU", &cm, n);
+    float *ref = run(core, model, "REF", NULL, n);
+    cr_assert_eq(count_type(cm, "QLinearFusedMatMul", false), 1, "the MatMul fused");
+    cr_assert_eq(count_type(cm, "QLinearFusedMatMul", true), 0, "the MatMul runs REF");
+    int equal = 0;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_leq(fabsf(cpu[i] - ref[i]), 0.05f + 1e-6f, "element %zu: CPU %g, REF %g", i,
+                      cpu[i], ref[i]);
+        equal += cpu[i] == ref[i];
+    }
+    cr_assert_geq(equal, (int)n * 9 / 10, "%d of %zu equal", equal, n);
     free(cpu);
     free(ref);
     rn_compiled_model_free(cm);
