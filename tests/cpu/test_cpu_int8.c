@@ -324,12 +324,10 @@ static void *build_matmul_model(size_t *size)
 
 /* ---- running ---- */
 
-static float *run(rn_core *core, rn_model *model, const char *device, rn_compiled_model **keep,
-                  size_t count)
+/* Runs a compiled model once on a deterministic input; a malloc'ed copy of
+ * its output (count values). */
+static float *infer(rn_compiled_model *cm, size_t count)
 {
-    rn_property p[] = {{"INFERENCE_PRECISION_HINT", "f32"}};
-    rn_compiled_model *cm;
-    OK(rn_core_compile_model(core, model, device, p, 1, &cm));
     rn_infer_request *r;
     OK(rn_compiled_model_create_infer_request(cm, &r));
     rn_tensor *in;
@@ -344,11 +342,21 @@ static float *run(rn_core *core, rn_model *model, const char *device, rn_compile
     float *copy = malloc(count * sizeof *copy);
     memcpy(copy, rn_tensor_data(out), count * sizeof *copy);
     rn_infer_request_free(r);
+    return copy;
+}
+
+static float *run(rn_core *core, rn_model *model, const char *device, rn_compiled_model **keep,
+                  size_t count)
+{
+    rn_property p[] = {{"INFERENCE_PRECISION_HINT", "f32"}};
+    rn_compiled_model *cm;
+    OK(rn_core_compile_model(core, model, device, p, 1, &cm));
+    float *y = infer(cm, count);
     if (keep != NULL)
         *keep = cm;
     else
         rn_compiled_model_free(cm);
-    return copy;
+    return y;
 }
 
 /* Nodes of a type in the runtime model; with `ref`, only those running a
@@ -437,6 +445,36 @@ Test(cpu_int8, qdq_matmul_runs_on_an_int8_matmul, .timeout = 120)
     cr_assert_geq(equal, (int)n * 9 / 10, "%d of %zu equal", equal, n);
     free(cpu);
     free(ref);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+/* An exported int8 model imports with its fused ops on oneDNN and gives the
+ * same bytes. */
+Test(cpu_int8, export_and_import_keep_the_int8_primitives, .timeout = 120)
+{
+    size_t size;
+    void *onnx = build_model(&size);
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model_from_memory(core, onnx, size, NULL, &model));
+    free(onnx);
+    rn_compiled_model *cm, *imported;
+    float *before = run(core, model, "CPU", &cm, CLASSES);
+    void *blob;
+    size_t blob_size;
+    OK(rn_compiled_model_export(cm, &blob, &blob_size));
+    OK(rn_core_import_model(core, blob, blob_size, "CPU", NULL, 0, &imported));
+    free(blob);
+    cr_assert_eq(count_type(imported, "QLinearFusedConv", false), 2);
+    cr_assert_eq(count_type(imported, "QLinearFusedConv", true), 0, "REF after import");
+    float *after = infer(imported, CLASSES);
+    cr_assert(memcmp(before, after, CLASSES * sizeof *after) == 0, "outputs differ after import");
+    free(before);
+    free(after);
+    rn_compiled_model_free(imported);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);
