@@ -484,9 +484,9 @@ static bool qdq_supports(const rn_node *node, const char **why)
         *why = "f32 to or from u8 or i8 only";
         return false;
     }
-    if (!const_ok(node, 1, 1, false) || (present(node, 2) && !const_ok(node, 2, 1, true)) ||
+    if (!const_ok(node, 1, 1, false) || (present(node, 2) && !const_ok(node, 2, 1, false)) ||
         rn_node_attr_int(node, "block_size", 0) != 0) {
-        *why = "scale not a constant of one value, or zero point not 0";
+        *why = "scale or zero point not a constant of one value";
         return false;
     }
     return cpu_static_node(node, why);
@@ -529,6 +529,12 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
         float scale = (float)const_at(node, 1, 0);
         float s = quantize ? 1.0f / scale : scale;
         dnnl_status_t ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &s);
+        /* The zero point: added to the quantized output, subtracted from
+         * the quantized input. */
+        int32_t z = (int32_t)const_at(node, 2, 0);
+        if (ds == dnnl_success && z != 0)
+            ds = dnnl_primitive_attr_set_zero_points(attr, quantize ? DNNL_ARG_DST : DNNL_ARG_SRC,
+                                                     1, 0, &z);
         if (ds == dnnl_success)
             ds = dnnl_reorder_primitive_desc_create(&pd, &r->src, eng, &r->dst, eng, attr);
         if (ds != dnnl_success) {
