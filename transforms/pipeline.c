@@ -102,6 +102,25 @@ rn_status transforms_pipeline_add(transforms_pipeline *p, const char *name, tran
     return RN_OK;
 }
 
+static rn_status unknown_pass(const transforms_pipeline *p, const char *name, size_t len);
+
+rn_status transforms_pipeline_insert_before(transforms_pipeline *p, const char *before,
+                                            const char *name, transforms_pass_fn fn, void *ctx,
+                                            unsigned flags)
+{
+    int at = before != NULL ? find_pass(p, before, strlen(before)) : -1;
+    if (at < 0)
+        return unknown_pass(p, before != NULL ? before : "(null)",
+                            before != NULL ? strlen(before) : 6);
+    rn_status st = transforms_pipeline_add(p, name, fn, ctx, flags);
+    if (st != RN_OK)
+        return st;
+    pipeline_pass added = p->passes[p->n - 1];
+    memmove(&p->passes[at + 1], &p->passes[at], sizeof added * (size_t)(p->n - 1 - at));
+    p->passes[at] = added;
+    return RN_OK;
+}
+
 static rn_status unknown_pass(const transforms_pipeline *p, const char *name, size_t len)
 {
     char list[512];

@@ -194,6 +194,14 @@ rn_status transforms_fuse_shuffle_channels(graph *g, void *ctx, int *changes);
 rn_status transforms_fuse_gelu(graph *g, void *ctx, int *changes);
 rn_status transforms_fuse_layernorm(graph *g, void *ctx, int *changes);
 
+/* QDQ (DequantizeLinear -> Conv / Gemm -> QuantizeLinear, with the
+ * residual Add and Relu of ONNX Runtime's quantize_static) -> runnel
+ * QLinearFusedConv / QLinearFusedGemm; DequantizeLinear -> MaxPool ->
+ * QuantizeLinear of the same parameters -> MaxPool on the quantized tensor
+ * (transforms/fuse_qdq.c; off the default pipeline: a device with int8
+ * primitives adds it before constant_folding). ctx: unused. */
+rn_status transforms_fuse_qdq(graph *g, void *ctx, int *changes);
+
 /* ---- the pipeline ---- */
 
 typedef struct transforms_pipeline transforms_pipeline;
@@ -220,6 +228,12 @@ void transforms_pipeline_free(transforms_pipeline *p);
  * is RN_INVALID_ARG. */
 rn_status transforms_pipeline_add(transforms_pipeline *p, const char *name, transforms_pass_fn fn,
                                   void *ctx, unsigned flags);
+
+/* As transforms_pipeline_add, but the pass goes just before the pass
+ * named `before` (RN_NOT_FOUND naming it when there is none). */
+rn_status transforms_pipeline_insert_before(transforms_pipeline *p, const char *before,
+                                            const char *name, transforms_pass_fn fn, void *ctx,
+                                            unsigned flags);
 
 /* Enables or disables the pass named `name`; an unknown name is RN_NOT_FOUND
  * naming it (and the passes the pipeline has). */

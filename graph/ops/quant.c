@@ -302,6 +302,51 @@ static rn_status infer_qlinear_matmul(const graph_node *node, const graph_port *
     return RN_OK;
 }
 
+/* runnel's QLinearFusedConv, QLinearFusedGemm and QLinearFusedMatMul (transforms/fuse_qdq.c
+ * makes them from QDQ models): x, x_scale, x_zero_point, w, w_scale,
+ * w_zero_point, B (f32), mid_scale, mid_zero_point, sum, sum_scale,
+ * sum_zero_point, y_scale, y_zero_point. The output has Conv's (Gemm's,
+ * MatMul's) shape and y_zero_point's type (f32 without y_scale). */
+static rn_status infer_qlinear_fused(const graph_node *node, const graph_port *in, int n_in,
+                                     graph_port *out, int n_out, const char *like)
+{
+    rn_status st = want_type(node, in, 0, is_int8(in[0].type), "u8 or i8");
+    if (st == RN_OK)
+        st = want_type(node, in, 3, is_int8(in[3].type), "u8 or i8");
+    if (st == RN_OK && n_in > 9 && in[9].present)
+        st = want_type(node, in, 9, is_int8(in[9].type), "u8 or i8");
+    static const int scales[] = {1, 4, 7, 10, 12};
+    for (int k = 0; st == RN_OK && k < 5; k++)
+        if (scales[k] < n_in && in[scales[k]].present)
+            st = want_type(node, in, scales[k], in[scales[k]].type == RN_F32, "f32");
+    graph_shape y;
+    if (st == RN_OK)
+        st = infer_like(node, like, &in[0], &in[3], &y);
+    if (st != RN_OK)
+        return st;
+    bool quantized = n_in > 13 && in[12].present && in[13].present;
+    set_out(out, n_out, 0, quantized ? in[13].type : RN_F32, &y);
+    return RN_OK;
+}
+
+static rn_status infer_qlinear_fused_conv(const graph_node *node, const graph_port *in, int n_in,
+                                          graph_port *out, int n_out)
+{
+    return infer_qlinear_fused(node, in, n_in, out, n_out, "Conv");
+}
+
+static rn_status infer_qlinear_fused_matmul(const graph_node *node, const graph_port *in, int n_in,
+                                            graph_port *out, int n_out)
+{
+    return infer_qlinear_fused(node, in, n_in, out, n_out, "MatMul");
+}
+
+static rn_status infer_qlinear_fused_gemm(const graph_node *node, const graph_port *in, int n_in,
+                                          graph_port *out, int n_out)
+{
+    return infer_qlinear_fused(node, in, n_in, out, n_out, "Gemm");
+}
+
 /* ---- the table ---- */
 
 #define CONV_ATTRS                                                                                 \
@@ -342,5 +387,44 @@ const graph_op_schema graph_ops_quant[] = {
     {"", "QLinearConv", 8, 9, 1, 1, 0, infer_qlinear_conv, {CONV_ATTRS}},
     {"", "MatMulInteger", 2, 4, 1, 1, 0, infer_matmul_integer, {{NULL}}},
     {"", "QLinearMatMul", 8, 8, 1, 1, 0, infer_qlinear_matmul, {{NULL}}},
+    {"runnel",
+     "QLinearFusedConv",
+     6,
+     14,
+     1,
+     1,
+     0,
+     infer_qlinear_fused_conv,
+     {{"auto_pad", GRAPH_ATTR_STRING, false},
+      {"kernel_shape", GRAPH_ATTR_INTS, false},
+      {"pads", GRAPH_ATTR_INTS, false},
+      {"strides", GRAPH_ATTR_INTS, false},
+      {"dilations", GRAPH_ATTR_INTS, false},
+      {"group", GRAPH_ATTR_INT, false},
+      {"activation", GRAPH_ATTR_STRING, false},
+      {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "QLinearFusedMatMul",
+     6,
+     14,
+     1,
+     1,
+     0,
+     infer_qlinear_fused_matmul,
+     {{"activation", GRAPH_ATTR_STRING, false}, {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "QLinearFusedGemm",
+     6,
+     14,
+     1,
+     1,
+     0,
+     infer_qlinear_fused_gemm,
+     {{"alpha", GRAPH_ATTR_FLOAT, false},
+      {"beta", GRAPH_ATTR_FLOAT, false},
+      {"transA", GRAPH_ATTR_INT, false},
+      {"transB", GRAPH_ATTR_INT, false},
+      {"activation", GRAPH_ATTR_STRING, false},
+      {"activation_params", GRAPH_ATTR_FLOATS, false}}},
     {0},
 };

@@ -183,6 +183,15 @@ rn_status cpu_weighted_run(rn_kernel_args *args);
         .impl_name = cpu_weighted_impl,                                                            \
     }
 
+/* ---- int8 (quant.c) ---- */
+
+/* Whether the node is a MaxPool / GlobalMaxPool of a static u8 or i8
+ * tensor (oneDNN pools int8 as it is). */
+bool cpu_int8_max_pool(const rn_node *node);
+/* The element type a pooling-like kernel reads and writes in plain
+ * layouts: input 0's when it is u8 or i8, else f32. */
+rn_element_type cpu_io_type(const rn_node *node);
+
 /* ---- kernels ---- */
 
 extern const rn_kernel *const cpu_kernels[];

@@ -68,7 +68,8 @@ static bool is_op(const rn_node *node, const char *op)
 
 static bool pool_supports(const rn_node *node, const char **why)
 {
-    if (!f32_static(node, why))
+    /* Max pooling also on int8 (fuse_qdq's MaxPool on the quantized tensor). */
+    if (!cpu_int8_max_pool(node) && !f32_static(node, why))
         return false;
     rn_partial_shape x = rn_node_input_shape(node, 0);
     if (x.rank < 3 || x.rank > 5) {
@@ -305,7 +306,7 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
         for (int k = 0; k < s->n_src && st == RN_OK; k++) {
             rn_partial_shape x = rn_node_input_shape(node, k);
             const rn_layout *l = native && k < ctx->n_input_layouts ? ctx->input_layouts[k] : NULL;
-            st = cpu_input_md(l, RN_F32, x.rank, x.dims, &s->src[k]);
+            st = cpu_input_md(l, cpu_io_type(node), x.rank, x.dims, &s->src[k]);
         }
         if (st == RN_OK)
             st = nn_pd(node, s, &pd);
@@ -320,10 +321,10 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
     }
     for (int k = 0; k < s->n_src; k++) {
         s->src[k] = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, k);
-        cpu_layout_init(&s->src_l[k], &s->src[k], RN_F32, &s->src_layout[k]);
+        cpu_layout_init(&s->src_l[k], &s->src[k], cpu_io_type(node), &s->src_layout[k]);
     }
     s->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    cpu_layout_init(&s->dst_l, &s->dst, RN_F32, &s->dst_layout);
+    cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
     if (is_op(node, "BatchNormalization") || is_op(node, "FusedBatchNormalization")) {
         int64_t c = rn_node_input_shape(node, 0).dims[1];
         cpu_plain_md(RN_F32, 1, &c, &s->stat);

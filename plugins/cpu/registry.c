@@ -12,6 +12,8 @@ extern const rn_kernel cpu_kernel_relu, cpu_kernel_leaky_relu, cpu_kernel_elu, c
     cpu_kernel_tanh, cpu_kernel_exp, cpu_kernel_sqrt, cpu_kernel_abs, cpu_kernel_neg,
     cpu_kernel_mish, cpu_kernel_hard_swish, cpu_kernel_gelu, cpu_kernel_clip, cpu_kernel_add,
     cpu_kernel_sub, cpu_kernel_mul, cpu_kernel_div, cpu_kernel_max, cpu_kernel_min, cpu_kernel_sum;
+extern const rn_kernel cpu_kernel_qlinear_fused_conv, cpu_kernel_qlinear_fused_gemm,
+    cpu_kernel_qlinear_fused_matmul, cpu_kernel_quantize_linear, cpu_kernel_dequantize_linear;
 
 const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_conv,
@@ -52,5 +54,10 @@ const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_max,
     &cpu_kernel_min,
     &cpu_kernel_sum,
+    &cpu_kernel_qlinear_fused_conv,
+    &cpu_kernel_qlinear_fused_gemm,
+    &cpu_kernel_qlinear_fused_matmul,
+    &cpu_kernel_quantize_linear,
+    &cpu_kernel_dequantize_linear,
     NULL,
 };

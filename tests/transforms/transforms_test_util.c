@@ -66,6 +66,12 @@ graph_value *tt_const_f32(graph *g, const char *name, int rank, const int64_t *d
     return add_const(g, name, RN_F32, rank, dims, data);
 }
 
+graph_value *tt_const(graph *g, const char *name, rn_element_type type, int rank,
+                      const int64_t *dims, const void *data)
+{
+    return add_const(g, name, type, rank, dims, data);
+}
+
 graph_value *tt_const_i64(graph *g, const char *name, int rank, const int64_t *dims,
                           const int64_t *data)
 {

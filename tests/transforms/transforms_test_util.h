@@ -24,6 +24,10 @@ graph_value *tt_const_f32(graph *g, const char *name, int rank, const int64_t *d
 graph_value *tt_const_i64(graph *g, const char *name, int rank, const int64_t *dims,
                           const int64_t *data);
 
+/* A constant of any numeric type (data copied: count * element size bytes). */
+graph_value *tt_const(graph *g, const char *name, rn_element_type type, int rank,
+                      const int64_t *dims, const void *data);
+
 /* A default-domain node named `name` whose one output is a new value also
  * named `name`; inputs may hold NULL (omitted). Returns the output value. */
 graph_value *tt_op(graph *g, const char *name, const char *op, int n_in, graph_value *const *ins);

@@ -1,0 +1,602 @@
+/* int8 on oneDNN: runnel's QLinearFusedConv, QLinearFusedGemm and
+ * QLinearFusedMatMul (made by transforms/fuse_qdq.c from QDQ models) as int8
+ * convolution, inner product and matmul primitives (u8/s8 source, s8 weights, VNNI where the CPU
+ * has it), and the QuantizeLinear / DequantizeLinear that stay as reorders with a scale.
+ *
+ * The fused op (see plugins/ref/kernels/qlinear_fused.c for its meaning)
+ * maps onto oneDNN 2.6's int8 arithmetic: the s32 accumulator plus the bias
+ * (f32, divided by x_scale * w_scale[c] at compile time) times the output
+ * scales (per output channel: x_scale * w_scale[c] / the next scale), then
+ * post-ops:
+ *   mid quantization   eltwise round, clip to the mid type's range less its
+ *                      zero point, linear by mid_scale / y_scale;
+ *   residual           sum with scale sum_scale / y_scale and sum's zero
+ *                      point (in place on the residual's bytes);
+ *   Relu               eltwise relu;
+ *   y's zero point     eltwise linear shift; the conversion to u8/s8
+ *                      rounds half to even and saturates, as
+ *                      QuantizeLinear.
+ * Layouts: the primitive picks them (format any): int8 activations flow
+ * between convolutions in its blocked layout (nhwc-like acdb for VNNI) and
+ * weights are converted once at compile time (the plan's constant
+ * conversion). x's zero point is oneDNN's source zero point; CPU takes w
+ * zero points 0 (symmetric weights, as quantize_static writes them) and the
+ * residual in y's type; others run REF's kernel. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/ops/qlinear_fused.h"
+#include "graph/ops/attr_parse.h"
+#include "plugins/cpu/cpu.h"
+
+static bool is_int8(rn_element_type t)
+{
+    return t == RN_U8 || t == RN_I8;
+}
+
+bool cpu_int8_max_pool(const rn_node *node)
+{
+    const char *op = rn_node_op_type(node);
+    const char *why = NULL;
+    return (strcmp(op, "MaxPool") == 0 || strcmp(op, "GlobalMaxPool") == 0) &&
+           is_int8(rn_node_input_type(node, 0)) && cpu_static_node(node, &why);
+}
+
+rn_element_type cpu_io_type(const rn_node *node)
+{
+    rn_element_type t = rn_node_input_type(node, 0);
+    return is_int8(t) ? t : RN_F32;
+}
+
+static bool present(const rn_node *node, int i)
+{
+    return i < rn_node_input_count(node) && rn_node_input_name(node, i)[0] != '\0';
+}
+
+/* Element k of constant input i as a double (0 when absent). */
+static double const_at(const rn_node *node, int i, size_t k)
+{
+    const rn_kernel_tensor *t = present(node, i) ? rn_node_input_constant(node, i) : NULL;
+    if (t == NULL || t->data == NULL)
+        return 0.0;
+    switch (t->type) {
+    case RN_F32:
+        return ((const float *)t->data)[k];
+    case RN_U8:
+        return ((const uint8_t *)t->data)[k];
+    case RN_I8:
+        return ((const int8_t *)t->data)[k];
+    case RN_I32:
+        return ((const int32_t *)t->data)[k];
+    default:
+        return 0.0;
+    }
+}
+
+/* Whether input i is a constant of count elements (count 0: any), all of
+ * them zero when `zero`. */
+static bool const_ok(const rn_node *node, int i, size_t count, bool zero)
+{
+    const rn_kernel_tensor *t = rn_node_input_constant(node, i);
+    if (t == NULL || t->data == NULL)
+        return false;
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= (size_t)t->dims[d];
+    if (count != 0 && n != count)
+        return false;
+    for (size_t k = 0; zero && k < n; k++)
+        if (const_at(node, i, k) != 0.0)
+            return false;
+    return true;
+}
+
+static bool is_matmul(const rn_node *node)
+{
+    return strcmp(rn_node_op_type(node), "QLinearFusedMatMul") == 0;
+}
+
+static bool qfused_supports(const rn_node *node, const char **why)
+{
+    bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0, matmul = is_matmul(node);
+    rn_partial_shape x = rn_node_input_shape(node, QF_X);
+    rn_partial_shape w = rn_node_input_shape(node, QF_W);
+    if (!is_int8(rn_node_input_type(node, QF_X)) || rn_node_input_type(node, QF_W) != RN_I8) {
+        *why = "x u8 or i8 and w i8 only";
+        return false;
+    }
+    if (conv     ? (x.rank < 3 || x.rank > 5)
+        : matmul ? (x.rank < 2 || x.rank > 5 || w.rank != 2 || present(node, QF_B))
+                 : (x.rank != 2 || w.rank != 2)) {
+        *why = conv     ? "1-D to 3-D convolutions only"
+               : matmul ? "MatMul of rank 2 to 5 by [K, N] weights without bias only"
+                        : "2-D Gemm only";
+        return false;
+    }
+    if (!conv && !matmul &&
+        (rn_node_attr_int(node, "transA", 0) != 0 || rn_node_attr_int(node, "transB", 0) != 1 ||
+         rn_node_attr_float(node, "alpha", 1.0f) != 1.0f ||
+         rn_node_attr_float(node, "beta", 1.0f) != 1.0f)) {
+        *why = "Gemm with transA, alpha or beta, or without transB";
+        return false;
+    }
+    if (rn_node_input_constant(node, QF_W) == NULL || w.rank < 1) {
+        *why = "weights are not a constant";
+        return false;
+    }
+    size_t m = (size_t)w.dims[matmul ? 1 : 0];
+    bool ok = const_ok(node, QF_XS, 1, false) && const_ok(node, QF_WS, 0, false) &&
+              (!present(node, QF_XZ) || const_ok(node, QF_XZ, 1, false)) &&
+              (!present(node, QF_WZ) || const_ok(node, QF_WZ, 0, true)) &&
+              (!present(node, QF_B) || const_ok(node, QF_B, m, false));
+    const rn_kernel_tensor *ws = rn_node_input_constant(node, QF_WS);
+    if (ok) {
+        size_t n = 1;
+        for (int d = 0; d < ws->rank; d++)
+            n *= (size_t)ws->dims[d];
+        ok = n == 1 || n == m;
+    }
+    static const int params[] = {QF_MS, QF_MZ, QF_SS, QF_SZ, QF_YS, QF_YZ};
+    for (int k = 0; ok && k < 6; k++)
+        ok = !present(node, params[k]) || const_ok(node, params[k], 1, false);
+    if (!ok) {
+        *why = "scales and zero points not constants of the supported counts, or a w zero "
+               "point not 0";
+        return false;
+    }
+    if (present(node, QF_S) &&
+        (!present(node, QF_YS) || rn_node_input_type(node, QF_S) != rn_node_output_type(node, 0))) {
+        *why = "the residual is not of the output's type";
+        return false;
+    }
+    const char *act = rn_node_attr_string(node, "activation", NULL);
+    if (act != NULL && strcmp(act, "Relu") != 0) {
+        *why = "activation other than Relu";
+        return false;
+    }
+    return cpu_static_node(node, why);
+}
+
+/* The kernel's state. */
+typedef struct qfused {
+    cpu_prim p;
+    dnnl_memory_desc_t src, wei, bias, dst;
+    float *bias_data; /* B / (x_scale * w_scale[c]) */
+    int sum;          /* the residual input, -1 none */
+    cpu_layout src_l, wei_l, dst_l;
+    const rn_layout *src_layout, *wei_layout, *dst_layout;
+} qfused;
+
+static void qfused_release(void *state)
+{
+    qfused *q = state;
+    if (q == NULL)
+        return;
+    cpu_prim_release(&q->p);
+    free(q->bias_data);
+    free(q);
+}
+
+static rn_status md_any(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t d;
+    for (int i = 0; i < rank; i++)
+        d[i] = dims[i];
+    if (dnnl_memory_desc_init_by_tag(md, rank, d, dt, dnnl_format_tag_any) != dnnl_success)
+        return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe a rank-%d tensor", rank);
+    return RN_OK;
+}
+
+/* The convolution's descriptor (grouped weights as [g, M/g, C/g, k...]). */
+static rn_status conv_op_desc(const rn_node *node, qfused *q, dnnl_convolution_desc_t *cd)
+{
+    rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
+    rn_partial_shape ys = rn_node_output_shape(node, 0);
+    int rank = xs.rank, n = rank - 2;
+    int64_t group = rn_node_attr_int(node, "group", 1);
+    graph_window w;
+    rn_status st = graph_window_read(node, n, ws.dims + 2, false, &w);
+    if (st != RN_OK)
+        return st;
+    dnnl_dims_t strides, dil, pl, pr;
+    for (int i = 0; i < n; i++) {
+        int64_t b, e;
+        graph_window_pads(&w, i, xs.dims[2 + i], ys.dims[2 + i], &b, &e);
+        strides[i] = w.stride[i];
+        dil[i] = w.dilation[i] - 1;
+        pl[i] = b;
+        pr[i] = e;
+    }
+    int64_t wdims[RN_MAX_RANK + 1];
+    int wrank = rank;
+    if (group > 1) {
+        wdims[0] = group;
+        wdims[1] = ws.dims[0] / group;
+        for (int i = 1; i < rank; i++)
+            wdims[1 + i] = ws.dims[i];
+        wrank = rank + 1;
+    } else {
+        memcpy(wdims, ws.dims, sizeof(int64_t) * (size_t)rank);
+    }
+    if ((st = md_any(rank, xs.dims, cpu_dt(rn_node_input_type(node, QF_X)), &q->src)) != RN_OK ||
+        (st = md_any(wrank, wdims, dnnl_s8, &q->wei)) != RN_OK ||
+        (st = md_any(rank, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
+        return st;
+    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
+        cd, dnnl_forward_inference, dnnl_convolution_direct, &q->src, &q->wei,
+        q->bias_data != NULL ? &q->bias : NULL, &q->dst, strides, dil, pl, pr);
+    return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 convolution", ds);
+}
+
+static rn_status gemm_op_desc(const rn_node *node, qfused *q, dnnl_inner_product_desc_t *ip)
+{
+    rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
+    rn_partial_shape ys = rn_node_output_shape(node, 0);
+    rn_status st;
+    if ((st = md_any(2, xs.dims, cpu_dt(rn_node_input_type(node, QF_X)), &q->src)) != RN_OK ||
+        (st = md_any(2, ws.dims, dnnl_s8, &q->wei)) != RN_OK ||
+        (st = md_any(2, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
+        return st;
+    dnnl_status_t ds =
+        dnnl_inner_product_forward_desc_init(ip, dnnl_forward_inference, &q->src, &q->wei,
+                                             q->bias_data != NULL ? &q->bias : NULL, &q->dst);
+    return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 inner product", ds);
+}
+
+/* MatMul: both operands at the output's rank (leading 1s; oneDNN
+ * broadcasts the weights over the batch), plain activations, weights in the
+ * primitive's layout. */
+static rn_status matmul_op_desc(const rn_node *node, qfused *q, dnnl_matmul_desc_t *mm)
+{
+    rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
+    rn_partial_shape ys = rn_node_output_shape(node, 0);
+    int r = ys.rank;
+    int64_t wd[RN_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        wd[i] = i < r - 2 ? 1 : ws.dims[i - (r - 2)];
+    rn_status st;
+    if ((st = cpu_plain_md(rn_node_input_type(node, QF_X), xs.rank, xs.dims, &q->src)) != RN_OK ||
+        (st = md_any(r, wd, dnnl_s8, &q->wei)) != RN_OK ||
+        (st = cpu_plain_md(rn_node_output_type(node, 0), r, ys.dims, &q->dst)) != RN_OK)
+        return st;
+    dnnl_status_t ds = dnnl_matmul_desc_init(mm, &q->src, &q->wei, NULL, &q->dst);
+    return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 matmul", ds);
+}
+
+/* The value range of a quantized type. */
+static void q_range(rn_element_type t, float *lo, float *hi)
+{
+    *lo = t == RN_I8 ? -128.0f : 0.0f;
+    *hi = t == RN_I8 ? 127.0f : 255.0f;
+}
+
+/* Output scales and post-ops (see the top of the file) into attr. */
+static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
+{
+    bool mid = present(node, QF_MS), sum = present(node, QF_S), y = present(node, QF_YS);
+    bool relu = rn_node_attr_string(node, "activation", NULL) != NULL;
+    double xs = const_at(node, QF_XS, 0);
+    double next = mid ? const_at(node, QF_MS, 0) : y ? const_at(node, QF_YS, 0) : 1.0;
+    const rn_kernel_tensor *wst = rn_node_input_constant(node, QF_WS);
+    size_t nw = 1;
+    for (int d = 0; d < wst->rank; d++)
+        nw *= (size_t)wst->dims[d];
+    float *scales = malloc(sizeof(float) * nw);
+    if (scales == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
+    for (size_t c = 0; c < nw; c++)
+        scales[c] = (float)(xs * const_at(node, QF_WS, c) / next);
+    dnnl_post_ops_t po = NULL;
+    dnnl_status_t s = dnnl_post_ops_create(&po);
+    double ys = y ? const_at(node, QF_YS, 0) : 1.0;
+    if (s == dnnl_success && mid) {
+        float lo, hi, z = (float)const_at(node, QF_MZ, 0);
+        q_range(rn_node_input_type(node, QF_MZ), &lo, &hi);
+        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f);
+        if (s == dnnl_success)
+            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, lo - z, hi - z);
+        float to_y = (float)(const_at(node, QF_MS, 0) / ys);
+        if (s == dnnl_success && to_y != 1.0f)
+            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, to_y, 0.0f);
+    }
+    if (s == dnnl_success && sum)
+        s = dnnl_post_ops_append_sum_v3(po, (float)(const_at(node, QF_SS, 0) / ys),
+                                        (int32_t)const_at(node, QF_SZ, 0),
+                                        cpu_dt(rn_node_input_type(node, QF_S)));
+    if (s == dnnl_success && relu)
+        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+    float zy = y ? (float)const_at(node, QF_YZ, 0) : 0.0f;
+    if (s == dnnl_success && zy != 0.0f)
+        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, 1.0f, zy);
+    dnnl_primitive_attr_t attr = NULL;
+    rn_status st = s == dnnl_success ? cpu_attr(node, po, &attr)
+                                     : cpu_error(node, "building int8 post-ops", s);
+    if (st == RN_OK) {
+        /* Per output channel: dst's dim 1 (convolution, inner product),
+         * its last dim (matmul). */
+        int oc = is_matmul(node) ? rn_node_output_shape(node, 0).rank - 1 : 1;
+        s = dnnl_primitive_attr_set_output_scales(attr, (dnnl_dim_t)nw, nw > 1 ? 1 << oc : 0,
+                                                  scales);
+        /* x's zero point: oneDNN subtracts it (padding included, as the
+         * zero point stands for 0.0) and compensates in the weights. */
+        int32_t zx = (int32_t)const_at(node, QF_XZ, 0);
+        if (s == dnnl_success && zx != 0)
+            s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zx);
+        if (s != dnnl_success) {
+            dnnl_primitive_attr_destroy(attr);
+            st = cpu_error(node, "setting the output scales", s);
+        }
+    }
+    dnnl_post_ops_destroy(po);
+    free(scales);
+    if (st == RN_OK)
+        *out = attr;
+    return st;
+}
+
+/* The bias in the accumulator's units: B / (x_scale * w_scale[c]). */
+static rn_status qfused_bias(const rn_node *node, qfused *q)
+{
+    if (!present(node, QF_B))
+        return RN_OK;
+    int64_t m = rn_node_input_shape(node, QF_W).dims[0];
+    const rn_kernel_tensor *wst = rn_node_input_constant(node, QF_WS);
+    bool per_channel = wst->rank > 0 && wst->dims[0] == m && m > 1;
+    q->bias_data = malloc(sizeof(float) * (size_t)m);
+    if (q->bias_data == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
+    double xs = const_at(node, QF_XS, 0);
+    for (int64_t c = 0; c < m; c++)
+        q->bias_data[c] = (float)(const_at(node, QF_B, (size_t)c) /
+                                  (xs * const_at(node, QF_WS, per_channel ? (size_t)c : 0)));
+    return cpu_plain_md(RN_F32, 1, &m, &q->bias);
+}
+
+static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
+{
+    (void)ctx;
+    qfused *q = calloc(1, sizeof *q);
+    if (q == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
+    q->sum = present(node, QF_S) ? QF_S : -1;
+    bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0;
+    union {
+        dnnl_convolution_desc_t conv;
+        dnnl_inner_product_desc_t ip;
+        dnnl_matmul_desc_t mm;
+    } d;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_engine_t eng = NULL;
+    rn_status st = qfused_bias(node, q);
+    if (st == RN_OK)
+        st = conv              ? conv_op_desc(node, q, &d.conv)
+             : is_matmul(node) ? matmul_op_desc(node, q, &d.mm)
+                               : gemm_op_desc(node, q, &d.ip);
+    if (st == RN_OK)
+        st = qfused_attr(node, &attr);
+    if (st == RN_OK)
+        st = cpu_engine(&eng);
+    if (st == RN_OK) {
+        dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, eng, NULL);
+        if (ds != dnnl_success) {
+            pd = NULL;
+            st = cpu_error(node, "creating the int8 primitive", ds);
+        }
+    }
+    dnnl_primitive_attr_destroy(attr);
+    if (st == RN_OK)
+        st = cpu_prim_init(&q->p, node, pd);
+    if (st != RN_OK) {
+        qfused_release(q);
+        return st;
+    }
+    q->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    q->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    q->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    cpu_layout_init(&q->src_l, &q->src, rn_node_input_type(node, QF_X), &q->src_layout);
+    cpu_layout_init(&q->wei_l, &q->wei, RN_I8, &q->wei_layout);
+    cpu_layout_init(&q->dst_l, &q->dst, rn_node_output_type(node, 0), &q->dst_layout);
+    *state = q;
+    return RN_OK;
+}
+
+static const rn_layout *qfused_input_layout(const void *state, int i)
+{
+    const qfused *q = state;
+    if (i == QF_X)
+        return q->src_layout;
+    if (i == QF_W)
+        return q->wei_layout;
+    return i == q->sum ? q->dst_layout : NULL;
+}
+
+static const rn_layout *qfused_output_layout(const void *state, int i)
+{
+    return i == 0 ? ((const qfused *)state)->dst_layout : NULL;
+}
+
+static size_t qfused_scratch(const void *state)
+{
+    return ((const qfused *)state)->p.scratch;
+}
+
+static int qfused_inplace(const void *state)
+{
+    return ((const qfused *)state)->sum;
+}
+
+static const char *qfused_impl(const void *state)
+{
+    return ((const qfused *)state)->p.impl;
+}
+
+static rn_status qfused_run(rn_kernel_args *args)
+{
+    const qfused *q = args->state;
+    /* The residual is summed into the output: in place when the plan put
+     * them on the same bytes, else copied there first. */
+    if (q->sum >= 0 && args->outputs[0].data != args->inputs[q->sum].data)
+        memcpy(args->outputs[0].data, args->inputs[q->sum].data, args->outputs[0].nbytes);
+    cpu_arg a[4] = {{DNNL_ARG_SRC, &q->src, args->inputs[QF_X].data},
+                    {DNNL_ARG_WEIGHTS, &q->wei, args->inputs[QF_W].data},
+                    {DNNL_ARG_DST, &q->dst, args->outputs[0].data},
+                    {DNNL_ARG_BIAS, &q->bias, q->bias_data}};
+    return cpu_execute(&q->p, args, a, q->bias_data != NULL ? 4 : 3);
+}
+
+#define QFUSED_KERNEL(name, op)                                                                    \
+    const rn_kernel name = {                                                                       \
+        .domain = "runnel",                                                                        \
+        .op_type = op,                                                                             \
+        .impl_type = "onednn",                                                                     \
+        .supports = qfused_supports,                                                               \
+        .prepare_ctx = qfused_prepare,                                                             \
+        .run = qfused_run,                                                                         \
+        .release = qfused_release,                                                                 \
+        .input_layout = qfused_input_layout,                                                       \
+        .output_layout = qfused_output_layout,                                                     \
+        .scratch_bytes = qfused_scratch,                                                           \
+        .inplace_input = qfused_inplace,                                                           \
+        .impl_name = qfused_impl,                                                                  \
+    }
+
+QFUSED_KERNEL(cpu_kernel_qlinear_fused_conv, "QLinearFusedConv");
+QFUSED_KERNEL(cpu_kernel_qlinear_fused_gemm, "QLinearFusedGemm");
+QFUSED_KERNEL(cpu_kernel_qlinear_fused_matmul, "QLinearFusedMatMul");
+
+/* ---- QuantizeLinear / DequantizeLinear as reorders with a scale ---- */
+
+typedef struct qreorder {
+    cpu_prim p;
+    dnnl_memory_desc_t src, dst;
+    cpu_layout src_l, dst_l;
+    const rn_layout *src_layout, *dst_layout;
+} qreorder;
+
+static bool qdq_supports(const rn_node *node, const char **why)
+{
+    bool quantize = strcmp(rn_node_op_type(node), "QuantizeLinear") == 0;
+    rn_element_type f = quantize ? rn_node_input_type(node, 0) : rn_node_output_type(node, 0);
+    rn_element_type q = quantize ? rn_node_output_type(node, 0) : rn_node_input_type(node, 0);
+    if (f != RN_F32 || !is_int8(q)) {
+        *why = "f32 to or from u8 or i8 only";
+        return false;
+    }
+    if (!const_ok(node, 1, 1, false) || (present(node, 2) && !const_ok(node, 2, 1, false)) ||
+        rn_node_attr_int(node, "block_size", 0) != 0) {
+        *why = "scale or zero point not a constant of one value";
+        return false;
+    }
+    return cpu_static_node(node, why);
+}
+
+static void qreorder_release(void *state)
+{
+    qreorder *r = state;
+    if (r == NULL)
+        return;
+    cpu_prim_release(&r->p);
+    free(r);
+}
+
+static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
+{
+    qreorder *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
+    bool quantize = strcmp(rn_node_op_type(node), "QuantizeLinear") == 0;
+    rn_element_type in = rn_node_input_type(node, 0), out = rn_node_output_type(node, 0);
+    rn_partial_shape x = rn_node_input_shape(node, 0);
+    /* The producer's layout (a blocked int8 or f32 tensor) in, the same
+     * format of the other type out. */
+    const rn_layout *l = ctx->n_input_layouts > 0 ? ctx->input_layouts[0] : NULL;
+    if (l != NULL && l->ops == &cpu_layout_ops &&
+        ((const dnnl_memory_desc_t *)l->desc)->data_type != cpu_dt(in))
+        l = NULL; /* a bf16 layout: plain f32 in */
+    rn_status st = cpu_input_md(l, in, x.rank, x.dims, &r->src);
+    dnnl_engine_t eng = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == RN_OK)
+        st = cpu_engine(&eng);
+    if (st == RN_OK)
+        st = cpu_attr(node, NULL, &attr);
+    if (st == RN_OK) {
+        r->dst = r->src;
+        r->dst.data_type = cpu_dt(out);
+        float scale = (float)const_at(node, 1, 0);
+        float s = quantize ? 1.0f / scale : scale;
+        dnnl_status_t ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &s);
+        /* The zero point: added to the quantized output, subtracted from
+         * the quantized input. */
+        int32_t z = (int32_t)const_at(node, 2, 0);
+        if (ds == dnnl_success && z != 0)
+            ds = dnnl_primitive_attr_set_zero_points(attr, quantize ? DNNL_ARG_DST : DNNL_ARG_SRC,
+                                                     1, 0, &z);
+        if (ds == dnnl_success)
+            ds = dnnl_reorder_primitive_desc_create(&pd, &r->src, eng, &r->dst, eng, attr);
+        if (ds != dnnl_success) {
+            pd = NULL;
+            st = cpu_error(node, "creating the reorder", ds);
+        }
+    }
+    dnnl_primitive_attr_destroy(attr);
+    if (st == RN_OK)
+        st = cpu_prim_init(&r->p, node, pd);
+    if (st != RN_OK) {
+        qreorder_release(r);
+        return st;
+    }
+    cpu_layout_init(&r->src_l, &r->src, in, &r->src_layout);
+    cpu_layout_init(&r->dst_l, &r->dst, out, &r->dst_layout);
+    *state = r;
+    return RN_OK;
+}
+
+static const rn_layout *qreorder_input_layout(const void *state, int i)
+{
+    return i == 0 ? ((const qreorder *)state)->src_layout : NULL;
+}
+
+static const rn_layout *qreorder_output_layout(const void *state, int i)
+{
+    return i == 0 ? ((const qreorder *)state)->dst_layout : NULL;
+}
+
+static size_t qreorder_scratch(const void *state)
+{
+    return ((const qreorder *)state)->p.scratch;
+}
+
+static const char *qreorder_impl(const void *state)
+{
+    return ((const qreorder *)state)->p.impl;
+}
+
+static rn_status qreorder_run(rn_kernel_args *args)
+{
+    const qreorder *r = args->state;
+    cpu_arg a[2] = {{DNNL_ARG_FROM, &r->src, args->inputs[0].data},
+                    {DNNL_ARG_TO, &r->dst, args->outputs[0].data}};
+    return cpu_execute(&r->p, args, a, 2);
+}
+
+#define QREORDER_KERNEL(name, op)                                                                  \
+    const rn_kernel name = {                                                                       \
+        .domain = "",                                                                              \
+        .op_type = op,                                                                             \
+        .impl_type = "onednn",                                                                     \
+        .supports = qdq_supports,                                                                  \
+        .prepare_ctx = qreorder_prepare,                                                           \
+        .run = qreorder_run,                                                                       \
+        .release = qreorder_release,                                                               \
+        .input_layout = qreorder_input_layout,                                                     \
+        .output_layout = qreorder_output_layout,                                                   \
+        .scratch_bytes = qreorder_scratch,                                                         \
+        .impl_name = qreorder_impl,                                                                \
+    }
+
+QREORDER_KERNEL(cpu_kernel_quantize_linear, "QuantizeLinear");
+QREORDER_KERNEL(cpu_kernel_dequantize_linear, "DequantizeLinear");
