@@ -41,12 +41,12 @@ for model in node/test_add node/test_conv_with_strides_padding node/test_gemm_de
     "$compile" -m "$deb/$model/model.onnx" -d REF -o "$seeds/blob_import/$(basename "$model").blob" \
         >/dev/null
 done
-bazel build //tools:run
 rm -rf "$seeds"/ir_read
 mkdir -p "$seeds"/ir_read
 keep="$(mktemp -d)"
-.cache/venv-ir/bin/python tests/ir/check_ops.py --run "$(bazel info bazel-bin)/tools/run" \
-    --keep "$keep" >/dev/null || true
+# Only the IR files check_ops.py writes are wanted, not its comparison: its
+# runnel command is `true`, so every case "fails" after writing its IR.
+.cache/venv-ir/bin/python tests/ir/check_ops.py --run true --keep "$keep" >/dev/null || true
 /usr/bin/python3 - "$keep" "$seeds/ir_read" <<'PY'
 import glob, os, struct, sys
 src, out = sys.argv[1:]
