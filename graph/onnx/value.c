@@ -245,7 +245,9 @@ static rn_status flatten_values(const graph_tensor *seq, graph_tensor *out)
         }
         if (seq->type != RN_STRING) {
             memcpy((char *)v.data + i * esize, it->data, esize);
-        } else if ((((char **)v.data)[i] = strdup(*(char *const *)it->data)) == NULL) {
+        } else if ((((char **)v.data)[i] =
+                        strdup(*(char *const *)it->data != NULL ? *(char *const *)it->data : "")) ==
+                   NULL) {
             graph_tensor_release(&v);
             return rn_set_error(RN_OUT_OF_MEMORY, "out of memory reading a map's values");
         }

@@ -145,10 +145,10 @@ Test(ml, bad_attributes_are_errors)
 /* ZipMap through the generic plan (its output is a sequence of maps, which
  * the kernel hands over with move_output): X [2, 3] -> two maps from the
  * labels to each row. */
-static graph_tensor run_zipmap(plan_case *r, graph_attr labels, const float *x)
+static graph_tensor run_zipmap(plan_case *r, graph **gp, graph_attr labels, const float *x)
 {
     static const int64_t d23[] = {2, 3};
-    graph *g = pc_graph("main", NULL, 17);
+    graph *g = *gp = pc_graph("main", NULL, 17);
     graph_value *xv = pc_input(g, "x", GRAPH_KIND_TENSOR, RN_F32, 2, d23), *z = pc_value(g, "z");
     graph_node *n = pc_node(g, "n", "ZipMap", 1, &xv, 1, &z);
     free(n->domain);
@@ -174,7 +174,8 @@ Test(ml, zipmap_maps_labels_to_each_row)
     static const float x[] = {0.1f, 0.2f, 0.7f, 0.5f, 0.25f, 0.25f};
     static const char *const names[] = {"cat", "dog", "eel"};
     plan_case r;
-    graph_tensor t = run_zipmap(&r, attr_strings("classlabels_strings", 3, names), x);
+    graph *g;
+    graph_tensor t = run_zipmap(&r, &g, attr_strings("classlabels_strings", 3, names), x);
     for (size_t row = 0; row < 2; row++) {
         const graph_tensor *keys = &t.items[row].items[0], *values = &t.items[row].items[1];
         cr_assert_eq(keys->type, RN_STRING);
@@ -184,11 +185,13 @@ Test(ml, zipmap_maps_labels_to_each_row)
         expect_f32(values, 3, x + 3 * row, 0);
     }
     pc_free(&r);
+    graph_free(g);
     static const int64_t ids[] = {7, -1, 40};
-    t = run_zipmap(&r, attr_ints("classlabels_int64s", 3, ids), x);
+    t = run_zipmap(&r, &g, attr_ints("classlabels_int64s", 3, ids), x);
     expect_i64(&t.items[1].items[0], 3, ids);
     expect_f32(&t.items[1].items[1], 3, x + 3, 0);
     pc_free(&r);
+    graph_free(g);
 }
 
 Test(ml, zipmap_refuses_what_it_cannot_zip)
