@@ -73,8 +73,9 @@ rn_status graph_tensor_copy(graph_tensor *dst, const graph_tensor *src)
     t.items = NULL;
     t.n_items = 0;
     if (src->kind != GRAPH_KIND_TENSOR) {
-        /* A sequence (item by item) or an absent optional (nothing to copy). */
-        for (size_t i = 0; src->kind == GRAPH_KIND_SEQUENCE && i < src->n_items; i++) {
+        /* A sequence or a map (item by item) or an absent optional (nothing
+         * to copy). */
+        for (size_t i = 0; i < src->n_items; i++) {
             graph_tensor item;
             rn_status st = graph_tensor_copy(&item, &src->items[i]);
             if (st == RN_OK)

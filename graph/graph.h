@@ -29,19 +29,25 @@ typedef struct graph_value graph_value;
  * a dim known only at run time. */
 typedef rn_partial_shape graph_shape;
 
-/* What a value holds: ONNX's tensor, sequence and optional types. Tensors
- * are the common case and the zero value, so every descriptor that is
- * zero-initialised is a tensor. Sequences hold tensors; optionals hold a
- * tensor or a sequence (nested sequences, maps and sparse tensors are not
- * supported). */
+/* What a value holds: ONNX's tensor, sequence, optional and map types.
+ * Tensors are the common case and the zero value, so every descriptor that
+ * is zero-initialised is a tensor. Sequences hold tensors, or maps (kind
+ * SEQUENCE_MAP); optionals hold a tensor or a sequence of tensors; a map
+ * holds a keys tensor and a values tensor (runnel/kernel.h). The element
+ * type of a map kind is its values' (the keys' type is in the run-time
+ * value: a value's declared key type is checked when read, not kept).
+ * Nested sequences and sparse tensors are not supported. */
 typedef rn_kernel_kind graph_kind;
 #define GRAPH_KIND_TENSOR            RN_KERNEL_TENSOR
 #define GRAPH_KIND_SEQUENCE          RN_KERNEL_SEQUENCE
 #define GRAPH_KIND_OPTIONAL          RN_KERNEL_OPTIONAL
 #define GRAPH_KIND_OPTIONAL_SEQUENCE RN_KERNEL_OPTIONAL_SEQUENCE
-#define GRAPH_KIND_COUNT             4
+#define GRAPH_KIND_MAP               RN_KERNEL_MAP
+#define GRAPH_KIND_SEQUENCE_MAP      RN_KERNEL_SEQUENCE_MAP
+#define GRAPH_KIND_COUNT             6
 
-/* "tensor", "sequence", "optional tensor", "optional sequence". */
+/* "tensor", "sequence", "optional tensor", "optional sequence", "map",
+ * "sequence of maps". */
 const char *graph_kind_name(graph_kind kind);
 /* True for the two optional kinds. */
 bool graph_kind_is_optional(graph_kind kind);
@@ -72,8 +78,13 @@ void graph_tensor_release(graph_tensor *t);
 rn_status graph_tensor_copy(graph_tensor *dst, const graph_tensor *src);
 
 /* Appends `item` (an owned tensor, taken over and cleared) to the owned
- * sequence *seq. */
+ * sequence *seq (a SEQUENCE_MAP stays one: its items are maps). */
 rn_status graph_sequence_append(graph_tensor *seq, graph_tensor *item);
+
+/* Checks a MAP descriptor: two 1-D items of one length, keys STRING or I64
+ * (every string set), values of element type m->type. On failure writes
+ * why (a sentence) and returns false. */
+bool graph_map_check(const graph_tensor *m, char *why, size_t size);
 
 /* A value's declared type as ONNX's TypeProto states it: its kind, the
  * element type of the tensors it holds, and (for tensors and optional

@@ -344,12 +344,12 @@ static void dec_value(serial_reader *r, graph *g)
     uint8_t flags = serial_get_u8(r, "value flags");
     if (r->st != RN_OK)
         goto done;
-    if (flags & ~15u) {
+    if (flags & ~31u || ((flags >> 2) & 7u) >= GRAPH_KIND_COUNT) {
         serial_fail_at(r, fat, RN_PARSE_ERROR, "value '%s' has unknown flags 0x%x", name, flags);
         goto done;
     }
     v->is_parameter = flags & 1;
-    v->kind = (graph_kind)((flags >> 2) & 3u); /* bits 2-3: the value's kind (graph_kind) */
+    v->kind = (graph_kind)((flags >> 2) & 7u); /* bits 2-4: the value's kind (graph_kind) */
     if (flags & 2) {
         graph_tensor *t = calloc(1, sizeof *t);
         if (t == NULL) {

@@ -225,7 +225,7 @@ static void enc_value(serial_sink *s, const graph *g, const graph_value *v)
     for (int i = 0; i < v->shape.rank; i++)
         serial_put_u64(s, (uint64_t)v->shape.dims[i]);
     serial_put_u8(s, (uint8_t)((v->is_parameter ? 1 : 0) | (v->constant != NULL ? 2 : 0) |
-                               ((unsigned)v->kind & 3u) << 2));
+                               ((unsigned)v->kind & 7u) << 2));
     if (v->constant != NULL) {
         char owner[256];
         snprintf(owner, sizeof owner, "graph '%s': constant '%s'", g->name, v->name);

@@ -1,5 +1,6 @@
-/* Value kinds (tensor, sequence, optional), owned sequences, and the values
+/* Value kinds (tensor, sequence, optional, map), owned sequences, and the values
  * subgraphs read from enclosing scopes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,10 @@ const char *graph_kind_name(graph_kind kind)
         return "optional tensor";
     case GRAPH_KIND_OPTIONAL_SEQUENCE:
         return "optional sequence";
+    case GRAPH_KIND_MAP:
+        return "map";
+    case GRAPH_KIND_SEQUENCE_MAP:
+        return "sequence of maps";
     }
     return "unknown kind";
 }
@@ -49,10 +54,46 @@ rn_status graph_sequence_append(graph_tensor *seq, graph_tensor *item)
     if (p == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "sequence: out of memory");
     seq->items = p;
-    seq->kind = GRAPH_KIND_SEQUENCE;
+    if (seq->kind != GRAPH_KIND_SEQUENCE_MAP)
+        seq->kind = GRAPH_KIND_SEQUENCE;
     seq->items[seq->n_items++] = *item;
     memset(item, 0, sizeof *item);
     return RN_OK;
+}
+
+bool graph_map_check(const graph_tensor *m, char *why, size_t size)
+{
+    if (m->kind != GRAPH_KIND_MAP || m->n_items != 2 || m->items == NULL) {
+        snprintf(why, size, "a %s is not a map", graph_kind_name(m->kind));
+        return false;
+    }
+    const graph_tensor *k = &m->items[0], *v = &m->items[1];
+    if (k->kind != GRAPH_KIND_TENSOR || v->kind != GRAPH_KIND_TENSOR || k->rank != 1 ||
+        v->rank != 1) {
+        snprintf(why, size, "a map's keys and values must be 1-D tensors");
+        return false;
+    }
+    if (k->type != RN_STRING && k->type != RN_I64) {
+        snprintf(why, size, "map keys of element type %s are not supported (string or i64)",
+                 rn_element_type_name(k->type));
+        return false;
+    }
+    if (v->type != m->type || k->dims[0] != v->dims[0]) {
+        snprintf(why, size, "a map has %lld keys and %lld %s values, expected as many %s values",
+                 (long long)k->dims[0], (long long)v->dims[0], rn_element_type_name(v->type),
+                 rn_element_type_name(m->type));
+        return false;
+    }
+    if ((k->dims[0] > 0 && k->data == NULL) || (v->dims[0] > 0 && v->data == NULL)) {
+        snprintf(why, size, "a map of %lld entries has no data", (long long)k->dims[0]);
+        return false;
+    }
+    for (int64_t i = 0; k->type == RN_STRING && i < k->dims[0]; i++)
+        if (((char *const *)k->data)[i] == NULL) {
+            snprintf(why, size, "map key %lld is not set", (long long)i);
+            return false;
+        }
+    return true;
 }
 
 /* ---- values read from enclosing scopes ---- */

@@ -86,6 +86,13 @@ const int64_t *rn_tensor_strides(const rn_tensor *tensor);
 int rn_tensor_is_dense(const rn_tensor *tensor);
 void rn_tensor_free(rn_tensor *tensor);
 rn_value_kind rn_tensor_kind(const rn_tensor *tensor);
+const char *rn_tensor_get_string(const rn_tensor *tensor, size_t index);
+size_t rn_tensor_sequence_length(const rn_tensor *tensor);
+rn_status rn_tensor_sequence_item(const rn_tensor *tensor, size_t index, rn_tensor **item);
+size_t rn_tensor_map_size(const rn_tensor *tensor);
+rn_element_type rn_tensor_map_key_type(const rn_tensor *tensor);
+rn_status rn_tensor_map_keys(const rn_tensor *tensor, rn_tensor **keys);
+rn_status rn_tensor_map_values(const rn_tensor *tensor, rn_tensor **values);
 rn_element_type rn_tensor_element_type(const rn_tensor *tensor);
 size_t rn_tensor_rank(const rn_tensor *tensor);
 const int64_t *rn_tensor_dims(const rn_tensor *tensor);
@@ -231,10 +238,24 @@ static rn_status rnpy_output(rn_infer_request *request, size_t index, rnpy_tenso
     rn_status st = rn_infer_request_get_output_tensor(request, index, &t);
     if (st != RN_OK)
         return st;
+    /* A map or a sequence of maps (ZipMap's output): element_type -1 says
+     * so, and Python walks it (runnel/_tensor.py, python_value). */
+    rn_tensor *first = NULL;
+    if (rn_tensor_kind(t) == RN_VALUE_MAP ||
+        (rn_tensor_kind(t) == RN_VALUE_SEQUENCE &&
+         (rn_tensor_sequence_length(t) == 0 ||
+          (rn_tensor_sequence_item(t, 0, &first) == RN_OK &&
+           rn_tensor_kind(first) == RN_VALUE_MAP)))) {
+        info->data = (uintptr_t)t;
+        info->rank = 0;
+        info->element_type = -1;
+        info->dense = 1;
+        return RN_OK;
+    }
     if (rn_tensor_kind(t) != RN_VALUE_TENSOR || rn_tensor_element_type(t) == RN_STRING)
         return rn_set_error(RN_NOT_IMPLEMENTED,
-                            "output %zu: string, sequence and optional values are not "
-                            "supported by the Python package", index);
+                            "output %zu: string, sequence of tensors and optional values are "
+                            "not supported by the Python package", index);
     info->data = (uintptr_t)rn_tensor_data(t);
     info->rank = rn_tensor_rank(t);
     memcpy(info->dims, rn_tensor_dims(t), info->rank * sizeof info->dims[0]);

@@ -51,6 +51,10 @@ rn_port_kind runtime_port_kind(graph_kind kind)
         return RN_PORT_OPTIONAL_TENSOR;
     case GRAPH_KIND_OPTIONAL_SEQUENCE:
         return RN_PORT_OPTIONAL_SEQUENCE;
+    case GRAPH_KIND_MAP:
+        return RN_PORT_MAP;
+    case GRAPH_KIND_SEQUENCE_MAP:
+        return RN_PORT_SEQUENCE_MAP;
     default:
         return RN_PORT_TENSOR;
     }

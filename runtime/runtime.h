@@ -22,9 +22,12 @@ struct rn_tensor {
     /* Sequences and optionals (rn_value_kind): a SEQUENCE holds n_items
      * tensor handles (owned by it, whose buffers are owned or borrowed as
      * the sequence was made) and their descriptors for devices; a NONE is an
-     * optional without a value, of a sequence when none_of_sequence. */
+     * optional without a value, of a sequence when none_of_sequence; a MAP
+     * holds two items, its keys and its values (1-D tensors), `type` being
+     * the values'. */
     rn_value_kind kind;
     bool none_of_sequence;
+    bool of_maps; /* a SEQUENCE whose items are MAP handles */
     size_t n_items;
     rn_tensor **items;
     graph_tensor *views;

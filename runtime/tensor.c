@@ -1,5 +1,5 @@
 /* rn_tensor: element type, shape and a dense row-major buffer; strings,
- * sequences of tensors and optionals without a value. */
+ * sequences of tensors or maps, maps, and optionals without a value. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,6 +191,7 @@ static void tensor_clear(rn_tensor *t)
     t->owned = false;
     t->kind = RN_VALUE_TENSOR;
     t->none_of_sequence = false;
+    t->of_maps = false;
     t->n_items = 0;
     t->items = NULL;
     t->views = NULL;
@@ -289,7 +290,15 @@ static rn_status copy_tensor(const rn_tensor *src, rn_tensor **out)
     return RN_OK;
 }
 
-/* Allocates the item arrays of a sequence of n. */
+static rn_status copy_map(const rn_tensor *src, rn_tensor **out);
+
+/* An owned copy of a sequence's item: a tensor or a map. */
+static rn_status copy_item(const rn_tensor *src, rn_tensor **out)
+{
+    return src->kind == RN_VALUE_MAP ? copy_map(src, out) : copy_tensor(src, out);
+}
+
+/* Allocates the item arrays of a sequence (or a map) of n. */
 static rn_status sequence_alloc(rn_tensor *t, size_t n)
 {
     t->kind = RN_VALUE_SEQUENCE;
@@ -308,18 +317,26 @@ rn_status rn_tensor_create_sequence(rn_element_type type, rn_tensor *const *item
     if (!rn_element_type_is_valid(type))
         return rn_set_error(RN_INVALID_ARG, "create_sequence: element type %d is not supported",
                             (int)type);
+    /* Tensors, or maps of one key type (the first item says which). */
+    rn_value_kind item_kind = count > 0 && items[0] != NULL ? items[0]->kind : RN_VALUE_TENSOR;
+    if (item_kind != RN_VALUE_MAP)
+        item_kind = RN_VALUE_TENSOR;
     for (size_t i = 0; i < count; i++)
-        if (items[i] == NULL || items[i]->kind != RN_VALUE_TENSOR || items[i]->type != type)
-            return rn_set_error(RN_INVALID_ARG,
-                                "create_sequence: item %zu is not a tensor of element type %s", i,
-                                rn_element_type_name(type));
+        if (items[i] == NULL || items[i]->kind != item_kind || items[i]->type != type ||
+            (item_kind == RN_VALUE_MAP && items[i]->items[0]->type != items[0]->items[0]->type))
+            return rn_set_error(
+                RN_INVALID_ARG, "create_sequence: item %zu is not a %s of element type %s%s%s", i,
+                item_kind == RN_VALUE_MAP ? "map" : "tensor", rn_element_type_name(type),
+                item_kind == RN_VALUE_MAP ? " with keys of type " : "",
+                item_kind == RN_VALUE_MAP ? rn_element_type_name(items[0]->items[0]->type) : "");
     rn_tensor *t = calloc(1, sizeof *t);
     if (t == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "create_sequence: out of memory");
     t->type = type;
     rn_status st = sequence_alloc(t, count);
+    t->of_maps = item_kind == RN_VALUE_MAP;
     for (size_t i = 0; i < count && st == RN_OK; i++) {
-        if ((st = copy_tensor(items[i], &t->items[i])) != RN_OK)
+        if ((st = copy_item(items[i], &t->items[i])) != RN_OK)
             break;
         t->n_items = i + 1;
         runtime_tensor_view(t->items[i], &t->views[i]);
@@ -346,6 +363,102 @@ rn_status rn_tensor_sequence_item(const rn_tensor *t, size_t index, rn_tensor **
                             index, t->n_items);
     *item = t->items[index];
     return RN_OK;
+}
+
+/* ---- maps ---- */
+
+/* Whether keys i and j of a 1-D key tensor (strings set, or i64) are equal. */
+static bool map_key_equal(const rn_tensor *keys, size_t i, size_t j)
+{
+    if (keys->type == RN_STRING)
+        return strcmp(rn_tensor_get_string(keys, i), rn_tensor_get_string(keys, j)) == 0;
+    int64_t a, b;
+    memcpy(&a, (const char *)keys->data + i * (size_t)keys->strides[0], sizeof a);
+    memcpy(&b, (const char *)keys->data + j * (size_t)keys->strides[0], sizeof b);
+    return a == b;
+}
+
+/* A map of copies of keys and values, checked as rn_tensor_create_map says. */
+static rn_status map_build(const rn_tensor *keys, const rn_tensor *values, rn_tensor **out)
+{
+    if (keys->kind != RN_VALUE_TENSOR || values->kind != RN_VALUE_TENSOR || keys->rank != 1 ||
+        values->rank != 1)
+        return rn_set_error(RN_INVALID_ARG, "create_map: keys and values must be 1-D tensors");
+    if (keys->type != RN_STRING && keys->type != RN_I64)
+        return rn_set_error(RN_INVALID_ARG,
+                            "create_map: keys of element type %s are not supported (string or "
+                            "i64)",
+                            rn_element_type_name(keys->type));
+    if (keys->dims[0] != values->dims[0])
+        return rn_set_error(RN_INVALID_ARG, "create_map: %lld keys but %lld values",
+                            (long long)keys->dims[0], (long long)values->dims[0]);
+    size_t n = (size_t)keys->dims[0];
+    for (size_t i = 0; i < n; i++) {
+        if (keys->type == RN_STRING && rn_tensor_get_string(keys, i) == NULL)
+            return rn_set_error(RN_INVALID_ARG, "create_map: key %zu is not set", i);
+        for (size_t j = 0; j < i; j++)
+            if (map_key_equal(keys, i, j))
+                return rn_set_error(RN_INVALID_ARG, "create_map: key %zu repeats key %zu", i, j);
+    }
+    rn_tensor *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "create_map: out of memory");
+    t->type = values->type;
+    rn_status st = sequence_alloc(t, 2);
+    t->kind = RN_VALUE_MAP;
+    for (size_t i = 0; i < 2 && st == RN_OK; i++) {
+        if ((st = copy_tensor(i == 0 ? keys : values, &t->items[i])) != RN_OK)
+            break;
+        t->n_items = i + 1;
+        runtime_tensor_view(t->items[i], &t->views[i]);
+    }
+    if (st != RN_OK) {
+        rn_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return RN_OK;
+}
+
+static rn_status copy_map(const rn_tensor *src, rn_tensor **out)
+{
+    return map_build(src->items[0], src->items[1], out);
+}
+
+rn_status rn_tensor_create_map(const rn_tensor *keys, const rn_tensor *values, rn_tensor **out)
+{
+    if (keys == NULL || values == NULL || out == NULL)
+        return rn_set_error(RN_INVALID_ARG, "create_map: keys, values and out must be set");
+    return map_build(keys, values, out);
+}
+
+size_t rn_tensor_map_size(const rn_tensor *t)
+{
+    return t != NULL && t->kind == RN_VALUE_MAP ? (size_t)t->items[0]->dims[0] : 0;
+}
+
+rn_element_type rn_tensor_map_key_type(const rn_tensor *t)
+{
+    return t != NULL && t->kind == RN_VALUE_MAP ? t->items[0]->type : RN_UNDEFINED;
+}
+
+/* Item i (0 keys, 1 values) of a map. */
+static rn_status map_part(const rn_tensor *t, size_t i, rn_tensor **out, const char *what)
+{
+    if (t == NULL || out == NULL || t->kind != RN_VALUE_MAP)
+        return rn_set_error(RN_INVALID_ARG, "map_%s: the tensor is not a map", what);
+    *out = t->items[i];
+    return RN_OK;
+}
+
+rn_status rn_tensor_map_keys(const rn_tensor *t, rn_tensor **keys)
+{
+    return map_part(t, 0, keys, "keys");
+}
+
+rn_status rn_tensor_map_values(const rn_tensor *t, rn_tensor **values)
+{
+    return map_part(t, 1, values, "values");
 }
 
 rn_status rn_tensor_create_none(rn_element_type type, int of_sequence, rn_tensor **out)
@@ -404,8 +517,10 @@ void runtime_tensor_view(const rn_tensor *tensor, graph_tensor *out)
 {
     memset(out, 0, sizeof *out);
     out->type = tensor->type;
-    if (tensor->kind == RN_VALUE_SEQUENCE) {
-        out->kind = GRAPH_KIND_SEQUENCE;
+    if (tensor->kind == RN_VALUE_SEQUENCE || tensor->kind == RN_VALUE_MAP) {
+        out->kind = tensor->kind == RN_VALUE_MAP ? GRAPH_KIND_MAP
+                    : tensor->of_maps            ? GRAPH_KIND_SEQUENCE_MAP
+                                                 : GRAPH_KIND_SEQUENCE;
         out->n_items = tensor->n_items;
         out->items = tensor->views;
         return;
@@ -446,18 +561,26 @@ rn_status runtime_tensor_rebind(rn_tensor *tensor, const graph_tensor *view)
         tensor->none_of_sequence = view->kind == GRAPH_KIND_OPTIONAL_SEQUENCE;
         return RN_OK;
     }
-    if (view->kind != GRAPH_KIND_SEQUENCE) {
+    if (view->kind == GRAPH_KIND_TENSOR) {
         rebind_dense(tensor, view);
         return RN_OK;
     }
+    /* A sequence (of tensors or of maps) or a map: items rebound in turn. */
     rn_status st = sequence_alloc(tensor, view->n_items);
+    tensor->kind = view->kind == GRAPH_KIND_MAP ? RN_VALUE_MAP : RN_VALUE_SEQUENCE;
+    tensor->of_maps = view->kind == GRAPH_KIND_SEQUENCE_MAP;
     for (size_t i = 0; i < view->n_items && st == RN_OK; i++) {
         rn_tensor *item = calloc(1, sizeof *item);
         if (item == NULL) {
             st = rn_set_error(RN_OUT_OF_MEMORY, "output sequence: out of memory");
             break;
         }
-        rebind_dense(item, &view->items[i]);
+        if (view->items[i].kind == GRAPH_KIND_TENSOR)
+            rebind_dense(item, &view->items[i]);
+        else if ((st = runtime_tensor_rebind(item, &view->items[i])) != RN_OK) {
+            rn_tensor_free(item);
+            break;
+        }
         tensor->items[i] = item;
         tensor->n_items = i + 1;
         runtime_tensor_view(item, &tensor->views[i]);

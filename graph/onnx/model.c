@@ -123,16 +123,48 @@ static const char *type_case_name(const Onnx__TypeProto *tp)
     }
 }
 
-/* A sequence's element: a tensor type, or nothing said. */
+/* map(K, tensor(V)): the keys must be strings or int64 (what ONNX Runtime
+ * runs: ZipMap, CastMap, DictVectorizer), the values a tensor type, whose
+ * element type becomes t->elem. The key type is checked, not kept: the
+ * run-time value carries it (graph/graph.h). */
+static rn_status read_map_type(const Onnx__TypeProto__Map *mt, const char *vname, graph_type *t)
+{
+    if (mt == NULL)
+        return RN_OK;
+    if (!mt->has_key_type || (mt->key_type != RN_STRING && mt->key_type != RN_I64))
+        return rn_set_error(RN_UNSUPPORTED,
+                            "value '%s': maps with keys of element type %d (%s) are not "
+                            "supported (only string and int64 keys)",
+                            vname, (int)mt->key_type,
+                            rn_element_type_name((rn_element_type)mt->key_type));
+    const Onnx__TypeProto *vt = mt->value_type;
+    if (vt == NULL || vt->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
+        return RN_OK;
+    if (vt->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return rn_set_error(RN_UNSUPPORTED,
+                            "value '%s': maps of %s values are not supported (only of tensors)",
+                            vname, type_case_name(vt));
+    rn_status st = read_tensor_type(vt->tensor_type, vname, t);
+    t->shape.rank = -1; /* a map has no shape */
+    return st;
+}
+
+/* A sequence's element: a tensor type, a map type, or nothing said. */
 static rn_status read_sequence_elem(const Onnx__TypeProto *elem, const char *vname, graph_type *t)
 {
     if (elem == NULL || elem->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
         return RN_OK;
+    if (elem->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE && t->kind == GRAPH_KIND_SEQUENCE) {
+        t->kind = GRAPH_KIND_SEQUENCE_MAP;
+        return read_map_type(elem->map_type, vname, t);
+    }
     if (elem->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-        return rn_set_error(RN_UNSUPPORTED,
-                            "value '%s': sequences of %s values are not supported (only of "
-                            "tensors)",
-                            vname, type_case_name(elem));
+        return rn_set_error(
+            RN_UNSUPPORTED,
+            "value '%s': %s of %s values are not supported (only of "
+            "tensors%s)",
+            vname, t->kind == GRAPH_KIND_SEQUENCE ? "sequences" : "optional sequences",
+            type_case_name(elem), t->kind == GRAPH_KIND_SEQUENCE ? " and maps" : "");
     rn_status st = read_tensor_type(elem->tensor_type, vname, t);
     t->shape.rank = -1; /* items may differ in shape: the sequence has none */
     return st;
@@ -155,6 +187,10 @@ rn_status onnx_read_type(const Onnx__TypeProto *tp, const char *vname, graph_typ
         t.kind = GRAPH_KIND_SEQUENCE;
         if (tp->sequence_type != NULL)
             st = read_sequence_elem(tp->sequence_type->elem_type, vname, &t);
+        break;
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+        t.kind = GRAPH_KIND_MAP;
+        st = read_map_type(tp->map_type, vname, &t);
         break;
     case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE: {
         t.kind = GRAPH_KIND_OPTIONAL;

@@ -1,9 +1,8 @@
 /* ai.onnx.ml op schemas that scikit-learn exports need (skl2onnx):
  * LinearClassifier, LinearRegressor, TreeEnsembleClassifier,
  * TreeEnsembleRegressor, TreeEnsemble (opset 5), LabelEncoder, Scaler,
- * Normalizer, Binarizer, Imputer and OneHotEncoder (ArrayFeatureExtractor
- * lives with the indexing ops). ZipMap is not here: it makes a sequence of
- * maps, and runnel's values have no map kind.
+ * Normalizer, Binarizer, Imputer, OneHotEncoder and ZipMap (which makes a
+ * sequence of maps) (ArrayFeatureExtractor lives with the indexing ops).
  *
  * A 2-D input X is [N, C]; a 1-D one is a single row [C] (N = 1), as ONNX
  * Runtime reads it. */
@@ -160,6 +159,40 @@ static rn_status infer_label_encoder(const graph_node *node, const graph_port *i
     return RN_OK;
 }
 
+/* ZipMap: X [N, C] (or [C]) f32 -> a sequence of N maps from the C class
+ * labels (classlabels_strings: string keys; classlabels_int64s: int64) to
+ * the row's values. */
+static rn_status infer_zipmap(const graph_node *node, const graph_port *in, int n_in,
+                              graph_port *out, int n_out)
+{
+    (void)n_in;
+    int n_str = attr_count(node, "classlabels_strings"),
+        n_int = attr_count(node, "classlabels_int64s");
+    if ((n_str > 0) == (n_int > 0))
+        return rn_set_error(RN_INVALID_ARG,
+                            "node '%s' (%s): exactly one of classlabels_strings and "
+                            "classlabels_int64s must be given",
+                            node->name, node->op_type);
+    if (in[0].type != RN_UNDEFINED && in[0].type != RN_F32)
+        return rn_set_error(RN_TYPE_MISMATCH, "node '%s' (%s): X is %s, expected f32", node->name,
+                            node->op_type, rn_element_type_name(in[0].type));
+    int64_t rows;
+    rn_status st = rows_of(node, &in[0], &rows);
+    if (st != RN_OK)
+        return st;
+    int64_t c = in[0].shape.rank > 0 ? in[0].shape.dims[in[0].shape.rank - 1] : RN_DIM_DYNAMIC;
+    int labels = n_str + n_int;
+    if (c >= 0 && c != labels)
+        return rn_set_error(RN_SHAPE_MISMATCH, "node '%s' (%s): X has %lld columns for %d labels",
+                            node->name, node->op_type, (long long)c, labels);
+    if (n_out > 0 && out[0].present) {
+        out[0].kind = GRAPH_KIND_SEQUENCE_MAP;
+        out[0].type = RN_F32;
+        out[0].shape.rank = -1;
+    }
+    return RN_OK;
+}
+
 /* Each entry: domain, op, input and output counts, the value_inputs mask,
  * the infer function, then the attributes that must have their type. */
 /* clang-format off */
@@ -205,5 +238,7 @@ const graph_op_schema graph_ops_ml[] = {
        A("replaced_value_int64", INT)),
     OP("OneHotEncoder", 1, 1, 1, 1, infer_one_hot_encoder, A("cats_int64s", INTS),
        A("cats_strings", STRINGS), A("zeros", INT)),
+    OP("ZipMap", 1, 1, 1, 1, infer_zipmap, A("classlabels_strings", STRINGS),
+       A("classlabels_int64s", INTS)),
     {0},
 };

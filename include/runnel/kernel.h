@@ -33,12 +33,16 @@ extern "C" {
 /* A node of the model as the kernel sees it (opaque: rn_node_* below). */
 typedef struct graph_node rn_node;
 
-/* What a value holds: ONNX's tensor, sequence and optional types. */
+/* What a value holds: ONNX's tensor, sequence, optional and map types.
+ * (The map kinds were added without changing any struct's layout, so the
+ * ABI version stayed 2: a kernel meets them only on ops that make maps.) */
 typedef enum rn_kernel_kind {
     RN_KERNEL_TENSOR = 0,
     RN_KERNEL_SEQUENCE = 1,          /* sequence(tensor(type)) */
     RN_KERNEL_OPTIONAL = 2,          /* optional(tensor(type)), without a value */
     RN_KERNEL_OPTIONAL_SEQUENCE = 3, /* optional(sequence(tensor(type))), without a value */
+    RN_KERNEL_MAP = 4,               /* map(key type, tensor(type)) */
+    RN_KERNEL_SEQUENCE_MAP = 5,      /* sequence(map(key type, tensor(type))) (ZipMap) */
 } rn_kernel_kind;
 
 typedef struct rn_kernel_tensor rn_kernel_tensor;
@@ -76,6 +80,11 @@ struct rn_layout {
  * - SEQUENCE: n_items tensors in `items`, each of element type `type`.
  * - OPTIONAL / OPTIONAL_SEQUENCE: an optional without a value (type set,
  *   nothing else); an optional with a value is passed as that value.
+ * - MAP: n_items 2: items[0] the keys, a 1-D tensor of the key type (STRING
+ *   or I64), items[1] the values, a 1-D tensor of element type `type` and
+ *   as many elements; entry i maps keys[i] to values[i].
+ * - SEQUENCE_MAP: n_items maps (each a MAP descriptor) of value type
+ *   `type` and one key type.
  * As a constant of the model the descriptor owns `data`; as a kernel
  * argument it only describes memory the plan owns. */
 struct rn_kernel_tensor {

@@ -19,6 +19,8 @@ typedef enum rn_port_kind {
     RN_PORT_SEQUENCE = 1,          /* a sequence of tensors of element_type */
     RN_PORT_OPTIONAL_TENSOR = 2,   /* a tensor, or none (rn_tensor_create_none) */
     RN_PORT_OPTIONAL_SEQUENCE = 3, /* a sequence, or none */
+    RN_PORT_MAP = 4,               /* a map whose values are of element_type */
+    RN_PORT_SEQUENCE_MAP = 5,      /* a sequence of such maps (ZipMap's output) */
 } rn_port_kind;
 
 typedef struct rn_port {

@@ -14,7 +14,11 @@
  * Sequences and optionals (ONNX's sequence and optional types): the same
  * handle can hold a sequence of tensors (rn_tensor_create_sequence) or an
  * optional without a value (rn_tensor_create_none); an optional with a value
- * is given and returned as that value. rn_tensor_kind tells which. */
+ * is given and returned as that value. rn_tensor_kind tells which.
+ *
+ * Maps (ONNX's map type; ZipMap returns a sequence of them): a map handle
+ * (rn_tensor_create_map) holds its keys, a 1-D tensor of strings or i64, and
+ * its values, a 1-D tensor of as many elements; a sequence may hold maps. */
 #ifndef RUNNEL_TENSOR_H
 #define RUNNEL_TENSOR_H
 
@@ -128,14 +132,16 @@ typedef enum rn_value_kind {
     RN_VALUE_TENSOR = 0,   /* a dense tensor (what every other call makes) */
     RN_VALUE_SEQUENCE = 1, /* a sequence of tensors of one element type */
     RN_VALUE_NONE = 2,     /* an optional without a value */
+    RN_VALUE_MAP = 3,      /* a map: keys and values (rn_tensor_map_keys / _values) */
 } rn_value_kind;
 
 RN_API rn_value_kind rn_tensor_kind(const rn_tensor *tensor);
 
 /* Creates a sequence of `count` tensors of element type `type`, holding
  * copies of items[0..count) (each a tensor of that type; strings are
- * copied too). A sequence has rank 0, no data and 0 bytes; its element type
- * is `type`. */
+ * copied too), or of `count` maps whose values are of element type `type`
+ * (all with one key type). A sequence has rank 0, no data and 0 bytes; its
+ * element type is `type`. */
 RN_API rn_status rn_tensor_create_sequence(rn_element_type type, rn_tensor *const *items,
                                            size_t count, rn_tensor **out);
 
@@ -146,6 +152,25 @@ RN_API size_t rn_tensor_sequence_length(const rn_tensor *tensor);
  * it lives). RN_INVALID_ARG when not a sequence or out of range. */
 RN_API rn_status rn_tensor_sequence_item(const rn_tensor *tensor, size_t index, rn_tensor **item);
 
+/* Creates a map from copies of `keys` (a 1-D tensor of RN_STRING or RN_I64,
+ * no key twice) and `values` (a 1-D tensor of as many elements, of any
+ * element type, which becomes the map's element type). */
+RN_API rn_status rn_tensor_create_map(const rn_tensor *keys, const rn_tensor *values,
+                                      rn_tensor **out);
+
+/* The number of entries of a map (0 for other kinds). */
+RN_API size_t rn_tensor_map_size(const rn_tensor *tensor);
+
+/* The key type of a map (RN_STRING or RN_I64); RN_UNDEFINED for other kinds. */
+RN_API rn_element_type rn_tensor_map_key_type(const rn_tensor *tensor);
+
+/* The keys (a 1-D tensor of the key type) and the values (a 1-D tensor of
+ * the map's element type) of a map, entry i mapping keys[i] to values[i];
+ * borrowed: owned by the map, valid while it lives. RN_INVALID_ARG when
+ * not a map. */
+RN_API rn_status rn_tensor_map_keys(const rn_tensor *tensor, rn_tensor **keys);
+RN_API rn_status rn_tensor_map_values(const rn_tensor *tensor, rn_tensor **values);
+
 /* Creates an optional without a value, of tensors (of_sequence 0) or of
  * sequences (1) of element type `type`. */
 RN_API rn_status rn_tensor_create_none(rn_element_type type, int of_sequence, rn_tensor **out);
@@ -154,7 +179,8 @@ RN_API rn_element_type rn_tensor_element_type(const rn_tensor *tensor);
 RN_API size_t rn_tensor_rank(const rn_tensor *tensor);
 /* Borrowed pointer to rank dims, valid while the tensor lives. */
 RN_API const int64_t *rn_tensor_dims(const rn_tensor *tensor);
-/* Elements of a tensor (0 for a sequence or an optional without a value). */
+/* Elements of a tensor (0 for a sequence, a map or an optional without a
+ * value). */
 RN_API size_t rn_tensor_element_count(const rn_tensor *tensor);
 RN_API size_t rn_tensor_byte_size(const rn_tensor *tensor);
 /* The buffer (owned by the tensor or the caller who wrapped it). */

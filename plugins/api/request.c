@@ -311,6 +311,21 @@ static rn_status check_value(const plugin_request *r, const graph_value *v, cons
     if (!kind_ok)
         return rn_set_error(RN_TYPE_MISMATCH, "%s '%s': expected a %s, got a %s", what, v->name,
                             graph_kind_name(v->kind), graph_kind_name(t->kind));
+    char why[160];
+    if (t->kind == GRAPH_KIND_MAP && !graph_map_check(t, why, sizeof why))
+        return rn_set_error(RN_INVALID_ARG, "%s '%s': %s", what, v->name, why);
+    for (size_t i = 0; t->kind == GRAPH_KIND_SEQUENCE_MAP && i < t->n_items; i++) {
+        if (t->items == NULL)
+            return rn_set_error(RN_INVALID_ARG, "%s '%s': a sequence of %zu items has none", what,
+                                v->name, t->n_items);
+        if (!graph_map_check(&t->items[i], why, sizeof why))
+            return rn_set_error(RN_INVALID_ARG, "%s '%s': sequence item %zu: %s", what, v->name, i,
+                                why);
+        if (t->items[i].type != t->type)
+            return rn_set_error(
+                RN_TYPE_MISMATCH, "%s '%s': sequence item %zu maps to %s, expected %s", what,
+                v->name, i, rn_element_type_name(t->items[i].type), rn_element_type_name(t->type));
+    }
     if (t->kind == GRAPH_KIND_SEQUENCE) {
         if (t->n_items > 0 && t->items == NULL)
             return rn_set_error(RN_INVALID_ARG, "%s '%s': a sequence of %zu items has none", what,

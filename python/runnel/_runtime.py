@@ -30,7 +30,7 @@ import numpy as np
 from ._base import (InvalidArgument, NotFound, RunnelError, Status, Type, _c_str, check,
                     error)
 from ._capi import ffi, lib
-from ._tensor import Tensor, element_type, view
+from ._tensor import Tensor, element_type, python_value, view
 
 PathLike = Union[str, "os.PathLike[str]"]
 PropertyValue = Union[str, int, float, bool]
@@ -696,6 +696,12 @@ class InferRequest:
             st = lib.rnpy_output(ptr, i, info)
             if st:
                 raise error(st)
+            if info.element_type == -1:
+                # A map or a sequence of maps: a dict or a list of dicts (as
+                # ONNX Runtime returns ZipMap's output), copied out.
+                arrays.append(python_value(ffi.cast("rn_tensor *", info.data)))
+                cache[i] = None
+                continue
             hit = cache[i]
             # The view is made again only when the buffer or the shape changed.
             if hit is None or hit[0] != info.data or hit[1] != ffi.unpack(info.dims, info.rank):

@@ -55,6 +55,32 @@ def view(address: int, shape: Tuple[int, ...], etype: int, owner: Any,
     return np.asarray(_Buffer(address, shape, dtype, strides, owner))
 
 
+def _items(t) -> list:
+    """The elements of a 1-D tensor (a map's keys or values) as Python values."""
+    n = int(lib.rn_tensor_dims(t)[0]) if lib.rn_tensor_rank(t) == 1 else 0
+    if lib.rn_tensor_element_type(t) == Type.string:
+        return [ffi.string(lib.rn_tensor_get_string(t, i)).decode() for i in range(n)]
+    address = _address(lib.rn_tensor_data(t))
+    return view(address, (n,), lib.rn_tensor_element_type(t), None).tolist()
+
+
+def python_value(t) -> Any:
+    """A map as a dict, a sequence of maps as a list of dicts (what ONNX
+    Runtime returns for ZipMap's output), keys and values copied into Python
+    objects (str or int keys, float values)."""
+    if lib.rn_tensor_kind(t) == 3:  # RN_VALUE_MAP
+        keys, values = ffi.new("rn_tensor **"), ffi.new("rn_tensor **")
+        check(lib.rn_tensor_map_keys(t, keys))
+        check(lib.rn_tensor_map_values(t, values))
+        return dict(zip(_items(keys[0]), _items(values[0])))
+    item = ffi.new("rn_tensor **")
+    out = []
+    for i in range(lib.rn_tensor_sequence_length(t)):
+        check(lib.rn_tensor_sequence_item(t, i, item))
+        out.append(python_value(item[0]))
+    return out
+
+
 def _address(p) -> int:
     return int(ffi.cast("uintptr_t", p))
 

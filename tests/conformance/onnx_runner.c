@@ -10,11 +10,12 @@
  * compared with ONNX's tolerance (rtol 1e-3, atol 1e-7; NaN equals NaN;
  * --rtol and --atol change them, for outputs of another runtime).
  *
- * Inputs and outputs may be tensors (strings included), sequences or
- * optionals: a .pb file is read as the TensorProto, SequenceProto or
- * OptionalProto that the model declares for its value (each parses as the
- * others), sequences are compared item by item, and an optional without a
- * value must come out as one.
+ * Inputs and outputs may be tensors (strings included), sequences (of
+ * tensors or of maps), maps or optionals: a .pb file is read as the
+ * TensorProto, SequenceProto, MapProto or OptionalProto that the model
+ * declares for its value (each parses as the others), sequences are
+ * compared item by item, maps key by key in any order, and an optional
+ * without a value must come out as one.
  *
  * A case is UNSUPPORTED when reading or compiling refuses it with
  * RN_UNSUPPORTED (an op, type or attribute the device lacks); any other
@@ -422,9 +423,16 @@ static void declared_type(const Onnx__TypeProto *tp, graph_kind *kind, rn_elemen
             *kind = GRAPH_KIND_OPTIONAL_SEQUENCE;
     } else if (tp != NULL && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
         *kind = GRAPH_KIND_SEQUENCE;
+    } else if (tp != NULL && tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE) {
+        *kind = GRAPH_KIND_MAP;
     }
     if (inner != NULL && inner->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
         inner = inner->sequence_type != NULL ? inner->sequence_type->elem_type : NULL;
+    if (inner != NULL && inner->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE) {
+        if (*kind == GRAPH_KIND_SEQUENCE)
+            *kind = GRAPH_KIND_SEQUENCE_MAP;
+        inner = inner->map_type != NULL ? inner->map_type->value_type : NULL;
+    }
     if (inner != NULL && inner->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
         inner->tensor_type != NULL && inner->tensor_type->has_elem_type)
         *elem = (rn_element_type)inner->tensor_type->elem_type;
@@ -487,20 +495,30 @@ static rn_status read_value(const char *path, const declared_value *d, graph_ten
 }
 
 /* An rn_tensor holding a value read from a file (tensors wrap its buffer,
- * sequences copy their items). */
+ * sequences and maps copy their items). */
 static rn_status make_input(const graph_tensor *v, rn_tensor **out)
 {
     if (v->kind == GRAPH_KIND_OPTIONAL || v->kind == GRAPH_KIND_OPTIONAL_SEQUENCE)
         return rn_tensor_create_none(v->type, v->kind == GRAPH_KIND_OPTIONAL_SEQUENCE, out);
     if (v->kind == GRAPH_KIND_TENSOR)
         return rn_tensor_wrap(v->type, v->dims, (size_t)v->rank, v->data, v->nbytes, out);
+    if (v->kind == GRAPH_KIND_MAP) {
+        rn_tensor *k = NULL, *val = NULL;
+        rn_status st = make_input(&v->items[0], &k);
+        if (st == RN_OK)
+            st = make_input(&v->items[1], &val);
+        if (st == RN_OK)
+            st = rn_tensor_create_map(k, val, out);
+        rn_tensor_free(k);
+        rn_tensor_free(val);
+        return st;
+    }
     rn_tensor **items = calloc(v->n_items + 1, sizeof *items);
     if (items == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "out of memory");
     rn_status st = RN_OK;
     for (size_t i = 0; i < v->n_items && st == RN_OK; i++) {
-        const graph_tensor *it = &v->items[i];
-        st = rn_tensor_wrap(it->type, it->dims, (size_t)it->rank, it->data, it->nbytes, &items[i]);
+        st = make_input(&v->items[i], &items[i]);
     }
     if (st == RN_OK)
         st = rn_tensor_create_sequence(v->type, items, v->n_items, out);
@@ -508,6 +526,70 @@ static rn_status make_input(const graph_tensor *v, rn_tensor **out)
         rn_tensor_free(items[i]);
     free(items);
     return st;
+}
+
+/* Compares a map with the expected one: the same keys, in any order (ONNX
+ * Runtime's maps are sorted by key), each with its value to the tolerance. */
+static bool compare_map(const char *name, const rn_tensor *got, const graph_tensor *want, char *why,
+                        size_t size)
+{
+    rn_tensor *keys, *values;
+    if (rn_tensor_kind(got) != RN_VALUE_MAP || rn_tensor_map_keys(got, &keys) != RN_OK ||
+        rn_tensor_map_values(got, &values) != RN_OK) {
+        snprintf(why, size, "output '%s': is not a map", name);
+        return false;
+    }
+    const graph_tensor *wk = &want->items[0], *wv = &want->items[1];
+    size_t n = (size_t)wk->dims[0];
+    if (rn_tensor_map_key_type(got) != wk->type || rn_tensor_map_size(got) != n) {
+        snprintf(why, size, "output '%s': a map of %zu %s keys, expected %zu %s keys", name,
+                 rn_tensor_map_size(got), rn_element_type_name(rn_tensor_map_key_type(got)), n,
+                 rn_element_type_name(wk->type));
+        return false;
+    }
+    size_t vsize = rn_element_type_size(wv->type);
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        for (; j < n; j++) {
+            if (wk->type == RN_STRING
+                    ? strcmp(rn_tensor_get_string(keys, j), ((char *const *)wk->data)[i]) == 0
+                    : ((const int64_t *)rn_tensor_data(keys))[j] == ((const int64_t *)wk->data)[i])
+                break;
+        }
+        char sub[300];
+        if (wk->type == RN_STRING)
+            snprintf(sub, sizeof sub, "%s{%s}", name, ((char *const *)wk->data)[i]);
+        else
+            snprintf(sub, sizeof sub, "%s{%lld}", name, (long long)((const int64_t *)wk->data)[i]);
+        if (j == n) {
+            snprintf(why, size, "output '%s': key missing", sub);
+            return false;
+        }
+        if (wv->type == RN_STRING || vsize == 0 || rn_tensor_element_type(values) != wv->type) {
+            snprintf(why, size, "output '%s': values of %s, expected %s", sub,
+                     rn_element_type_name(rn_tensor_element_type(values)),
+                     rn_element_type_name(wv->type));
+            return false;
+        }
+        /* One element each: compare as scalars. */
+        rn_tensor *g1;
+        int64_t one = 1;
+        graph_tensor w1 = {.type = wv->type,
+                           .rank = 1,
+                           .dims = {1},
+                           .data = (char *)wv->data + i * vsize,
+                           .nbytes = vsize};
+        if (rn_tensor_wrap(wv->type, &one, 1, (char *)rn_tensor_data(values) + j * vsize, vsize,
+                           &g1) != RN_OK) {
+            snprintf(why, size, "output '%s': %s", sub, rn_last_error());
+            return false;
+        }
+        bool ok = compare(sub, g1, &w1, why, size);
+        rn_tensor_free(g1);
+        if (!ok)
+            return false;
+    }
+    return true;
 }
 
 /* Compares an output of any kind with the expected value. */
@@ -525,11 +607,15 @@ static bool compare_value(const char *name, const rn_tensor *got, const graph_te
     if (want->kind == GRAPH_KIND_TENSOR) {
         if (gk != RN_VALUE_TENSOR) {
             snprintf(why, size, "output '%s': is a %s, expected a tensor", name,
-                     gk == RN_VALUE_SEQUENCE ? "sequence" : "an optional without a value");
+                     gk == RN_VALUE_SEQUENCE ? "sequence"
+                     : gk == RN_VALUE_MAP    ? "map"
+                                             : "an optional without a value");
             return false;
         }
         return compare(name, got, want, why, size);
     }
+    if (want->kind == GRAPH_KIND_MAP)
+        return compare_map(name, got, want, why, size);
     if (gk != RN_VALUE_SEQUENCE) {
         snprintf(why, size, "output '%s': is not a sequence", name);
         return false;
@@ -544,7 +630,9 @@ static bool compare_value(const char *name, const rn_tensor *got, const graph_te
         rn_tensor_sequence_item(got, i, &item);
         char sub[300];
         snprintf(sub, sizeof sub, "%s[%zu]", name, i);
-        if (!compare(sub, item, &want->items[i], why, size))
+        if (want->kind == GRAPH_KIND_SEQUENCE_MAP
+                ? !compare_map(sub, item, &want->items[i], why, size)
+                : !compare(sub, item, &want->items[i], why, size))
             return false;
     }
     return true;

@@ -24,13 +24,43 @@
 static _Thread_local bool thread_running;
 
 static atomic_bool armed;
-static atomic_long seen, target;
+static atomic_long seen, target, spared_seen;
 static atomic_bool fired;
+
+/* Libraries whose own allocations are neither counted nor failed. */
+#define MAX_SPARED 4
+static const char *spared[MAX_SPARED];
+static int n_spared;
+
+void failing_alloc_spare(const char *library)
+{
+    if (n_spared < MAX_SPARED)
+        spared[n_spared++] = library;
+}
+
+long failing_alloc_spared(void)
+{
+    return atomic_load(&spared_seen);
+}
+
+/* Whether `caller` (the return address of an allocation) is code of a
+ * spared library. dladdr takes the loader's lock and allocates nothing. */
+static NO_SANITIZE bool spared_caller(const void *caller)
+{
+    Dl_info info;
+    if (n_spared == 0 || dladdr(caller, &info) == 0 || info.dli_fname == NULL)
+        return false;
+    for (int i = 0; i < n_spared; i++)
+        if (strstr(info.dli_fname, spared[i]) != NULL)
+            return true;
+    return false;
+}
 
 void failing_alloc_arm(long n)
 {
     thread_running = true;
     atomic_store(&seen, 0);
+    atomic_store(&spared_seen, 0);
     atomic_store(&fired, false);
     atomic_store(&target, n);
     atomic_store(&armed, true);
@@ -47,11 +77,15 @@ bool failing_alloc_fired(void)
     return atomic_load(&fired);
 }
 
-/* Whether this allocation is the one to fail. */
-static NO_SANITIZE bool fail_now(void)
+/* Whether this allocation, made from `caller`, is the one to fail. */
+static NO_SANITIZE bool fail_now(const void *caller)
 {
     if (!atomic_load_explicit(&armed, memory_order_acquire) || !thread_running)
         return false;
+    if (spared_caller(caller)) {
+        atomic_fetch_add(&spared_seen, 1);
+        return false;
+    }
     long n = atomic_fetch_add(&seen, 1) + 1;
     if (n != atomic_load(&target))
         return false;
@@ -111,7 +145,7 @@ HOOK void *malloc(size_t size)
     if (resolving)
         return bootstrap_alloc(size);
     resolve();
-    if (fail_now()) {
+    if (fail_now(__builtin_return_address(0))) {
         errno = ENOMEM;
         return NULL;
     }
@@ -123,14 +157,15 @@ HOOK void *calloc(size_t n, size_t size)
     if (resolving)
         return bootstrap_alloc(n * size); /* zeroed: static storage */
     resolve();
-    if (fail_now()) {
+    if (fail_now(__builtin_return_address(0))) {
         errno = ENOMEM;
         return NULL;
     }
     return next_calloc(n, size);
 }
 
-HOOK void *realloc(void *p, size_t size)
+/* realloc on behalf of `caller`. */
+static NO_SANITIZE void *realloc_from(void *p, size_t size, const void *caller)
 {
     resolve();
     if (from_bootstrap(p)) {
@@ -140,11 +175,16 @@ HOOK void *realloc(void *p, size_t size)
             memcpy(q, p, size < left ? size : left);
         return q;
     }
-    if (fail_now()) {
+    if (fail_now(caller)) {
         errno = ENOMEM;
         return NULL;
     }
     return next_realloc(p, size);
+}
+
+HOOK void *realloc(void *p, size_t size)
+{
+    return realloc_from(p, size, __builtin_return_address(0));
 }
 
 HOOK void *reallocarray(void *p, size_t n, size_t size)
@@ -154,29 +194,35 @@ HOOK void *reallocarray(void *p, size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    return realloc(p, bytes);
+    return realloc_from(p, bytes, __builtin_return_address(0));
 }
 
-HOOK void *memalign(size_t alignment, size_t size)
+/* memalign on behalf of `caller`. */
+static NO_SANITIZE void *memalign_from(size_t alignment, size_t size, const void *caller)
 {
     resolve();
-    if (fail_now()) {
+    if (fail_now(caller)) {
         errno = ENOMEM;
         return NULL;
     }
     return next_memalign(alignment, size);
 }
 
+HOOK void *memalign(size_t alignment, size_t size)
+{
+    return memalign_from(alignment, size, __builtin_return_address(0));
+}
+
 HOOK void *aligned_alloc(size_t alignment, size_t size)
 {
-    return memalign(alignment, size);
+    return memalign_from(alignment, size, __builtin_return_address(0));
 }
 
 HOOK int posix_memalign(void **out, size_t alignment, size_t size)
 {
     if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0)
         return EINVAL;
-    void *p = memalign(alignment, size);
+    void *p = memalign_from(alignment, size, __builtin_return_address(0));
     if (p == NULL)
         return ENOMEM;
     *out = p;

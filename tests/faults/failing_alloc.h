@@ -22,4 +22,14 @@ long failing_alloc_disarm(void);
 /* Whether the armed failure happened. */
 bool failing_alloc_fired(void);
 
+/* Allocations whose caller (the code that called malloc, calloc, ...) is in
+ * a shared object whose path contains `library` ("libdnnl") are neither
+ * counted nor failed from now on: for libraries that do not survive their
+ * own failed allocations (docs/reliability.md says which and why). At most
+ * four. */
+void failing_alloc_spare(const char *library);
+
+/* How many allocations of spared libraries were seen since arming. */
+long failing_alloc_spared(void);
+
 #endif /* RUNNEL_TESTS_FAULTS_FAILING_ALLOC_H */

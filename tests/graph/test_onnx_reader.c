@@ -10,6 +10,7 @@
 
 #include "graph/onnx/onnx_reader.h"
 #include "graph/ops.h"
+#include "graph/serialize.h"
 #include "third_party/onnx_proto/onnx.pb-c.h"
 
 #define TESTDATA "/usr/share/libonnx-testdata/data"
@@ -1660,4 +1661,116 @@ Test(onnx_reader, function_overloads_pick_the_body)
         cr_assert_str_eq(out->nodes[0]->op_type, pick ? "Relu" : "Neg");
         graph_free(out);
     }
+}
+
+/* ---- maps (ZipMap, skl2onnx's default classifier output) ---- */
+
+/* Wraps a value's tensor type into map(key, that) and, with `seq`, into
+ * sequence(map(key, that)). */
+static void make_map_type(Onnx__ValueInfoProto *vi, int key, bool seq)
+{
+    Onnx__TypeProto *value = vi->type, *map = mem(sizeof *map);
+    onnx__type_proto__init(map);
+    Onnx__TypeProto__Map *mt = mem(sizeof *mt);
+    onnx__type_proto__map__init(mt);
+    mt->has_key_type = 1;
+    mt->key_type = key;
+    mt->value_type = value;
+    map->value_case = ONNX__TYPE_PROTO__VALUE_MAP_TYPE;
+    map->map_type = mt;
+    vi->type = map;
+    if (!seq)
+        return;
+    Onnx__TypeProto *s = mem(sizeof *s);
+    onnx__type_proto__init(s);
+    Onnx__TypeProto__Sequence *st = mem(sizeof *st);
+    onnx__type_proto__sequence__init(st);
+    st->elem_type = map;
+    s->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    s->sequence_type = st;
+    vi->type = s;
+}
+
+/* X [N, 3] f32 -> ZipMap (int64 labels 10, 20, 30) -> Z, declared
+ * sequence(map(key, tensor(f32))). */
+static Onnx__ModelProto *zipmap_model(int key)
+{
+    Onnx__GraphProto *g = new_graph("zipmap");
+    add_input(g, "X", 1, 2, (int64_t[]){-1, 3});
+    add_output(g, "Z", 1, -1, NULL);
+    make_map_type(g->output[0], key, true);
+    Onnx__NodeProto *n = add_node(g, "zm", "ZipMap", "X", "Z");
+    n->domain = str("ai.onnx.ml");
+    static const int64_t labels[] = {10, 20, 30};
+    Onnx__AttributeProto *a =
+        add_attr(n, "classlabels_int64s", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    a->n_ints = 3;
+    a->ints = (int64_t *)labels;
+    Onnx__ModelProto *m = new_model(g, 17);
+    import_domain(m, "ai.onnx.ml", 1);
+    return m;
+}
+
+Test(onnx_reader, zipmap_output_is_a_sequence_of_maps)
+{
+    graph *g;
+    cr_assert_eq(read_built(zipmap_model(RN_I64), NULL, &g), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(g->outputs[0]->kind, GRAPH_KIND_SEQUENCE_MAP);
+    cr_assert_eq(g->outputs[0]->type, RN_F32, "a map kind's type is its values'");
+    cr_assert_str_eq(graph_kind_name(g->outputs[0]->kind), "sequence of maps");
+    /* the kind survives the graph encoding (export blobs, the model cache) */
+    graph_buffer buf;
+    cr_assert_eq(graph_serialize(g, &buf), RN_OK, "%s", rn_last_error());
+    graph *back;
+    cr_assert_eq(graph_deserialize(buf.data, buf.size, &back), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(back->outputs[0]->kind, GRAPH_KIND_SEQUENCE_MAP);
+    graph_free(back);
+    graph_buffer_release(&buf);
+    graph_free(g);
+}
+
+Test(onnx_reader, map_types_and_zipmap_misuse_are_refused_by_name)
+{
+    /* keys of a type ONNX Runtime's maps do not have */
+    const char *msg = refused(zipmap_model(RN_F32), RN_UNSUPPORTED);
+    assert_mentions(msg, "'Z'");
+    assert_mentions(msg, "keys");
+    /* ZipMap's output declared a sequence of tensors */
+    Onnx__ModelProto *m = zipmap_model(RN_I64);
+    m->graph->output[0] = value_info("Z", 1, -1, NULL);
+    Onnx__TypeProto *s = mem(sizeof *s);
+    onnx__type_proto__init(s);
+    Onnx__TypeProto__Sequence *st = mem(sizeof *st);
+    onnx__type_proto__sequence__init(st);
+    st->elem_type = m->graph->output[0]->type;
+    s->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    s->sequence_type = st;
+    m->graph->output[0]->type = s;
+    msg = refused(m, RN_TYPE_MISMATCH);
+    assert_mentions(msg, "sequence of maps");
+    /* three labels for four columns */
+    m = zipmap_model(RN_I64);
+    m->graph->input[0] = value_info("X", 1, 2, (int64_t[]){-1, 4});
+    msg = refused(m, RN_SHAPE_MISMATCH);
+    assert_mentions(msg, "4 columns for 3 labels");
+    /* both label lists */
+    m = zipmap_model(RN_I64);
+    Onnx__AttributeProto *a = add_attr(m->graph->node[0], "classlabels_strings",
+                                       ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    a->n_strings = 3;
+    a->strings = mem(3 * sizeof *a->strings);
+    for (int i = 0; i < 3; i++)
+        a->strings[i] = (ProtobufCBinaryData){1, (uint8_t *)str("abc" + i)};
+    msg = refused(m, RN_INVALID_ARG);
+    assert_mentions(msg, "exactly one of classlabels_strings and classlabels_int64s");
+    /* a map as a graph input reads as a map */
+    Onnx__GraphProto *g = new_graph("maps");
+    add_input(g, "M", 1, -1, NULL);
+    make_map_type(g->input[0], RN_STRING, false);
+    add_output(g, "M", 1, -1, NULL);
+    make_map_type(g->output[0], RN_STRING, false);
+    graph *rg;
+    cr_assert_eq(read_built(new_model(g, 17), NULL, &rg), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rg->inputs[0]->kind, GRAPH_KIND_MAP);
+    graph_free(rg);
 }

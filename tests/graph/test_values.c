@@ -321,6 +321,94 @@ Test(values, empty_optional_and_malformed_bytes)
     cr_assert_eq(onnx_read_value_memory(m.b, m.n, NULL, GRAPH_KIND_SEQUENCE, &v), RN_UNSUPPORTED);
 }
 
+/* ---- MapProto (ZipMap's outputs in test data) ---- */
+
+/* A scalar f32 TensorProto (a map's value, as numpy_helper.from_dict writes it). */
+static size_t pack_f32_scalar(uint8_t *buf, float v)
+{
+    Onnx__TensorProto t;
+    onnx__tensor_proto__init(&t);
+    t.has_data_type = 1;
+    t.data_type = 1;
+    t.n_float_data = 1;
+    t.float_data = &v;
+    return onnx__tensor_proto__pack(&t, buf);
+}
+
+/* MapProto with string keys (or, with `ints`, packed int64 keys 10, 20, ...)
+ * mapping key i to 0.5 * i; n_values values. */
+static bytes map_proto(int n_keys, int n_values, bool ints)
+{
+    bytes m = {0}, values = {0}, packed = {0};
+    put_field_int(&m, 2, ints ? 7 : 8); /* key_type */
+    for (int i = 0; i < n_keys; i++) {
+        char key[8] = {(char)('a' + i), 0};
+        if (ints)
+            put_varint(&packed, 10 * (uint64_t)(i + 1));
+        else
+            put_field_bytes(&m, 4, (const uint8_t *)key, 1);
+    }
+    if (ints)
+        put_field_bytes(&m, 3, packed.b, packed.n);
+    put_field_int(&values, 2, 1); /* elem_type TENSOR */
+    for (int i = 0; i < n_values; i++) {
+        uint8_t t[64];
+        put_field_bytes(&values, 3, t, pack_f32_scalar(t, 0.5f * (float)i));
+    }
+    put_field_bytes(&m, 5, values.b, values.n);
+    return m;
+}
+
+Test(values, sequence_of_maps_is_read_from_map_protos)
+{
+    bytes a = map_proto(3, 3, false), b = map_proto(2, 2, true), seq = {0};
+    put_field_int(&seq, 2, 4); /* elem_type MAP */
+    put_field_bytes(&seq, 6, a.b, a.n);
+    put_field_bytes(&seq, 6, a.b, a.n);
+    graph_tensor v;
+    cr_assert_eq(onnx_read_value_memory(seq.b, seq.n, NULL, GRAPH_KIND_SEQUENCE_MAP, &v), RN_OK,
+                 "%s", rn_last_error());
+    cr_assert_eq(v.kind, GRAPH_KIND_SEQUENCE_MAP);
+    cr_assert_eq(v.type, RN_F32);
+    cr_assert_eq(v.n_items, 2);
+    const graph_tensor *m = &v.items[1];
+    char why[160];
+    cr_assert(graph_map_check(m, why, sizeof why), "%s", why);
+    cr_assert_eq(m->items[0].type, RN_STRING);
+    cr_assert_str_eq(((char **)m->items[0].data)[2], "c");
+    cr_assert_eq(((float *)m->items[1].data)[2], 1.0f);
+    graph_tensor copy;
+    cr_assert_eq(graph_tensor_copy(&copy, &v), RN_OK);
+    cr_assert_str_eq(((char **)copy.items[0].items[0].data)[1], "b", "copies are deep");
+    cr_assert_neq(copy.items[0].items[0].data, v.items[0].items[0].data);
+    graph_tensor_release(&copy);
+    graph_tensor_release(&v);
+    /* one map alone, packed int64 keys */
+    cr_assert_eq(onnx_read_value_memory(b.b, b.n, NULL, GRAPH_KIND_MAP, &v), RN_OK, "%s",
+                 rn_last_error());
+    cr_assert_eq(v.kind, GRAPH_KIND_MAP);
+    cr_assert_eq(((int64_t *)v.items[0].data)[1], 20);
+    graph_tensor_release(&v);
+    /* maps of two key types in one sequence; declared a sequence of tensors */
+    put_field_bytes(&seq, 6, b.b, b.n);
+    cr_assert_eq(onnx_read_value_memory(seq.b, seq.n, NULL, GRAPH_KIND_SEQUENCE_MAP, &v),
+                 RN_TYPE_MISMATCH);
+    cr_assert(strstr(rn_last_error(), "sequence item 2") != NULL, "%s", rn_last_error());
+    bytes one = {0};
+    put_field_bytes(&one, 6, a.b, a.n);
+    cr_assert_eq(onnx_read_value_memory(one.b, one.n, NULL, GRAPH_KIND_SEQUENCE, &v),
+                 RN_TYPE_MISMATCH);
+    /* 3 keys and 2 values; float keys */
+    bytes bad = map_proto(3, 2, false);
+    cr_assert_eq(onnx_read_value_memory(bad.b, bad.n, NULL, GRAPH_KIND_MAP, &v), RN_PARSE_ERROR);
+    cr_assert(strstr(rn_last_error(), "3 keys and 2 values") != NULL, "%s", rn_last_error());
+    bytes fkeys = {0};
+    put_field_int(&fkeys, 2, 1);
+    cr_assert_eq(onnx_read_value_memory(fkeys.b, fkeys.n, NULL, GRAPH_KIND_MAP, &v),
+                 RN_UNSUPPORTED);
+    cr_assert(strstr(rn_last_error(), "string and int64 keys") != NULL, "%s", rn_last_error());
+}
+
 /* ---- declared kinds through the reader and the graph encoding ---- */
 
 /* The first node of op `op` with n_inputs inputs (-1: any), depth first. */

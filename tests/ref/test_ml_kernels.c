@@ -4,6 +4,7 @@
  * (wild_sklearn_*); ONNX's own ML node tests run in the conformance suite. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/ref/node_case.h"
@@ -138,5 +139,77 @@ Test(ml, bad_attributes_are_errors)
     nc_ints(&c, "cats_int64s", 2, (int64_t[]){1, 2});
     nc_int(&c, "zeros", 0);
     expect_error(nc_build_run(&c, 1), RN_INVALID_ARG, "no category");
+    nc_free(&c);
+}
+
+/* ZipMap through the generic plan (its output is a sequence of maps, which
+ * the kernel hands over with move_output): X [2, 3] -> two maps from the
+ * labels to each row. */
+static graph_tensor run_zipmap(plan_case *r, graph **gp, graph_attr labels, const float *x)
+{
+    static const int64_t d23[] = {2, 3};
+    graph *g = *gp = pc_graph("main", NULL, 17);
+    graph_value *xv = pc_input(g, "x", GRAPH_KIND_TENSOR, RN_F32, 2, d23), *z = pc_value(g, "z");
+    graph_node *n = pc_node(g, "n", "ZipMap", 1, &xv, 1, &z);
+    free(n->domain);
+    n->domain = strdup("ai.onnx.ml");
+    n->opset = 1;
+    pc_attr(n, labels);
+    graph_add_output(g, z);
+    cr_assert_eq(pc_compile(g, 1, r), RN_OK, "%s", rn_last_error());
+    pc_set_input(r, 0, tensor_view(RN_F32, 2, d23, x));
+    cr_assert_eq(plugin_request_infer(r->req), RN_OK, "%s", rn_last_error());
+    graph_tensor t = pc_output(r, 0);
+    cr_assert_eq(t.kind, GRAPH_KIND_SEQUENCE_MAP);
+    cr_assert_eq(t.type, RN_F32);
+    cr_assert_eq(t.n_items, 2, "one map per row");
+    char why[160];
+    for (size_t i = 0; i < t.n_items; i++)
+        cr_assert(graph_map_check(&t.items[i], why, sizeof why), "map %zu: %s", i, why);
+    return t;
+}
+
+Test(ml, zipmap_maps_labels_to_each_row)
+{
+    static const float x[] = {0.1f, 0.2f, 0.7f, 0.5f, 0.25f, 0.25f};
+    static const char *const names[] = {"cat", "dog", "eel"};
+    plan_case r;
+    graph *g;
+    graph_tensor t = run_zipmap(&r, &g, attr_strings("classlabels_strings", 3, names), x);
+    for (size_t row = 0; row < 2; row++) {
+        const graph_tensor *keys = &t.items[row].items[0], *values = &t.items[row].items[1];
+        cr_assert_eq(keys->type, RN_STRING);
+        cr_assert_eq(keys->dims[0], 3);
+        for (int k = 0; k < 3; k++)
+            cr_assert_str_eq(((char *const *)keys->data)[k], names[k]);
+        expect_f32(values, 3, x + 3 * row, 0);
+    }
+    pc_free(&r);
+    graph_free(g);
+    static const int64_t ids[] = {7, -1, 40};
+    t = run_zipmap(&r, &g, attr_ints("classlabels_int64s", 3, ids), x);
+    expect_i64(&t.items[1].items[0], 3, ids);
+    expect_f32(&t.items[1].items[1], 3, x + 3, 0);
+    pc_free(&r);
+    graph_free(g);
+}
+
+Test(ml, zipmap_refuses_what_it_cannot_zip)
+{
+    /* labels that do not match X's columns, and no labels at all */
+    node_case c = ml_case("ZipMap");
+    nc_f32(&c, 2, (int64_t[]){1, 2}, (float[]){1, 2});
+    nc_ints(&c, "classlabels_int64s", 3, (int64_t[]){1, 2, 3});
+    expect_error(nc_build(&c, 1), RN_SHAPE_MISMATCH, "2 columns for 3 labels");
+    nc_free(&c);
+    c = ml_case("ZipMap");
+    nc_f32(&c, 2, (int64_t[]){1, 2}, (float[]){1, 2});
+    expect_error(nc_build(&c, 1), RN_INVALID_ARG, "exactly one of");
+    nc_free(&c);
+    /* i64 X: the schema wants f32 */
+    c = ml_case("ZipMap");
+    nc_input(&c, RN_I64, 1, (int64_t[]){2}, (int64_t[]){1, 2}, false);
+    nc_ints(&c, "classlabels_int64s", 2, (int64_t[]){1, 2});
+    expect_error(nc_build(&c, 1), RN_TYPE_MISMATCH, "expected f32");
     nc_free(&c);
 }

@@ -62,10 +62,35 @@ def save_case(name, model, feeds, save=None, reference=None):
     for k, n in enumerate(names):
         t = numpy_helper.from_array(np.asarray(feeds[n]), n)
         open(os.path.join(ds, f"input_{k}.pb"), "wb").write(t.SerializeToString())
+    declared = {o.name: o.type for o in model.graph.output}
     for k, (o, v) in enumerate(zip(out_names, outs)):
-        t = numpy_helper.from_array(np.asarray(v), o)
+        if isinstance(v, list) and all(isinstance(m, dict) for m in v):
+            t = sequence_of_maps(v, o, declared[o])
+        else:
+            t = numpy_helper.from_array(np.asarray(v), o)
         open(os.path.join(ds, f"output_{k}.pb"), "wb").write(t.SerializeToString())
     print(f"{name}: {len(names)} inputs, {len(outs)} outputs", flush=True)
+
+
+def sequence_of_maps(dicts, name, type_proto):
+    """ONNX Runtime's list of dicts (a sequence of maps, ZipMap's output) as the
+    SequenceProto of MapProtos ONNX's test data holds, with the key and value
+    types the model declares (numpy_helper.from_dict would guess them from the
+    Python values: float64 values, and no string keys under numpy 2)."""
+    mt = type_proto.sequence_type.elem_type.map_type
+    vt = helper.tensor_dtype_to_np_dtype(mt.value_type.tensor_type.elem_type)
+    seq = onnx.SequenceProto(name=name, elem_type=onnx.SequenceProto.MAP)
+    for d in dicts:
+        m = onnx.MapProto(key_type=mt.key_type)
+        if mt.key_type == TensorProto.STRING:
+            m.string_keys.extend(k.encode() for k in d)
+        else:
+            m.keys.extend(int(k) for k in d)
+        m.values.elem_type = onnx.SequenceProto.TENSOR
+        m.values.tensor_values.extend(numpy_helper.from_array(np.asarray(x, dtype=vt))
+                                      for x in d.values())
+        seq.map_values.append(m)
+    return seq
 
 
 def wanted(name):
@@ -328,7 +353,7 @@ def sklearn_cases():
     Xq[::7, 1] = np.nan  # for the imputer
     Xd, yd = load_diabetes(return_X_y=True)
     Xd = Xd.astype(np.float32)
-    no_zipmap = {"zipmap": False}  # ZipMap makes maps, which runnel has no kind for
+    no_zipmap = {"zipmap": False}  # probabilities as a tensor (the default is ZipMap's maps)
 
     def case(name, model, x, **kw):
         if wanted(name):
@@ -348,13 +373,13 @@ def sklearn_cases():
     Xi = rng.integers(0, 3, (30, 2)).astype(np.int64)
     ohe = make_pipeline(OneHotEncoder(), LogisticRegression()).fit(Xi, y[::5][:60])
     case("wild_sklearn_one_hot_logistic", ohe, Xi, options=no_zipmap)
-    # with ZipMap (skl2onnx's default) the probabilities are a sequence of maps:
-    # refused when read, naming the map type (tests/wild/run checks the message)
-    if wanted("wild_refused_sklearn_zipmap"):
-        m = to_onnx(pipe, Xq[:1])
-        d = os.path.join(OUT, "wild_refused_sklearn_zipmap")
-        os.makedirs(d, exist_ok=True)
-        onnx.save(m, os.path.join(d, "model.onnx"))
+    # skl2onnx's default export: the probabilities go through ZipMap, a
+    # sequence of maps from class label to probability (int64 labels here,
+    # string labels below), which ONNX Runtime returns as a list of dicts
+    case("wild_sklearn_zipmap_default", pipe, Xq)
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    tree = GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0).fit(X, names)
+    case("wild_sklearn_zipmap_string_labels", tree, X)
     labels = np.array([3, 7, 9, 7, 3], dtype=np.int64)
     case("wild_sklearn_label_encoder", LabelEncoder().fit(labels), labels)
 

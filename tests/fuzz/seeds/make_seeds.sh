@@ -3,7 +3,15 @@
 # repository root after a change of the blob format or to add seeds):
 #   npy_read:    arrays written by NumPy (Debian's python3-numpy), one per
 #                dtype the reader takes, of ranks 0 to 4, both header versions;
-#   blob_import: blobs exported by //tools:compile from libonnx-testdata models.
+#   blob_import: blobs exported by //tools:compile from libonnx-testdata models;
+#   ir_read:     IR (.xml + .bin) written by openvino.save_model for the ops
+#                tests/ir/check_ops.py checks (one seed per op family), packed as
+#                fuzz_ir_read.c reads them (u32 LE length of the XML, the XML,
+#                the .bin); needs tests/ir/run's venv (.cache/venv-ir);
+#   server_infer: KServe v2 infer request bodies as tests/server sends them
+#                (JSON of every datatype, flat and nested data, the binary
+#                data extension, requested outputs, parameters), each after a
+#                u32 LE Inference-Header-Content-Length (0xffffffff: none).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 cd "$root"
@@ -33,4 +41,71 @@ for model in node/test_add node/test_conv_with_strides_padding node/test_gemm_de
     "$compile" -m "$deb/$model/model.onnx" -d REF -o "$seeds/blob_import/$(basename "$model").blob" \
         >/dev/null
 done
-ls -l "$seeds"/npy_read "$seeds"/blob_import
+rm -rf "$seeds"/ir_read
+mkdir -p "$seeds"/ir_read
+keep="$(mktemp -d)"
+# Only the IR files check_ops.py writes are wanted, not its comparison: its
+# runnel command is `true`, so every case "fails" after writing its IR.
+.cache/venv-ir/bin/python tests/ir/check_ops.py --run true --keep "$keep" >/dev/null || true
+/usr/bin/python3 - "$keep" "$seeds/ir_read" <<'PY'
+import glob, os, struct, sys
+src, out = sys.argv[1:]
+# One seed per op family (the case name up to its first digit or '_'), small ones first.
+seen = set()
+for xml in sorted(glob.glob(f"{src}/**/*.xml", recursive=True), key=os.path.getsize):
+    name = os.path.splitext(os.path.basename(xml))[0]
+    family = name.rstrip("0123456789").split("_")[0]
+    if family in seen:
+        continue
+    seen.add(family)
+    x = open(xml, "rb").read()
+    b = open(xml[:-4] + ".bin", "rb").read() if os.path.exists(xml[:-4] + ".bin") else b""
+    if len(x) + len(b) > 65536:
+        continue
+    open(f"{out}/{name}.ir", "wb").write(struct.pack("<I", len(x)) + x + b)
+PY
+rm -rf "$keep"
+
+rm -rf "$seeds"/server_infer
+mkdir -p "$seeds"/server_infer
+/usr/bin/python3 - "$seeds/server_infer" <<'PY'
+import json, struct, sys
+out = sys.argv[1]
+def seed(name, header, binary=b""):
+    h = json.dumps(header, separators=(",", ":")).encode()
+    size = len(h) if binary else 0xFFFFFFFF
+    open(f"{out}/{name}.req", "wb").write(struct.pack("<I", size) + h + binary)
+def inp(name, dt, shape, data=None, **params):
+    d = {"name": name, "datatype": dt, "shape": shape}
+    if data is not None:
+        d["data"] = data
+    if params:
+        d["parameters"] = params
+    return d
+seed("fp32_flat", {"inputs": [inp("x", "FP32", [2, 3], [1, 2, 3, 4, 5, 6])]})
+seed("fp32_nested_id", {"id": "7", "inputs": [inp("x", "FP32", [2, 3], [[1, 2, 3], [4, 5, 6]])],
+                        "outputs": [{"name": "y"}]})
+seed("every_datatype", {"inputs": [
+    inp("b", "BOOL", [2], [True, False]), inp("u8", "UINT8", [1], [255]),
+    inp("i8", "INT8", [1], [-128]), inp("u16", "UINT16", [1], [65535]),
+    inp("i16", "INT16", [1], [-3]), inp("u32", "UINT32", [1], [4294967295]),
+    inp("i32", "INT32", [1], [-7]), inp("u64", "UINT64", [1], [9007199254740993]),
+    inp("i64", "INT64", [1], [-9007199254740993]), inp("h", "FP16", [1], [1.5]),
+    inp("d", "FP64", [1], [0.1]), inp("bf", "BF16", [1], [-2]),
+    inp("s", "BYTES", [1, 2], [["h\u00e9", ""]])]})
+seed("scalar_and_empty", {"inputs": [inp("x", "FP32", [], [3.5]), inp("e", "INT64", [0, 4], [])]})
+seed("parameters", {"inputs": [inp("x", "FP32", [1], [1])],
+                    "parameters": {"binary_data_output": True, "timeout": 1000000},
+                    "outputs": [{"name": "y", "parameters": {"binary_data": False}}]})
+seed("binary", {"inputs": [inp("x", "FP32", [2], binary_data_size=8),
+                           inp("s", "BYTES", [2], binary_data_size=11)],
+                "outputs": [{"name": "y", "parameters": {"binary_data": True}}, {"name": "z"}]},
+     struct.pack("<ff", 1.25, -3.0) + b"\x02\0\0\0ab\x01\0\0\0c")
+seed("binary_mixed", {"inputs": [inp("a", "INT32", [3], [1, 2, 3]),
+                                 inp("b", "FP16", [2], binary_data_size=4),
+                                 inp("c", "UINT8", [4], binary_data_size=4)]},
+     struct.pack("<HH", 0x3C00, 0xC000) + bytes([1, 2, 3, 4]))
+seed("bad_shape", {"inputs": [inp("x", "FP32", [2, 2], [1, 2, 3])]})
+seed("bad_datatype", {"inputs": [inp("x", "FLOAT", [1], [1])]})
+PY
+ls -l "$seeds"/npy_read "$seeds"/blob_import "$seeds"/ir_read "$seeds"/server_infer
