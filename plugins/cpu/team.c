@@ -86,12 +86,19 @@ static int team_threads(int threads)
 
 int cpu_team_begin(const rn_node *node)
 {
+    /* Streams of one core (THROUGHPUT) keep creating primitives as they
+     * did (under the compiling thread's maximum): changing that measured
+     * inconclusively on a loaded machine (docs/performance.md). */
+    int threads = cpu_config_get()->threads;
+    if (threads <= 1)
+        return -1;
     int previous = omp_get_max_threads();
-    omp_set_num_threads(team_threads(cpu_team_size(node, cpu_config_get()->threads)));
+    omp_set_num_threads(team_threads(cpu_team_size(node, threads)));
     return previous;
 }
 
 void cpu_team_end(int previous)
 {
-    omp_set_num_threads(previous);
+    if (previous > 0)
+        omp_set_num_threads(previous);
 }
