@@ -61,6 +61,22 @@ rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s);
  * and the config's denormal mode. */
 void cpu_enter(int threads, bool denormals);
 
+/* ---- team size (team.c) ---- */
+
+/* The node's work estimated from its shapes, in multiply-adds (memory-bound
+ * ops: elements touched, scaled to the same units). */
+int64_t cpu_work(const rn_node *node);
+/* The OpenMP team a primitive of the node gets on a stream of `threads`
+ * cores: 1 when its work is too small to pay for the team, else threads. */
+int cpu_team_size(const rn_node *node, int threads);
+/* Around creating a primitive descriptor or a primitive, which partition
+ * their work for the calling thread's OpenMP maximum: on streams of several
+ * cores sets it to the node's team size and returns the previous one for
+ * cpu_team_end to restore (the compiling thread is the user's); -1 and
+ * nothing set on single-core streams. */
+int cpu_team_begin(const rn_node *node);
+void cpu_team_end(int previous);
+
 /* ---- layouts ---- */
 
 typedef struct cpu_layout {
@@ -94,7 +110,9 @@ typedef struct cpu_prim {
     int threads;
     bool denormals;
     size_t scratch; /* user scratchpad bytes */
-    char impl[64];  /* oneDNN's implementation ("brgconv:avx512_core_bf16") */
+    uint64_t id;    /* cpu_memory_id(): keys its arguments' memory objects */
+    dnnl_memory_desc_t scratch_md;
+    char impl[64]; /* oneDNN's implementation ("brgconv:avx512_core_bf16") */
 } cpu_prim;
 
 /* An attribute with a user scratchpad (and post-ops `po`, may be NULL). */
@@ -103,6 +121,15 @@ rn_status cpu_attr(const rn_node *node, dnnl_post_ops_t po, dnnl_primitive_attr_
  * current config. */
 rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd);
 void cpu_prim_release(cpu_prim *p);
+
+/* A new id for cpu_memory's keys (never 0, never reused). */
+uint64_t cpu_memory_id(void);
+/* The calling thread's memory object for argument `arg` of the primitive
+ * (or reorder) `id` over `data` with descriptor md (the same for every call
+ * with that id and arg): made on the first call, reused after. *owned: the
+ * caller destroys it after the run (no per-thread table). */
+dnnl_status_t cpu_memory(uint64_t id, int arg, const dnnl_memory_desc_t *md, void *data,
+                         dnnl_memory_t *out, bool *owned);
 
 /* One argument of an execution: (DNNL_ARG_*, descriptor, memory). */
 typedef struct cpu_arg {

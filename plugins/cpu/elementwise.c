@@ -200,7 +200,9 @@ static rn_status unary_desc(const rn_node *node, ew_state *s, dnnl_primitive_des
     dnnl_post_ops_destroy(po);
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && (st = cpu_engine(&eng)) == RN_OK) {
+        int prev = cpu_team_begin(node);
         ds = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+        cpu_team_end(prev);
         if (ds != dnnl_success)
             *pd = NULL;
         if (ds != dnnl_success && ds != dnnl_unimplemented)
@@ -278,7 +280,9 @@ static rn_status binary_desc(const rn_node *node, ew_state *s, dnnl_primitive_de
     rn_status st = cpu_attr(node, NULL, &attr);
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && (st = cpu_engine(&eng)) == RN_OK) {
+        int prev = cpu_team_begin(node);
         ds = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+        cpu_team_end(prev);
         if (ds != dnnl_success)
             *pd = NULL;
         if (ds != dnnl_success && ds != dnnl_unimplemented)

@@ -228,7 +228,9 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
         int64_t axis = rn_node_attr_int(node, "axis", 0);
         if (axis < 0)
             axis += y.rank;
+        int prev = cpu_team_begin(node);
         ds = dnnl_concat_primitive_desc_create(pd, NULL, s->n_src, (int)axis, s->src, attr, eng);
+        cpu_team_end(prev);
     } else {
         union {
             dnnl_pooling_v2_desc_t pool;
@@ -280,8 +282,11 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
                 return st;
             }
         }
-        if (ds == dnnl_success)
+        if (ds == dnnl_success) {
+            int prev = cpu_team_begin(node);
             ds = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+            cpu_team_end(prev);
+        }
     }
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success) {

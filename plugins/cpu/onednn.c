@@ -294,13 +294,14 @@ typedef struct reorder_entry {
     dnnl_memory_desc_t src, dst;
     dnnl_primitive_t prim;
     size_t scratch;
+    uint64_t id; /* cpu_memory's key */
 } reorder_entry;
 static reorder_entry reorders[REORDER_CACHE];
 static int n_reorders;
 static pthread_mutex_t reorder_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
-                             dnnl_primitive_t *prim, size_t *scratch, bool *owned)
+                             dnnl_primitive_t *prim, size_t *scratch, uint64_t *id, bool *owned)
 {
     dnnl_engine_t eng = NULL;
     rn_status st = cpu_engine(&eng);
@@ -312,6 +313,7 @@ static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_de
             dnnl_memory_desc_equal(&reorders[i].dst, dst)) {
             *prim = reorders[i].prim;
             *scratch = reorders[i].scratch;
+            *id = reorders[i].id;
             *owned = false;
             pthread_mutex_unlock(&reorder_lock);
             return RN_OK;
@@ -330,8 +332,9 @@ static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_de
             dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         *scratch = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
         *owned = n_reorders == REORDER_CACHE;
+        *id = *owned ? 0 : cpu_memory_id();
         if (!*owned)
-            reorders[n_reorders++] = (reorder_entry){*src, *dst, *prim, *scratch};
+            reorders[n_reorders++] = (reorder_entry){*src, *dst, *prim, *scratch, *id};
     }
     pthread_mutex_unlock(&reorder_lock);
     dnnl_primitive_desc_destroy(pd);
@@ -357,8 +360,9 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
         return st;
     dnnl_primitive_t prim = NULL;
     size_t scratch = 0;
+    uint64_t id = 0;
     bool owned = false;
-    if ((st = reorder_get(&smd, &dmd, &prim, &scratch, &owned)) != RN_OK)
+    if ((st = reorder_get(&smd, &dmd, &prim, &scratch, &id, &owned)) != RN_OK)
         return st;
     dnnl_engine_t eng = NULL;
     dnnl_stream_t stream = NULL;
@@ -367,12 +371,19 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     const cpu_config *c = cpu_config_get();
     cpu_enter(c->threads, c->denormals);
     void *pad = scratch > 0 ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
+    /* Source and destination through the thread's table (a cached
+     * reorder's id); the scratchpad, allocated per run, for this run only. */
     dnnl_memory_t m[3] = {NULL, NULL, NULL};
+    bool mine[3] = {true, true, true};
     dnnl_status_t s = scratch > 0 && pad == NULL ? dnnl_out_of_memory : dnnl_success;
-    if (s == dnnl_success)
-        s = dnnl_memory_create(&m[0], &smd, eng, src->data);
-    if (s == dnnl_success)
-        s = dnnl_memory_create(&m[1], &dmd, eng, dst->data);
+    for (int i = 0; i < 2 && s == dnnl_success; i++) {
+        const dnnl_memory_desc_t *md = i == 0 ? &smd : &dmd;
+        void *data = i == 0 ? src->data : dst->data;
+        s = owned ? dnnl_memory_create(&m[i], md, eng, data)
+                  : cpu_memory(id, i == 0 ? DNNL_ARG_FROM : DNNL_ARG_TO, md, data, &m[i], &mine[i]);
+        if (s != dnnl_success)
+            m[i] = NULL;
+    }
     dnnl_memory_desc_t pmd;
     dnnl_dims_t pd = {(dnnl_dim_t)scratch};
     if (s == dnnl_success && scratch > 0 &&
@@ -386,7 +397,8 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     if (s == dnnl_success)
         s = dnnl_stream_wait(stream);
     for (int i = 0; i < 3; i++)
-        dnnl_memory_destroy(m[i]);
+        if (mine[i])
+            dnnl_memory_destroy(m[i]);
     free(pad);
     if (owned)
         dnnl_primitive_destroy(prim);
@@ -425,9 +437,11 @@ rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t 
     memset(p, 0, sizeof *p);
     p->pd = pd;
     const cpu_config *c = cpu_config_get();
-    p->threads = c->threads;
+    p->threads = cpu_team_size(node, c->threads);
     p->denormals = c->denormals;
+    int prev = cpu_team_begin(node);
     dnnl_status_t s = dnnl_primitive_create(&p->prim, pd);
+    cpu_team_end(prev);
     if (s != dnnl_success) {
         p->prim = NULL;
         cpu_prim_release(p);
@@ -435,6 +449,13 @@ rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t 
     }
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     p->scratch = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+    p->id = cpu_memory_id();
+    dnnl_dims_t pad = {(dnnl_dim_t)p->scratch};
+    if (p->scratch > 0 && (s = dnnl_memory_desc_init_by_tag(&p->scratch_md, 1, pad, dnnl_u8,
+                                                            dnnl_a)) != dnnl_success) {
+        cpu_prim_release(p);
+        return cpu_error(node, "describing the scratchpad", s);
+    }
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
         impl != NULL)
@@ -456,42 +477,35 @@ void cpu_prim_release(cpu_prim *p)
 
 rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_arg *a, int n)
 {
-    dnnl_engine_t eng = NULL;
     dnnl_stream_t stream = NULL;
-    rn_status st;
-    if ((st = cpu_engine(&eng)) != RN_OK || (st = cpu_stream(&stream)) != RN_OK)
+    rn_status st = cpu_stream(&stream);
+    if (st != RN_OK)
         return st;
     cpu_enter(p->threads, p->denormals);
     dnnl_memory_t mem[CPU_MAX_ARGS + 1];
+    bool owned[CPU_MAX_ARGS + 1];
     dnnl_exec_arg_t ex[CPU_MAX_ARGS + 1];
     int k = 0;
     dnnl_status_t s = dnnl_success;
-    for (int i = 0; i < n && s == dnnl_success; i++, k++) {
-        s = dnnl_memory_create(&mem[k], a[i].md, eng, a[i].data);
-        ex[k] = (dnnl_exec_arg_t){a[i].arg, mem[k]};
+    for (int i = 0; i < n && s == dnnl_success; i++) {
+        s = cpu_memory(p->id, a[i].arg, a[i].md, a[i].data, &mem[k], &owned[k]);
+        if (s == dnnl_success)
+            ex[k] = (dnnl_exec_arg_t){a[i].arg, mem[k]}, k++;
     }
-    if (s != dnnl_success)
-        k--; /* the failed one made nothing */
     if (s == dnnl_success && p->scratch > 0) {
-        if (args->scratch.data == NULL || args->scratch.nbytes < p->scratch) {
+        if (args->scratch.data == NULL || args->scratch.nbytes < p->scratch)
             s = dnnl_out_of_memory;
-        } else {
-            dnnl_memory_desc_t md;
-            dnnl_dims_t d = {(dnnl_dim_t)p->scratch};
-            s = dnnl_memory_desc_init_by_tag(&md, 1, d, dnnl_u8, dnnl_a);
-            if (s == dnnl_success &&
-                (s = dnnl_memory_create(&mem[k], &md, eng, args->scratch.data)) == dnnl_success) {
-                ex[k] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[k]};
-                k++;
-            }
-        }
+        else if ((s = cpu_memory(p->id, DNNL_ARG_SCRATCHPAD, &p->scratch_md, args->scratch.data,
+                                 &mem[k], &owned[k])) == dnnl_success)
+            ex[k] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[k]}, k++;
     }
     if (s == dnnl_success)
         s = dnnl_primitive_execute(p->prim, stream, k, ex);
     if (s == dnnl_success)
         s = dnnl_stream_wait(stream);
     for (int i = 0; i < k; i++)
-        dnnl_memory_destroy(mem[i]);
+        if (owned[i])
+            dnnl_memory_destroy(mem[i]);
     if (s != dnnl_success)
         return cpu_error(args->node, "running the primitive", s);
     return RN_OK;

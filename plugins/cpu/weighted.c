@@ -17,7 +17,9 @@ rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, 
     dnnl_post_ops_destroy(po);
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && (st = cpu_engine(&eng)) == RN_OK) {
+        int prev = cpu_team_begin(node);
         dnnl_status_t ds = dnnl_primitive_desc_create(pd, op_desc, attr, eng, NULL);
+        cpu_team_end(prev);
         if (ds != dnnl_success)
             *pd = NULL;
         if (ds != dnnl_success && ds != dnnl_unimplemented)

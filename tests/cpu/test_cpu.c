@@ -147,15 +147,29 @@ static int count_type(rn_compiled_model *cm, const char *type, int *ref_impls)
     return count;
 }
 
+/* The model at path compiled for CPU in f32 (core and model to free). */
+static rn_compiled_model *compile_f32(const char *path, rn_core **core, rn_model **model)
+{
+    OK(rn_core_create(core));
+    OK(rn_core_read_model(*core, path, model));
+    return compile(*core, *model, "CPU", "f32");
+}
+
+/* The plan's layout conversions (PLAN_CONVERSIONS). */
+static int conversions(rn_compiled_model *cm)
+{
+    char buf[64];
+    OK(rn_compiled_model_get_property(cm, "PLAN_CONVERSIONS", buf, sizeof buf));
+    return atoi(buf);
+}
+
 Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
 {
     char path[512];
     light("resnet50", path, sizeof path);
     rn_core *core;
     rn_model *model;
-    OK(rn_core_create(&core));
-    OK(rn_core_read_model(core, path, &model));
-    rn_compiled_model *cm = compile(core, model, "CPU", "f32");
+    rn_compiled_model *cm = compile_f32(path, &core, &model);
     int ref = 0;
     int fused = count_type(cm, "FusedConv", &ref);
     int conv = count_type(cm, "Conv", &ref);
@@ -166,9 +180,8 @@ Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
     cr_assert_eq(ref, 0, "a convolution fell back to REF");
     cr_assert_eq(count_type(cm, "BatchNormalization", NULL), 0, "BatchNormalization not folded");
     cr_assert_eq(count_type(cm, "Relu", NULL), 0, "a ReLU was not fused");
-    char buf[64];
-    OK(rn_compiled_model_get_property(cm, "PLAN_CONVERSIONS", buf, sizeof buf));
-    cr_assert_leq(atoi(buf), 4, "%s conversions: layouts do not flow between primitives", buf);
+    int n = conversions(cm);
+    cr_assert_leq(n, 4, "%d conversions: layouts do not flow between primitives", n);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);
@@ -177,10 +190,9 @@ Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
 /* CPU against REF on the same input: f32 within ONNX's rtol, bf16 within
  * what bf16 activations and weights allow (OpenVINO's bf16 tests use 1e-2
  * relative to the output's scale). */
-static void compare_with_ref(const char *name, const char *precision, float rtol)
+static void compare_path_with_ref(const char *path, const char *name, const char *precision,
+                                  float rtol)
 {
-    char path[512];
-    light(name, path, sizeof path);
     rn_core *core;
     rn_model *model;
     OK(rn_core_create(&core));
@@ -203,6 +215,33 @@ static void compare_with_ref(const char *name, const char *precision, float rtol
     rn_compiled_model_free(ref);
     rn_model_free(model);
     rn_core_free(core);
+}
+
+static void compare_with_ref(const char *name, const char *precision, float rtol)
+{
+    char path[512];
+    light(name, path, sizeof path);
+    compare_path_with_ref(path, name, precision, rtol);
+}
+
+/* Transpose as a oneDNN reorder straight from the Conv's blocked output
+ * (tests/cpu/make_transpose_model.py): no conversion before it, REF's
+ * result. */
+Test(cpu, transpose_reads_the_blocked_layout_and_matches_ref)
+{
+    const char *path = "tests/cpu/conv_relu_transpose.onnx";
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_f32(path, &core, &model);
+    int ref = 0;
+    cr_assert_eq(count_type(cm, "Transpose", &ref), 1);
+    cr_assert_eq(ref, 0, "the Transpose runs REF's kernel");
+    int n = conversions(cm);
+    cr_assert_leq(n, 1, "%d conversions: only the model's input may be converted", n);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    compare_path_with_ref(path, "conv_relu_transpose", "f32", 1e-5f);
 }
 
 Test(cpu, squeezenet_f32_matches_ref, .timeout = 300)

@@ -1,0 +1,104 @@
+/* How many OpenMP threads a primitive gets: the stream's cores, unless its
+ * work is too small to pay for the team.
+ *
+ * With the LATENCY hint one stream owns every core and its primitives run
+ * one at a time on an OpenMP team of all of them. A team's fork and join
+ * (waking the other threads, the closing barrier) costs a few microseconds
+ * on an idle machine, and much more when a team thread has been preempted:
+ * the barrier waits for it. On a light model most primitives take less than
+ * that (ShuffleNet's and SqueezeNet's layers after the first stages: tens
+ * of thousands of multiply-adds), so splitting them makes them slower, not
+ * faster. A primitive whose work is below a threshold runs on the worker
+ * alone; the others keep the whole team. The work is estimated from the
+ * node at compile time: multiply-adds for convolutions and products,
+ * elements written (times the window for pooling) for the rest. */
+#include <omp.h>
+#include <string.h>
+
+#include "plugins/cpu/cpu.h"
+
+/* Below these a primitive is single-threaded: about 20 us of single-core
+ * work (a convolution runs ~50 multiply-adds per ns-core in f32 with AVX2,
+ * more with AVX-512; an eltwise, concat or reorder a few elements per ns). */
+#define TEAM_MIN_MACS     (1ll << 20)
+#define TEAM_MIN_ELEMENTS (1ll << 16)
+
+static int64_t elements(rn_partial_shape s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s.rank; d++)
+        n *= s.dims[d] > 0 ? s.dims[d] : 1;
+    return n;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int64_t cpu_work(const rn_node *node)
+{
+    const char *op = rn_node_op_type(node);
+    int64_t out = rn_node_output_count(node) > 0 ? elements(rn_node_output_shape(node, 0)) : 0;
+    rn_partial_shape x = rn_node_input_shape(node, 0);
+    if (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0) {
+        /* Each output: C/group x kernel multiply-adds (weights [M, C/g, k...]). */
+        rn_partial_shape w = rn_node_input_shape(node, 1);
+        int64_t per = 1;
+        for (int d = 1; d < w.rank; d++)
+            per *= w.dims[d] > 0 ? w.dims[d] : 1;
+        return out * per;
+    }
+    if (has_prefix(op, "MatMul") || strcmp(op, "FusedMatMul") == 0 || strcmp(op, "Gemm") == 0 ||
+        strcmp(op, "FusedGemm") == 0) {
+        int64_t k = x.rank > 0 && x.dims[x.rank - 1] > 0 ? x.dims[x.rank - 1] : 1;
+        return out * k;
+    }
+    /* Memory-bound: the elements read or written (every input of a
+     * Concat, a pooling's input), in multiply-add units. */
+    int64_t touched = out;
+    if (has_prefix(op, "MaxPool") || has_prefix(op, "AveragePool") || has_prefix(op, "Global") ||
+        strcmp(op, "Concat") == 0 || strcmp(op, "LRN") == 0) {
+        int64_t in = 0;
+        for (int k = 0; k < rn_node_input_count(node); k++)
+            in += elements(rn_node_input_shape(node, k));
+        touched = in > out ? in : out;
+    }
+    return touched * (TEAM_MIN_MACS / TEAM_MIN_ELEMENTS);
+}
+
+int cpu_team_size(const rn_node *node, int threads)
+{
+    if (threads <= 1 || node == NULL)
+        return threads < 1 ? 1 : threads;
+    return cpu_work(node) < TEAM_MIN_MACS ? 1 : threads;
+}
+
+static int team_threads(int threads)
+{
+#if defined(__SANITIZE_THREAD__)
+    (void)threads;
+    return 1; /* as cpu_enter: no teams under ThreadSanitizer */
+#else
+    return threads;
+#endif
+}
+
+int cpu_team_begin(const rn_node *node)
+{
+    /* Streams of one core (THROUGHPUT) keep creating primitives as they
+     * did (under the compiling thread's maximum): changing that measured
+     * inconclusively on a loaded machine (docs/performance.md). */
+    int threads = cpu_config_get()->threads;
+    if (threads <= 1)
+        return -1;
+    int previous = omp_get_max_threads();
+    omp_set_num_threads(team_threads(cpu_team_size(node, threads)));
+    return previous;
+}
+
+void cpu_team_end(int previous)
+{
+    if (previous > 0)
+        omp_set_num_threads(previous);
+}
