@@ -44,7 +44,7 @@ ParameterizedTest(device_param *d, import_export, round_trip_gives_identical_out
     behavior_close(&m);
 }
 
-BEHAVIOR_DEVICES(import_export, each_container_check_names_itself)
+BEHAVIOR_PHYSICAL_DEVICES(import_export, each_container_check_names_itself)
 ParameterizedTest(device_param *d, import_export, each_container_check_names_itself)
 {
     behavior_model m;
