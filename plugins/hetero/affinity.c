@@ -9,12 +9,12 @@
 
 /* supported[d * n_nodes + i]: whether device d's query_model says it runs
  * node i (every original name the node stands for). */
-static rn_status query_devices(const graph *g, const hetero_devices *devs, const rn_property *fwd,
+static rn_status query_devices(const graph *g, const plugin_devices *devs, const rn_property *fwd,
                                size_t n_fwd, bool *supported)
 {
     int n = g->n_nodes;
     for (int d = 0; d < devs->n; d++) {
-        const hetero_device *dev = &devs->at[d];
+        const plugin_device *dev = &devs->at[d];
         bool *row = &supported[(size_t)d * (size_t)n];
         if (dev->ops->query_model == NULL)
             continue; /* a device that cannot say takes nothing */
@@ -46,7 +46,7 @@ static rn_status query_devices(const graph *g, const hetero_devices *devs, const
 
 /* The error for node i that no device supports: each device's reason, from
  * compiling the node alone there. */
-static rn_status unsupported_error(const graph *g, int i, const hetero_devices *devs,
+static rn_status unsupported_error(const graph *g, int i, const plugin_devices *devs,
                                    const rn_property *fwd, size_t n_fwd)
 {
     const graph_node *node = g->nodes[i];
@@ -55,7 +55,7 @@ static rn_status unsupported_error(const graph *g, int i, const hetero_devices *
     graph *one = NULL;
     rn_status built = hetero_single_node(g, i, &one);
     for (int d = 0; d < devs->n; d++) {
-        const hetero_device *dev = &devs->at[d];
+        const plugin_device *dev = &devs->at[d];
         char why[512];
         if (built != RN_OK) {
             snprintf(why, sizeof why, "its query_model answers unsupported");
@@ -83,7 +83,7 @@ static rn_status unsupported_error(const graph *g, int i, const hetero_devices *
 
 /* Applies AFFINITY ("node=DEVICE;..."): user_set[i] marks the nodes it
  * places. */
-static rn_status user_affinity(const graph *g, const hetero_devices *devs, const char *spec,
+static rn_status user_affinity(const graph *g, const plugin_devices *devs, const char *spec,
                                const bool *supported, int *device_of, bool *user_set)
 {
     char buf[sizeof((hetero_config *)0)->affinity];
@@ -275,7 +275,7 @@ static void merge_islands(const graph *g, const bool *supported, int *device_of,
 /* MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL: consecutive stretches of the
  * node order, one per device, of about equal work (output elements), each
  * node on its stretch's device when it supports it. */
-static void distribute(const graph *g, const hetero_devices *devs, const bool *supported,
+static void distribute(const graph *g, const plugin_devices *devs, const bool *supported,
                        int *device_of, const bool *user_set)
 {
     int n = g->n_nodes;
@@ -304,7 +304,7 @@ static void distribute(const graph *g, const hetero_devices *devs, const bool *s
     free(cost);
 }
 
-rn_status hetero_affinity(const graph *g, const hetero_devices *devs, const hetero_config *cfg,
+rn_status hetero_affinity(const graph *g, const plugin_devices *devs, const hetero_config *cfg,
                           const rn_property *forward, size_t n_forward, int *device_of)
 {
     int n = g->n_nodes;

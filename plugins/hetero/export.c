@@ -215,19 +215,19 @@ static rn_status read_split(hetero_plugin *plugin, reader *r, hetero_compiled *c
     if (stored != fnv1a(r->p - 12, r->size - 8))
         return rn_set_error(RN_INVALID_ARG, "HETERO import: checksum mismatch (corrupt blob)");
     uint32_t n_devices = get_u32(r, "device count");
-    if (r->failed == NULL && (n_devices == 0 || n_devices > HETERO_MAX_DEVICES))
+    if (r->failed == NULL && (n_devices == 0 || n_devices > PLUGIN_MAX_DEVICES))
         return rn_set_error(RN_INVALID_ARG, "HETERO import: bad device count %u", n_devices);
     char list[512] = "";
     size_t used = 0;
     for (uint32_t d = 0; d < n_devices && r->failed == NULL; d++) {
-        char name[HETERO_NAME_MAX];
+        char name[PLUGIN_DEVICE_NAME_MAX];
         get_str(r, name, sizeof name, "device name");
         if (r->failed == NULL)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", d ? "," : "", name);
     }
     if (r->failed != NULL)
         return rn_set_error(RN_INVALID_ARG, "HETERO import: truncated at the %s", r->failed);
-    rn_status st = hetero_devices_resolve(plugin->core, list, &c->devs);
+    rn_status st = plugin_devices_resolve(plugin->core, "HETERO", list, &c->devs);
     if (st != RN_OK)
         return st;
     size_t n_model;
@@ -276,7 +276,7 @@ static rn_status read_split(hetero_plugin *plugin, reader *r, hetero_compiled *c
         const uint8_t *blob = get_bytes(r, &n_blob, "part blob");
         if (r->failed != NULL)
             break;
-        const hetero_device *dev = &c->devs.at[part->device];
+        const plugin_device *dev = &c->devs.at[part->device];
         if (dev->ops->import_model == NULL)
             return rn_set_error(RN_NOT_IMPLEMENTED, "HETERO import: %s cannot import", dev->name);
         const rn_graph *io;

@@ -27,31 +27,11 @@
 #include "executors/executors.h"
 #include "executors/pipeline.h"
 #include "graph/graph.h"
+#include "plugins/api/devices.h"
 #include "plugins/api/properties.h"
 #include "runnel/plugin.h"
 
-#define HETERO_MAX_DEVICES 8
-#define HETERO_NAME_MAX    64
-
 extern const rn_plugin_ops hetero_plugin_ops;
-
-/* A device of the list, resolved in the core. */
-typedef struct hetero_device {
-    char name[HETERO_NAME_MAX];
-    const rn_plugin_ops *ops;
-    rn_plugin *plugin;
-} hetero_device;
-
-/* The devices a model is split over, in priority order. */
-typedef struct hetero_devices {
-    int n;
-    hetero_device at[HETERO_MAX_DEVICES];
-} hetero_devices;
-
-/* Parses "D1,D2,..." and finds each device in `core`: RN_INVALID_ARG for an
- * empty or malformed list or a meta device in it, RN_NOT_FOUND naming an
- * absent device. */
-rn_status hetero_devices_resolve(rn_core *core, const char *list, hetero_devices *out);
 
 /* HETERO's own properties beside the shared ones. */
 typedef struct hetero_config {
@@ -72,7 +52,7 @@ rn_status hetero_config_set(hetero_config *cfg, const char *key, const char *val
  * runs it. An unsupported node that no device takes is RN_UNSUPPORTED naming
  * the node, its op and each device's reason. `forward` are the properties
  * passed to the devices' query_model and compile_model. */
-rn_status hetero_affinity(const graph *g, const hetero_devices *devs, const hetero_config *cfg,
+rn_status hetero_affinity(const graph *g, const plugin_devices *devs, const hetero_config *cfg,
                           const rn_property *forward, size_t n_forward, int *device_of);
 
 /* Where a part's input comes from: a model input (part -1, index = the
@@ -139,7 +119,7 @@ typedef struct rn_plugin {
 
 typedef struct rn_plugin_compiled {
     hetero_plugin *plugin;
-    hetero_devices devs;
+    plugin_devices devs;
     hetero_split split;
     graph *io;      /* the model as given (its inputs and outputs) */
     int *device_of; /* per node of io */

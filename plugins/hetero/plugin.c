@@ -232,46 +232,6 @@ static rn_status hetero_get_property(hetero_plugin *p, const char *key, char *bu
     return get_settings(&p->lock, &p->cfg, &p->props, "HETERO", key, buf, size);
 }
 
-rn_status hetero_devices_resolve(rn_core *core, const char *list, hetero_devices *out)
-{
-    hetero_devices d = {0};
-    if (core == NULL)
-        return rn_set_error(RN_INTERNAL, "HETERO: no core attached");
-    if (list[0] == '\0')
-        return rn_set_error(RN_INVALID_ARG,
-                            "HETERO: no devices to split over: name them as HETERO:D1,D2 or with "
-                            "MULTI_DEVICE_PRIORITIES");
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", list);
-    char *save = NULL;
-    for (char *name = strtok_r(buf, ",", &save); name != NULL; name = strtok_r(NULL, ",", &save)) {
-        while (*name == ' ')
-            name++;
-        if (d.n == HETERO_MAX_DEVICES)
-            return rn_set_error(RN_INVALID_ARG, "HETERO: more than %d devices in '%s'",
-                                HETERO_MAX_DEVICES, list);
-        hetero_device *dev = &d.at[d.n];
-        if (strlen(name) == 0 || strlen(name) >= sizeof dev->name)
-            return rn_set_error(RN_INVALID_ARG, "HETERO: bad device list '%s'", list);
-        rn_status st = rn_core_device_plugin(core, name, &dev->ops, &dev->plugin);
-        if (st != RN_OK)
-            return rn_wrap_error(st, "HETERO: ");
-        char probe[8];
-        if (dev->ops->get_property != NULL &&
-            dev->ops->get_property(dev->plugin, "MULTI_DEVICE_PRIORITIES", probe, sizeof probe) !=
-                RN_NOT_FOUND)
-            return rn_set_error(RN_INVALID_ARG,
-                                "HETERO: %s runs models on other devices and cannot be one of "
-                                "HETERO's",
-                                name);
-        rn_clear_error();
-        snprintf(dev->name, sizeof dev->name, "%s", name);
-        d.n++;
-    }
-    *out = d;
-    return RN_OK;
-}
-
 /* ---- query_model: the union of the devices' answers ---- */
 
 static rn_status hetero_query(hetero_plugin *p, const rn_graph *model, const rn_property *props,
@@ -288,62 +248,12 @@ static rn_status hetero_query(hetero_plugin *p, const rn_graph *model, const rn_
     memcpy(f, p->forward, nf * sizeof *f);
     pthread_mutex_unlock(&p->lock);
     rn_status st = apply(&cfg, &pp, f, &nf, props, n);
-    hetero_devices devs;
+    plugin_devices devs;
     if (st == RN_OK)
-        st = hetero_devices_resolve(p->core, cfg.priorities, &devs);
+        st = plugin_devices_resolve(p->core, "HETERO", cfg.priorities, &devs);
     if (st != RN_OK)
         return st;
-    char **names = NULL;
-    bool *supported = NULL;
-    size_t count = 0;
-    for (int d = 0; d < devs.n && st == RN_OK; d++) {
-        const hetero_device *dev = &devs.at[d];
-        if (dev->ops->query_model == NULL)
-            continue;
-        char **dn;
-        bool *dok;
-        size_t dc;
-        if ((st = dev->ops->query_model(dev->plugin, model, f, nf, &dn, &dok, &dc)) != RN_OK) {
-            rn_wrap_error(st, "HETERO: query_model of %s: ", dev->name);
-            break;
-        }
-        for (size_t e = 0; e < dc; e++) {
-            size_t k = 0;
-            while (k < count && strcmp(names[k], dn[e]) != 0)
-                k++;
-            if (k < count) {
-                supported[k] = supported[k] || dok[e];
-                free(dn[e]);
-                continue;
-            }
-            char **nn = realloc(names, (count + 1) * sizeof *nn);
-            bool *ns = nn != NULL ? realloc(supported, (count + 1) * sizeof *ns) : NULL;
-            if (nn != NULL)
-                names = nn;
-            if (ns == NULL) {
-                for (; e < dc; e++)
-                    free(dn[e]);
-                st = oom();
-                break;
-            }
-            supported = ns;
-            names[count] = dn[e];
-            supported[count++] = dok[e];
-        }
-        free(dn);
-        free(dok);
-    }
-    if (st != RN_OK) {
-        for (size_t k = 0; k < count; k++)
-            free(names[k]);
-        free(names);
-        free(supported);
-        return st;
-    }
-    *names_out = names;
-    *supported_out = supported;
-    *count_out = count;
-    return RN_OK;
+    return plugin_devices_query_union(&devs, model, f, nf, names_out, supported_out, count_out);
 }
 
 /* ---- the compiled model ---- */
@@ -386,7 +296,7 @@ rn_status hetero_compiled_finish(hetero_compiled *c)
     rn_status st = RN_OK;
     for (int p = 0; p < c->split.n_parts && st == RN_OK; p++) {
         hetero_part *part = &c->split.parts[p];
-        const hetero_device *dev = &c->devs.at[part->device];
+        const plugin_device *dev = &c->devs.at[part->device];
         if (part->compiled == NULL) {
             st = dev->ops->compile_model(dev->plugin, part->g, NULL, c->forward, c->n_forward,
                                          &part->ops, &part->compiled);
@@ -469,7 +379,7 @@ static rn_status hetero_compile(hetero_plugin *p, const rn_graph *model, rn_plug
         return RN_OUT_OF_MEMORY;
     rn_status st = hetero_compiled_apply(c, props, n);
     if (st == RN_OK)
-        st = hetero_devices_resolve(p->core, c->cfg.priorities, &c->devs);
+        st = plugin_devices_resolve(p->core, "HETERO", c->cfg.priorities, &c->devs);
     if (st == RN_OK && (st = graph_clone(model, &c->io)) == RN_OK &&
         (st = graph_sort(c->io)) == RN_OK)
         st = graph_infer_shapes(c->io);
