@@ -108,3 +108,80 @@ rn_status plugin_devices_query_union(const plugin_devices *devs, const rn_graph 
     *count_out = count;
     return RN_OK;
 }
+
+/* Replaces an owned list of properties by copies of `src` (whose strings
+ * may be the list's own or the caller's). */
+static rn_status own_forward(rn_property *dst, size_t *n_dst, const rn_property *src, size_t n)
+{
+    rn_property tmp[PLUGIN_MAX_FORWARD];
+    for (size_t i = 0; i < n; i++) {
+        tmp[i].key = strdup(src[i].key);
+        tmp[i].value = strdup(src[i].value);
+        if (tmp[i].key == NULL || tmp[i].value == NULL) {
+            for (size_t k = 0; k <= i; k++) {
+                free((char *)tmp[k].key);
+                free((char *)tmp[k].value);
+            }
+            return rn_set_error(RN_OUT_OF_MEMORY, "properties: out of memory");
+        }
+    }
+    for (size_t i = 0; i < *n_dst; i++) {
+        free((char *)dst[i].key);
+        free((char *)dst[i].value);
+    }
+    memcpy(dst, tmp, n * sizeof *tmp);
+    *n_dst = n;
+    return RN_OK;
+}
+
+rn_status plugin_meta_apply(plugin_meta_settings *s, void *config, size_t config_size,
+                            plugin_own_key_fn own, const rn_property *p, size_t n)
+{
+    unsigned char cfg[8192];
+    if (config_size > sizeof cfg)
+        return rn_set_error(RN_INTERNAL, "properties: config too large");
+    memcpy(cfg, config, config_size);
+    plugin_properties pp = s->props;
+    size_t nf = s->n_forward;
+    rn_property f[PLUGIN_MAX_FORWARD];
+    memcpy(f, s->forward, nf * sizeof *f);
+    rn_status st = RN_OK;
+    for (size_t i = 0; i < n && st == RN_OK; i++) {
+        bool taken = false;
+        if ((st = own(cfg, p[i].key, p[i].value, &taken)) != RN_OK || taken)
+            continue;
+        if ((st = plugin_properties_set(&pp, p[i].key, p[i].value)) != RN_OK)
+            break;
+        size_t k = 0;
+        while (k < nf && strcmp(f[k].key, p[i].key) != 0)
+            k++;
+        if (k == nf && nf == PLUGIN_MAX_FORWARD)
+            st = rn_set_error(RN_INVALID_ARG, "properties: more than %d keys", PLUGIN_MAX_FORWARD);
+        else
+            f[k] = p[i], nf += k == nf;
+    }
+    if (st == RN_OK)
+        st = own_forward(s->forward, &s->n_forward, f, nf);
+    if (st != RN_OK)
+        return st;
+    memcpy(config, cfg, config_size);
+    s->props = pp;
+    return RN_OK;
+}
+
+rn_status plugin_meta_copy(plugin_meta_settings *dst, const plugin_meta_settings *src)
+{
+    rn_status st = own_forward(dst->forward, &dst->n_forward, src->forward, src->n_forward);
+    if (st == RN_OK)
+        dst->props = src->props;
+    return st;
+}
+
+void plugin_meta_release(plugin_meta_settings *s)
+{
+    for (size_t i = 0; i < s->n_forward; i++) {
+        free((char *)s->forward[i].key);
+        free((char *)s->forward[i].value);
+    }
+    s->n_forward = 0;
+}

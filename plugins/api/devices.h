@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "plugins/api/properties.h"
 #include "runnel/plugin.h"
 
 #define PLUGIN_MAX_DEVICES     8
@@ -40,5 +41,30 @@ rn_status plugin_devices_resolve(rn_core *core, const char *who, const char *lis
 rn_status plugin_devices_query_union(const plugin_devices *devs, const rn_graph *model,
                                      const rn_property *properties, size_t n, char ***names_out,
                                      bool **supported_out, size_t *count_out);
+
+#define PLUGIN_MAX_FORWARD 32
+
+/* The settings of a meta device: the shared keys, validated into props and
+ * kept (owned copies, the last value of each key) to pass on to the devices
+ * it compiles on; its own keys go to its own config through `own`. */
+typedef struct plugin_meta_settings {
+    plugin_properties props;
+    size_t n_forward;
+    rn_property forward[PLUGIN_MAX_FORWARD];
+} plugin_meta_settings;
+
+/* Applies (key, value) to a meta device's own config when the key is one of
+ * its own (*taken set); RN_INVALID_ARG naming a bad value. */
+typedef rn_status (*plugin_own_key_fn)(void *config, const char *key, const char *value,
+                                       bool *taken);
+
+/* Applies properties all or nothing: own keys to `config` (a struct of
+ * config_size bytes, copied on success), the others to s. */
+rn_status plugin_meta_apply(plugin_meta_settings *s, void *config, size_t config_size,
+                            plugin_own_key_fn own, const rn_property *p, size_t n);
+
+/* dst (empty or holding settings) becomes a copy of src. */
+rn_status plugin_meta_copy(plugin_meta_settings *dst, const plugin_meta_settings *src);
+void plugin_meta_release(plugin_meta_settings *s);
 
 #endif /* RUNNEL_PLUGINS_API_DEVICES_H */

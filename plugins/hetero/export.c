@@ -91,10 +91,10 @@ rn_status hetero_export(hetero_compiled *c, void **data, size_t *size)
     }
     put_bytes(&w, model.data, model.size);
     graph_buffer_release(&model);
-    put_u32(&w, (uint32_t)c->n_forward);
-    for (size_t i = 0; i < c->n_forward; i++) {
-        put_str(&w, c->forward[i].key);
-        put_str(&w, c->forward[i].value);
+    put_u32(&w, (uint32_t)c->s.n_forward);
+    for (size_t i = 0; i < c->s.n_forward; i++) {
+        put_str(&w, c->s.forward[i].key);
+        put_str(&w, c->s.forward[i].value);
     }
     put_u32(&w, (uint32_t)c->split.n_parts);
     for (int p = 0; p < c->split.n_parts && st == RN_OK; p++) {
@@ -280,7 +280,7 @@ static rn_status read_split(hetero_plugin *plugin, reader *r, hetero_compiled *c
         if (dev->ops->import_model == NULL)
             return rn_set_error(RN_NOT_IMPLEMENTED, "HETERO import: %s cannot import", dev->name);
         const rn_graph *io;
-        st = dev->ops->import_model(dev->plugin, blob, n_blob, NULL, c->forward, c->n_forward,
+        st = dev->ops->import_model(dev->plugin, blob, n_blob, NULL, c->s.forward, c->s.n_forward,
                                     &part->ops, &part->compiled, &io);
         if (st != RN_OK) {
             part->compiled = NULL;

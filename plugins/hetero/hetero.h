@@ -108,13 +108,9 @@ typedef struct hetero_event {
 
 typedef struct rn_plugin {
     rn_core *core;
-    pthread_mutex_t lock; /* guards props and cfg */
-    plugin_properties props;
+    pthread_mutex_t lock; /* guards s and cfg */
+    plugin_meta_settings s;
     hetero_config cfg;
-    /* The shared keys set on the device, passed on to every compile
-     * (owned copies). */
-    size_t n_forward;
-    rn_property forward[32];
 } hetero_plugin;
 
 typedef struct rn_plugin_compiled {
@@ -130,13 +126,10 @@ typedef struct rn_plugin_compiled {
     executors_pipeline *pipeline;
     size_t n_stages;
     rn_pipeline_stage stages[EXECUTORS_STAGE_COUNT + 1];
-    /* The shared properties passed to every part's compile (owned). */
-    size_t n_forward;
-    rn_property forward[32];
     uint32_t optimal_requests;
     char execution_devices[256];
-    pthread_mutex_t lock; /* guards props, the runtime model and the trace */
-    plugin_properties props;
+    pthread_mutex_t lock;   /* guards s.props, the runtime model and the trace */
+    plugin_meta_settings s; /* the shared keys, passed to every part's compile */
     hetero_config cfg;
     /* The runtime model, built on demand (names owned here). */
     rn_runtime_node *runtime;

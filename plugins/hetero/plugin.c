@@ -15,14 +15,6 @@ static rn_status oom(void)
     return rn_set_error(RN_OUT_OF_MEMORY, "HETERO: out of memory");
 }
 
-static void free_forward(rn_property *f, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free((char *)f[i].key);
-        free((char *)f[i].value);
-    }
-}
-
 uint64_t hetero_now_ns(void)
 {
     struct timespec ts;
@@ -81,64 +73,11 @@ rn_status hetero_config_set(hetero_config *cfg, const char *key, const char *val
     return rn_set_error(RN_INVALID_ARG, "HETERO: unknown property '%s'", key);
 }
 
-/* Applies properties: HETERO's own to cfg, the shared ones (validated) to
- * props and to the list passed on to the devices. Nothing changes on error. */
-static rn_status apply(hetero_config *cfg, plugin_properties *props, rn_property *forward,
-                       size_t *n_forward, const rn_property *p, size_t n)
+/* plugin_own_key_fn for HETERO's keys. */
+static rn_status own_key(void *cfg, const char *key, const char *value, bool *taken)
 {
-    hetero_config c = *cfg;
-    plugin_properties pp = *props;
-    size_t nf = *n_forward;
-    rn_property f[32];
-    memcpy(f, forward, nf * sizeof *f);
-    rn_status st = RN_OK;
-    for (size_t i = 0; i < n && st == RN_OK; i++) {
-        if (hetero_is_own_key(p[i].key)) {
-            st = hetero_config_set(&c, p[i].key, p[i].value);
-            continue;
-        }
-        if ((st = plugin_properties_set(&pp, p[i].key, p[i].value)) != RN_OK)
-            break;
-        size_t k = 0;
-        while (k < nf && strcmp(f[k].key, p[i].key) != 0)
-            k++;
-        if (k == nf && nf == 32)
-            st = rn_set_error(RN_INVALID_ARG, "HETERO: too many properties");
-        else
-            f[k] = p[i], nf += k == nf;
-    }
-    if (st != RN_OK)
-        return st;
-    *cfg = c;
-    *props = pp;
-    memcpy(forward, f, nf * sizeof *f);
-    *n_forward = nf;
-    return RN_OK;
-}
-
-/* Replaces an owned list of properties by copies of `src` (whose strings
- * may be the list's own or the caller's). */
-static rn_status own_forward(rn_property *dst, size_t *n_dst, const rn_property *src, size_t n)
-{
-    rn_property tmp[32];
-    for (size_t i = 0; i < n; i++) {
-        tmp[i].key = strdup(src[i].key);
-        tmp[i].value = strdup(src[i].value);
-        if (tmp[i].key == NULL || tmp[i].value == NULL) {
-            for (size_t k = 0; k <= i; k++) {
-                free((char *)tmp[k].key);
-                free((char *)tmp[k].value);
-            }
-            return oom();
-        }
-    }
-    for (size_t i = 0; i < *n_dst; i++) {
-        free((char *)dst[i].key);
-        free((char *)dst[i].value);
-    }
-    memcpy(dst, tmp, n * sizeof *tmp);
-    *n_dst = n;
-    return RN_OK;
+    *taken = hetero_is_own_key(key);
+    return *taken ? hetero_config_set(cfg, key, value) : RN_OK;
 }
 
 static rn_status hetero_create(hetero_plugin **out)
@@ -147,7 +86,7 @@ static rn_status hetero_create(hetero_plugin **out)
     if (p == NULL)
         return oom();
     pthread_mutex_init(&p->lock, NULL);
-    plugin_properties_default(&p->props);
+    plugin_properties_default(&p->s.props);
     p->cfg.island_nodes = 2;
     *out = p;
     return RN_OK;
@@ -157,7 +96,7 @@ static void hetero_destroy(hetero_plugin *p)
 {
     if (p == NULL)
         return;
-    free_forward(p->forward, p->n_forward);
+    plugin_meta_release(&p->s);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -170,16 +109,7 @@ static void hetero_attach_core(hetero_plugin *p, rn_core *core)
 static rn_status hetero_set_property(hetero_plugin *p, const rn_property *props, size_t n)
 {
     pthread_mutex_lock(&p->lock);
-    rn_property f[32];
-    size_t nf = p->n_forward;
-    memcpy(f, p->forward, nf * sizeof *f);
-    hetero_config cfg = p->cfg;
-    plugin_properties pp = p->props;
-    rn_status st = apply(&cfg, &pp, f, &nf, props, n);
-    if (st == RN_OK && (st = own_forward(p->forward, &p->n_forward, f, nf)) == RN_OK) {
-        p->cfg = cfg;
-        p->props = pp;
-    }
+    rn_status st = plugin_meta_apply(&p->s, &p->cfg, sizeof p->cfg, own_key, props, n);
     pthread_mutex_unlock(&p->lock);
     return st;
 }
@@ -229,7 +159,7 @@ static rn_status hetero_get_property(hetero_plugin *p, const char *key, char *bu
             list[used - 1] = '\0';
         return plugin_property_string(key, list, buf, size);
     }
-    return get_settings(&p->lock, &p->cfg, &p->props, "HETERO", key, buf, size);
+    return get_settings(&p->lock, &p->cfg, &p->s.props, "HETERO", key, buf, size);
 }
 
 /* ---- query_model: the union of the devices' answers ---- */
@@ -237,23 +167,21 @@ static rn_status hetero_get_property(hetero_plugin *p, const char *key, char *bu
 static rn_status hetero_query(hetero_plugin *p, const rn_graph *model, const rn_property *props,
                               size_t n, char ***names_out, bool **supported_out, size_t *count_out)
 {
-    hetero_config cfg;
-    plugin_properties pp;
-    rn_property f[32];
-    size_t nf;
+    plugin_meta_settings s = {0};
     pthread_mutex_lock(&p->lock);
-    cfg = p->cfg;
-    pp = p->props;
-    nf = p->n_forward;
-    memcpy(f, p->forward, nf * sizeof *f);
+    hetero_config cfg = p->cfg;
+    rn_status st = plugin_meta_copy(&s, &p->s);
     pthread_mutex_unlock(&p->lock);
-    rn_status st = apply(&cfg, &pp, f, &nf, props, n);
+    if (st == RN_OK)
+        st = plugin_meta_apply(&s, &cfg, sizeof cfg, own_key, props, n);
     plugin_devices devs;
     if (st == RN_OK)
         st = plugin_devices_resolve(p->core, "HETERO", cfg.priorities, &devs);
-    if (st != RN_OK)
-        return st;
-    return plugin_devices_query_union(&devs, model, f, nf, names_out, supported_out, count_out);
+    if (st == RN_OK)
+        st = plugin_devices_query_union(&devs, model, s.forward, s.n_forward, names_out,
+                                        supported_out, count_out);
+    plugin_meta_release(&s);
+    return st;
 }
 
 /* ---- the compiled model ---- */
@@ -274,7 +202,7 @@ void hetero_compiled_free(hetero_compiled *c)
         free(c->runtime_strings[i]);
     free(c->runtime_strings);
     free(c->events);
-    free_forward(c->forward, c->n_forward);
+    plugin_meta_release(&c->s);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -298,7 +226,7 @@ rn_status hetero_compiled_finish(hetero_compiled *c)
         hetero_part *part = &c->split.parts[p];
         const plugin_device *dev = &c->devs.at[part->device];
         if (part->compiled == NULL) {
-            st = dev->ops->compile_model(dev->plugin, part->g, NULL, c->forward, c->n_forward,
+            st = dev->ops->compile_model(dev->plugin, part->g, NULL, c->s.forward, c->s.n_forward,
                                          &part->ops, &part->compiled);
             if (st != RN_OK) {
                 part->compiled = NULL;
@@ -343,8 +271,7 @@ hetero_compiled *hetero_compiled_new(hetero_plugin *p)
     c->t0_ns = hetero_now_ns();
     pthread_mutex_lock(&p->lock);
     c->cfg = p->cfg;
-    c->props = p->props;
-    rn_status st = own_forward(c->forward, &c->n_forward, p->forward, p->n_forward);
+    rn_status st = plugin_meta_copy(&c->s, &p->s);
     pthread_mutex_unlock(&p->lock);
     if (st != RN_OK) {
         hetero_compiled_free(c);
@@ -356,13 +283,7 @@ hetero_compiled *hetero_compiled_new(hetero_plugin *p)
 /* Applies compile-time properties to a new compiled model. */
 rn_status hetero_compiled_apply(hetero_compiled *c, const rn_property *props, size_t n)
 {
-    rn_property f[32];
-    size_t nf = c->n_forward;
-    memcpy(f, c->forward, nf * sizeof *f);
-    rn_status st = apply(&c->cfg, &c->props, f, &nf, props, n);
-    if (st == RN_OK)
-        st = own_forward(c->forward, &c->n_forward, f, nf);
-    return st;
+    return plugin_meta_apply(&c->s, &c->cfg, sizeof c->cfg, own_key, props, n);
 }
 
 extern const rn_compiled_model_ops hetero_compiled_ops;
@@ -387,7 +308,7 @@ static rn_status hetero_compile(hetero_plugin *p, const rn_graph *model, rn_plug
         (c->device_of = calloc((size_t)c->io->n_nodes + 1, sizeof *c->device_of)) == NULL)
         st = oom();
     if (st == RN_OK)
-        st = hetero_affinity(c->io, &c->devs, &c->cfg, c->forward, c->n_forward, c->device_of);
+        st = hetero_affinity(c->io, &c->devs, &c->cfg, c->s.forward, c->s.n_forward, c->device_of);
     if (st == RN_OK)
         st = hetero_split_build(c->io, c->device_of, &c->split);
     if (st == RN_OK)
@@ -438,13 +359,13 @@ static rn_status compiled_get_property(hetero_compiled *c, const char *key, char
         snprintf(tmp, sizeof tmp, "%d", c->n_transfers);
         return plugin_property_string(key, tmp, buf, size);
     }
-    return get_settings(&c->lock, &c->cfg, &c->props, "HETERO compiled model", key, buf, size);
+    return get_settings(&c->lock, &c->cfg, &c->s.props, "HETERO compiled model", key, buf, size);
 }
 
 static rn_status compiled_set_property(hetero_compiled *c, const rn_property *props, size_t n)
 {
     pthread_mutex_lock(&c->lock);
-    plugin_properties pp = c->props;
+    plugin_properties pp = c->s.props;
     rn_status st = plugin_properties_set_compiled(&pp, props, n);
     for (int p = 0; p < c->split.n_parts && st == RN_OK; p++) {
         hetero_part *part = &c->split.parts[p];
@@ -452,7 +373,7 @@ static rn_status compiled_set_property(hetero_compiled *c, const rn_property *pr
             st = part->ops->set_property(part->compiled, props, n);
     }
     if (st == RN_OK)
-        c->props = pp;
+        c->s.props = pp;
     pthread_mutex_unlock(&c->lock);
     return st;
 }

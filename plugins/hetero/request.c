@@ -77,7 +77,7 @@ static bool skipping(hetero_request *r)
 void hetero_trace_event(hetero_compiled *c, const char *name, int lane, uint64_t request,
                         uint64_t run, uint64_t start_ns, uint64_t end_ns)
 {
-    if (!c->props.enable_trace)
+    if (!c->s.props.enable_trace)
         return;
     pthread_mutex_lock(&c->lock);
     if (c->n_events == c->cap_events) {
@@ -96,7 +96,7 @@ void hetero_trace_event(hetero_compiled *c, const char *name, int lane, uint64_t
 
 rn_status hetero_write_trace(hetero_compiled *c, const char *path)
 {
-    if (!c->props.enable_trace)
+    if (!c->s.props.enable_trace)
         return rn_set_error(RN_INVALID_ARG, "HETERO: tracing is off: compile with "
                                             "ENABLE_TRACE=YES to write a trace");
     FILE *f = fopen(path, "w");
