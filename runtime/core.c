@@ -11,15 +11,18 @@
 #include "runtime/runtime.h"
 
 /* Built-in plugins, registered when a core is created: CPU (oneDNN) first,
- * the default device, then REF, then HETERO (which runs a model on others). */
+ * the default device, then REF, then HETERO and AUTO (which run models on the
+ * others). */
 extern const rn_plugin_ops cpu_plugin_ops;
 extern const rn_plugin_ops ref_plugin_ops;
 extern const rn_plugin_ops hetero_plugin_ops;
+extern const rn_plugin_ops auto_plugin_ops;
 
 static const rn_plugin_ops *const builtin_plugins[] = {
     &cpu_plugin_ops,
     &ref_plugin_ops,
     &hetero_plugin_ops,
+    &auto_plugin_ops,
 };
 
 rn_status rn_core_create(rn_core **out)

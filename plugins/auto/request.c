@@ -1,0 +1,381 @@
+/* AUTO's requests: a request runs on the device AUTO picks for the run (or,
+ * with CUMULATIVE_THROUGHPUT, the one it was bound to), through that
+ * device's own request; a failed run is retried on the next device
+ * (ENABLE_RUNTIME_FALLBACK). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugins/auto/auto.h"
+
+enum { REQUEST_IDLE, REQUEST_RUNNING };
+
+typedef struct rn_plugin_request {
+    auto_compiled *c;
+    rn_infer_request *owner;
+    rn_plugin_request *sub[PLUGIN_MAX_DEVICES]; /* per target, made on first use */
+    int n_inputs, n_outputs;
+    rn_kernel_tensor *inputs, *outputs; /* the bindings, to repeat on any device */
+    bool *has_input, *has_output;
+    int bound;         /* CUMULATIVE_THROUGHPUT: the target of every run */
+    atomic_int target; /* of the run in progress, then of the last run (-1: none) */
+    atomic_int state;
+    atomic_bool cancel;
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    uint64_t started, completed;
+    rn_status last_status;
+    char last_error[512];
+    rn_infer_callback callback;
+    void *callback_data;
+} auto_request;
+
+static rn_status busy_error(const char *what)
+{
+    return rn_set_error(RN_REQUEST_BUSY, "%s: the infer request is running", what);
+}
+
+static const rn_request_ops *ops_of(const auto_request *r, int t)
+{
+    return r->c->targets[t].ops->request_ops;
+}
+
+static void auto_done(rn_infer_request *owner, rn_status st, void *data);
+
+/* The request of target t with the bindings of r. */
+static rn_status prepare(auto_request *r, int t)
+{
+    const auto_target *target = &r->c->targets[t];
+    rn_status st = RN_OK;
+    if (r->sub[t] == NULL) {
+        if ((st = target->ops->create_request(target->compiled, r->owner, &r->sub[t])) != RN_OK) {
+            r->sub[t] = NULL;
+            return st;
+        }
+        if (ops_of(r, t)->set_callback != NULL &&
+            (st = ops_of(r, t)->set_callback(r->sub[t], auto_done, r)) != RN_OK)
+            return st;
+    }
+    for (int i = 0; i < r->n_inputs && st == RN_OK; i++)
+        if (r->has_input[i])
+            st = ops_of(r, t)->set_input(r->sub[t], (size_t)i, &r->inputs[i]);
+    for (int o = 0; o < r->n_outputs && st == RN_OK; o++)
+        if (r->has_output[o] && ops_of(r, t)->set_output != NULL)
+            st = ops_of(r, t)->set_output(r->sub[t], (size_t)o, &r->outputs[o]);
+    return st;
+}
+
+/* Where a run goes. */
+static int pick(auto_request *r)
+{
+    return r->bound >= 0 ? r->bound : auto_current_target(r->c);
+}
+
+static bool may_retry(const auto_request *r, rn_status st)
+{
+    return st != RN_OK && st != RN_CANCELLED && r->c->cfg.runtime_fallback &&
+           !atomic_load(&r->cancel);
+}
+
+/* Starts the run on target t, or on the next ones while that fails. */
+static rn_status start_on(auto_request *r, int t)
+{
+    for (;;) {
+        rn_status st = prepare(r, t);
+        atomic_store(&r->target, t); /* before the device may complete */
+        if (st == RN_OK)
+            st = ops_of(r, t)->start_async(r->sub[t]);
+        if (st == RN_OK)
+            return RN_OK;
+        int next = may_retry(r, st) ? auto_next_target(r->c, t) : -1;
+        if (next < 0)
+            return st;
+        t = next;
+    }
+}
+
+/* Ends a run: publishes its status, calls the user's callback, releases
+ * waiters. */
+static void finish(auto_request *r, rn_status st, const char *message)
+{
+    pthread_mutex_lock(&r->lock);
+    uint64_t run = r->started;
+    rn_infer_callback cb = r->callback;
+    void *cb_data = r->callback_data;
+    pthread_mutex_unlock(&r->lock);
+    atomic_store(&r->state, REQUEST_IDLE);
+    if (cb != NULL) {
+        if (st != RN_OK)
+            rn_set_error(st, "%s", message);
+        cb(r->owner, st, cb_data);
+    }
+    pthread_mutex_lock(&r->lock);
+    if (r->completed < run) {
+        r->completed = run;
+        r->last_status = st;
+        snprintf(r->last_error, sizeof r->last_error, "%s", st == RN_OK ? "" : message);
+    }
+    pthread_cond_broadcast(&r->done);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* A device finished the run: retry it on the next device when it failed. */
+static void auto_done(rn_infer_request *owner, rn_status st, void *data)
+{
+    (void)owner;
+    auto_request *r = data;
+    char message[512];
+    snprintf(message, sizeof message, "%s", st == RN_OK ? "" : rn_last_error());
+    int next = may_retry(r, st) ? auto_next_target(r->c, atomic_load(&r->target)) : -1;
+    if (next >= 0) {
+        rn_status again = start_on(r, next);
+        if (again == RN_OK)
+            return;
+        st = again;
+        snprintf(message, sizeof message, "%s", rn_last_error());
+    }
+    if (st == RN_OK && atomic_load(&r->cancel))
+        st = RN_CANCELLED;
+    finish(r, st, message);
+}
+
+static void request_free(auto_request *r);
+
+rn_status auto_request_create(auto_compiled *c, rn_infer_request *owner, rn_plugin_request **out)
+{
+    auto_request *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "AUTO: out of memory");
+    r->c = c;
+    r->owner = owner;
+    atomic_init(&r->target, -1);
+    r->bound = -1;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->done, NULL);
+    r->n_inputs = c->model->n_inputs;
+    r->n_outputs = c->model->n_outputs;
+    r->inputs = calloc((size_t)r->n_inputs + 1, sizeof *r->inputs);
+    r->outputs = calloc((size_t)r->n_outputs + 1, sizeof *r->outputs);
+    r->has_input = calloc((size_t)r->n_inputs + 1, sizeof *r->has_input);
+    r->has_output = calloc((size_t)r->n_outputs + 1, sizeof *r->has_output);
+    if (r->inputs == NULL || r->outputs == NULL || r->has_input == NULL || r->has_output == NULL) {
+        request_free(r);
+        return rn_set_error(RN_OUT_OF_MEMORY, "AUTO: out of memory");
+    }
+    if (c->cumulative) {
+        /* The device with the most of its optimal requests free. */
+        int best = -1;
+        long best_free = 0;
+        for (int t = 0; t < c->devs.n; t++) {
+            if (atomic_load(&c->targets[t].state) != TARGET_READY)
+                continue;
+            long free_slots =
+                (long)c->targets[t].optimal - (long)atomic_load(&c->targets[t].assigned);
+            if (best < 0 || free_slots > best_free)
+                best = t, best_free = free_slots;
+        }
+        r->bound = best;
+        atomic_fetch_add(&c->targets[best].assigned, 1);
+    }
+    *out = r;
+    return RN_OK;
+}
+
+static rn_status request_wait(auto_request *r);
+
+static void request_free(auto_request *r)
+{
+    if (r == NULL)
+        return;
+    if (atomic_load(&r->state) == REQUEST_RUNNING)
+        request_wait(r);
+    for (int t = 0; t < PLUGIN_MAX_DEVICES; t++)
+        if (r->sub[t] != NULL)
+            ops_of(r, t)->free(r->sub[t]);
+    if (r->bound >= 0)
+        atomic_fetch_sub(&r->c->targets[r->bound].assigned, 1);
+    free(r->inputs);
+    free(r->outputs);
+    free(r->has_input);
+    free(r->has_output);
+    pthread_cond_destroy(&r->done);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static rn_status request_set_input(auto_request *r, size_t index, const rn_kernel_tensor *t)
+{
+    if (atomic_load(&r->state) == REQUEST_RUNNING)
+        return busy_error("set_input");
+    if (index >= (size_t)r->n_inputs)
+        return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%d inputs)", index,
+                            r->n_inputs);
+    r->inputs[index] = *t;
+    r->has_input[index] = true;
+    return RN_OK;
+}
+
+static rn_status request_set_output(auto_request *r, size_t index, const rn_kernel_tensor *t)
+{
+    if (atomic_load(&r->state) == REQUEST_RUNNING)
+        return busy_error("set_output");
+    if (index >= (size_t)r->n_outputs)
+        return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%d outputs)", index,
+                            r->n_outputs);
+    r->outputs[index] = *t;
+    r->has_output[index] = true;
+    return RN_OK;
+}
+
+static rn_status request_infer(auto_request *r)
+{
+    int idle = REQUEST_IDLE;
+    if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
+        return busy_error("infer");
+    atomic_store(&r->cancel, false);
+    int t = pick(r);
+    rn_status st;
+    for (;;) {
+        st = prepare(r, t);
+        if (st == RN_OK)
+            st = ops_of(r, t)->infer(r->sub[t]);
+        atomic_store(&r->target, t);
+        int next = may_retry(r, st) ? auto_next_target(r->c, t) : -1;
+        if (next < 0)
+            break;
+        t = next;
+    }
+    atomic_store(&r->state, REQUEST_IDLE);
+    return st;
+}
+
+static rn_status request_start_async(auto_request *r)
+{
+    int idle = REQUEST_IDLE;
+    if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
+        return busy_error("start_async");
+    atomic_store(&r->cancel, false);
+    pthread_mutex_lock(&r->lock);
+    r->started++;
+    pthread_mutex_unlock(&r->lock);
+    rn_status st = start_on(r, pick(r));
+    if (st != RN_OK) {
+        pthread_mutex_lock(&r->lock);
+        r->started--;
+        pthread_mutex_unlock(&r->lock);
+        atomic_store(&r->state, REQUEST_IDLE);
+    }
+    return st;
+}
+
+static rn_status wait_until(auto_request *r, const struct timespec *deadline)
+{
+    pthread_mutex_lock(&r->lock);
+    while (r->completed < r->started) {
+        if (deadline == NULL) {
+            pthread_cond_wait(&r->done, &r->lock);
+        } else if (pthread_cond_timedwait(&r->done, &r->lock, deadline) != 0 &&
+                   r->completed < r->started) {
+            pthread_mutex_unlock(&r->lock);
+            return rn_set_error(RN_RESULT_NOT_READY, "the infer request is still running");
+        }
+    }
+    rn_status st = r->started == 0 ? RN_OK : r->last_status;
+    char message[sizeof r->last_error];
+    snprintf(message, sizeof message, "%s", r->last_error);
+    pthread_mutex_unlock(&r->lock);
+    return st == RN_OK ? RN_OK : rn_set_error(st, "%s", message);
+}
+
+static rn_status request_wait(auto_request *r)
+{
+    return wait_until(r, NULL);
+}
+
+static rn_status request_wait_for(auto_request *r, int64_t timeout_ms)
+{
+    if (timeout_ms < 0)
+        return rn_set_error(RN_INVALID_ARG, "wait_for: negative timeout %lld ms",
+                            (long long)timeout_ms);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L)
+        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    return wait_until(r, &ts);
+}
+
+static rn_status request_cancel(auto_request *r)
+{
+    if (atomic_load(&r->state) != REQUEST_RUNNING)
+        return RN_OK;
+    atomic_store(&r->cancel, true);
+    int t = atomic_load(&r->target);
+    if (t >= 0 && r->sub[t] != NULL && ops_of(r, t)->cancel != NULL)
+        return ops_of(r, t)->cancel(r->sub[t]);
+    return RN_OK;
+}
+
+static rn_status request_set_callback(auto_request *r, rn_infer_callback fn, void *user_data)
+{
+    if (atomic_load(&r->state) == REQUEST_RUNNING)
+        return busy_error("set_callback");
+    pthread_mutex_lock(&r->lock);
+    r->callback = fn;
+    r->callback_data = user_data;
+    pthread_mutex_unlock(&r->lock);
+    return RN_OK;
+}
+
+static bool request_busy(const auto_request *r)
+{
+    return atomic_load(&((auto_request *)r)->state) == REQUEST_RUNNING;
+}
+
+/* The last run's device request, or an error. */
+static rn_status last_run(auto_request *r, const char *what)
+{
+    if (atomic_load(&r->state) == REQUEST_RUNNING)
+        return busy_error(what);
+    int t = atomic_load(&r->target);
+    if (t < 0 || r->sub[t] == NULL)
+        return rn_set_error(RN_INFER_NOT_STARTED, "%s: the request has not run", what);
+    return RN_OK;
+}
+
+static rn_status request_get_output(auto_request *r, size_t index, rn_kernel_tensor *out)
+{
+    rn_status st = last_run(r, "get_output");
+    if (st == RN_INFER_NOT_STARTED && index < (size_t)r->n_outputs)
+        return rn_set_error(RN_INFER_NOT_STARTED, "output '%s' has no value before infer",
+                            r->c->model->outputs[index]->name);
+    if (st != RN_OK)
+        return st;
+    return ops_of(r, r->target)->get_output(r->sub[r->target], index, out);
+}
+
+static rn_status request_profiling(auto_request *r, const rn_profiling_info **info, size_t *count)
+{
+    rn_status st = last_run(r, "profiling");
+    if (st != RN_OK)
+        return st;
+    return ops_of(r, r->target)->profiling(r->sub[r->target], info, count);
+}
+
+const rn_request_ops auto_request_ops = {
+    .abi_version = RN_PLUGIN_ABI_VERSION,
+    .set_input = request_set_input,
+    .set_output = request_set_output,
+    .infer = request_infer,
+    .get_output = request_get_output,
+    .profiling = request_profiling,
+    .start_async = request_start_async,
+    .wait = request_wait,
+    .wait_for = request_wait_for,
+    .cancel = request_cancel,
+    .set_callback = request_set_callback,
+    .busy = request_busy,
+    .free = request_free,
+};
