@@ -71,8 +71,9 @@ rn_status auto_target_compile(auto_compiled *c, int t);
 /* The target new runs go to (LATENCY, THROUGHPUT). */
 int auto_current_target(auto_compiled *c);
 
-/* The next candidate after t that is ready or compiles, or -1. */
-int auto_next_target(auto_compiled *c, int t);
+/* The next candidate after t (wrapping around), not in `tried` (a bit per
+ * target), that is ready or compiles now; -1 when there is none. */
+int auto_next_target(auto_compiled *c, int t, uint32_t tried);
 
 extern const rn_request_ops auto_request_ops;
 rn_status auto_request_create(auto_compiled *c, rn_infer_request *owner, rn_plugin_request **out);

@@ -235,12 +235,12 @@ int auto_current_target(auto_compiled *c)
     return c->startup;
 }
 
-int auto_next_target(auto_compiled *c, int t)
+int auto_next_target(auto_compiled *c, int t, uint32_t tried)
 {
     for (int k = 1; k < c->devs.n; k++) {
         int next = (t + k) % c->devs.n;
         int state = atomic_load(&c->targets[next].state);
-        if (state == TARGET_COMPILING || state == TARGET_FAILED)
+        if (state == TARGET_COMPILING || state == TARGET_FAILED || (tried & (1u << next)))
             continue;
         if (auto_target_compile(c, next) == RN_OK)
             return next;

@@ -20,6 +20,7 @@ typedef struct rn_plugin_request {
     bool *has_input, *has_output;
     int bound;         /* CUMULATIVE_THROUGHPUT: the target of every run */
     atomic_int target; /* of the run in progress, then of the last run (-1: none) */
+    uint32_t tried;    /* the targets the run in progress has tried */
     atomic_int state;
     atomic_bool cancel;
     pthread_mutex_t lock;
@@ -72,10 +73,21 @@ static int pick(auto_request *r)
     return r->bound >= 0 ? r->bound : auto_current_target(r->c);
 }
 
+/* Whether a failure is the device's (not the input's nor a cancel) and may
+ * be retried on another device. */
 static bool may_retry(const auto_request *r, rn_status st)
 {
-    return st != RN_OK && st != RN_CANCELLED && r->c->cfg.runtime_fallback &&
-           !atomic_load(&r->cancel);
+    bool device = st == RN_DEVICE_ERROR || st == RN_INTERNAL || st == RN_OUT_OF_MEMORY ||
+                  st == RN_UNSUPPORTED || st == RN_NOT_IMPLEMENTED || st == RN_IO_ERROR;
+    return device && r->c->cfg.runtime_fallback && !atomic_load(&r->cancel);
+}
+
+/* The next device for a run that failed on t, or -1 when every one has
+ * been tried. */
+static int retry_target(auto_request *r, rn_status st, int t)
+{
+    r->tried |= 1u << t;
+    return may_retry(r, st) ? auto_next_target(r->c, t, r->tried) : -1;
 }
 
 /* Starts the run on target t, or on the next ones while that fails. */
@@ -88,7 +100,7 @@ static rn_status start_on(auto_request *r, int t)
             st = ops_of(r, t)->start_async(r->sub[t]);
         if (st == RN_OK)
             return RN_OK;
-        int next = may_retry(r, st) ? auto_next_target(r->c, t) : -1;
+        int next = retry_target(r, st, t);
         if (next < 0)
             return st;
         t = next;
@@ -127,7 +139,7 @@ static void auto_done(rn_infer_request *owner, rn_status st, void *data)
     auto_request *r = data;
     char message[512];
     snprintf(message, sizeof message, "%s", st == RN_OK ? "" : rn_last_error());
-    int next = may_retry(r, st) ? auto_next_target(r->c, atomic_load(&r->target)) : -1;
+    int next = st == RN_OK ? -1 : retry_target(r, st, atomic_load(&r->target));
     if (next >= 0) {
         rn_status again = start_on(r, next);
         if (again == RN_OK)
@@ -234,6 +246,7 @@ static rn_status request_infer(auto_request *r)
     if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
         return busy_error("infer");
     atomic_store(&r->cancel, false);
+    r->tried = 0;
     int t = pick(r);
     rn_status st;
     for (;;) {
@@ -241,7 +254,7 @@ static rn_status request_infer(auto_request *r)
         if (st == RN_OK)
             st = ops_of(r, t)->infer(r->sub[t]);
         atomic_store(&r->target, t);
-        int next = may_retry(r, st) ? auto_next_target(r->c, t) : -1;
+        int next = st == RN_OK ? -1 : retry_target(r, st, t);
         if (next < 0)
             break;
         t = next;
@@ -256,6 +269,7 @@ static rn_status request_start_async(auto_request *r)
     if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
         return busy_error("start_async");
     atomic_store(&r->cancel, false);
+    r->tried = 0;
     pthread_mutex_lock(&r->lock);
     r->started++;
     pthread_mutex_unlock(&r->lock);

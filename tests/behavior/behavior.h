@@ -1,6 +1,7 @@
 /* The behaviour suite every plugin must pass: shared set-up. Each test runs
- * once per device (REF, CPU, SLOWDEV loaded from its shared object, and
- * HETERO over SLOWDEV, which refuses Conv, and REF). */
+ * once per device (REF, CPU, SLOWDEV loaded from its shared object,
+ * HETERO over SLOWDEV, which refuses Conv, and REF, and AUTO choosing
+ * between CPU and REF). */
 #ifndef RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
 #define RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
 
@@ -23,6 +24,16 @@ typedef struct device_param {
 } device_param;
 
 #define BEHAVIOR_DEVICES(suite, test)                                                              \
+    ParameterizedTestParameters(suite, test)                                                       \
+    {                                                                                              \
+        static device_param devices[] = {                                                          \
+            {"REF"}, {"SLOWDEV"}, {"CPU"}, {"HETERO:SLOWDEV,REF"}, {"AUTO:CPU,REF"}};              \
+        return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
+    }
+
+/* The devices that export their compiled models (not AUTO, whose blob
+ * would be its device's). */
+#define BEHAVIOR_EXPORT_DEVICES(suite, test)                                                       \
     ParameterizedTestParameters(suite, test)                                                       \
     {                                                                                              \
         static device_param devices[] = {{"REF"}, {"SLOWDEV"}, {"CPU"}, {"HETERO:SLOWDEV,REF"}};   \
