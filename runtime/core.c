@@ -302,6 +302,12 @@ rn_status rn_core_get_property(const rn_core *core, const char *device, const ch
     rn_status st = runtime_route_device(core, device, &dev, &list);
     if (st != RN_OK)
         return st;
+    if (list != NULL && strcmp(key, "MULTI_DEVICE_PRIORITIES") == 0) {
+        if (strlen(list) + 1 > size)
+            return rn_set_error(RN_INVALID_ARG, "property %s: buffer too small", key);
+        memcpy(buf, list, strlen(list) + 1);
+        return RN_OK;
+    }
     if (dev->ops->get_property == NULL)
         return rn_set_error(RN_NOT_FOUND, "device %s: unknown property '%s'", device, key);
     return dev->ops->get_property(dev->plugin, key, buf, size);
