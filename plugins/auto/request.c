@@ -7,9 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "plugins/api/run_state.h"
 #include "plugins/auto/auto.h"
-
-enum { REQUEST_IDLE, REQUEST_RUNNING };
 
 typedef struct rn_plugin_request {
     auto_compiled *c;
@@ -21,21 +20,9 @@ typedef struct rn_plugin_request {
     int bound;         /* CUMULATIVE_THROUGHPUT: the target of every run */
     atomic_int target; /* of the run in progress, then of the last run (-1: none) */
     uint32_t tried;    /* the targets the run in progress has tried */
-    atomic_int state;
     atomic_bool cancel;
-    pthread_mutex_t lock;
-    pthread_cond_t done;
-    uint64_t started, completed;
-    rn_status last_status;
-    char last_error[512];
-    rn_infer_callback callback;
-    void *callback_data;
+    plugin_run_state run;
 } auto_request;
-
-static rn_status busy_error(const char *what)
-{
-    return rn_set_error(RN_REQUEST_BUSY, "%s: the infer request is running", what);
-}
 
 static const rn_request_ops *ops_of(const auto_request *r, int t)
 {
@@ -107,31 +94,6 @@ static rn_status start_on(auto_request *r, int t)
     }
 }
 
-/* Ends a run: publishes its status, calls the user's callback, releases
- * waiters. */
-static void finish(auto_request *r, rn_status st, const char *message)
-{
-    pthread_mutex_lock(&r->lock);
-    uint64_t run = r->started;
-    rn_infer_callback cb = r->callback;
-    void *cb_data = r->callback_data;
-    pthread_mutex_unlock(&r->lock);
-    atomic_store(&r->state, REQUEST_IDLE);
-    if (cb != NULL) {
-        if (st != RN_OK)
-            rn_set_error(st, "%s", message);
-        cb(r->owner, st, cb_data);
-    }
-    pthread_mutex_lock(&r->lock);
-    if (r->completed < run) {
-        r->completed = run;
-        r->last_status = st;
-        snprintf(r->last_error, sizeof r->last_error, "%s", st == RN_OK ? "" : message);
-    }
-    pthread_cond_broadcast(&r->done);
-    pthread_mutex_unlock(&r->lock);
-}
-
 /* A device finished the run: retry it on the next device when it failed. */
 static void auto_done(rn_infer_request *owner, rn_status st, void *data)
 {
@@ -149,7 +111,7 @@ static void auto_done(rn_infer_request *owner, rn_status st, void *data)
     }
     if (st == RN_OK && atomic_load(&r->cancel))
         st = RN_CANCELLED;
-    finish(r, st, message);
+    plugin_run_finish(&r->run, r->owner, st, message);
 }
 
 static void request_free(auto_request *r);
@@ -163,8 +125,7 @@ rn_status auto_request_create(auto_compiled *c, rn_infer_request *owner, rn_plug
     r->owner = owner;
     atomic_init(&r->target, -1);
     r->bound = -1;
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_cond_init(&r->done, NULL);
+    plugin_run_state_init(&r->run);
     r->n_inputs = c->model->n_inputs;
     r->n_outputs = c->model->n_outputs;
     r->inputs = calloc((size_t)r->n_inputs + 1, sizeof *r->inputs);
@@ -194,14 +155,12 @@ rn_status auto_request_create(auto_compiled *c, rn_infer_request *owner, rn_plug
     return RN_OK;
 }
 
-static rn_status request_wait(auto_request *r);
-
 static void request_free(auto_request *r)
 {
     if (r == NULL)
         return;
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        request_wait(r);
+    if (plugin_run_busy(&r->run))
+        plugin_run_wait(&r->run, -1);
     for (int t = 0; t < PLUGIN_MAX_DEVICES; t++)
         if (r->sub[t] != NULL)
             ops_of(r, t)->free(r->sub[t]);
@@ -211,15 +170,15 @@ static void request_free(auto_request *r)
     free(r->outputs);
     free(r->has_input);
     free(r->has_output);
-    pthread_cond_destroy(&r->done);
-    pthread_mutex_destroy(&r->lock);
+    plugin_run_state_destroy(&r->run);
     free(r);
 }
 
 static rn_status request_set_input(auto_request *r, size_t index, const rn_kernel_tensor *t)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("set_input");
+    rn_status st = plugin_run_check_idle(&r->run, "set_input");
+    if (st != RN_OK)
+        return st;
     if (index >= (size_t)r->n_inputs)
         return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%d inputs)", index,
                             r->n_inputs);
@@ -230,8 +189,9 @@ static rn_status request_set_input(auto_request *r, size_t index, const rn_kerne
 
 static rn_status request_set_output(auto_request *r, size_t index, const rn_kernel_tensor *t)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("set_output");
+    rn_status st = plugin_run_check_idle(&r->run, "set_output");
+    if (st != RN_OK)
+        return st;
     if (index >= (size_t)r->n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%d outputs)", index,
                             r->n_outputs);
@@ -242,13 +202,12 @@ static rn_status request_set_output(auto_request *r, size_t index, const rn_kern
 
 static rn_status request_infer(auto_request *r)
 {
-    int idle = REQUEST_IDLE;
-    if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
-        return busy_error("infer");
+    rn_status st = plugin_run_begin(&r->run, "infer", false);
+    if (st != RN_OK)
+        return st;
     atomic_store(&r->cancel, false);
     r->tried = 0;
     int t = pick(r);
-    rn_status st;
     for (;;) {
         st = prepare(r, t);
         if (st == RN_OK)
@@ -259,52 +218,25 @@ static rn_status request_infer(auto_request *r)
             break;
         t = next;
     }
-    atomic_store(&r->state, REQUEST_IDLE);
+    plugin_run_abort(&r->run, false);
     return st;
 }
 
 static rn_status request_start_async(auto_request *r)
 {
-    int idle = REQUEST_IDLE;
-    if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
-        return busy_error("start_async");
+    rn_status st = plugin_run_begin(&r->run, "start_async", true);
+    if (st != RN_OK)
+        return st;
     atomic_store(&r->cancel, false);
     r->tried = 0;
-    pthread_mutex_lock(&r->lock);
-    r->started++;
-    pthread_mutex_unlock(&r->lock);
-    rn_status st = start_on(r, pick(r));
-    if (st != RN_OK) {
-        pthread_mutex_lock(&r->lock);
-        r->started--;
-        pthread_mutex_unlock(&r->lock);
-        atomic_store(&r->state, REQUEST_IDLE);
-    }
+    if ((st = start_on(r, pick(r))) != RN_OK)
+        plugin_run_abort(&r->run, true);
     return st;
-}
-
-static rn_status wait_until(auto_request *r, const struct timespec *deadline)
-{
-    pthread_mutex_lock(&r->lock);
-    while (r->completed < r->started) {
-        if (deadline == NULL) {
-            pthread_cond_wait(&r->done, &r->lock);
-        } else if (pthread_cond_timedwait(&r->done, &r->lock, deadline) != 0 &&
-                   r->completed < r->started) {
-            pthread_mutex_unlock(&r->lock);
-            return rn_set_error(RN_RESULT_NOT_READY, "the infer request is still running");
-        }
-    }
-    rn_status st = r->started == 0 ? RN_OK : r->last_status;
-    char message[sizeof r->last_error];
-    snprintf(message, sizeof message, "%s", r->last_error);
-    pthread_mutex_unlock(&r->lock);
-    return st == RN_OK ? RN_OK : rn_set_error(st, "%s", message);
 }
 
 static rn_status request_wait(auto_request *r)
 {
-    return wait_until(r, NULL);
+    return plugin_run_wait(&r->run, -1);
 }
 
 static rn_status request_wait_for(auto_request *r, int64_t timeout_ms)
@@ -312,18 +244,12 @@ static rn_status request_wait_for(auto_request *r, int64_t timeout_ms)
     if (timeout_ms < 0)
         return rn_set_error(RN_INVALID_ARG, "wait_for: negative timeout %lld ms",
                             (long long)timeout_ms);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L)
-        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    return wait_until(r, &ts);
+    return plugin_run_wait(&r->run, timeout_ms);
 }
 
 static rn_status request_cancel(auto_request *r)
 {
-    if (atomic_load(&r->state) != REQUEST_RUNNING)
+    if (!plugin_run_busy(&r->run))
         return RN_OK;
     atomic_store(&r->cancel, true);
     int t = atomic_load(&r->target);
@@ -334,25 +260,20 @@ static rn_status request_cancel(auto_request *r)
 
 static rn_status request_set_callback(auto_request *r, rn_infer_callback fn, void *user_data)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("set_callback");
-    pthread_mutex_lock(&r->lock);
-    r->callback = fn;
-    r->callback_data = user_data;
-    pthread_mutex_unlock(&r->lock);
-    return RN_OK;
+    return plugin_run_set_callback(&r->run, fn, user_data);
 }
 
 static bool request_busy(const auto_request *r)
 {
-    return atomic_load(&((auto_request *)r)->state) == REQUEST_RUNNING;
+    return plugin_run_busy(&r->run);
 }
 
 /* The last run's device request, or an error. */
 static rn_status last_run(auto_request *r, const char *what)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error(what);
+    rn_status st = plugin_run_check_idle(&r->run, what);
+    if (st != RN_OK)
+        return st;
     int t = atomic_load(&r->target);
     if (t < 0 || r->sub[t] == NULL)
         return rn_set_error(RN_INFER_NOT_STARTED, "%s: the request has not run", what);

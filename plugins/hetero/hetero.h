@@ -136,7 +136,8 @@ typedef struct rn_plugin_compiled {
     size_t n_runtime;
     char **runtime_strings;
     size_t n_runtime_strings;
-    /* The trace (ENABLE_TRACE). */
+    /* The trace (ENABLE_TRACE, fixed at compile time). */
+    bool trace;
     uint64_t t0_ns;
     size_t n_events, cap_events;
     hetero_event *events;

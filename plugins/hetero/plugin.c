@@ -238,6 +238,7 @@ rn_status hetero_compiled_finish(hetero_compiled *c)
             return rn_set_error(RN_INTERNAL, "HETERO: part %d on %s: compiled model ABI %u", p,
                                 dev->name, part->ops->abi_version);
     }
+    c->trace = c->s.props.enable_trace;
     /* The devices that run parts, in priority order; the requests that keep
      * every part busy. */
     size_t used = 0;

@@ -8,9 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "plugins/api/run_state.h"
 #include "plugins/hetero/hetero.h"
-
-enum { REQUEST_IDLE, REQUEST_RUNNING };
 
 /* A part's node in one request: what its device's completion needs. */
 typedef struct part_slot {
@@ -28,18 +27,12 @@ typedef struct rn_plugin_request {
     int current;
     sched_instance *running; /* under lock */
     pthread_mutex_t lock;
-    pthread_cond_t done;
-    atomic_int state;
     atomic_int status; /* of the run in progress; its message in error (under lock) */
     char error[512];
     atomic_bool cancel;
     bool inline_run;
     bool outputs_valid, ran;
-    uint64_t started, completed; /* runs, under lock */
-    rn_status last_status;
-    char last_error[512];
-    rn_infer_callback callback;
-    void *callback_data;
+    plugin_run_state runs; /* idle or running, callback, waiting */
     uint64_t id, run;
     rn_profiling_info *profile;
     size_t n_profile;
@@ -77,7 +70,7 @@ static bool skipping(hetero_request *r)
 void hetero_trace_event(hetero_compiled *c, const char *name, int lane, uint64_t request,
                         uint64_t run, uint64_t start_ns, uint64_t end_ns)
 {
-    if (!c->s.props.enable_trace)
+    if (!c->trace)
         return;
     pthread_mutex_lock(&c->lock);
     if (c->n_events == c->cap_events) {
@@ -96,7 +89,7 @@ void hetero_trace_event(hetero_compiled *c, const char *name, int lane, uint64_t
 
 rn_status hetero_write_trace(hetero_compiled *c, const char *path)
 {
-    if (!c->s.props.enable_trace)
+    if (!c->trace)
         return rn_set_error(RN_INVALID_ARG, "HETERO: tracing is off: compile with "
                                             "ENABLE_TRACE=YES to write a trace");
     FILE *f = fopen(path, "w");
@@ -237,24 +230,8 @@ static int task_callback(const sched_task_ctx *ctx, void *arg)
              : st == RN_CANCELLED && atomic_load(&r->status) == RN_OK
                  ? "the infer request was cancelled"
                  : r->error);
-    uint64_t run = r->started;
-    rn_infer_callback cb = r->callback;
-    void *cb_data = r->callback_data;
     pthread_mutex_unlock(&r->lock);
-    atomic_store(&r->state, REQUEST_IDLE);
-    if (cb != NULL) {
-        if (st != RN_OK)
-            rn_set_error(st, "%s", message);
-        cb(r->owner, st, cb_data);
-    }
-    pthread_mutex_lock(&r->lock);
-    if (r->completed < run) {
-        r->completed = run;
-        r->last_status = st;
-        snprintf(r->last_error, sizeof r->last_error, "%s", message);
-    }
-    pthread_cond_broadcast(&r->done);
-    pthread_mutex_unlock(&r->lock);
+    plugin_run_finish(&r->runs, r->owner, st, message);
     return SCHED_OK;
 }
 
@@ -321,11 +298,6 @@ rn_status hetero_pipeline_build(hetero_compiled *c)
 
 /* ---- the request ---- */
 
-static rn_status busy_error(const char *what)
-{
-    return rn_set_error(RN_REQUEST_BUSY, "%s: the infer request is running", what);
-}
-
 static void request_free(hetero_request *r);
 
 rn_status hetero_request_create(hetero_compiled *c, rn_infer_request *owner,
@@ -338,7 +310,7 @@ rn_status hetero_request_create(hetero_compiled *c, rn_infer_request *owner,
     r->c = c;
     r->owner = owner;
     pthread_mutex_init(&r->lock, NULL);
-    pthread_cond_init(&r->done, NULL);
+    plugin_run_state_init(&r->runs);
     r->id = atomic_fetch_add(&c->next_request, 1);
     r->sub = calloc((size_t)n, sizeof *r->sub);
     r->slots = calloc((size_t)n, sizeof *r->slots);
@@ -365,14 +337,12 @@ rn_status hetero_request_create(hetero_compiled *c, rn_infer_request *owner,
     return RN_OK;
 }
 
-static rn_status request_wait(hetero_request *r);
-
 static void request_free(hetero_request *r)
 {
     if (r == NULL)
         return;
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        request_wait(r);
+    if (plugin_run_busy(&r->runs))
+        plugin_run_wait(&r->runs, -1);
     for (int i = 0; i < 2; i++)
         sched_instance_free(r->instances[i]);
     for (int p = 0; r->sub != NULL && p < r->c->split.n_parts; p++)
@@ -384,15 +354,16 @@ static void request_free(hetero_request *r)
     for (size_t i = 0; i < r->n_profile_strings; i++)
         free(r->profile_strings[i]);
     free(r->profile_strings);
-    pthread_cond_destroy(&r->done);
+    plugin_run_state_destroy(&r->runs);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
 
 static rn_status request_set_input(hetero_request *r, size_t index, const rn_kernel_tensor *t)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("set_input");
+    rn_status busy = plugin_run_check_idle(&r->runs, "set_input");
+    if (busy != RN_OK)
+        return busy;
     if (index >= (size_t)r->c->io->n_inputs)
         return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%d inputs)", index,
                             r->c->io->n_inputs);
@@ -410,8 +381,9 @@ static rn_status request_set_input(hetero_request *r, size_t index, const rn_ker
 
 static rn_status request_set_output(hetero_request *r, size_t index, const rn_kernel_tensor *t)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("set_output");
+    rn_status busy = plugin_run_check_idle(&r->runs, "set_output");
+    if (busy != RN_OK)
+        return busy;
     if (index >= (size_t)r->c->split.n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%d outputs)", index,
                             r->c->split.n_outputs);
@@ -434,9 +406,9 @@ static void begin_run(hetero_request *r)
 
 static rn_status request_infer(hetero_request *r)
 {
-    int idle = REQUEST_IDLE;
-    if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
-        return busy_error("infer");
+    rn_status busy = plugin_run_begin(&r->runs, "infer", false);
+    if (busy != RN_OK)
+        return busy;
     begin_run(r);
     r->inline_run = true;
     executors_pipeline_run_inline(r->c->pipeline, r);
@@ -447,31 +419,27 @@ static rn_status request_infer(hetero_request *r)
         st = rn_set_error(st, "%s", r->error);
         pthread_mutex_unlock(&r->lock);
     }
-    atomic_store(&r->state, REQUEST_IDLE);
+    plugin_run_abort(&r->runs, false);
     return st;
 }
 
 static rn_status request_start_async(hetero_request *r)
 {
-    int idle = REQUEST_IDLE;
-    if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
-        return busy_error("start_async");
+    rn_status busy = plugin_run_begin(&r->runs, "start_async", true);
+    if (busy != RN_OK)
+        return busy;
     begin_run(r);
     pthread_mutex_lock(&r->lock);
     r->current ^= 1;
     sched_instance *inst = r->instances[r->current];
     r->running = inst;
-    r->started++;
     pthread_mutex_unlock(&r->lock);
     /* The other run may still be finishing after its callback returned. */
     if (sched_instance_running(inst))
         sched_instance_wait(inst);
     int rc = executors_pipeline_start(r->c->pipeline, inst);
     if (rc != 0) {
-        pthread_mutex_lock(&r->lock);
-        r->started--;
-        pthread_mutex_unlock(&r->lock);
-        atomic_store(&r->state, REQUEST_IDLE);
+        plugin_run_abort(&r->runs, true);
         if (rc == -EAGAIN)
             return rn_set_error(RN_REQUEST_BUSY,
                                 "start_async: the stream's queue is full, try again later");
@@ -480,40 +448,9 @@ static rn_status request_start_async(hetero_request *r)
     return RN_OK;
 }
 
-/* Waits for the run started last, until deadline_ns (0: none). */
-static rn_status wait_until(hetero_request *r, uint64_t deadline_ns)
-{
-    pthread_mutex_lock(&r->lock);
-    while (r->completed < r->started) {
-        if (deadline_ns == 0) {
-            pthread_cond_wait(&r->done, &r->lock);
-            continue;
-        }
-        uint64_t now = hetero_now_ns();
-        if (now >= deadline_ns) {
-            pthread_mutex_unlock(&r->lock);
-            return rn_set_error(RN_RESULT_NOT_READY, "the infer request is still running");
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t abs_ns =
-            (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + (deadline_ns - now);
-        ts.tv_sec = (time_t)(abs_ns / 1000000000u);
-        ts.tv_nsec = (long)(abs_ns % 1000000000u);
-        pthread_cond_timedwait(&r->done, &r->lock, &ts);
-    }
-    rn_status st = r->started == 0 ? RN_OK : r->last_status;
-    char message[sizeof r->last_error];
-    snprintf(message, sizeof message, "%s", r->last_error);
-    pthread_mutex_unlock(&r->lock);
-    if (st != RN_OK)
-        return rn_set_error(st, "%s", message);
-    return RN_OK;
-}
-
 static rn_status request_wait(hetero_request *r)
 {
-    return wait_until(r, 0);
+    return plugin_run_wait(&r->runs, -1);
 }
 
 static rn_status request_wait_for(hetero_request *r, int64_t timeout_ms)
@@ -521,12 +458,12 @@ static rn_status request_wait_for(hetero_request *r, int64_t timeout_ms)
     if (timeout_ms < 0)
         return rn_set_error(RN_INVALID_ARG, "wait_for: negative timeout %lld ms",
                             (long long)timeout_ms);
-    return wait_until(r, hetero_now_ns() + (uint64_t)timeout_ms * 1000000u + 1);
+    return plugin_run_wait(&r->runs, timeout_ms);
 }
 
 static rn_status request_cancel(hetero_request *r)
 {
-    if (atomic_load(&r->state) != REQUEST_RUNNING)
+    if (!plugin_run_busy(&r->runs))
         return RN_OK;
     atomic_store(&r->cancel, true);
     for (int p = 0; p < r->c->split.n_parts; p++)
@@ -537,24 +474,19 @@ static rn_status request_cancel(hetero_request *r)
 
 static rn_status request_set_callback(hetero_request *r, rn_infer_callback fn, void *user_data)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("set_callback");
-    pthread_mutex_lock(&r->lock);
-    r->callback = fn;
-    r->callback_data = user_data;
-    pthread_mutex_unlock(&r->lock);
-    return RN_OK;
+    return plugin_run_set_callback(&r->runs, fn, user_data);
 }
 
 static bool request_busy(const hetero_request *r)
 {
-    return atomic_load(&((hetero_request *)r)->state) == REQUEST_RUNNING;
+    return plugin_run_busy(&r->runs);
 }
 
 static rn_status request_get_output(hetero_request *r, size_t index, rn_kernel_tensor *out)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("get_output");
+    rn_status busy = plugin_run_check_idle(&r->runs, "get_output");
+    if (busy != RN_OK)
+        return busy;
     if (index >= (size_t)r->c->split.n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%d outputs)", index,
                             r->c->split.n_outputs);
@@ -571,8 +503,9 @@ static rn_status request_get_output(hetero_request *r, size_t index, rn_kernel_t
  * device that ran it ("SLOWDEV:ref"). */
 static rn_status request_profiling(hetero_request *r, const rn_profiling_info **info, size_t *count)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("profiling");
+    rn_status busy = plugin_run_check_idle(&r->runs, "profiling");
+    if (busy != RN_OK)
+        return busy;
     free(r->profile);
     r->profile = NULL;
     r->n_profile = 0;
