@@ -71,7 +71,9 @@ void plugin_run_finish(plugin_run_state *s, rn_infer_request *owner, rn_status s
     pthread_mutex_unlock(&s->lock);
 }
 
-rn_status plugin_run_wait(plugin_run_state *s, int64_t timeout_ms)
+/* Waits until the run started last completed or until timeout_ms passed
+ * (negative: no limit). */
+static rn_status wait_run(plugin_run_state *s, int64_t timeout_ms)
 {
     struct timespec deadline;
     if (timeout_ms >= 0) {
@@ -96,6 +98,19 @@ rn_status plugin_run_wait(plugin_run_state *s, int64_t timeout_ms)
     snprintf(message, sizeof message, "%s", s->last_error);
     pthread_mutex_unlock(&s->lock);
     return st == RN_OK ? RN_OK : rn_set_error(st, "%s", message);
+}
+
+rn_status plugin_run_wait(plugin_run_state *s)
+{
+    return wait_run(s, -1);
+}
+
+rn_status plugin_run_wait_for(plugin_run_state *s, int64_t timeout_ms)
+{
+    if (timeout_ms < 0)
+        return rn_set_error(RN_INVALID_ARG, "wait_for: negative timeout %lld ms",
+                            (long long)timeout_ms);
+    return wait_run(s, timeout_ms);
 }
 
 rn_status plugin_run_set_callback(plugin_run_state *s, rn_infer_callback fn, void *user_data)

@@ -45,9 +45,10 @@ void plugin_run_abort(plugin_run_state *s, bool async);
 void plugin_run_finish(plugin_run_state *s, rn_infer_request *owner, rn_status st,
                        const char *message);
 
-/* Waits for the run started last, at most timeout_ms (negative: no limit),
- * and returns its status with its message. */
-rn_status plugin_run_wait(plugin_run_state *s, int64_t timeout_ms);
+/* Waits for the run started last and returns its status with its message;
+ * wait_for at most timeout_ms (negative: RN_INVALID_ARG). */
+rn_status plugin_run_wait(plugin_run_state *s);
+rn_status plugin_run_wait_for(plugin_run_state *s, int64_t timeout_ms);
 
 rn_status plugin_run_set_callback(plugin_run_state *s, rn_infer_callback fn, void *user_data);
 bool plugin_run_busy(const plugin_run_state *s);

@@ -160,7 +160,7 @@ static void request_free(auto_request *r)
     if (r == NULL)
         return;
     if (plugin_run_busy(&r->run))
-        plugin_run_wait(&r->run, -1);
+        plugin_run_wait(&r->run);
     for (int t = 0; t < PLUGIN_MAX_DEVICES; t++)
         if (r->sub[t] != NULL)
             ops_of(r, t)->free(r->sub[t]);
@@ -236,15 +236,12 @@ static rn_status request_start_async(auto_request *r)
 
 static rn_status request_wait(auto_request *r)
 {
-    return plugin_run_wait(&r->run, -1);
+    return plugin_run_wait(&r->run);
 }
 
 static rn_status request_wait_for(auto_request *r, int64_t timeout_ms)
 {
-    if (timeout_ms < 0)
-        return rn_set_error(RN_INVALID_ARG, "wait_for: negative timeout %lld ms",
-                            (long long)timeout_ms);
-    return plugin_run_wait(&r->run, timeout_ms);
+    return plugin_run_wait_for(&r->run, timeout_ms);
 }
 
 static rn_status request_cancel(auto_request *r)

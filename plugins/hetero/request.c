@@ -342,7 +342,7 @@ static void request_free(hetero_request *r)
     if (r == NULL)
         return;
     if (plugin_run_busy(&r->runs))
-        plugin_run_wait(&r->runs, -1);
+        plugin_run_wait(&r->runs);
     for (int i = 0; i < 2; i++)
         sched_instance_free(r->instances[i]);
     for (int p = 0; r->sub != NULL && p < r->c->split.n_parts; p++)
@@ -450,15 +450,12 @@ static rn_status request_start_async(hetero_request *r)
 
 static rn_status request_wait(hetero_request *r)
 {
-    return plugin_run_wait(&r->runs, -1);
+    return plugin_run_wait(&r->runs);
 }
 
 static rn_status request_wait_for(hetero_request *r, int64_t timeout_ms)
 {
-    if (timeout_ms < 0)
-        return rn_set_error(RN_INVALID_ARG, "wait_for: negative timeout %lld ms",
-                            (long long)timeout_ms);
-    return plugin_run_wait(&r->runs, timeout_ms);
+    return plugin_run_wait_for(&r->runs, timeout_ms);
 }
 
 static rn_status request_cancel(hetero_request *r)
