@@ -185,3 +185,15 @@ void plugin_meta_release(plugin_meta_settings *s)
     }
     s->n_forward = 0;
 }
+
+rn_status plugin_meta_supported(const char *const *own_keys, char *buf, size_t size)
+{
+    char list[1024] = "SUPPORTED_PROPERTIES FULL_DEVICE_NAME DEVICE_ARCHITECTURE";
+    size_t used = strlen(list);
+    for (int i = 0; own_keys[i] != NULL && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, " %s", own_keys[i]);
+    for (int i = 0; plugin_rw_property_keys[i] != NULL && used < sizeof list; i++)
+        used +=
+            (size_t)snprintf(list + used, sizeof list - used, " %s", plugin_rw_property_keys[i]);
+    return plugin_property_string("SUPPORTED_PROPERTIES", list, buf, size);
+}

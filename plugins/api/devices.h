@@ -67,4 +67,9 @@ rn_status plugin_meta_apply(plugin_meta_settings *s, void *config, size_t config
 rn_status plugin_meta_copy(plugin_meta_settings *dst, const plugin_meta_settings *src);
 void plugin_meta_release(plugin_meta_settings *s);
 
+/* SUPPORTED_PROPERTIES of a meta device: the read-only keys it answers
+ * (SUPPORTED_PROPERTIES, FULL_DEVICE_NAME, DEVICE_ARCHITECTURE), its own
+ * keys (NULL-terminated), then the shared read-write ones. */
+rn_status plugin_meta_supported(const char *const *own_keys, char *buf, size_t size);
+
 #endif /* RUNNEL_PLUGINS_API_DEVICES_H */

@@ -23,6 +23,13 @@ static rn_status yes_no(const char *key, const char *value, bool *out)
     return RN_OK;
 }
 
+static const char *const own_keys[] = {
+    "MULTI_DEVICE_PRIORITIES",
+    "ENABLE_STARTUP_FALLBACK",
+    "ENABLE_RUNTIME_FALLBACK",
+    NULL,
+};
+
 /* plugin_own_key_fn for AUTO's keys. */
 static rn_status own_key(void *config, const char *key, const char *value, bool *taken)
 {
@@ -109,6 +116,8 @@ static rn_status auto_get_property(auto_plugin *p, const char *key, char *buf, s
         return plugin_property_string(key, "runnel automatic device selection", buf, size);
     if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
         return plugin_property_string(key, "auto", buf, size);
+    if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
+        return plugin_meta_supported(own_keys, buf, size);
     return get_settings(&p->lock, &p->cfg, &p->s.props, "AUTO", key, buf, size);
 }
 

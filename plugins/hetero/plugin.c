@@ -147,18 +147,8 @@ static rn_status hetero_get_property(hetero_plugin *p, const char *key, char *bu
         return plugin_property_string(key, "runnel heterogeneous execution", buf, size);
     if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
         return plugin_property_string(key, "hetero", buf, size);
-    if (strcmp(key, "SUPPORTED_PROPERTIES") == 0) {
-        char list[1024] = "";
-        size_t used = 0;
-        for (int i = 0; own_keys[i] != NULL; i++)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s ", own_keys[i]);
-        for (int i = 0; plugin_rw_property_keys[i] != NULL && used < sizeof list; i++)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s ",
-                                     plugin_rw_property_keys[i]);
-        if (used > 0 && used < sizeof list)
-            list[used - 1] = '\0';
-        return plugin_property_string(key, list, buf, size);
-    }
+    if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
+        return plugin_meta_supported(own_keys, buf, size);
     return get_settings(&p->lock, &p->cfg, &p->s.props, "HETERO", key, buf, size);
 }
 
