@@ -7,8 +7,8 @@
  * the requests; while it compiles, a host device (CPU, else REF) that
  * compiles fast runs them (startup fallback, ENABLE_STARTUP_FALLBACK), and
  * new runs switch to the chosen device once it is ready. With
- * CUMULATIVE_THROUGHPUT every candidate compiles and each request is bound
- * to the device with the most of its optimal number of requests free.
+ * CUMULATIVE_THROUGHPUT every candidate compiles and each run goes to the
+ * device with the most of its optimal number of runs free.
  * A run that fails on a device is retried on the next candidate
  * (ENABLE_RUNTIME_FALLBACK). */
 #ifndef RUNNEL_PLUGINS_AUTO_AUTO_H
@@ -38,8 +38,8 @@ typedef struct auto_target {
     const rn_compiled_model_ops *ops;
     rn_plugin_compiled *compiled;
     char error[512];
-    uint32_t optimal;     /* its OPTIMAL_NUMBER_OF_INFER_REQUESTS */
-    atomic_uint assigned; /* requests bound to it (CUMULATIVE_THROUGHPUT) */
+    uint32_t optimal;    /* its OPTIMAL_NUMBER_OF_INFER_REQUESTS */
+    atomic_uint running; /* runs in flight on it (CUMULATIVE_THROUGHPUT) */
 } auto_target;
 
 typedef struct rn_plugin {

@@ -1,5 +1,6 @@
 /* AUTO's requests: a request runs on the device AUTO picks for the run (or,
- * with CUMULATIVE_THROUGHPUT, the one it was bound to), through that
+ * with CUMULATIVE_THROUGHPUT, the one with the most of its optimal number
+ * of runs free when the run starts), through that
  * device's own request; a failed run is retried on the next device
  * (ENABLE_RUNTIME_FALLBACK). */
 #include <stdio.h>
@@ -17,7 +18,7 @@ typedef struct rn_plugin_request {
     int n_inputs, n_outputs;
     rn_kernel_tensor *inputs, *outputs; /* the bindings, to repeat on any device */
     bool *has_input, *has_output;
-    int bound;         /* CUMULATIVE_THROUGHPUT: the target of every run */
+    int dispatched;    /* CUMULATIVE_THROUGHPUT: the target the run counts on, or -1 */
     atomic_int target; /* of the run in progress, then of the last run (-1: none) */
     uint32_t tried;    /* the targets the run in progress has tried */
     atomic_bool cancel;
@@ -54,10 +55,33 @@ static rn_status prepare(auto_request *r, int t)
     return st;
 }
 
-/* Where a run goes. */
+/* Where a run goes: with CUMULATIVE_THROUGHPUT, the ready device with the
+ * most of its optimal number of runs free (the run counts there until it
+ * ends), else the device AUTO runs requests on now. */
 static int pick(auto_request *r)
 {
-    return r->bound >= 0 ? r->bound : auto_current_target(r->c);
+    auto_compiled *c = r->c;
+    r->dispatched = -1;
+    if (!c->cumulative)
+        return auto_current_target(c);
+    long best_free = 0;
+    for (int t = 0; t < c->devs.n; t++) {
+        if (atomic_load(&c->targets[t].state) != TARGET_READY)
+            continue;
+        long free_slots = (long)c->targets[t].optimal - (long)atomic_load(&c->targets[t].running);
+        if (r->dispatched < 0 || free_slots > best_free)
+            r->dispatched = t, best_free = free_slots;
+    }
+    atomic_fetch_add(&c->targets[r->dispatched].running, 1);
+    return r->dispatched;
+}
+
+/* The run ended: it no longer counts on its device. */
+static void release(auto_request *r)
+{
+    if (r->dispatched >= 0)
+        atomic_fetch_sub(&r->c->targets[r->dispatched].running, 1);
+    r->dispatched = -1;
 }
 
 /* Whether a failure is the device's (not the input's nor a cancel) and may
@@ -111,6 +135,7 @@ static void auto_done(rn_infer_request *owner, rn_status st, void *data)
     }
     if (st == RN_OK && atomic_load(&r->cancel))
         st = RN_CANCELLED;
+    release(r);
     plugin_run_finish(&r->run, r->owner, st, message);
 }
 
@@ -124,7 +149,7 @@ rn_status auto_request_create(auto_compiled *c, rn_infer_request *owner, rn_plug
     r->c = c;
     r->owner = owner;
     atomic_init(&r->target, -1);
-    r->bound = -1;
+    r->dispatched = -1;
     plugin_run_state_init(&r->run);
     r->n_inputs = c->model->n_inputs;
     r->n_outputs = c->model->n_outputs;
@@ -135,21 +160,6 @@ rn_status auto_request_create(auto_compiled *c, rn_infer_request *owner, rn_plug
     if (r->inputs == NULL || r->outputs == NULL || r->has_input == NULL || r->has_output == NULL) {
         request_free(r);
         return rn_set_error(RN_OUT_OF_MEMORY, "AUTO: out of memory");
-    }
-    if (c->cumulative) {
-        /* The device with the most of its optimal requests free. */
-        int best = -1;
-        long best_free = 0;
-        for (int t = 0; t < c->devs.n; t++) {
-            if (atomic_load(&c->targets[t].state) != TARGET_READY)
-                continue;
-            long free_slots =
-                (long)c->targets[t].optimal - (long)atomic_load(&c->targets[t].assigned);
-            if (best < 0 || free_slots > best_free)
-                best = t, best_free = free_slots;
-        }
-        r->bound = best;
-        atomic_fetch_add(&c->targets[best].assigned, 1);
     }
     *out = r;
     return RN_OK;
@@ -164,8 +174,6 @@ static void request_free(auto_request *r)
     for (int t = 0; t < PLUGIN_MAX_DEVICES; t++)
         if (r->sub[t] != NULL)
             ops_of(r, t)->free(r->sub[t]);
-    if (r->bound >= 0)
-        atomic_fetch_sub(&r->c->targets[r->bound].assigned, 1);
     free(r->inputs);
     free(r->outputs);
     free(r->has_input);
@@ -218,6 +226,7 @@ static rn_status request_infer(auto_request *r)
             break;
         t = next;
     }
+    release(r);
     plugin_run_abort(&r->run, false);
     return st;
 }
@@ -229,8 +238,10 @@ static rn_status request_start_async(auto_request *r)
         return st;
     atomic_store(&r->cancel, false);
     r->tried = 0;
-    if ((st = start_on(r, pick(r))) != RN_OK)
+    if ((st = start_on(r, pick(r))) != RN_OK) {
+        release(r);
         plugin_run_abort(&r->run, true);
+    }
     return st;
 }
 
