@@ -191,16 +191,15 @@ static rn_status compile_on(rn_core *core, const rn_model *model, const runtime_
     return RN_OK;
 }
 
-/* Checks the properties and finds the device called `device`. */
+/* Checks the properties and finds the device called `device` ("NAME" or
+ * "NAME:D1,D2", whose list *list points to). */
 static rn_status find_target(const rn_core *core, const char *device, const rn_property *properties,
-                             size_t n, const runtime_device **dev)
+                             size_t n, const runtime_device **dev, const char **list)
 {
     rn_status st = check_properties(properties, n);
     if (st != RN_OK)
         return st;
-    if ((*dev = runtime_find_device(core, device)) == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
-    return RN_OK;
+    return runtime_route_device(core, device, dev, list);
 }
 
 rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char *device,
@@ -211,10 +210,20 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
         return rn_set_error(RN_INVALID_ARG,
                             "rn_core_compile_model: core, model, device and out must be set");
     const runtime_device *dev;
-    rn_status st = find_target(core, device, properties, n_properties, &dev);
+    const char *list;
+    rn_status st = find_target(core, device, properties, n_properties, &dev, &list);
     if (st != RN_OK)
         return st;
-    return compile_on(core, model, dev, NULL, properties, n_properties, out);
+    rn_property *all;
+    size_t n_all;
+    bool owned;
+    if ((st = runtime_with_device_list(list, properties, n_properties, &all, &n_all, &owned)) !=
+        RN_OK)
+        return st;
+    st = compile_on(core, model, dev, NULL, all, n_all, out);
+    if (owned)
+        free(all);
+    return st;
 }
 
 /* Checks that a context belongs to `core`. */
@@ -267,7 +276,8 @@ rn_status rn_core_import_model(rn_core *core, const void *data, size_t size, con
     if (core == NULL || device == NULL || out == NULL || (data == NULL && size > 0))
         return rn_set_error(RN_INVALID_ARG, "import_model: core, data, device and out must be set");
     const runtime_device *dev;
-    rn_status st = find_target(core, device, properties, n_properties, &dev);
+    const char *list; /* an exported model names its devices itself */
+    rn_status st = find_target(core, device, properties, n_properties, &dev, &list);
     if (st != RN_OK)
         return st;
     return import_on(core, dev, NULL, data, size, properties, n_properties, out);

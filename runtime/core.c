@@ -11,13 +11,18 @@
 #include "runtime/runtime.h"
 
 /* Built-in plugins, registered when a core is created: CPU (oneDNN) first,
- * the default device, then REF. */
+ * the default device, then REF, then HETERO and AUTO (which run models on the
+ * others). */
 extern const rn_plugin_ops cpu_plugin_ops;
 extern const rn_plugin_ops ref_plugin_ops;
+extern const rn_plugin_ops hetero_plugin_ops;
+extern const rn_plugin_ops auto_plugin_ops;
 
 static const rn_plugin_ops *const builtin_plugins[] = {
     &cpu_plugin_ops,
     &ref_plugin_ops,
+    &hetero_plugin_ops,
+    &auto_plugin_ops,
 };
 
 rn_status rn_core_create(rn_core **out)
@@ -83,6 +88,79 @@ const runtime_device *runtime_find_device(const rn_core *core, const char *devic
         if (strcasecmp(core->devices[i].name, device) == 0)
             return &core->devices[i];
     return NULL;
+}
+
+rn_status rn_core_device_plugin(rn_core *core, const char *device, const rn_plugin_ops **ops,
+                                rn_plugin **plugin)
+{
+    if (core == NULL || device == NULL || ops == NULL || plugin == NULL)
+        return rn_set_error(RN_INVALID_ARG,
+                            "device_plugin: core, device, ops and plugin must be set");
+    const runtime_device *dev = runtime_find_device(core, device);
+    if (dev == NULL)
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    *ops = dev->ops;
+    *plugin = dev->plugin;
+    return RN_OK;
+}
+
+rn_status runtime_route_device(const rn_core *core, const char *device, const runtime_device **dev,
+                               const char **list)
+{
+    const char *colon = strchr(device, ':');
+    if (colon == NULL) {
+        if ((*dev = runtime_find_device(core, device)) == NULL)
+            return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+        *list = NULL;
+        return RN_OK;
+    }
+    char name[RUNTIME_NAME_MAX];
+    size_t len = (size_t)(colon - device);
+    if (len == 0 || len >= sizeof name)
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    memcpy(name, device, len);
+    name[len] = '\0';
+    const runtime_device *d = runtime_find_device(core, name);
+    if (d == NULL)
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available (in '%s')", name, device);
+    char probe[8];
+    rn_status st =
+        d->ops->get_property != NULL
+            ? d->ops->get_property(d->plugin, "MULTI_DEVICE_PRIORITIES", probe, sizeof probe)
+            : RN_NOT_FOUND;
+    if (st == RN_NOT_FOUND)
+        return rn_set_error(RN_INVALID_ARG,
+                            "device '%s': %s takes no device list (only devices such as HETERO "
+                            "and AUTO do)",
+                            device, d->name);
+    rn_clear_error();
+    if (colon[1] == '\0')
+        return rn_set_error(RN_INVALID_ARG, "device '%s': the device list after ':' is empty",
+                            device);
+    *dev = d;
+    *list = colon + 1;
+    return RN_OK;
+}
+
+rn_status runtime_with_device_list(const char *list, const rn_property *properties, size_t n,
+                                   rn_property **out, size_t *n_out, bool *owned)
+{
+    if (list == NULL) {
+        *out = (rn_property *)properties;
+        *n_out = n;
+        *owned = false;
+        return RN_OK;
+    }
+    rn_property *p = malloc((n + 1) * sizeof *p);
+    if (p == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "core: out of memory");
+    p[0] = (rn_property){"MULTI_DEVICE_PRIORITIES", list};
+    for (size_t i = 0; i < n; i++)
+        p[i + 1] = properties[i];
+    *out = p;
+    *n_out = n + 1;
+    *owned = true;
+    return RN_OK;
 }
 
 /* MAX_TENSOR_BYTES's value: a decimal byte count, 0 for no limit. */
@@ -177,12 +255,23 @@ rn_status rn_core_set_property(rn_core *core, const char *device, const rn_prope
     if (core == NULL || device == NULL || (n_properties > 0 && properties == NULL))
         return rn_set_error(RN_INVALID_ARG,
                             "set_property: core, device and properties must be set");
-    const runtime_device *dev = runtime_find_device(core, device);
-    if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    const runtime_device *dev;
+    const char *list;
+    rn_status st = runtime_route_device(core, device, &dev, &list);
+    if (st != RN_OK)
+        return st;
     if (dev->ops->set_property == NULL)
         return rn_set_error(RN_NOT_IMPLEMENTED, "device %s has no settable properties", device);
-    return dev->ops->set_property(dev->plugin, properties, n_properties);
+    rn_property *all;
+    size_t n_all;
+    bool owned;
+    if ((st = runtime_with_device_list(list, properties, n_properties, &all, &n_all, &owned)) !=
+        RN_OK)
+        return st;
+    st = dev->ops->set_property(dev->plugin, all, n_all);
+    if (owned)
+        free(all);
+    return st;
 }
 
 rn_status rn_core_get_property(const rn_core *core, const char *device, const char *key, char *buf,
@@ -208,9 +297,17 @@ rn_status rn_core_get_property(const rn_core *core, const char *device, const ch
     }
     if (core == NULL || device == NULL || key == NULL || buf == NULL)
         return rn_set_error(RN_INVALID_ARG, "get_property: core, device, key and buf must be set");
-    const runtime_device *dev = runtime_find_device(core, device);
-    if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    const runtime_device *dev;
+    const char *list;
+    rn_status st = runtime_route_device(core, device, &dev, &list);
+    if (st != RN_OK)
+        return st;
+    if (list != NULL && strcmp(key, "MULTI_DEVICE_PRIORITIES") == 0) {
+        if (strlen(list) + 1 > size)
+            return rn_set_error(RN_INVALID_ARG, "property %s: buffer too small", key);
+        memcpy(buf, list, strlen(list) + 1);
+        return RN_OK;
+    }
     if (dev->ops->get_property == NULL)
         return rn_set_error(RN_NOT_FOUND, "device %s: unknown property '%s'", device, key);
     return dev->ops->get_property(dev->plugin, key, buf, size);
@@ -220,9 +317,11 @@ rn_status rn_core_get_version(const rn_core *core, const char *device, const cha
 {
     if (core == NULL || device == NULL || version == NULL)
         return rn_set_error(RN_INVALID_ARG, "get_version: core, device and version must be set");
-    const runtime_device *dev = runtime_find_device(core, device);
-    if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    const runtime_device *dev;
+    const char *list;
+    rn_status st = runtime_route_device(core, device, &dev, &list);
+    if (st != RN_OK)
+        return st;
     *version = dev->ops->version;
     return RN_OK;
 }
@@ -290,16 +389,29 @@ rn_status rn_core_query_model(rn_core *core, const rn_model *model, const char *
 {
     if (core == NULL || model == NULL || device == NULL || out == NULL)
         return rn_set_error(RN_INVALID_ARG, "query_model: core, model, device and out must be set");
-    const runtime_device *dev = runtime_find_device(core, device);
-    if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    const runtime_device *dev;
+    const char *list;
+    rn_status st = runtime_route_device(core, device, &dev, &list);
+    if (st != RN_OK)
+        return st;
     if (dev->ops->query_model == NULL)
         return rn_set_error(RN_NOT_IMPLEMENTED, "device %s cannot answer query_model", device);
+    rn_property *all;
+    size_t n_all;
+    bool owned;
+    if ((st = runtime_with_device_list(list, properties, n_properties, &all, &n_all, &owned)) !=
+        RN_OK)
+        return st;
     rn_query_result *q = calloc(1, sizeof *q);
-    if (q == NULL)
+    if (q == NULL) {
+        if (owned)
+            free(all);
         return rn_set_error(RN_OUT_OF_MEMORY, "query_model: out of memory");
-    rn_status st = dev->ops->query_model(dev->plugin, model->g, properties, n_properties, &q->names,
-                                         &q->supported, &q->count);
+    }
+    st = dev->ops->query_model(dev->plugin, model->g, all, n_all, &q->names, &q->supported,
+                               &q->count);
+    if (owned)
+        free(all);
     if (st != RN_OK) {
         free(q);
         return st;

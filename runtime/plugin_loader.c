@@ -80,6 +80,8 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
     d->plugin = plugin;
     d->library = library;
     pthread_mutex_unlock(&core->lock);
+    if (ops->attach_core != NULL)
+        ops->attach_core(plugin, core);
     return RN_OK;
 }
 

@@ -100,6 +100,10 @@ rn_status bench_cli_check_device(const rn_core *core, const char *device)
 {
     if (has_device(core, device))
         return RN_OK;
+    /* "HETERO:D1,D2", "AUTO:D1,D2": the Core routes it (and says why not). */
+    char name[256];
+    if (strchr(device, ':') != NULL)
+        return rn_core_get_property(core, device, "FULL_DEVICE_NAME", name, sizeof name);
     char available[512] = "";
     size_t used = 0;
     for (size_t i = 0; i < rn_core_device_count(core) && used < sizeof available; i++)

@@ -20,7 +20,14 @@
  *       [--seconds S] [--runs N] [--streams N] [--plugin PATH] [--remote]
  *
  * The model is test_add (a 3x4x5 Add on REF's kernels), so the host's share
- * of a run is tiny next to the device stages. */
+ * of a run is tiny next to the device stages.
+ *
+ * With --hetero U,E,W,D it loads SLOWDEV a second time as SLOWDEV2 with
+ * those stage costs and runs a chain of two Adds as HETERO:SLOWDEV,SLOWDEV2
+ * (MODEL_DISTRIBUTION_POLICY=PIPELINE_PARALLEL: one Add on each device, the
+ * tensor between them a transfer node): a request goes through eight device
+ * stages, and with enough requests in flight the slowest engine of either
+ * device is the limit, which is the ideal printed. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -32,6 +39,7 @@
 #include <unistd.h>
 
 #include "bench/common/host.h"
+#include "bench/overhead/chain_model.h"
 #include "runnel/runnel.h"
 
 #define ADD_MODEL     "/usr/share/libonnx-testdata/data/node/test_add/model.onnx"
@@ -50,7 +58,9 @@ typedef struct options {
     int runs;       /* windows per point: the median is printed */
     int streams;    /* NUM_STREAMS; 0: the device's default */
     const char *plugin;
-    bool remote; /* also measure with remote tensors */
+    bool remote;       /* also measure with remote tensors */
+    bool hetero;       /* HETERO:SLOWDEV,SLOWDEV2 */
+    long costs2_us[4]; /* SLOWDEV2's stages */
 } options;
 
 /* What the requests' callbacks share. */
@@ -237,11 +247,12 @@ static int parse_args(int argc, char **argv, options *o)
         int n;
         if (v == NULL && strcmp(a, "--remote") != 0)
             return -1;
-        if (strcmp(a, "--costs") == 0) {
+        if (strcmp(a, "--costs") == 0 || strcmp(a, "--hetero") == 0) {
             if (parse_list(v, list, 4) != 4)
                 return -1;
+            o->hetero = o->hetero || strcmp(a, "--hetero") == 0;
             for (int k = 0; k < 4; k++)
-                o->costs_us[k] = list[k];
+                (strcmp(a, "--hetero") == 0 ? o->costs2_us : o->costs_us)[k] = list[k];
         } else if (strcmp(a, "--inflight") == 0) {
             if ((n = parse_list(v, list, MAX_POINTS)) <= 0)
                 return -1;
@@ -311,6 +322,63 @@ static int measure_remote(rn_compiled_model *compiled, const options *o, const d
     return rc;
 }
 
+/* Sets the four stage costs of `device` (a device property). */
+static rn_status set_costs(rn_core *core, const char *device, const long *costs_us)
+{
+    char values[4][32];
+    rn_property props[4];
+    for (int k = 0; k < 4; k++) {
+        snprintf(values[k], sizeof values[k], "%ld", costs_us[k]);
+        props[k] = (rn_property){cost_keys[k], values[k]};
+    }
+    return rn_core_set_property(core, device, props, 4);
+}
+
+/* test_add on SLOWDEV with its costs. */
+static rn_status compile_slowdev(rn_core *core, const options *o, rn_model *model,
+                                 rn_compiled_model **out)
+{
+    char streams[32];
+    snprintf(streams, sizeof streams, "%d", o->streams);
+    rn_property p[] = {{"NUM_STREAMS", streams}};
+    rn_status st = set_costs(core, "SLOWDEV", o->costs_us);
+    return st != RN_OK
+               ? st
+               : rn_core_compile_model(core, model, "SLOWDEV", p, o->streams > 0 ? 1 : 0, out);
+}
+
+/* Two Adds as HETERO:SLOWDEV,SLOWDEV2, one on each. */
+static rn_status compile_hetero(rn_core *core, const char *plugin, const options *o,
+                                rn_model **model, rn_compiled_model **out)
+{
+    rn_status st = rn_core_load_plugin(core, "SLOWDEV2", plugin);
+    if (st == RN_OK)
+        st = set_costs(core, "SLOWDEV", o->costs_us);
+    if (st == RN_OK)
+        st = set_costs(core, "SLOWDEV2", o->costs2_us);
+    size_t size;
+    uint8_t *bytes = st == RN_OK ? chain_model_encode(2, 60, &size) : NULL;
+    if (st == RN_OK && bytes == NULL)
+        st = rn_set_error(RN_OUT_OF_MEMORY, "cannot build the model");
+    if (st == RN_OK)
+        st = rn_core_read_model_from_memory(core, bytes, size, NULL, model);
+    free(bytes);
+    char streams[32];
+    snprintf(streams, sizeof streams, "%d", o->streams);
+    rn_property p[] = {{"MODEL_DISTRIBUTION_POLICY", "PIPELINE_PARALLEL"},
+                       {"NUM_STREAMS", streams}};
+    if (st == RN_OK)
+        st = rn_core_compile_model(core, *model, "HETERO:SLOWDEV,SLOWDEV2", p,
+                                   o->streams > 0 ? 2 : 1, out);
+    char parts[64];
+    if (st == RN_OK &&
+        rn_compiled_model_get_property(*out, "EXECUTION_DEVICES", parts, sizeof parts) == RN_OK)
+        printf("# HETERO:SLOWDEV,SLOWDEV2: the parts run on %s; SLOWDEV2's stages %ld,%ld,%ld,%ld "
+               "us\n",
+               parts, o->costs2_us[0], o->costs2_us[1], o->costs2_us[2], o->costs2_us[3]);
+    return st;
+}
+
 /* The SLOWDEV shared object: --plugin, else where `bazel run` puts it (the
  * runfiles), else where `bazel build` does, seen from the repository root. */
 static const char *find_plugin(const options *o)
@@ -335,7 +403,8 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) != 0) {
         fprintf(stderr,
                 "usage: %s [--costs U,E,W,D (us)] [--inflight 1,2,4,8] [--seconds S] "
-                "[--runs N] [--streams N] [--plugin libslowdev.so] [--remote]\n",
+                "[--runs N] [--streams N] [--plugin libslowdev.so] [--remote] "
+                "[--hetero U,E,W,D (SLOWDEV2's us)]\n",
                 argv[0]);
         return 2;
     }
@@ -351,29 +420,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_pipeline: loading SLOWDEV from %s: %s\n", plugin, rn_last_error());
         return 1;
     }
-    char values[5][32];
-    rn_property props[5];
-    size_t n_props = 0;
-    for (int k = 0; k < 4; k++) {
-        snprintf(values[k], sizeof values[k], "%ld", o.costs_us[k]);
-        props[n_props++] = (rn_property){cost_keys[k], values[k]};
-    }
-    if (o.streams > 0) {
-        snprintf(values[4], sizeof values[4], "%d", o.streams);
-        props[n_props++] = (rn_property){"NUM_STREAMS", values[4]};
-    }
-    if (rn_core_read_model(core, ADD_MODEL, &model) != RN_OK ||
-        rn_core_compile_model(core, model, "SLOWDEV", props, n_props, &compiled) != RN_OK) {
+    if (o.hetero ? compile_hetero(core, plugin, &o, &model, &compiled) != RN_OK
+                 : (rn_core_read_model(core, ADD_MODEL, &model) != RN_OK ||
+                    compile_slowdev(core, &o, model, &compiled) != RN_OK)) {
         fprintf(stderr, "bench_pipeline: %s\n", rn_last_error());
         return 1;
     }
     print_header(&o, compiled);
 
     long max_us = 0, sum_us = 0;
-    for (int k = 0; k < 4; k++) {
-        sum_us += o.costs_us[k];
-        if (o.costs_us[k] > max_us)
-            max_us = o.costs_us[k];
+    for (int k = 0; k < 8; k++) {
+        long us = k < 4 ? o.costs_us[k] : o.hetero ? o.costs2_us[k - 4] : 0;
+        sum_us += us;
+        if (us > max_us)
+            max_us = us;
     }
     double ideal = max_us > 0 ? 1e6 / (double)max_us : 0;
     if (max_us > 0) {

@@ -34,8 +34,10 @@ extern "C" {
  * 3: remote contexts and tensors, compile/import with a context, plugin
  *    versions, compiled-model set_property and request pipelines.
  * 4: typed handles, rn_kernel_tensor descriptors, versioned kernel lists,
- *    the request's callback called with its owner (one request object). */
-#define RN_PLUGIN_ABI_VERSION 4
+ *    the request's callback called with its owner (one request object).
+ * 5: attach_core, for devices that run models on other devices (HETERO,
+ *    AUTO), which reach them with rn_core_device_plugin. */
+#define RN_PLUGIN_ABI_VERSION 5
 
 /* A model as it crosses the boundary (opaque outside runnel). */
 typedef struct graph rn_graph;
@@ -202,7 +204,22 @@ typedef struct rn_plugin_ops {
     rn_status (*compile_model)(rn_plugin *plugin, const rn_graph *model, rn_plugin_context *context,
                                const rn_property *properties, size_t n_properties,
                                const rn_compiled_model_ops **ops, rn_plugin_compiled **compiled);
+    /* (optional) For a device that runs models on other devices of the same
+     * core (HETERO, AUTO): called once after create with the core that
+     * registered the plugin, which reaches the other devices through
+     * rn_core_device_plugin. The plugin takes no reference (the core outlives
+     * it). Such a device also answers get_property("MULTI_DEVICE_PRIORITIES"),
+     * which is how the Core knows that "NAME:D1,D2" passes it a device list
+     * (as the property MULTI_DEVICE_PRIORITIES). */
+    void (*attach_core)(rn_plugin *plugin, rn_core *core);
 } rn_plugin_ops;
+
+/* The plugin of device `device` of `core` (not a "NAME:list" form) and its
+ * vtable, for a device that compiles parts of models on other devices
+ * (attach_core). The handles belong to the core and live as long as it;
+ * RN_NOT_FOUND naming the device when the core has none of that name. */
+RN_API rn_status rn_core_device_plugin(rn_core *core, const char *device, const rn_plugin_ops **ops,
+                                       rn_plugin **plugin);
 
 /* The one symbol a plugin shared object exports, defined by the plugin: it
  * returns the plugin's vtable (whose abi_version the Core checks), or NULL

@@ -1,5 +1,7 @@
 /* The behaviour suite every plugin must pass: shared set-up. Each test runs
- * once per device (REF, CPU, and SLOWDEV loaded from its shared object). */
+ * once per device (REF, CPU, SLOWDEV loaded from its shared object,
+ * HETERO over SLOWDEV, which refuses Conv, and REF, and AUTO choosing
+ * between CPU and REF). */
 #ifndef RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
 #define RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
 
@@ -18,28 +20,55 @@
 #define LIGHT_DIR  ".cache/onnx-1.22.0/light"
 
 typedef struct device_param {
-    char name[16];
+    char name[32];
 } device_param;
 
 #define BEHAVIOR_DEVICES(suite, test)                                                              \
+    ParameterizedTestParameters(suite, test)                                                       \
+    {                                                                                              \
+        static device_param devices[] = {                                                          \
+            {"REF"}, {"SLOWDEV"}, {"CPU"}, {"HETERO:SLOWDEV,REF"}, {"AUTO:CPU,REF"}};              \
+        return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
+    }
+
+/* The devices that export their compiled models (not AUTO, whose blob
+ * would be its device's). */
+#define BEHAVIOR_EXPORT_DEVICES(suite, test)                                                       \
+    ParameterizedTestParameters(suite, test)                                                       \
+    {                                                                                              \
+        static device_param devices[] = {{"REF"}, {"SLOWDEV"}, {"CPU"}, {"HETERO:SLOWDEV,REF"}};   \
+        return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
+    }
+
+/* The devices with their own memory and containers (not HETERO, whose
+ * contexts are its devices' and whose container tests/hetero checks). */
+#define BEHAVIOR_PHYSICAL_DEVICES(suite, test)                                                     \
     ParameterizedTestParameters(suite, test)                                                       \
     {                                                                                              \
         static device_param devices[] = {{"REF"}, {"SLOWDEV"}, {"CPU"}};                           \
         return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
     }
 
+/* Whether the device's requests go through SLOWDEV's stages (SLOWDEV, or
+ * HETERO putting test_add on SLOWDEV, its first device). */
+static inline bool behavior_on_slowdev(const char *device)
+{
+    return strcmp(device, "SLOWDEV") == 0 || strncmp(device, "HETERO:SLOWDEV", 14) == 0;
+}
+
 /* A core with the device available (SLOWDEV loaded, its stages short). */
 static inline rn_core *behavior_core(const char *device)
 {
     rn_core *core;
     cr_assert_eq(rn_core_create(&core), RN_OK);
-    if (strcmp(device, "SLOWDEV") == 0) {
+    if (strstr(device, "SLOWDEV") != NULL) {
         cr_assert_eq(rn_core_load_plugin(core, NULL, SLOWDEV_SO), RN_OK, "%s", rn_last_error());
         rn_property costs[] = {{"SLOWDEV_UPLOAD_US", "100"},
                                {"SLOWDEV_EXECUTE_US", "100"},
                                {"SLOWDEV_WAIT_US", "100"},
-                               {"SLOWDEV_DOWNLOAD_US", "100"}};
-        cr_assert_eq(rn_core_set_property(core, "SLOWDEV", costs, 4), RN_OK, "%s", rn_last_error());
+                               {"SLOWDEV_DOWNLOAD_US", "100"},
+                               {"SLOWDEV_UNSUPPORTED_OPS", strchr(device, ':') ? "Conv" : ""}};
+        cr_assert_eq(rn_core_set_property(core, "SLOWDEV", costs, 5), RN_OK, "%s", rn_last_error());
     }
     return core;
 }

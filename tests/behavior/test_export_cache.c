@@ -21,7 +21,7 @@ static void run_and_check_add(rn_compiled_model *cm, float k)
     rn_infer_request_free(r);
 }
 
-BEHAVIOR_DEVICES(import_export, round_trip_gives_identical_outputs)
+BEHAVIOR_EXPORT_DEVICES(import_export, round_trip_gives_identical_outputs)
 ParameterizedTest(device_param *d, import_export, round_trip_gives_identical_outputs)
 {
     behavior_model m;
@@ -44,7 +44,7 @@ ParameterizedTest(device_param *d, import_export, round_trip_gives_identical_out
     behavior_close(&m);
 }
 
-BEHAVIOR_DEVICES(import_export, each_container_check_names_itself)
+BEHAVIOR_PHYSICAL_DEVICES(import_export, each_container_check_names_itself)
 ParameterizedTest(device_param *d, import_export, each_container_check_names_itself)
 {
     behavior_model m;
@@ -115,7 +115,7 @@ static rn_compiled_model *compile_cached(rn_core *core, rn_model *model, const c
     return cm;
 }
 
-BEHAVIOR_DEVICES(cache, miss_then_hit_then_stale_entry_is_replaced)
+BEHAVIOR_EXPORT_DEVICES(cache, miss_then_hit_then_stale_entry_is_replaced)
 ParameterizedTest(device_param *d, cache, miss_then_hit_then_stale_entry_is_replaced)
 {
     char dir[512];
@@ -166,7 +166,7 @@ ParameterizedTest(device_param *d, cache, miss_then_hit_then_stale_entry_is_repl
     rn_core_free(core);
 }
 
-BEHAVIOR_DEVICES(cache, unknown_core_property_is_refused)
+BEHAVIOR_EXPORT_DEVICES(cache, unknown_core_property_is_refused)
 ParameterizedTest(device_param *d, cache, unknown_core_property_is_refused)
 {
     rn_core *core = behavior_core(d->name);

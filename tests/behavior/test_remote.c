@@ -45,7 +45,7 @@ static void check_sum(const float *z, float k)
 
 /* ---- remote_context ---- */
 
-BEHAVIOR_DEVICES(remote_context, default_context_is_shared_and_describes_itself)
+BEHAVIOR_PHYSICAL_DEVICES(remote_context, default_context_is_shared_and_describes_itself)
 ParameterizedTest(device_param *d, remote_context, default_context_is_shared_and_describes_itself)
 {
     rn_core *core = behavior_core(d->name);
@@ -69,7 +69,7 @@ ParameterizedTest(device_param *d, remote_context, default_context_is_shared_and
     rn_core_free(core);
 }
 
-BEHAVIOR_DEVICES(remote_context, create_context_names_bad_parameters)
+BEHAVIOR_PHYSICAL_DEVICES(remote_context, create_context_names_bad_parameters)
 ParameterizedTest(device_param *d, remote_context, create_context_names_bad_parameters)
 {
     rn_core *core = behavior_core(d->name);
@@ -131,7 +131,7 @@ static void run_remote_add(rn_compiled_model *compiled, rn_remote_context *c)
     rn_tensor_free(rz);
 }
 
-BEHAVIOR_DEVICES(remote_context, remote_tensors_are_inputs_and_outputs_in_place)
+BEHAVIOR_PHYSICAL_DEVICES(remote_context, remote_tensors_are_inputs_and_outputs_in_place)
 ParameterizedTest(device_param *d, remote_context, remote_tensors_are_inputs_and_outputs_in_place,
                   .timeout = 120)
 {
@@ -165,7 +165,7 @@ ParameterizedTest(device_param *d, remote_context, remote_tensors_are_inputs_and
     rn_core_free(core);
 }
 
-BEHAVIOR_DEVICES(remote_context, tensors_of_another_context_or_device_are_refused)
+BEHAVIOR_PHYSICAL_DEVICES(remote_context, tensors_of_another_context_or_device_are_refused)
 ParameterizedTest(device_param *d, remote_context, tensors_of_another_context_or_device_are_refused)
 {
     behavior_model m;
@@ -197,7 +197,7 @@ ParameterizedTest(device_param *d, remote_context, tensors_of_another_context_or
     behavior_close(&m);
 }
 
-BEHAVIOR_DEVICES(remote_context, import_with_a_context_runs_in_it)
+BEHAVIOR_PHYSICAL_DEVICES(remote_context, import_with_a_context_runs_in_it)
 ParameterizedTest(device_param *d, remote_context, import_with_a_context_runs_in_it, .timeout = 120)
 {
     behavior_model m;
@@ -221,7 +221,7 @@ ParameterizedTest(device_param *d, remote_context, import_with_a_context_runs_in
     behavior_close(&m);
 }
 
-BEHAVIOR_DEVICES(remote_context, handles_are_freed_in_any_order)
+BEHAVIOR_PHYSICAL_DEVICES(remote_context, handles_are_freed_in_any_order)
 ParameterizedTest(device_param *d, remote_context, handles_are_freed_in_any_order, .timeout = 120)
 {
     rn_core *core = behavior_core(d->name);
@@ -255,7 +255,7 @@ ParameterizedTest(device_param *d, remote_context, handles_are_freed_in_any_orde
     rn_tensor_free(ry);
 }
 
-BEHAVIOR_DEVICES(remote_context, shared_memory_and_tensor_properties)
+BEHAVIOR_PHYSICAL_DEVICES(remote_context, shared_memory_and_tensor_properties)
 ParameterizedTest(device_param *d, remote_context, shared_memory_and_tensor_properties)
 {
     rn_core *core = behavior_core(d->name);
@@ -308,7 +308,7 @@ ParameterizedTest(device_param *d, remote_context, shared_memory_and_tensor_prop
     rn_core_free(core);
 }
 
-BEHAVIOR_DEVICES(remote_context, copy_checks_type_and_shape)
+BEHAVIOR_PHYSICAL_DEVICES(remote_context, copy_checks_type_and_shape)
 ParameterizedTest(device_param *d, remote_context, copy_checks_type_and_shape)
 {
     rn_core *core = behavior_core(d->name);
@@ -404,7 +404,7 @@ Test(remote_context, slowdev_skips_transfers_of_remote_tensors, .timeout = 120)
 
 /* ---- compiled model properties ---- */
 
-BEHAVIOR_DEVICES(properties, profiling_can_be_turned_on_after_compiling)
+BEHAVIOR_PHYSICAL_DEVICES(properties, profiling_can_be_turned_on_after_compiling)
 ParameterizedTest(device_param *d, properties, profiling_can_be_turned_on_after_compiling,
                   .timeout = 120)
 {
@@ -434,7 +434,7 @@ ParameterizedTest(device_param *d, properties, profiling_can_be_turned_on_after_
     behavior_close(&m);
 }
 
-BEHAVIOR_DEVICES(properties, compiled_model_refuses_compile_time_keys)
+BEHAVIOR_PHYSICAL_DEVICES(properties, compiled_model_refuses_compile_time_keys)
 ParameterizedTest(device_param *d, properties, compiled_model_refuses_compile_time_keys)
 {
     behavior_model m;
@@ -462,7 +462,7 @@ ParameterizedTest(device_param *d, properties, compiled_model_refuses_compile_ti
 
 /* ---- pipeline ---- */
 
-BEHAVIOR_DEVICES(pipeline, stages_are_listed_with_their_executors)
+BEHAVIOR_PHYSICAL_DEVICES(pipeline, stages_are_listed_with_their_executors)
 ParameterizedTest(device_param *d, pipeline, stages_are_listed_with_their_executors)
 {
     behavior_model m;
@@ -491,7 +491,7 @@ ParameterizedTest(device_param *d, pipeline, stages_are_listed_with_their_execut
 
 /* ---- versions ---- */
 
-BEHAVIOR_DEVICES(plugin_version, every_device_reports_one)
+BEHAVIOR_PHYSICAL_DEVICES(plugin_version, every_device_reports_one)
 ParameterizedTest(device_param *d, plugin_version, every_device_reports_one)
 {
     rn_core *core = behavior_core(d->name);
@@ -562,7 +562,7 @@ static void compile_and_run(void *arg)
     behavior_close(&m);
 }
 
-BEHAVIOR_DEVICES(properties, log_level_chooses_what_is_logged)
+BEHAVIOR_PHYSICAL_DEVICES(properties, log_level_chooses_what_is_logged)
 ParameterizedTest(device_param *d, properties, log_level_chooses_what_is_logged, .timeout = 120)
 {
     char prefix[64];
@@ -593,7 +593,7 @@ ParameterizedTest(device_param *d, properties, log_level_chooses_what_is_logged,
     free(text);
 }
 
-BEHAVIOR_DEVICES(properties, exclusive_async_requests_share_one_thread)
+BEHAVIOR_PHYSICAL_DEVICES(properties, exclusive_async_requests_share_one_thread)
 ParameterizedTest(device_param *d, properties, exclusive_async_requests_share_one_thread,
                   .timeout = 120)
 {

@@ -13,7 +13,12 @@
  * overlap across engines; a request never overlaps with itself.
  *
  * Properties: SLOWDEV_UPLOAD_US, SLOWDEV_EXECUTE_US, SLOWDEV_WAIT_US,
- * SLOWDEV_DOWNLOAD_US (default 200 each), plus the shared ones; read-only
+ * SLOWDEV_DOWNLOAD_US (default 200 each), plus the shared ones; for the
+ * tests of HETERO and AUTO: SLOWDEV_UNSUPPORTED_OPS (op types, comma-
+ * separated, that query_model answers unsupported and compile refuses, so
+ * that a model splits), SLOWDEV_COMPILE_US (a compile that takes this long,
+ * as an accelerator's kernel compiler does) and SLOWDEV_FAIL_REQUESTS (YES:
+ * the execute stage fails every request, a device gone bad); read-only
  * SLOWDEV_BYTES_UPLOADED and SLOWDEV_BYTES_DOWNLOADED count what the copy
  * engines moved.
  *
@@ -65,11 +70,20 @@ typedef struct engine_queue {
     bool stopping;
 } engine_queue;
 
+/* The test knobs beside the costs (SLOWDEV_UNSUPPORTED_OPS,
+ * SLOWDEV_COMPILE_US, SLOWDEV_FAIL_REQUESTS). */
+typedef struct slowdev_knobs {
+    char unsupported_ops[256]; /* ",Op1,Op2," or "" */
+    uint32_t compile_us;
+    bool fail_requests;
+} slowdev_knobs;
+
 typedef struct rn_plugin {
     plugin_kernel_registry *kernels;
-    pthread_mutex_t lock; /* guards props and costs */
+    pthread_mutex_t lock; /* guards props, costs and knobs */
     plugin_properties props;
     uint32_t cost_us[N_ENGINES];
+    slowdev_knobs knobs;
     pthread_mutex_t engine[N_ENGINES]; /* the wait engine's (on the device-wait executor) */
     /* The queued engines: upload, execute, download. */
     engine_queue queue[N_ENGINES];
@@ -87,6 +101,7 @@ typedef struct rn_plugin_compiled {
     pthread_mutex_t lock; /* guards props (set_property after compiling) */
     plugin_properties props;
     uint32_t cost_us[N_ENGINES]; /* as compiled */
+    slowdev_knobs knobs;
     uint32_t optimal_requests;
 } slowdev_compiled;
 
@@ -210,6 +225,10 @@ static int stage_upload(plugin_request *r, uint32_t stage, void *ctx)
 
 static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
 {
+    slowdev_compiled *c = ctx;
+    if (c->knobs.fail_requests)
+        return rn_set_error(RN_DEVICE_ERROR,
+                            "SLOWDEV: the device failed the request (SLOWDEV_FAIL_REQUESTS)");
     return enqueue(ctx, ENGINE_EXECUTE, r, stage);
 }
 
@@ -294,13 +313,63 @@ static rn_status slowdev_default_context(slowdev *plugin, const rn_remote_contex
     return RN_OK;
 }
 
-/* Splits properties into SLOWDEV's cost keys and the shared ones. */
-static rn_status apply(plugin_properties *props, uint32_t *costs, const rn_property *p, size_t n)
+/* Parses a test knob into k; false when `key` is not one. */
+static bool apply_knob(slowdev_knobs *k, const char *key, const char *value, rn_status *st)
+{
+    *st = RN_OK;
+    if (strcmp(key, "SLOWDEV_UNSUPPORTED_OPS") == 0) {
+        if (strlen(value) + 3 > sizeof k->unsupported_ops)
+            *st = rn_set_error(RN_INVALID_ARG, "property %s: the list is too long", key);
+        else if (value[0] == '\0')
+            k->unsupported_ops[0] = '\0';
+        else
+            snprintf(k->unsupported_ops, sizeof k->unsupported_ops, ",%s,", value);
+        return true;
+    }
+    if (strcmp(key, "SLOWDEV_FAIL_REQUESTS") == 0) {
+        if (strcmp(value, "YES") != 0 && strcmp(value, "NO") != 0)
+            *st = rn_set_error(RN_INVALID_ARG, "property %s: bad value '%s' (accepted: YES, NO)",
+                               key, value);
+        else
+            k->fail_requests = strcmp(value, "YES") == 0;
+        return true;
+    }
+    if (strcmp(key, "SLOWDEV_COMPILE_US") != 0)
+        return false;
+    char *end;
+    long v = strtol(value, &end, 10);
+    if (*value == '\0' || *end != '\0' || v < 0 || v > 60000000)
+        *st = rn_set_error(
+            RN_INVALID_ARG,
+            "property %s: bad value '%s' (accepted: microseconds from 0 to 60000000)", key, value);
+    else
+        k->compile_us = (uint32_t)v;
+    return true;
+}
+
+/* Whether SLOWDEV_UNSUPPORTED_OPS refuses op `op_type`. */
+static bool refused(const slowdev_knobs *k, const char *op_type)
+{
+    char needle[80];
+    snprintf(needle, sizeof needle, ",%s,", op_type);
+    return strstr(k->unsupported_ops, needle) != NULL;
+}
+
+/* Splits properties into SLOWDEV's cost keys and knobs and the shared ones. */
+static rn_status apply(plugin_properties *props, uint32_t *costs, slowdev_knobs *knobs,
+                       const rn_property *p, size_t n)
 {
     plugin_properties tmp = *props;
     uint32_t c[N_ENGINES];
     memcpy(c, costs, sizeof c);
+    slowdev_knobs k = *knobs;
     for (size_t i = 0; i < n; i++) {
+        rn_status knob_st;
+        if (apply_knob(&k, p[i].key, p[i].value, &knob_st)) {
+            if (knob_st != RN_OK)
+                return knob_st;
+            continue;
+        }
         int e = -1;
         for (int k = 0; k < N_ENGINES; k++)
             if (strcmp(p[i].key, cost_keys[k]) == 0)
@@ -322,6 +391,7 @@ static rn_status apply(plugin_properties *props, uint32_t *costs, const rn_prope
     }
     *props = tmp;
     memcpy(costs, c, sizeof c);
+    *knobs = k;
     return RN_OK;
 }
 
@@ -329,7 +399,7 @@ static rn_status slowdev_set_property(slowdev *plugin, const rn_property *p, siz
 {
     slowdev *d = plugin;
     pthread_mutex_lock(&d->lock);
-    rn_status st = apply(&d->props, d->cost_us, p, n);
+    rn_status st = apply(&d->props, d->cost_us, &d->knobs, p, n);
     pthread_mutex_unlock(&d->lock);
     return st;
 }
@@ -350,6 +420,12 @@ static rn_status slowdev_get_property(slowdev *plugin, const char *key, char *bu
         bool up = strcmp(key, "SLOWDEV_BYTES_UPLOADED") == 0;
         snprintf(tmp, sizeof tmp, "%" PRIuFAST64,
                  (uint_fast64_t)atomic_load(up ? &d->bytes_uploaded : &d->bytes_downloaded));
+        return plugin_property_string(key, tmp, buf, size);
+    }
+    if (strcmp(key, "SLOWDEV_COMPILE_US") == 0) {
+        pthread_mutex_lock(&d->lock);
+        snprintf(tmp, sizeof tmp, "%u", d->knobs.compile_us);
+        pthread_mutex_unlock(&d->lock);
         return plugin_property_string(key, tmp, buf, size);
     }
     if (strcmp(key, "FULL_DEVICE_NAME") == 0)
@@ -457,11 +533,26 @@ static const rn_compiled_model_ops slowdev_compiled_ops = {
 static rn_status slowdev_query(slowdev *plugin, const rn_graph *model, const rn_property *p,
                                size_t n, char ***names, bool **supported, size_t *count)
 {
-    (void)p, (void)n;
-    plugin_query_result q;
-    rn_status st = plugin_query_model(model, ((slowdev *)plugin)->kernels, &q);
+    slowdev_knobs knobs;
+    pthread_mutex_lock(&plugin->lock);
+    knobs = plugin->knobs;
+    pthread_mutex_unlock(&plugin->lock);
+    plugin_properties props;
+    plugin_properties_default(&props);
+    uint32_t costs[N_ENGINES] = {0};
+    rn_status st = apply(&props, costs, &knobs, p, n);
     if (st != RN_OK)
         return st;
+    plugin_query_result q;
+    if ((st = plugin_query_model(model, plugin->kernels, &q)) != RN_OK)
+        return st;
+    /* The ops SLOWDEV_UNSUPPORTED_OPS refuses. */
+    for (int i = 0; i < model->n_nodes; i++)
+        for (int f = 0; refused(&knobs, model->nodes[i]->op_type) && f < model->nodes[i]->n_fused;
+             f++)
+            for (size_t e = 0; e < q.count; e++)
+                if (strcmp(q.names[e], model->nodes[i]->fused_names[f]) == 0)
+                    q.supported[e] = false;
     *names = q.names;
     *supported = q.supported;
     *count = q.count;
@@ -471,6 +562,11 @@ static rn_status slowdev_query(slowdev *plugin, const rn_graph *model, const rn_
 /* Builds the plan of `g` with the compiled model's properties and costs. */
 static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
 {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (refused(&c->knobs, g->nodes[i]->op_type))
+            return rn_set_error(RN_UNSUPPORTED,
+                                "SLOWDEV: node '%s' (op %s) is refused by SLOWDEV_UNSUPPORTED_OPS",
+                                g->nodes[i]->name, g->nodes[i]->op_type);
     plugin_plan_options o = {.profiling = c->props.enable_profiling,
                              .trace = c->props.enable_trace,
                              .stage_ctx = c,
@@ -506,6 +602,7 @@ static slowdev_compiled *slowdev_compiled_new(slowdev *d, rn_plugin_context *con
     pthread_mutex_lock(&d->lock);
     c->props = d->props;
     memcpy(c->cost_us, d->cost_us, sizeof c->cost_us);
+    c->knobs = d->knobs;
     pthread_mutex_unlock(&d->lock);
     return c;
 }
@@ -517,9 +614,11 @@ static rn_status slowdev_compile(slowdev *plugin, const rn_graph *model, rn_plug
     slowdev_compiled *c = slowdev_compiled_new(plugin, context);
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
-    rn_status st = apply(&c->props, c->cost_us, p, n);
+    rn_status st = apply(&c->props, c->cost_us, &c->knobs, p, n);
     if (st == RN_OK)
         st = slowdev_build(c, model);
+    if (st == RN_OK) /* the kernel compiler of an accelerator (an import skips it) */
+        sleep_us(c->knobs.compile_us);
     if (st != RN_OK) {
         slowdev_compiled_free(c);
         return st;
@@ -543,7 +642,7 @@ static rn_status slowdev_import(slowdev *plugin, const void *data, size_t size,
     rn_status st = RN_OK;
     for (size_t i = 0; i < n && st == RN_OK; i++) {
         if (strncmp(p[i].key, "SLOWDEV_", 8) == 0)
-            st = apply(&c->props, c->cost_us, &p[i], 1);
+            st = apply(&c->props, c->cost_us, &c->knobs, &p[i], 1);
         else if (n_shared < 32)
             shared[n_shared++] = p[i];
         else
