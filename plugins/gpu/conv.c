@@ -29,15 +29,6 @@ static bool conv_supports(const rn_node *node, const char **why)
         *why = "GPU: 2-D convolutions only";
         return false;
     }
-    if (rn_node_input_constant(node, 1) == NULL) {
-        *why = "GPU: the weights must be a constant";
-        return false;
-    }
-    if (rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0' &&
-        rn_node_input_constant(node, 2) == NULL) {
-        *why = "GPU: the bias must be a constant";
-        return false;
-    }
     int act;
     float a0, a1;
     if (fused && !gpu_fused_activation(node, &act, &a0, &a1, why))
