@@ -90,8 +90,8 @@ Test(gpu, properties_name_the_opencl_device)
     for (int pass = 0; pass < 2 && first == NULL; pass++)
         for (cl_uint p = 0; p < np && first == NULL; p++) {
             cl_uint nd = 0;
-            cl_device_type t = pass == 0 ? CL_DEVICE_TYPE_GPU
-                                         : CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_ACCELERATOR;
+            cl_device_type t =
+                pass == 0 ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_ACCELERATOR;
             if (clGetDeviceIDs(platforms[p], t, 1, &first, &nd) != CL_SUCCESS)
                 first = NULL;
         }
@@ -126,8 +126,8 @@ static void fill(float *x, size_t n, uint32_t seed)
 static float *run_on(rn_core *core, rn_model *model, const char *device, size_t *count)
 {
     rn_compiled_model *cm;
-    cr_assert_eq(rn_core_compile_model(core, model, device, NULL, 0, &cm), RN_OK, "%s: %s",
-                 device, rn_last_error());
+    cr_assert_eq(rn_core_compile_model(core, model, device, NULL, 0, &cm), RN_OK, "%s: %s", device,
+                 rn_last_error());
     rn_infer_request *r;
     cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r), RN_OK, "%s", rn_last_error());
     size_t n_in = rn_compiled_model_input_count(cm);
@@ -248,8 +248,8 @@ Test(gpu, async_requests_run_through_the_device_stages)
     bool execute = false, wait = false;
     for (size_t i = 0; i < n_stages; i++) {
         execute |= strcmp(stages[i].stage, "execute") == 0;
-        wait |= strcmp(stages[i].stage, "wait") == 0 &&
-                strcmp(stages[i].executor, "device-wait") == 0;
+        wait |=
+            strcmp(stages[i].stage, "wait") == 0 && strcmp(stages[i].executor, "device-wait") == 0;
     }
     cr_assert(execute && wait, "the pipeline has an execute stage and a wait on device-wait");
     enum { N = 6 };
