@@ -1,5 +1,5 @@
 /* Pooling (Max, Average, Global), LRN, Softmax and LogSoftmax,
- * LayerNormalization: runnel's OpenCL kernels, one work-item per output
+ * LayerNormalization over the last axis: runnel's OpenCL kernels, one work-item per output
  * element (per row for the normalisations). */
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +202,91 @@ static rn_status softmax_prepare(const rn_node *node, void **out)
     *out = s;
     return RN_OK;
 }
+
+/* ---- LayerNormalization (over the last axis) ---- */
+
+typedef struct layernorm_state {
+    gpu_node g;
+    int D;
+    size_t rows;
+    float eps;
+} layernorm_state;
+
+static bool layernorm_supports(const rn_node *node, const char **why)
+{
+    if (!gpu_static_f32(node, 0, why))
+        return false;
+    int rank = rn_node_input_shape(node, 0).rank;
+    int64_t axis = rn_node_attr_int(node, "axis", -1);
+    if (rank < 1 || (axis != -1 && axis != rank - 1)) {
+        *why = "GPU: LayerNormalization over the last axis only";
+        return false;
+    }
+    int D = (int)rn_node_input_shape(node, 0).dims[rank - 1];
+    for (int i = 1; i < rn_node_input_count(node); i++) {
+        rn_partial_shape s = rn_node_input_shape(node, i);
+        if (rn_node_input_name(node, i)[0] != '\0' && (s.rank != 1 || s.dims[0] != D)) {
+            *why = "GPU: LayerNormalization's scale and bias of the last axis' size only";
+            return false;
+        }
+    }
+    return true;
+}
+
+static rn_status layernorm_prepare(const rn_node *node, void **out)
+{
+    layernorm_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    static const char *const kernels[] = {"layernorm", NULL};
+    rn_status st = gpu_node_init(&s->g, node, kernels);
+    if (st != RN_OK) {
+        gpu_state_free(s);
+        return st;
+    }
+    rn_partial_shape x = rn_node_input_shape(node, 0);
+    s->D = (int)x.dims[x.rank - 1];
+    s->rows = count(x, 0, x.rank - 1);
+    s->eps = rn_node_attr_float(node, "epsilon", 1e-5f);
+    *out = s;
+    return RN_OK;
+}
+
+static rn_status layernorm_run(rn_kernel_args *args)
+{
+    layernorm_state *s = args->state;
+    gpu_mem x = gpu_input(&s->g, args, 0), g = gpu_input(&s->g, args, 1),
+            b = gpu_input(&s->g, args, 2), y = gpu_output(args, 0);
+    int has_b = b.mem != NULL;
+    cl_mem bm = has_b ? b.mem : g.mem;
+    int xoff = (int)x.off, yoff = (int)y.off, goff = (int)g.off, boff = (int)b.off;
+    /* Mean and InvStdDev, when asked for (else y stands in, unwritten). */
+    gpu_mem m = y, r = y;
+    int has_m = args->n_outputs > 1 && args->outputs[1].type != RN_UNDEFINED;
+    int has_r = args->n_outputs > 2 && args->outputs[2].type != RN_UNDEFINED;
+    if (has_m)
+        m = gpu_output(args, 1);
+    if (has_r)
+        r = gpu_output(args, 2);
+    int moff = (int)m.off, roff = (int)r.off;
+    gpu_arg a[] = {GPU_ARG(x.mem),  GPU_ARG(xoff),  GPU_ARG(y.mem), GPU_ARG(yoff),  GPU_ARG(g.mem),
+                   GPU_ARG(goff),   GPU_ARG(bm),    GPU_ARG(boff),  GPU_ARG(has_b), GPU_ARG(s->D),
+                   GPU_ARG(s->eps), GPU_ARG(m.mem), GPU_ARG(moff),  GPU_ARG(has_m), GPU_ARG(r.mem),
+                   GPU_ARG(roff),   GPU_ARG(has_r)};
+    return gpu_launch(&s->g, args, 0, a, (int)(sizeof a / sizeof a[0]), s->rows);
+}
+
+const rn_kernel gpu_kernel_layernorm = {
+    .domain = "",
+    .op_type = "LayerNormalization",
+    .impl_type = "opencl",
+    .supports = layernorm_supports,
+    .prepare = layernorm_prepare,
+    .run = layernorm_run,
+    .release = gpu_state_free,
+    .input_layout = gpu_input_layout,
+    .output_layout = gpu_output_layout,
+};
 
 #define NN_KERNEL(name, op, supports_fn, prepare_fn)                                               \
     const rn_kernel name = {                                                                       \

@@ -164,10 +164,12 @@ const char gpu_program_source[] =
     "    xi += c * xs.v[d]; }\n"
     "  y[yoff + i] = x[xoff + xi];\n"
     "}\n"
-    /* LayerNormalization over the last D elements (one work-item per row). */
+    /* LayerNormalization over the last D elements (one work-item per row),
+     * with the optional Mean and InvStdDev outputs. */
     "__kernel void layernorm(__global const float *x, int xoff, __global float *y, int yoff,\n"
     "                        __global const float *g, int goff, __global const float *b,\n"
-    "                        int boff, int has_b, int D, float eps) {\n"
+    "                        int boff, int has_b, int D, float eps, __global float *mo,\n"
+    "                        int mooff, int has_m, __global float *ro, int rooff, int has_r) {\n"
     "  size_t i = get_global_id(0);\n"
     "  __global const float *p = x + xoff + i * D;\n"
     "  __global float *q = y + yoff + i * D;\n"
@@ -177,6 +179,8 @@ const char gpu_program_source[] =
     "  float v = 0.0f;\n"
     "  for (int k = 0; k < D; k++) { float d = p[k] - m; v += d * d; }\n"
     "  float r = rsqrt(v / D + eps);\n"
+    "  if (has_m) mo[mooff + i] = m;\n"
+    "  if (has_r) ro[rooff + i] = r;\n"
     "  for (int k = 0; k < D; k++)\n"
     "    q[k] = (p[k] - m) * r * g[goff + k] + (has_b ? b[boff + k] : 0.0f);\n"
     "}\n";

@@ -46,6 +46,7 @@ extern const rn_kernel gpu_kernel_global_average_pool;
 extern const rn_kernel gpu_kernel_lrn;
 extern const rn_kernel gpu_kernel_softmax;
 extern const rn_kernel gpu_kernel_log_softmax;
+extern const rn_kernel gpu_kernel_layernorm;
 
 const rn_kernel *const gpu_kernels[] = {
     &gpu_kernel_conv,
@@ -93,5 +94,6 @@ const rn_kernel *const gpu_kernels[] = {
     &gpu_kernel_lrn,
     &gpu_kernel_softmax,
     &gpu_kernel_log_softmax,
+    &gpu_kernel_layernorm,
     NULL,
 };
