@@ -39,15 +39,11 @@ static bool conv_supports(const rn_node *node, const char **why)
 
 static rn_status conv_prepare(const rn_node *node, void **out)
 {
-    conv_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    conv_state *s;
     static const char *const kernels[] = {"im2col", "bias_act", NULL};
-    rn_status st = gpu_node_init(&s->g, node, kernels);
-    if (st != RN_OK) {
-        gpu_state_free(s);
+    rn_status st = gpu_state_new(sizeof *s, node, kernels, (void **)&s);
+    if (st != RN_OK)
         return st;
-    }
     rn_partial_shape x = rn_node_input_shape(node, 0), w = rn_node_input_shape(node, 1),
                      y = rn_node_output_shape(node, 0);
     const char *why = NULL;

@@ -130,15 +130,11 @@ static bool unary_supports(const rn_node *node, const char **why)
 
 static rn_status unary_prepare(const rn_node *node, void **out)
 {
-    unary_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    unary_state *s;
     static const char *const kernels[] = {"unary", NULL};
-    rn_status st = gpu_node_init(&s->g, node, kernels);
-    if (st != RN_OK) {
-        gpu_state_free(s);
+    rn_status st = gpu_state_new(sizeof *s, node, kernels, (void **)&s);
+    if (st != RN_OK)
         return st;
-    }
     const char *op = rn_node_op_type(node), *why;
     s->act = unary_act(op);
     s->n = output_count(node);
@@ -241,15 +237,11 @@ static bool binary_supports(const rn_node *node, const char **why)
 
 static rn_status binary_prepare(const rn_node *node, void **out)
 {
-    binary_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    binary_state *s;
     static const char *const kernels[] = {"binary", "unary", NULL};
-    rn_status st = gpu_node_init(&s->g, node, kernels);
-    if (st != RN_OK) {
-        gpu_state_free(s);
+    rn_status st = gpu_state_new(sizeof *s, node, kernels, (void **)&s);
+    if (st != RN_OK)
         return st;
-    }
     const char *op = rn_node_op_type(node);
     bool sum = strcmp(op, "Sum") == 0;
     s->op = sum ? GPU_BINARY_ADD : binary_op(op);

@@ -38,15 +38,11 @@ static bool gemm_supports(const rn_node *node, const char **why)
 
 static rn_status gemm_prepare(const rn_node *node, void **out)
 {
-    gemm_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    gemm_state *s;
     static const char *const kernels[] = {"binary", "unary", NULL};
-    rn_status st = gpu_node_init(&s->g, node, kernels);
-    if (st != RN_OK) {
-        gpu_state_free(s);
+    rn_status st = gpu_state_new(sizeof *s, node, kernels, (void **)&s);
+    if (st != RN_OK)
         return st;
-    }
     rn_partial_shape a = rn_node_input_shape(node, 0), y = rn_node_output_shape(node, 0);
     s->trans_a = rn_node_attr_int(node, "transA", 0) != 0;
     s->trans_b = rn_node_attr_int(node, "transB", 0) != 0;
@@ -90,14 +86,10 @@ static bool matmul_supports(const rn_node *node, const char **why)
 
 static rn_status matmul_prepare(const rn_node *node, void **out)
 {
-    gemm_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
-    rn_status st = gpu_node_init(&s->g, node, NULL);
-    if (st != RN_OK) {
-        gpu_state_free(s);
+    gemm_state *s;
+    rn_status st = gpu_state_new(sizeof *s, node, NULL, (void **)&s);
+    if (st != RN_OK)
         return st;
-    }
     rn_partial_shape a = rn_node_input_shape(node, 0), b = rn_node_input_shape(node, 1);
     s->K = (size_t)a.dims[a.rank - 1];
     s->N = (size_t)b.dims[b.rank - 1];

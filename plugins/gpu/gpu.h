@@ -101,6 +101,9 @@ typedef struct gpu_node {
  * (NULL-terminated, may be NULL). */
 rn_status gpu_node_init(gpu_node *g, const rn_node *node, const char *const *kernels);
 void gpu_node_release(gpu_node *g);
+/* A zeroed state of `size` bytes that starts with a gpu_node, initialised
+ * by gpu_node_init; nothing is left allocated on failure. */
+rn_status gpu_state_new(size_t size, const rn_node *node, const char *const *kernels, void **out);
 /* release for states that are a gpu_node followed by plain data. */
 void gpu_state_free(void *state);
 

@@ -64,16 +64,17 @@ static bool layout_equal(const rn_layout *a, const rn_layout *b)
     return true; /* plain row-major in device memory, whatever the shape */
 }
 
-/* Uploads (plain host → device, non-blocking: the caller keeps its inputs
- * until the run completes) and downloads (device → plain host, blocking:
- * the result is in host memory when the conversion returns). */
+/* Uploads (plain host → device) and downloads (device → plain host), both
+ * blocking: when the conversion returns the bytes have moved, so a run that
+ * is cancelled or fails after it leaves no copy in flight from or into host
+ * memory the caller may free. The kernels between them are not waited for. */
 static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *dst)
 {
     if (src->layout == NULL && dst->layout != NULL) {
         gpu_arena *a = dst->buffer;
         if (src->nbytes == 0)
             return RN_OK;
-        cl_int err = clEnqueueWriteBuffer(a->queue, a->mem, CL_FALSE, dst->offset, src->nbytes,
+        cl_int err = clEnqueueWriteBuffer(a->queue, a->mem, CL_TRUE, dst->offset, src->nbytes,
                                           src->data, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             return rn_set_error(RN_DEVICE_ERROR, "GPU: uploading %zu bytes failed: %s", src->nbytes,
@@ -182,6 +183,20 @@ void gpu_node_release(gpu_node *g)
     for (int k = 0; k < g->n_kernels; k++)
         clReleaseKernel(g->kernel[k]);
     pthread_mutex_destroy(&g->lock);
+}
+
+rn_status gpu_state_new(size_t size, const rn_node *node, const char *const *kernels, void **out)
+{
+    gpu_node *g = calloc(1, size);
+    if (g == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    rn_status st = gpu_node_init(g, node, kernels);
+    if (st != RN_OK) {
+        gpu_state_free(g);
+        return st;
+    }
+    *out = g;
+    return RN_OK;
 }
 
 void gpu_state_free(void *state)

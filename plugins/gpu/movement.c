@@ -36,15 +36,11 @@ static bool concat_supports(const rn_node *node, const char **why)
 
 static rn_status concat_prepare(const rn_node *node, void **out)
 {
-    concat_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    concat_state *s;
     static const char *const kernels[] = {"copy_rows", NULL};
-    rn_status st = gpu_node_init(&s->g, node, kernels);
-    if (st != RN_OK) {
-        gpu_state_free(s);
+    rn_status st = gpu_state_new(sizeof *s, node, kernels, (void **)&s);
+    if (st != RN_OK)
         return st;
-    }
     rn_partial_shape y = rn_node_output_shape(node, 0);
     int axis = (int)rn_node_attr_int(node, "axis", 0);
     if (axis < 0)
@@ -124,15 +120,11 @@ static bool transpose_supports(const rn_node *node, const char **why)
 
 static rn_status transpose_prepare(const rn_node *node, void **out)
 {
-    transpose_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    transpose_state *s;
     static const char *const kernels[] = {"transpose", NULL};
-    rn_status st = gpu_node_init(&s->g, node, kernels);
-    if (st != RN_OK) {
-        gpu_state_free(s);
+    rn_status st = gpu_state_new(sizeof *s, node, kernels, (void **)&s);
+    if (st != RN_OK)
         return st;
-    }
     rn_partial_shape x = rn_node_input_shape(node, 0), y = rn_node_output_shape(node, 0);
     const int64_t *perm = NULL;
     int np = rn_node_attr_ints(node, "perm", &perm);
@@ -209,14 +201,10 @@ static bool view_supports(const rn_node *node, const char **why)
 
 static rn_status view_prepare(const rn_node *node, void **out)
 {
-    gpu_node *g = calloc(1, sizeof *g);
-    if (g == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
-    rn_status st = gpu_node_init(g, node, NULL);
-    if (st != RN_OK) {
-        gpu_state_free(g);
+    gpu_node *g;
+    rn_status st = gpu_state_new(sizeof *g, node, NULL, (void **)&g);
+    if (st != RN_OK)
         return st;
-    }
     *out = g;
     return RN_OK;
 }

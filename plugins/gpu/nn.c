@@ -19,17 +19,8 @@ typedef struct nn_state {
 
 static rn_status nn_new(const rn_node *node, const char *kernel, nn_state **out)
 {
-    nn_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
     const char *kernels[] = {kernel, NULL};
-    rn_status st = gpu_node_init(&s->g, node, kernels);
-    if (st != RN_OK) {
-        gpu_state_free(s);
-        return st;
-    }
-    *out = s;
-    return RN_OK;
+    return gpu_state_new(sizeof **out, node, kernels, (void **)out);
 }
 
 /* Launches kernel 0 with (x, xoff, y, yoff, iargs..., fargs...). */
@@ -235,15 +226,11 @@ static bool layernorm_supports(const rn_node *node, const char **why)
 
 static rn_status layernorm_prepare(const rn_node *node, void **out)
 {
-    layernorm_state *s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    layernorm_state *s;
     static const char *const kernels[] = {"layernorm", NULL};
-    rn_status st = gpu_node_init(&s->g, node, kernels);
-    if (st != RN_OK) {
-        gpu_state_free(s);
+    rn_status st = gpu_state_new(sizeof *s, node, kernels, (void **)&s);
+    if (st != RN_OK)
         return st;
-    }
     rn_partial_shape x = rn_node_input_shape(node, 0);
     s->D = (int)x.dims[x.rank - 1];
     s->rows = count(x, 0, x.rank - 1);

@@ -88,11 +88,17 @@ static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
 typedef struct wait_job {
     plugin_request *request;
     uint32_t stage;
+    /* Set before the callback is registered, read first by the callback:
+     * what the stage did before is visible to the thread that completes it
+     * (the OpenCL runtime's, whose own synchronisation a sanitizer cannot
+     * see). */
+    atomic_int armed;
 } wait_job;
 
 static void CL_CALLBACK wait_done(cl_event ev, cl_int status, void *arg)
 {
     wait_job *job = arg;
+    (void)atomic_load_explicit(&job->armed, memory_order_acquire);
     plugin_request *r = job->request;
     uint32_t stage = job->stage;
     free(job);
@@ -100,32 +106,36 @@ static void CL_CALLBACK wait_done(cl_event ev, cl_int status, void *arg)
     plugin_request_complete_stage(r, stage, status == CL_COMPLETE ? RN_OK : RN_DEVICE_ERROR);
 }
 
-/* Completes when everything the run queued has run: a marker's event. */
+/* Completes when everything the run queued has run: a marker's event. Once
+ * the callback is registered the run may complete (and the request be
+ * freed) at any moment: nothing of it is touched after. */
 static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
 {
     (void)ctx;
     gpu_arena *a = plugin_request_arena(r);
     if (a == NULL)
         return RN_OK;
+    cl_command_queue queue = a->queue;
     wait_job *job = malloc(sizeof *job);
     if (job == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
-    *job = (wait_job){r, stage};
-    cl_event ev;
-    cl_int err = clEnqueueMarkerWithWaitList(a->queue, 0, NULL, &ev);
-    if (err == CL_SUCCESS) {
-        err = clSetEventCallback(ev, CL_COMPLETE, wait_done, job);
-        if (err != CL_SUCCESS)
-            clReleaseEvent(ev);
-    }
+    job->request = r;
+    job->stage = stage;
+    cl_event ev = NULL;
+    cl_int err = clEnqueueMarkerWithWaitList(queue, 0, NULL, &ev);
     if (err == CL_SUCCESS)
-        err = clFlush(a->queue);
-    else
-        free(job);
-    if (err != CL_SUCCESS)
-        return rn_set_error(RN_DEVICE_ERROR, "GPU: waiting for the queue failed: %s",
-                            gpu_cl_error(err));
-    return PLUGIN_STAGE_PENDING;
+        err = clFlush(queue);
+    if (err == CL_SUCCESS) {
+        atomic_store_explicit(&job->armed, 1, memory_order_release);
+        err = clSetEventCallback(ev, CL_COMPLETE, wait_done, job);
+        if (err == CL_SUCCESS)
+            return PLUGIN_STAGE_PENDING;
+    }
+    if (ev != NULL)
+        clReleaseEvent(ev);
+    free(job);
+    return rn_set_error(RN_DEVICE_ERROR, "GPU: waiting for the queue failed: %s",
+                        gpu_cl_error(err));
 }
 
 /* ---- plugin ---- */
