@@ -67,35 +67,6 @@ typedef struct unary_state {
     size_t n;
 } unary_state;
 
-static const struct {
-    const char *op;
-    int act;
-} unary_ops[] = {
-    {"Relu", GPU_ACT_RELU},
-    {"LeakyRelu", GPU_ACT_LEAKY_RELU},
-    {"Clip", GPU_ACT_CLIP},
-    {"Sigmoid", GPU_ACT_SIGMOID},
-    {"Tanh", GPU_ACT_TANH},
-    {"Elu", GPU_ACT_ELU},
-    {"HardSigmoid", GPU_ACT_HARD_SIGMOID},
-    {"Gelu", GPU_ACT_GELU},
-    {"Abs", GPU_ACT_ABS},
-    {"Neg", GPU_ACT_NEG},
-    {"Exp", GPU_ACT_EXP},
-    {"Log", GPU_ACT_LOG},
-    {"Sqrt", GPU_ACT_SQRT},
-    {"Erf", GPU_ACT_ERF},
-    {"Reciprocal", GPU_ACT_RECIPROCAL},
-};
-
-static int unary_act(const char *op)
-{
-    for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++)
-        if (strcmp(op, unary_ops[i].op) == 0)
-            return unary_ops[i].act;
-    return -1;
-}
-
 /* Clip's bounds: attributes before opset 11, constant inputs after. */
 static bool clip_bounds(const rn_node *node, float *lo, float *hi, const char **why)
 {
@@ -136,7 +107,7 @@ static rn_status unary_prepare(const rn_node *node, void **out)
     if (st != RN_OK)
         return st;
     const char *op = rn_node_op_type(node), *why;
-    s->act = unary_act(op);
+    s->act = gpu_activation(op);
     s->n = output_count(node);
     switch (s->act) {
     case GPU_ACT_LEAKY_RELU:

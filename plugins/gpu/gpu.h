@@ -165,6 +165,8 @@ enum {
     GPU_ACT_IDENTITY,
     GPU_ACT_RECIPROCAL,
 };
+/* The act() code of a unary op or activation name, -1 if none. */
+int gpu_activation(const char *name);
 /* The activation of a FusedConv/FusedGemm node (its `activation`
  * attribute); false with a reason when the device lacks it. */
 bool gpu_fused_activation(const rn_node *node, int *act, float *a0, float *a1, const char **why);

@@ -311,6 +311,37 @@ bool gpu_static_f32(const rn_node *node, uint32_t any_type, const char **why)
     return true;
 }
 
+/* Op names and their act() codes: the unary ops, and the activations a
+ * FusedConv or FusedGemm names. */
+static const struct {
+    const char *name;
+    int act;
+} activations[] = {
+    {"Relu", GPU_ACT_RELU},
+    {"LeakyRelu", GPU_ACT_LEAKY_RELU},
+    {"Clip", GPU_ACT_CLIP},
+    {"Sigmoid", GPU_ACT_SIGMOID},
+    {"Tanh", GPU_ACT_TANH},
+    {"Elu", GPU_ACT_ELU},
+    {"HardSigmoid", GPU_ACT_HARD_SIGMOID},
+    {"Gelu", GPU_ACT_GELU},
+    {"Abs", GPU_ACT_ABS},
+    {"Neg", GPU_ACT_NEG},
+    {"Exp", GPU_ACT_EXP},
+    {"Log", GPU_ACT_LOG},
+    {"Sqrt", GPU_ACT_SQRT},
+    {"Erf", GPU_ACT_ERF},
+    {"Reciprocal", GPU_ACT_RECIPROCAL},
+};
+
+int gpu_activation(const char *name)
+{
+    for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++)
+        if (strcmp(name, activations[i].name) == 0)
+            return activations[i].act;
+    return -1;
+}
+
 bool gpu_fused_activation(const rn_node *node, int *act, float *a0, float *a1, const char **why)
 {
     const char *name = rn_node_attr_string(node, "activation", "");
@@ -318,27 +349,12 @@ bool gpu_fused_activation(const rn_node *node, int *act, float *a0, float *a1, c
     int np = rn_node_attr_floats(node, "activation_params", &p);
     *a0 = np > 0 ? p[0] : 0.0f;
     *a1 = np > 1 ? p[1] : 0.0f;
-    static const struct {
-        const char *name;
-        int act;
-    } table[] = {
-        {"", GPU_ACT_NONE},
-        {"Relu", GPU_ACT_RELU},
-        {"LeakyRelu", GPU_ACT_LEAKY_RELU},
-        {"Clip", GPU_ACT_CLIP},
-        {"Sigmoid", GPU_ACT_SIGMOID},
-        {"Tanh", GPU_ACT_TANH},
-        {"Elu", GPU_ACT_ELU},
-        {"HardSigmoid", GPU_ACT_HARD_SIGMOID},
-        {"Gelu", GPU_ACT_GELU},
-    };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(name, table[i].name) == 0) {
-            *act = table[i].act;
-            return true;
-        }
-    *why = "GPU: this fused activation is not implemented";
-    return false;
+    *act = name[0] == '\0' ? GPU_ACT_NONE : gpu_activation(name);
+    if (*act < 0) {
+        *why = "GPU: this fused activation is not implemented";
+        return false;
+    }
+    return true;
 }
 
 rn_status gpu_bias_act(gpu_node *g, const rn_kernel_args *args, int k, gpu_mem y, gpu_mem bias,
