@@ -8,7 +8,8 @@
  * that touches C (its producer, the producers of its aliases, every reader
  * of any of them) is an ancestor of P. Blocks are placed in exec order,
  * first fit among the blocks they conflict with, 64-byte aligned. Results
- * keep their bytes to the end of the run. */
+ * keep their bytes to the end of the run; with device arenas (a non-host
+ * allocator) plain results are placed in a host arena of their own. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,10 +61,22 @@ rn_status plan_memory(plan_spec *s)
     rn_status st = RN_OK;
     if (block_of == NULL || blocks == NULL || conflict == NULL)
         goto oom;
+    /* Device arenas: plain results live in the host arena, one block each. */
+    const rn_allocator *alloc = s->plan->options.allocator;
+    s->host_bytes = 0;
+    if (alloc != NULL && !alloc->host)
+        for (int r = 0; r < s->n_results; r++) {
+            plan_value *root = &s->values[s->values[s->results[r]].root];
+            if (root->storage != PLAN_ARENA || root->desc.layout != NULL || root->host)
+                continue;
+            root->host = true;
+            root->host_offset = s->host_bytes;
+            s->host_bytes += align_up(root->nbytes ? root->nbytes : 1);
+        }
     for (int v = 0; v < s->n_values; v++) {
         block_of[v] = -1;
         const plan_value *pv = &s->values[v];
-        if (pv->storage != PLAN_ARENA || pv->root != v)
+        if (pv->storage != PLAN_ARENA || pv->root != v || pv->host)
             continue;
         block *b = &blocks[nb];
         b->root = v;
@@ -184,10 +197,15 @@ rn_status plan_memory(plan_spec *s)
         if (off + b->size > total)
             total = off + b->size;
     }
-    for (int v = 0; v < s->n_values; v++)
-        if (s->values[v].storage == PLAN_ARENA && block_of[s->values[v].root] >= 0)
-            s->values[v].offset =
-                blocks[block_of[s->values[v].root]].offset + s->values[v].alias_offset;
+    for (int v = 0; v < s->n_values; v++) {
+        plan_value *pv = &s->values[v];
+        if (pv->storage != PLAN_ARENA)
+            continue;
+        if (s->values[pv->root].host)
+            pv->offset = s->values[pv->root].host_offset + pv->alias_offset;
+        else if (block_of[pv->root] >= 0)
+            pv->offset = blocks[block_of[pv->root]].offset + pv->alias_offset;
+    }
     s->arena_bytes = total;
     goto done;
 oom:

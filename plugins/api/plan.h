@@ -153,6 +153,10 @@ rn_status plugin_request_set_remote_output(plugin_request *request, size_t index
  * that live in host memory rather than in remote tensors: what a device
  * stage has to upload (download). */
 size_t plugin_request_host_bytes(const plugin_request *request, bool outputs);
+/* The arena of the current run as the plan's allocator made it (its
+ * `buffer`): where a device stage finds the request's device memory and
+ * the queue it belongs to. NULL before the first run. */
+void *plugin_request_arena(const plugin_request *request);
 rn_status plugin_request_infer(plugin_request *request);
 rn_status plugin_request_get_output(plugin_request *request, size_t index, graph_tensor *out);
 /* Stage entries ("input preprocessing", "transfer to device", "execution",

@@ -52,6 +52,12 @@ typedef struct plan_value {
      * output the value it aliases (same storage, same offset). */
     int root;
     size_t offset; /* PLAN_ARENA: into the arena */
+    /* PLAN_ARENA roots of plain results in a plan whose arenas are device
+     * memory: the bytes are in the request's host arena, at host_offset
+     * (the generic request hands results to the caller from host memory;
+     * the device converts its values into them). */
+    bool host;
+    size_t host_offset;
     /* Bytes from its root's start (a Concat input written in place into
      * the Concat's output; 0 for views and in-place outputs). */
     size_t alias_offset;
@@ -121,6 +127,7 @@ struct plan_spec {
     int n_results;
     int *results;       /* exec value of result o */
     size_t arena_bytes; /* one arena per request */
+    size_t host_bytes;  /* device arenas: the host arena of the results */
     int n_dynamic;      /* values allocated by the run */
     int *dynamic;       /* their ids */
     int *consumers;     /* per value: reads in a run (+1 for a result), for dynamic ones */
@@ -193,6 +200,7 @@ typedef struct request_spec {
     plan_spec *spec; /* referenced */
     void *arena_buffer;
     unsigned char *arena;  /* host address of the arena (NULL on device memory) */
+    unsigned char *host_arena; /* device arenas: the results' host bytes */
     value_slot *slots;     /* per exec value */
     atomic_int *remaining; /* per exec value: dynamic readers left in this run */
     graph_tensor *io;      /* per node: inputs, outputs, implicit */

@@ -40,6 +40,7 @@ static void request_spec_free(request_spec *rs, const rn_allocator *alloc)
         else
             free(rs->arena_buffer);
     }
+    free(rs->host_arena);
     free(rs->slots);
     free(rs->remaining);
     free(rs->io);
@@ -61,7 +62,9 @@ static void static_desc(const request_spec *rs, int v, graph_tensor *t)
     if (root->storage == PLAN_CONST) {
         t->data = root->desc.data;
     } else if (root->storage == PLAN_ARENA) {
-        if (rs->arena != NULL) {
+        if (root->host) {
+            t->data = rs->host_arena + pv->offset;
+        } else if (rs->arena != NULL) {
             t->data = rs->arena + pv->offset;
         } else {
             t->data = NULL;
@@ -101,6 +104,13 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
             goto fail;
         if (alloc->host)
             rs->arena = rs->arena_buffer;
+        else if (spec->host_bytes > 0 &&
+                 (rs->host_arena = aligned_alloc(64, spec->host_bytes)) == NULL) {
+            st = rn_set_error(RN_OUT_OF_MEMORY,
+                              "infer request: cannot allocate its %zu bytes of results",
+                              spec->host_bytes);
+            goto fail;
+        }
     } else {
         rs->arena_buffer = aligned_alloc(64, (bytes + 63) / 64 * 64);
         if (rs->arena_buffer == NULL) {
@@ -456,6 +466,11 @@ rn_status plugin_request_set_remote_output(plugin_request *r, size_t index,
     if (st == RN_OK)
         r->remote_out[index] = true;
     return st;
+}
+
+void *plugin_request_arena(const plugin_request *r)
+{
+    return r->rs != NULL ? r->rs->arena_buffer : NULL;
 }
 
 size_t plugin_request_host_bytes(const plugin_request *r, bool outputs)

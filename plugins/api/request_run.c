@@ -384,7 +384,10 @@ static void bind_memory(plugin_request *r)
             continue;
         value_slot *sl = &rs->slots[v];
         void *user = user_buffer_for(r, v, &pv->desc);
-        sl->t.data = user != NULL ? user : rs->arena != NULL ? rs->arena + pv->offset : NULL;
+        sl->t.data = user != NULL       ? user
+                     : pv->host         ? rs->host_arena + pv->offset
+                     : rs->arena != NULL ? rs->arena + pv->offset
+                                         : NULL;
     }
     /* Views of inputs and of results follow their roots. */
     for (int v = 0; v < s->n_values; v++) {

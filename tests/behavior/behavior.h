@@ -1,5 +1,6 @@
 /* The behaviour suite every plugin must pass: shared set-up. Each test runs
- * once per device (REF, CPU, SLOWDEV loaded from its shared object,
+ * once per device (REF, CPU, SLOWDEV and GPU loaded from their shared
+ * objects — GPU skips, saying why, where no OpenCL device can start —,
  * HETERO over SLOWDEV, which refuses Conv, and REF, and AUTO choosing
  * between CPU and REF). */
 #ifndef RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
@@ -17,7 +18,17 @@
 
 #define NODE_DIR   "/usr/share/libonnx-testdata/data/node"
 #define SLOWDEV_SO "tests/slowdev/libslowdev.so"
+#define GPU_SO     "plugins/gpu/libgpu.so"
 #define LIGHT_DIR  ".cache/onnx-1.22.0/light"
+
+/* LeakSanitizer (scripts/test asan), for the GPU device: PoCL's OpenCL C compiler (libpocl,
+ * libLLVM) keeps what it allocates while building kernels to the end of
+ * the process; those leaks are theirs, and only theirs are suppressed. */
+__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void);
+__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void)
+{
+    return "leak:libpocl.so\nleak:libLLVM\n";
+}
 
 typedef struct device_param {
     char name[32];
@@ -27,7 +38,7 @@ typedef struct device_param {
     ParameterizedTestParameters(suite, test)                                                       \
     {                                                                                              \
         static device_param devices[] = {                                                          \
-            {"REF"}, {"SLOWDEV"}, {"CPU"}, {"HETERO:SLOWDEV,REF"}, {"AUTO:CPU,REF"}};              \
+            {"REF"}, {"SLOWDEV"}, {"CPU"}, {"GPU"}, {"HETERO:SLOWDEV,REF"}, {"AUTO:CPU,REF"}};     \
         return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
     }
 
@@ -36,7 +47,8 @@ typedef struct device_param {
 #define BEHAVIOR_EXPORT_DEVICES(suite, test)                                                       \
     ParameterizedTestParameters(suite, test)                                                       \
     {                                                                                              \
-        static device_param devices[] = {{"REF"}, {"SLOWDEV"}, {"CPU"}, {"HETERO:SLOWDEV,REF"}};   \
+        static device_param devices[] = {                                                          \
+            {"REF"}, {"SLOWDEV"}, {"CPU"}, {"GPU"}, {"HETERO:SLOWDEV,REF"}};                       \
         return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
     }
 
@@ -45,7 +57,7 @@ typedef struct device_param {
 #define BEHAVIOR_PHYSICAL_DEVICES(suite, test)                                                     \
     ParameterizedTestParameters(suite, test)                                                       \
     {                                                                                              \
-        static device_param devices[] = {{"REF"}, {"SLOWDEV"}, {"CPU"}};                           \
+        static device_param devices[] = {{"REF"}, {"SLOWDEV"}, {"CPU"}, {"GPU"}};                  \
         return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
     }
 
@@ -70,7 +82,22 @@ static inline rn_core *behavior_core(const char *device)
                                {"SLOWDEV_UNSUPPORTED_OPS", strchr(device, ':') ? "Conv" : ""}};
         cr_assert_eq(rn_core_set_property(core, "SLOWDEV", costs, 5), RN_OK, "%s", rn_last_error());
     }
+    if (strcmp(device, "GPU") == 0 && rn_core_load_plugin(core, NULL, GPU_SO) != RN_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", rn_last_error());
+        rn_core_free(core);
+        cr_skip_test("the GPU device cannot start here: %s", why);
+    }
     return core;
+}
+
+/* GPU runs static shapes only: a model whose shapes come from a run-time
+ * input (a Reshape fed its shape) is refused at compile time. */
+static inline void behavior_skip_runtime_shapes(const char *device)
+{
+    if (strcmp(device, "GPU") == 0)
+        cr_skip_test("GPU: this case needs shapes computed at run time, and the device's kernels "
+                     "run static shapes only (docs/gpu.md)");
 }
 
 typedef struct behavior_model {

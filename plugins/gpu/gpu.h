@@ -1,0 +1,182 @@
+/* The GPU device on OpenCL: what its files share.
+ *
+ * One OpenCL device (a GPU when the platforms offer one, else a CPU device
+ * such as PoCL's) with one context. runnel's own OpenCL C kernels
+ * (program.c) are built once per context, on the first compile; GEMMs go to
+ * CLBlast. A compiled model's plan keeps its arenas in device memory
+ * (gpu_allocator: one cl_mem and one in-order command queue per request
+ * arena); every value a GPU kernel reads or writes is in the device layout
+ * "cl" (plain row-major bytes in device memory), so the plan inserts the
+ * uploads (model inputs → device) and downloads (device → results) as
+ * layout conversions. Constant inputs (weights) are uploaded once, when a
+ * kernel is prepared. Kernels enqueue their work on the queue of the arena
+ * they write (non-blocking); the pipeline's execute stage flushes the queue
+ * and its wait stage completes when a marker's event fires. */
+#ifndef RUNNEL_PLUGINS_GPU_GPU_H
+#define RUNNEL_PLUGINS_GPU_GPU_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <CL/cl.h>
+
+#include "plugins/api/kernel.h"
+
+/* The OpenCL device a GPU plugin runs on, and its context. */
+typedef struct gpu_device {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_device_type type;
+    char name[256];         /* FULL_DEVICE_NAME */
+    char architecture[512]; /* DEVICE_ARCHITECTURE: vendor, device, driver */
+    bool fp16;              /* cl_khr_fp16 */
+    int n_devices;          /* OpenCL devices the plugin can choose from */
+    pthread_mutex_t build_lock;
+    cl_program program; /* runnel's kernels, built on first use */
+    atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
+} gpu_device;
+
+/* Opens device `index` among the OpenCL devices (GPUs first, then CPU and
+ * accelerator devices); the reason in the error when there is none. */
+rn_status gpu_device_open(int index, gpu_device **out);
+void gpu_device_close(gpu_device *dev);
+
+/* Builds runnel's program for the device once (thread-safe); the build log
+ * is in the error. */
+rn_status gpu_device_program(gpu_device *dev, cl_program *out);
+
+/* The name of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
+const char *gpu_cl_error(cl_int err);
+
+/* The source of runnel's OpenCL kernels (program.c). */
+extern const char gpu_program_source[];
+
+/* The device kernels are prepared for: set by the plugin in the thread that
+ * builds a plan (kernel prepare has no other way to reach it). */
+void gpu_set_current(gpu_device *dev);
+gpu_device *gpu_current(void);
+
+/* ---- device memory ---- */
+
+/* A request's arena: device memory and the in-order queue its work runs
+ * on (the `buffer` kernels see in their descriptors). */
+typedef struct gpu_arena {
+    gpu_device *dev;
+    cl_mem mem;
+    cl_command_queue queue;
+} gpu_arena;
+
+/* The allocator of device arenas (ctx: the gpu_device). */
+extern const rn_allocator gpu_allocator_template;
+
+/* The device layout ("cl"): plain row-major bytes in device memory. Its
+ * conversions are the uploads and downloads. */
+extern const rn_layout_ops gpu_layout_ops;
+
+/* ---- kernels ---- */
+
+#define GPU_MAX_IO      32
+#define GPU_MAX_KERNELS 4
+
+/* What every GPU kernel's state starts with: the device layouts of its
+ * inputs and outputs, its constant inputs uploaded once, and its OpenCL
+ * kernels (arguments are set and the kernel enqueued under `lock`: a
+ * cl_kernel's arguments are shared by the requests that run it). */
+typedef struct gpu_node {
+    gpu_device *dev;
+    const char *name;
+    int n_in, n_out;
+    rn_layout in_layout[GPU_MAX_IO], out_layout[GPU_MAX_IO];
+    bool is_constant[GPU_MAX_IO]; /* a constant of the model (never converted) */
+    cl_mem constant[GPU_MAX_IO];  /* its upload (NULL when it has no bytes) */
+    pthread_mutex_t lock;
+    int n_kernels;
+    cl_kernel kernel[GPU_MAX_KERNELS];
+} gpu_node;
+
+/* Fills the common part: layouts, constant inputs uploaded (f32 and
+ * integer constants alike), the OpenCL kernels named in `kernels`
+ * (NULL-terminated, may be NULL). */
+rn_status gpu_node_init(gpu_node *g, const rn_node *node, const char *const *kernels);
+void gpu_node_release(gpu_node *g);
+/* A zeroed state of `size` bytes that starts with a gpu_node, initialised
+ * by gpu_node_init; nothing is left allocated on failure. */
+rn_status gpu_state_new(size_t size, const rn_node *node, const char *const *kernels, void **out);
+/* release for states that are a gpu_node followed by plain data. */
+void gpu_state_free(void *state);
+
+/* The layouts a gpu_node state reports (the kernels' layout hooks). */
+const rn_layout *gpu_input_layout(const void *state, int index);
+const rn_layout *gpu_output_layout(const void *state, int index);
+
+/* Device memory of input i / output i / scratch: the cl_mem and the offset
+ * in f32 elements (4-byte units). */
+typedef struct gpu_mem {
+    cl_mem mem;
+    size_t off; /* in 4-byte elements */
+} gpu_mem;
+gpu_mem gpu_input(const gpu_node *g, const rn_kernel_args *args, int i);
+gpu_mem gpu_output(const rn_kernel_args *args, int i);
+gpu_mem gpu_scratch(const rn_kernel_args *args);
+/* The queue of the run (the arena the outputs are in). */
+cl_command_queue gpu_queue(const rn_kernel_args *args);
+
+/* Sets the arguments of kernel k (each a pointer and size pair, n of them)
+ * and enqueues it over `global` work-items, under the node's lock. */
+typedef struct gpu_arg {
+    size_t size;
+    const void *value;
+} gpu_arg;
+#define GPU_ARG(x) ((gpu_arg){sizeof(x), &(x)})
+rn_status gpu_launch(gpu_node *g, const rn_kernel_args *args, int k, const gpu_arg *a, int n,
+                     size_t global);
+
+/* An error naming the node and the OpenCL call that failed. */
+rn_status gpu_fail(const gpu_node *g, const char *what, cl_int err);
+
+/* supports helpers: every input and output f32 (or absent) with a static
+ * shape; inputs listed in `any_type` (bit i) may have any type. */
+bool gpu_static_f32(const rn_node *node, uint32_t any_type, const char **why);
+
+/* Up to 8 dims or strides, a kernel argument by value (program.c's idx8). */
+typedef struct gpu_idx8 {
+    cl_int v[8];
+} gpu_idx8;
+
+/* Activations fused or elementwise (program.c's act()). */
+enum {
+    GPU_ACT_NONE = 0,
+    GPU_ACT_RELU,
+    GPU_ACT_LEAKY_RELU,
+    GPU_ACT_CLIP,
+    GPU_ACT_SIGMOID,
+    GPU_ACT_TANH,
+    GPU_ACT_ELU,
+    GPU_ACT_HARD_SIGMOID,
+    GPU_ACT_GELU,
+    GPU_ACT_ABS,
+    GPU_ACT_NEG,
+    GPU_ACT_EXP,
+    GPU_ACT_LOG,
+    GPU_ACT_SQRT,
+    GPU_ACT_ERF,
+    GPU_ACT_IDENTITY,
+    GPU_ACT_RECIPROCAL,
+};
+/* The act() code of a unary op or activation name, -1 if none. */
+int gpu_activation(const char *name);
+/* The activation of a FusedConv/FusedGemm node (its `activation`
+ * attribute); false with a reason when the device lacks it. */
+bool gpu_fused_activation(const rn_node *node, int *act, float *a0, float *a1, const char **why);
+/* Enqueues y = act(y + bias[c] + residual) over n elements of C channels of
+ * `inner` elements each (bias and residual optional: mem NULL). */
+rn_status gpu_bias_act(gpu_node *g, const rn_kernel_args *args, int k, gpu_mem y, gpu_mem bias,
+                       gpu_mem residual, int channels, int inner, int n, int act, float a0,
+                       float a1);
+
+/* Kernel families (NULL-terminated). */
+extern const rn_kernel *const gpu_kernels[];
+
+#endif /* RUNNEL_PLUGINS_GPU_GPU_H */
