@@ -21,14 +21,7 @@
 #define GPU_SO     "plugins/gpu/libgpu.so"
 #define LIGHT_DIR  ".cache/onnx-1.22.0/light"
 
-/* LeakSanitizer (scripts/test asan), for the GPU device: PoCL's OpenCL C compiler (libpocl,
- * libLLVM) keeps what it allocates while building kernels to the end of
- * the process; those leaks are theirs, and only theirs are suppressed. */
-__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void);
-__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void)
-{
-    return "leak:libpocl.so\nleak:libLLVM\n";
-}
+#include "tests/gpu/pocl_lsan.h" /* the GPU device on PoCL */
 
 typedef struct device_param {
     char name[32];

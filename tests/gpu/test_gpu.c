@@ -16,14 +16,7 @@
 
 #include "runnel/runnel.h"
 
-/* LeakSanitizer (scripts/test asan): PoCL's OpenCL C compiler (libpocl,
- * libLLVM) keeps what it allocates while building kernels to the end of
- * the process; those leaks are theirs, and only theirs are suppressed. */
-__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void);
-__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void)
-{
-    return "leak:libpocl.so\nleak:libLLVM\n";
-}
+#include "tests/gpu/pocl_lsan.h"
 
 #define GPU_SO   "plugins/gpu/libgpu.so"
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
