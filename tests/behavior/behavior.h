@@ -1,8 +1,8 @@
 /* The behaviour suite every plugin must pass: shared set-up. Each test runs
  * once per device (REF, CPU, SLOWDEV and GPU loaded from their shared
  * objects — GPU skips, saying why, where no OpenCL device can start —,
- * HETERO over SLOWDEV, which refuses Conv, and REF, and AUTO choosing
- * between CPU and REF). */
+ * HETERO over SLOWDEV, which refuses Conv, and REF, HETERO over GPU and
+ * CPU, and AUTO choosing between CPU and REF). */
 #ifndef RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
 #define RUNNEL_TESTS_BEHAVIOR_BEHAVIOR_H
 
@@ -30,8 +30,13 @@ typedef struct device_param {
 #define BEHAVIOR_DEVICES(suite, test)                                                              \
     ParameterizedTestParameters(suite, test)                                                       \
     {                                                                                              \
-        static device_param devices[] = {                                                          \
-            {"REF"}, {"SLOWDEV"}, {"CPU"}, {"GPU"}, {"HETERO:SLOWDEV,REF"}, {"AUTO:CPU,REF"}};     \
+        static device_param devices[] = {{"REF"},                                                  \
+                                         {"SLOWDEV"},                                              \
+                                         {"CPU"},                                                  \
+                                         {"GPU"},                                                  \
+                                         {"HETERO:SLOWDEV,REF"},                                   \
+                                         {"HETERO:GPU,CPU"},                                       \
+                                         {"AUTO:CPU,REF"}};                                        \
         return cr_make_param_array(device_param, devices, sizeof devices / sizeof devices[0]);     \
     }
 
@@ -61,6 +66,13 @@ static inline bool behavior_on_slowdev(const char *device)
     return strcmp(device, "SLOWDEV") == 0 || strncmp(device, "HETERO:SLOWDEV", 14) == 0;
 }
 
+/* Whether the device's nodes run on the GPU device: GPU, or HETERO with GPU
+ * first (test_add runs whole on the first device of a HETERO list). */
+static inline bool behavior_on_gpu(const char *device)
+{
+    return strcmp(device, "GPU") == 0 || strncmp(device, "HETERO:GPU", 10) == 0;
+}
+
 /* A core with the device available (SLOWDEV loaded, its stages short). */
 static inline rn_core *behavior_core(const char *device)
 {
@@ -75,7 +87,7 @@ static inline rn_core *behavior_core(const char *device)
                                {"SLOWDEV_UNSUPPORTED_OPS", strchr(device, ':') ? "Conv" : ""}};
         cr_assert_eq(rn_core_set_property(core, "SLOWDEV", costs, 5), RN_OK, "%s", rn_last_error());
     }
-    if (strcmp(device, "GPU") == 0 && rn_core_load_plugin(core, NULL, GPU_SO) != RN_OK) {
+    if (strstr(device, "GPU") != NULL && rn_core_load_plugin(core, NULL, GPU_SO) != RN_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", rn_last_error());
         rn_core_free(core);
