@@ -53,6 +53,38 @@ static rn_status md_any(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl
     return RN_OK;
 }
 
+rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geometry *g)
+{
+    rn_partial_shape xs = rn_node_input_shape(node, x), ws = rn_node_input_shape(node, w);
+    rn_partial_shape ys = rn_node_output_shape(node, 0);
+    g->rank = xs.rank;
+    int n = g->rank - 2;
+    int64_t group = rn_node_attr_int(node, "group", 1);
+    graph_window win;
+    rn_status st = graph_window_read(node, n, ws.dims + 2, false, &win);
+    if (st != RN_OK)
+        return st;
+    for (int i = 0; i < n; i++) {
+        int64_t b, e;
+        graph_window_pads(&win, i, xs.dims[2 + i], ys.dims[2 + i], &b, &e);
+        g->strides[i] = win.stride[i];
+        g->dilations[i] = win.dilation[i] - 1;
+        g->pads_begin[i] = b;
+        g->pads_end[i] = e;
+    }
+    g->weights_rank = g->rank;
+    if (group > 1) {
+        g->weights_dims[0] = group;
+        g->weights_dims[1] = ws.dims[0] / group;
+        for (int i = 1; i < g->rank; i++)
+            g->weights_dims[1 + i] = ws.dims[i];
+        g->weights_rank = g->rank + 1;
+    } else {
+        memcpy(g->weights_dims, ws.dims, sizeof(int64_t) * (size_t)g->rank);
+    }
+    return RN_OK;
+}
+
 /* Creates the primitive descriptor for element type dt; *pd NULL when
  * oneDNN has no implementation. */
 static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
@@ -60,45 +92,21 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
 {
     rn_partial_shape xs = rn_node_input_shape(node, 0), ws = rn_node_input_shape(node, 1);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
-    int rank = xs.rank, n = rank - 2;
-    int64_t group = rn_node_attr_int(node, "group", 1);
-    int64_t wk[RN_MAX_RANK];
-    for (int i = 0; i < n; i++)
-        wk[i] = ws.dims[2 + i];
-    graph_window w;
-    rn_status st = graph_window_read(node, n, wk, false, &w);
+    int rank = xs.rank;
+    cpu_conv_geometry g;
+    rn_status st = cpu_conv_geometry_read(node, 0, 1, &g);
     if (st != RN_OK)
         return st;
-    dnnl_dims_t strides, dil, pl, pr;
-    for (int i = 0; i < n; i++) {
-        int64_t b, e;
-        graph_window_pads(&w, i, xs.dims[2 + i], ys.dims[2 + i], &b, &e);
-        strides[i] = w.stride[i];
-        dil[i] = w.dilation[i] - 1;
-        pl[i] = b;
-        pr[i] = e;
-    }
-    int64_t wdims[RN_MAX_RANK + 1];
-    int wrank = rank;
-    if (group > 1) {
-        wdims[0] = group;
-        wdims[1] = ws.dims[0] / group;
-        for (int i = 1; i < rank; i++)
-            wdims[1 + i] = ws.dims[i];
-        wrank = rank + 1;
-    } else {
-        memcpy(wdims, ws.dims, sizeof(int64_t) * (size_t)rank);
-    }
     int64_t bdims[1] = {ws.dims[0]};
     if ((st = md_any(rank, xs.dims, dt, &s->src)) != RN_OK ||
-        (st = md_any(wrank, wdims, dt, &s->wei)) != RN_OK ||
+        (st = md_any(g.weights_rank, g.weights_dims, dt, &s->wei)) != RN_OK ||
         (st = md_any(rank, ys.dims, dt, &s->dst)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, 1, bdims, &s->bias)) != RN_OK)
         return st;
     dnnl_convolution_desc_t cd;
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         &cd, dnnl_forward_inference, dnnl_convolution_direct, &s->src, &s->wei,
-        s->has_bias ? &s->bias : NULL, &s->dst, strides, dil, pl, pr);
+        s->has_bias ? &s->bias : NULL, &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the convolution", ds);
     return cpu_weighted_pd(node, &cd, is_fused(node), s->sum >= 0, pd);

@@ -229,4 +229,17 @@ rn_status cpu_register_kernels(rn_kernel_registry *r);
 /* Whether every input and output of the node has a static shape. */
 bool cpu_static_node(const rn_node *node, const char **why);
 
+/* A convolution's geometry as oneDNN takes it, read once for the f32/bf16
+ * and the int8 kernels: strides, dilations (oneDNN counts from 0), pads
+ * (auto_pad resolved against the output shape), and the weights' dims
+ * (grouped weights as [g, M/g, C/g, k...]). x and w are the node's input
+ * indexes of the data and the weights. */
+typedef struct cpu_conv_geometry {
+    int rank, weights_rank;
+    dnnl_dims_t strides, dilations, pads_begin, pads_end;
+    int64_t weights_dims[RN_MAX_RANK + 1];
+} cpu_conv_geometry;
+
+rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geometry *g);
+
 #endif /* RUNNEL_PLUGINS_CPU_CPU_H */

@@ -191,41 +191,21 @@ static rn_status md_any(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl
 /* The convolution's descriptor (grouped weights as [g, M/g, C/g, k...]). */
 static rn_status conv_op_desc(const rn_node *node, qfused *q, dnnl_convolution_desc_t *cd)
 {
-    rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
+    rn_partial_shape xs = rn_node_input_shape(node, QF_X);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
-    int rank = xs.rank, n = rank - 2;
-    int64_t group = rn_node_attr_int(node, "group", 1);
-    graph_window w;
-    rn_status st = graph_window_read(node, n, ws.dims + 2, false, &w);
+    int rank = xs.rank;
+    cpu_conv_geometry g;
+    rn_status st = cpu_conv_geometry_read(node, QF_X, QF_W, &g);
     if (st != RN_OK)
         return st;
-    dnnl_dims_t strides, dil, pl, pr;
-    for (int i = 0; i < n; i++) {
-        int64_t b, e;
-        graph_window_pads(&w, i, xs.dims[2 + i], ys.dims[2 + i], &b, &e);
-        strides[i] = w.stride[i];
-        dil[i] = w.dilation[i] - 1;
-        pl[i] = b;
-        pr[i] = e;
-    }
-    int64_t wdims[RN_MAX_RANK + 1];
-    int wrank = rank;
-    if (group > 1) {
-        wdims[0] = group;
-        wdims[1] = ws.dims[0] / group;
-        for (int i = 1; i < rank; i++)
-            wdims[1 + i] = ws.dims[i];
-        wrank = rank + 1;
-    } else {
-        memcpy(wdims, ws.dims, sizeof(int64_t) * (size_t)rank);
-    }
     if ((st = md_any(rank, xs.dims, cpu_dt(rn_node_input_type(node, QF_X)), &q->src)) != RN_OK ||
-        (st = md_any(wrank, wdims, dnnl_s8, &q->wei)) != RN_OK ||
+        (st = md_any(g.weights_rank, g.weights_dims, dnnl_s8, &q->wei)) != RN_OK ||
         (st = md_any(rank, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
         return st;
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_direct, &q->src, &q->wei,
-        q->bias_data != NULL ? &q->bias : NULL, &q->dst, strides, dil, pl, pr);
+        q->bias_data != NULL ? &q->bias : NULL, &q->dst, g.strides, g.dilations, g.pads_begin,
+        g.pads_end);
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 convolution", ds);
 }
 
