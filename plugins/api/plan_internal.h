@@ -199,11 +199,11 @@ typedef struct value_slot {
 typedef struct request_spec {
     plan_spec *spec; /* referenced */
     void *arena_buffer;
-    unsigned char *arena;  /* host address of the arena (NULL on device memory) */
+    unsigned char *arena;      /* host address of the arena (NULL on device memory) */
     unsigned char *host_arena; /* device arenas: the results' host bytes */
-    value_slot *slots;     /* per exec value */
-    atomic_int *remaining; /* per exec value: dynamic readers left in this run */
-    graph_tensor *io;      /* per node: inputs, outputs, implicit */
+    value_slot *slots;         /* per exec value */
+    atomic_int *remaining;     /* per exec value: dynamic readers left in this run */
+    graph_tensor *io;          /* per node: inputs, outputs, implicit */
     graph_port *ports;
     plugin_kernel_args *args; /* per node, prebuilt */
     /* Descriptors to refresh before each run (they point at a bound input

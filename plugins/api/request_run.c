@@ -384,8 +384,8 @@ static void bind_memory(plugin_request *r)
             continue;
         value_slot *sl = &rs->slots[v];
         void *user = user_buffer_for(r, v, &pv->desc);
-        sl->t.data = user != NULL       ? user
-                     : pv->host         ? rs->host_arena + pv->offset
+        sl->t.data = user != NULL        ? user
+                     : pv->host          ? rs->host_arena + pv->offset
                      : rs->arena != NULL ? rs->arena + pv->offset
                                          : NULL;
     }

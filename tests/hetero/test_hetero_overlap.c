@@ -33,8 +33,9 @@ static int read_events(const char *path, trace_event *ev, int cap)
         name += 8;
         size_t len = strcspn(name, "\"");
         snprintf(e->name, sizeof e->name, "%.*s", (int)len, name);
-        cr_assert_eq(sscanf(strstr(line, "\"pid\":"), "\"pid\":%d,\"tid\":%ld,\"ts\":%lf,\"dur\":%lf",
-                            &e->pid, &e->request, &e->ts, &e->dur),
+        cr_assert_eq(sscanf(strstr(line, "\"pid\":"),
+                            "\"pid\":%d,\"tid\":%ld,\"ts\":%lf,\"dur\":%lf", &e->pid, &e->request,
+                            &e->ts, &e->dur),
                      4, "%s", line);
         n++;
     }
