@@ -11,14 +11,6 @@
 
 #define N 64
 
-static const char *prop(rn_compiled_model *c, const char *key)
-{
-    static char buf[256];
-    cr_assert_eq(rn_compiled_model_get_property(c, key, buf, sizeof buf), RN_OK, "%s: %s", key,
-                 rn_last_error());
-    return buf;
-}
-
 static long slowdev_uploaded(rn_core *core)
 {
     char buf[32];
@@ -59,13 +51,13 @@ Test(auto_device, startup_fallback_runs_first_requests_while_slowdev_compiles, .
     /* The first request completed before SLOWDEV's 2 s compile finished,
      * on REF: SLOWDEV moved nothing. */
     cr_expect(first < 1.5, "the first request took %.2f s", first);
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "REF");
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "REF");
     cr_expect_eq(slowdev_uploaded(core), 0);
     expect_relu(y);
     /* Later requests run on SLOWDEV once it has compiled. */
-    while (strcmp(prop(c, "EXECUTION_DEVICES"), "SLOWDEV") != 0 && now_s() - t0 < 20)
+    while (strcmp(compiled_prop(c, "EXECUTION_DEVICES"), "SLOWDEV") != 0 && now_s() - t0 < 20)
         usleep(20000);
-    cr_assert_str_eq(prop(c, "EXECUTION_DEVICES"), "SLOWDEV");
+    cr_assert_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "SLOWDEV");
     cr_expect(now_s() - t0 >= 2.0, "SLOWDEV was ready before its compile time");
     run_once(c, y, N);
     expect_relu(y);
@@ -87,7 +79,7 @@ Test(auto_device, without_startup_fallback_compile_waits_for_the_device, .timeou
     cr_assert_eq(rn_core_compile_model(core, model, "AUTO:SLOWDEV,REF", p, 1, &c), RN_OK, "%s",
                  rn_last_error());
     cr_expect(now_s() - t0 >= 0.3);
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "SLOWDEV");
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "SLOWDEV");
     float y[N];
     run_once(c, y, N);
     expect_relu(y);
@@ -106,12 +98,12 @@ Test(auto_device, priority_and_support_choose_the_device)
     /* SLOWDEV refuses Neg: REF, the next in the list, runs the model. */
     cr_assert_eq(rn_core_compile_model(core, model, "AUTO:SLOWDEV,REF", p, 1, &c), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "REF");
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "REF");
     rn_compiled_model_free(c);
     /* No list: accelerators, then CPU, then REF. */
     cr_assert_eq(rn_core_compile_model(core, model, "AUTO", p, 1, &c), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "CPU");
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "CPU");
     float y[N];
     run_once(c, y, N);
     expect_relu(y);
@@ -136,8 +128,8 @@ Test(auto_device, cumulative_throughput_spreads_requests_over_every_device, .tim
     rn_property p[] = {{"PERFORMANCE_HINT", "CUMULATIVE_THROUGHPUT"}};
     cr_assert_eq(rn_core_compile_model(core, model, "AUTO:SLOWDEV,REF", p, 1, &c), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "SLOWDEV,REF");
-    int n = atoi(prop(c, "OPTIMAL_NUMBER_OF_INFER_REQUESTS"));
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "SLOWDEV,REF");
+    int n = atoi(compiled_prop(c, "OPTIMAL_NUMBER_OF_INFER_REQUESTS"));
     cr_assert(n >= 2 && n <= 64, "%d", n);
     rn_infer_request **r = calloc((size_t)n, sizeof *r);
     for (int i = 0; i < n; i++) {
@@ -178,7 +170,7 @@ Test(auto_device, runtime_fallback_retries_a_failed_request_on_the_next_device, 
     rn_property p[] = {{"ENABLE_STARTUP_FALLBACK", "NO"}};
     cr_assert_eq(rn_core_compile_model(core, model, "AUTO:SLOWDEV,REF", p, 1, &c), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "SLOWDEV");
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "SLOWDEV");
     float y[N];
     run_once(c, y, N);
     expect_relu(y);

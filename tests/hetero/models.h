@@ -128,6 +128,15 @@ static inline rn_model *model_chain3(rn_core *core, int64_t elems)
     return model_build(core, nodes, 3, "y", elems, false);
 }
 
+/* A compiled model's property, read into a static buffer. */
+static inline const char *compiled_prop(rn_compiled_model *c, const char *key)
+{
+    static char buf[256];
+    cr_assert_eq(rn_compiled_model_get_property(c, key, buf, sizeof buf), RN_OK, "%s: %s", key,
+                 rn_last_error());
+    return buf;
+}
+
 /* A core with SLOWDEV loaded (short stages unless us > 0) refusing `ops`. */
 static inline rn_core *slowdev_core(const char *refused, unsigned us)
 {

@@ -9,14 +9,6 @@
 
 #define N 64
 
-static const char *prop(rn_compiled_model *c, const char *key)
-{
-    static char buf[256];
-    cr_assert_eq(rn_compiled_model_get_property(c, key, buf, sizeof buf), RN_OK, "%s: %s", key,
-                 rn_last_error());
-    return buf;
-}
-
 /* The device whose prefix the runtime model's row for node `name` has. */
 static void expect_device(rn_compiled_model *c, const char *name, const char *device)
 {
@@ -41,9 +33,9 @@ Test(hetero, middle_op_only_ref_supports_splits_into_three_parts)
     rn_compiled_model *c;
     cr_assert_eq(rn_core_compile_model(core, model, "HETERO:SLOWDEV,REF", NULL, 0, &c), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(c, "HETERO_PARTS"), "3");
-    cr_expect_str_eq(prop(c, "HETERO_TRANSFERS"), "2");
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "SLOWDEV,REF");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_PARTS"), "3");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_TRANSFERS"), "2");
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "SLOWDEV,REF");
     expect_device(c, "n0", "SLOWDEV");
     expect_device(c, "n1", "REF");
     expect_device(c, "n2", "SLOWDEV");
@@ -68,8 +60,8 @@ Test(hetero, first_device_that_supports_a_node_takes_it)
     rn_compiled_model *c;
     cr_assert_eq(rn_core_compile_model(core, model, "HETERO:REF,SLOWDEV", NULL, 0, &c), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(c, "HETERO_PARTS"), "1");
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "REF");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_PARTS"), "1");
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "REF");
     expect_device(c, "n1", "REF");
     rn_compiled_model_free(c);
     rn_model_free(model);
@@ -86,7 +78,7 @@ Test(hetero, user_affinity_overrides_priority)
                  rn_last_error());
     expect_device(c, "n0", "REF");
     expect_device(c, "n2", "SLOWDEV");
-    cr_expect_str_eq(prop(c, "HETERO_PARTS"), "2");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_PARTS"), "2");
     float got[N];
     run_once(c, got, N);
     expect_like_ref(core, model, got, N);
@@ -131,14 +123,14 @@ Test(hetero, small_island_merges_into_the_device_around_it)
     cr_assert_eq(rn_core_compile_model(core, model, "HETERO:SLOWDEV,REF", NULL, 0, &c), RN_OK, "%s",
                  rn_last_error());
     expect_device(c, "n1", "REF");
-    cr_expect_str_eq(prop(c, "HETERO_PARTS"), "1");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_PARTS"), "1");
     rn_compiled_model_free(c);
     /* Without merging, the island stays on the device it prefers. */
     rn_property p[] = {{"HETERO_ISLAND_NODES", "0"}};
     cr_assert_eq(rn_core_compile_model(core, model, "HETERO:SLOWDEV,REF", p, 1, &c), RN_OK, "%s",
                  rn_last_error());
     expect_device(c, "n1", "SLOWDEV");
-    cr_expect_str_eq(prop(c, "HETERO_PARTS"), "3");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_PARTS"), "3");
     float got[N];
     run_once(c, got, N);
     expect_like_ref(core, model, got, N);
@@ -164,8 +156,8 @@ Test(hetero, constants_follow_their_consumers)
                  rn_last_error());
     expect_device(c, "n0", "SLOWDEV");
     expect_device(c, "k0", "REF");
-    cr_expect_str_eq(prop(c, "HETERO_PARTS"), "2");
-    cr_expect_str_eq(prop(c, "HETERO_TRANSFERS"), "1");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_PARTS"), "2");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_TRANSFERS"), "1");
     float got[N];
     run_once(c, got, N);
     expect_like_ref(core, model, got, N);
@@ -237,7 +229,7 @@ Test(hetero, device_names_are_checked)
     rn_property p[] = {{"MULTI_DEVICE_PRIORITIES", "REF"}};
     cr_assert_eq(rn_core_compile_model(core, model, "HETERO", p, 1, &c), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "REF");
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "REF");
     rn_compiled_model_free(c);
     rn_model_free(model);
     rn_core_free(core);
@@ -279,7 +271,7 @@ Test(hetero, export_import_and_cache_give_the_same_outputs)
     cr_assert_eq(rn_compiled_model_export(c, &blob, &size), RN_OK, "%s", rn_last_error());
     cr_assert_eq(rn_core_import_model(core, blob, size, "HETERO", NULL, 0, &imported), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(imported, "HETERO_PARTS"), "3");
+    cr_expect_str_eq(compiled_prop(imported, "HETERO_PARTS"), "3");
     expect_device(imported, "n1", "REF");
     float a[N], b[N];
     run_once(c, a, N);
@@ -310,7 +302,7 @@ Test(hetero, export_import_and_cache_give_the_same_outputs)
     for (int i = 0; i < 2; i++) {
         cr_assert_eq(rn_core_compile_model(core, model, "HETERO:SLOWDEV,REF", NULL, 0, &c), RN_OK,
                      "%s", rn_last_error());
-        cr_expect_str_eq(prop(c, "LOADED_FROM_CACHE"), i == 0 ? "NO" : "YES");
+        cr_expect_str_eq(compiled_prop(c, "LOADED_FROM_CACHE"), i == 0 ? "NO" : "YES");
         run_once(c, b, N);
         cr_expect_arr_eq(a, b, sizeof a);
         rn_compiled_model_free(c);

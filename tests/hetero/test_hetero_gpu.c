@@ -24,14 +24,6 @@ static rn_core *gpu_core(void)
     return core;
 }
 
-static const char *prop(rn_compiled_model *c, const char *key)
-{
-    static char buf[256];
-    cr_assert_eq(rn_compiled_model_get_property(c, key, buf, sizeof buf), RN_OK, "%s: %s", key,
-                 rn_last_error());
-    return buf;
-}
-
 /* x → n0 Relu → n1 Floor → n2 Abs → y: the GPU has no Floor kernel. */
 Test(hetero_gpu, op_the_gpu_refuses_runs_on_cpu_between_two_gpu_parts)
 {
@@ -45,9 +37,9 @@ Test(hetero_gpu, op_the_gpu_refuses_runs_on_cpu_between_two_gpu_parts)
     rn_compiled_model *c;
     cr_assert_eq(rn_core_compile_model(core, model, "HETERO:GPU,CPU", NULL, 0, &c), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(c, "HETERO_PARTS"), "3");
-    cr_expect_str_eq(prop(c, "HETERO_TRANSFERS"), "2");
-    cr_expect_str_eq(prop(c, "EXECUTION_DEVICES"), "GPU,CPU");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_PARTS"), "3");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_TRANSFERS"), "2");
+    cr_expect_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "GPU,CPU");
     const rn_runtime_node *rt;
     size_t n;
     cr_assert_eq(rn_compiled_model_runtime_model(c, &rt, &n), RN_OK, "%s", rn_last_error());
@@ -75,8 +67,8 @@ Test(hetero_gpu, a_model_the_gpu_fully_supports_is_one_part)
     rn_compiled_model *c;
     cr_assert_eq(rn_core_compile_model(core, model, "HETERO:GPU,CPU", NULL, 0, &c), RN_OK, "%s",
                  rn_last_error());
-    cr_expect_str_eq(prop(c, "HETERO_PARTS"), "1");
-    cr_expect_str_eq(prop(c, "HETERO_TRANSFERS"), "0");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_PARTS"), "1");
+    cr_expect_str_eq(compiled_prop(c, "HETERO_TRANSFERS"), "0");
     float got[N];
     run_once(c, got, N);
     expect_like_ref(core, model, got, N);
