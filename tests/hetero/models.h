@@ -137,6 +137,23 @@ static inline const char *compiled_prop(rn_compiled_model *c, const char *key)
     return buf;
 }
 
+/* The device whose prefix the runtime model's row for node `name` has. */
+static inline void expect_device(rn_compiled_model *c, const char *name, const char *device)
+{
+    const rn_runtime_node *nodes;
+    size_t n;
+    cr_assert_eq(rn_compiled_model_runtime_model(c, &nodes, &n), RN_OK, "%s", rn_last_error());
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s:", device);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(nodes[i].original_names, name) == 0) {
+            cr_assert(strncmp(nodes[i].impl_type, prefix, strlen(prefix)) == 0,
+                      "node %s ran as '%s', expected on %s", name, nodes[i].impl_type, device);
+            return;
+        }
+    cr_assert_fail("node %s is not in the runtime model", name);
+}
+
 /* A core with SLOWDEV loaded (short stages unless us > 0) refusing `ops`. */
 static inline rn_core *slowdev_core(const char *refused, unsigned us)
 {
