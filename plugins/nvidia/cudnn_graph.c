@@ -239,70 +239,77 @@ int nv_conv_graph_ops(const nv_conv_graph *g)
     return g->n_ops;
 }
 
-/* Whether an engine configuration computes f32 through TF32 tensor cores. */
-static bool uses_tf32(nv_conv_graph *g, cudnnBackendDescriptor_t cfg, int64_t *index)
+/* Whether an engine configuration computes f32 through TF32 tensor cores
+ * (or converts its inputs down); its engine's global index in *index. */
+static bool uses_tf32(cudnnBackendDescriptor_t cfg, int64_t *index)
 {
     cudnnBackendDescriptor_t eng;
     int64_t n = 0;
+    bool tf32 = true; /* unknown: not taken when TF32 is off */
     *index = -1;
-    if (make(g, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS ||
-        cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                 &n, &eng) != CUDNN_STATUS_SUCCESS)
-        return true; /* unknown: not taken when TF32 is off */
-    cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, index);
-    cudnnBackendNumericalNote_t notes[32];
-    if (cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                 32, &n, notes) != CUDNN_STATUS_SUCCESS)
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
         return true;
-    for (int64_t i = 0; i < n; i++)
-        if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
-            notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
-            return true;
-    return false;
+    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &n, &eng) == CUDNN_STATUS_SUCCESS) {
+        cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
+                                 index);
+        cudnnBackendNumericalNote_t notes[32];
+        if (cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                     CUDNN_TYPE_NUMERICAL_NOTE, 32, &n,
+                                     notes) == CUDNN_STATUS_SUCCESS) {
+            tf32 = false;
+            for (int64_t i = 0; i < n; i++)
+                if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
+                    notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
+                    tf32 = true;
+        }
+    }
+    cudnnBackendDestroyDescriptor(eng);
+    return tf32;
 }
 
-rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, size_t *workspace)
+enum { MAX_CANDIDATES = 64 };
+
+/* Tries the engine configurations of one heuristics mode in their order;
+ * the first that finalises becomes the plan. *tried counts the candidates,
+ * *excluded those skipped for TF32. */
+static bool choose(nv_conv_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t graph,
+                   cudnnBackendHeurMode_t mode, bool allow_tf32, size_t *workspace, int *tried,
+                   int *excluded)
 {
-    cudnnHandle_t h = handle;
-    cudnnBackendDescriptor_t graph, heur;
-    cudnnStatus_t s;
-    if ((s = make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph)) != CUDNN_STATUS_SUCCESS ||
-        (s = cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
-                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops, g->ops)) !=
-            CUDNN_STATUS_SUCCESS ||
-        (s = cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
-                                      &h)) != CUDNN_STATUS_SUCCESS ||
-        (s = cudnnBackendFinalize(graph)) != CUDNN_STATUS_SUCCESS)
-        return dnn_error(s, "operation graph");
-    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-    if ((s = make(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur)) != CUDNN_STATUS_SUCCESS ||
-        (s = cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph)) !=
-            CUDNN_STATUS_SUCCESS ||
-        (s = cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
-                                      &mode)) != CUDNN_STATUS_SUCCESS ||
-        (s = cudnnBackendFinalize(heur)) != CUDNN_STATUS_SUCCESS)
-        return dnn_error(s, "heuristics");
-    int64_t count = 0;
-    if ((s = cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL)) !=
+    cudnnBackendDescriptor_t heur;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) !=
         CUDNN_STATUS_SUCCESS)
-        return dnn_error(s, "heuristics results");
-    if (count > 8)
-        count = 8; /* the best few are enough */
-    cudnnBackendDescriptor_t cfgs[8];
-    for (int64_t i = 0; i < count; i++)
-        if ((s = make(g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i])) != CUDNN_STATUS_SUCCESS)
-            return dnn_error(s, "engine configurations");
-    if ((s = cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, cfgs)) !=
-        CUDNN_STATUS_SUCCESS)
-        return dnn_error(s, "heuristics results");
-    for (int64_t i = 0; i < count; i++) {
+        return false;
+    cudnnBackendDescriptor_t cfgs[MAX_CANDIDATES];
+    int64_t count = 0, made = 0;
+    bool found = false;
+    if (cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &graph) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
+                                 &mode) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 0, &count, NULL) != CUDNN_STATUS_SUCCESS)
+        goto done;
+    if (count > MAX_CANDIDATES)
+        count = MAX_CANDIDATES;
+    for (; made < count; made++)
+        if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]) !=
+            CUDNN_STATUS_SUCCESS)
+            break;
+    if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 made, &count, cfgs) != CUDNN_STATUS_SUCCESS)
+        goto done;
+    for (int64_t i = 0; i < count && i < made && !found; i++) {
         int64_t index;
+        ++*tried;
         /* f32 stays f32 unless NVIDIA_ALLOW_TF32 (f16 runs on tensor cores anyway). */
-        if (uses_tf32(g, cfgs[i], &index) && !g->half && !allow_tf32)
+        if (uses_tf32(cfgs[i], &index) && !g->half && !allow_tf32) {
+            ++*excluded;
             continue;
+        }
         cudnnBackendDescriptor_t plan;
         if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) !=
             CUDNN_STATUS_SUCCESS)
@@ -318,16 +325,46 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, si
                                      CUDNN_TYPE_INT64, 1, &n, &ws);
             g->plan = plan;
             g->cfg = cfgs[i];
-            snprintf(g->engine, sizeof g->engine, "engine %lld", (long long)index);
+            cfgs[i] = NULL; /* kept: each request slot builds its plan from it */
+            snprintf(g->engine, sizeof g->engine, "engine %lld%s", (long long)index,
+                     mode == CUDNN_HEUR_MODE_FALLBACK ? " (fallback)" : "");
             *workspace = (size_t)(ws > 0 ? ws : 0);
-            return RN_OK;
+            found = true;
+        } else {
+            cudnnBackendDestroyDescriptor(plan);
         }
-        cudnnBackendDestroyDescriptor(plan);
     }
+done:
+    for (int64_t i = 0; i < made; i++)
+        if (cfgs[i] != NULL)
+            cudnnBackendDestroyDescriptor(cfgs[i]);
+    cudnnBackendDestroyDescriptor(heur);
+    return found;
+}
+
+rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, size_t *workspace)
+{
+    cudnnHandle_t h = handle;
+    cudnnBackendDescriptor_t graph;
+    cudnnStatus_t s;
+    if ((s = make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph)) != CUDNN_STATUS_SUCCESS ||
+        (s = cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops, g->ops)) !=
+            CUDNN_STATUS_SUCCESS ||
+        (s = cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                                      &h)) != CUDNN_STATUS_SUCCESS ||
+        (s = cudnnBackendFinalize(graph)) != CUDNN_STATUS_SUCCESS)
+        return dnn_error(s, "operation graph");
+    /* Heuristics mode A in its order; then the fallback list, which holds
+     * the engines without tensor cores that f32 without TF32 needs. */
+    int tried = 0, excluded = 0;
+    if (choose(g, h, graph, CUDNN_HEUR_MODE_A, allow_tf32, workspace, &tried, &excluded) ||
+        choose(g, h, graph, CUDNN_HEUR_MODE_FALLBACK, allow_tf32, workspace, &tried, &excluded))
+        return RN_OK;
     return rn_set_error(RN_UNSUPPORTED,
-                        "NVIDIA: cuDNN has no engine for this convolution (%lld "
-                        "candidates%s)",
-                        (long long)count, allow_tf32 ? "" : ", TF32 engines excluded");
+                        "NVIDIA: cuDNN has no engine for this convolution (%d candidates of "
+                        "heuristics A and fallback, %d with TF32 excluded)",
+                        tried, excluded);
 }
 
 const char *nv_conv_graph_engine(const nv_conv_graph *g)
@@ -393,6 +430,8 @@ void nv_conv_graph_free(nv_conv_graph *g)
         return;
     if (g->plan != NULL)
         cudnnBackendDestroyDescriptor(g->plan);
+    if (g->cfg != NULL)
+        cudnnBackendDestroyDescriptor(g->cfg);
     for (int i = g->n_desc - 1; i >= 0; i--)
         cudnnBackendDestroyDescriptor(g->desc[i]);
     free(g);
