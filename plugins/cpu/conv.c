@@ -18,39 +18,13 @@ static bool is_fused(const rn_node *node)
 
 static bool conv_supports(const rn_node *node, const char **why)
 {
-    rn_partial_shape x = rn_node_input_shape(node, 0);
-    if (rn_node_input_type(node, 0) != RN_F32) {
-        *why = "oneDNN convolutions here take f32 models";
+    if (!cpu_conv_like_supports(node, why))
         return false;
-    }
-    if (x.rank < 3 || x.rank > 5) {
-        *why = "1-D, 2-D and 3-D convolutions only";
-        return false;
-    }
-    if (rn_node_input_constant(node, 1) == NULL) {
-        *why = "weights are not a constant";
-        return false;
-    }
-    if (rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0' &&
-        rn_node_input_constant(node, 2) == NULL) {
-        *why = "bias is not a constant";
-        return false;
-    }
     if (is_fused(node) && !cpu_activation_supported(node)) {
         *why = "activation oneDNN has no post-op for";
         return false;
     }
     return cpu_static_node(node, why);
-}
-
-static rn_status md_any(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_memory_desc_t *md)
-{
-    dnnl_dims_t d;
-    for (int i = 0; i < rank; i++)
-        d[i] = dims[i];
-    if (dnnl_memory_desc_init_by_tag(md, rank, d, dt, dnnl_format_tag_any) != dnnl_success)
-        return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe a rank-%d tensor", rank);
-    return RN_OK;
 }
 
 rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geometry *g)
@@ -98,9 +72,9 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     if (st != RN_OK)
         return st;
     int64_t bdims[1] = {ws.dims[0]};
-    if ((st = md_any(rank, xs.dims, dt, &s->src)) != RN_OK ||
-        (st = md_any(g.weights_rank, g.weights_dims, dt, &s->wei)) != RN_OK ||
-        (st = md_any(rank, ys.dims, dt, &s->dst)) != RN_OK ||
+    if ((st = cpu_any_md(rank, xs.dims, dt, &s->src)) != RN_OK ||
+        (st = cpu_any_md(g.weights_rank, g.weights_dims, dt, &s->wei)) != RN_OK ||
+        (st = cpu_any_md(rank, ys.dims, dt, &s->dst)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, 1, bdims, &s->bias)) != RN_OK)
         return st;
     dnnl_convolution_desc_t cd;

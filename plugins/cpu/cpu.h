@@ -82,6 +82,10 @@ void cpu_team_end(int previous);
 typedef struct cpu_layout {
     rn_layout base; /* ops = &cpu_layout_ops, desc = &md */
     dnnl_memory_desc_t md;
+    /* How the plain tensor is read when converted into this layout (ndims
+     * 0: md's dims, dense row-major): ConvTranspose's weights, whose plain
+     * axes are in another order than the primitive's (cpu_layout_init_plain). */
+    dnnl_memory_desc_t plain;
     char name[64];
 } cpu_layout;
 
@@ -89,12 +93,18 @@ extern const rn_layout_ops cpu_layout_ops;
 
 /* The memory descriptor of a plain (dense row-major) tensor. */
 rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, dnnl_memory_desc_t *md);
+/* The descriptor of a tensor whose layout a primitive picks (format any). */
+rn_status cpu_any_md(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_memory_desc_t *md);
 /* oneDNN's element type for runnel's (dnnl_data_type_undef when none). */
 dnnl_data_type_t cpu_dt(rn_element_type type);
 /* Fills a layout from a descriptor: NULL (*out) when md is plain dense
  * row-major of `type` (no layout needed), else l (named by its format). */
 void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_type type,
                      const rn_layout **out);
+/* Fills l as a layout always (even when md is plain) whose conversion
+ * from a plain tensor reads it as `plain` (same dims as md, any strides). */
+void cpu_layout_init_plain(cpu_layout *l, const dnnl_memory_desc_t *md,
+                           const dnnl_memory_desc_t *plain, const rn_layout **out);
 /* The descriptor input layout `l` stands for: its md when it is a CPU
  * layout, else the plain md of (type, rank, dims). */
 rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims,
@@ -176,6 +186,10 @@ typedef struct cpu_weighted {
 typedef rn_status (*cpu_weighted_desc_fn)(const rn_node *node, cpu_weighted *w, dnnl_data_type_t dt,
                                           dnnl_primitive_desc_t *pd);
 
+/* What a convolution-like node (Conv, ConvTranspose) needs for oneDNN: an
+ * f32 input of rank 3 to 5, constant weights (input 1) and bias (input 2,
+ * when given). */
+bool cpu_conv_like_supports(const rn_node *node, const char **why);
 /* Prepares w (has_bias, matmul and sum set): the primitive in bf16 when
  * the config asks for it, else (or when oneDNN has none) in f32. */
 rn_status cpu_weighted_prepare(const rn_node *node, cpu_weighted *w, cpu_weighted_desc_fn desc);
@@ -208,6 +222,46 @@ rn_status cpu_weighted_run(rn_kernel_args *args);
         .scratch_bytes = cpu_weighted_scratch,                                                     \
         .inplace_input = cpu_weighted_inplace,                                                     \
         .impl_name = cpu_weighted_impl,                                                            \
+    }
+
+/* ---- one-input primitives (unary.c): Resize, Reduce* ---- */
+
+/* A primitive of one source and one destination; the source is in the
+ * layout the input's producer writes (else plain f32). */
+typedef struct cpu_unary {
+    cpu_prim p;
+    dnnl_memory_desc_t src, dst;
+    cpu_layout src_l, dst_l;
+    const rn_layout *src_layout, *dst_layout;
+} cpu_unary;
+
+/* Describes the op's primitive over u->src into *pd (cpu_weighted_pd with
+ * no post-ops); *pd NULL when oneDNN has no implementation. */
+typedef rn_status (*cpu_unary_desc_fn)(const rn_node *node, const cpu_unary *u,
+                                       dnnl_primitive_desc_t *pd);
+
+rn_status cpu_unary_prepare(const rn_node *node, const rn_kernel_ctx *ctx, cpu_unary_desc_fn desc,
+                            void **state);
+void cpu_unary_release(void *state);
+const rn_layout *cpu_unary_input_layout(const void *state, int i);
+const rn_layout *cpu_unary_output_layout(const void *state, int i);
+size_t cpu_unary_scratch(const void *state);
+const char *cpu_unary_impl(const void *state);
+rn_status cpu_unary_run(rn_kernel_args *args);
+
+#define CPU_UNARY_KERNEL(name, op, sup, prep)                                                      \
+    const rn_kernel name = {                                                                       \
+        .domain = "",                                                                              \
+        .op_type = op,                                                                             \
+        .impl_type = "onednn",                                                                     \
+        .supports = sup,                                                                           \
+        .prepare_ctx = prep,                                                                       \
+        .run = cpu_unary_run,                                                                      \
+        .release = cpu_unary_release,                                                              \
+        .input_layout = cpu_unary_input_layout,                                                    \
+        .output_layout = cpu_unary_output_layout,                                                  \
+        .scratch_bytes = cpu_unary_scratch,                                                        \
+        .impl_name = cpu_unary_impl,                                                               \
     }
 
 /* ---- int8 (quant.c) ---- */

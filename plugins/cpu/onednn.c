@@ -234,7 +234,9 @@ static void format_name(const dnnl_memory_desc_t *md, char *buf, size_t size)
 
 static bool layout_equal(const rn_layout *a, const rn_layout *b)
 {
-    return dnnl_memory_desc_equal(a->desc, b->desc) != 0;
+    const cpu_layout *x = (const cpu_layout *)a, *y = (const cpu_layout *)b;
+    return dnnl_memory_desc_equal(&x->md, &y->md) != 0 && x->plain.ndims == y->plain.ndims &&
+           (x->plain.ndims == 0 || dnnl_memory_desc_equal(&x->plain, &y->plain) != 0);
 }
 
 void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_type type,
@@ -251,6 +253,32 @@ void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_typ
     memset(l, 0, sizeof *l);
     l->md = *md;
     format_name(md, l->name, sizeof l->name);
+    l->base.ops = &cpu_layout_ops;
+    l->base.name = l->name;
+    l->base.nbytes = dnnl_memory_desc_get_size(md);
+    l->base.desc = &l->md;
+    *out = &l->base;
+}
+
+rn_status cpu_any_md(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t d;
+    for (int i = 0; i < rank; i++)
+        d[i] = dims[i];
+    if (dnnl_memory_desc_init_by_tag(md, rank, d, dt, dnnl_format_tag_any) != dnnl_success)
+        return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe a rank-%d tensor", rank);
+    return RN_OK;
+}
+
+void cpu_layout_init_plain(cpu_layout *l, const dnnl_memory_desc_t *md,
+                           const dnnl_memory_desc_t *plain, const rn_layout **out)
+{
+    memset(l, 0, sizeof *l);
+    l->md = *md;
+    l->plain = *plain;
+    format_name(md, l->name, sizeof l->name);
+    size_t n = strlen(l->name);
+    snprintf(l->name + n, sizeof l->name - n, "/from-permuted");
     l->base.ops = &cpu_layout_ops;
     l->base.name = l->name;
     l->base.nbytes = dnnl_memory_desc_get_size(md);
@@ -277,6 +305,11 @@ static rn_status tensor_md(const rn_kernel_tensor *t, const rn_kernel_tensor *ot
 {
     if (t->layout == NULL && other->layout != NULL && other->layout->ops == &cpu_layout_ops) {
         const dnnl_memory_desc_t *o = other->layout->desc;
+        const cpu_layout *ol = (const cpu_layout *)other->layout;
+        if (ol->plain.ndims > 0) {
+            *md = ol->plain;
+            return RN_OK;
+        }
         if (o->ndims != t->rank) {
             int64_t dims[DNNL_MAX_NDIMS];
             for (int i = 0; i < o->ndims; i++)

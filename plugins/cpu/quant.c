@@ -178,16 +178,6 @@ static void qfused_release(void *state)
     free(q);
 }
 
-static rn_status md_any(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_memory_desc_t *md)
-{
-    dnnl_dims_t d;
-    for (int i = 0; i < rank; i++)
-        d[i] = dims[i];
-    if (dnnl_memory_desc_init_by_tag(md, rank, d, dt, dnnl_format_tag_any) != dnnl_success)
-        return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe a rank-%d tensor", rank);
-    return RN_OK;
-}
-
 /* The convolution's descriptor (grouped weights as [g, M/g, C/g, k...]). */
 static rn_status conv_op_desc(const rn_node *node, qfused *q, dnnl_convolution_desc_t *cd)
 {
@@ -198,9 +188,10 @@ static rn_status conv_op_desc(const rn_node *node, qfused *q, dnnl_convolution_d
     rn_status st = cpu_conv_geometry_read(node, QF_X, QF_W, &g);
     if (st != RN_OK)
         return st;
-    if ((st = md_any(rank, xs.dims, cpu_dt(rn_node_input_type(node, QF_X)), &q->src)) != RN_OK ||
-        (st = md_any(g.weights_rank, g.weights_dims, dnnl_s8, &q->wei)) != RN_OK ||
-        (st = md_any(rank, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
+    if ((st = cpu_any_md(rank, xs.dims, cpu_dt(rn_node_input_type(node, QF_X)), &q->src)) !=
+            RN_OK ||
+        (st = cpu_any_md(g.weights_rank, g.weights_dims, dnnl_s8, &q->wei)) != RN_OK ||
+        (st = cpu_any_md(rank, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
         return st;
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         cd, dnnl_forward_inference, dnnl_convolution_direct, &q->src, &q->wei,
@@ -214,9 +205,9 @@ static rn_status gemm_op_desc(const rn_node *node, qfused *q, dnnl_inner_product
     rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
     rn_status st;
-    if ((st = md_any(2, xs.dims, cpu_dt(rn_node_input_type(node, QF_X)), &q->src)) != RN_OK ||
-        (st = md_any(2, ws.dims, dnnl_s8, &q->wei)) != RN_OK ||
-        (st = md_any(2, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
+    if ((st = cpu_any_md(2, xs.dims, cpu_dt(rn_node_input_type(node, QF_X)), &q->src)) != RN_OK ||
+        (st = cpu_any_md(2, ws.dims, dnnl_s8, &q->wei)) != RN_OK ||
+        (st = cpu_any_md(2, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
         return st;
     dnnl_status_t ds =
         dnnl_inner_product_forward_desc_init(ip, dnnl_forward_inference, &q->src, &q->wei,
@@ -237,7 +228,7 @@ static rn_status matmul_op_desc(const rn_node *node, qfused *q, dnnl_matmul_desc
         wd[i] = i < r - 2 ? 1 : ws.dims[i - (r - 2)];
     rn_status st;
     if ((st = cpu_plain_md(rn_node_input_type(node, QF_X), xs.rank, xs.dims, &q->src)) != RN_OK ||
-        (st = md_any(r, wd, dnnl_s8, &q->wei)) != RN_OK ||
+        (st = cpu_any_md(r, wd, dnnl_s8, &q->wei)) != RN_OK ||
         (st = cpu_plain_md(rn_node_output_type(node, 0), r, ys.dims, &q->dst)) != RN_OK)
         return st;
     dnnl_status_t ds = dnnl_matmul_desc_init(mm, &q->src, &q->wei, NULL, &q->dst);

@@ -12,6 +12,9 @@ extern const rn_kernel cpu_kernel_relu, cpu_kernel_leaky_relu, cpu_kernel_elu, c
     cpu_kernel_tanh, cpu_kernel_exp, cpu_kernel_sqrt, cpu_kernel_abs, cpu_kernel_neg,
     cpu_kernel_mish, cpu_kernel_hard_swish, cpu_kernel_gelu, cpu_kernel_clip, cpu_kernel_add,
     cpu_kernel_sub, cpu_kernel_mul, cpu_kernel_div, cpu_kernel_max, cpu_kernel_min, cpu_kernel_sum;
+extern const rn_kernel cpu_kernel_conv_transpose, cpu_kernel_resize, cpu_kernel_reduce_sum,
+    cpu_kernel_reduce_mean, cpu_kernel_reduce_max, cpu_kernel_reduce_min, cpu_kernel_reduce_prod,
+    cpu_kernel_reduce_l1, cpu_kernel_reduce_l2, cpu_kernel_reduce_sum_square;
 extern const rn_kernel cpu_kernel_qlinear_fused_conv, cpu_kernel_qlinear_fused_gemm,
     cpu_kernel_qlinear_fused_matmul, cpu_kernel_quantize_linear, cpu_kernel_dequantize_linear;
 
@@ -60,5 +63,15 @@ const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_qlinear_fused_matmul,
     &cpu_kernel_quantize_linear,
     &cpu_kernel_dequantize_linear,
+    &cpu_kernel_conv_transpose,
+    &cpu_kernel_resize,
+    &cpu_kernel_reduce_sum,
+    &cpu_kernel_reduce_mean,
+    &cpu_kernel_reduce_max,
+    &cpu_kernel_reduce_min,
+    &cpu_kernel_reduce_prod,
+    &cpu_kernel_reduce_l1,
+    &cpu_kernel_reduce_l2,
+    &cpu_kernel_reduce_sum_square,
     NULL,
 };

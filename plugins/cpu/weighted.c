@@ -6,6 +6,29 @@
 
 #include "plugins/cpu/cpu.h"
 
+bool cpu_conv_like_supports(const rn_node *node, const char **why)
+{
+    rn_partial_shape x = rn_node_input_shape(node, 0);
+    if (rn_node_input_type(node, 0) != RN_F32) {
+        *why = "oneDNN convolutions here take f32 models";
+        return false;
+    }
+    if (x.rank < 3 || x.rank > 5) {
+        *why = "1-D, 2-D and 3-D convolutions only";
+        return false;
+    }
+    if (rn_node_input_constant(node, 1) == NULL) {
+        *why = "weights are not a constant";
+        return false;
+    }
+    if (rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0' &&
+        rn_node_input_constant(node, 2) == NULL) {
+        *why = "bias is not a constant";
+        return false;
+    }
+    return true;
+}
+
 rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, bool sum,
                           dnnl_primitive_desc_t *pd)
 {
