@@ -25,12 +25,15 @@ const char *const plugin_rw_property_keys[] = {
 
 const char *const plugin_cpu_property_keys[] = {
     "CPU_DENORMALS_OPTIMIZATION",
+    "CPU_BIND_THREAD",
+    "ENABLE_CPU_PINNING",
     NULL,
 };
 
 static const char *const hint_names[] = {"", "LATENCY", "THROUGHPUT", "CUMULATIVE_THROUGHPUT"};
 static const char *const mode_names[] = {"PERFORMANCE", "ACCURACY"};
 static const char *const priority_names[] = {"LOW", "MEDIUM", "HIGH"};
+static const char *const bind_names[] = {"NO", "YES", "NUMA"};
 static const char *const log_names[] = {"LOG_NONE", "LOG_ERROR", "LOG_WARNING",
                                         "LOG_INFO", "LOG_DEBUG", "LOG_TRACE"};
 
@@ -158,6 +161,15 @@ rn_status plugin_properties_set(plugin_properties *p, const char *key, const cha
                             value, names);
     } else if (p->cpu_keys && strcmp(key, "CPU_DENORMALS_OPTIMIZATION") == 0) {
         return parse_bool(key, value, &p->denormals_optimization);
+    } else if (p->cpu_keys && strcmp(key, "CPU_BIND_THREAD") == 0) {
+        if ((st = parse_enum(key, value, bind_names, 3, 0, &e)) != RN_OK)
+            return st;
+        p->bind_thread = (plugin_bind_thread)e;
+    } else if (p->cpu_keys && strcmp(key, "ENABLE_CPU_PINNING") == 0) {
+        bool on;
+        if ((st = parse_bool(key, value, &on)) != RN_OK)
+            return st;
+        p->bind_thread = on ? PLUGIN_BIND_YES : PLUGIN_BIND_NO;
     } else if (strcmp(key, "EXECUTION_MODE_HINT") == 0) {
         if ((st = parse_enum(key, value, mode_names, 2, 0, &e)) != RN_OK)
             return st;
@@ -236,6 +248,10 @@ rn_status plugin_properties_get(const plugin_properties *p, const char *key, cha
         value = p->exclusive_async_requests ? "YES" : "NO";
     else if (p->cpu_keys && strcmp(key, "CPU_DENORMALS_OPTIMIZATION") == 0)
         value = p->denormals_optimization ? "YES" : "NO";
+    else if (p->cpu_keys && strcmp(key, "CPU_BIND_THREAD") == 0)
+        value = bind_names[p->bind_thread];
+    else if (p->cpu_keys && strcmp(key, "ENABLE_CPU_PINNING") == 0)
+        value = p->bind_thread != PLUGIN_BIND_NO ? "YES" : "NO";
     if (value == NULL)
         return rn_set_error(RN_NOT_FOUND, "unknown property '%s'", key);
     return plugin_property_string(key, value, buf, size);

@@ -21,6 +21,12 @@ typedef enum plugin_hint {
 
 #define PLUGIN_STREAMS_AUTO (-1)
 
+typedef enum plugin_bind_thread {
+    PLUGIN_BIND_NO = 0,
+    PLUGIN_BIND_YES, /* each thread of a stream on one core of the stream's */
+    PLUGIN_BIND_NUMA /* a stream's threads on the NUMA node of its cores */
+} plugin_bind_thread;
+
 typedef struct plugin_properties {
     char device_id[32];
     bool enable_profiling;
@@ -42,6 +48,9 @@ typedef struct plugin_properties {
      * denormals to zero in the kernels' threads). */
     bool cpu_keys;
     bool denormals_optimization;
+    /* CPU_BIND_THREAD (ENABLE_CPU_PINNING: YES / NO): pin each stream's
+     * worker to its cores. */
+    plugin_bind_thread bind_thread;
 } plugin_properties;
 
 #define PLUGIN_PRECISION(type) (1u << (unsigned)(type))

@@ -26,6 +26,7 @@
 #include <pthread.h>
 
 #include "plugins/api/kernel.h"
+#include "plugins/cpu/bind.h"
 #include "runnel/plugin.h"
 
 /* The CPU plugin's vtable (built in: the Core registers it at start). */
@@ -34,9 +35,10 @@ extern const rn_plugin_ops cpu_plugin_ops;
 /* What kernels are prepared for: set by the plugin around building a plan
  * (and specialising one) in the thread that does it. */
 typedef struct cpu_config {
-    bool bf16;      /* activations and weights of convolutions and GEMMs in bf16 */
-    int threads;    /* OpenMP team size of each primitive (1: single-threaded) */
-    bool denormals; /* flush denormals to zero (FTZ/DAZ) in kernels' threads */
+    bool bf16;               /* activations and weights of convolutions and GEMMs in bf16 */
+    int threads;             /* OpenMP team size of each primitive (1: single-threaded) */
+    bool denormals;          /* flush denormals to zero (FTZ/DAZ) in kernels' threads */
+    plugin_bind_thread bind; /* CPU_BIND_THREAD (bind.c) */
 } cpu_config;
 
 void cpu_config_set(const cpu_config *config);
@@ -119,6 +121,8 @@ typedef struct cpu_prim {
     dnnl_primitive_t prim;
     int threads;
     bool denormals;
+    plugin_bind_thread bind; /* and the stream's cores: the config's threads */
+    int stream_threads;
     size_t scratch; /* user scratchpad bytes */
     uint64_t id;    /* cpu_memory_id(): keys its arguments' memory objects */
     dnnl_memory_desc_t scratch_md;

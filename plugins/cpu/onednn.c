@@ -472,6 +472,8 @@ rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t 
     const cpu_config *c = cpu_config_get();
     p->threads = cpu_team_size(node, c->threads);
     p->denormals = c->denormals;
+    p->bind = c->bind;
+    p->stream_threads = c->threads;
     int prev = cpu_team_begin(node);
     dnnl_status_t s = dnnl_primitive_create(&p->prim, pd);
     cpu_team_end(prev);
@@ -514,6 +516,7 @@ rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_a
     rn_status st = cpu_stream(&stream);
     if (st != RN_OK)
         return st;
+    cpu_bind_enter(p->bind, p->stream_threads);
     cpu_enter(p->threads, p->denormals);
     dnnl_memory_t mem[CPU_MAX_ARGS + 1];
     bool owned[CPU_MAX_ARGS + 1];

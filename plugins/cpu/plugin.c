@@ -66,6 +66,7 @@ static void cpu_configure(const plugin_properties *props, plugin_plan_options *o
         .bf16 = props->inference_precision == RN_BF16,
         .threads = options->threads_per_stream > 0 ? (int)options->threads_per_stream : 1,
         .denormals = props->denormals_optimization,
+        .bind = props->bind_thread,
     };
     cpu_config_set(&c);
     options->threads_per_stream = 1;
@@ -81,6 +82,7 @@ const host_device cpu_device = {
     .defaults = cpu_defaults,
     .add_passes = cpu_add_passes,
     .configure = cpu_configure,
+    .get_property = cpu_bind_get_property,
 };
 
 static rn_status cpu_create(rn_plugin **out)

@@ -31,6 +31,9 @@ typedef struct host_device {
      * specialised for run-time shapes) before it builds: sets up how the
      * kernels are prepared and may change the options (streams, threads). */
     void (*configure)(const plugin_properties *props, plugin_plan_options *options);
+    /* (optional) The device's own read-only properties: RN_NOT_FOUND for
+     * keys it does not have (the shared ones are asked next). */
+    rn_status (*get_property)(const char *key, char *buf, size_t size);
 } host_device;
 
 extern const host_device ref_device;

@@ -168,6 +168,12 @@ rn_status host_get_property(ref_plugin *p, const char *key, char *buf, size_t si
         value = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT EXECUTION_MODE_HINT";
     if (value != NULL)
         return plugin_property_string(key, value, buf, size);
+    if (dev->get_property != NULL) {
+        rn_status st = dev->get_property(key, buf, size);
+        if (st != RN_NOT_FOUND)
+            return st;
+        rn_clear_error();
+    }
     pthread_mutex_lock(&p->lock);
     rn_status st = plugin_properties_get(&p->props, key, buf, size);
     pthread_mutex_unlock(&p->lock);
