@@ -41,13 +41,15 @@ int64_t cpu_work(const rn_node *node)
     const char *op = rn_node_op_type(node);
     int64_t out = rn_node_output_count(node) > 0 ? elements(rn_node_output_shape(node, 0)) : 0;
     rn_partial_shape x = rn_node_input_shape(node, 0);
-    if (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0) {
-        /* Each output: C/group x kernel multiply-adds (weights [M, C/g, k...]). */
+    bool transposed = strcmp(op, "ConvTranspose") == 0;
+    if (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0 || transposed) {
+        /* Each output: C/group x kernel multiply-adds (weights [M, C/g, k...]);
+         * ConvTranspose: each input M/group x kernel (weights [C, M/g, k...]). */
         rn_partial_shape w = rn_node_input_shape(node, 1);
         int64_t per = 1;
         for (int d = 1; d < w.rank; d++)
             per *= w.dims[d] > 0 ? w.dims[d] : 1;
-        return out * per;
+        return (transposed ? elements(x) : out) * per;
     }
     if (has_prefix(op, "MatMul") || strcmp(op, "FusedMatMul") == 0 || strcmp(op, "Gemm") == 0 ||
         strcmp(op, "FusedGemm") == 0) {
@@ -58,7 +60,7 @@ int64_t cpu_work(const rn_node *node)
      * Concat, a pooling's input), in multiply-add units. */
     int64_t touched = out;
     if (has_prefix(op, "MaxPool") || has_prefix(op, "AveragePool") || has_prefix(op, "Global") ||
-        strcmp(op, "Concat") == 0 || strcmp(op, "LRN") == 0) {
+        strcmp(op, "Concat") == 0 || strcmp(op, "LRN") == 0 || has_prefix(op, "Reduce")) {
         int64_t in = 0;
         for (int k = 0; k < rn_node_input_count(node); k++)
             in += elements(rn_node_input_shape(node, k));
