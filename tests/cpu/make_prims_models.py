@@ -97,24 +97,27 @@ inits = [const("sz", np.array([1, 2, 6, 5, 3], dtype=np.int64))]
 nodes = [helper.make_node("Resize", ["x", "", "", "sz"], ["y0"], mode="linear")]
 save("resize_3d", nodes, [1, 2, 3, 4, 6], ["y0"], inits, 19)
 
-# Reduce* over several axes of x [2, 3, 4, 5], opset 18 (axes as a constant input).
-ax = {"a13": [1, 3], "a02": [0, 2], "a_neg": [-1, -2], "a123": [1, 2, 3]}
+# Reduce* over several axes of x [2, 3, 4, 5], opset 18 (axes as a constant input). oneDNN's
+# jit reduction takes the innermost axes; y9 reduces [1, 3] and stays on REF's kernel.
+ax = {"a123": [1, 2, 3], "a23": [2, 3], "a_neg": [-1, -2], "a3": [3], "a13": [1, 3]}
 inits = [const(k, np.array(v, dtype=np.int64)) for k, v in ax.items()]
-nodes = [helper.make_node("ReduceSum", ["x", "a13"], ["y0"], keepdims=0),
-         helper.make_node("ReduceMean", ["x", "a02"], ["y1"]),
+nodes = [helper.make_node("ReduceSum", ["x", "a123"], ["y0"], keepdims=0),
+         helper.make_node("ReduceMean", ["x", "a23"], ["y1"]),
          helper.make_node("ReduceMax", ["x", "a_neg"], ["y2"], keepdims=0),
-         helper.make_node("ReduceMin", ["x", "a13"], ["y3"]),
-         helper.make_node("ReduceProd", ["x", "a02"], ["y4"], keepdims=0),
+         helper.make_node("ReduceMin", ["x", "a3"], ["y3"]),
+         helper.make_node("ReduceProd", ["x", "a23"], ["y4"], keepdims=0),
          helper.make_node("ReduceL1", ["x", "a123"], ["y5"]),
          helper.make_node("ReduceL2", ["x", "a_neg"], ["y6"], keepdims=0),
-         helper.make_node("ReduceSumSquare", ["x", "a13"], ["y7"]),
-         helper.make_node("ReduceSum", ["x"], ["y8"], keepdims=0)]
-save("reduce", nodes, [2, 3, 4, 5], ["y%d" % i for i in range(9)], inits, 18)
+         helper.make_node("ReduceSumSquare", ["x", "a23"], ["y7"]),
+         helper.make_node("ReduceSum", ["x"], ["y8"], keepdims=0),
+         helper.make_node("ReduceSum", ["x", "a13"], ["y9"])]
+save("reduce", nodes, [2, 3, 4, 5], ["y%d" % i for i in range(10)], inits, 18)
 
-# Reduce* with the axes attribute (opset 13; ReduceSum's axes are an input there).
+# Reduce* with the axes attribute (opset 13; ReduceSum's axes are an input there), over a
+# [2, 3, 4, 1] input: axes of size 1 after the reduced ones do not count.
 nodes = [helper.make_node("ReduceMean", ["x"], ["y0"], axes=[2, 3]),
-         helper.make_node("ReduceMax", ["x"], ["y1"], axes=[1], keepdims=0),
+         helper.make_node("ReduceMax", ["x"], ["y1"], axes=[2], keepdims=0),
          helper.make_node("ReduceL2", ["x"], ["y2"]),
          helper.make_node("ReduceSum", ["x", "a"], ["y3"], keepdims=1)]
-save("reduce_13", nodes, [2, 3, 4, 5], ["y0", "y1", "y2", "y3"],
-     [const("a", np.array([0, 3], dtype=np.int64))], 13)
+save("reduce_13", nodes, [2, 3, 4, 1], ["y0", "y1", "y2", "y3"],
+     [const("a", np.array([1, 2], dtype=np.int64))], 13)

@@ -7,8 +7,9 @@
  * output_shape and auto_pad in 1-D, 2-D and 3-D; nearest and linear
  * resizes of a non-square image and a trilinear one; reductions over
  * several axes with and without keepdims. Each node the primitives can take
- * must run as one (impl_type not "ref"), the others (cubic Resize) on REF,
- * and every output must match REF's. */
+ * must run as one (impl_type not "ref"), the others (cubic Resize, the
+ * reductions oneDNN has only a reference implementation for) on REF, and
+ * every output must match REF's. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -152,18 +153,22 @@ Test(cpu_prims, resize_trilinear_matches_ref)
     check_model("resize_3d", "Resize", 1, 0, false, 1e-5f);
 }
 
+/* Sum, Mean, Max, Min and Prod over innermost axes (after dropping axes of
+ * size 1) on oneDNN's jit reduction; the ReduceSum over [1, 3], and L1, L2
+ * and SumSquare (p-norms) on REF: oneDNN 2.6 has only its reference
+ * reduction for those, slower than REF's kernel. */
 Test(cpu_prims, reduce_several_axes_matches_ref)
 {
     const char *ops[] = {"ReduceSum",  "ReduceMean", "ReduceMax", "ReduceMin",
                          "ReduceProd", "ReduceL1",   "ReduceL2",  "ReduceSumSquare"};
-    const int counts[] = {2, 1, 1, 1, 1, 1, 1, 1};
+    const int counts[] = {3, 1, 1, 1, 1, 1, 1, 1}, on_ref[] = {1, 0, 0, 0, 0, 1, 1, 1};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        check_model("reduce", ops[i], counts[i], 0, true, 1e-5f);
+        check_model("reduce", ops[i], counts[i], on_ref[i], true, 1e-5f);
 }
 
 Test(cpu_prims, reduce_axes_attribute_matches_ref)
 {
     const char *ops[] = {"ReduceMean", "ReduceMax", "ReduceL2", "ReduceSum"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        check_model("reduce_13", ops[i], 1, 0, false, 1e-5f);
+        check_model("reduce_13", ops[i], 1, i == 2 ? 1 : 0, false, 1e-5f);
 }
