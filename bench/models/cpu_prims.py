@@ -6,8 +6,8 @@ team's threads, which turns every barrier into a scheduler slice), f32, sync req
 median latency of each. Models written here
 into .cache/bench-models with onnx.helper (constant weights, sizes and axes). Prints ratio=
 runnel CPU / OpenVINO per model (below 1: runnel faster).
-  .cache/venv-bench/bin/python bench/models/cpu_prims.py --tools "$(bazel info bazel-bin)/tools"
-(bench/models/run installs the venv: onnx, numpy, openvino.)"""
+  bench/models/run --prims [--seconds 3]
+(which installs the venv with onnx, numpy and openvino, and builds tools/bench.)"""
 import argparse
 import json
 import os
