@@ -93,6 +93,10 @@ const sched_config *sched_get_config(const sched *s);
 uint32_t sched_stream_count(const sched *s);
 uint32_t sched_worker_count(const sched *s);
 
+/* The stream of the calling thread when it is a stream worker (of any scheduler), else -1 (a
+ * user's thread running a request inline, an executor thread). */
+int sched_current_stream(void);
+
 /* Adds a named executor with `n_threads` (>= 1) threads of its own and writes its id (1, 2,
  * ...) to *out_id. DAG nodes whose executor is that id run only on these threads, in FIFO
  * order. Names are unique per scheduler. Returns 0, -EINVAL (bad name or thread count),

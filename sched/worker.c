@@ -46,6 +46,11 @@ void sched_i_set_current_runner(sched_runner *r)
     tl_runner = r;
 }
 
+int sched_current_stream(void)
+{
+    return tl_runner != NULL && tl_runner->worker != NULL ? (int)tl_runner->stream : -1;
+}
+
 static inline sched_item item_node(sched_instance *inst, uint32_t node)
 {
     return (sched_item){.p = (uint64_t)(uintptr_t)inst | SCHED_ITEM_NODE, .x = node};

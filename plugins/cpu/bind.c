@@ -1,10 +1,11 @@
 /* CPU_BIND_THREAD (OpenVINO's CPU pinning) on the CPU device.
  *
  * A stream's worker pins itself on its first oneDNN primitive (cpu_execute,
- * before its OpenMP team exists): its stream takes the next block of the
- * stream's core count from the cores the process may run on (its affinity
- * mask as the first pinning thread inherited it), in turn and wrapping
- * around, so THROUGHPUT's single-core streams get one core each. With YES
+ * before its OpenMP team exists): stream s of T cores takes cores s * T to
+ * s * T + T - 1 (wrapping around) of those the process may run on (its
+ * affinity mask as the first pinning thread inherited it), so THROUGHPUT's
+ * single-core streams get one core each. A request run inline (sync) runs
+ * in the user's thread, which is never pinned. With YES
  * the worker moves onto the block first, then a parallel region of the
  * stream's team size pins each team thread (created there, inside the
  * block) to one core of it, the worker to the first; with NUMA every
@@ -16,18 +17,17 @@
 #include <omp.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "plugins/cpu/bind.h"
+#include "sched/sched.h"
 
 #define MAX_RECORDS 256
 
 static pthread_once_t allowed_once = PTHREAD_ONCE_INIT;
 static int allowed[CPU_SETSIZE]; /* the process's cores, ascending */
 static int n_allowed;
-static atomic_int next_block;
 static _Thread_local bool tls_bound;
 
 static pthread_mutex_t record_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -117,6 +117,11 @@ void cpu_bind_enter(plugin_bind_thread mode, int threads)
 {
     if (mode == PLUGIN_BIND_NO || tls_bound)
         return;
+    /* Only a stream's worker: a request run inline runs in the user's
+     * thread, which is not the device's to pin. */
+    int stream = sched_current_stream();
+    if (stream < 0)
+        return;
     tls_bound = true;
     pthread_once(&allowed_once, allowed_init);
     if (n_allowed == 0)
@@ -128,8 +133,7 @@ void cpu_bind_enter(plugin_bind_thread mode, int threads)
         threads = 1;
     if (threads > n_allowed)
         threads = n_allowed;
-    int first =
-        (int)((unsigned)atomic_fetch_add(&next_block, 1) * (unsigned)threads % (unsigned)n_allowed);
+    int first = (int)((unsigned)stream * (unsigned)threads % (unsigned)n_allowed);
     cpu_set_t set;
     if (mode == PLUGIN_BIND_NUMA) {
         numa_set(allowed[first], &set);

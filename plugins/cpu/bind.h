@@ -7,12 +7,12 @@
 
 #include "plugins/api/properties.h"
 
-/* Pins the calling thread once (later calls return at once): with
- * PLUGIN_BIND_YES a stream of `threads` cores gets the next `threads` cores
- * of the process's affinity mask (taken in turn, wrapping around) and each
- * of its threads one of them (the worker the first, its OpenMP team the
- * others); with PLUGIN_BIND_NUMA its threads get every allowed core of the
- * NUMA node of the stream's first core; PLUGIN_BIND_NO pins nothing. Call
+/* Pins the calling thread once when it is a stream's worker (later calls
+ * return at once; other threads are never pinned): with PLUGIN_BIND_YES
+ * stream s of `threads` cores gets cores s * threads onwards of the
+ * process's affinity mask (wrapping around) and each of its threads one of
+ * them (the worker the first, its OpenMP team the others); with PLUGIN_BIND_NUMA its threads get
+ * every allowed core of the NUMA node of the stream's first core; PLUGIN_BIND_NO pins nothing. Call
  * on a stream's worker before its first OpenMP parallel region, so that
  * the team is created inside the stream's cores. */
 void cpu_bind_enter(plugin_bind_thread mode, int threads);

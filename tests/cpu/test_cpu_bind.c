@@ -151,7 +151,14 @@ Test(cpu_bind, latency_team_gets_one_core_per_thread)
     rn_property p[] = {{"CPU_BIND_THREAD", "YES"},
                        {"PERFORMANCE_HINT", "LATENCY"},
                        {"INFERENCE_PRECISION_HINT", "f32"}};
+    int before = allowed_count();
     rn_compiled_model *cm = run_model(p, 3, 1, &core, &model);
+    /* A sync request too: the stream's worker runs it, not the caller. */
+    rn_infer_request *req;
+    OK(rn_compiled_model_create_infer_request(cm, &req));
+    OK(rn_infer_request_infer(req));
+    rn_infer_request_free(req);
+    cr_assert_eq(allowed_count(), before, "the caller's thread was pinned");
     pinned r[64];
     int n = pinned_threads(core, r, 64);
     cr_assert_geq(n, 1);
