@@ -193,6 +193,22 @@ static rn_status infer_fused_matmul(const graph_node *node, const graph_port *in
     return RN_OK;
 }
 
+/* ScaledDotProductAttention (runnel; transforms/fuse_attention.c):
+ * Softmax(scale * Q @ Kt + mask) @ V over the last axis, Q [..., Sq, D], Kt
+ * [..., D, Sk], V [..., Sk, Dv], the optional mask (input 3) broadcast to
+ * the scores [..., Sq, Sk]: MatMul's shapes twice. */
+static rn_status infer_sdpa(const graph_node *node, const graph_port *in, int n_in, graph_port *out,
+                            int n_out)
+{
+    (void)n_in;
+    graph_port scores = {.present = true};
+    rn_status st = infer_matmul(node, in, 2, &scores, 1);
+    if (st != RN_OK)
+        return st;
+    graph_port pv[2] = {scores, in[2]};
+    return infer_matmul(node, pv, 2, out, n_out);
+}
+
 /* ShuffleChannels (runnel; OpenVINO's): the input's shape, the group
  * dividing the axis. */
 static rn_status infer_shuffle_channels(const graph_node *node, const graph_port *in, int n_in,
@@ -745,6 +761,15 @@ const graph_op_schema graph_ops_nn[] = {
      0,
      infer_fused_matmul,
      {{"activation", GRAPH_ATTR_STRING, false}, {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "ScaledDotProductAttention",
+     3,
+     4,
+     1,
+     1,
+     0,
+     infer_sdpa,
+     {{"scale", GRAPH_ATTR_FLOAT, true}}},
     {"runnel",
      "ShuffleChannels",
      1,

@@ -14,6 +14,7 @@ extern const rn_kernel cpu_kernel_relu, cpu_kernel_leaky_relu, cpu_kernel_elu, c
     cpu_kernel_sub, cpu_kernel_mul, cpu_kernel_div, cpu_kernel_max, cpu_kernel_min, cpu_kernel_sum;
 extern const rn_kernel cpu_kernel_qlinear_fused_conv, cpu_kernel_qlinear_fused_gemm,
     cpu_kernel_qlinear_fused_matmul, cpu_kernel_quantize_linear, cpu_kernel_dequantize_linear;
+extern const rn_kernel cpu_kernel_scaled_dot_product_attention;
 
 const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_conv,
@@ -60,5 +61,6 @@ const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_qlinear_fused_matmul,
     &cpu_kernel_quantize_linear,
     &cpu_kernel_dequantize_linear,
+    &cpu_kernel_scaled_dot_product_attention,
     NULL,
 };

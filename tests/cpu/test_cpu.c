@@ -244,6 +244,27 @@ Test(cpu, transpose_reads_the_blocked_layout_and_matches_ref)
     compare_path_with_ref(path, "conv_relu_transpose", "f32", 1e-5f);
 }
 
+/* One BERT encoder layer as PyTorch exports it
+ * (tests/cpu/make_attention_model.py): the attention block compiles to one
+ * runnel ScaledDotProductAttention on oneDNN (transforms/fuse_attention.c,
+ * plugins/cpu/attention.c) with no Softmax left, and the output is REF's
+ * (which runs the unfused graph) within 1e-4. */
+Test(cpu, attention_is_one_onednn_kernel_and_matches_ref)
+{
+    const char *path = "tests/cpu/attention_encoder.onnx";
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_f32(path, &core, &model);
+    int ref = 0;
+    cr_assert_eq(count_type(cm, "ScaledDotProductAttention", &ref), 1);
+    cr_assert_eq(ref, 0, "the attention runs REF's kernel");
+    cr_assert_eq(count_type(cm, "Softmax", NULL), 0, "a Softmax was left unfused");
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    compare_path_with_ref(path, "attention_encoder", "f32", 1e-4f);
+}
+
 Test(cpu, squeezenet_f32_matches_ref, .timeout = 300)
 {
     compare_with_ref("squeezenet", "f32", 1e-3f);

@@ -1,0 +1,257 @@
+/* runnel ScaledDotProductAttention (transforms/fuse_attention.c) as three
+ * oneDNN primitives over one scores buffer in the kernel's scratch:
+ *
+ *   matmul   scores = scale * Q @ Kt (+ mask): the scale as the output
+ *            scale, the mask as a binary-add post-op (a binary primitive in
+ *            place on the scores where oneDNN has no post-op for the mask's
+ *            broadcast);
+ *   softmax  over the last axis, in place;
+ *   matmul   y = scores @ V.
+ *
+ * The scores are never a value of the plan (no arena slot of their own, no
+ * layout conversion): they live in the node's scratch, after the primitives'
+ * scratchpad, for the node's run only. Q, Kt, V, the mask and y are plain
+ * row-major f32 (the plan converts a blocked producer's output). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/cpu/cpu.h"
+
+enum { QK, ADD, SOFTMAX, PV, N_PRIMS };
+
+typedef struct sdpa_state {
+    cpu_prim p[N_PRIMS]; /* p[ADD] only when the mask is not a post-op */
+    bool has_add;
+    dnnl_memory_desc_t q, kt, v, mask, scores, dst;
+    bool has_mask;
+    size_t scores_at; /* offset of the scores in the scratch */
+    size_t scratch;
+} sdpa_state;
+
+static bool sdpa_supports(const rn_node *node, const char **why)
+{
+    int n = rn_node_input_count(node);
+    int r = rn_node_input_shape(node, 0).rank;
+    for (int k = 0; k < n; k++) {
+        if (k == 3 && rn_node_input_name(node, k)[0] == '\0')
+            continue;
+        rn_partial_shape s = rn_node_input_shape(node, k);
+        if (rn_node_input_type(node, k) != RN_F32 || (k < 3 && s.rank != r) ||
+            (k == 3 && s.rank > r)) {
+            *why = "f32 Q, Kt, V of one rank and a mask of no higher rank";
+            return false;
+        }
+    }
+    if (r < 2 || r > 5) {
+        *why = "Q, Kt and V of rank 2 to 5 only";
+        return false;
+    }
+    return cpu_static_node(node, why);
+}
+
+static void sdpa_release(void *state)
+{
+    sdpa_state *s = state;
+    if (s == NULL)
+        return;
+    for (int i = 0; i < N_PRIMS; i++)
+        cpu_prim_release(&s->p[i]);
+    free(s);
+}
+
+static size_t sdpa_scratch(const void *state)
+{
+    return ((const sdpa_state *)state)->scratch;
+}
+
+static const char *sdpa_impl(const void *state)
+{
+    return ((const sdpa_state *)state)->p[QK].impl;
+}
+
+/* The plain descriptor of input k at rank r (leading 1s). */
+static rn_status input_md(const rn_node *node, int k, int r, dnnl_memory_desc_t *md)
+{
+    rn_partial_shape s = rn_node_input_shape(node, k);
+    int64_t dims[RN_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        dims[i] = i - (r - s.rank) >= 0 ? s.dims[i - (r - s.rank)] : 1;
+    return cpu_plain_md(RN_F32, r, dims, md);
+}
+
+/* Creates the primitive of op descriptor d with attribute attr (taken over)
+ * into p; *done false when oneDNN has no implementation. */
+static rn_status make_prim(const rn_node *node, const void *d, dnnl_primitive_attr_t attr,
+                           cpu_prim *p, bool *done)
+{
+    dnnl_engine_t eng = NULL;
+    rn_status st = cpu_engine(&eng);
+    dnnl_primitive_desc_t pd = NULL;
+    *done = false;
+    if (st == RN_OK) {
+        int prev = cpu_team_begin(node);
+        dnnl_status_t ds = dnnl_primitive_desc_create(&pd, d, attr, eng, NULL);
+        cpu_team_end(prev);
+        if (ds == dnnl_unimplemented)
+            pd = NULL;
+        else if (ds != dnnl_success)
+            st = cpu_error(node, "creating an attention primitive", ds);
+    }
+    dnnl_primitive_attr_destroy(attr);
+    if (st != RN_OK || pd == NULL)
+        return st;
+    *done = true;
+    return cpu_prim_init(p, node, pd);
+}
+
+/* scores = scale * Q @ Kt, plus the mask as a post-op when `post`. */
+static rn_status qk_prim(const rn_node *node, sdpa_state *s, bool post, bool *done)
+{
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_matmul_desc_t d;
+    dnnl_status_t ds = dnnl_matmul_desc_init(&d, &s->q, &s->kt, NULL, &s->scores);
+    if (ds == dnnl_success && post && (ds = dnnl_post_ops_create(&po)) == dnnl_success)
+        ds = dnnl_post_ops_append_binary(po, dnnl_binary_add, &s->mask);
+    if (ds != dnnl_success) {
+        if (po != NULL)
+            dnnl_post_ops_destroy(po);
+        return cpu_error(node, "describing the attention scores", ds);
+    }
+    rn_status st = cpu_attr(node, po, &attr);
+    if (po != NULL)
+        dnnl_post_ops_destroy(po);
+    if (st != RN_OK)
+        return st;
+    float scale = rn_node_attr_float(node, "scale", 1.0f);
+    if (scale != 1.0f &&
+        (ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale)) != dnnl_success) {
+        dnnl_primitive_attr_destroy(attr);
+        return cpu_error(node, "setting the attention scale", ds);
+    }
+    return make_prim(node, &d, attr, &s->p[QK], done);
+}
+
+static rn_status build(const rn_node *node, sdpa_state *s)
+{
+    rn_partial_shape y = rn_node_output_shape(node, 0), kt = rn_node_input_shape(node, 1);
+    int r = y.rank;
+    int64_t sdims[RN_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        sdims[i] = i < r - 1 ? y.dims[i] : kt.dims[r - 1];
+    rn_status st;
+    if ((st = input_md(node, 0, r, &s->q)) != RN_OK ||
+        (st = input_md(node, 1, r, &s->kt)) != RN_OK ||
+        (st = input_md(node, 2, r, &s->v)) != RN_OK ||
+        (st = cpu_plain_md(RN_F32, r, sdims, &s->scores)) != RN_OK ||
+        (st = cpu_plain_md(RN_F32, r, y.dims, &s->dst)) != RN_OK ||
+        (s->has_mask && (st = input_md(node, 3, r, &s->mask)) != RN_OK))
+        return st;
+    bool done = false;
+    if ((st = qk_prim(node, s, s->has_mask, &done)) != RN_OK)
+        return st;
+    dnnl_primitive_attr_t attr;
+    if (!done && s->has_mask) {
+        /* No post-op for this broadcast: the scores, then a binary add. */
+        dnnl_binary_desc_t bd;
+        dnnl_status_t ds =
+            dnnl_binary_desc_init(&bd, dnnl_binary_add, &s->scores, &s->mask, &s->scores);
+        if (ds != dnnl_success)
+            return cpu_error(node, "describing the attention mask", ds);
+        if ((st = qk_prim(node, s, false, &done)) != RN_OK || !done ||
+            (st = cpu_attr(node, NULL, &attr)) != RN_OK ||
+            (st = make_prim(node, &bd, attr, &s->p[ADD], &s->has_add)) != RN_OK)
+            return st;
+        done = s->has_add;
+    }
+    if (!done)
+        return cpu_error(node, "creating the attention scores' matmul", dnnl_unimplemented);
+    dnnl_softmax_v2_desc_t sd;
+    dnnl_status_t ds = dnnl_softmax_v2_forward_desc_init(
+        &sd, dnnl_forward_inference, dnnl_softmax_accurate, &s->scores, &s->scores, r - 1);
+    if (ds != dnnl_success)
+        return cpu_error(node, "describing the attention softmax", ds);
+    if ((st = cpu_attr(node, NULL, &attr)) != RN_OK ||
+        (st = make_prim(node, &sd, attr, &s->p[SOFTMAX], &done)) != RN_OK)
+        return st;
+    if (!done)
+        return cpu_error(node, "creating the attention softmax", dnnl_unimplemented);
+    dnnl_matmul_desc_t md;
+    if ((ds = dnnl_matmul_desc_init(&md, &s->scores, &s->v, NULL, &s->dst)) != dnnl_success)
+        return cpu_error(node, "describing the attention output", ds);
+    if ((st = cpu_attr(node, NULL, &attr)) != RN_OK ||
+        (st = make_prim(node, &md, attr, &s->p[PV], &done)) != RN_OK)
+        return st;
+    if (!done)
+        return cpu_error(node, "creating the attention output's matmul", dnnl_unimplemented);
+    size_t pad = 0;
+    for (int i = 0; i < N_PRIMS; i++)
+        pad = s->p[i].scratch > pad ? s->p[i].scratch : pad;
+    s->scores_at = (pad + 63) & ~(size_t)63;
+    s->scratch = s->scores_at + dnnl_memory_desc_get_size(&s->scores);
+    return RN_OK;
+}
+
+static rn_status sdpa_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
+{
+    (void)ctx;
+    sdpa_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
+    s->has_mask = rn_node_input_count(node) > 3 && rn_node_input_name(node, 3)[0] != '\0';
+    rn_status st = build(node, s);
+    if (st != RN_OK) {
+        sdpa_release(s);
+        return st;
+    }
+    *state = s;
+    return RN_OK;
+}
+
+static rn_status sdpa_run(rn_kernel_args *args)
+{
+    const sdpa_state *s = args->state;
+    if (args->scratch.data == NULL || args->scratch.nbytes < s->scratch)
+        return rn_set_error(RN_INTERNAL, "node '%s': no scratch for the attention scores",
+                            rn_node_name(args->node));
+    void *scores = (char *)args->scratch.data + s->scores_at;
+    void *mask = s->has_mask ? args->inputs[3].data : NULL;
+    cpu_arg qk[4] = {
+        {DNNL_ARG_SRC, &s->q, args->inputs[0].data},
+        {DNNL_ARG_WEIGHTS, &s->kt, args->inputs[1].data},
+        {DNNL_ARG_DST, &s->scores, scores},
+        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, &s->mask, mask},
+    };
+    rn_status st = cpu_execute(&s->p[QK], args, qk, s->has_mask && !s->has_add ? 4 : 3);
+    if (st == RN_OK && s->has_add) {
+        cpu_arg add[3] = {{DNNL_ARG_SRC_0, &s->scores, scores},
+                          {DNNL_ARG_SRC_1, &s->mask, mask},
+                          {DNNL_ARG_DST, &s->scores, scores}};
+        st = cpu_execute(&s->p[ADD], args, add, 3);
+    }
+    if (st == RN_OK) {
+        cpu_arg sm[2] = {{DNNL_ARG_SRC, &s->scores, scores}, {DNNL_ARG_DST, &s->scores, scores}};
+        st = cpu_execute(&s->p[SOFTMAX], args, sm, 2);
+    }
+    if (st == RN_OK) {
+        cpu_arg pv[3] = {
+            {DNNL_ARG_SRC, &s->scores, scores},
+            {DNNL_ARG_WEIGHTS, &s->v, args->inputs[2].data},
+            {DNNL_ARG_DST, &s->dst, args->outputs[0].data},
+        };
+        st = cpu_execute(&s->p[PV], args, pv, 3);
+    }
+    return st;
+}
+
+const rn_kernel cpu_kernel_scaled_dot_product_attention = {
+    .domain = "runnel",
+    .op_type = "ScaledDotProductAttention",
+    .impl_type = "onednn",
+    .supports = sdpa_supports,
+    .prepare_ctx = sdpa_prepare,
+    .run = sdpa_run,
+    .release = sdpa_release,
+    .scratch_bytes = sdpa_scratch,
+    .impl_name = sdpa_impl,
+};
