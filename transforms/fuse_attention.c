@@ -16,8 +16,12 @@
  * broadcast to the scores without growing them ([B,1,1,S], [B,1,S,S], [S,S]
  * ...), and no intermediate (the scores, the scaled and masked scores, the
  * probabilities, a scaled Q or Kt) has a reader outside the pattern or is a
- * result. The second MatMul becomes the fused node: it keeps its name and
- * output and carries every original name. */
+ * result. Where Q, Kt and V are the exporters' head splits (Q and V
+ * Transposed [0, 2, 1, 3] from [B, S, H, D], K [0, 2, 3, 1]) read only by
+ * the pattern, the three Transposes go too: the node reads [B, S, H, D]
+ * (qkv_layout "BSHD") and a device reads the heads with strides instead of
+ * copying them. The second MatMul becomes the fused node: it keeps its name
+ * and output and carries every original name. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,10 +83,11 @@ static bool static_shape(const graph_value *v)
 
 /* The pattern found from one Softmax. */
 typedef struct sdpa_match {
-    graph_node *nodes[8]; /* the nodes it replaces, the second MatMul last */
+    graph_node *nodes[10]; /* the nodes it replaces */
     int count;
     graph_value *q, *kt, *v, *mask;
     float scale;
+    bool bshd; /* the head Transposes absorbed (qkv_layout BSHD) */
 } sdpa_match;
 
 /* Absorbs a scaling of operand `*x` of the first MatMul when that MatMul is
@@ -186,6 +191,50 @@ static bool softmax_last(const graph_node *n, int r)
     return axis == -1 || axis == r - 1;
 }
 
+/* Whether x is written by a Transpose of a rank-4 value by `perm`. */
+static bool transposed(const graph_value *x, const int64_t *perm)
+{
+    const graph_node *t = x->producer;
+    const int64_t *p = NULL;
+    if (!onnx_op(t, "Transpose") || t->n_inputs != 1 || t->inputs[0] == NULL ||
+        t->inputs[0]->shape.rank != 4 || graph_node_attr_ints(t, "perm", &p) != 4)
+        return false;
+    for (int d = 0; d < 4; d++)
+        if (p[d] != perm[d])
+            return false;
+    return true;
+}
+
+/* Whether n is one of the nodes the match replaces (or the second MatMul). */
+static bool in_pattern(const sdpa_match *m, const graph_node *pv, const graph_node *n)
+{
+    if (n != NULL && n == pv)
+        return true;
+    for (int i = 0; i < m->count; i++)
+        if (n != NULL && m->nodes[i] == n)
+            return true;
+    return false;
+}
+
+/* The exporters' head split: Q and V Transposed [0, 2, 1, 3] from [B, S,
+ * H, D], K [0, 2, 3, 1], each read only by the pattern. The three go into
+ * the fused node (qkv_layout BSHD, which reads them with strides) or none. */
+static void absorb_heads(graph *g, sdpa_match *m, const graph_node *pv)
+{
+    static const int64_t split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
+    graph_value *x[3] = {m->q, m->kt, m->v};
+    for (int k = 0; k < 3; k++)
+        if (!transposed(x[k], k == 1 ? split_t : split) ||
+            !in_pattern(m, pv, transforms_sole_reader(g, x[k])))
+            return;
+    for (int k = 0; k < 3; k++)
+        m->nodes[m->count++] = x[k]->producer;
+    m->q = x[0]->producer->inputs[0];
+    m->kt = x[1]->producer->inputs[0];
+    m->v = x[2]->producer->inputs[0];
+    m->bshd = true;
+}
+
 /* Turns the second MatMul into the fused node and unhooks the others. */
 static rn_status fuse(graph_node *pv, const sdpa_match *m, transforms_node_list *removed)
 {
@@ -232,8 +281,17 @@ static rn_status fuse(graph_node *pv, const sdpa_match *m, transforms_node_list 
     pv->domain = domain;
     pv->opset = 1;
     graph_attr a = {.name = strdup("scale"), .type = GRAPH_ATTR_FLOAT, .f = m->scale};
-    return a.name != NULL ? graph_node_add_attr(pv, &a)
-                          : rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
+    rn_status st2 = a.name != NULL ? graph_node_add_attr(pv, &a)
+                                   : rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
+    if (st2 != RN_OK || !m->bshd)
+        return st2;
+    graph_attr l = {.name = strdup("qkv_layout"), .type = GRAPH_ATTR_STRING, .s = strdup("BSHD")};
+    if (l.name == NULL || l.s == NULL) {
+        free(l.name);
+        free(l.s);
+        return rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
+    }
+    return graph_node_add_attr(pv, &l);
 }
 
 rn_status transforms_fuse_attention(graph *g, void *ctx, int *changes)
@@ -254,6 +312,7 @@ rn_status transforms_fuse_attention(graph *g, void *ctx, int *changes)
         m.nodes[m.count++] = softmax;
         if (!match_scores(g, softmax, &m) || !shapes_fit(&m, s))
             continue;
+        absorb_heads(g, &m, pv);
         st = fuse(pv, &m, &removed);
     }
     return transforms_finish_removal(g, &removed, st, changes);

@@ -11,7 +11,9 @@
  * The scores are never a value of the plan (no arena slot of their own, no
  * layout conversion): they live in the node's scratch, after the primitives'
  * scratchpad, for the node's run only. Q, Kt, V, the mask and y are plain
- * row-major f32 (the plan converts a blocked producer's output). */
+ * row-major f32 (the plan converts a blocked producer's output); with
+ * qkv_layout "BSHD" the matmuls read the heads of Q, K and V [B, S, H, D]
+ * through strided descriptors, where the exporter's Transposes copied them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +48,11 @@ static bool sdpa_supports(const rn_node *node, const char **why)
         *why = "Q, Kt and V of rank 2 to 5 only";
         return false;
     }
+    const char *layout = rn_node_attr_string(node, "qkv_layout", "BHSD");
+    if (strcmp(layout, "BHSD") != 0 && (strcmp(layout, "BSHD") != 0 || r != 4)) {
+        *why = "qkv_layout BHSD, or BSHD of rank-4 inputs";
+        return false;
+    }
     return cpu_static_node(node, why);
 }
 
@@ -69,14 +76,28 @@ static const char *sdpa_impl(const void *state)
     return ((const sdpa_state *)state)->p[QK].impl;
 }
 
-/* The plain descriptor of input k at rank r (leading 1s). */
-static rn_status input_md(const rn_node *node, int k, int r, dnnl_memory_desc_t *md)
+/* The plain descriptor of input k at rank r (leading 1s); with `perm`
+ * (qkv_layout BSHD: rank 4) the input viewed permuted, with strides: dim d
+ * of the view is the input's dim perm[d]. */
+static rn_status input_md(const rn_node *node, int k, int r, const int *perm,
+                          dnnl_memory_desc_t *md)
 {
     rn_partial_shape s = rn_node_input_shape(node, k);
     int64_t dims[RN_MAX_RANK];
     for (int i = 0; i < r; i++)
         dims[i] = i - (r - s.rank) >= 0 ? s.dims[i - (r - s.rank)] : 1;
-    return cpu_plain_md(RN_F32, r, dims, md);
+    if (perm == NULL)
+        return cpu_plain_md(RN_F32, r, dims, md);
+    dnnl_dims_t view, strides, plain;
+    plain[3] = 1;
+    for (int i = 2; i >= 0; i--)
+        plain[i] = plain[i + 1] * dims[i + 1];
+    for (int i = 0; i < 4; i++) {
+        view[i] = dims[perm[i]];
+        strides[i] = plain[perm[i]];
+    }
+    dnnl_status_t ds = dnnl_memory_desc_init_by_strides(md, 4, view, dnnl_f32, strides);
+    return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the attention's heads", ds);
 }
 
 /* Creates the primitive of op descriptor d with attribute attr (taken over)
@@ -134,18 +155,21 @@ static rn_status qk_prim(const rn_node *node, sdpa_state *s, bool post, bool *do
 
 static rn_status build(const rn_node *node, sdpa_state *s)
 {
-    rn_partial_shape y = rn_node_output_shape(node, 0), kt = rn_node_input_shape(node, 1);
+    static const int split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
+    bool bshd = strcmp(rn_node_attr_string(node, "qkv_layout", "BHSD"), "BSHD") == 0;
+    rn_partial_shape y = rn_node_output_shape(node, 0);
     int r = y.rank;
+    rn_status st;
+    if ((st = input_md(node, 0, r, bshd ? split : NULL, &s->q)) != RN_OK ||
+        (st = input_md(node, 1, r, bshd ? split_t : NULL, &s->kt)) != RN_OK ||
+        (st = input_md(node, 2, r, bshd ? split : NULL, &s->v)) != RN_OK ||
+        (s->has_mask && (st = input_md(node, 3, r, NULL, &s->mask)) != RN_OK))
+        return st;
     int64_t sdims[RN_MAX_RANK];
     for (int i = 0; i < r; i++)
-        sdims[i] = i < r - 1 ? y.dims[i] : kt.dims[r - 1];
-    rn_status st;
-    if ((st = input_md(node, 0, r, &s->q)) != RN_OK ||
-        (st = input_md(node, 1, r, &s->kt)) != RN_OK ||
-        (st = input_md(node, 2, r, &s->v)) != RN_OK ||
-        (st = cpu_plain_md(RN_F32, r, sdims, &s->scores)) != RN_OK ||
-        (st = cpu_plain_md(RN_F32, r, y.dims, &s->dst)) != RN_OK ||
-        (s->has_mask && (st = input_md(node, 3, r, &s->mask)) != RN_OK))
+        sdims[i] = i < r - 1 ? y.dims[i] : s->kt.dims[r - 1];
+    if ((st = cpu_plain_md(RN_F32, r, sdims, &s->scores)) != RN_OK ||
+        (st = cpu_plain_md(RN_F32, r, y.dims, &s->dst)) != RN_OK)
         return st;
     bool done = false;
     if ((st = qk_prim(node, s, s->has_mask, &done)) != RN_OK)

@@ -247,7 +247,8 @@ Test(cpu, transpose_reads_the_blocked_layout_and_matches_ref)
 /* One BERT encoder layer as PyTorch exports it
  * (tests/cpu/make_attention_model.py): the attention block compiles to one
  * runnel ScaledDotProductAttention on oneDNN (transforms/fuse_attention.c,
- * plugins/cpu/attention.c) with no Softmax left, and the output is REF's
+ * plugins/cpu/attention.c) with no Softmax left and the head Transposes of
+ * Q, K and V absorbed (qkv_layout BSHD), and the output is REF's
  * (which runs the unfused graph) within 1e-4. */
 Test(cpu, attention_is_one_onednn_kernel_and_matches_ref)
 {
@@ -259,6 +260,8 @@ Test(cpu, attention_is_one_onednn_kernel_and_matches_ref)
     cr_assert_eq(count_type(cm, "ScaledDotProductAttention", &ref), 1);
     cr_assert_eq(ref, 0, "the attention runs REF's kernel");
     cr_assert_eq(count_type(cm, "Softmax", NULL), 0, "a Softmax was left unfused");
+    cr_assert_eq(count_type(cm, "Transpose", NULL), 1,
+                 "the Q, K, V head Transposes are read with strides; the context's stays");
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);

@@ -64,10 +64,10 @@ static graph_value *scalar(graph *g, const char *name, float v)
 }
 
 /* Runs both graphs on REF with q, k, v and compares their first result. */
-static void assert_same_results(const graph *before, const graph *after)
+static void assert_same_results_of(const graph *before, const graph *after, const int64_t *dims)
 {
-    graph_tensor in[3] = {tt_tensor_f32(4, qkv_dims, q_data), tt_tensor_f32(4, qkv_dims, k_data),
-                          tt_tensor_f32(4, qkv_dims, v_data)};
+    graph_tensor in[3] = {tt_tensor_f32(4, dims, q_data), tt_tensor_f32(4, dims, k_data),
+                          tt_tensor_f32(4, dims, v_data)};
     graph_tensor a[2] = {0}, b[2] = {0};
     tt_run(before, in, 3, a);
     tt_run(after, in, 3, b);
@@ -76,6 +76,11 @@ static void assert_same_results(const graph *before, const graph *after)
         graph_tensor_release(&a[i]);
         graph_tensor_release(&b[i]);
     }
+}
+
+static void assert_same_results(const graph *before, const graph *after)
+{
+    assert_same_results_of(before, after, qkv_dims);
 }
 
 static graph *clone_of(const graph *g)
@@ -121,6 +126,74 @@ Test(fuse_attention, exporter_form_becomes_one_node)
     tt_assert_valid(g);
     assert_same_results(before, g);
     graph_free(before);
+    graph_free(g);
+}
+
+/* The exporters' head split: Q and V Transposed [0, 2, 1, 3] from [B, S, H,
+ * D], K [0, 2, 3, 1]: the three Transposes go into the node (qkv_layout
+ * BSHD), which REF computes as the unfused graph does. */
+Test(fuse_attention, head_transposes_are_absorbed)
+{
+    fill(q_data, 64, 1);
+    fill(k_data, 64, 2);
+    fill(v_data, 64, 3);
+    const int64_t bshd[4] = {1, 4, 2, 8}, split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
+    graph *g = tt_graph();
+    graph_value *x[3] = {tt_input(g, "q", RN_F32, 4, bshd), tt_input(g, "k", RN_F32, 4, bshd),
+                         tt_input(g, "v", RN_F32, 4, bshd)};
+    const char *names[3] = {"q_heads", "k_heads", "v_heads"};
+    graph_value *h[3];
+    for (int k = 0; k < 3; k++) {
+        h[k] = tt_unary(g, names[k], "Transpose", x[k]);
+        tt_attr_ints(g, names[k], "perm", 4, k == 1 ? split_t : split);
+    }
+    graph_value *s = tt_binary(g, "scores", "MatMul", h[0], h[1]);
+    graph_value *d = tt_binary(g, "div", "Div", s, scalar(g, "sqrt_d", sqrtf(8.0f)));
+    graph_value *p = tt_unary(g, "softmax", "Softmax", d);
+    graph_value *y = tt_binary(g, "context", "MatMul", p, h[2]);
+    tt_output(g, y);
+    tt_finish(g);
+    graph *before = clone_of(g);
+    cr_assert_eq(run_fusion(g), 6, "MatMul, Div, Softmax and the three Transposes go");
+    cr_assert_eq(g->n_nodes, 1);
+    graph_node *n = g->nodes[0];
+    cr_assert_str_eq(n->op_type, "ScaledDotProductAttention");
+    cr_assert_str_eq(graph_node_attr_string(n, "qkv_layout", ""), "BSHD");
+    for (int k = 0; k < 3; k++)
+        cr_assert_eq(n->inputs[k], x[k], "input %d is the Transpose's input", k);
+    cr_assert(tt_has_fused(n, "k_heads"));
+    cr_assert_eq(n->outputs[0], y);
+    cr_assert_eq(y->shape.rank, 4);
+    cr_assert_eq(y->shape.dims[1], 2, "the output stays [B, H, S, D]");
+    tt_assert_valid(g);
+    assert_same_results_of(before, g, bshd);
+    graph_free(before);
+    graph_free(g);
+}
+
+/* A head Transpose read elsewhere too: all three stay (and the rest fuses). */
+Test(fuse_attention, head_transpose_read_elsewhere_stays)
+{
+    const int64_t bshd[4] = {1, 4, 2, 8}, split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
+    graph *g = tt_graph();
+    graph_value *x[3] = {tt_input(g, "q", RN_F32, 4, bshd), tt_input(g, "k", RN_F32, 4, bshd),
+                         tt_input(g, "v", RN_F32, 4, bshd)};
+    const char *names[3] = {"q_heads", "k_heads", "v_heads"};
+    graph_value *h[3];
+    for (int k = 0; k < 3; k++) {
+        h[k] = tt_unary(g, names[k], "Transpose", x[k]);
+        tt_attr_ints(g, names[k], "perm", 4, k == 1 ? split_t : split);
+    }
+    graph_value *p =
+        tt_unary(g, "softmax", "Softmax", tt_binary(g, "scores", "MatMul", h[0], h[1]));
+    tt_output(g, tt_binary(g, "context", "MatMul", p, h[2]));
+    tt_output(g, h[2]); /* the V heads are also a result */
+    tt_finish(g);
+    cr_assert_eq(run_fusion(g), 2);
+    cr_assert_eq(tt_count_op(g, "Transpose"), 3);
+    cr_assert_str_eq(graph_node_attr_string(tt_find_node(g, "context"), "qkv_layout", "BHSD"),
+                     "BHSD");
+    tt_assert_valid(g);
     graph_free(g);
 }
 

@@ -4,9 +4,12 @@
  * same batch dims; the optional mask (input 3) broadcasts to the scores
  * [..., Sq, Sk] (right-aligned, dims 1 or equal). f32, in the same steps as
  * the unfused graph (sgemm, the mask added, softmax with the maximum
- * subtracted, sgemm), the scores in a buffer of one batch index. */
+ * subtracted, sgemm), the scores in a buffer of one batch index. With
+ * qkv_layout "BSHD" the inputs are [B, S, H, D] before the head Transposes
+ * (Q and V permuted [0, 2, 1, 3], K [0, 2, 3, 1]): permuted copies first. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugins/ref/kernels/nn_util.h"
 
@@ -25,7 +28,37 @@ static bool sdpa_supports(const graph_node *node, const char **why)
         *why = "Q, Kt and V of rank 2 or more";
         return false;
     }
+    if (strcmp(graph_node_attr_string(node, "qkv_layout", "BHSD"), "BHSD") != 0 &&
+        (strcmp(graph_node_attr_string(node, "qkv_layout", "BHSD"), "BSHD") != 0 || r != 4)) {
+        *why = "qkv_layout BHSD, or BSHD of rank-4 inputs";
+        return false;
+    }
     return true;
+}
+
+/* A dense copy of rank-4 x permuted by perm (dst dim d is x's dim perm[d]):
+ * the head split an exporter's Transpose does. */
+static rn_status permuted(const plugin_kernel_args *args, const graph_tensor *x, const int *perm,
+                          graph_tensor *out)
+{
+    *out = *x;
+    int64_t xs[4] = {x->dims[1] * x->dims[2] * x->dims[3], x->dims[2] * x->dims[3], x->dims[3], 1};
+    for (int d = 0; d < 4; d++)
+        out->dims[d] = x->dims[perm[d]];
+    float *dst =
+        malloc(sizeof(float) * (size_t)(graph_tensor_count(x) > 0 ? graph_tensor_count(x) : 1));
+    if (dst == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "node '%s': out of memory", args->node->name);
+    const float *src = x->data;
+    size_t i = 0;
+    for (int64_t a = 0; a < out->dims[0]; a++)
+        for (int64_t b = 0; b < out->dims[1]; b++)
+            for (int64_t c = 0; c < out->dims[2]; c++)
+                for (int64_t e = 0; e < out->dims[3]; e++)
+                    dst[i++] =
+                        src[a * xs[perm[0]] + b * xs[perm[1]] + c * xs[perm[2]] + e * xs[perm[3]]];
+    out->data = dst;
+    return RN_OK;
 }
 
 /* The offsets of the mask's elements for the scores' dims: 0 strides where
@@ -47,9 +80,9 @@ static rn_status mask_strides(const plugin_kernel_args *args, const graph_tensor
     return RN_OK;
 }
 
-static rn_status sdpa_run(plugin_kernel_args *args)
+static rn_status sdpa_compute(plugin_kernel_args *args, const graph_tensor *q,
+                              const graph_tensor *kt, const graph_tensor *v)
 {
-    const graph_tensor *q = &args->inputs[0], *kt = &args->inputs[1], *v = &args->inputs[2];
     const graph_tensor *mask =
         args->n_inputs > 3 && args->inputs[3].data != NULL ? &args->inputs[3] : NULL;
     int r = q->rank;
@@ -116,6 +149,24 @@ static rn_status sdpa_run(plugin_kernel_args *args)
             st = rn_set_error(RN_OUT_OF_MEMORY, "node '%s': out of memory", args->node->name);
     }
     free(s);
+    return st;
+}
+
+static rn_status sdpa_run(plugin_kernel_args *args)
+{
+    if (strcmp(graph_node_attr_string(args->node, "qkv_layout", "BHSD"), "BSHD") != 0)
+        return sdpa_compute(args, &args->inputs[0], &args->inputs[1], &args->inputs[2]);
+    static const int split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
+    graph_tensor t[3] = {0};
+    rn_status st = RN_OK;
+    int k = 0;
+    for (; k < 3 && st == RN_OK; k++)
+        st = permuted(args, &args->inputs[k], k == 1 ? split_t : split, &t[k]);
+    if (st == RN_OK)
+        st = sdpa_compute(args, &t[0], &t[1], &t[2]);
+    for (int i = 0; i < 3; i++)
+        if (t[i].data != args->inputs[i].data)
+            free(t[i].data);
     return st;
 }
 
