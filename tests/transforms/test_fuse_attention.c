@@ -129,6 +129,21 @@ Test(fuse_attention, exporter_form_becomes_one_node)
     graph_free(g);
 }
 
+/* [B, S, H, D] = [1, 4, 2, 8] inputs q, k, v (x) and their head splits (h):
+ * Transposes q_heads and v_heads [0, 2, 1, 3], k_heads [0, 2, 3, 1]. */
+static const int64_t bshd[4] = {1, 4, 2, 8};
+
+static void split_heads(graph *g, graph_value **x, graph_value **h)
+{
+    static const int64_t split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
+    const char *in[3] = {"q", "k", "v"}, *names[3] = {"q_heads", "k_heads", "v_heads"};
+    for (int k = 0; k < 3; k++) {
+        x[k] = tt_input(g, in[k], RN_F32, 4, bshd);
+        h[k] = tt_unary(g, names[k], "Transpose", x[k]);
+        tt_attr_ints(g, names[k], "perm", 4, k == 1 ? split_t : split);
+    }
+}
+
 /* The exporters' head split: Q and V Transposed [0, 2, 1, 3] from [B, S, H,
  * D], K [0, 2, 3, 1]: the three Transposes go into the node (qkv_layout
  * BSHD), which REF computes as the unfused graph does. */
@@ -137,16 +152,9 @@ Test(fuse_attention, head_transposes_are_absorbed)
     fill(q_data, 64, 1);
     fill(k_data, 64, 2);
     fill(v_data, 64, 3);
-    const int64_t bshd[4] = {1, 4, 2, 8}, split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
     graph *g = tt_graph();
-    graph_value *x[3] = {tt_input(g, "q", RN_F32, 4, bshd), tt_input(g, "k", RN_F32, 4, bshd),
-                         tt_input(g, "v", RN_F32, 4, bshd)};
-    const char *names[3] = {"q_heads", "k_heads", "v_heads"};
-    graph_value *h[3];
-    for (int k = 0; k < 3; k++) {
-        h[k] = tt_unary(g, names[k], "Transpose", x[k]);
-        tt_attr_ints(g, names[k], "perm", 4, k == 1 ? split_t : split);
-    }
+    graph_value *x[3], *h[3];
+    split_heads(g, x, h);
     graph_value *s = tt_binary(g, "scores", "MatMul", h[0], h[1]);
     graph_value *d = tt_binary(g, "div", "Div", s, scalar(g, "sqrt_d", sqrtf(8.0f)));
     graph_value *p = tt_unary(g, "softmax", "Softmax", d);
@@ -174,16 +182,9 @@ Test(fuse_attention, head_transposes_are_absorbed)
 /* A head Transpose read elsewhere too: all three stay (and the rest fuses). */
 Test(fuse_attention, head_transpose_read_elsewhere_stays)
 {
-    const int64_t bshd[4] = {1, 4, 2, 8}, split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
     graph *g = tt_graph();
-    graph_value *x[3] = {tt_input(g, "q", RN_F32, 4, bshd), tt_input(g, "k", RN_F32, 4, bshd),
-                         tt_input(g, "v", RN_F32, 4, bshd)};
-    const char *names[3] = {"q_heads", "k_heads", "v_heads"};
-    graph_value *h[3];
-    for (int k = 0; k < 3; k++) {
-        h[k] = tt_unary(g, names[k], "Transpose", x[k]);
-        tt_attr_ints(g, names[k], "perm", 4, k == 1 ? split_t : split);
-    }
+    graph_value *x[3], *h[3];
+    split_heads(g, x, h);
     graph_value *p =
         tt_unary(g, "softmax", "Softmax", tt_binary(g, "scores", "MatMul", h[0], h[1]));
     tt_output(g, tt_binary(g, "context", "MatMul", p, h[2]));
