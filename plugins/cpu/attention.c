@@ -4,7 +4,7 @@
  *   matmul   scores = scale * Q @ Kt (+ mask): the scale as the output
  *            scale, the mask as a binary-add post-op (a binary primitive in
  *            place on the scores where oneDNN has no post-op for the mask's
- *            broadcast);
+ *            broadcast, or only its reference matmul: [1, 1, S, S]);
  *   softmax  over the last axis, in place;
  *   matmul   y = scores @ V.
  *
@@ -174,9 +174,15 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     bool done = false;
     if ((st = qk_prim(node, s, s->has_mask, &done)) != RN_OK)
         return st;
+    if (done && s->has_mask && strncmp(s->p[QK].impl, "ref", 3) == 0) {
+        /* oneDNN 2.6 takes some mask broadcasts ([1, 1, S, S]) as a post-op
+         * only in its reference matmul, many times slower than gemm:jit. */
+        cpu_prim_release(&s->p[QK]);
+        done = false;
+    }
     dnnl_primitive_attr_t attr;
     if (!done && s->has_mask) {
-        /* No post-op for this broadcast: the scores, then a binary add. */
+        /* No fast post-op for this broadcast: the scores, then a binary add. */
         dnnl_binary_desc_t bd;
         dnnl_status_t ds =
             dnnl_binary_desc_init(&bd, dnnl_binary_add, &s->scores, &s->mask, &s->scores);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tests/cpu/attention_encoder.onnx: one BERT encoder layer in the layout PyTorch's
+"""Writes tests/cpu/attention_encoder.onnx (and attention_causal.onnx, below): one BERT encoder layer in the layout PyTorch's
 exporter gives transformers' BertModel (bench/models/make_encoder.py's Builder: the head
 Reshapes by Shape/Gather/Unsqueeze/Concat chains, Transposes, MatMul(Q, K^T), Div by sqrt(16),
 Add of the extended mask [B, 1, 1, S], Softmax, MatMul with V; LayerNorm and Gelu decomposed),
@@ -49,3 +49,33 @@ model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
 model.ir_version = 8
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(HERE, "attention_encoder.onnx"))
+
+# tests/cpu/attention_causal.onnx: x [2, 16, 64] split into 4 heads of 16 as Q ([0, 2, 1, 3]),
+# K^T and V constants [2, 4, 16, 16] (so the fused node reads them as they are, qkv_layout
+# BHSD), Mul by 0.25, Add of a causal mask [1, 1, 16, 16] (0 on and below the diagonal,
+# -1e9 above: broadcast over batch and heads), Softmax, MatMul, back to [2, 16, 64].
+rng = np.random.default_rng(1)
+consts = [helper.make_tensor(n, TensorProto.FLOAT, d, v.ravel().tolist()) for n, d, v in [
+    ("kt", [BATCH, 4, 16, SEQ], rng.standard_normal((BATCH, 4, 16, SEQ)).astype(np.float32)),
+    ("v", [BATCH, 4, SEQ, 16], rng.standard_normal((BATCH, 4, SEQ, 16)).astype(np.float32)),
+    ("mask", [1, 1, SEQ, SEQ], np.triu(np.full((SEQ, SEQ), -1e9, np.float32), 1)),
+    ("scale", [], np.array(0.25, np.float32))]]
+consts += [helper.make_tensor("heads", TensorProto.INT64, [4], [BATCH, SEQ, 4, 16]),
+           helper.make_tensor("merged", TensorProto.INT64, [3], [BATCH, SEQ, 64])]
+nodes = [helper.make_node("Reshape", ["x", "heads"], ["xh"]),
+         helper.make_node("Transpose", ["xh"], ["q"], perm=[0, 2, 1, 3]),
+         helper.make_node("MatMul", ["q", "kt"], ["s"]),
+         helper.make_node("Mul", ["s", "scale"], ["ss"]),
+         helper.make_node("Add", ["ss", "mask"], ["sm"]),
+         helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+         helper.make_node("MatMul", ["p", "v"], ["c"]),
+         helper.make_node("Transpose", ["c"], ["ct"], perm=[0, 2, 1, 3]),
+         helper.make_node("Reshape", ["ct", "merged"], ["y"])]
+g = helper.make_graph(
+    nodes, "attention_causal",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, SEQ, 64])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [BATCH, SEQ, 64])], consts)
+model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+model.ir_version = 8
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(HERE, "attention_causal.onnx"))
