@@ -377,3 +377,35 @@ Test(fuse_attention, batch_dims_that_differ_are_not_fused)
     cr_assert_eq(tt_count_op(g, "Softmax"), 1);
     graph_free(g);
 }
+
+/* The fused op built by hand with shapes that do not chain, or qkv_layout
+ * BSHD on rank-3 inputs: shape inference refuses it naming the node. */
+static rn_status infer_sdpa(const int64_t *kt_dims, int rank, const char *layout)
+{
+    graph *g = tt_graph();
+    graph_value *ins[3] = {tt_input(g, "q", RN_F32, rank, qkv_dims),
+                           tt_input(g, "kt", RN_F32, rank, kt_dims),
+                           tt_input(g, "v", RN_F32, rank, qkv_dims)};
+    graph_value *y;
+    graph_node *n;
+    OK(graph_add_value(g, "y", &y));
+    OK(graph_add_node(g, "attn", "runnel", "ScaledDotProductAttention", 1, 3, ins, 1, &y, &n));
+    graph_attr a = {.name = strdup("qkv_layout"), .type = GRAPH_ATTR_STRING, .s = strdup(layout)};
+    OK(graph_node_add_attr(n, &a));
+    tt_output(g, y);
+    OK(graph_sort(g));
+    rn_status st = graph_infer_shapes(g);
+    graph_free(g);
+    return st;
+}
+
+Test(scaled_dot_product_attention, shapes_that_do_not_chain_are_refused)
+{
+    const int64_t good[4] = {1, 2, 8, 4}, bad_d[4] = {1, 2, 7, 4};
+    cr_assert_eq(infer_sdpa(good, 4, "BHSD"), RN_OK, "%s", rn_last_error());
+    cr_assert_neq(infer_sdpa(bad_d, 4, "BHSD"), RN_OK, "D 8 against 7 was accepted");
+    cr_assert(strstr(rn_last_error(), "attn") != NULL, "%s", rn_last_error());
+    const int64_t kt3[3] = {2, 8, 4};
+    cr_assert_neq(infer_sdpa(kt3, 3, "BSHD"), RN_OK, "BSHD on rank 3 was accepted");
+    cr_assert(strstr(rn_last_error(), "qkv_layout BSHD") != NULL, "%s", rn_last_error());
+}
