@@ -2,9 +2,10 @@
  * oneDNN primitives over one scores buffer in the kernel's scratch:
  *
  *   matmul   scores = scale * Q @ Kt (+ mask): the scale as the output
- *            scale, the mask as a binary-add post-op (a binary primitive in
- *            place on the scores where oneDNN has no post-op for the mask's
- *            broadcast, or only its reference matmul: [1, 1, S, S]);
+ *            scale, the mask as a binary-add post-op where the matmul is a
+ *            brgemm one that applies it as it stores; else (gemm-based
+ *            matmul on AVX2, no post-op or only a reference matmul for the
+ *            mask's broadcast) a binary primitive in place on the scores;
  *   softmax  over the last axis, in place;
  *   matmul   y = scores @ V.
  *
@@ -174,9 +175,14 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     bool done = false;
     if ((st = qk_prim(node, s, s->has_mask, &done)) != RN_OK)
         return st;
-    if (done && s->has_mask && strncmp(s->p[QK].impl, "ref", 3) == 0) {
+    if (done && s->has_mask &&
+        (strncmp(s->p[QK].impl, "ref", 3) == 0 || strncmp(s->p[QK].impl, "gemm", 4) == 0)) {
         /* oneDNN 2.6 takes some mask broadcasts ([1, 1, S, S]) as a post-op
-         * only in its reference matmul, many times slower than gemm:jit. */
+         * only in its reference matmul, many times slower than gemm:jit; and
+         * its gemm-based matmul (AVX2: no brgemm) applies binary post-ops in
+         * a pass of their own over the scores, slower than the binary
+         * primitive (docs/performance.md, cpu-attn). brgemm matmuls apply
+         * them as they store the scores: they keep the post-op. */
         cpu_prim_release(&s->p[QK]);
         done = false;
     }
