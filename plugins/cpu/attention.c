@@ -194,11 +194,12 @@ static rn_status build(const rn_node *node, sdpa_state *s)
             dnnl_binary_desc_init(&bd, dnnl_binary_add, &s->scores, &s->mask, &s->scores);
         if (ds != dnnl_success)
             return cpu_error(node, "describing the attention mask", ds);
-        if ((st = qk_prim(node, s, false, &done)) != RN_OK || !done ||
-            (st = cpu_attr(node, NULL, &attr)) != RN_OK ||
-            (st = make_prim(node, &bd, attr, &s->p[ADD], &s->has_add)) != RN_OK)
+        if ((st = qk_prim(node, s, false, &done)) != RN_OK)
             return st;
-        done = s->has_add;
+        if (done && ((st = cpu_attr(node, NULL, &attr)) != RN_OK ||
+                     (st = make_prim(node, &bd, attr, &s->p[ADD], &s->has_add)) != RN_OK))
+            return st;
+        done = done && s->has_add;
     }
     if (!done)
         return cpu_error(node, "creating the attention scores' matmul", dnnl_unimplemented);
