@@ -194,6 +194,15 @@ rn_status transforms_fuse_shuffle_channels(graph *g, void *ctx, int *changes);
 rn_status transforms_fuse_gelu(graph *g, void *ctx, int *changes);
 rn_status transforms_fuse_layernorm(graph *g, void *ctx, int *changes);
 
+/* MatMul(Q, Kt) -> [Mul/Div by a constant] -> [Add mask] -> Softmax (last
+ * axis) -> MatMul(., V), Q and Kt optionally scaled by constants too ->
+ * runnel ScaledDotProductAttention(Q, Kt, V[, mask]) with attribute scale
+ * (transforms/fuse_attention.c; off the default pipeline). Only where no
+ * intermediate has another reader and the shapes fit. The exporters' head
+ * Transposes of Q, K and V (from [B, S, H, D]) join it as qkv_layout
+ * "BSHD" when the pattern alone reads them. ctx: unused. */
+rn_status transforms_fuse_attention(graph *g, void *ctx, int *changes);
+
 /* QDQ (DequantizeLinear -> Conv / Gemm -> QuantizeLinear, with the
  * residual Add and Relu of ONNX Runtime's quantize_static) -> runnel
  * QLinearFusedConv / QLinearFusedGemm; DequantizeLinear -> MaxPool ->

@@ -193,6 +193,40 @@ static rn_status infer_fused_matmul(const graph_node *node, const graph_port *in
     return RN_OK;
 }
 
+/* ScaledDotProductAttention (runnel; transforms/fuse_attention.c):
+ * Softmax(scale * Q @ Kt + mask) @ V over the last axis, Q [..., Sq, D], Kt
+ * [..., D, Sk], V [..., Sk, Dv], the optional mask (input 3) broadcast to
+ * the scores [..., Sq, Sk]: MatMul's shapes twice. With qkv_layout "BSHD"
+ * the inputs are rank 4 before the exporters' head Transposes: Q [B, Sq,
+ * H, D], K [B, Sk, H, D] and V [B, Sk, H, Dv] (Q and V permuted [0, 2, 1,
+ * 3], K [0, 2, 3, 1]); the output is [B, H, Sq, Dv] either way. */
+static rn_status infer_sdpa(const graph_node *node, const graph_port *in, int n_in, graph_port *out,
+                            int n_out)
+{
+    (void)n_in;
+    graph_port ops[3] = {in[0], in[1], in[2]};
+    if (strcmp(graph_node_attr_string(node, "qkv_layout", "BHSD"), "BSHD") == 0) {
+        static const int perm[3][4] = {{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}};
+        for (int k = 0; k < 3; k++) {
+            if (in[k].shape.rank < 0)
+                continue;
+            if (in[k].shape.rank != 4)
+                return rn_set_error(RN_SHAPE_MISMATCH,
+                                    "node '%s' (%s): qkv_layout BSHD takes rank-4 inputs, input %d "
+                                    "has rank %d",
+                                    node->name, node->op_type, k, in[k].shape.rank);
+            for (int d = 0; d < 4; d++)
+                ops[k].shape.dims[d] = in[k].shape.dims[perm[k][d]];
+        }
+    }
+    graph_port scores = {.present = true};
+    rn_status st = infer_matmul(node, ops, 2, &scores, 1);
+    if (st != RN_OK)
+        return st;
+    graph_port pv[2] = {scores, ops[2]};
+    return infer_matmul(node, pv, 2, out, n_out);
+}
+
 /* ShuffleChannels (runnel; OpenVINO's): the input's shape, the group
  * dividing the axis. */
 static rn_status infer_shuffle_channels(const graph_node *node, const graph_port *in, int n_in,
@@ -745,6 +779,15 @@ const graph_op_schema graph_ops_nn[] = {
      0,
      infer_fused_matmul,
      {{"activation", GRAPH_ATTR_STRING, false}, {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+    {"runnel",
+     "ScaledDotProductAttention",
+     3,
+     4,
+     1,
+     1,
+     0,
+     infer_sdpa,
+     {{"scale", GRAPH_ATTR_FLOAT, true}, {"qkv_layout", GRAPH_ATTR_STRING, false}}},
     {"runnel",
      "ShuffleChannels",
      1,

@@ -42,6 +42,8 @@ static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_option
         (st = transforms_pipeline_add(tp, "fuse_gelu", transforms_fuse_gelu, NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_layernorm", transforms_fuse_layernorm, NULL, 0)) !=
             RN_OK ||
+        (st = transforms_pipeline_add(tp, "fuse_attention", transforms_fuse_attention, NULL, 0)) !=
+            RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_shuffle_channels", transforms_fuse_shuffle_channels,
                                       NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_matmul_bias", transforms_fuse_matmul_bias, NULL,

@@ -17,6 +17,7 @@ extern const rn_kernel cpu_kernel_conv_transpose, cpu_kernel_resize, cpu_kernel_
     cpu_kernel_reduce_l1, cpu_kernel_reduce_l2, cpu_kernel_reduce_sum_square;
 extern const rn_kernel cpu_kernel_qlinear_fused_conv, cpu_kernel_qlinear_fused_gemm,
     cpu_kernel_qlinear_fused_matmul, cpu_kernel_quantize_linear, cpu_kernel_dequantize_linear;
+extern const rn_kernel cpu_kernel_scaled_dot_product_attention;
 
 const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_conv,
@@ -73,5 +74,6 @@ const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_reduce_l1,
     &cpu_kernel_reduce_l2,
     &cpu_kernel_reduce_sum_square,
+    &cpu_kernel_scaled_dot_product_attention,
     NULL,
 };

@@ -56,6 +56,12 @@ int64_t cpu_work(const rn_node *node)
         int64_t k = x.rank > 0 && x.dims[x.rank - 1] > 0 ? x.dims[x.rank - 1] : 1;
         return out * k;
     }
+    if (strcmp(op, "ScaledDotProductAttention") == 0) {
+        /* Q @ Kt and scores @ V: (Q's elements + the output's) x Sk. */
+        rn_partial_shape kt = rn_node_input_shape(node, 1);
+        int64_t sk = kt.rank > 0 && kt.dims[kt.rank - 1] > 0 ? kt.dims[kt.rank - 1] : 1;
+        return (elements(x) + out) * sk;
+    }
     /* Memory-bound: the elements read or written (every input of a
      * Concat, a pooling's input), in multiply-add units. */
     int64_t touched = out;

@@ -244,6 +244,42 @@ Test(cpu, transpose_reads_the_blocked_layout_and_matches_ref)
     compare_path_with_ref(path, "conv_relu_transpose", "f32", 1e-5f);
 }
 
+/* A model with one attention block compiles to one runnel
+ * ScaledDotProductAttention on oneDNN (transforms/fuse_attention.c,
+ * plugins/cpu/attention.c), no Softmax left and `transposes` Transposes,
+ * and its output is REF's (which runs the unfused graph) within 1e-4. */
+static void check_attention(const char *path, const char *name, int transposes)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_f32(path, &core, &model);
+    int ref = 0;
+    cr_assert_eq(count_type(cm, "ScaledDotProductAttention", &ref), 1);
+    cr_assert_eq(ref, 0, "the attention runs REF's kernel");
+    cr_assert_eq(count_type(cm, "Softmax", NULL), 0, "a Softmax was left unfused");
+    cr_assert_eq(count_type(cm, "Transpose", NULL), transposes);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    compare_path_with_ref(path, name, "f32", 1e-4f);
+}
+
+/* One BERT encoder layer as PyTorch exports it
+ * (tests/cpu/make_attention_model.py), mask [B, 1, 1, S]: the head
+ * Transposes of Q, K and V are read with strides (qkv_layout BSHD); the
+ * context's stays. */
+Test(cpu, attention_is_one_onednn_kernel_and_matches_ref)
+{
+    check_attention("tests/cpu/attention_encoder.onnx", "attention_encoder", 1);
+}
+
+/* Constant K^T and V (qkv_layout BHSD: the Q Transpose stays), a scale by
+ * Mul, a causal mask [1, 1, S, S] broadcast over batch and heads. */
+Test(cpu, causal_attention_matches_ref)
+{
+    check_attention("tests/cpu/attention_causal.onnx", "attention_causal", 2);
+}
+
 Test(cpu, squeezenet_f32_matches_ref, .timeout = 300)
 {
     compare_with_ref("squeezenet", "f32", 1e-3f);

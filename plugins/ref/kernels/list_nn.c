@@ -19,6 +19,7 @@ extern const plugin_kernel ref_kernel_fused_gemm;
 extern const plugin_kernel ref_kernel_fused_batchnorm;
 extern const plugin_kernel ref_kernel_shuffle_channels;
 extern const plugin_kernel ref_kernel_fused_matmul;
+extern const plugin_kernel ref_kernel_scaled_dot_product_attention;
 
 /* The NN family of REF kernels (conv, pool, normalisation, gemm, softmax, ...). */
 const plugin_kernel *const ref_kernels_nn[] = {
@@ -41,5 +42,6 @@ const plugin_kernel *const ref_kernels_nn[] = {
     &ref_kernel_fused_batchnorm,
     &ref_kernel_shuffle_channels,
     &ref_kernel_fused_matmul,
+    &ref_kernel_scaled_dot_product_attention,
     NULL,
 };
