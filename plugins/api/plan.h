@@ -60,6 +60,14 @@ typedef struct plugin_plan_options {
     /* The context the model runs in (plugins/api/remote.h): remote tensors
      * bound to requests must belong to it. NULL: no remote tensors. */
     const struct rn_plugin_context *context;
+    /* (optional) Describes a remote tensor bound to a request as the plan
+     * sees it: host memory (data), or device memory (data NULL, buffer and
+     * offset as the allocator's), which then reaches the device's layout
+     * conversions of that input or result as their plain side; an error
+     * naming the problem when the tensor cannot be bound here. NULL: the
+     * context is a host context (plugin_host_tensor_view). */
+    rn_status (*remote_view)(const struct rn_plugin_context *context,
+                             const rn_plugin_tensor *tensor, graph_tensor *out);
     /* The device's name: in log messages (plugins/api/log.h), and the name
      * its executor pool is shared by (executors/); and the LOG_LEVEL in
      * force. */

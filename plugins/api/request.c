@@ -442,6 +442,8 @@ static rn_status remote_view(const plugin_request *r, const rn_plugin_tensor *te
     const plugin_host_context *context = r->plan->options.context;
     if (context == NULL)
         return rn_set_error(RN_NOT_IMPLEMENTED, "this compiled model takes no remote tensors");
+    if (r->plan->options.remote_view != NULL)
+        return r->plan->options.remote_view(context, tensor, out);
     return plugin_host_tensor_view(tensor, context, out);
 }
 

@@ -384,16 +384,33 @@ static void bind_memory(plugin_request *r)
             continue;
         value_slot *sl = &rs->slots[v];
         void *user = user_buffer_for(r, v, &pv->desc);
-        sl->t.data = user != NULL        ? user
-                     : pv->host          ? rs->host_arena + pv->offset
-                     : rs->arena != NULL ? rs->arena + pv->offset
-                                         : NULL;
+        const graph_tensor *u = &r->user_out[o];
+        sl->t.buffer = NULL;
+        sl->t.offset = 0;
+        if (user == NULL && u->data == NULL && u->buffer != NULL && u->nbytes == pv->desc.nbytes) {
+            /* A remote tensor in device memory: the device's conversion
+             * writes the result there. */
+            sl->t.data = NULL;
+            sl->t.buffer = u->buffer;
+            sl->t.offset = u->offset;
+        } else if (user != NULL || pv->host || rs->arena != NULL) {
+            sl->t.data = user != NULL ? user
+                         : pv->host   ? rs->host_arena + pv->offset
+                                      : rs->arena + pv->offset;
+        } else {
+            sl->t.data = NULL;
+            sl->t.buffer = rs->arena_buffer;
+            sl->t.offset = pv->offset;
+        }
     }
     /* Views of inputs and of results follow their roots. */
     for (int v = 0; v < s->n_values; v++) {
         const plan_value *pv = &s->values[v];
         if (pv->root != v && (pv->storage == PLAN_INPUT || s->values[pv->root].result >= 0)) {
-            rs->slots[v].t.data = rs->slots[pv->root].t.data;
+            const graph_tensor *root = &rs->slots[pv->root].t;
+            rs->slots[v].t.data = root->data;
+            rs->slots[v].t.buffer = root->buffer;
+            rs->slots[v].t.offset = root->offset;
             rs->slots[v].has_value = true;
         }
     }
@@ -406,6 +423,8 @@ static void bind_memory(plugin_request *r)
         graph_tensor *t = &rs->io[rs->refresh_io[k]];
         const value_slot *sl = &rs->slots[rs->refresh_value[k]];
         t->data = sl->t.data;
+        t->buffer = sl->t.buffer; /* device memory bound by a remote tensor */
+        t->offset = sl->t.offset;
     }
 }
 
