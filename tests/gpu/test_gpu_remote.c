@@ -18,23 +18,10 @@
 
 #include "runnel/runnel.h"
 
+#include "tests/gpu/gpu_core.h"
 #include "tests/gpu/pocl_lsan.h"
 
-#define GPU_SO   "plugins/gpu/libgpu.so"
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
-
-static rn_core *gpu_core(void)
-{
-    rn_core *core;
-    cr_assert_eq(rn_core_create(&core), RN_OK);
-    if (rn_core_load_plugin(core, NULL, GPU_SO) != RN_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rn_last_error());
-        rn_core_free(core);
-        cr_skip_test("the GPU device cannot start here: %s", why);
-    }
-    return core;
-}
 
 static rn_model *node_model(rn_core *core, const char *name)
 {
@@ -43,16 +30,6 @@ static rn_model *node_model(rn_core *core, const char *name)
     rn_model *model;
     cr_assert_eq(rn_core_read_model(core, path, &model), RN_OK, "%s: %s", name, rn_last_error());
     return model;
-}
-
-/* Deterministic inputs in [-1, 1). */
-static void fill(float *x, size_t n, uint32_t seed)
-{
-    uint32_t s = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (float)(s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-    }
 }
 
 /* The user's side: an OpenCL context and in-order queue of their own. */
@@ -121,7 +98,7 @@ static uint64_t compiled_counter(const rn_compiled_model *cm, const char *key)
     return strtoull(buf, NULL, 10);
 }
 
-/* REF's output 0 for inputs fill(seed = input index + 1). */
+/* REF's output 0 for inputs gpu_fill(seed = input index + 1). */
 static float *ref_output(rn_core *core, rn_model *model, size_t *count)
 {
     rn_compiled_model *cm;
@@ -132,7 +109,7 @@ static float *ref_output(rn_core *core, rn_model *model, size_t *count)
     for (size_t i = 0; i < rn_compiled_model_input_count(cm); i++) {
         rn_tensor *t;
         cr_assert_eq(rn_infer_request_get_input_tensor(r, i, &t), RN_OK);
-        fill(rn_tensor_data(t), rn_tensor_element_count(t), (uint32_t)i + 1);
+        gpu_fill(rn_tensor_data(t), rn_tensor_element_count(t), (uint32_t)i + 1);
     }
     cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
     rn_tensor *out;
@@ -195,7 +172,7 @@ ParameterizedTest(model_case *c, gpu_remote, runs_on_the_users_cl_mem_with_no_up
         const rn_port *p = &port;
         size_t n = port_count(p);
         float *host = malloc(n * sizeof *host);
-        fill(host, n, (uint32_t)i + 1);
+        gpu_fill(host, n, (uint32_t)i + 1);
         in_mem[i] = clCreateBuffer(u.context, CL_MEM_READ_WRITE, n * sizeof *host, NULL, &err);
         cr_assert_not_null(in_mem[i]);
         cr_assert_eq(clEnqueueWriteBuffer(u.queue, in_mem[i], CL_TRUE, 0, n * sizeof *host, host, 0,
@@ -375,7 +352,7 @@ Test(gpu_remote, default_context_tensors_bind_to_a_model_compiled_without_a_cont
     cr_assert_eq(rn_remote_context_create_tensor(ctx, RN_F32, p->shape.dims, 3, NULL, 0, &y), RN_OK,
                  "%s", rn_last_error());
     cr_assert_eq(rn_tensor_create(RN_F32, p->shape.dims, 3, &host_x), RN_OK);
-    fill(rn_tensor_data(host_x), n_want, 1);
+    gpu_fill(rn_tensor_data(host_x), n_want, 1);
     cr_assert_eq(rn_tensor_copy(host_x, x), RN_OK, "%s", rn_last_error());
     rn_infer_request *r;
     cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r), RN_OK);
@@ -534,7 +511,7 @@ Test(gpu_remote, device_id_selects_among_the_opencl_devices)
     for (size_t i = 0; i < rn_compiled_model_input_count(cm); i++) {
         rn_tensor *t;
         rn_infer_request_get_input_tensor(r, i, &t);
-        fill(rn_tensor_data(t), rn_tensor_element_count(t), (uint32_t)i + 1);
+        gpu_fill(rn_tensor_data(t), rn_tensor_element_count(t), (uint32_t)i + 1);
     }
     cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
     rn_tensor *out;
