@@ -11,7 +11,10 @@
  * layout conversions. Constant inputs (weights) are uploaded once, when a
  * kernel is prepared. Kernels enqueue their work on the queue of the arena
  * they write (non-blocking); the pipeline's execute stage flushes the queue
- * and its wait stage completes when a marker's event fires. */
+ * and its wait stage completes when a marker's event fires. A compiled
+ * model runs on one device (DEVICE_ID) or in a remote context (remote.c:
+ * the user's cl_context and queue), whose cl_mem tensors its conversions
+ * copy on the device. */
 #ifndef RUNNEL_PLUGINS_GPU_GPU_H
 #define RUNNEL_PLUGINS_GPU_GPU_H
 
@@ -50,8 +53,6 @@ void gpu_device_close(gpu_device *dev);
  * (retained, may be NULL) is the one every arena then runs on. */
 rn_status gpu_device_wrap(cl_context context, cl_device_id device, cl_command_queue queue,
                           gpu_device **out);
-/* Lists the OpenCL devices the plugin can open (GPUs first): their count. */
-int gpu_device_count(void);
 
 /* Builds runnel's program for the device once (thread-safe); the build log
  * is in the error. */

@@ -146,18 +146,6 @@ rn_status gpu_device_open(int index, gpu_device **out)
     return RN_OK;
 }
 
-int gpu_device_count(void)
-{
-    cl_device_id ids[MAX_DEVICES];
-    cl_platform_id plat[MAX_DEVICES];
-    int n = 0;
-    if (list_devices(ids, plat, &n) != RN_OK) {
-        rn_clear_error();
-        return 0;
-    }
-    return n;
-}
-
 rn_status gpu_device_wrap(cl_context context, cl_device_id device, cl_command_queue queue,
                           gpu_device **out)
 {
