@@ -296,7 +296,7 @@ rn_status plugin_run_node(plugin_request *r, int i)
     request_spec *rs = r->rs;
     const plan_spec *s = rs->spec;
     const plan_node *n = &s->nodes[i];
-    if (n->skip)
+    if (n->skip || rs->skip_node[i])
         return RN_OK;
     rn_status st;
     if (!n->fast && (st = prepare_slow(r, i)) != RN_OK)
@@ -418,6 +418,18 @@ static void bind_memory(plugin_request *r)
         value_slot *sl = &rs->slots[g->inputs[i]->id];
         if (sl->t.kind == GRAPH_KIND_TENSOR && sl->t.data == NULL && sl->t.buffer == NULL)
             sl->t.data = (void *)&empty_tensor_data; /* empty: still a valid pointer */
+    }
+    /* An input in device memory already in the layout its upload writes:
+     * the upload is skipped and its readers read the caller's buffer. */
+    for (int k = 0; k < rs->n_zc; k++) {
+        const plan_node *n = &s->nodes[rs->zc_node[k]];
+        const graph_tensor *in = &rs->slots[n->in[0]].t;
+        graph_tensor *cv = &rs->slots[n->out[0]].t;
+        bool direct = in->data == NULL && in->buffer != NULL && in->layout != NULL &&
+                      in->layout->ops == n->to->ops && n->to->ops->equal(in->layout, n->to);
+        rs->skip_node[rs->zc_node[k]] = direct;
+        cv->buffer = direct ? in->buffer : rs->arena_buffer;
+        cv->offset = direct ? in->offset : s->values[n->out[0]].offset;
     }
     for (int k = 0; k < rs->n_refresh; k++) {
         graph_tensor *t = &rs->io[rs->refresh_io[k]];

@@ -101,12 +101,14 @@ static rn_status device_copy(const gpu_arena *queue_of, const rn_kernel_tensor *
  * without blocking: it is in the run's queue before the wait stage. */
 static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *dst)
 {
+    if (src->data == NULL && src->buffer != NULL && dst->layout != NULL) {
+        /* A remote input (an upload the plan could not skip). */
+        return src->nbytes > 0 ? device_copy(dst->buffer, src, dst, src->nbytes) : RN_OK;
+    }
     if (src->layout == NULL && dst->layout != NULL) {
         gpu_arena *a = dst->buffer;
         if (src->nbytes == 0)
             return RN_OK;
-        if (src->data == NULL && src->buffer != NULL)
-            return device_copy(a, src, dst, src->nbytes);
         cl_int err = clEnqueueWriteBuffer(a->queue, a->mem, CL_TRUE, dst->offset, src->nbytes,
                                           src->data, 0, NULL, NULL);
         if (err != CL_SUCCESS)

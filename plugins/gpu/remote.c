@@ -32,7 +32,8 @@ struct gpu_context {
 typedef struct gpu_tensor {
     gpu_context *context;
     gpu_arena mem;       /* dev and mem (queue and owner NULL) */
-    rn_kernel_tensor td; /* the view: device memory at offset 0 */
+    rn_layout layout;    /* "cl": plain bytes in device memory */
+    rn_kernel_tensor td; /* the view: device memory at offset 0, in layout */
 } gpu_tensor;
 
 static const char *const context_keys =
@@ -374,7 +375,9 @@ static rn_status context_create_tensor(rn_plugin_context *context, rn_element_ty
     }
     t->context = c;
     t->mem.dev = c->dev;
+    t->layout = (rn_layout){&gpu_layout_ops, "cl", d->nbytes, NULL};
     d->buffer = &t->mem;
+    d->layout = &t->layout;
     *ops = &gpu_tensor_ops;
     *tensor = (rn_plugin_tensor *)t;
     return RN_OK;

@@ -158,8 +158,9 @@ ParameterizedTest(model_case *c, gpu_remote, runs_on_the_users_cl_mem_with_no_up
     cr_assert_eq(rn_remote_context_get_property(ctx, "OCL_CONTEXT", buf, sizeof buf), RN_OK);
     cr_assert_eq((void *)(uintptr_t)strtoull(buf, NULL, 0), (void *)u.context, "%s", buf);
     rn_compiled_model *cm;
-    cr_assert_eq(rn_core_compile_model_with_context(core, model, ctx, NULL, 0, &cm), RN_OK, "%s",
-                 rn_last_error());
+    rn_property profiling[] = {{"ENABLE_PROFILING", "YES"}};
+    cr_assert_eq(rn_core_compile_model_with_context(core, model, ctx, profiling, 1, &cm), RN_OK,
+                 "%s", rn_last_error());
     rn_infer_request *r;
     cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r), RN_OK);
     size_t n_in = rn_compiled_model_input_count(cm);
@@ -208,6 +209,19 @@ ParameterizedTest(model_case *c, gpu_remote, runs_on_the_users_cl_mem_with_no_up
                                          NULL, NULL),
                      CL_SUCCESS);
         expect_close(got, want, n_out, c->name);
+        if (strcmp(c->name, "test_basic_conv_with_padding") == 0) {
+            /* No node writes over the Conv's inputs: their uploads do not
+             * run, the Conv reads the caller's cl_mem. */
+            const rn_profiling_info *info;
+            size_t n_info, uploads = 0;
+            cr_assert_eq(rn_infer_request_profiling_info(r, &info, &n_info), RN_OK);
+            for (size_t e = 0; e < n_info; e++)
+                if (strstr(info[e].node_name, "plain->cl") != NULL) {
+                    uploads++;
+                    cr_assert_neq(info[e].status, RN_NODE_EXECUTED, "%s ran", info[e].node_name);
+                }
+            cr_assert_eq(uploads, n_in);
+        }
         /* The output tensor reads back the same through the Core. */
         float *copy = calloc(n_out, sizeof *copy);
         rn_tensor *host;
@@ -239,7 +253,7 @@ ParameterizedTest(model_case *c, gpu_remote, runs_on_the_users_cl_mem_with_no_up
 
 /* GPU_BYTES_UPLOADED of the compiled model grows by exactly the bytes of
  * the host inputs of each run: both inputs on the host, one in a remote
- * tensor, none. */
+ * tensor, none; and the upload of a remote input is not run at all. */
 Test(gpu_remote, bytes_uploaded_per_run_are_the_host_input_bytes)
 {
     rn_core *core = gpu_core();
@@ -248,8 +262,9 @@ Test(gpu_remote, bytes_uploaded_per_run_are_the_host_input_bytes)
     user_cl_open(&u);
     rn_remote_context *ctx = user_context(core, &u);
     rn_compiled_model *cm;
-    cr_assert_eq(rn_core_compile_model_with_context(core, model, ctx, NULL, 0, &cm), RN_OK, "%s",
-                 rn_last_error());
+    rn_property profiling[] = {{"ENABLE_PROFILING", "YES"}};
+    cr_assert_eq(rn_core_compile_model_with_context(core, model, ctx, profiling, 1, &cm), RN_OK,
+                 "%s", rn_last_error());
     rn_infer_request *r;
     cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r), RN_OK);
     const size_t n = 3 * 4 * 5, bytes = n * sizeof(float);
@@ -301,6 +316,29 @@ Test(gpu_remote, bytes_uploaded_per_run_are_the_host_input_bytes)
         cr_assert_eq(compiled_counter(cm, "GPU_BYTES_UPLOADED") - up0, runs[k].uploaded, "run %zu",
                      k);
         cr_assert_eq(compiled_counter(cm, "GPU_BYTES_DOWNLOADED") - down0, bytes, "run %zu", k);
+        /* The upload of y in a remote tensor does not run: the Add reads
+         * the caller's cl_mem. (x's does, as one copy on the device: the Add
+         * writes its result in place over x's bytes, which must not be the
+         * caller's.) Host inputs are uploaded. */
+        const rn_profiling_info *info;
+        size_t n_info;
+        cr_assert_eq(rn_infer_request_profiling_info(r, &info, &n_info), RN_OK, "%s",
+                     rn_last_error());
+        for (int in = 0; in < 2; in++) {
+            bool remote = rn_tensor_is_remote(in == 0 ? runs[k].x : runs[k].y), found = false;
+            if (in == 0 && remote)
+                continue;
+            for (size_t e = 0; e < n_info; e++) {
+                char name[64];
+                snprintf(name, sizeof name, "reorder:%s:", in == 0 ? "x" : "y");
+                if (strncmp(info[e].node_name, name, strlen(name)) != 0)
+                    continue;
+                found = true;
+                cr_assert_eq(info[e].status == RN_NODE_EXECUTED, !remote, "run %zu: %s %s", k,
+                             info[e].node_name, remote ? "ran" : "did not run");
+            }
+            cr_assert(found, "run %zu: no upload of input %d in the profiling info", k, in);
+        }
         rn_tensor *z;
         cr_assert_eq(rn_infer_request_get_output_tensor(r, 0, &z), RN_OK);
         const float *zd = rn_tensor_data(z);
