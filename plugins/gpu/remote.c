@@ -8,9 +8,11 @@
  * what the user enqueued before the run). Its tensors are cl_mem buffers:
  * allocated by the context, or the user's (MEM_HANDLE), checked to belong
  * to the context and to hold the tensor's bytes. Bound to a request, a
- * remote tensor is device memory: the conversion of that input or result
- * is one device-to-device copy into or out of the request's arena, never
- * through the host (plugin_plan_options.remote_view). */
+ * remote tensor is device memory in the layout "cl" (plugin_plan_options.
+ * remote_view): the plan skips the upload of such an input and its readers
+ * read the user's cl_mem (one device-to-device copy instead when a node
+ * writes in place over it); a result is copied device to device into it.
+ * Nothing goes through the host. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
