@@ -217,8 +217,8 @@ rn_status rn_core_compile_model(rn_core *core, const rn_model *model, const char
     rn_property *all;
     size_t n_all;
     bool owned;
-    if ((st = runtime_with_device_list(list, properties, n_properties, &all, &n_all, &owned)) !=
-        RN_OK)
+    if ((st = runtime_with_device_list(list, runtime_device_id(core, device), properties,
+                                       n_properties, &all, &n_all, &owned)) != RN_OK)
         return st;
     st = compile_on(core, model, dev, NULL, all, n_all, out);
     if (owned)
@@ -280,7 +280,16 @@ rn_status rn_core_import_model(rn_core *core, const void *data, size_t size, con
     rn_status st = find_target(core, device, properties, n_properties, &dev, &list);
     if (st != RN_OK)
         return st;
-    return import_on(core, dev, NULL, data, size, properties, n_properties, out);
+    rn_property *all;
+    size_t n_all;
+    bool owned;
+    if ((st = runtime_with_device_list(NULL, runtime_device_id(core, device), properties,
+                                       n_properties, &all, &n_all, &owned)) != RN_OK)
+        return st;
+    st = import_on(core, dev, NULL, data, size, all, n_all, out);
+    if (owned)
+        free(all);
+    return st;
 }
 
 rn_status rn_compiled_model_export(const rn_compiled_model *compiled, void **data, size_t *size)

@@ -109,7 +109,11 @@ rn_status runtime_route_device(const rn_core *core, const char *device, const ru
 {
     const char *colon = strchr(device, ':');
     if (colon == NULL) {
-        if ((*dev = runtime_find_device(core, device)) == NULL)
+        const char *id = runtime_device_id(core, device);
+        char name[RUNTIME_NAME_MAX];
+        snprintf(name, sizeof name, "%.*s",
+                 id != NULL ? (int)(id - 1 - device) : (int)strlen(device), device);
+        if ((*dev = runtime_find_device(core, name)) == NULL)
             return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
         *list = NULL;
         return RN_OK;
@@ -142,25 +146,54 @@ rn_status runtime_route_device(const rn_core *core, const char *device, const ru
     return RN_OK;
 }
 
-rn_status runtime_with_device_list(const char *list, const rn_property *properties, size_t n,
-                                   rn_property **out, size_t *n_out, bool *owned)
+const char *runtime_device_id(const rn_core *core, const char *device)
 {
-    if (list == NULL) {
+    const char *dot = strchr(device, '.');
+    if (dot == NULL || dot == device || dot[1] == '\0' || runtime_find_device(core, device) != NULL)
+        return NULL;
+    char name[RUNTIME_NAME_MAX];
+    if ((size_t)(dot - device) >= sizeof name)
+        return NULL;
+    snprintf(name, sizeof name, "%.*s", (int)(dot - device), device);
+    return runtime_find_device(core, name) != NULL ? dot + 1 : NULL;
+}
+
+rn_status runtime_with_device_list(const char *list, const char *id, const rn_property *properties,
+                                   size_t n, rn_property **out, size_t *n_out, bool *owned)
+{
+    if (list == NULL && id == NULL) {
         *out = (rn_property *)properties;
         *n_out = n;
         *owned = false;
         return RN_OK;
     }
-    rn_property *p = malloc((n + 1) * sizeof *p);
+    rn_property *p = malloc((n + 2) * sizeof *p);
     if (p == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "core: out of memory");
-    p[0] = (rn_property){"MULTI_DEVICE_PRIORITIES", list};
+    size_t k = 0;
+    if (list != NULL)
+        p[k++] = (rn_property){"MULTI_DEVICE_PRIORITIES", list};
+    if (id != NULL)
+        p[k++] = (rn_property){"DEVICE_ID", id};
     for (size_t i = 0; i < n; i++)
-        p[i + 1] = properties[i];
+        p[k++] = properties[i];
     *out = p;
-    *n_out = n + 1;
+    *n_out = k;
     *owned = true;
     return RN_OK;
+}
+
+/* Properties are read and set per device name, not per device of a
+ * device ("GPU", not "GPU.1"): DEVICE_ID picks one for compiles. */
+static rn_status no_device_id(const rn_core *core, const char *device)
+{
+    const char *id = runtime_device_id(core, device);
+    if (id == NULL)
+        return RN_OK;
+    return rn_set_error(RN_INVALID_ARG,
+                        "device '%s': properties are set and read on '%.*s' (DEVICE_ID %s is for "
+                        "compiling)",
+                        device, (int)(id - 1 - device), device, id);
 }
 
 /* MAX_TENSOR_BYTES's value: a decimal byte count, 0 for no limit. */
@@ -258,6 +291,8 @@ rn_status rn_core_set_property(rn_core *core, const char *device, const rn_prope
     const runtime_device *dev;
     const char *list;
     rn_status st = runtime_route_device(core, device, &dev, &list);
+    if (st == RN_OK)
+        st = no_device_id(core, device);
     if (st != RN_OK)
         return st;
     if (dev->ops->set_property == NULL)
@@ -265,8 +300,8 @@ rn_status rn_core_set_property(rn_core *core, const char *device, const rn_prope
     rn_property *all;
     size_t n_all;
     bool owned;
-    if ((st = runtime_with_device_list(list, properties, n_properties, &all, &n_all, &owned)) !=
-        RN_OK)
+    if ((st = runtime_with_device_list(list, NULL, properties, n_properties, &all, &n_all,
+                                       &owned)) != RN_OK)
         return st;
     st = dev->ops->set_property(dev->plugin, all, n_all);
     if (owned)
@@ -300,6 +335,8 @@ rn_status rn_core_get_property(const rn_core *core, const char *device, const ch
     const runtime_device *dev;
     const char *list;
     rn_status st = runtime_route_device(core, device, &dev, &list);
+    if (st == RN_OK)
+        st = no_device_id(core, device);
     if (st != RN_OK)
         return st;
     if (list != NULL && strcmp(key, "MULTI_DEVICE_PRIORITIES") == 0) {
@@ -399,8 +436,8 @@ rn_status rn_core_query_model(rn_core *core, const rn_model *model, const char *
     rn_property *all;
     size_t n_all;
     bool owned;
-    if ((st = runtime_with_device_list(list, properties, n_properties, &all, &n_all, &owned)) !=
-        RN_OK)
+    if ((st = runtime_with_device_list(list, runtime_device_id(core, device), properties,
+                                       n_properties, &all, &n_all, &owned)) != RN_OK)
         return st;
     rn_query_result *q = calloc(1, sizeof *q);
     if (q == NULL) {

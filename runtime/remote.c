@@ -61,14 +61,26 @@ rn_status rn_core_create_context(rn_core *core, const char *device, const rn_pro
     rn_status st = check_params(params, n_params, "create_context");
     if (st != RN_OK)
         return st;
-    const runtime_device *dev = runtime_find_device(core, device);
-    if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+    const runtime_device *dev;
+    const char *list;
+    if ((st = runtime_route_device(core, device, &dev, &list)) != RN_OK)
+        return st;
+    if (list != NULL)
+        return rn_set_error(RN_INVALID_ARG, "create_context: '%s' names several devices", device);
     if (dev->ops->create_context == NULL)
         return no_contexts(dev);
     const rn_remote_context_ops *ops = NULL;
     rn_plugin_context *handle = NULL;
-    if ((st = dev->ops->create_context(dev->plugin, params, n_params, &ops, &handle)) != RN_OK)
+    rn_property *all; /* "GPU.1": DEVICE_ID 1 */
+    size_t n_all;
+    bool owned;
+    if ((st = runtime_with_device_list(NULL, runtime_device_id(core, device), params, n_params,
+                                       &all, &n_all, &owned)) != RN_OK)
+        return st;
+    st = dev->ops->create_context(dev->plugin, all, n_all, &ops, &handle);
+    if (owned)
+        free(all);
+    if (st != RN_OK)
         return rn_wrap_error(st, "device %s: ", dev->name);
     if ((st = check_context_abi(dev, ops)) != RN_OK) {
         if (ops != NULL && ops->free != NULL)
@@ -120,6 +132,11 @@ rn_status rn_core_get_default_context(rn_core *core, const char *device, rn_remo
         return rn_set_error(RN_INVALID_ARG,
                             "get_default_context: core, device and out must be set");
     const runtime_device *dev = runtime_find_device(core, device);
+    if (dev == NULL && runtime_device_id(core, device) != NULL)
+        return rn_set_error(RN_INVALID_ARG,
+                            "get_default_context: '%s': a device has one default context (its "
+                            "first device's); create one with DEVICE_ID for another",
+                            device);
     if (dev == NULL)
         return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
     return default_context(core, dev, out);

@@ -95,20 +95,26 @@ rn_status runtime_check_tensor_sizes(rn_core *core, const graph *g, const char *
 /* The registered device called `device` (any case), or NULL. */
 const runtime_device *runtime_find_device(const rn_core *core, const char *device);
 
-/* Resolves a device name as the user writes it: "NAME", or "NAME:D1,D2"
- * for a device that runs models on other devices (one that answers
- * MULTI_DEVICE_PRIORITIES; HETERO, AUTO), found by the registry. *list is
- * the text after the colon (NULL without one). RN_NOT_FOUND naming an
- * absent device, RN_INVALID_ARG for a list given to a device that takes
+/* Resolves a device name as the user writes it: "NAME", "NAME.ID" (one
+ * of the device's devices, OpenVINO's "GPU.1": see runtime_device_id), or
+ * "NAME:D1,D2" for a device that runs models on other devices (one that
+ * answers MULTI_DEVICE_PRIORITIES; HETERO, AUTO), found by the registry.
+ * *list is the text after the colon (NULL without one). RN_NOT_FOUND naming
+ * an absent device, RN_INVALID_ARG for a list given to a device that takes
  * none. */
 rn_status runtime_route_device(const rn_core *core, const char *device, const runtime_device **dev,
                                const char **list);
 
+/* The ID of a name "NAME.ID" (the text after the first '.') when `device`
+ * is not itself a registered device and NAME is; NULL otherwise. */
+const char *runtime_device_id(const rn_core *core, const char *device);
+
 /* `properties` with MULTI_DEVICE_PRIORITIES=list in front when list is not
- * NULL (so that a key given explicitly wins): *out is malloc'ed (the caller
- * frees it) or `properties` itself when list is NULL (*owned false). */
-rn_status runtime_with_device_list(const char *list, const rn_property *properties, size_t n,
-                                   rn_property **out, size_t *n_out, bool *owned);
+ * NULL, and DEVICE_ID=id when id is not NULL (so that a key given
+ * explicitly wins): *out is malloc'ed (the caller frees it) or `properties`
+ * itself when both are NULL (*owned false). */
+rn_status runtime_with_device_list(const char *list, const char *id, const rn_property *properties,
+                                   size_t n, rn_property **out, size_t *n_out, bool *owned);
 
 /* Registers a plugin under `name` (NULL: the plugin's own name): checks its
  * ABI version and name, creates it. On failure the device is recorded as

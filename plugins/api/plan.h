@@ -60,6 +60,17 @@ typedef struct plugin_plan_options {
     /* The context the model runs in (plugins/api/remote.h): remote tensors
      * bound to requests must belong to it. NULL: no remote tensors. */
     const struct rn_plugin_context *context;
+    /* (optional) Describes a remote tensor bound to a request as the plan
+     * sees it: host memory (data), or device memory (data NULL, buffer and
+     * offset as the allocator's, and its layout); an error naming the
+     * problem when the tensor cannot be bound here. An input in device
+     * memory whose layout equals the one its upload writes skips the upload
+     * for the run (its readers read the tensor) unless a node writes over
+     * the upload's output in place; otherwise the device's conversion gets
+     * it as its plain side (as a result's download does). NULL: the context
+     * is a host context (plugin_host_tensor_view). */
+    rn_status (*remote_view)(const struct rn_plugin_context *context,
+                             const rn_plugin_tensor *tensor, graph_tensor *out);
     /* The device's name: in log messages (plugins/api/log.h), and the name
      * its executor pool is shared by (executors/); and the LOG_LEVEL in
      * force. */

@@ -210,6 +210,15 @@ typedef struct request_spec {
      * or at a result, whose memory the caller may change between runs). */
     int n_refresh;
     int *refresh_io, *refresh_value;
+    /* Device plans: the uploads of model inputs (conversion nodes zc_node[k])
+     * that a run skips when the input is bound to device memory already in
+     * the layout the upload writes (a remote tensor): the consumers then
+     * read the caller's buffer (skip_node, per exec node, for the run). The
+     * conversion's output must have no alias (nothing written in place over
+     * it). */
+    int n_zc;
+    int *zc_node;
+    bool *skip_node;
     sched_instance *instances[2];        /* of pipeline */
     sched_instance *direct_instances[2]; /* of pipeline_direct */
     uint64_t last_used;

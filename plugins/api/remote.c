@@ -70,17 +70,16 @@ static rn_status context_get_property(rn_plugin_context *context, const char *ke
                         c->kind->device, key, context_keys);
 }
 
-/* Parses MEM_HANDLE: an address, "0x..." or decimal, not 0. */
-static rn_status parse_handle(const plugin_host_context *c, const char *value, void **out)
+rn_status plugin_parse_handle(const char *what, const char *key, const char *value, void **out)
 {
     errno = 0;
     char *end;
     uintmax_t v = strtoumax(value, &end, 0);
     if (value[0] == '\0' || *end != '\0' || errno != 0 || v == 0 || v > UINTPTR_MAX)
         return rn_set_error(RN_INVALID_ARG,
-                            "%s tensor: MEM_HANDLE '%s' is not an address (accepted: a non-zero "
-                            "address, 0x... or decimal)",
-                            c->kind->device, value);
+                            "%s: %s '%s' is not an address (accepted: a non-zero address, 0x... "
+                            "or decimal)",
+                            what, key, value);
     *out = (void *)(uintptr_t)v;
     return RN_OK;
 }
@@ -94,9 +93,11 @@ static rn_status context_create_tensor(rn_plugin_context *context, rn_element_ty
     void *shared = NULL;
     for (size_t i = 0; i < n_params; i++) {
         rn_status st;
-        if (strcmp(params[i].key, "MEM_HANDLE") == 0)
-            st = parse_handle(c, params[i].value, &shared);
-        else
+        if (strcmp(params[i].key, "MEM_HANDLE") == 0) {
+            char what[64];
+            snprintf(what, sizeof what, "%s tensor", c->kind->device);
+            st = plugin_parse_handle(what, "MEM_HANDLE", params[i].value, &shared);
+        } else
             st = rn_set_error(RN_INVALID_ARG,
                               "%s tensor: unknown parameter '%s' (accepted: MEM_HANDLE)",
                               c->kind->device, params[i].key);

@@ -43,4 +43,9 @@ extern const rn_remote_tensor_ops plugin_host_tensor_ops;
 rn_status plugin_host_tensor_view(const rn_plugin_tensor *tensor,
                                   const plugin_host_context *context, graph_tensor *out);
 
+/* Parses a handle parameter (MEM_HANDLE, OCL_CONTEXT, ...): an address,
+ * "0x..." or decimal, not 0; RN_INVALID_ARG "<what>: <key> '<value>' is not
+ * an address" otherwise. */
+rn_status plugin_parse_handle(const char *what, const char *key, const char *value, void **out);
+
 #endif /* RUNNEL_PLUGINS_API_REMOTE_H */

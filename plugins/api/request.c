@@ -48,6 +48,8 @@ static void request_spec_free(request_spec *rs, const rn_allocator *alloc)
     free(rs->args);
     free(rs->refresh_io);
     free(rs->refresh_value);
+    free(rs->zc_node);
+    free(rs->skip_node);
     plan_spec_release(rs->spec);
     free(rs);
 }
@@ -74,6 +76,23 @@ static void static_desc(const request_spec *rs, int v, graph_tensor *t)
     }
 }
 
+/* Whether exec node n is the upload of a model input to a device layout
+ * whose output nothing aliases: a run may skip it and read the input's
+ * device memory instead (request_spec.zc_node). */
+static bool skippable_upload(const plan_spec *spec, const plan_node *n)
+{
+    if (n->kind != PLAN_NODE_CONVERT || n->to == NULL || n->in[0] < 0 || n->out[0] < 0)
+        return false;
+    int src = n->in[0], cv = n->out[0];
+    const plan_value *s = &spec->values[src], *c = &spec->values[cv];
+    if (s->storage != PLAN_INPUT || s->root != src || c->storage != PLAN_ARENA || c->root != cv)
+        return false;
+    for (int v = 0; v < spec->n_values; v++)
+        if (v != cv && spec->values[v].root == cv)
+            return false;
+    return true;
+}
+
 static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request_spec **out)
 {
     const plugin_plan *plan = r->plan;
@@ -92,9 +111,11 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
     rs->args = calloc((size_t)nn + 1, sizeof *rs->args);
     rs->refresh_io = calloc((size_t)spec->io_total + 1, sizeof *rs->refresh_io);
     rs->refresh_value = calloc((size_t)spec->io_total + 1, sizeof *rs->refresh_value);
+    rs->zc_node = calloc((size_t)nn + 1, sizeof *rs->zc_node);
+    rs->skip_node = calloc((size_t)nn + 1, sizeof *rs->skip_node);
     rn_status st = RN_OK;
     if (!rs->slots || !rs->remaining || !rs->io || !rs->ports || !rs->args || !rs->refresh_io ||
-        !rs->refresh_value) {
+        !rs->refresh_value || !rs->zc_node || !rs->skip_node) {
         st = oom();
         goto fail;
     }
@@ -131,6 +152,10 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
             rs->slots[v].t = pv->desc; /* data bound per run */
         }
     }
+    /* Uploads a remote input may replace (device arenas only). */
+    for (int i = 0; rs->arena == NULL && i < nn; i++)
+        if (skippable_upload(spec, &spec->nodes[i]))
+            rs->zc_node[rs->n_zc++] = i;
     /* Prebuilt arguments. */
     for (int i = 0; i < nn; i++) {
         const plan_node *n = &spec->nodes[i];
@@ -143,6 +168,8 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
             const plan_value *pv = &spec->values[v];
             bool follows =
                 spec->values[pv->root].storage == PLAN_INPUT || spec->values[pv->root].result >= 0;
+            for (int z = 0; z < rs->n_zc && !follows; z++)
+                follows = spec->nodes[rs->zc_node[z]].out[0] == v;
             if (n->fast && follows) {
                 rs->refresh_io[rs->n_refresh] = n->io + k;
                 rs->refresh_value[rs->n_refresh++] = v;
@@ -442,6 +469,8 @@ static rn_status remote_view(const plugin_request *r, const rn_plugin_tensor *te
     const plugin_host_context *context = r->plan->options.context;
     if (context == NULL)
         return rn_set_error(RN_NOT_IMPLEMENTED, "this compiled model takes no remote tensors");
+    if (r->plan->options.remote_view != NULL)
+        return r->plan->options.remote_view(context, tensor, out);
     return plugin_host_tensor_view(tensor, context, out);
 }
 

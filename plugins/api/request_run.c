@@ -296,7 +296,7 @@ rn_status plugin_run_node(plugin_request *r, int i)
     request_spec *rs = r->rs;
     const plan_spec *s = rs->spec;
     const plan_node *n = &s->nodes[i];
-    if (n->skip)
+    if (n->skip || rs->skip_node[i])
         return RN_OK;
     rn_status st;
     if (!n->fast && (st = prepare_slow(r, i)) != RN_OK)
@@ -384,16 +384,33 @@ static void bind_memory(plugin_request *r)
             continue;
         value_slot *sl = &rs->slots[v];
         void *user = user_buffer_for(r, v, &pv->desc);
-        sl->t.data = user != NULL        ? user
-                     : pv->host          ? rs->host_arena + pv->offset
-                     : rs->arena != NULL ? rs->arena + pv->offset
-                                         : NULL;
+        const graph_tensor *u = &r->user_out[o];
+        sl->t.buffer = NULL;
+        sl->t.offset = 0;
+        if (user == NULL && u->data == NULL && u->buffer != NULL && u->nbytes == pv->desc.nbytes) {
+            /* A remote tensor in device memory: the device's conversion
+             * writes the result there. */
+            sl->t.data = NULL;
+            sl->t.buffer = u->buffer;
+            sl->t.offset = u->offset;
+        } else if (user != NULL || pv->host || rs->arena != NULL) {
+            sl->t.data = user != NULL ? user
+                         : pv->host   ? rs->host_arena + pv->offset
+                                      : rs->arena + pv->offset;
+        } else {
+            sl->t.data = NULL;
+            sl->t.buffer = rs->arena_buffer;
+            sl->t.offset = pv->offset;
+        }
     }
     /* Views of inputs and of results follow their roots. */
     for (int v = 0; v < s->n_values; v++) {
         const plan_value *pv = &s->values[v];
         if (pv->root != v && (pv->storage == PLAN_INPUT || s->values[pv->root].result >= 0)) {
-            rs->slots[v].t.data = rs->slots[pv->root].t.data;
+            const graph_tensor *root = &rs->slots[pv->root].t;
+            rs->slots[v].t.data = root->data;
+            rs->slots[v].t.buffer = root->buffer;
+            rs->slots[v].t.offset = root->offset;
             rs->slots[v].has_value = true;
         }
     }
@@ -402,10 +419,24 @@ static void bind_memory(plugin_request *r)
         if (sl->t.kind == GRAPH_KIND_TENSOR && sl->t.data == NULL && sl->t.buffer == NULL)
             sl->t.data = (void *)&empty_tensor_data; /* empty: still a valid pointer */
     }
+    /* An input in device memory already in the layout its upload writes:
+     * the upload is skipped and its readers read the caller's buffer. */
+    for (int k = 0; k < rs->n_zc; k++) {
+        const plan_node *n = &s->nodes[rs->zc_node[k]];
+        const graph_tensor *in = &rs->slots[n->in[0]].t;
+        graph_tensor *cv = &rs->slots[n->out[0]].t;
+        bool direct = in->data == NULL && in->buffer != NULL && in->layout != NULL &&
+                      in->layout->ops == n->to->ops && n->to->ops->equal(in->layout, n->to);
+        rs->skip_node[rs->zc_node[k]] = direct;
+        cv->buffer = direct ? in->buffer : rs->arena_buffer;
+        cv->offset = direct ? in->offset : s->values[n->out[0]].offset;
+    }
     for (int k = 0; k < rs->n_refresh; k++) {
         graph_tensor *t = &rs->io[rs->refresh_io[k]];
         const value_slot *sl = &rs->slots[rs->refresh_value[k]];
         t->data = sl->t.data;
+        t->buffer = sl->t.buffer; /* device memory bound by a remote tensor */
+        t->offset = sl->t.offset;
     }
 }
 

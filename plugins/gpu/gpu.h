@@ -11,7 +11,10 @@
  * layout conversions. Constant inputs (weights) are uploaded once, when a
  * kernel is prepared. Kernels enqueue their work on the queue of the arena
  * they write (non-blocking); the pipeline's execute stage flushes the queue
- * and its wait stage completes when a marker's event fires. */
+ * and its wait stage completes when a marker's event fires. A compiled
+ * model runs on one device (DEVICE_ID) or in a remote context (remote.c:
+ * the user's cl_context and queue), whose cl_mem tensors its conversions
+ * copy on the device. */
 #ifndef RUNNEL_PLUGINS_GPU_GPU_H
 #define RUNNEL_PLUGINS_GPU_GPU_H
 
@@ -22,6 +25,7 @@
 #include <CL/cl.h>
 
 #include "plugins/api/kernel.h"
+#include "runnel/plugin.h"
 
 /* The OpenCL device a GPU plugin runs on, and its context. */
 typedef struct gpu_device {
@@ -36,12 +40,19 @@ typedef struct gpu_device {
     pthread_mutex_t build_lock;
     cl_program program; /* runnel's kernels, built on first use */
     atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
+    /* A user's context (remote.c): the queue every arena shares (the
+     * user's OCL_QUEUE), or NULL: each arena makes its own. */
+    cl_command_queue queue;
 } gpu_device;
 
 /* Opens device `index` among the OpenCL devices (GPUs first, then CPU and
  * accelerator devices); the reason in the error when there is none. */
 rn_status gpu_device_open(int index, gpu_device **out);
 void gpu_device_close(gpu_device *dev);
+/* A device over a user's OpenCL context (retained) and its device; `queue`
+ * (retained, may be NULL) is the one every arena then runs on. */
+rn_status gpu_device_wrap(cl_context context, cl_device_id device, cl_command_queue queue,
+                          gpu_device **out);
 
 /* Builds runnel's program for the device once (thread-safe); the build log
  * is in the error. */
@@ -60,15 +71,27 @@ gpu_device *gpu_current(void);
 
 /* ---- device memory ---- */
 
+/* What a compiled model's arenas share (the allocator's ctx): the device,
+ * and what its uploads and downloads moved (the compiled model's
+ * GPU_BYTES_UPLOADED and GPU_BYTES_DOWNLOADED). */
+typedef struct gpu_memory {
+    gpu_device *dev;
+    atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
+} gpu_memory;
+
 /* A request's arena: device memory and the in-order queue its work runs
- * on (the `buffer` kernels see in their descriptors). */
+ * on (the `buffer` kernels see in their descriptors). A remote tensor is
+ * described the same way (owner and queue NULL), so that the conversions
+ * of a model's inputs and results copy device to device from and into
+ * it. */
 typedef struct gpu_arena {
     gpu_device *dev;
     cl_mem mem;
     cl_command_queue queue;
+    gpu_memory *owner;
 } gpu_arena;
 
-/* The allocator of device arenas (ctx: the gpu_device). */
+/* The allocator of device arenas (ctx: a gpu_memory). */
 extern const rn_allocator gpu_allocator_template;
 
 /* The device layout ("cl"): plain row-major bytes in device memory. Its
@@ -175,6 +198,27 @@ bool gpu_fused_activation(const rn_node *node, int *act, float *a0, float *a1, c
 rn_status gpu_bias_act(gpu_node *g, const rn_kernel_args *args, int k, gpu_mem y, gpu_mem bias,
                        gpu_mem residual, int channels, int inner, int n, int act, float a0,
                        float a1);
+
+/* ---- remote contexts (remote.c) ---- */
+
+/* A GPU context: one device's OpenCL context (the plugin's, or a user's
+ * OCL_CONTEXT and OCL_QUEUE) and the remote tensors made in it. */
+typedef struct gpu_context gpu_context;
+/* Parameters: CONTEXT_TYPE (OCL), OCL_CONTEXT, OCL_QUEUE, DEVICE_ID or
+ * OCL_CONTEXT_DEVICE_ID. `devices` opens the plugin's device i (a context
+ * without OCL_CONTEXT is one of the plugin's devices). */
+rn_status gpu_context_create(const rn_property *params, size_t n,
+                             rn_status (*devices)(void *ctx, int index, gpu_device **dev),
+                             void *devices_ctx, gpu_context **out);
+/* A context over the plugin's device `index` (a default context). */
+rn_status gpu_context_default(gpu_device *dev, int index, gpu_context **out);
+void gpu_context_free(gpu_context *context);
+gpu_device *gpu_context_device(const gpu_context *context);
+extern const rn_remote_context_ops gpu_context_ops;
+/* plugin_plan_options.remote_view: a remote tensor as device memory, when
+ * it lives in the OpenCL context of `context`. */
+rn_status gpu_remote_view(const struct rn_plugin_context *context, const rn_plugin_tensor *tensor,
+                          rn_kernel_tensor *out);
 
 /* Kernel families (NULL-terminated). */
 extern const rn_kernel *const gpu_kernels[];

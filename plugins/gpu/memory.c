@@ -14,11 +14,13 @@
 static rn_status arena_alloc(void *ctx, size_t size, size_t alignment, void **buffer)
 {
     (void)alignment; /* a cl_mem starts at the device's base alignment */
-    gpu_device *d = ctx;
+    gpu_memory *m = ctx;
+    gpu_device *d = m->dev;
     gpu_arena *a = calloc(1, sizeof *a);
     if (a == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
     a->dev = d;
+    a->owner = m;
     cl_int err;
     a->mem = clCreateBuffer(d->context, CL_MEM_READ_WRITE, size, NULL, &err);
     if (a->mem == NULL) {
@@ -26,7 +28,10 @@ static rn_status arena_alloc(void *ctx, size_t size, size_t alignment, void **bu
         return rn_set_error(RN_OUT_OF_MEMORY, "GPU: cannot allocate a %zu-byte arena: %s", size,
                             gpu_cl_error(err));
     }
-    a->queue = clCreateCommandQueue(d->context, d->device, 0, &err);
+    if (d->queue != NULL && clRetainCommandQueue(d->queue) == CL_SUCCESS)
+        a->queue = d->queue; /* the user's: what they enqueued runs first */
+    else
+        a->queue = clCreateCommandQueue(d->context, d->device, 0, &err);
     if (a->queue == NULL) {
         clReleaseMemObject(a->mem);
         free(a);
@@ -64,12 +69,42 @@ static bool layout_equal(const rn_layout *a, const rn_layout *b)
     return true; /* plain row-major in device memory, whatever the shape */
 }
 
+static void count(atomic_uint_fast64_t *device, gpu_memory *owner, bool up, size_t bytes)
+{
+    atomic_fetch_add(device, bytes);
+    if (owner != NULL)
+        atomic_fetch_add(up ? &owner->bytes_uploaded : &owner->bytes_downloaded, bytes);
+}
+
+/* A model input or result bound to a remote tensor (device memory, data
+ * NULL): one copy on the device, in the run's queue after the user's
+ * commands when it is theirs. Not an upload or a download. */
+static rn_status device_copy(const gpu_arena *queue_of, const rn_kernel_tensor *src,
+                             const rn_kernel_tensor *dst, size_t bytes)
+{
+    const gpu_arena *s = src->buffer, *d = dst->buffer;
+    cl_int err = clEnqueueCopyBuffer(queue_of->queue, s->mem, d->mem, src->offset, dst->offset,
+                                     bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return rn_set_error(RN_DEVICE_ERROR,
+                            "GPU: a %zu-byte copy from or into a remote tensor "
+                            "failed: %s",
+                            bytes, gpu_cl_error(err));
+    return RN_OK;
+}
+
 /* Uploads (plain host → device) and downloads (device → plain host), both
  * blocking: when the conversion returns the bytes have moved, so a run that
  * is cancelled or fails after it leaves no copy in flight from or into host
- * memory the caller may free. The kernels between them are not waited for. */
+ * memory the caller may free. The kernels between them are not waited for.
+ * A plain side in device memory (a remote tensor) is copied on the device,
+ * without blocking: it is in the run's queue before the wait stage. */
 static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *dst)
 {
+    if (src->data == NULL && src->buffer != NULL && dst->layout != NULL) {
+        /* A remote input (an upload the plan could not skip). */
+        return src->nbytes > 0 ? device_copy(dst->buffer, src, dst, src->nbytes) : RN_OK;
+    }
     if (src->layout == NULL && dst->layout != NULL) {
         gpu_arena *a = dst->buffer;
         if (src->nbytes == 0)
@@ -79,19 +114,21 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
         if (err != CL_SUCCESS)
             return rn_set_error(RN_DEVICE_ERROR, "GPU: uploading %zu bytes failed: %s", src->nbytes,
                                 gpu_cl_error(err));
-        atomic_fetch_add(&a->dev->bytes_uploaded, src->nbytes);
+        count(&a->dev->bytes_uploaded, a->owner, true, src->nbytes);
         return RN_OK;
     }
     if (src->layout != NULL && dst->layout == NULL) {
         gpu_arena *a = src->buffer;
         if (dst->nbytes == 0)
             return RN_OK;
+        if (dst->data == NULL && dst->buffer != NULL)
+            return device_copy(a, src, dst, dst->nbytes);
         cl_int err = clEnqueueReadBuffer(a->queue, a->mem, CL_TRUE, src->offset, dst->nbytes,
                                          dst->data, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             return rn_set_error(RN_DEVICE_ERROR, "GPU: downloading %zu bytes failed: %s",
                                 dst->nbytes, gpu_cl_error(err));
-        atomic_fetch_add(&a->dev->bytes_downloaded, dst->nbytes);
+        count(&a->dev->bytes_downloaded, a->owner, false, dst->nbytes);
         return RN_OK;
     }
     return rn_set_error(RN_INTERNAL, "GPU: a conversion between two device tensors");

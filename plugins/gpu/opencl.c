@@ -146,12 +146,34 @@ rn_status gpu_device_open(int index, gpu_device **out)
     return RN_OK;
 }
 
+rn_status gpu_device_wrap(cl_context context, cl_device_id device, cl_command_queue queue,
+                          gpu_device **out)
+{
+    gpu_device *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    d->device = device;
+    clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof d->platform, &d->platform, NULL);
+    d->n_devices = 1;
+    describe(d);
+    clRetainContext(context);
+    d->context = context;
+    if (queue != NULL)
+        clRetainCommandQueue(queue);
+    d->queue = queue;
+    pthread_mutex_init(&d->build_lock, NULL);
+    *out = d;
+    return RN_OK;
+}
+
 void gpu_device_close(gpu_device *d)
 {
     if (d == NULL)
         return;
     if (d->program != NULL)
         clReleaseProgram(d->program);
+    if (d->queue != NULL)
+        clReleaseCommandQueue(d->queue);
     clReleaseContext(d->context);
     pthread_mutex_destroy(&d->build_lock);
     free(d);

@@ -22,7 +22,6 @@
 #include "plugins/api/plan.h"
 #include "plugins/api/properties.h"
 #include "plugins/api/query.h"
-#include "plugins/api/remote.h"
 #include "plugins/gpu/gpu.h"
 #include "plugins/ref/ref.h"
 #include "transforms/transforms.h"
@@ -30,27 +29,32 @@
 #define GPU_NAME "GPU"
 #define GPU_ARCH "opencl"
 
+#define GPU_MAX_DEVICES 16
+
 typedef struct rn_plugin {
-    gpu_device *dev;
+    gpu_device *dev;                        /* device 0 (opened by create) */
+    gpu_device *devs[GPU_MAX_DEVICES];      /* DEVICE_ID i, opened on first use */
+    gpu_context *default_context;           /* device 0's */
+    gpu_context *contexts[GPU_MAX_DEVICES]; /* DEVICE_ID i's, for compiles without a context */
+    int n_devices;
     plugin_kernel_registry *kernels; /* the GPU's */
     plugin_kernel_registry *folding; /* REF's: constant folding on the host */
-    rn_allocator allocator;
-    pthread_mutex_t lock; /* guards props */
+    pthread_mutex_t lock;            /* guards props, devs and contexts */
     plugin_properties props;
-    plugin_host_context *default_context;
 } gpu_plugin;
 
 typedef struct rn_plugin_compiled {
     gpu_plugin *plugin;
     plugin_plan *plan;
-    const plugin_host_context *context;
-    pthread_mutex_t lock; /* guards props */
+    gpu_context *context;
+    gpu_device *dev;
+    gpu_memory memory;      /* the arenas' device and bytes moved */
+    rn_allocator allocator; /* ctx: memory */
+    pthread_mutex_t lock;   /* guards props */
     plugin_properties props;
     uint32_t optimal_requests;
     char network_name[256];
 } gpu_compiled;
-
-static const plugin_host_context_kind gpu_context_kind = {GPU_NAME, "GPU", "GPU_BUFFER"};
 
 static const char *const gpu_ro_device_keys[] = {
     "SUPPORTED_PROPERTIES",
@@ -69,8 +73,13 @@ static const char *const gpu_ro_device_keys[] = {
 };
 
 static const char *const gpu_ro_compiled_keys[] = {
-    "SUPPORTED_PROPERTIES", "NETWORK_NAME", "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
-    "EXECUTION_DEVICES",    NULL,
+    "SUPPORTED_PROPERTIES",
+    "NETWORK_NAME",
+    "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
+    "EXECUTION_DEVICES",
+    "GPU_BYTES_UPLOADED",
+    "GPU_BYTES_DOWNLOADED",
+    NULL,
 };
 
 /* ---- the stages ---- */
@@ -146,6 +155,11 @@ static rn_status gpu_create(gpu_plugin **out)
     if (p == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
     rn_status st = gpu_device_open(0, &p->dev);
+    if (st == RN_OK) {
+        p->devs[0] = p->dev;
+        p->n_devices = p->dev->n_devices < GPU_MAX_DEVICES ? p->dev->n_devices : GPU_MAX_DEVICES;
+        st = gpu_context_default(p->dev, 0, &p->default_context);
+    }
     if (st == RN_OK)
         st = plugin_kernel_registry_create(&p->kernels);
     if (st == RN_OK)
@@ -154,17 +168,14 @@ static rn_status gpu_create(gpu_plugin **out)
         st = plugin_kernel_registry_create(&p->folding);
     if (st == RN_OK)
         st = ref_register_kernels(p->folding);
-    if (st == RN_OK)
-        st = plugin_host_context_create(&gpu_context_kind, NULL, 0, &p->default_context);
     if (st != RN_OK) {
         plugin_kernel_registry_free(p->kernels);
         plugin_kernel_registry_free(p->folding);
+        gpu_context_free(p->default_context);
         gpu_device_close(p->dev);
         free(p);
         return st;
     }
-    p->allocator = gpu_allocator_template;
-    p->allocator.ctx = p->dev;
     pthread_mutex_init(&p->lock, NULL);
     plugin_properties_default(&p->props);
     *out = p;
@@ -177,30 +188,103 @@ static void gpu_destroy(gpu_plugin *p)
         return;
     plugin_kernel_registry_free(p->kernels);
     plugin_kernel_registry_free(p->folding);
-    plugin_host_context_free(p->default_context);
-    gpu_device_close(p->dev);
+    gpu_context_free(p->default_context);
+    for (int i = 0; i < GPU_MAX_DEVICES; i++) {
+        gpu_context_free(p->contexts[i]);
+        gpu_device_close(p->devs[i]);
+    }
     pthread_mutex_destroy(&p->lock);
     free(p);
+}
+
+/* "0 1 ..": the DEVICE_IDs. */
+static void available_devices(const gpu_plugin *p, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < p->n_devices && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%d", i ? " " : "", i);
+}
+
+/* The index DEVICE_ID names ("" is 0); an error naming the available ones. */
+static rn_status device_index(const gpu_plugin *p, const char *id, int *out)
+{
+    char *end;
+    long v = id[0] == '\0' ? 0 : strtol(id, &end, 10);
+    if (id[0] == '\0' || (id[0] >= '0' && id[0] <= '9' && *end == '\0' && v < p->n_devices)) {
+        *out = (int)v;
+        return RN_OK;
+    }
+    char list[128];
+    available_devices(p, list, sizeof list);
+    return rn_set_error(RN_INVALID_ARG, "GPU: DEVICE_ID '%s' does not exist (available: %s)", id,
+                        list);
+}
+
+/* The plugin's device `index`, opened on first use. */
+static rn_status open_device(void *ctx, int index, gpu_device **out)
+{
+    gpu_plugin *p = ctx;
+    char id[16];
+    snprintf(id, sizeof id, "%d", index);
+    rn_status st = device_index(p, id, &index);
+    if (st != RN_OK)
+        return st;
+    pthread_mutex_lock(&p->lock);
+    if (p->devs[index] == NULL)
+        st = gpu_device_open(index, &p->devs[index]);
+    *out = p->devs[index];
+    pthread_mutex_unlock(&p->lock);
+    return st;
+}
+
+/* The context a compile without one runs in: device `index`'s. */
+static rn_status device_context(gpu_plugin *p, int index, gpu_context **out)
+{
+    if (index == 0) {
+        *out = p->default_context;
+        return RN_OK;
+    }
+    gpu_device *dev;
+    rn_status st = open_device(p, index, &dev);
+    if (st != RN_OK)
+        return st;
+    pthread_mutex_lock(&p->lock);
+    if (p->contexts[index] == NULL)
+        st = gpu_context_default(dev, index, &p->contexts[index]);
+    *out = p->contexts[index];
+    pthread_mutex_unlock(&p->lock);
+    return st;
 }
 
 static rn_status gpu_create_context(gpu_plugin *p, const rn_property *params, size_t n,
                                     const rn_remote_context_ops **ops, rn_plugin_context **context)
 {
-    (void)p;
-    *ops = &plugin_host_context_ops;
-    return plugin_host_context_create(&gpu_context_kind, params, n, context);
+    gpu_context *c;
+    rn_status st = gpu_context_create(params, n, open_device, p, &c);
+    if (st != RN_OK)
+        return st;
+    *ops = &gpu_context_ops;
+    *context = (rn_plugin_context *)c;
+    return RN_OK;
 }
 
 static rn_status gpu_default_context(gpu_plugin *p, const rn_remote_context_ops **ops,
                                      rn_plugin_context **context)
 {
-    *ops = &plugin_host_context_ops;
-    *context = p->default_context;
+    *ops = &gpu_context_ops;
+    *context = (rn_plugin_context *)p->default_context;
     return RN_OK;
 }
 
 static rn_status gpu_set_property(gpu_plugin *p, const rn_property *props, size_t n)
 {
+    int index;
+    for (size_t i = 0; i < n; i++)
+        if (props[i].key != NULL && props[i].value != NULL &&
+            strcmp(props[i].key, "DEVICE_ID") == 0 &&
+            device_index(p, props[i].value, &index) != RN_OK)
+            return RN_INVALID_ARG;
     pthread_mutex_lock(&p->lock);
     rn_status st = plugin_properties_apply(&p->props, props, n);
     pthread_mutex_unlock(&p->lock);
@@ -233,9 +317,11 @@ static rn_status gpu_get_property(gpu_plugin *p, const char *key, char *buf, siz
                  (uint_fast64_t)atomic_load(up ? &d->bytes_uploaded : &d->bytes_downloaded));
         return plugin_property_string(key, tmp, buf, size);
     }
-    if (strcmp(key, "AVAILABLE_DEVICES") == 0)
-        value = "0";
-    else if (strcmp(key, "FULL_DEVICE_NAME") == 0)
+    char list[128];
+    if (strcmp(key, "AVAILABLE_DEVICES") == 0) {
+        available_devices(p, list, sizeof list);
+        value = list;
+    } else if (strcmp(key, "FULL_DEVICE_NAME") == 0)
         value = d->name;
     else if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
         value = d->architecture;
@@ -279,6 +365,13 @@ static rn_status gpu_compiled_get_property(gpu_compiled *c, const char *key, cha
     }
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
         return plugin_property_string(key, GPU_NAME, buf, size);
+    if (strcmp(key, "GPU_BYTES_UPLOADED") == 0 || strcmp(key, "GPU_BYTES_DOWNLOADED") == 0) {
+        bool up = strcmp(key, "GPU_BYTES_UPLOADED") == 0;
+        snprintf(tmp, sizeof tmp, "%" PRIuFAST64,
+                 (uint_fast64_t)atomic_load(up ? &c->memory.bytes_uploaded
+                                               : &c->memory.bytes_downloaded));
+        return plugin_property_string(key, tmp, buf, size);
+    }
     pthread_mutex_lock(&c->lock);
     rn_status st = plugin_properties_get(&c->props, key, buf, size);
     pthread_mutex_unlock(&c->lock);
@@ -414,7 +507,7 @@ static rn_status gpu_query(gpu_plugin *p, const rn_graph *model, const rn_proper
 static rn_status gpu_specialize(void *ctx, graph *g)
 {
     gpu_compiled *c = ctx;
-    gpu_set_current(c->plugin->dev);
+    gpu_set_current(c->dev);
     transforms_fold_options fold = {.eval = plugin_const_eval,
                                     .eval_ctx = c->plugin->folding,
                                     .max_tensor_bytes = (size_t)1 << 30};
@@ -430,10 +523,11 @@ static rn_status gpu_build(gpu_plugin *p, gpu_compiled *c, const graph *g)
     plugin_plan_options o = {.profiling = c->props.enable_profiling,
                              .trace = c->props.enable_trace,
                              .stage_ctx = c,
-                             .context = c->context,
+                             .context = (const rn_plugin_context *)c->context,
+                             .remote_view = gpu_remote_view,
                              .device = GPU_NAME,
                              .log_level = c->props.log_level,
-                             .allocator = &p->allocator,
+                             .allocator = &c->allocator,
                              .specialize = c->props.disable_transformations ? NULL : gpu_specialize,
                              .specialize_ctx = c,
                              .n_stages = 2};
@@ -446,13 +540,13 @@ static rn_status gpu_build(gpu_plugin *p, gpu_compiled *c, const graph *g)
     if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
         c->optimal_requests = 4;
     snprintf(c->network_name, sizeof c->network_name, "%s", g->name);
-    gpu_set_current(p->dev);
+    gpu_set_current(c->dev);
     rn_status st = plugin_plan_build(g, p->kernels, &o, &c->plan);
     gpu_set_current(NULL);
     return st;
 }
 
-static gpu_compiled *gpu_compiled_new(gpu_plugin *p, rn_plugin_context *context)
+static gpu_compiled *gpu_compiled_new(gpu_plugin *p)
 {
     gpu_compiled *c = calloc(1, sizeof *c);
     if (c == NULL) {
@@ -460,7 +554,6 @@ static gpu_compiled *gpu_compiled_new(gpu_plugin *p, rn_plugin_context *context)
         return NULL;
     }
     c->plugin = p;
-    c->context = context != NULL ? context : p->default_context;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_lock(&p->lock);
     c->props = p->props;
@@ -468,14 +561,35 @@ static gpu_compiled *gpu_compiled_new(gpu_plugin *p, rn_plugin_context *context)
     return c;
 }
 
+/* The context and device the model runs in: `context`, else the context
+ * of the device DEVICE_ID names. */
+static rn_status gpu_compiled_place(gpu_compiled *c, rn_plugin_context *context)
+{
+    int index = 0;
+    rn_status st = RN_OK;
+    if (context != NULL)
+        c->context = (gpu_context *)context;
+    else if ((st = device_index(c->plugin, c->props.device_id, &index)) == RN_OK)
+        st = device_context(c->plugin, index, &c->context);
+    if (st != RN_OK)
+        return st;
+    c->dev = gpu_context_device(c->context);
+    c->memory.dev = c->dev;
+    c->allocator = gpu_allocator_template;
+    c->allocator.ctx = &c->memory;
+    return RN_OK;
+}
+
 static rn_status gpu_compile(gpu_plugin *p, const rn_graph *model, rn_plugin_context *context,
                              const rn_property *properties, size_t n_properties,
                              const rn_compiled_model_ops **ops, gpu_compiled **compiled)
 {
-    gpu_compiled *c = gpu_compiled_new(p, context);
+    gpu_compiled *c = gpu_compiled_new(p);
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
     rn_status st = plugin_properties_apply(&c->props, properties, n_properties);
+    if (st == RN_OK)
+        st = gpu_compiled_place(c, context);
     graph *g = NULL;
     if (st == RN_OK)
         st = gpu_transform(p, &c->props, model, &g);
@@ -496,12 +610,14 @@ static rn_status gpu_import(gpu_plugin *p, const void *data, size_t size,
                             size_t n_properties, const rn_compiled_model_ops **ops,
                             gpu_compiled **compiled, const rn_graph **io)
 {
-    gpu_compiled *c = gpu_compiled_new(p, context);
+    gpu_compiled *c = gpu_compiled_new(p);
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
     graph *g;
     rn_status st =
         plugin_import(data, size, GPU_NAME, GPU_ARCH, properties, n_properties, &c->props, &g);
+    if (st == RN_OK && (st = gpu_compiled_place(c, context)) != RN_OK)
+        graph_free(g);
     if (st == RN_OK) {
         st = gpu_build(p, c, g); /* the stored graph is already transformed */
         graph_free(g);

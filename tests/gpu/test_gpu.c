@@ -16,25 +16,10 @@
 
 #include "runnel/runnel.h"
 
+#include "tests/gpu/gpu_core.h"
 #include "tests/gpu/pocl_lsan.h"
 
-#define GPU_SO   "plugins/gpu/libgpu.so"
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
-
-/* A core with the GPU loaded; skips the test, with the reason, when the
- * plugin cannot start (no OpenCL platform or device). */
-static rn_core *gpu_core(void)
-{
-    rn_core *core;
-    cr_assert_eq(rn_core_create(&core), RN_OK);
-    if (rn_core_load_plugin(core, NULL, GPU_SO) != RN_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rn_last_error());
-        rn_core_free(core);
-        cr_skip_test("the GPU device cannot start here: %s", why);
-    }
-    return core;
-}
 
 static void read_node_model(rn_core *core, const char *name, rn_model **model)
 {
@@ -113,17 +98,7 @@ Test(gpu, properties_name_the_opencl_device)
     rn_core_free(core);
 }
 
-/* Deterministic inputs in [-1, 1). */
-static void fill(float *x, size_t n, uint32_t seed)
-{
-    uint32_t s = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (float)(s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-    }
-}
-
-/* Runs `model` on `device` with inputs from fill(seed = input index) and
+/* Runs `model` on `device` with inputs from gpu_fill(seed = input index) and
  * returns output 0 (malloc'ed) and its element count. */
 static float *run_on(rn_core *core, rn_model *model, const char *device, size_t *count)
 {
@@ -136,7 +111,7 @@ static float *run_on(rn_core *core, rn_model *model, const char *device, size_t 
     for (size_t i = 0; i < n_in; i++) {
         rn_tensor *t;
         cr_assert_eq(rn_infer_request_get_input_tensor(r, i, &t), RN_OK, "%s", rn_last_error());
-        fill(rn_tensor_data(t), rn_tensor_element_count(t), (uint32_t)i + 1);
+        gpu_fill(rn_tensor_data(t), rn_tensor_element_count(t), (uint32_t)i + 1);
     }
     cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s: %s", device, rn_last_error());
     rn_tensor *out;
