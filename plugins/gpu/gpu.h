@@ -18,10 +18,20 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <CL/cl.h>
 
 #include "plugins/api/kernel.h"
+
+/* Where the device's program came from (GPU_PROGRAM_FROM_CACHE is YES for
+ * the last two). */
+typedef enum gpu_program_origin {
+    GPU_PROGRAM_NOT_BUILT = 0,
+    GPU_PROGRAM_FROM_SOURCE,
+    GPU_PROGRAM_FROM_CACHE_DIR, /* a record in CACHE_DIR */
+    GPU_PROGRAM_FROM_BLOB,      /* the record of an imported blob */
+} gpu_program_origin;
 
 /* The OpenCL device a GPU plugin runs on, and its context. */
 typedef struct gpu_device {
@@ -29,12 +39,17 @@ typedef struct gpu_device {
     cl_device_id device;
     cl_context context;
     cl_device_type type;
-    char name[256];         /* FULL_DEVICE_NAME */
-    char architecture[512]; /* DEVICE_ARCHITECTURE: vendor, device, driver */
-    bool fp16;              /* cl_khr_fp16 */
-    int n_devices;          /* OpenCL devices the plugin can choose from */
-    pthread_mutex_t build_lock;
-    cl_program program; /* runnel's kernels, built on first use */
+    char name[256];             /* FULL_DEVICE_NAME */
+    char architecture[512];     /* DEVICE_ARCHITECTURE: vendor, device, driver */
+    bool fp16;                  /* cl_khr_fp16 */
+    int n_devices;              /* OpenCL devices the plugin can choose from */
+    pthread_mutex_t build_lock; /* guards the program and the fields below */
+    cl_program program;         /* runnel's kernels, built on first use */
+    gpu_program_origin program_origin;
+    char cache_dir[4096];      /* CACHE_DIR: program records; "" when off */
+    char key_text[1024];       /* what the program binary depends on */
+    uint64_t key;              /* its XXH64: the cache entry */
+    size_t stored_binary_size; /* of the record last written to CACHE_DIR */
     atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
 } gpu_device;
 
@@ -43,9 +58,23 @@ typedef struct gpu_device {
 rn_status gpu_device_open(int index, gpu_device **out);
 void gpu_device_close(gpu_device *dev);
 
-/* Builds runnel's program for the device once (thread-safe); the build log
- * is in the error. */
+/* Builds runnel's program for the device once (thread-safe): from the
+ * program record in CACHE_DIR when there is a usable one, else from source
+ * (then stored there); the build log is in the error (program_cache.c). */
 rn_status gpu_device_program(gpu_device *dev, cl_program *out);
+/* Builds the program from `record` (an imported blob's) if it is not built
+ * yet and the record fits this device; otherwise nothing happens and the
+ * program is built as gpu_device_program says. */
+void gpu_device_offer_program(gpu_device *dev, const void *record, size_t size);
+/* The record of the program's binary now, built first if need be
+ * (malloc'ed). */
+rn_status gpu_device_program_record(gpu_device *dev, uint8_t **record, size_t *size);
+void gpu_device_set_cache_dir(gpu_device *dev, const char *dir);
+void gpu_device_cache_dir(gpu_device *dev, char *buf, size_t size);
+gpu_program_origin gpu_device_program_origin(gpu_device *dev);
+/* Stores the program's binary as it is now in CACHE_DIR (code generated
+ * since the build included) and releases the program. */
+void gpu_device_program_release(gpu_device *dev);
 
 /* The name of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
 const char *gpu_cl_error(cl_int err);

@@ -23,6 +23,7 @@
 #include "plugins/api/properties.h"
 #include "plugins/api/query.h"
 #include "plugins/api/remote.h"
+#include "plugins/gpu/export.h"
 #include "plugins/gpu/gpu.h"
 #include "plugins/ref/ref.h"
 #include "transforms/transforms.h"
@@ -48,6 +49,7 @@ typedef struct rn_plugin_compiled {
     plugin_properties props;
     uint32_t optimal_requests;
     char network_name[256];
+    bool program_from_cache; /* GPU_PROGRAM_FROM_CACHE */
 } gpu_compiled;
 
 static const plugin_host_context_kind gpu_context_kind = {GPU_NAME, "GPU", "GPU_BUFFER"};
@@ -69,9 +71,13 @@ static const char *const gpu_ro_device_keys[] = {
 };
 
 static const char *const gpu_ro_compiled_keys[] = {
-    "SUPPORTED_PROPERTIES", "NETWORK_NAME", "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
-    "EXECUTION_DEVICES",    NULL,
+    "SUPPORTED_PROPERTIES", "NETWORK_NAME",           "OPTIMAL_NUMBER_OF_INFER_REQUESTS",
+    "EXECUTION_DEVICES",    "GPU_PROGRAM_FROM_CACHE", NULL,
 };
+
+/* Read-write keys of the device besides the common ones: CACHE_DIR, where
+ * runnel's program binaries are kept (the Core passes its own). */
+static const char *const gpu_rw_device_keys[] = {"CACHE_DIR", NULL};
 
 /* ---- the stages ---- */
 
@@ -201,9 +207,27 @@ static rn_status gpu_default_context(gpu_plugin *p, const rn_remote_context_ops 
 
 static rn_status gpu_set_property(gpu_plugin *p, const rn_property *props, size_t n)
 {
+    /* CACHE_DIR is the device's; the others are the common ones. */
+    rn_property *rest = calloc(n + 1, sizeof *rest);
+    if (rest == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    const char *cache_dir = NULL;
+    size_t n_rest = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(props[i].key, "CACHE_DIR") == 0)
+            cache_dir = props[i].value;
+        else
+            rest[n_rest++] = props[i];
+    rn_status st = RN_OK;
+    if (cache_dir != NULL && strlen(cache_dir) >= sizeof p->dev->cache_dir)
+        st = rn_set_error(RN_INVALID_ARG, "GPU: property CACHE_DIR: the path is too long");
     pthread_mutex_lock(&p->lock);
-    rn_status st = plugin_properties_apply(&p->props, props, n);
+    if (st == RN_OK)
+        st = plugin_properties_apply(&p->props, rest, n_rest);
     pthread_mutex_unlock(&p->lock);
+    free(rest);
+    if (st == RN_OK && cache_dir != NULL)
+        gpu_device_set_cache_dir(p->dev, cache_dir);
     return st;
 }
 
@@ -226,7 +250,13 @@ static rn_status gpu_get_property(gpu_plugin *p, const char *key, char *buf, siz
     char tmp[64];
     const char *value = NULL;
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
-        return join_keys(key, gpu_ro_device_keys, plugin_rw_property_keys, NULL, buf, size);
+        return join_keys(key, gpu_ro_device_keys, plugin_rw_property_keys, gpu_rw_device_keys, buf,
+                         size);
+    if (strcmp(key, "CACHE_DIR") == 0) {
+        char dir[sizeof d->cache_dir];
+        gpu_device_cache_dir(d, dir, sizeof dir);
+        return plugin_property_string(key, dir, buf, size);
+    }
     if (strcmp(key, "GPU_BYTES_UPLOADED") == 0 || strcmp(key, "GPU_BYTES_DOWNLOADED") == 0) {
         bool up = strcmp(key, "GPU_BYTES_UPLOADED") == 0;
         snprintf(tmp, sizeof tmp, "%" PRIuFAST64,
@@ -279,6 +309,8 @@ static rn_status gpu_compiled_get_property(gpu_compiled *c, const char *key, cha
     }
     if (strcmp(key, "EXECUTION_DEVICES") == 0)
         return plugin_property_string(key, GPU_NAME, buf, size);
+    if (strcmp(key, "GPU_PROGRAM_FROM_CACHE") == 0)
+        return plugin_property_string(key, c->program_from_cache ? "YES" : "NO", buf, size);
     pthread_mutex_lock(&c->lock);
     rn_status st = plugin_properties_get(&c->props, key, buf, size);
     pthread_mutex_unlock(&c->lock);
@@ -320,7 +352,7 @@ static rn_status gpu_export(gpu_compiled *c, void **data, size_t *size)
     pthread_mutex_lock(&c->lock);
     plugin_properties props = c->props;
     pthread_mutex_unlock(&c->lock);
-    return plugin_export(c->plan, GPU_NAME, GPU_ARCH, &props, data, size);
+    return gpu_export_blob(c->plugin->dev, c->plan, GPU_NAME, GPU_ARCH, &props, data, size);
 }
 
 static rn_status gpu_write_trace(gpu_compiled *c, const char *path)
@@ -449,6 +481,8 @@ static rn_status gpu_build(gpu_plugin *p, gpu_compiled *c, const graph *g)
     gpu_set_current(p->dev);
     rn_status st = plugin_plan_build(g, p->kernels, &o, &c->plan);
     gpu_set_current(NULL);
+    gpu_program_origin origin = gpu_device_program_origin(p->dev);
+    c->program_from_cache = origin == GPU_PROGRAM_FROM_CACHE_DIR || origin == GPU_PROGRAM_FROM_BLOB;
     return st;
 }
 
@@ -500,8 +534,13 @@ static rn_status gpu_import(gpu_plugin *p, const void *data, size_t size,
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
     graph *g;
+    size_t blob_size, record_size;
+    const void *record;
+    gpu_blob_split(data, size, &blob_size, &record, &record_size);
     rn_status st =
-        plugin_import(data, size, GPU_NAME, GPU_ARCH, properties, n_properties, &c->props, &g);
+        plugin_import(data, blob_size, GPU_NAME, GPU_ARCH, properties, n_properties, &c->props, &g);
+    if (st == RN_OK && record != NULL)
+        gpu_device_offer_program(p->dev, record, record_size);
     if (st == RN_OK) {
         st = gpu_build(p, c, g); /* the stored graph is already transformed */
         graph_free(g);

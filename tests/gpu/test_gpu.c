@@ -16,25 +16,10 @@
 
 #include "runnel/runnel.h"
 
+#include "tests/gpu/gpu_core.h"
 #include "tests/gpu/pocl_lsan.h"
 
-#define GPU_SO   "plugins/gpu/libgpu.so"
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
-
-/* A core with the GPU loaded; skips the test, with the reason, when the
- * plugin cannot start (no OpenCL platform or device). */
-static rn_core *gpu_core(void)
-{
-    rn_core *core;
-    cr_assert_eq(rn_core_create(&core), RN_OK);
-    if (rn_core_load_plugin(core, NULL, GPU_SO) != RN_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rn_last_error());
-        rn_core_free(core);
-        cr_skip_test("the GPU device cannot start here: %s", why);
-    }
-    return core;
-}
 
 static void read_node_model(rn_core *core, const char *name, rn_model **model)
 {

@@ -4,25 +4,11 @@
  * can start. */
 #include <criterion/criterion.h>
 
+#include "tests/gpu/gpu_core.h"
 #include "tests/gpu/pocl_lsan.h"
 #include "tests/hetero/models.h"
 
-#define GPU_SO "plugins/gpu/libgpu.so"
-#define N      64
-
-/* A core with the GPU plugin loaded, or the test skipped with its reason. */
-static rn_core *gpu_core(void)
-{
-    rn_core *core;
-    cr_assert_eq(rn_core_create(&core), RN_OK);
-    if (rn_core_load_plugin(core, NULL, GPU_SO) != RN_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rn_last_error());
-        rn_core_free(core);
-        cr_skip_test("the GPU device cannot start here: %s", why);
-    }
-    return core;
-}
+#define N 64
 
 /* x → n0 Relu → n1 Floor → n2 Abs → y: the GPU has no Floor kernel. */
 Test(hetero_gpu, op_the_gpu_refuses_runs_on_cpu_between_two_gpu_parts)
