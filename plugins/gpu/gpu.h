@@ -23,6 +23,7 @@
 #include <CL/cl.h>
 
 #include "plugins/api/kernel.h"
+#include "runnel/infer_request.h"
 
 /* Where the device's program came from (GPU_PROGRAM_FROM_CACHE is YES for
  * the last two). */
@@ -89,12 +90,29 @@ gpu_device *gpu_current(void);
 
 /* ---- device memory ---- */
 
+/* A command a node enqueued (profile.c): a kernel's event (first NULL), or
+ * a CLBlast call from the marker `first` before it to its event `last`. */
+typedef struct gpu_event {
+    const char *node;
+    cl_event first, last;
+} gpu_event;
+
+/* The events of a run's commands, for profiling. */
+typedef struct gpu_event_log {
+    pthread_mutex_t lock;
+    gpu_event *items;
+    int n, cap;
+} gpu_event_log;
+
 /* A request's arena: device memory and the in-order queue its work runs
- * on (the `buffer` kernels see in their descriptors). */
+ * on (the `buffer` kernels see in their descriptors); its queue profiles,
+ * and the events of the run's commands are kept until the run's wait stage
+ * completes. */
 typedef struct gpu_arena {
     gpu_device *dev;
     cl_mem mem;
     cl_command_queue queue;
+    gpu_event_log events;
 } gpu_arena;
 
 /* The allocator of device arenas (ctx: the gpu_device). */
@@ -161,6 +179,21 @@ typedef struct gpu_arg {
 #define GPU_ARG(x) ((gpu_arg){sizeof(x), &(x)})
 rn_status gpu_launch(gpu_node *g, const rn_kernel_args *args, int k, const gpu_arg *a, int n,
                      size_t global);
+
+/* ---- profiling (profile.c) ---- */
+
+/* Keeps a kernel's event (taken over) in the run's arena. */
+void gpu_record_event(const gpu_node *g, const rn_kernel_args *args, cl_event ev);
+/* Around a call that enqueues commands of its own and returns one event
+ * (CLBlast): a marker before it (NULL on failure), then both events kept
+ * (taken over; either may be NULL). */
+cl_event gpu_span_begin(const rn_kernel_args *args);
+void gpu_span_end(const gpu_node *g, const rn_kernel_args *args, cl_event begin, cl_event end);
+/* Once the run's commands are complete: each executed entry of `entries`
+ * whose node left events gets their device time (microseconds, rounded
+ * up); the events are released. */
+void gpu_events_apply(gpu_arena *a, rn_profiling_info *entries, size_t count);
+void gpu_events_release(gpu_arena *a);
 
 /* An error naming the node and the OpenCL call that failed. */
 rn_status gpu_fail(const gpu_node *g, const char *what, cl_int err);

@@ -26,13 +26,14 @@ static rn_status arena_alloc(void *ctx, size_t size, size_t alignment, void **bu
         return rn_set_error(RN_OUT_OF_MEMORY, "GPU: cannot allocate a %zu-byte arena: %s", size,
                             gpu_cl_error(err));
     }
-    a->queue = clCreateCommandQueue(d->context, d->device, 0, &err);
+    a->queue = clCreateCommandQueue(d->context, d->device, CL_QUEUE_PROFILING_ENABLE, &err);
     if (a->queue == NULL) {
         clReleaseMemObject(a->mem);
         free(a);
         return rn_set_error(RN_DEVICE_ERROR, "GPU: clCreateCommandQueue failed: %s",
                             gpu_cl_error(err));
     }
+    pthread_mutex_init(&a->events.lock, NULL);
     *buffer = a;
     return RN_OK;
 }
@@ -44,6 +45,9 @@ static void arena_free(void *ctx, void *buffer)
     if (a == NULL)
         return;
     clFinish(a->queue); /* nothing of a cancelled run may still use the memory */
+    gpu_events_release(a);
+    free(a->events.items);
+    pthread_mutex_destroy(&a->events.lock);
     clReleaseCommandQueue(a->queue);
     clReleaseMemObject(a->mem);
     free(a);
@@ -255,13 +259,15 @@ rn_status gpu_launch(gpu_node *g, const rn_kernel_args *args, int k, const gpu_a
     if (global == 0)
         return RN_OK;
     cl_int err = CL_SUCCESS;
+    cl_event ev = NULL;
     pthread_mutex_lock(&g->lock);
     for (int i = 0; i < n && err == CL_SUCCESS; i++)
         err = clSetKernelArg(g->kernel[k], (cl_uint)i, a[i].size, a[i].value);
     if (err == CL_SUCCESS)
         err = clEnqueueNDRangeKernel(gpu_queue(args), g->kernel[k], 1, NULL, &global, NULL, 0, NULL,
-                                     NULL);
+                                     &ev);
     pthread_mutex_unlock(&g->lock);
+    gpu_record_event(g, args, ev);
     if (err != CL_SUCCESS)
         return gpu_fail(g, "enqueueing a kernel", err);
     return RN_OK;

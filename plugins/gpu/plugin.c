@@ -94,6 +94,7 @@ static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
 typedef struct wait_job {
     plugin_request *request;
     uint32_t stage;
+    gpu_arena *arena;
     /* Set before the callback is registered, read first by the callback:
      * what the stage did before is visible to the thread that completes it
      * (the OpenCL runtime's, whose own synchronisation a sanitizer cannot
@@ -107,6 +108,10 @@ static void CL_CALLBACK wait_done(cl_event ev, cl_int status, void *arg)
     (void)atomic_load_explicit(&job->armed, memory_order_acquire);
     plugin_request *r = job->request;
     uint32_t stage = job->stage;
+    /* The run's commands are complete: its nodes' device times. */
+    size_t count = 0;
+    rn_profiling_info *entries = plugin_request_profile_entries(r, &count);
+    gpu_events_apply(job->arena, entries, count);
     free(job);
     clReleaseEvent(ev);
     plugin_request_complete_stage(r, stage, status == CL_COMPLETE ? RN_OK : RN_DEVICE_ERROR);
@@ -127,6 +132,7 @@ static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
         return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
     job->request = r;
     job->stage = stage;
+    job->arena = a;
     cl_event ev = NULL;
     cl_int err = clEnqueueMarkerWithWaitList(queue, 0, NULL, &ev);
     if (err == CL_SUCCESS)

@@ -1,9 +1,11 @@
-/* A core with the GPU device (plugins/gpu) loaded, for the tests that need
- * it; the test is skipped, saying why, where the device cannot start (no
- * OpenCL platform or device). Include after criterion/criterion.h. */
+/* What the GPU tests share: a core with the GPU device (plugins/gpu)
+ * loaded, the test skipped, saying why, where the device cannot start (no
+ * OpenCL platform or device); deterministic inputs. Include after
+ * criterion/criterion.h. */
 #ifndef RUNNEL_TESTS_GPU_GPU_CORE_H
 #define RUNNEL_TESTS_GPU_GPU_CORE_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "runnel/runnel.h"
@@ -21,6 +23,22 @@ static inline rn_core *gpu_core(void)
         cr_skip_test("the GPU device cannot start here: %s", why);
     }
     return core;
+}
+
+/* Fills every input of r (a request of cm) with deterministic values in
+ * [-1, 1). */
+static inline void gpu_fill_inputs(rn_compiled_model *cm, rn_infer_request *r)
+{
+    for (size_t i = 0; i < rn_compiled_model_input_count(cm); i++) {
+        rn_tensor *t;
+        cr_assert_eq(rn_infer_request_get_input_tensor(r, i, &t), RN_OK, "%s", rn_last_error());
+        float *x = rn_tensor_data(t);
+        uint32_t s = (uint32_t)i * 2654435761u + 7;
+        for (size_t k = 0; k < rn_tensor_element_count(t); k++) {
+            s = s * 1664525u + 1013904223u;
+            x[k] = (float)(s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+        }
+    }
 }
 
 #endif /* RUNNEL_TESTS_GPU_GPU_CORE_H */

@@ -62,16 +62,7 @@ static float *infer(rn_compiled_model *cm, size_t *count)
 {
     rn_infer_request *r;
     cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r), RN_OK, "%s", rn_last_error());
-    for (size_t i = 0; i < rn_compiled_model_input_count(cm); i++) {
-        rn_tensor *t;
-        cr_assert_eq(rn_infer_request_get_input_tensor(r, i, &t), RN_OK, "%s", rn_last_error());
-        float *x = rn_tensor_data(t);
-        uint32_t s = (uint32_t)i * 2654435761u + 7;
-        for (size_t k = 0; k < rn_tensor_element_count(t); k++) {
-            s = s * 1664525u + 1013904223u;
-            x[k] = (float)(s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-        }
-    }
+    gpu_fill_inputs(cm, r);
     cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
     rn_tensor *out;
     cr_assert_eq(rn_infer_request_get_output_tensor(r, 0, &out), RN_OK, "%s", rn_last_error());
