@@ -322,8 +322,10 @@ rn_status gpu_device_program_record(gpu_device *d, uint8_t **record, size_t *siz
 void gpu_device_set_cache_dir(gpu_device *d, const char *dir)
 {
     pthread_mutex_lock(&d->build_lock);
-    snprintf(d->cache_dir, sizeof d->cache_dir, "%s", dir);
-    d->stored_binary_size = 0;
+    if (strcmp(d->cache_dir, dir) != 0) { /* the Core passes it before every compile */
+        snprintf(d->cache_dir, sizeof d->cache_dir, "%s", dir);
+        d->stored_binary_size = 0;
+    }
     pthread_mutex_unlock(&d->build_lock);
 }
 
