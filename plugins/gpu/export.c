@@ -6,7 +6,8 @@
  *
  * A blob without the trailer (an older export) is a generic blob; a record
  * that does not fit the device is ignored (the program is built from
- * source), while the generic blob is checked as always. */
+ * source), while the generic blob is checked as always. Where the driver
+ * gives no binary the export is the generic blob alone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +22,13 @@ rn_status gpu_export_blob(gpu_device *d, const plugin_plan *plan, const char *de
 {
     uint8_t *record = NULL;
     size_t n_record = 0;
-    rn_status st = gpu_device_program_record(d, &record, &n_record);
-    if (st != RN_OK)
-        return rn_wrap_error(st, "export: ");
+    if (gpu_device_program_record(d, &record, &n_record) != RN_OK) {
+        /* No binary to carry (the driver gives none, the program does not
+         * build): the generic blob alone, whose import builds from source. */
+        rn_clear_error();
+        return plugin_export(plan, device, arch, props, data, size);
+    }
+    rn_status st;
     void *blob = NULL;
     size_t n_blob = 0;
     st = plugin_export(plan, device, arch, props, &blob, &n_blob);

@@ -8,10 +8,12 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "runnel/runnel.h"
 
@@ -187,6 +189,43 @@ Test(gpu_cache, a_corrupted_entry_is_rebuilt_from_source_and_replaced)
     cr_assert_eq(truncate(entry, 100), 0);
     compile_in_new_core(dir, "test_leakyrelu", "NO");
     compile_in_new_core(dir, "test_lrn", "YES");
+}
+
+/* Rewrites the entry as if another driver had written it: one character of
+ * its key text changed ("options" → "Options"), the checksum recomputed, so
+ * that only the key check can refuse it. */
+static void forge_other_driver(const char *path)
+{
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    cr_assert_gt(size, 40);
+    uint8_t *b = malloc((size_t)size);
+    rewind(f);
+    cr_assert_eq(fread(b, 1, (size_t)size, f), (size_t)size);
+    cr_assert_eq(memcmp(b, "RNGPUPRG", 8), 0);
+    /* magic 8, version 4, key 8, text length 4, then the text */
+    cr_assert_eq(memcmp(b + 24, "options", 7), 0, "the key text starts with its options");
+    b[24] = 'O';
+    uint64_t sum = XXH64(b, (size_t)size - 8, 0);
+    for (int i = 0; i < 8; i++)
+        b[size - 8 + i] = (uint8_t)(sum >> (8 * i));
+    rewind(f);
+    cr_assert_eq(fwrite(b, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    free(b);
+}
+
+Test(gpu_cache, an_entry_of_another_driver_is_rebuilt_from_source_and_replaced)
+{
+    char dir[512], entry[1024];
+    make_dir(dir, sizeof dir);
+    compile_in_new_core(dir, "test_sigmoid", "NO");
+    cr_assert_eq(program_entries(dir, entry, sizeof entry), 1);
+    forge_other_driver(entry);
+    compile_in_new_core(dir, "test_softmax_axis_1", "NO");
+    compile_in_new_core(dir, "test_add_bcast", "YES");
 }
 
 /* Exports test_sigmoid compiled on the GPU (malloc'ed bytes). */
