@@ -1,70 +1,87 @@
-/* The GPU's export blobs: the generic blob (plugins/api/export.h) followed
- * by the record of runnel's program binary (program_cache.c), so that an
- * import on the same device and driver skips building from source:
- *
- *   generic blob | program record | u64 size of the generic blob | "RNGPUEND"
- *
- * A blob without the trailer (an older export) is a generic blob; a record
- * that does not fit the device is ignored (the program is built from
- * source), while the generic blob is checked as always. Where the driver
- * gives no binary the export is the generic blob alone. */
+/* The GPU's export blobs: the generic blob (plugins/api/export.h) with the
+ * record of runnel's program binary (program_cache.c) as one more header
+ * entry, GPU_PROGRAM_RECORD (hexadecimal: header values are strings), so
+ * that an import on the same device and driver skips building from source.
+ * The blob stays a generic blob, sealed by its checksum and readable by
+ * every device's checks; a blob without the entry (an older export) imports
+ * as before. An intact record of another device or driver is ignored and
+ * the program built from source. Where the driver gives no binary the
+ * export has no entry. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugins/api/export.h"
-#include "plugins/gpu/gpu.h"
+#include "plugins/gpu/export.h"
 
-#define TRAILER_MAGIC "RNGPUEND"
+#define RECORD_KEY "GPU_PROGRAM_RECORD"
 
 rn_status gpu_export_blob(gpu_device *d, const plugin_plan *plan, const char *device,
                           const char *arch, const plugin_properties *props, void **data,
                           size_t *size)
 {
     uint8_t *record = NULL;
-    size_t n_record = 0;
-    if (gpu_device_program_record(d, &record, &n_record) != RN_OK) {
-        /* No binary to carry (the driver gives none, the program does not
-         * build): the generic blob alone, whose import builds from source. */
+    size_t n = 0;
+    if (gpu_device_program_record(d, &record, &n) != RN_OK) {
         rn_clear_error();
         return plugin_export(plan, device, arch, props, data, size);
     }
-    rn_status st;
-    void *blob = NULL;
-    size_t n_blob = 0;
-    st = plugin_export(plan, device, arch, props, &blob, &n_blob);
-    uint8_t *out = NULL;
-    if (st == RN_OK && (out = realloc(blob, n_blob + n_record + 16)) == NULL) {
-        free(blob);
-        st = rn_set_error(RN_OUT_OF_MEMORY, "export: out of memory");
+    char *hex = malloc(2 * n + 1);
+    if (hex == NULL) {
+        free(record);
+        return rn_set_error(RN_OUT_OF_MEMORY, "export: out of memory");
     }
-    if (st == RN_OK) {
-        memcpy(out + n_blob, record, n_record);
-        uint64_t inner = n_blob;
-        for (int i = 0; i < 8; i++)
-            out[n_blob + n_record + (size_t)i] = (uint8_t)(inner >> (8 * i));
-        memcpy(out + n_blob + n_record + 8, TRAILER_MAGIC, 8);
-        *data = out;
-        *size = n_blob + n_record + 16;
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        hex[2 * i] = digits[record[i] >> 4];
+        hex[2 * i + 1] = digits[record[i] & 15];
     }
+    hex[2 * n] = '\0';
     free(record);
+    rn_status st = plugin_export_extra(plan, device, arch, props, RECORD_KEY, hex, data, size);
+    free(hex);
     return st;
 }
 
-void gpu_blob_split(const void *data, size_t size, size_t *blob_size, const void **record,
-                    size_t *record_size)
+static int nibble(char c)
 {
-    const uint8_t *b = data;
-    *blob_size = size;
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+rn_status gpu_import_blob(const void *data, size_t size, const char *device, const char *arch,
+                          const rn_property *overrides, size_t n_overrides,
+                          plugin_properties *props, graph **g, uint8_t **record,
+                          size_t *record_size)
+{
+    char *hex = NULL;
     *record = NULL;
     *record_size = 0;
-    if (b == NULL || size < 16 || memcmp(b + size - 8, TRAILER_MAGIC, 8) != 0)
-        return;
-    uint64_t inner = 0;
-    for (int i = 7; i >= 0; i--)
-        inner = inner << 8 | b[size - 16 + (size_t)i];
-    if (inner == 0 || inner > size - 16)
-        return; /* not ours after all: the generic checks will say what it is */
-    *blob_size = (size_t)inner;
-    *record = b + inner;
-    *record_size = size - 16 - (size_t)inner;
+    rn_status st = plugin_import_extra(data, size, device, arch, overrides, n_overrides, props, g,
+                                       RECORD_KEY, &hex);
+    if (st != RN_OK || hex == NULL)
+        return st;
+    size_t len = strlen(hex);
+    uint8_t *r = len % 2 == 0 && len > 0 ? malloc(len / 2) : NULL;
+    for (size_t i = 0; r != NULL && i < len / 2; i++) {
+        int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            free(r);
+            r = NULL;
+        } else {
+            r[i] = (uint8_t)(hi << 4 | lo);
+        }
+    }
+    free(hex);
+    /* A malformed entry in a sealed blob: the blob is not one of ours. */
+    if (r == NULL || (st = gpu_program_record_check(r, len / 2)) != RN_OK) {
+        if (r == NULL)
+            st = rn_set_error(RN_PARSE_ERROR, "the header entry %s is not hexadecimal bytes",
+                              RECORD_KEY);
+        free(r);
+        graph_free(*g);
+        *g = NULL;
+        return rn_wrap_error(st, "import: ");
+    }
+    *record = r;
+    *record_size = len / 2;
+    return RN_OK;
 }

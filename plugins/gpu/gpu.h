@@ -67,6 +67,10 @@ rn_status gpu_device_program(gpu_device *dev, cl_program *out);
  * yet and the record fits this device; otherwise nothing happens and the
  * program is built as gpu_device_program says. */
 void gpu_device_offer_program(gpu_device *dev, const void *record, size_t size);
+/* Whether `record` is intact (magic, version, checksum): RN_PARSE_ERROR
+ * naming what is wrong. An intact record of another device or driver is no
+ * error (gpu_device_offer_program ignores it). */
+rn_status gpu_program_record_check(const void *record, size_t size);
 /* The record of the program's binary now, built first if need be
  * (malloc'ed). */
 rn_status gpu_device_program_record(gpu_device *dev, uint8_t **record, size_t *size);

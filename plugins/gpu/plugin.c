@@ -540,13 +540,14 @@ static rn_status gpu_import(gpu_plugin *p, const void *data, size_t size,
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
     graph *g;
-    size_t blob_size, record_size;
-    const void *record;
-    gpu_blob_split(data, size, &blob_size, &record, &record_size);
-    rn_status st =
-        plugin_import(data, blob_size, GPU_NAME, GPU_ARCH, properties, n_properties, &c->props, &g);
+    uint8_t *record;
+    size_t record_size;
+    rn_status st = gpu_import_blob(data, size, GPU_NAME, GPU_ARCH, properties, n_properties,
+                                   &c->props, &g, &record, &record_size);
+    /* An intact record of another driver is ignored by the device. */
     if (st == RN_OK && record != NULL)
         gpu_device_offer_program(p->dev, record, record_size);
+    free(record);
     if (st == RN_OK) {
         st = gpu_build(p, c, g); /* the stored graph is already transformed */
         graph_free(g);

@@ -96,25 +96,42 @@ static rn_status record_encode(const gpu_device *d, const uint8_t *bin, size_t n
     return RN_OK;
 }
 
+/* Whether the bytes are an intact record (magic, version, checksum);
+ * false and the reason when not. */
+static bool record_intact(const uint8_t *r, size_t size, char *why, size_t why_size)
+{
+    if (size < 8 + 4 + 8 + 4 + 8 + 8 || memcmp(r, RECORD_MAGIC, 8) != 0) {
+        snprintf(why, why_size, "not a program record (%zu bytes)", size);
+        return false;
+    }
+    if (get32(r + 8) != RECORD_VERSION) {
+        snprintf(why, why_size, "record version %" PRIu32 ", this build reads %u", get32(r + 8),
+                 RECORD_VERSION);
+        return false;
+    }
+    if (get64(r + size - 8) != graph_hash_bytes(r, size - 8, 0)) {
+        snprintf(why, why_size, "checksum mismatch: the record is corrupted or truncated");
+        return false;
+    }
+    return true;
+}
+
+rn_status gpu_program_record_check(const void *record, size_t size)
+{
+    char why[128];
+    if (!record_intact(record, size, why, sizeof why))
+        return rn_set_error(RN_PARSE_ERROR, "the GPU program record: %s", why);
+    return RN_OK;
+}
+
 /* The binary in a record for this device's key; NULL and the reason when
  * the record is not one. */
 static const uint8_t *record_decode(const gpu_device *d, const uint8_t *r, size_t size,
                                     size_t *n_out, char *why, size_t why_size)
 {
     size_t tlen = strlen(d->key_text);
-    if (size < 8 + 4 + 8 + 4 + 8 + 8 || memcmp(r, RECORD_MAGIC, 8) != 0) {
-        snprintf(why, why_size, "not a program record (%zu bytes)", size);
+    if (!record_intact(r, size, why, why_size))
         return NULL;
-    }
-    if (get32(r + 8) != RECORD_VERSION) {
-        snprintf(why, why_size, "record version %" PRIu32 ", this build reads %u", get32(r + 8),
-                 RECORD_VERSION);
-        return NULL;
-    }
-    if (get64(r + size - 8) != graph_hash_bytes(r, size - 8, 0)) {
-        snprintf(why, why_size, "checksum mismatch: the record is corrupted or truncated");
-        return NULL;
-    }
     if (get64(r + 12) != d->key || get32(r + 20) != tlen || 24 + tlen + 8 + 8 > size ||
         memcmp(r + 24, d->key_text, tlen) != 0) {
         snprintf(why, why_size, "built for another device, driver, source or options");
