@@ -186,6 +186,9 @@ rn_status gpu_launch(gpu_node *g, const rn_kernel_args *args, int k, const gpu_a
 
 /* ---- profiling (profile.c) ---- */
 
+/* Keeps the event (taken over) of an upload or download into arena `a`,
+ * attributed to the conversion node the thread runs (plugin_running_node). */
+void gpu_record_copy(gpu_arena *a, cl_event ev);
 /* Keeps a kernel's event (taken over) in the run's arena. */
 void gpu_record_event(const gpu_node *g, const rn_kernel_args *args, cl_event ev);
 /* Around a call that enqueues commands of its own and returns one event

@@ -78,8 +78,10 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
         gpu_arena *a = dst->buffer;
         if (src->nbytes == 0)
             return RN_OK;
+        cl_event ev = NULL;
         cl_int err = clEnqueueWriteBuffer(a->queue, a->mem, CL_TRUE, dst->offset, src->nbytes,
-                                          src->data, 0, NULL, NULL);
+                                          src->data, 0, NULL, &ev);
+        gpu_record_copy(a, ev);
         if (err != CL_SUCCESS)
             return rn_set_error(RN_DEVICE_ERROR, "GPU: uploading %zu bytes failed: %s", src->nbytes,
                                 gpu_cl_error(err));
@@ -90,8 +92,10 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
         gpu_arena *a = src->buffer;
         if (dst->nbytes == 0)
             return RN_OK;
+        cl_event ev = NULL;
         cl_int err = clEnqueueReadBuffer(a->queue, a->mem, CL_TRUE, src->offset, dst->nbytes,
-                                         dst->data, 0, NULL, NULL);
+                                         dst->data, 0, NULL, &ev);
+        gpu_record_copy(a, ev);
         if (err != CL_SUCCESS)
             return rn_set_error(RN_DEVICE_ERROR, "GPU: downloading %zu bytes failed: %s",
                                 dst->nbytes, gpu_cl_error(err));

@@ -4,16 +4,19 @@
  * executed node's time becomes the device time of its commands:
  * CL_PROFILING_COMMAND_END - START of its kernels, and for a CLBlast call
  * (several kernels of its own, one event) the time from a marker enqueued
- * before it to the end of its event. The events are released there, or
- * when the arena is freed. */
+ * before it to the end of its event; for an upload or download (a blocking
+ * copy, whose host time would include waiting for the kernels before it)
+ * its copy command's. The events are released there, or when the arena is
+ * freed. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/api/plan.h"
 #include "plugins/gpu/gpu.h"
 
-static void record(const gpu_node *g, const rn_kernel_args *args, cl_event first, cl_event last)
+static void record_in(gpu_arena *a, const char *node, cl_event first, cl_event last)
 {
-    gpu_event_log *log = &((gpu_arena *)args->outputs[0].buffer)->events;
+    gpu_event_log *log = &a->events;
     pthread_mutex_lock(&log->lock);
     if (log->n == log->cap) {
         int cap = log->cap > 0 ? 2 * log->cap : 64;
@@ -25,13 +28,30 @@ static void record(const gpu_node *g, const rn_kernel_args *args, cl_event first
     }
     bool kept = log->n < log->cap;
     if (kept)
-        log->items[log->n++] = (gpu_event){g->name, first, last};
+        log->items[log->n++] = (gpu_event){node, first, last};
     pthread_mutex_unlock(&log->lock);
     if (!kept) { /* out of memory: the node keeps its host time */
         if (first != NULL)
             clReleaseEvent(first);
         clReleaseEvent(last);
     }
+}
+
+static void record(const gpu_node *g, const rn_kernel_args *args, cl_event first, cl_event last)
+{
+    record_in(args->outputs[0].buffer, g->name, first, last);
+}
+
+void gpu_record_copy(gpu_arena *a, cl_event ev)
+{
+    const char *node = plugin_running_node();
+    if (ev == NULL)
+        return;
+    if (node == NULL || a == NULL) {
+        clReleaseEvent(ev);
+        return;
+    }
+    record_in(a, node, NULL, ev);
 }
 
 void gpu_record_event(const gpu_node *g, const rn_kernel_args *args, cl_event ev)
