@@ -130,6 +130,22 @@ static rn_status cache_key(const runtime_device *dev, const rn_model *model,
     return st;
 }
 
+/* A device that keeps caches of its own lists CACHE_DIR among its
+ * SUPPORTED_PROPERTIES (the GPU: its OpenCL program binaries); it is given
+ * the Core's CACHE_DIR before each compile, as OpenVINO's Core does. */
+static void forward_cache_dir(const runtime_device *dev, const char *dir)
+{
+    char keys[4096], *save = NULL;
+    if (dev->ops->get_property != NULL && dev->ops->set_property != NULL &&
+        dev->ops->get_property(dev->plugin, "SUPPORTED_PROPERTIES", keys, sizeof keys) == RN_OK)
+        for (char *k = strtok_r(keys, " ", &save); k != NULL; k = strtok_r(NULL, " ", &save))
+            if (strcmp(k, "CACHE_DIR") == 0) {
+                rn_property p = {"CACHE_DIR", dir};
+                dev->ops->set_property(dev->plugin, &p, 1);
+            }
+    rn_clear_error(); /* a device that cannot take it compiles all the same */
+}
+
 /* Compiles `model` on `dev` in `context` (NULL: the default), through the
  * cache when CACHE_DIR is set. */
 static rn_status compile_on(rn_core *core, const rn_model *model, const runtime_device *dev,
@@ -141,6 +157,8 @@ static rn_status compile_on(rn_core *core, const rn_model *model, const runtime_
     pthread_mutex_lock(&core->lock);
     memcpy(cache_dir, core->cache_dir, sizeof cache_dir);
     pthread_mutex_unlock(&core->lock);
+    if (cache_dir[0] != '\0')
+        forward_cache_dir(dev, cache_dir);
     bool caching = cache_dir[0] != '\0' && dev->ops->import_model != NULL;
     uint64_t key = 0;
     if (caching && (st = cache_key(dev, model, properties, n_properties, &key)) != RN_OK)

@@ -175,6 +175,14 @@ rn_status plugin_request_get_output(plugin_request *request, size_t index, graph
  * RN_INVALID_ARG when the plan was built without profiling. */
 rn_status plugin_request_profiling(plugin_request *request, const rn_profiling_info **info,
                                    size_t *count);
+/* The same entries of the run in progress, writable, for a device stage of
+ * that run (a device that times its nodes itself overwrites their
+ * real_time_us); NULL when the run is not profiled. */
+rn_profiling_info *plugin_request_profile_entries(plugin_request *request, size_t *count);
+/* The name of the node (kernel or layout conversion) the calling thread is
+ * running for a request, NULL outside one: a conversion's device commands
+ * can be attributed to its node. */
+const char *plugin_running_node(void);
 
 /* Starts an async run (RN_REQUEST_BUSY while one is in flight). Inputs are
  * read during the run: the caller must not change them until it completes. */

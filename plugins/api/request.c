@@ -756,6 +756,14 @@ rn_status plugin_request_profiling(plugin_request *r, const rn_profiling_info **
     return RN_OK;
 }
 
+rn_profiling_info *plugin_request_profile_entries(plugin_request *r, size_t *count)
+{
+    if (!r->profiling || r->rs == NULL)
+        return NULL;
+    *count = (size_t)r->rs->spec->n_nodes + PLUGIN_STAGES;
+    return r->profile;
+}
+
 const rn_request_ops plugin_generic_request_ops = {
     .abi_version = RN_PLUGIN_ABI_VERSION,
     .set_input = plugin_request_set_input,

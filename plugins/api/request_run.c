@@ -11,6 +11,14 @@
 #include "plugins/api/log.h"
 #include "plugins/api/plan_internal.h"
 
+/* The node this thread runs (plugin_running_node). */
+static _Thread_local const char *running_node;
+
+const char *plugin_running_node(void)
+{
+    return running_node;
+}
+
 static const max_align_t empty_tensor_data;
 
 uint64_t plugin_now_ns(void)
@@ -317,9 +325,13 @@ rn_status plugin_run_node(plugin_request *r, int i)
         st = RN_OK;
     } else if (n->kind == PLAN_NODE_CONVERT) {
         const rn_layout_ops *ops = n->to != NULL ? n->to->ops : n->from->ops;
+        running_node = n->name;
         st = ops->convert(&args->inputs[0], &args->outputs[0]);
+        running_node = NULL;
     } else {
+        running_node = n->name;
         st = n->kernel->run(args);
+        running_node = NULL;
     }
     if (timed) {
         uint64_t us = (plugin_now_ns() - t0) / 1000;

@@ -105,15 +105,17 @@ static rn_status conv_run(rn_kernel_args *args)
         }
         size_t yoff = y.off + (size_t)n * s->M * ohw;
         CLBlastStatusCode c;
+        cl_event begin = gpu_span_begin(args), end = NULL;
         if (s->group == 1)
             c = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, mg, ohw,
                              k, 1.0f, w.mem, w.off, k, col.mem, col.off, ohw, 0.0f, y.mem, yoff,
-                             ohw, &q, NULL);
+                             ohw, &q, &end);
         else
             c = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo,
                                            CLBlastTransposeNo, mg, ohw, k, 1.0f, w.mem, w.off, k,
                                            mg * k, col.mem, col.off, ohw, k * ohw, 0.0f, y.mem,
-                                           yoff, ohw, mg * ohw, (size_t)s->group, &q, NULL);
+                                           yoff, ohw, mg * ohw, (size_t)s->group, &q, &end);
+        gpu_span_end(&s->g, args, begin, end);
         if (c != CLBlastSuccess)
             return clblast_fail(&s->g, "GEMM", c);
     }

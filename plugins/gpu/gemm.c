@@ -119,14 +119,16 @@ static rn_status gemm_run(rn_kernel_args *args)
     CLBlastTranspose ta = s->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastTranspose tb = s->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastStatusCode c;
+    cl_event begin = gpu_span_begin(args), end = NULL;
     if (s->batch == 1)
         c = CLBlastSgemm(CLBlastLayoutRowMajor, ta, tb, s->M, s->N, s->K, s->alpha, a.mem, a.off,
-                         lda, b.mem, b.off, ldb, 0.0f, y.mem, y.off, s->N, &q, NULL);
+                         lda, b.mem, b.off, ldb, 0.0f, y.mem, y.off, s->N, &q, &end);
     else
         c = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, s->M, s->N, s->K, s->alpha,
                                        a.mem, a.off, lda, s->a_stride, b.mem, b.off, ldb,
                                        s->b_stride, 0.0f, y.mem, y.off, s->N, s->M * s->N, s->batch,
-                                       &q, NULL);
+                                       &q, &end);
+    gpu_span_end(&s->g, args, begin, end);
     if (c != CLBlastSuccess)
         return rn_set_error(RN_DEVICE_ERROR, "GPU: node '%s': CLBlast GEMM failed (status %d)",
                             s->g.name, (int)c);

@@ -21,11 +21,22 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <CL/cl.h>
 
 #include "plugins/api/kernel.h"
 #include "runnel/plugin.h"
+#include "runnel/infer_request.h"
+
+/* Where the device's program came from (GPU_PROGRAM_FROM_CACHE is YES for
+ * the last two). */
+typedef enum gpu_program_origin {
+    GPU_PROGRAM_NOT_BUILT = 0,
+    GPU_PROGRAM_FROM_SOURCE,
+    GPU_PROGRAM_FROM_CACHE_DIR, /* a record in CACHE_DIR */
+    GPU_PROGRAM_FROM_BLOB,      /* the record of an imported blob */
+} gpu_program_origin;
 
 /* The OpenCL device a GPU plugin runs on, and its context. */
 typedef struct gpu_device {
@@ -33,12 +44,17 @@ typedef struct gpu_device {
     cl_device_id device;
     cl_context context;
     cl_device_type type;
-    char name[256];         /* FULL_DEVICE_NAME */
-    char architecture[512]; /* DEVICE_ARCHITECTURE: vendor, device, driver */
-    bool fp16;              /* cl_khr_fp16 */
-    int n_devices;          /* OpenCL devices the plugin can choose from */
-    pthread_mutex_t build_lock;
-    cl_program program; /* runnel's kernels, built on first use */
+    char name[256];             /* FULL_DEVICE_NAME */
+    char architecture[512];     /* DEVICE_ARCHITECTURE: vendor, device, driver */
+    bool fp16;                  /* cl_khr_fp16 */
+    int n_devices;              /* OpenCL devices the plugin can choose from */
+    pthread_mutex_t build_lock; /* guards the program and the fields below */
+    cl_program program;         /* runnel's kernels, built on first use */
+    gpu_program_origin program_origin;
+    char cache_dir[4096];      /* CACHE_DIR: program records; "" when off */
+    char key_text[1024];       /* what the program binary depends on */
+    uint64_t key;              /* its XXH64: the cache entry */
+    size_t stored_binary_size; /* of the record last written to CACHE_DIR */
     atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
     /* A user's context (remote.c): the queue every arena shares (the
      * user's OCL_QUEUE), or NULL: each arena makes its own. */
@@ -54,9 +70,27 @@ void gpu_device_close(gpu_device *dev);
 rn_status gpu_device_wrap(cl_context context, cl_device_id device, cl_command_queue queue,
                           gpu_device **out);
 
-/* Builds runnel's program for the device once (thread-safe); the build log
- * is in the error. */
+/* Builds runnel's program for the device once (thread-safe): from the
+ * program record in CACHE_DIR when there is a usable one, else from source
+ * (then stored there); the build log is in the error (program_cache.c). */
 rn_status gpu_device_program(gpu_device *dev, cl_program *out);
+/* Builds the program from `record` (an imported blob's) if it is not built
+ * yet and the record fits this device; otherwise nothing happens and the
+ * program is built as gpu_device_program says. */
+void gpu_device_offer_program(gpu_device *dev, const void *record, size_t size);
+/* Whether `record` is intact (magic, version, checksum): RN_PARSE_ERROR
+ * naming what is wrong. An intact record of another device or driver is no
+ * error (gpu_device_offer_program ignores it). */
+rn_status gpu_program_record_check(const void *record, size_t size);
+/* The record of the program's binary now, built first if need be
+ * (malloc'ed). */
+rn_status gpu_device_program_record(gpu_device *dev, uint8_t **record, size_t *size);
+void gpu_device_set_cache_dir(gpu_device *dev, const char *dir);
+void gpu_device_cache_dir(gpu_device *dev, char *buf, size_t size);
+gpu_program_origin gpu_device_program_origin(gpu_device *dev);
+/* Stores the program's binary as it is now in CACHE_DIR (code generated
+ * since the build included) and releases the program. */
+void gpu_device_program_release(gpu_device *dev);
 
 /* The name of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
 const char *gpu_cl_error(cl_int err);
@@ -79,16 +113,33 @@ typedef struct gpu_memory {
     atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
 } gpu_memory;
 
+/* A command a node enqueued (profile.c): a kernel's event (first NULL), or
+ * a CLBlast call from the marker `first` before it to its event `last`. */
+typedef struct gpu_event {
+    const char *node;
+    cl_event first, last;
+} gpu_event;
+
+/* The events of a run's commands, for profiling. */
+typedef struct gpu_event_log {
+    pthread_mutex_t lock;
+    gpu_event *items;
+    int n, cap;
+} gpu_event_log;
+
 /* A request's arena: device memory and the in-order queue its work runs
- * on (the `buffer` kernels see in their descriptors). A remote tensor is
- * described the same way (owner and queue NULL), so that the conversions
- * of a model's inputs and results copy device to device from and into
- * it. */
+ * on (the `buffer` kernels see in their descriptors); its queue profiles
+ * (unless it is a user's OCL_QUEUE made without profiling), and the events
+ * of the run's commands are kept until the run's wait stage completes. A
+ * remote tensor is described the same way (owner and queue NULL), so that
+ * the conversions of a model's inputs and results copy device to device
+ * from and into it. */
 typedef struct gpu_arena {
     gpu_device *dev;
     cl_mem mem;
     cl_command_queue queue;
     gpu_memory *owner;
+    gpu_event_log events;
 } gpu_arena;
 
 /* The allocator of device arenas (ctx: a gpu_memory). */
@@ -155,6 +206,24 @@ typedef struct gpu_arg {
 #define GPU_ARG(x) ((gpu_arg){sizeof(x), &(x)})
 rn_status gpu_launch(gpu_node *g, const rn_kernel_args *args, int k, const gpu_arg *a, int n,
                      size_t global);
+
+/* ---- profiling (profile.c) ---- */
+
+/* Keeps the event (taken over) of an upload or download into arena `a`,
+ * attributed to the conversion node the thread runs (plugin_running_node). */
+void gpu_record_copy(gpu_arena *a, cl_event ev);
+/* Keeps a kernel's event (taken over) in the run's arena. */
+void gpu_record_event(const gpu_node *g, const rn_kernel_args *args, cl_event ev);
+/* Around a call that enqueues commands of its own and returns one event
+ * (CLBlast): a marker before it (NULL on failure), then both events kept
+ * (taken over; either may be NULL). */
+cl_event gpu_span_begin(const rn_kernel_args *args);
+void gpu_span_end(const gpu_node *g, const rn_kernel_args *args, cl_event begin, cl_event end);
+/* Once the run's commands are complete: each executed entry of `entries`
+ * whose node left events gets their device time (microseconds, rounded
+ * up); the events are released. */
+void gpu_events_apply(gpu_arena *a, rn_profiling_info *entries, size_t count);
+void gpu_events_release(gpu_arena *a);
 
 /* An error naming the node and the OpenCL call that failed. */
 rn_status gpu_fail(const gpu_node *g, const char *what, cl_int err);

@@ -31,13 +31,14 @@ static rn_status arena_alloc(void *ctx, size_t size, size_t alignment, void **bu
     if (d->queue != NULL && clRetainCommandQueue(d->queue) == CL_SUCCESS)
         a->queue = d->queue; /* the user's: what they enqueued runs first */
     else
-        a->queue = clCreateCommandQueue(d->context, d->device, 0, &err);
+        a->queue = clCreateCommandQueue(d->context, d->device, CL_QUEUE_PROFILING_ENABLE, &err);
     if (a->queue == NULL) {
         clReleaseMemObject(a->mem);
         free(a);
         return rn_set_error(RN_DEVICE_ERROR, "GPU: clCreateCommandQueue failed: %s",
                             gpu_cl_error(err));
     }
+    pthread_mutex_init(&a->events.lock, NULL);
     *buffer = a;
     return RN_OK;
 }
@@ -49,6 +50,9 @@ static void arena_free(void *ctx, void *buffer)
     if (a == NULL)
         return;
     clFinish(a->queue); /* nothing of a cancelled run may still use the memory */
+    gpu_events_release(a);
+    free(a->events.items);
+    pthread_mutex_destroy(&a->events.lock);
     clReleaseCommandQueue(a->queue);
     clReleaseMemObject(a->mem);
     free(a);
@@ -109,8 +113,10 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
         gpu_arena *a = dst->buffer;
         if (src->nbytes == 0)
             return RN_OK;
+        cl_event ev = NULL;
         cl_int err = clEnqueueWriteBuffer(a->queue, a->mem, CL_TRUE, dst->offset, src->nbytes,
-                                          src->data, 0, NULL, NULL);
+                                          src->data, 0, NULL, &ev);
+        gpu_record_copy(a, ev);
         if (err != CL_SUCCESS)
             return rn_set_error(RN_DEVICE_ERROR, "GPU: uploading %zu bytes failed: %s", src->nbytes,
                                 gpu_cl_error(err));
@@ -123,8 +129,10 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
             return RN_OK;
         if (dst->data == NULL && dst->buffer != NULL)
             return device_copy(a, src, dst, dst->nbytes);
+        cl_event ev = NULL;
         cl_int err = clEnqueueReadBuffer(a->queue, a->mem, CL_TRUE, src->offset, dst->nbytes,
-                                         dst->data, 0, NULL, NULL);
+                                         dst->data, 0, NULL, &ev);
+        gpu_record_copy(a, ev);
         if (err != CL_SUCCESS)
             return rn_set_error(RN_DEVICE_ERROR, "GPU: downloading %zu bytes failed: %s",
                                 dst->nbytes, gpu_cl_error(err));
@@ -292,13 +300,15 @@ rn_status gpu_launch(gpu_node *g, const rn_kernel_args *args, int k, const gpu_a
     if (global == 0)
         return RN_OK;
     cl_int err = CL_SUCCESS;
+    cl_event ev = NULL;
     pthread_mutex_lock(&g->lock);
     for (int i = 0; i < n && err == CL_SUCCESS; i++)
         err = clSetKernelArg(g->kernel[k], (cl_uint)i, a[i].size, a[i].value);
     if (err == CL_SUCCESS)
         err = clEnqueueNDRangeKernel(gpu_queue(args), g->kernel[k], 1, NULL, &global, NULL, 0, NULL,
-                                     NULL);
+                                     &ev);
     pthread_mutex_unlock(&g->lock);
+    gpu_record_event(g, args, ev);
     if (err != CL_SUCCESS)
         return gpu_fail(g, "enqueueing a kernel", err);
     return RN_OK;

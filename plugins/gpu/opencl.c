@@ -1,5 +1,5 @@
-/* The OpenCL device: discovery through the ICD loader, its context, and
- * runnel's program built once per context. */
+/* The OpenCL device: discovery through the ICD loader and its context
+ * (runnel's program, built once per context: program_cache.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,53 +170,10 @@ void gpu_device_close(gpu_device *d)
 {
     if (d == NULL)
         return;
-    if (d->program != NULL)
-        clReleaseProgram(d->program);
+    gpu_device_program_release(d);
     if (d->queue != NULL)
         clReleaseCommandQueue(d->queue);
     clReleaseContext(d->context);
     pthread_mutex_destroy(&d->build_lock);
     free(d);
-}
-
-static rn_status build_failed(gpu_device *d, cl_program prog, cl_int err)
-{
-    size_t len = 0;
-    clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
-    char *log = malloc(len + 1);
-    if (log != NULL) {
-        log[0] = '\0';
-        clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, len, log, NULL);
-        log[len] = '\0';
-    }
-    rn_status st =
-        rn_set_error(RN_DEVICE_ERROR, "GPU: building runnel's OpenCL kernels failed (%s): %.3000s",
-                     gpu_cl_error(err), log != NULL ? log : "(no build log)");
-    free(log);
-    return st;
-}
-
-rn_status gpu_device_program(gpu_device *d, cl_program *out)
-{
-    rn_status st = RN_OK;
-    pthread_mutex_lock(&d->build_lock);
-    if (d->program == NULL) {
-        const char *src = gpu_program_source;
-        cl_int err;
-        cl_program prog = clCreateProgramWithSource(d->context, 1, &src, NULL, &err);
-        if (prog == NULL) {
-            st = rn_set_error(RN_DEVICE_ERROR, "GPU: clCreateProgramWithSource failed: %s",
-                              gpu_cl_error(err));
-        } else if ((err = clBuildProgram(prog, 1, &d->device, "-cl-std=CL1.2", NULL, NULL)) !=
-                   CL_SUCCESS) {
-            st = build_failed(d, prog, err);
-            clReleaseProgram(prog);
-        } else {
-            d->program = prog;
-        }
-    }
-    if (st == RN_OK)
-        *out = d->program;
-    pthread_mutex_unlock(&d->build_lock);
-    return st;
 }

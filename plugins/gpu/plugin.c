@@ -22,6 +22,8 @@
 #include "plugins/api/plan.h"
 #include "plugins/api/properties.h"
 #include "plugins/api/query.h"
+#include "plugins/api/remote.h"
+#include "plugins/gpu/export.h"
 #include "plugins/gpu/gpu.h"
 #include "plugins/ref/ref.h"
 #include "transforms/transforms.h"
@@ -54,6 +56,7 @@ typedef struct rn_plugin_compiled {
     plugin_properties props;
     uint32_t optimal_requests;
     char network_name[256];
+    bool program_from_cache; /* GPU_PROGRAM_FROM_CACHE */
 } gpu_compiled;
 
 static const char *const gpu_ro_device_keys[] = {
@@ -79,8 +82,13 @@ static const char *const gpu_ro_compiled_keys[] = {
     "EXECUTION_DEVICES",
     "GPU_BYTES_UPLOADED",
     "GPU_BYTES_DOWNLOADED",
+    "GPU_PROGRAM_FROM_CACHE",
     NULL,
 };
+
+/* Read-write keys of the device besides the common ones: CACHE_DIR, where
+ * runnel's program binaries are kept (the Core passes its own). */
+static const char *const gpu_rw_device_keys[] = {"CACHE_DIR", NULL};
 
 /* ---- the stages ---- */
 
@@ -97,6 +105,7 @@ static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
 typedef struct wait_job {
     plugin_request *request;
     uint32_t stage;
+    gpu_arena *arena;
     /* Set before the callback is registered, read first by the callback:
      * what the stage did before is visible to the thread that completes it
      * (the OpenCL runtime's, whose own synchronisation a sanitizer cannot
@@ -110,6 +119,10 @@ static void CL_CALLBACK wait_done(cl_event ev, cl_int status, void *arg)
     (void)atomic_load_explicit(&job->armed, memory_order_acquire);
     plugin_request *r = job->request;
     uint32_t stage = job->stage;
+    /* The run's commands are complete: its nodes' device times. */
+    size_t count = 0;
+    rn_profiling_info *entries = plugin_request_profile_entries(r, &count);
+    gpu_events_apply(job->arena, entries, count);
     free(job);
     clReleaseEvent(ev);
     plugin_request_complete_stage(r, stage, status == CL_COMPLETE ? RN_OK : RN_DEVICE_ERROR);
@@ -130,6 +143,7 @@ static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
         return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
     job->request = r;
     job->stage = stage;
+    job->arena = a;
     cl_event ev = NULL;
     cl_int err = clEnqueueMarkerWithWaitList(queue, 0, NULL, &ev);
     if (err == CL_SUCCESS)
@@ -285,9 +299,27 @@ static rn_status gpu_set_property(gpu_plugin *p, const rn_property *props, size_
             strcmp(props[i].key, "DEVICE_ID") == 0 &&
             device_index(p, props[i].value, &index) != RN_OK)
             return RN_INVALID_ARG;
+    /* CACHE_DIR is the device's; the others are the common ones. */
+    rn_property *rest = calloc(n + 1, sizeof *rest);
+    if (rest == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
+    const char *cache_dir = NULL;
+    size_t n_rest = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(props[i].key, "CACHE_DIR") == 0)
+            cache_dir = props[i].value;
+        else
+            rest[n_rest++] = props[i];
+    rn_status st = RN_OK;
+    if (cache_dir != NULL && strlen(cache_dir) >= sizeof p->dev->cache_dir)
+        st = rn_set_error(RN_INVALID_ARG, "GPU: property CACHE_DIR: the path is too long");
     pthread_mutex_lock(&p->lock);
-    rn_status st = plugin_properties_apply(&p->props, props, n);
+    if (st == RN_OK)
+        st = plugin_properties_apply(&p->props, rest, n_rest);
     pthread_mutex_unlock(&p->lock);
+    free(rest);
+    if (st == RN_OK && cache_dir != NULL)
+        gpu_device_set_cache_dir(p->dev, cache_dir);
     return st;
 }
 
@@ -310,7 +342,13 @@ static rn_status gpu_get_property(gpu_plugin *p, const char *key, char *buf, siz
     char tmp[64];
     const char *value = NULL;
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
-        return join_keys(key, gpu_ro_device_keys, plugin_rw_property_keys, NULL, buf, size);
+        return join_keys(key, gpu_ro_device_keys, plugin_rw_property_keys, gpu_rw_device_keys, buf,
+                         size);
+    if (strcmp(key, "CACHE_DIR") == 0) {
+        char dir[sizeof d->cache_dir];
+        gpu_device_cache_dir(d, dir, sizeof dir);
+        return plugin_property_string(key, dir, buf, size);
+    }
     if (strcmp(key, "GPU_BYTES_UPLOADED") == 0 || strcmp(key, "GPU_BYTES_DOWNLOADED") == 0) {
         bool up = strcmp(key, "GPU_BYTES_UPLOADED") == 0;
         snprintf(tmp, sizeof tmp, "%" PRIuFAST64,
@@ -372,6 +410,8 @@ static rn_status gpu_compiled_get_property(gpu_compiled *c, const char *key, cha
                                                : &c->memory.bytes_downloaded));
         return plugin_property_string(key, tmp, buf, size);
     }
+    if (strcmp(key, "GPU_PROGRAM_FROM_CACHE") == 0)
+        return plugin_property_string(key, c->program_from_cache ? "YES" : "NO", buf, size);
     pthread_mutex_lock(&c->lock);
     rn_status st = plugin_properties_get(&c->props, key, buf, size);
     pthread_mutex_unlock(&c->lock);
@@ -413,7 +453,7 @@ static rn_status gpu_export(gpu_compiled *c, void **data, size_t *size)
     pthread_mutex_lock(&c->lock);
     plugin_properties props = c->props;
     pthread_mutex_unlock(&c->lock);
-    return plugin_export(c->plan, GPU_NAME, GPU_ARCH, &props, data, size);
+    return gpu_export_blob(c->plugin->dev, c->plan, GPU_NAME, GPU_ARCH, &props, data, size);
 }
 
 static rn_status gpu_write_trace(gpu_compiled *c, const char *path)
@@ -540,9 +580,16 @@ static rn_status gpu_build(gpu_plugin *p, gpu_compiled *c, const graph *g)
     if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
         c->optimal_requests = 4;
     snprintf(c->network_name, sizeof c->network_name, "%s", g->name);
+    if (c->dev != p->dev) { /* another DEVICE_ID or a user's context: the plugin's CACHE_DIR */
+        char dir[sizeof p->dev->cache_dir];
+        gpu_device_cache_dir(p->dev, dir, sizeof dir);
+        gpu_device_set_cache_dir(c->dev, dir);
+    }
     gpu_set_current(c->dev);
     rn_status st = plugin_plan_build(g, p->kernels, &o, &c->plan);
     gpu_set_current(NULL);
+    gpu_program_origin origin = gpu_device_program_origin(c->dev);
+    c->program_from_cache = origin == GPU_PROGRAM_FROM_CACHE_DIR || origin == GPU_PROGRAM_FROM_BLOB;
     return st;
 }
 
@@ -614,10 +661,16 @@ static rn_status gpu_import(gpu_plugin *p, const void *data, size_t size,
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
     graph *g;
-    rn_status st =
-        plugin_import(data, size, GPU_NAME, GPU_ARCH, properties, n_properties, &c->props, &g);
+    uint8_t *record;
+    size_t record_size;
+    rn_status st = gpu_import_blob(data, size, GPU_NAME, GPU_ARCH, properties, n_properties,
+                                   &c->props, &g, &record, &record_size);
     if (st == RN_OK && (st = gpu_compiled_place(c, context)) != RN_OK)
         graph_free(g);
+    /* An intact record of another driver is ignored by the device. */
+    if (st == RN_OK && record != NULL)
+        gpu_device_offer_program(c->dev, record, record_size);
+    free(record);
     if (st == RN_OK) {
         st = gpu_build(p, c, g); /* the stored graph is already transformed */
         graph_free(g);

@@ -36,4 +36,14 @@ static inline void gpu_fill(float *x, size_t n, uint32_t seed)
     }
 }
 
+/* Fills every input of r (a request of cm) with gpu_fill's values. */
+static inline void gpu_fill_inputs(rn_compiled_model *cm, rn_infer_request *r)
+{
+    for (size_t i = 0; i < rn_compiled_model_input_count(cm); i++) {
+        rn_tensor *t;
+        cr_assert_eq(rn_infer_request_get_input_tensor(r, i, &t), RN_OK, "%s", rn_last_error());
+        gpu_fill(rn_tensor_data(t), rn_tensor_element_count(t), (uint32_t)i + 7);
+    }
+}
+
 #endif /* RUNNEL_TESTS_GPU_GPU_CORE_H */
