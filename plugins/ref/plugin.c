@@ -114,10 +114,31 @@ rn_status host_add_extension(ref_plugin *p, const rn_kernel_list *kernels)
     return st;
 }
 
+/* A host device is one device: DEVICE_ID (what "REF.1" becomes in the
+ * Core) may only name it, as its contexts already require. */
+static rn_status host_device_id_check(const ref_plugin *p, const rn_property *props, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (props[i].key != NULL && props[i].value != NULL &&
+            strcmp(props[i].key, "DEVICE_ID") == 0 && props[i].value[0] != '\0' &&
+            strcmp(props[i].value, "0") != 0)
+            return rn_set_error(RN_INVALID_ARG, "%s: DEVICE_ID '%s' does not exist (available: 0)",
+                                p->dev->name, props[i].value);
+    return RN_OK;
+}
+
+/* The host device's checks, then the common properties. */
+static rn_status host_apply(const ref_plugin *p, plugin_properties *to, const rn_property *props,
+                            size_t n)
+{
+    rn_status st = host_device_id_check(p, props, n);
+    return st != RN_OK ? st : plugin_properties_apply(to, props, n);
+}
+
 rn_status host_set_property(ref_plugin *p, const rn_property *props, size_t n)
 {
     pthread_mutex_lock(&p->lock);
-    rn_status st = plugin_properties_apply(&p->props, props, n);
+    rn_status st = host_apply(p, &p->props, props, n);
     pthread_mutex_unlock(&p->lock);
     return st;
 }
@@ -310,7 +331,7 @@ rn_status host_query(ref_plugin *p, const rn_graph *model, const rn_property *pr
     pthread_mutex_lock(&p->lock);
     props = p->props;
     pthread_mutex_unlock(&p->lock);
-    rn_status st = plugin_properties_apply(&props, properties, n_properties);
+    rn_status st = host_apply(p, &props, properties, n_properties);
     if (st != RN_OK)
         return st;
     graph *g;
@@ -397,7 +418,7 @@ rn_status host_compile(ref_plugin *p, const rn_graph *model, rn_plugin_context *
     ref_compiled *c = ref_compiled_new(p, context);
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
-    rn_status st = plugin_properties_apply(&c->props, properties, n_properties);
+    rn_status st = host_apply(p, &c->props, properties, n_properties);
     graph *g = NULL;
     if (st == RN_OK)
         st = ref_transform(p, &c->props, model, &g);
@@ -422,8 +443,10 @@ rn_status host_import(ref_plugin *p, const void *data, size_t size, rn_plugin_co
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
     graph *g;
-    rn_status st = plugin_import(data, size, p->dev->name, p->dev->architecture, properties,
-                                 n_properties, &c->props, &g);
+    rn_status st = host_device_id_check(p, properties, n_properties);
+    if (st == RN_OK)
+        st = plugin_import(data, size, p->dev->name, p->dev->architecture, properties, n_properties,
+                           &c->props, &g);
     if (st == RN_OK) {
         st = ref_build(p, c, g); /* the stored graph is already transformed */
         graph_free(g);

@@ -128,6 +128,27 @@ Test(compile, unknown_device_is_not_found)
     rn_core_free(core);
 }
 
+Test(compile, a_host_device_index_other_than_0_is_refused)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = NULL;
+    rn_core_create(&core);
+    cr_assert_eq(rn_core_read_model(core, NODE_DIR "/test_add/model.onnx", &model), RN_OK);
+    cr_assert_eq(rn_core_compile_model(core, model, "REF.7", NULL, 0, &cm), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "DEVICE_ID '7'") != NULL, "%s", rn_last_error());
+    cr_assert_null(cm);
+    rn_property id[] = {{"DEVICE_ID", "3"}};
+    cr_assert_eq(rn_core_compile_model(core, model, "REF", id, 1, &cm), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "available: 0") != NULL, "%s", rn_last_error());
+    cr_assert_eq(rn_core_set_property(core, "REF", id, 1), RN_INVALID_ARG);
+    cr_assert_eq(rn_core_compile_model(core, model, "REF.0", NULL, 0, &cm), RN_OK, "%s",
+                 rn_last_error());
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
 Test(compile, unknown_property_names_the_key)
 {
     rn_core *core;
