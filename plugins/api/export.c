@@ -14,6 +14,14 @@ rn_status plugin_export_extra(const plugin_plan *plan, const char *device, const
                               const plugin_properties *props, const char *extra_key,
                               const char *extra_value, void **data, size_t *size)
 {
+    return plugin_export_graph(plugin_plan_graph(plan), device, arch, props, extra_key, extra_value,
+                               data, size);
+}
+
+rn_status plugin_export_graph(const graph *g, const char *device, const char *arch,
+                              const plugin_properties *props, const char *extra_key,
+                              const char *extra_value, void **data, size_t *size)
+{
     /* Every read-write property goes into the header as a string. */
     size_t n = 0;
     while (plugin_rw_property_keys[n] != NULL)
@@ -47,7 +55,7 @@ rn_status plugin_export_extra(const plugin_plan *plan, const char *device, const
             .keys = keys,
             .values = value_ptrs,
         };
-        st = graph_blob_write(&hdr, plugin_plan_graph(plan), &out);
+        st = graph_blob_write(&hdr, g, &out);
     }
     free(values);
     free(value_ptrs);

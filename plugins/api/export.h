@@ -18,6 +18,11 @@ rn_status plugin_export(const plugin_plan *plan, const char *device, const char 
 rn_status plugin_export_extra(const plugin_plan *plan, const char *device, const char *arch,
                               const plugin_properties *props, const char *extra_key,
                               const char *extra_value, void **data, size_t *size);
+/* The same for a graph of the caller's (the plan's graph with what the
+ * device adds to it: docs/cpu.md, "Export and import"). */
+rn_status plugin_export_graph(const graph *g, const char *device, const char *arch,
+                              const plugin_properties *props, const char *extra_key,
+                              const char *extra_value, void **data, size_t *size);
 
 /* Reads a blob for `device`/`arch`: each container check (magic, format
  * version, checksum, device, architecture) fails with its own message. On

@@ -304,6 +304,19 @@ const graph *plugin_plan_graph(const plugin_plan *plan)
     return plan->g;
 }
 
+rn_status plugin_plan_converted_constants(const plugin_plan *plan, plugin_converted_fn fn,
+                                          void *ctx)
+{
+    const plan_spec *b = plan->base;
+    rn_status st = RN_OK;
+    for (int i = 0; b != NULL && i < b->n_values && st == RN_OK; i++) {
+        const plan_value *v = &b->values[i];
+        if (v->storage == PLAN_CONST && v->owned_data != NULL)
+            st = fn(ctx, &b->values[v->converted_from].desc, &v->desc);
+    }
+    return st;
+}
+
 const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan)
 {
     return &plan->options;

@@ -99,6 +99,16 @@ void plugin_plan_free(plugin_plan *plan);
 /* The plan's transformed graph (owned by the plan). */
 const graph *plugin_plan_graph(const plugin_plan *plan);
 
+/* The constants the base plan converted into kernels' layouts at compile
+ * time: fn(ctx, plain, converted) for each (descriptors with their data,
+ * the converted one's layout set), in conversion order; stops at and
+ * returns the first error. Device exports use it to store the converted
+ * bytes (docs/export.md). */
+typedef rn_status (*plugin_converted_fn)(void *ctx, const graph_tensor *plain,
+                                         const graph_tensor *converted);
+rn_status plugin_plan_converted_constants(const plugin_plan *plan, plugin_converted_fn fn,
+                                          void *ctx);
+
 /* Counters of the base plan: exec nodes, nodes run without inference,
  * views, in-place outputs, layout conversions, arena bytes per request;
  * and of the shape cache: specialised plans built and reused. */

@@ -65,10 +65,11 @@ typedef struct plan_value {
     /* The static descriptor (type, shape, strides, layout; memory filled
      * per request). For PLAN_CONST, data is set here. */
     graph_tensor desc;
-    int producer;     /* exec node, -1 for inputs and constants */
-    int n_readers;    /* exec node inputs reading it (implicit reads included) */
-    int result;       /* index among the results, -1 */
-    void *owned_data; /* PLAN_CONST made by the plan (a converted weight) */
+    int producer;       /* exec node, -1 for inputs and constants */
+    int n_readers;      /* exec node inputs reading it (implicit reads included) */
+    int result;         /* index among the results, -1 */
+    void *owned_data;   /* PLAN_CONST made by the plan (a converted weight) */
+    int converted_from; /* with owned_data: the value it was converted from */
 } plan_value;
 
 typedef enum plan_node_kind {

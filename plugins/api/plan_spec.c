@@ -467,6 +467,7 @@ static rn_status convert_constant(lowering *L, int src, const rn_layout *to, int
     const plan_value *sv = &s->values[src];
     const rn_layout *from = sv->desc.layout;
     cv->name = sv->name;
+    cv->converted_from = src;
     cv->storage = PLAN_CONST;
     cv->desc = sv->desc;
     cv->desc.layout = to;

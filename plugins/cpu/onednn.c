@@ -7,6 +7,7 @@
 #include <string.h>
 #include <xmmintrin.h>
 
+#include "plugins/cpu/blob.h"
 #include "plugins/cpu/cpu.h"
 
 /* ---- config ---- */
@@ -385,12 +386,23 @@ __attribute__((destructor)) static void reorders_free(void)
     n_reorders = 0;
 }
 
+rn_status cpu_convert_mds(const rn_kernel_tensor *src, const rn_kernel_tensor *dst,
+                          dnnl_memory_desc_t *smd, dnnl_memory_desc_t *dmd)
+{
+    rn_status st = tensor_md(src, dst, smd);
+    return st == RN_OK ? tensor_md(dst, src, dmd) : st;
+}
+
 static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *dst)
 {
     dnnl_memory_desc_t smd, dmd;
     rn_status st;
-    if ((st = tensor_md(src, dst, &smd)) != RN_OK || (st = tensor_md(dst, src, &dmd)) != RN_OK)
+    if ((st = cpu_convert_mds(src, dst, &smd, &dmd)) != RN_OK)
         return st;
+    /* An import's weights: the bytes its blob stored (blob.c). */
+    if (cpu_blob_restore(src, &smd, &dmd, dst))
+        return RN_OK;
+    cpu_blob_count_reorder();
     dnnl_primitive_t prim = NULL;
     size_t scratch = 0;
     uint64_t id = 0;

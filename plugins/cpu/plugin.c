@@ -5,6 +5,7 @@
  * every core (LATENCY). */
 #include <string.h>
 
+#include "plugins/cpu/blob.h"
 #include "plugins/cpu/cpu.h"
 #include "plugins/ref/host.h"
 #include "plugins/ref/ref.h"
@@ -85,6 +86,9 @@ const host_device cpu_device = {
     .add_passes = cpu_add_passes,
     .configure = cpu_configure,
     .get_property = cpu_bind_get_property,
+    .export_blob = cpu_export_blob,
+    .import_blob = cpu_import_blob,
+    .import_done = cpu_import_done,
 };
 
 static rn_status cpu_create(rn_plugin **out)

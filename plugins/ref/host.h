@@ -34,6 +34,18 @@ typedef struct host_device {
     /* (optional) The device's own read-only properties: RN_NOT_FOUND for
      * keys it does not have (the shared ones are asked next). */
     rn_status (*get_property)(const char *key, char *buf, size_t size);
+    /* (optional) Export: the blob of a compiled plan (default:
+     * plugin_export, the generic blob). */
+    rn_status (*export_blob)(const struct host_device *dev, const plugin_plan *plan,
+                             const plugin_properties *props, void **data, size_t *size);
+    /* (optional) Import: reads a blob (default: plugin_import) into *g and
+     * *props (as plugin_import). *pending is the device's state for
+     * building the plan in this thread, which the host hands to
+     * import_done after building it (built or not). */
+    rn_status (*import_blob)(const struct host_device *dev, const void *data, size_t size,
+                             const rn_property *overrides, size_t n_overrides,
+                             plugin_properties *props, graph **g, void **pending);
+    void (*import_done)(void *pending);
 } host_device;
 
 extern const host_device ref_device;

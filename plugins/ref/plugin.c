@@ -260,8 +260,10 @@ static rn_status ref_export(ref_compiled *c, void **data, size_t *size)
     pthread_mutex_lock(&c->lock);
     plugin_properties props = c->props;
     pthread_mutex_unlock(&c->lock);
-    return plugin_export(c->plan, c->plugin->dev->name, c->plugin->dev->architecture, &props, data,
-                         size);
+    const host_device *dev = c->plugin->dev;
+    if (dev->export_blob != NULL)
+        return dev->export_blob(dev, c->plan, &props, data, size);
+    return plugin_export(c->plan, dev->name, dev->architecture, &props, data, size);
 }
 
 static rn_status ref_write_trace(ref_compiled *c, const char *path)
@@ -443,13 +445,19 @@ rn_status host_import(ref_plugin *p, const void *data, size_t size, rn_plugin_co
     if (c == NULL)
         return RN_OUT_OF_MEMORY;
     graph *g;
+    void *pending = NULL;
     rn_status st = host_device_id_check(p, properties, n_properties);
-    if (st == RN_OK)
+    if (st == RN_OK && p->dev->import_blob != NULL)
+        st = p->dev->import_blob(p->dev, data, size, properties, n_properties, &c->props, &g,
+                                 &pending);
+    else if (st == RN_OK)
         st = plugin_import(data, size, p->dev->name, p->dev->architecture, properties, n_properties,
                            &c->props, &g);
     if (st == RN_OK) {
         st = ref_build(p, c, g); /* the stored graph is already transformed */
         graph_free(g);
+        if (p->dev->import_done != NULL)
+            p->dev->import_done(pending);
     }
     if (st != RN_OK) {
         ref_compiled_free(c);

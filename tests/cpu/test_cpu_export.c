@@ -1,0 +1,410 @@
+/* CPU export blobs (plugins/cpu/blob.c): export -> import round trips
+ * whose outputs equal the compiled model's, bit for bit, with every weight
+ * copied from the blob and no weight reorder run at import (the CPU
+ * device's counters); the ISA refusal; a blob of another oneDNN version
+ * (its weights converted from the graph's, same outputs); malformed,
+ * truncated and corrupted blobs (an error with a message, nothing built).
+ * Blobs are patched by rewriting their header with graph/serialize.h and
+ * sealing them again, as a blob from elsewhere would be. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graph/serialize.h"
+#include "plugins/cpu/blob.h"
+#include "runnel/runnel.h"
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        rn_status st_ = (expr);                                                                    \
+        cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
+    } while (0)
+
+#define LIGHT_DIR "../.cache/onnx-1.22.0/light"
+
+static const char *light(const char *name, char *buf, size_t size)
+{
+    const char *roots[] = {".cache/onnx-1.22.0/light", LIGHT_DIR};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(buf, size, "%s/light_%s.onnx", roots[i], name);
+        if (access(buf, R_OK) == 0)
+            return buf;
+    }
+    cr_skip_test("light_%s.onnx is missing: run scripts/setup", name);
+    return NULL;
+}
+
+/* Output 0 of one run on a deterministic input (malloc'ed, *count). */
+static float *run_once(rn_compiled_model *cm, size_t *count)
+{
+    rn_infer_request *r;
+    OK(rn_compiled_model_create_infer_request(cm, &r));
+    rn_tensor *in;
+    OK(rn_infer_request_get_input_tensor(r, 0, &in));
+    float *x = rn_tensor_data(in);
+    size_t n = rn_tensor_element_count(in);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((i * 7919u) % 1000u) / 500.0f - 1.0f;
+    OK(rn_infer_request_infer(r));
+    rn_tensor *out;
+    OK(rn_infer_request_get_output_tensor(r, 0, &out));
+    *count = rn_tensor_element_count(out);
+    float *copy = malloc(*count * sizeof *copy);
+    cr_assert_not_null(copy);
+    memcpy(copy, rn_tensor_data(out), *count * sizeof *copy);
+    rn_infer_request_free(r);
+    return copy;
+}
+
+typedef struct exported {
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm;
+    void *blob;
+    size_t size;
+    float *out;
+    size_t n_out;
+    uint64_t compile_reorders; /* the constant conversions compiling ran */
+} exported;
+
+/* Compiles `path` for CPU at `precision`, runs it and exports it. */
+static void export_model(const char *path, const char *precision, exported *e)
+{
+    OK(rn_core_create(&e->core));
+    OK(rn_core_read_model(e->core, path, &e->model));
+    rn_property p[] = {{"INFERENCE_PRECISION_HINT", precision}};
+    uint64_t r0, o0, r1, o1;
+    cpu_blob_counters(&r0, &o0);
+    OK(rn_core_compile_model(e->core, e->model, "CPU", p, 1, &e->cm));
+    cpu_blob_counters(&r1, &o1);
+    e->compile_reorders = o1 - o0;
+    e->out = run_once(e->cm, &e->n_out);
+    OK(rn_compiled_model_export(e->cm, &e->blob, &e->size));
+}
+
+static void exported_free(exported *e)
+{
+    free(e->out);
+    free(e->blob);
+    rn_compiled_model_free(e->cm);
+    rn_model_free(e->model);
+    rn_core_free(e->core);
+}
+
+/* Imports a blob; *restored and *reordered: the weights it copied from the
+ * blob and the reorders run meanwhile. */
+static rn_status import_counted(rn_core *core, const void *blob, size_t size,
+                                rn_compiled_model **cm, uint64_t *restored, uint64_t *reordered)
+{
+    uint64_t r0, o0, r1, o1;
+    cpu_blob_counters(&r0, &o0);
+    rn_status st = rn_core_import_model(core, blob, size, "CPU", NULL, 0, cm);
+    cpu_blob_counters(&r1, &o1);
+    *restored = r1 - r0;
+    *reordered = o1 - o0;
+    return st;
+}
+
+/* Export -> import: the same output, bit for bit; each weight the compile
+ * converted restored from the blob, no reorder. Returns the number of
+ * weights restored. */
+static uint64_t round_trip(const char *path, const char *precision)
+{
+    exported e = {0};
+    export_model(path, precision, &e);
+    rn_compiled_model *imp;
+    uint64_t restored, reordered;
+    OK(import_counted(e.core, e.blob, e.size, &imp, &restored, &reordered));
+    cr_assert_eq(restored, e.compile_reorders,
+                 "%s: %llu weights came from the blob, the compile converted %llu", path,
+                 (unsigned long long)restored, (unsigned long long)e.compile_reorders);
+    cr_assert_eq(reordered, 0, "%s: the import ran %llu reorders", path,
+                 (unsigned long long)reordered);
+    size_t n;
+    float *out = run_once(imp, &n);
+    cr_assert_eq(n, e.n_out);
+    cr_assert(memcmp(out, e.out, n * sizeof *out) == 0,
+              "%s: the imported model's output differs from the compiled model's", path);
+    free(out);
+    rn_compiled_model_free(imp);
+    exported_free(&e);
+    return restored;
+}
+
+Test(cpu_export, conv_round_trip, .timeout = 300)
+{
+    char path[512];
+    cr_assert_gt(round_trip(light("squeezenet", path, sizeof path), "f32"), 0);
+}
+
+Test(cpu_export, gemm_round_trip)
+{
+    cr_assert_eq(round_trip("tests/cpu/export_gemm.onnx", "f32"), 2, "two inner products");
+}
+
+/* MatMul by constant weights: oneDNN 2.6's AVX2 matmul reads them plain
+ * (nothing converted, nothing stored); brgemm (AVX-512) blocks them. */
+Test(cpu_export, matmul_round_trip)
+{
+    round_trip("tests/cpu/attention_encoder.onnx", "f32");
+}
+
+Test(cpu_export, int8_round_trip)
+{
+    cr_assert_eq(round_trip("tests/cpu/export_int8.onnx", "f32"), 1, "one int8 convolution");
+}
+
+Test(cpu_export, bf16_round_trip, .timeout = 300)
+{
+    if (!cpu_has_bf16())
+        cr_skip_test("oneDNN runs %s here, without native bf16 (avx512_bf16 or AMX)",
+                     cpu_isa_name());
+    char path[512];
+    round_trip(light("squeezenet", path, sizeof path), "bf16");
+}
+
+/* ---- patched blobs ---- */
+
+/* The blob with its CPU_BLOB header entry passed through `patch` (which
+ * returns a malloc'ed replacement), sealed again. */
+static void repatch(const void *blob, size_t size, char *(*patch)(const char *), void **out,
+                    size_t *out_size)
+{
+    graph_blob_expect expect = {0};
+    graph_blob_header hdr = {0};
+    graph *g = NULL;
+    OK(graph_blob_read(blob, size, &expect, &hdr, &g));
+    const char **values = calloc(hdr.n_props, sizeof *values);
+    cr_assert_not_null(values);
+    char *patched = NULL;
+    for (size_t i = 0; i < hdr.n_props; i++) {
+        values[i] = hdr.values[i];
+        if (strcmp(hdr.keys[i], "CPU_BLOB") == 0)
+            values[i] = patched = patch(hdr.values[i]);
+    }
+    cr_assert_not_null(patched, "the blob has no CPU_BLOB entry");
+    graph_blob_header h2 = hdr;
+    h2.values = values;
+    graph_buffer buf = {0};
+    OK(graph_blob_write(&h2, g, &buf));
+    *out = buf.data;
+    *out_size = buf.size;
+    free(patched);
+    free(values);
+    graph_blob_header_release(&hdr);
+    graph_free(g);
+}
+
+/* `from` replaced by `to` in s, once (malloc'ed). */
+static char *replace(const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    cr_assert_not_null(at, "'%s' is not in the entry", from);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *r = malloc(n);
+    cr_assert_not_null(r);
+    snprintf(r, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return r;
+}
+
+static char *claim_amx(const char *entry)
+{
+    const char *isa = strstr(entry, "\nisa ");
+    cr_assert_not_null(isa);
+    const char *end = strchr(isa + 1, '\n');
+    char line[128];
+    snprintf(line, sizeof line, "%.*s", (int)(end - isa), isa);
+    return replace(entry, line, "\nisa avx512_core_amx 3e7");
+}
+
+static char *other_version(const char *entry)
+{
+    char mine[64];
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(mine, sizeof mine, "onednn %d.%d.%d ", v->major, v->minor, v->patch);
+    return replace(entry, mine, "onednn 9.9.9 ");
+}
+
+/* The first weight's byte count one more than its descriptor's. */
+static char *wrong_size(const char *entry)
+{
+    const char *w = strstr(entry, "runnel.cpu_blob.weights.0 ");
+    cr_assert_not_null(w);
+    char name[64], hash[32];
+    size_t bytes;
+    cr_assert_eq(sscanf(w, "%63s %31s %zu", name, hash, &bytes), 3);
+    char from[160], to[160];
+    snprintf(from, sizeof from, "%s %s %zu ", name, hash, bytes);
+    snprintf(to, sizeof to, "%s %s %zu ", name, hash, bytes + 1);
+    return replace(entry, from, to);
+}
+
+/* The first weight's descriptors cut short. */
+static char *truncated_md(const char *entry)
+{
+    const char *w = strstr(entry, "runnel.cpu_blob.weights.0 ");
+    cr_assert_not_null(w);
+    const char *end = strchr(w, '\n');
+    size_t n = (size_t)(end - entry);
+    char *r = malloc(strlen(entry) + 1);
+    cr_assert_not_null(r);
+    snprintf(r, strlen(entry) + 1, "%.*s%s", (int)(n - 40), entry, end);
+    return r;
+}
+
+static char *fewer_lines(const char *entry)
+{
+    return replace(entry, "\nentries ", "\nentries 9");
+}
+
+static char *garbage(const char *entry)
+{
+    (void)entry;
+    return strdup("not a\nCPU blob\nentry\n");
+}
+
+static void gemm_exported(exported *e)
+{
+    export_model("tests/cpu/export_gemm.onnx", "f32", e);
+}
+
+Test(cpu_export, import_refuses_an_isa_this_cpu_lacks)
+{
+    if (dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_amx)
+        cr_skip_test("this CPU has AMX: no ISA to claim that it lacks");
+    exported e = {0};
+    gemm_exported(&e);
+    void *b;
+    size_t n;
+    repatch(e.blob, e.size, claim_amx, &b, &n);
+    rn_compiled_model *imp = NULL;
+    cr_assert_eq(rn_core_import_model(e.core, b, n, "CPU", NULL, 0, &imp), RN_UNSUPPORTED);
+    cr_assert_null(imp);
+    cr_assert(strstr(rn_last_error(), "avx512_core_amx") != NULL, "%s", rn_last_error());
+    cr_assert(strstr(rn_last_error(), cpu_isa_name()) != NULL, "%s", rn_last_error());
+    free(b);
+    exported_free(&e);
+}
+
+Test(cpu_export, another_onednn_version_converts_from_the_graph)
+{
+    exported e = {0};
+    gemm_exported(&e);
+    void *b;
+    size_t n;
+    repatch(e.blob, e.size, other_version, &b, &n);
+    rn_compiled_model *imp;
+    uint64_t restored, reordered;
+    OK(import_counted(e.core, b, n, &imp, &restored, &reordered));
+    cr_assert_eq(restored, 0);
+    cr_assert_eq(reordered, 2, "the two weights are converted from the graph's");
+    size_t count;
+    float *out = run_once(imp, &count);
+    cr_assert_eq(count, e.n_out);
+    cr_assert(memcmp(out, e.out, count * sizeof *out) == 0);
+    free(out);
+    rn_compiled_model_free(imp);
+    free(b);
+    exported_free(&e);
+}
+
+static void expect_parse_error(char *(*patch)(const char *), const char *what)
+{
+    exported e = {0};
+    gemm_exported(&e);
+    void *b;
+    size_t n;
+    repatch(e.blob, e.size, patch, &b, &n);
+    rn_compiled_model *imp = NULL;
+    cr_assert_eq(rn_core_import_model(e.core, b, n, "CPU", NULL, 0, &imp), RN_PARSE_ERROR, "%s",
+                 rn_last_error());
+    cr_assert_null(imp);
+    cr_assert(strstr(rn_last_error(), "CPU_BLOB") != NULL, "%s", rn_last_error());
+    cr_assert(strstr(rn_last_error(), what) != NULL, "%s", rn_last_error());
+    free(b);
+    exported_free(&e);
+}
+
+Test(cpu_export, a_weight_of_the_wrong_size_is_refused)
+{
+    expect_parse_error(wrong_size, "not the size of its descriptor");
+}
+
+Test(cpu_export, a_truncated_descriptor_is_refused)
+{
+    expect_parse_error(truncated_md, "not hexadecimal descriptors");
+}
+
+Test(cpu_export, missing_entries_are_refused)
+{
+    expect_parse_error(fewer_lines, "lists 2 of 92 weights");
+}
+
+Test(cpu_export, a_garbled_entry_is_refused)
+{
+    expect_parse_error(garbage, "does not start with");
+}
+
+/* Bytes of the stored weights flipped, or the blob cut short: the
+ * container's checksum or length check refuses it. */
+Test(cpu_export, corrupted_or_truncated_blobs_are_refused)
+{
+    exported e = {0};
+    gemm_exported(&e);
+    unsigned char *b = malloc(e.size);
+    cr_assert_not_null(b);
+    memcpy(b, e.blob, e.size);
+    b[e.size / 2] ^= 0x5a;
+    rn_compiled_model *imp = NULL;
+    cr_assert_eq(rn_core_import_model(e.core, b, e.size, "CPU", NULL, 0, &imp), RN_PARSE_ERROR);
+    cr_assert(strstr(rn_last_error(), "checksum") != NULL, "%s", rn_last_error());
+    cr_assert_null(imp);
+    for (size_t cut = 1; cut < e.size; cut += e.size / 7 + 1) {
+        cr_assert_neq(rn_core_import_model(e.core, e.blob, cut, "CPU", NULL, 0, &imp), RN_OK);
+        cr_assert_null(imp);
+    }
+    free(b);
+    exported_free(&e);
+}
+
+/* CACHE_DIR: the second compile imports the stored blob (its weights
+ * restored, no reorder) and gives the same output. */
+Test(cpu_export, cache_dir_second_compile_restores_the_weights)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/rn_cpu_export_XXXXXX",
+             getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp");
+    cr_assert_not_null(mkdtemp(dir));
+    rn_core *core;
+    OK(rn_core_create(&core));
+    rn_property p[] = {{"CACHE_DIR", dir}, {"INFERENCE_PRECISION_HINT", "f32"}};
+    OK(rn_core_set_property(core, NULL, p, 1));
+    rn_model *model;
+    OK(rn_core_read_model(core, "tests/cpu/export_gemm.onnx", &model));
+    rn_compiled_model *first, *second;
+    OK(rn_core_compile_model(core, model, "CPU", p + 1, 1, &first));
+    uint64_t r0, o0, r1, o1;
+    cpu_blob_counters(&r0, &o0);
+    OK(rn_core_compile_model(core, model, "CPU", p + 1, 1, &second));
+    cpu_blob_counters(&r1, &o1);
+    char loaded[16];
+    OK(rn_compiled_model_get_property(second, "LOADED_FROM_CACHE", loaded, sizeof loaded));
+    cr_assert_str_eq(loaded, "YES");
+    cr_assert_eq(r1 - r0, 2, "the second compile did not import the cached blob's weights");
+    cr_assert_eq(o1 - o0, 0);
+    size_t n1, n2;
+    float *a = run_once(first, &n1), *b = run_once(second, &n2);
+    cr_assert_eq(n1, n2);
+    cr_assert(memcmp(a, b, n1 * sizeof *a) == 0);
+    free(a);
+    free(b);
+    rn_compiled_model_free(first);
+    rn_compiled_model_free(second);
+    rn_model_free(model);
+    rn_core_free(core);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
