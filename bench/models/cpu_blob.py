@@ -23,8 +23,8 @@ import time
 LIGHT = ".cache/onnx-1.22.0/light/light_{}.onnx"
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
     return p.stdout
@@ -37,18 +37,20 @@ def ms(pattern, text):
     return float(m.group(1))
 
 
-def runnel(tools, model, tmp):
+def runnel(tools, model, tmp, env=None):
     blob = os.path.join(tmp, "m.rnblob")
-    out = run([f"{tools}/compile", "-m", model, "-d", "CPU", "-o", blob, "-hint", "THROUGHPUT"])
+    out = run([f"{tools}/compile", "-m", model, "-d", "CPU", "-o", blob, "-hint", "THROUGHPUT"],
+              env)
     r = {"compile_ms": ms(r"read\s+([\d.]+) ms", out) + ms(r"compile\s+([\d.]+) ms", out),
          "export_ms": ms(r"export\s+([\d.]+) ms", out),
          "blob_mib": int(re.search(r"export\s+[\d.]+ ms, (\d+) bytes", out).group(1)) / 2**20}
-    out = run([f"{tools}/bench", "-m", blob, "-d", "CPU", "-niter", "1", "-hint", "THROUGHPUT"])
+    out = run([f"{tools}/bench", "-m", blob, "-d", "CPU", "-niter", "1", "-hint", "THROUGHPUT"],
+              env)
     r["import_ms"] = ms(r"Import model took ([\d.]+) ms", out)
     cache = os.path.join(tmp, "cache")
     for key in ("cache_first_ms", "cache_second_ms"):
         out = run([f"{tools}/bench", "-m", model, "-d", "CPU", "-niter", "1", "-hint",
-                   "THROUGHPUT", "-cache_dir", cache])
+                   "THROUGHPUT", "-cache_dir", cache], env)
         r[key] = ms(r"Read model took ([\d.]+) ms", out) + ms(r"Compile model took ([\d.]+) ms",
                                                                out)
     shutil.rmtree(cache, ignore_errors=True)
@@ -97,6 +99,8 @@ def main():
     ap.add_argument("--tools")
     ap.add_argument("--models", default="vgg19,zfnet512,resnet50")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--baseline", help="a folder with tools/ and runtime/libruntime.so of another "
+                    "build (before CPU blobs): its times in the same run")
     ap.add_argument("--child")
     ap.add_argument("--model")
     ap.add_argument("--tmp")
@@ -111,19 +115,34 @@ def main():
           "| OpenVINO compile | import | CACHE_DIR 1st | CACHE_DIR 2nd | runnel/OV compile "
           "| runnel/OV 2nd |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    base_rows = []
     for name in a.models.split(","):
         model = LIGHT.format(name)
-        rn, ovr = [], []
+        rn, ovr, base = [], [], []
+        env = dict(os.environ, LD_LIBRARY_PATH=f"{a.baseline}/runtime") if a.baseline else None
         for _ in range(a.repeat):
             with tempfile.TemporaryDirectory() as tmp:
                 rn.append(runnel(a.tools, model, tmp))
                 ovr.append(openvino(model, tmp))
+                if a.baseline:
+                    base.append(runnel(f"{a.baseline}/tools", model, tmp, env))
         r, o = best(rn), best(ovr)
+        if base:
+            b = best(base)
+            base_rows.append(f"| {name} | {b['compile_ms']:.0f} | {b['export_ms']:.0f} "
+                             f"({b['blob_mib']:.0f}) | {b['import_ms']:.0f} "
+                             f"| {b['cache_second_ms']:.0f} "
+                             f"| {b['cache_second_ms'] / o['cache_second_ms']:.2f} |")
         print(f"| {name} | {r['compile_ms']:.0f} | {r['export_ms']:.0f} ({r['blob_mib']:.0f}) "
               f"| {r['import_ms']:.0f} | {r['cache_first_ms']:.0f} | {r['cache_second_ms']:.0f} "
               f"| {o['compile_ms']:.0f} | {o['import_ms']:.0f} | {o['cache_first_ms']:.0f} "
               f"| {o['cache_second_ms']:.0f} | {r['compile_ms'] / o['compile_ms']:.2f} "
               f"| {r['cache_second_ms'] / o['cache_second_ms']:.2f} |", flush=True)
+    if base_rows:
+        print("\n# the baseline build (generic blobs: import reorders the weights), same run")
+        print("| model | compile | export (blob MiB) | import | CACHE_DIR 2nd | runnel/OV 2nd |")
+        print("|---|---|---|---|---|---|")
+        print("\n".join(base_rows))
 
 
 if __name__ == "__main__":

@@ -68,9 +68,19 @@ static rn_status build_base(plugin_plan *plan, graph *g)
 rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *registry,
                             const plugin_plan_options *options, plugin_plan **out)
 {
+    graph *g = NULL;
+    rn_status st = graph_clone(model, &g);
+    return st == RN_OK ? plugin_plan_build_owned(g, registry, options, out) : st;
+}
+
+rn_status plugin_plan_build_owned(graph *g, const plugin_kernel_registry *registry,
+                                  const plugin_plan_options *options, plugin_plan **out)
+{
     plugin_plan *plan = plan_new(registry);
-    if (plan == NULL)
+    if (plan == NULL) {
+        graph_free(g);
         return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+    }
     if (options != NULL)
         plan->options = *options;
     plugin_plan_options *o = &plan->options;
@@ -78,7 +88,6 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     atomic_init(&plan->log_level, o->log_level);
     plan->cache_capacity = o->shape_cache > 0 ? o->shape_cache : 8;
     rn_status st = RN_OK;
-    graph *g = NULL;
     if (o->n_stages < 0 || o->n_stages > PLUGIN_MAX_STAGES) {
         st = rn_set_error(RN_INVALID_ARG, "compile: %d device stages (at most %d)", o->n_stages,
                           PLUGIN_MAX_STAGES);
@@ -98,7 +107,9 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     };
     if ((st = executors_acquire(&ec, &plan->pool)) != RN_OK)
         goto fail;
-    if ((st = graph_clone(model, &g)) != RN_OK || (st = build_base(plan, g)) != RN_OK)
+    st = build_base(plan, g);
+    g = NULL; /* the plan's (freed by build_base on failure) */
+    if (st != RN_OK)
         goto fail;
     plan->n_pipeline = executors_pipeline_describe(plan->base->pipeline, plan->pipeline,
                                                    sizeof plan->pipeline / sizeof *plan->pipeline);
@@ -113,6 +124,7 @@ rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *re
     *out = plan;
     return RN_OK;
 fail:
+    graph_free(g);
     plugin_plan_free(plan);
     return st;
 }

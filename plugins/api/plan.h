@@ -94,6 +94,10 @@ typedef struct plugin_plan_options {
  * acquires its executor pool. The registry must outlive the plan. */
 rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *registry,
                             const plugin_plan_options *options, plugin_plan **out);
+/* The same with the caller's graph taken over (freed on failure): no copy
+ * of its weights. */
+rn_status plugin_plan_build_owned(graph *g, const plugin_kernel_registry *registry,
+                                  const plugin_plan_options *options, plugin_plan **out);
 void plugin_plan_free(plugin_plan *plan);
 
 /* The plan's transformed graph (owned by the plan). */

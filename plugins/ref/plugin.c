@@ -376,8 +376,9 @@ static rn_status ref_specialize(void *ctx, graph *g)
     return st;
 }
 
-/* Builds the plan of a transformed graph with the compiled model's properties. */
-static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
+/* Builds the plan of a transformed graph (taken over: the plan keeps it)
+ * with the compiled model's properties. */
+static rn_status ref_build(ref_plugin *p, ref_compiled *c, graph *g)
 {
     plugin_plan_options options = {.profiling = c->props.enable_profiling,
                                    .trace = c->props.enable_trace,
@@ -392,7 +393,7 @@ static rn_status ref_build(ref_plugin *p, ref_compiled *c, const graph *g)
     c->options = options;
     enter_build(c, &options);
     snprintf(c->network_name, sizeof c->network_name, "%s", g->name);
-    return plugin_plan_build(g, p->kernels, &options, &c->plan);
+    return plugin_plan_build_owned(g, p->kernels, &options, &c->plan);
 }
 
 /* A compiled model in `context` (NULL: the default) with the device's
@@ -425,8 +426,9 @@ rn_status host_compile(ref_plugin *p, const rn_graph *model, rn_plugin_context *
     if (st == RN_OK)
         st = ref_transform(p, &c->props, model, &g);
     if (st == RN_OK)
-        st = ref_build(p, c, g);
-    graph_free(g);
+        st = ref_build(p, c, g); /* takes g over */
+    else
+        graph_free(g);
     if (st != RN_OK) {
         ref_compiled_free(c);
         return st;
@@ -454,8 +456,7 @@ rn_status host_import(ref_plugin *p, const void *data, size_t size, rn_plugin_co
         st = plugin_import(data, size, p->dev->name, p->dev->architecture, properties, n_properties,
                            &c->props, &g);
     if (st == RN_OK) {
-        st = ref_build(p, c, g); /* the stored graph is already transformed */
-        graph_free(g);
+        st = ref_build(p, c, g); /* the stored graph, already transformed, taken over */
         if (p->dev->import_done != NULL)
             p->dev->import_done(pending);
     }

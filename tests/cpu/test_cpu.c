@@ -13,27 +13,13 @@
 #include <unistd.h>
 
 #include "runnel/runnel.h"
-
-#define LIGHT_DIR "../.cache/onnx-1.22.0/light"
+#include "tests/cpu/cpu_testing.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
         rn_status st_ = (expr);                                                                    \
         cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
     } while (0)
-
-/* The light models live in the checkout's .cache (scripts/setup). */
-static const char *light(const char *name, char *buf, size_t size)
-{
-    const char *roots[] = {".cache/onnx-1.22.0/light", LIGHT_DIR};
-    for (size_t i = 0; i < 2; i++) {
-        snprintf(buf, size, "%s/light_%s.onnx", roots[i], name);
-        if (access(buf, R_OK) == 0)
-            return buf;
-    }
-    cr_skip_test("light_%s.onnx is missing: run scripts/setup", name);
-    return NULL;
-}
 
 /* Whether /proc/cpuinfo lists a flag. */
 static bool cpu_flag(const char *flag)
@@ -99,28 +85,6 @@ Test(cpu, properties_are_checked)
     rn_core_free(core);
 }
 
-/* Runs a compiled model once on a deterministic input; returns a malloc'ed
- * copy of output 0 and its element count. */
-static float *run_once(rn_compiled_model *cm, size_t *count)
-{
-    rn_infer_request *r;
-    OK(rn_compiled_model_create_infer_request(cm, &r));
-    rn_tensor *in;
-    OK(rn_infer_request_get_input_tensor(r, 0, &in));
-    float *x = rn_tensor_data(in);
-    size_t n = rn_tensor_element_count(in);
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)((i * 7919u) % 1000u) / 500.0f - 1.0f;
-    OK(rn_infer_request_infer(r));
-    rn_tensor *out;
-    OK(rn_infer_request_get_output_tensor(r, 0, &out));
-    *count = rn_tensor_element_count(out);
-    float *copy = malloc(*count * sizeof *copy);
-    memcpy(copy, rn_tensor_data(out), *count * sizeof *copy);
-    rn_infer_request_free(r);
-    return copy;
-}
-
 static rn_compiled_model *compile(rn_core *core, rn_model *model, const char *device,
                                   const char *precision)
 {
@@ -166,7 +130,7 @@ static int conversions(rn_compiled_model *cm)
 Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
 {
     char path[512];
-    light("resnet50", path, sizeof path);
+    cpu_testing_light("resnet50", path, sizeof path);
     rn_core *core;
     rn_model *model;
     rn_compiled_model *cm = compile_f32(path, &core, &model);
@@ -200,8 +164,8 @@ static void compare_path_with_ref(const char *path, const char *name, const char
     rn_compiled_model *cpu = compile(core, model, "CPU", precision);
     rn_compiled_model *ref = compile(core, model, "REF", NULL);
     size_t n1, n2;
-    float *a = run_once(cpu, &n1);
-    float *b = run_once(ref, &n2);
+    float *a = cpu_testing_run_once(cpu, &n1);
+    float *b = cpu_testing_run_once(ref, &n2);
     cr_assert_eq(n1, n2);
     float scale = 0.0f;
     for (size_t i = 0; i < n2; i++)
@@ -220,7 +184,7 @@ static void compare_path_with_ref(const char *path, const char *name, const char
 static void compare_with_ref(const char *name, const char *precision, float rtol)
 {
     char path[512];
-    light(name, path, sizeof path);
+    cpu_testing_light(name, path, sizeof path);
     compare_path_with_ref(path, name, precision, rtol);
 }
 
@@ -314,7 +278,7 @@ static void on_done(rn_infer_request *r, rn_status status, void *user)
 Test(cpu, async_streams_give_the_sync_result, .timeout = 300)
 {
     char path[512];
-    light("squeezenet", path, sizeof path);
+    cpu_testing_light("squeezenet", path, sizeof path);
     rn_core *core;
     rn_model *model;
     OK(rn_core_create(&core));
@@ -323,7 +287,7 @@ Test(cpu, async_streams_give_the_sync_result, .timeout = 300)
     rn_compiled_model *cm;
     OK(rn_core_compile_model(core, model, "CPU", p, 2, &cm));
     size_t n;
-    float *want = run_once(cm, &n);
+    float *want = cpu_testing_run_once(cm, &n);
     enum { REQUESTS = 4, ROUNDS = 3 };
     rn_infer_request *r[REQUESTS];
     job j = {0};

@@ -10,53 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "graph/serialize.h"
 #include "plugins/cpu/blob.h"
 #include "runnel/runnel.h"
+#include "tests/cpu/cpu_testing.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
         rn_status st_ = (expr);                                                                    \
         cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
     } while (0)
-
-#define LIGHT_DIR "../.cache/onnx-1.22.0/light"
-
-static const char *light(const char *name, char *buf, size_t size)
-{
-    const char *roots[] = {".cache/onnx-1.22.0/light", LIGHT_DIR};
-    for (size_t i = 0; i < 2; i++) {
-        snprintf(buf, size, "%s/light_%s.onnx", roots[i], name);
-        if (access(buf, R_OK) == 0)
-            return buf;
-    }
-    cr_skip_test("light_%s.onnx is missing: run scripts/setup", name);
-    return NULL;
-}
-
-/* Output 0 of one run on a deterministic input (malloc'ed, *count). */
-static float *run_once(rn_compiled_model *cm, size_t *count)
-{
-    rn_infer_request *r;
-    OK(rn_compiled_model_create_infer_request(cm, &r));
-    rn_tensor *in;
-    OK(rn_infer_request_get_input_tensor(r, 0, &in));
-    float *x = rn_tensor_data(in);
-    size_t n = rn_tensor_element_count(in);
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)((i * 7919u) % 1000u) / 500.0f - 1.0f;
-    OK(rn_infer_request_infer(r));
-    rn_tensor *out;
-    OK(rn_infer_request_get_output_tensor(r, 0, &out));
-    *count = rn_tensor_element_count(out);
-    float *copy = malloc(*count * sizeof *copy);
-    cr_assert_not_null(copy);
-    memcpy(copy, rn_tensor_data(out), *count * sizeof *copy);
-    rn_infer_request_free(r);
-    return copy;
-}
 
 typedef struct exported {
     rn_core *core;
@@ -80,7 +44,7 @@ static void export_model(const char *path, const char *precision, exported *e)
     OK(rn_core_compile_model(e->core, e->model, "CPU", p, 1, &e->cm));
     cpu_blob_counters(&r1, &o1);
     e->compile_reorders = o1 - o0;
-    e->out = run_once(e->cm, &e->n_out);
+    e->out = cpu_testing_run_once(e->cm, &e->n_out);
     OK(rn_compiled_model_export(e->cm, &e->blob, &e->size));
 }
 
@@ -123,7 +87,7 @@ static uint64_t round_trip(const char *path, const char *precision)
     cr_assert_eq(reordered, 0, "%s: the import ran %llu reorders", path,
                  (unsigned long long)reordered);
     size_t n;
-    float *out = run_once(imp, &n);
+    float *out = cpu_testing_run_once(imp, &n);
     cr_assert_eq(n, e.n_out);
     cr_assert(memcmp(out, e.out, n * sizeof *out) == 0,
               "%s: the imported model's output differs from the compiled model's", path);
@@ -136,7 +100,7 @@ static uint64_t round_trip(const char *path, const char *precision)
 Test(cpu_export, conv_round_trip, .timeout = 300)
 {
     char path[512];
-    cr_assert_gt(round_trip(light("squeezenet", path, sizeof path), "f32"), 0);
+    cr_assert_gt(round_trip(cpu_testing_light("squeezenet", path, sizeof path), "f32"), 0);
 }
 
 Test(cpu_export, gemm_round_trip)
@@ -162,7 +126,7 @@ Test(cpu_export, bf16_round_trip, .timeout = 300)
         cr_skip_test("oneDNN runs %s here, without native bf16 (avx512_bf16 or AMX)",
                      cpu_isa_name());
     char path[512];
-    round_trip(light("squeezenet", path, sizeof path), "bf16");
+    round_trip(cpu_testing_light("squeezenet", path, sizeof path), "bf16");
 }
 
 /* ---- patched blobs ---- */
@@ -270,22 +234,31 @@ static void gemm_exported(exported *e)
     export_model("tests/cpu/export_gemm.onnx", "f32", e);
 }
 
-Test(cpu_export, import_refuses_an_isa_this_cpu_lacks)
+/* The gemm model's blob patched by `patch` is refused with `status` and a
+ * message holding `what` and `what2`; nothing is built. */
+static void expect_refused(char *(*patch)(const char *), rn_status status, const char *what,
+                           const char *what2)
 {
-    if (dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_amx)
-        cr_skip_test("this CPU has AMX: no ISA to claim that it lacks");
     exported e = {0};
     gemm_exported(&e);
     void *b;
     size_t n;
-    repatch(e.blob, e.size, claim_amx, &b, &n);
+    repatch(e.blob, e.size, patch, &b, &n);
     rn_compiled_model *imp = NULL;
-    cr_assert_eq(rn_core_import_model(e.core, b, n, "CPU", NULL, 0, &imp), RN_UNSUPPORTED);
+    cr_assert_eq(rn_core_import_model(e.core, b, n, "CPU", NULL, 0, &imp), status, "%s",
+                 rn_last_error());
     cr_assert_null(imp);
-    cr_assert(strstr(rn_last_error(), "avx512_core_amx") != NULL, "%s", rn_last_error());
-    cr_assert(strstr(rn_last_error(), cpu_isa_name()) != NULL, "%s", rn_last_error());
+    cr_assert(strstr(rn_last_error(), what) != NULL, "%s", rn_last_error());
+    cr_assert(strstr(rn_last_error(), what2) != NULL, "%s", rn_last_error());
     free(b);
     exported_free(&e);
+}
+
+Test(cpu_export, import_refuses_an_isa_this_cpu_lacks)
+{
+    if (dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_amx)
+        cr_skip_test("this CPU has AMX: no ISA to claim that it lacks");
+    expect_refused(claim_amx, RN_UNSUPPORTED, "avx512_core_amx", cpu_isa_name());
 }
 
 Test(cpu_export, another_onednn_version_converts_from_the_graph)
@@ -301,7 +274,7 @@ Test(cpu_export, another_onednn_version_converts_from_the_graph)
     cr_assert_eq(restored, 0);
     cr_assert_eq(reordered, 2, "the two weights are converted from the graph's");
     size_t count;
-    float *out = run_once(imp, &count);
+    float *out = cpu_testing_run_once(imp, &count);
     cr_assert_eq(count, e.n_out);
     cr_assert(memcmp(out, e.out, count * sizeof *out) == 0);
     free(out);
@@ -312,19 +285,7 @@ Test(cpu_export, another_onednn_version_converts_from_the_graph)
 
 static void expect_parse_error(char *(*patch)(const char *), const char *what)
 {
-    exported e = {0};
-    gemm_exported(&e);
-    void *b;
-    size_t n;
-    repatch(e.blob, e.size, patch, &b, &n);
-    rn_compiled_model *imp = NULL;
-    cr_assert_eq(rn_core_import_model(e.core, b, n, "CPU", NULL, 0, &imp), RN_PARSE_ERROR, "%s",
-                 rn_last_error());
-    cr_assert_null(imp);
-    cr_assert(strstr(rn_last_error(), "CPU_BLOB") != NULL, "%s", rn_last_error());
-    cr_assert(strstr(rn_last_error(), what) != NULL, "%s", rn_last_error());
-    free(b);
-    exported_free(&e);
+    expect_refused(patch, RN_PARSE_ERROR, "CPU_BLOB", what);
 }
 
 Test(cpu_export, a_weight_of_the_wrong_size_is_refused)
@@ -395,7 +356,7 @@ Test(cpu_export, cache_dir_second_compile_restores_the_weights)
     cr_assert_eq(r1 - r0, 2, "the second compile did not import the cached blob's weights");
     cr_assert_eq(o1 - o0, 0);
     size_t n1, n2;
-    float *a = run_once(first, &n1), *b = run_once(second, &n2);
+    float *a = cpu_testing_run_once(first, &n1), *b = cpu_testing_run_once(second, &n2);
     cr_assert_eq(n1, n2);
     cr_assert(memcmp(a, b, n1 * sizeof *a) == 0);
     free(a);

@@ -1,0 +1,47 @@
+/* What the CPU device's tests share (cpu_testing.h). */
+#include "tests/cpu/cpu_testing.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        rn_status st_ = (expr);                                                                    \
+        cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
+    } while (0)
+
+const char *cpu_testing_light(const char *name, char *buf, size_t size)
+{
+    const char *roots[] = {".cache/onnx-1.22.0/light", "../.cache/onnx-1.22.0/light"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(buf, size, "%s/light_%s.onnx", roots[i], name);
+        if (access(buf, R_OK) == 0)
+            return buf;
+    }
+    cr_skip_test("light_%s.onnx is missing: run scripts/setup", name);
+    return NULL;
+}
+
+float *cpu_testing_run_once(rn_compiled_model *cm, size_t *count)
+{
+    rn_infer_request *r;
+    OK(rn_compiled_model_create_infer_request(cm, &r));
+    rn_tensor *in;
+    OK(rn_infer_request_get_input_tensor(r, 0, &in));
+    float *x = rn_tensor_data(in);
+    size_t n = rn_tensor_element_count(in);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((i * 7919u) % 1000u) / 500.0f - 1.0f;
+    OK(rn_infer_request_infer(r));
+    rn_tensor *out;
+    OK(rn_infer_request_get_output_tensor(r, 0, &out));
+    *count = rn_tensor_element_count(out);
+    float *copy = malloc(*count * sizeof *copy);
+    cr_assert_not_null(copy);
+    memcpy(copy, rn_tensor_data(out), *count * sizeof *copy);
+    rn_infer_request_free(r);
+    return copy;
+}

@@ -1,0 +1,19 @@
+/* What the CPU device's tests share: the light models' paths and one run
+ * of a compiled model on a deterministic input. */
+#ifndef RUNNEL_TESTS_CPU_CPU_TESTING_H
+#define RUNNEL_TESTS_CPU_CPU_TESTING_H
+
+#include <stddef.h>
+
+#include "runnel/runnel.h"
+
+/* The path of light_<name>.onnx in the checkout's .cache (scripts/setup)
+ * in buf; skips the test, saying so, when it is missing. */
+const char *cpu_testing_light(const char *name, char *buf, size_t size);
+
+/* Runs the compiled model once with input 0 filled with a deterministic
+ * pattern in [-1, 1); returns a malloc'ed copy of output 0 (f32) and its
+ * element count. Fails the test on any error. */
+float *cpu_testing_run_once(rn_compiled_model *cm, size_t *count);
+
+#endif /* RUNNEL_TESTS_CPU_CPU_TESTING_H */
