@@ -294,7 +294,16 @@ static bool md_sane(const dnnl_memory_desc_t *md)
         return false;
     for (int d = 0; d < md->ndims; d++)
         if (md->dims[d] <= 0 || md->padded_dims[d] < md->dims[d] ||
-            md->padded_dims[d] > ((int64_t)1 << 40))
+            md->padded_dims[d] > ((int64_t)1 << 40) || md->padded_offsets[d] < 0 ||
+            md->format_desc.blocking.strides[d] < 0 ||
+            md->format_desc.blocking.strides[d] > ((int64_t)1 << 40))
+            return false;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (b->inner_nblks < 0 || b->inner_nblks > DNNL_MAX_NDIMS)
+        return false;
+    for (int i = 0; i < b->inner_nblks; i++)
+        if (b->inner_idxs[i] < 0 || b->inner_idxs[i] >= md->ndims || b->inner_blks[i] <= 0 ||
+            b->inner_blks[i] > 4096)
             return false;
     return true;
 }

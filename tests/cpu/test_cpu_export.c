@@ -218,6 +218,23 @@ static char *truncated_md(const char *entry)
     return r;
 }
 
+/* The first weight's converted descriptor claiming 99 dims (ndims, the
+ * descriptor's first int, little-endian). */
+static char *bad_ndims(const char *entry)
+{
+    char *r = strdup(entry);
+    cr_assert_not_null(r);
+    char *w = strstr(r, "runnel.cpu_blob.weights.0 ");
+    cr_assert_not_null(w);
+    for (int field = 0; field < 4; field++) {
+        w = strchr(w, ' ');
+        cr_assert_not_null(w);
+        w++;
+    }
+    memcpy(w, "63000000", 8);
+    return r;
+}
+
 static char *fewer_lines(const char *entry)
 {
     return replace(entry, "\nentries ", "\nentries 9");
@@ -296,6 +313,11 @@ Test(cpu_export, a_weight_of_the_wrong_size_is_refused)
 Test(cpu_export, a_truncated_descriptor_is_refused)
 {
     expect_parse_error(truncated_md, "not hexadecimal descriptors");
+}
+
+Test(cpu_export, a_descriptor_of_99_dims_is_refused)
+{
+    expect_parse_error(bad_ndims, "not a blocked descriptor of 1 to 12 dims");
 }
 
 Test(cpu_export, missing_entries_are_refused)
