@@ -71,6 +71,7 @@ static void cpu_configure(const plugin_properties *props, plugin_plan_options *o
         .bind = props->bind_thread,
     };
     cpu_config_set(&c);
+    options->compute_threads_per_stream = (uint32_t)c.threads;
     options->threads_per_stream = 1;
 }
 

@@ -155,6 +155,40 @@ static rn_compiled_model *compile_f32(const char *path, rn_core **core, rn_model
     return compile(*core, *model, "CPU", "f32");
 }
 
+/* INFERENCE_NUM_THREADS of a compiled model is the threads that compute:
+ * streams × each stream's OpenMP team, not its one worker per stream. */
+static unsigned compiled_threads(rn_core *core, rn_model *model, const char *hint,
+                                 const char *threads)
+{
+    rn_property p[] = {{"INFERENCE_PRECISION_HINT", "f32"},
+                       {"PERFORMANCE_HINT", hint},
+                       {"INFERENCE_NUM_THREADS", threads}};
+    rn_compiled_model *cm;
+    OK(rn_core_compile_model(core, model, "CPU", p, threads != NULL ? 3 : 2, &cm));
+    char buf[32];
+    OK(rn_compiled_model_get_property(cm, "INFERENCE_NUM_THREADS", buf, sizeof buf));
+    rn_compiled_model_free(cm);
+    return (unsigned)atoi(buf);
+}
+
+Test(cpu, inference_num_threads_counts_the_team, .timeout = 120)
+{
+    char path[512];
+    light("squeezenet", path, sizeof path);
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, path, &model));
+    unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    cr_assert_eq(compiled_threads(core, model, "LATENCY", NULL), cpus,
+                 "LATENCY: one stream whose team has every CPU");
+    cr_assert_eq(compiled_threads(core, model, "THROUGHPUT", NULL), cpus,
+                 "THROUGHPUT: a single-threaded stream per CPU");
+    cr_assert_eq(compiled_threads(core, model, "LATENCY", "1"), 1);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
 /* The plan's layout conversions (PLAN_CONVERSIONS). */
 static int conversions(rn_compiled_model *cm)
 {
