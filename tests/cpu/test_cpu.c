@@ -155,6 +155,15 @@ static rn_compiled_model *compile_f32(const char *path, rn_core **core, rn_model
     return compile(*core, *model, "CPU", "f32");
 }
 
+/* A light model read by a new Core (both to free). */
+static void read_light(const char *name, rn_core **core, rn_model **model)
+{
+    char path[512];
+    light(name, path, sizeof path);
+    OK(rn_core_create(core));
+    OK(rn_core_read_model(*core, path, model));
+}
+
 /* INFERENCE_NUM_THREADS of a compiled model is the threads that compute:
  * streams × each stream's OpenMP team, not its one worker per stream. */
 static unsigned compiled_threads(rn_core *core, rn_model *model, const char *hint,
@@ -173,12 +182,9 @@ static unsigned compiled_threads(rn_core *core, rn_model *model, const char *hin
 
 Test(cpu, inference_num_threads_counts_the_team, .timeout = 120)
 {
-    char path[512];
-    light("squeezenet", path, sizeof path);
     rn_core *core;
     rn_model *model;
-    OK(rn_core_create(&core));
-    OK(rn_core_read_model(core, path, &model));
+    read_light("squeezenet", &core, &model);
     unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     cr_assert_eq(compiled_threads(core, model, "LATENCY", NULL), cpus,
                  "LATENCY: one stream whose team has every CPU");
@@ -347,12 +353,9 @@ static void on_done(rn_infer_request *r, rn_status status, void *user)
 
 Test(cpu, async_streams_give_the_sync_result, .timeout = 300)
 {
-    char path[512];
-    light("squeezenet", path, sizeof path);
     rn_core *core;
     rn_model *model;
-    OK(rn_core_create(&core));
-    OK(rn_core_read_model(core, path, &model));
+    read_light("squeezenet", &core, &model);
     rn_property p[] = {{"PERFORMANCE_HINT", "THROUGHPUT"}, {"INFERENCE_PRECISION_HINT", "f32"}};
     rn_compiled_model *cm;
     OK(rn_core_compile_model(core, model, "CPU", p, 2, &cm));
