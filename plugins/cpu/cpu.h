@@ -59,9 +59,19 @@ bool cpu_has_bf16(void);
 bool cpu_has_vnni(void);
 /* Sets an error naming the node and what failed with oneDNN's status. */
 rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s);
+/* What cpu_enter changed on a thread that is not a stream worker (a sync
+ * request run inline in the user's thread), for cpu_leave to put back. */
+typedef struct cpu_thread_state {
+    bool saved;
+    unsigned csr;    /* MXCSR: FTZ and DAZ */
+    int max_threads; /* OpenMP's nthreads-var */
+} cpu_thread_state;
+
 /* Makes the calling thread run primitives with `threads` OpenMP threads
- * and the config's denormal mode. */
-void cpu_enter(int threads, bool denormals);
+ * and the config's denormal mode; cpu_leave after the primitive. A stream
+ * worker keeps the settings; a user's thread gets its own back. */
+cpu_thread_state cpu_enter(int threads, bool denormals);
+void cpu_leave(cpu_thread_state saved);
 
 /* ---- team size (team.c) ---- */
 
