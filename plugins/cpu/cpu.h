@@ -57,6 +57,10 @@ rn_status cpu_stream(dnnl_stream_t *out);
 const char *cpu_isa_name(void);
 bool cpu_has_bf16(void);
 bool cpu_has_vnni(void);
+/* The device's own read-only properties (info.c): CPU_ISA, and
+ * FULL_DEVICE_NAME and OPTIMIZATION_CAPABILITIES for this machine. */
+extern const char *const cpu_ro_keys[];
+rn_status cpu_get_property(const char *key, char *buf, size_t size);
 /* Sets an error naming the node and what failed with oneDNN's status. */
 rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s);
 /* What cpu_enter changed on a thread that is not a stream worker (a sync

@@ -79,13 +79,14 @@ const host_device cpu_device = {
     .name = "CPU",
     .full_name = "runnel CPU device (oneDNN)",
     .architecture = "onednn",
-    .capabilities = "FP32 BF16 EXPORT_IMPORT",
+    .capabilities = "FP32 INT8 EXPORT_IMPORT", /* info.c answers for the machine */
     .context_kind = {"CPU", "HOST", "HOST_BUFFER"},
     .register_kernels = cpu_register_kernels,
     .defaults = cpu_defaults,
     .add_passes = cpu_add_passes,
     .configure = cpu_configure,
-    .get_property = cpu_bind_get_property,
+    .get_property = cpu_get_property,
+    .ro_keys = cpu_ro_keys,
 };
 
 static rn_status cpu_create(rn_plugin **out)

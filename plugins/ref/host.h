@@ -31,9 +31,13 @@ typedef struct host_device {
      * specialised for run-time shapes) before it builds: sets up how the
      * kernels are prepared and may change the options (streams, threads). */
     void (*configure)(const plugin_properties *props, plugin_plan_options *options);
-    /* (optional) The device's own read-only properties: RN_NOT_FOUND for
-     * keys it does not have (the shared ones are asked next). */
+    /* (optional) The device's own read-only properties, asked first (a
+     * device may answer a shared key, such as OPTIMIZATION_CAPABILITIES,
+     * for the machine it runs on): RN_NOT_FOUND for keys it does not have
+     * (the shared ones are asked next). */
     rn_status (*get_property)(const char *key, char *buf, size_t size);
+    /* (optional) Its read-only keys for SUPPORTED_PROPERTIES (NULL-ended). */
+    const char *const *ro_keys;
 } host_device;
 
 extern const host_device ref_device;

@@ -77,6 +77,38 @@ Test(cpu, precision_follows_the_isa)
     rn_core_free(core);
 }
 
+/* What the device says about the machine: the ISA oneDNN dispatches to,
+ * the processor in FULL_DEVICE_NAME, BF16 among the capabilities only where
+ * it is native (as OpenVINO's CPU plugin), and CPU_ISA in
+ * SUPPORTED_PROPERTIES. */
+Test(cpu, describes_the_machine)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    char isa[64], name[512], caps[256], keys[4096];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    OK(rn_core_get_property(core, "CPU", "FULL_DEVICE_NAME", name, sizeof name));
+    OK(rn_core_get_property(core, "CPU", "OPTIMIZATION_CAPABILITIES", caps, sizeof caps));
+    OK(rn_core_get_property(core, "CPU", "SUPPORTED_PROPERTIES", keys, sizeof keys));
+    bool avx512 = cpu_flag("avx512f"), avx2 = cpu_flag("avx2");
+    if (avx512)
+        cr_assert(strncmp(isa, "avx512", 6) == 0, "avx512f present, CPU_ISA %s", isa);
+    else if (avx2)
+        cr_assert(strncmp(isa, "avx2", 4) == 0, "avx2 without avx512f, CPU_ISA %s", isa);
+    cr_assert(strstr(name, isa) != NULL, "%s does not name %s", name, isa);
+    cr_assert(strstr(name, " on ") != NULL, "%s does not name the processor", name);
+    bool bf16 = cpu_flag("avx512_bf16") || cpu_flag("amx_bf16");
+    cr_assert_eq(strstr(caps, "BF16") != NULL, bf16, "%s with avx512_bf16/amx_bf16 %s", caps,
+                 bf16 ? "present" : "absent");
+    cr_assert(strstr(caps, "FP32") != NULL && strstr(caps, "INT8") != NULL, "%s", caps);
+    cr_assert(strstr(keys, "CPU_ISA") != NULL, "%s", keys);
+    /* Read-only: setting it is refused by name. */
+    rn_property set = {"CPU_ISA", "avx2"};
+    cr_assert_neq(rn_core_set_property(core, "CPU", &set, 1), RN_OK);
+    cr_assert(strstr(rn_last_error(), "CPU_ISA") != NULL, "%s", rn_last_error());
+    rn_core_free(core);
+}
+
 Test(cpu, properties_are_checked)
 {
     rn_core *core;
