@@ -86,10 +86,10 @@ int64_t cpu_work(const rn_node *node);
  * cores: 1 when its work is too small to pay for the team, else threads. */
 int cpu_team_size(const rn_node *node, int threads);
 /* Around creating a primitive descriptor or a primitive, which partition
- * their work for the calling thread's OpenMP maximum: on streams of several
- * cores sets it to the node's team size and returns the previous one for
- * cpu_team_end to restore (the compiling thread is the user's); -1 and
- * nothing set on single-core streams. */
+ * their work for the calling thread's OpenMP maximum (and fix the team a
+ * run forks): sets it to the node's team size on the stream's cores (1 on
+ * single-core streams) and returns the previous one for cpu_team_end to
+ * restore (the compiling thread is the user's). */
 int cpu_team_begin(const rn_node *node);
 void cpu_team_end(int previous);
 
