@@ -224,7 +224,9 @@ static bool slice_args_read(const rn_node *node, slice_args *sa, const char **wh
     memset(sa, 0, sizeof *sa);
     if (rn_node_opset(node) < 10) {
         const int64_t *starts = NULL, *axes = NULL;
-        sa->n = rn_node_attr_ints(node, "starts", &starts);
+        sa->n = rn_node_attr_ints(node, "starts", &starts); /* -1: absent */
+        if (sa->n < 0)
+            sa->n = 0;
         int na = rn_node_attr_ints(node, "axes", &axes);
         if (sa->n > 8 || (na > 0 && na != sa->n)) {
             *why = "GPU: Slice's starts and axes disagree";

@@ -23,7 +23,9 @@ static bool reduced_dims(const rn_node *node, bool mask[8], const char **why)
 {
     int rank = rn_node_input_shape(node, 0).rank;
     const int64_t *attr = NULL;
-    int n = rn_node_attr_ints(node, "axes", &attr);
+    int n = rn_node_attr_ints(node, "axes", &attr); /* -1: absent */
+    if (n < 0)
+        n = 0;
     const rn_kernel_tensor *t = NULL;
     if (rn_node_input_count(node) > 1 && rn_node_input_name(node, 1)[0] != '\0') {
         t = rn_node_input_constant(node, 1);
