@@ -1,7 +1,7 @@
 /* Ops on values of other types than f32, as a transformer's embeddings and
  * attention masks use them (program_index.c's kernels): Gather (int64 or
- * int32 indices, negative ones from the end), Cast between f32, i64, i32
- * and bool, Where (bool condition, numpy broadcasting), the comparisons
+ * int32 indices, negative ones from the end), Cast and CastLike between
+ * f32, i64, i32 and bool, Where (bool condition, numpy broadcasting), the comparisons
  * Equal, Less, Greater, LessOrEqual, GreaterOrEqual and Not (bool results),
  * Expand, and Slice with constant starts, ends, axes and steps. Elements are
  * moved by size (1, 4 or 8 bytes), so the movement ops take every one of
@@ -446,6 +446,8 @@ static rn_status cast_run(rn_kernel_args *args)
 }
 
 TYPED_KERNEL(gpu_kernel_cast, "Cast", cast_supports, cast_prepare, cast_run);
+/* CastLike: to the type of input 1 (only its type is read). */
+TYPED_KERNEL(gpu_kernel_cast_like, "CastLike", cast_supports, cast_prepare, cast_run);
 
 /* ---- Where ---- */
 

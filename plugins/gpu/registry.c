@@ -49,6 +49,7 @@ extern const rn_kernel gpu_kernel_log_softmax;
 extern const rn_kernel gpu_kernel_layernorm;
 extern const rn_kernel gpu_kernel_gather;
 extern const rn_kernel gpu_kernel_cast;
+extern const rn_kernel gpu_kernel_cast_like;
 extern const rn_kernel gpu_kernel_where;
 extern const rn_kernel gpu_kernel_equal;
 extern const rn_kernel gpu_kernel_less;
@@ -111,6 +112,7 @@ const rn_kernel *const gpu_kernels[] = {
     &gpu_kernel_layernorm,
     &gpu_kernel_gather,
     &gpu_kernel_cast,
+    &gpu_kernel_cast_like,
     &gpu_kernel_where,
     &gpu_kernel_equal,
     &gpu_kernel_less,

@@ -8,7 +8,8 @@ for test_gpu_encoder_ops.c (GPU against REF on these inputs):
   gather_bool         bool data [4,3], constant i64 scalar index -1, axis 0
   where_bcast         bool [3,1], f32 [2,1,4], f32 [4] -> [2,3,4]
   where_i64           bool [4], i64 [2,4], i64 [1]
-  cast_round_trips    f32 -> i64 -> f32, f32 -> bool -> i32 -> i64, i64 -> bool -> f32
+  cast_round_trips    f32 -> i64 -> f32, f32 -> bool -> i32 -> i64, i64 -> bool -> f32,
+                      f32 -> i32 -> f32, CastLike f32 -> i64
   compare             Equal/Less/Greater/LessOrEqual/GreaterOrEqual (i64, f32, broadcast), Not
   bert_mask           PyTorch's BertModel mask: Equal(ids, 0), Unsqueeze x2, Expand,
                       ConstantOfShape, Where, added to scores, Softmax
@@ -87,9 +88,11 @@ def main():
         helper.make_node("Cast", ["mb"], ["y_i64_b_f"], to=to.FLOAT),
         helper.make_node("Cast", ["x"], ["x32"], to=to.INT32),
         helper.make_node("Cast", ["x32"], ["y_f_i32_f"], to=to.FLOAT),
+        helper.make_node("CastLike", ["x", "m"], ["y_like_i64"]),
     ], [("x", x), ("m", np.array([0, 1, 0, 5, -3], np.int64))],
         [("y_f_i64_f", np.float32, [2, 5]), ("y_f_b_i32_i64", np.int64, [2, 5]),
-         ("y_i64_b_f", np.float32, [5]), ("y_f_i32_f", np.float32, [2, 5])])
+         ("y_i64_b_f", np.float32, [5]), ("y_f_i32_f", np.float32, [2, 5]),
+         ("y_like_i64", np.int64, [2, 5])])
     a = RNG.integers(-3, 3, size=(2, 3)).astype(np.int64)
     b = RNG.integers(-3, 3, size=(3,)).astype(np.int64)
     fa = np.round(f32(2, 3)).astype(np.float32)
