@@ -106,6 +106,13 @@ static bool qfused_supports(const rn_node *node, const char **why)
         *why = "x u8 or i8 and w i8 only";
         return false;
     }
+    /* Without VNNI, oneDNN's int8 convolution and inner product take an i8
+     * source by halving the weights (its s8s8 compensation keeps
+     * vpmaddubsw from saturating), which drops the weights' last bit. */
+    if (rn_node_input_type(node, QF_X) == RN_I8 && !matmul && !cpu_has_vnni()) {
+        *why = "i8 x on a CPU without VNNI (oneDNN halves the weights, inexact)";
+        return false;
+    }
     if (conv     ? (x.rank < 3 || x.rank > 5)
         : matmul ? (x.rank < 2 || x.rank > 5 || w.rank != 2 || present(node, QF_B))
                  : (x.rank != 2 || w.rank != 2)) {
