@@ -1,30 +1,35 @@
 /* fuse_qop: ONNX's operator-format int8 ops (quantize_static with
- * QuantFormat.QOperator) into runnel's fused quantized ops, for devices with
- * int8 primitives (CPU's oneDNN, plugins/cpu/quant.c):
+ * QuantFormat.QOperator, quantize_dynamic) into runnel's fused quantized
+ * ops, for devices with int8 primitives (CPU's oneDNN, plugins/cpu/quant.c):
  *
  *   QLinearConv(x, xs, xz, w, ws, wz, ys, yz, B)   -> QLinearFusedConv
  *   QLinearMatMul(a, as, az, b, bs, bz, ys, yz)    -> QLinearFusedMatMul
+ *   ConvInteger(x, w, xz, wz)                      -> QLinearFusedConv -> Cast
+ *   MatMulInteger(a, b, az, bz)                    -> QLinearFusedMatMul -> Cast
  *
- * Both compute y = saturate(round((x - xz) * (w - wz) [+ B]) * xs * ws / ys) + yz),
- * which is the fused op's arithmetic with no mid quantization, residual or
- * activation (graph/ops/qlinear_fused.h). The weights' zero point is folded
- * at compile time: w - wz becomes new i8 weights with zero point 0 (the
- * integer identity (x - xz)(w - wz) is exact), so u8 weights and nonzero,
- * per-channel weight zero points reach oneDNN's int8 primitives, which have
- * no weight zero point. QLinearConv's i32 bias (scale xs * ws[c], zero
- * point 0) becomes f32 B * xs * ws[c]; the CPU kernel divides it back into
- * the accumulator's units.
+ * The QLinear ops compute y = saturate(round((x - xz) * (w - wz) [+ B]) *
+ * xs * ws / ys) + yz), the fused op's arithmetic with no mid quantization,
+ * residual or activation (graph/ops/qlinear_fused.h). The integer ops
+ * compute the i32 (x - xz) * (w - wz): the fused op with scales 1 and no y
+ * writes it as f32, exact while every |accumulator| is below 2^24 (bounded
+ * here from the constant weights), and a Cast makes it i32 again. The
+ * weights' zero point is folded at compile time: w - wz becomes new i8
+ * weights with zero point 0 (the integer identity (x - xz)(w - wz) is
+ * exact), so u8 weights and nonzero, per-channel weight zero points reach
+ * oneDNN's int8 primitives, which have no weight zero point. QLinearConv's
+ * i32 bias (scale xs * ws[c], zero point 0) becomes f32 B * xs * ws[c]; the
+ * CPU kernel divides it back into the accumulator's units.
  *
  * A node is rewritten only where the result is the ONNX op's:
  *   x per tensor, of a static shape (Conv: 1-D to 3-D; MatMul: rank 2 to 5);
  *   w a constant i8/u8 (MatMul: [K, N]), scales f32 constants per tensor or
  *   per output channel (Conv: axis 0; MatMul: per column), zero points
  *   constants of the same counts; every w - wz within i8's range;
- *   y's scale and zero point present and constant; B a constant i32.
+ *   y's scale and zero point present and constant; B a constant i32;
+ *   the integer ops' accumulators below 2^24.
  * Any other node (e.g. u8 weights 0..255 with zero point 0, whose w - wz
  * leaves i8) stays for the device's kernel of the ONNX op (REF's, exact);
- * docs/cpu.md lists these conditions. MatMulInteger and ConvInteger are
- * not rewritten (see docs/cpu.md). ctx: unused. */
+ * docs/cpu.md lists these conditions. ctx: unused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +86,33 @@ static double float_at(const graph_tensor *t, size_t k)
     return ((const float *)t->data)[graph_tensor_count(t) == 1 ? 0 : k];
 }
 
+/* Where an op keeps its inputs (-1: it has none there). */
+typedef struct qop_kind {
+    const char *op;
+    bool conv, integer; /* integer: MatMulInteger / ConvInteger, i32 y */
+    int x, xs, xz, w, ws, wz, ys, yz, b;
+} qop_kind;
+
+static const qop_kind kinds[] = {
+    {"QLinearConv", true, false, 0, 1, 2, 3, 4, 5, 6, 7, 8},
+    {"QLinearMatMul", false, false, 0, 1, 2, 3, 4, 5, 6, 7, -1},
+    {"ConvInteger", true, true, 0, -1, 2, 1, -1, 3, -1, -1, -1},
+    {"MatMulInteger", false, true, 0, -1, 2, 1, -1, 3, -1, -1, -1},
+};
+
+static const qop_kind *kind_of(const graph_node *n)
+{
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (is_onnx_op(n, kinds[i].op))
+            return &kinds[i];
+    return NULL;
+}
+
+static graph_value *port(const graph_node *n, int i)
+{
+    return i >= 0 ? in_at(n, i) : NULL;
+}
+
 /* The output channel of weight element k: Conv's dim 0, MatMul's column. */
 static size_t channel_of(const graph_tensor *w, bool conv, size_t k)
 {
@@ -88,53 +120,86 @@ static size_t channel_of(const graph_tensor *w, bool conv, size_t k)
     return conv ? k / (count / m) : k % m;
 }
 
-static const char *qop_decline(const graph_node *n)
+/* w - wz of weight element k. */
+static int64_t folded_at(const graph_tensor *w, const graph_tensor *wz, bool conv, size_t k)
 {
-    bool conv = is_onnx_op(n, "QLinearConv");
-    if (!conv && !is_onnx_op(n, "QLinearMatMul"))
-        return "not QLinearConv or QLinearMatMul";
-    graph_value *x = in_at(n, 0), *w = in_at(n, 3);
-    if (n->n_outputs != 1 || n->outputs[0] == NULL || x == NULL || w == NULL || !is_q8(x->type) ||
-        !is_q8(n->outputs[0]->type))
-        return "x or y not u8 or i8";
+    return int_at(w, k) - (wz != NULL ? int_at(wz, channel_of(w, conv, k)) : 0);
+}
+
+/* The largest |accumulator| the integer ops can reach: max |x - xz| times
+ * the largest sum of |w - wz| over one output channel. */
+static double accumulator_bound(const graph_node *n, const qop_kind *q)
+{
+    const graph_tensor *w = port(n, q->w)->constant;
+    const graph_tensor *wz = port(n, q->wz) != NULL ? port(n, q->wz)->constant : NULL;
+    size_t count = graph_tensor_count(w), m = (size_t)w->dims[q->conv ? 0 : 1];
+    double *sums = calloc(m, sizeof *sums), most = 0.0;
+    if (sums == NULL)
+        return 1e300;
+    for (size_t k = 0; k < count; k++) {
+        int64_t v = folded_at(w, wz, q->conv, k);
+        sums[channel_of(w, q->conv, k)] += (double)(v < 0 ? -v : v);
+    }
+    for (size_t c = 0; c < m; c++)
+        most = sums[c] > most ? sums[c] : most;
+    free(sums);
+    bool s8 = port(n, q->x)->type == RN_I8;
+    int64_t z = port(n, q->xz) != NULL ? int_at(port(n, q->xz)->constant, 0) : 0;
+    int64_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
+    int64_t span = z - lo > hi - z ? z - lo : hi - z;
+    return most * (double)span;
+}
+
+static const char *qop_decline(const graph_node *n, const qop_kind *q)
+{
+    graph_value *x = port(n, q->x), *w = port(n, q->w);
+    rn_element_type yt =
+        n->n_outputs == 1 && n->outputs[0] != NULL ? n->outputs[0]->type : RN_UNDEFINED;
+    if (x == NULL || w == NULL || !is_q8(x->type) || (q->integer ? yt != RN_I32 : !is_q8(yt)))
+        return "x not u8 or i8, or y not of the op's type";
     const graph_shape *xs = &x->shape;
-    bool static_x = conv ? xs->rank >= 3 && xs->rank <= 5 : xs->rank >= 2 && xs->rank <= 5;
+    bool static_x = q->conv ? xs->rank >= 3 && xs->rank <= 5 : xs->rank >= 2 && xs->rank <= 5;
     for (int d = 0; static_x && d < xs->rank; d++)
         static_x = xs->dims[d] >= 0;
     if (!static_x)
-        return conv ? "x not of a static shape of rank 3 to 5"
-                    : "a not of a static shape of rank 2 to 5";
+        return q->conv ? "x not of a static shape of rank 3 to 5"
+                       : "a not of a static shape of rank 2 to 5";
     if (!transforms_is_constant(w) || w->constant->data == NULL || !is_q8(w->constant->type) ||
-        (conv ? w->constant->rank != xs->rank : w->constant->rank != 2))
-        return conv ? "w not a constant u8 or i8" : "b not a constant u8 or i8 [K, N]";
-    size_t m = (size_t)w->constant->dims[conv ? 0 : 1];
-    if (!const_count(in_at(n, 1), RN_F32, 1) || !const_count(in_at(n, 4), RN_F32, m) ||
-        !const_count(in_at(n, 6), RN_F32, 1))
+        (q->conv ? w->constant->rank != xs->rank : w->constant->rank != 2))
+        return q->conv ? "w not a constant u8 or i8" : "b not a constant u8 or i8 [K, N]";
+    size_t m = (size_t)w->constant->dims[q->conv ? 0 : 1];
+    if (!q->integer &&
+        (!const_count(port(n, q->xs), RN_F32, 1) || !const_count(port(n, q->ws), RN_F32, m) ||
+         !const_count(port(n, q->ys), RN_F32, 1)))
         return "a scale not an f32 constant (per tensor; w's per tensor or per output channel)";
-    if ((in_at(n, 2) != NULL && !const_count(in_at(n, 2), x->type, 1)) ||
-        (in_at(n, 5) != NULL && !const_count(in_at(n, 5), w->constant->type, m)) ||
-        !const_count(in_at(n, 7), n->outputs[0]->type, 1))
+    if ((port(n, q->xz) != NULL && !const_count(port(n, q->xz), x->type, 1)) ||
+        (port(n, q->wz) != NULL && !const_count(port(n, q->wz), w->constant->type, m)) ||
+        (!q->integer && !const_count(port(n, q->yz), yt, 1)))
         return "a zero point not a constant (per tensor; w's per tensor or per output "
                "channel), or y's zero point absent";
-    graph_value *b = conv ? in_at(n, 8) : NULL;
+    graph_value *b = port(n, q->b);
     if (b != NULL && (!const_count(b, RN_I32, m) || graph_tensor_count(b->constant) != m))
         return "B not a constant i32 of one value per output channel";
-    const graph_tensor *wt = w->constant, *wz = in_at(n, 5) ? in_at(n, 5)->constant : NULL;
+    const graph_tensor *wt = w->constant;
+    const graph_tensor *wz = port(n, q->wz) != NULL ? port(n, q->wz)->constant : NULL;
     size_t count = graph_tensor_count(wt);
     for (size_t k = 0; k < count; k++) {
-        int64_t v = int_at(wt, k) - (wz != NULL ? int_at(wz, channel_of(wt, conv, k)) : 0);
+        int64_t v = folded_at(wt, wz, q->conv, k);
         if (v < -128 || v > 127)
             return "w - w_zero_point outside i8 (oneDNN's int8 weights are i8 with no zero "
                    "point)";
     }
+    /* The fused op writes f32 for the integer ops: exact below 2^24. */
+    if (q->integer && accumulator_bound(n, q) >= 16777216.0)
+        return "the i32 result may reach 2^24 (the fused op's f32 output is exact below it)";
     return NULL;
 }
 
 /* w - wz as an i8 constant. */
-static rn_status folded_weights(graph *g, const graph_node *n, bool conv, graph_value **out)
+static rn_status folded_weights(graph *g, const graph_node *n, const qop_kind *q, graph_value **out)
 {
-    const graph_tensor *wt = n->inputs[3]->constant;
-    const graph_tensor *wz = in_at(n, 5) != NULL ? n->inputs[5]->constant : NULL;
+    const graph_tensor *wt = port(n, q->w)->constant;
+    const graph_tensor *wz = port(n, q->wz) != NULL ? port(n, q->wz)->constant : NULL;
     graph_tensor t = {.type = RN_I8, .rank = wt->rank};
     memcpy(t.dims, wt->dims, sizeof t.dims);
     t.nbytes = graph_tensor_count(wt);
@@ -143,8 +208,19 @@ static rn_status folded_weights(graph *g, const graph_node *n, bool conv, graph_
         return rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
     int8_t *d = t.data;
     for (size_t k = 0; k < t.nbytes; k++)
-        d[k] = (int8_t)(int_at(wt, k) - (wz != NULL ? int_at(wz, channel_of(wt, conv, k)) : 0));
+        d[k] = (int8_t)folded_at(wt, wz, q->conv, k);
     return transforms_add_constant(g, n->name, "/weights_i8", &t, out);
+}
+
+/* An f32 constant of one value. */
+static rn_status float_one(graph *g, const graph_node *n, graph_value **out)
+{
+    graph_tensor t = {.type = RN_F32, .rank = 0, .nbytes = sizeof(float)};
+    t.data = malloc(sizeof(float));
+    if (t.data == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
+    *(float *)t.data = 1.0f;
+    return transforms_add_constant(g, n->name, "/scale_1", &t, out);
 }
 
 /* QLinearConv's i32 bias as f32: B[c] * xs * ws[c]. */
@@ -164,29 +240,65 @@ static rn_status float_bias(graph *g, const graph_node *n, graph_value **out)
     return transforms_add_constant(g, n->name, "/bias_f32", &t, out);
 }
 
-static rn_status rewrite_one(graph *g, graph_node *n)
+/* The integer ops: the fused node writes a new f32 value, a Cast to i32
+ * writes y (which keeps its name and readers). */
+static rn_status cast_output(graph *g, graph_node *n)
 {
-    bool conv = is_onnx_op(n, "QLinearConv");
+    graph_value *y = n->outputs[0], *inner;
+    char *name;
+    rn_status st = transforms_unique_name(g, y->name, "/f32", &name);
+    if (st != RN_OK)
+        return st;
+    st = graph_add_value(g, name, &inner);
+    free(name);
+    if (st != RN_OK)
+        return st;
+    inner->type = RN_F32;
+    inner->shape = y->shape;
+    n->outputs[0] = inner;
+    inner->producer = n;
+    inner->producer_output = 0;
+    y->producer = NULL;
+    graph_node *cast;
+    if ((st = transforms_unique_name(g, n->name, "/to_i32", &name)) != RN_OK)
+        return st;
+    st = graph_add_node(g, name, "", "Cast", transforms_new_node_opset(g), 1, &inner, 1, &y, &cast);
+    free(name);
+    return st == RN_OK ? transforms_set_attr_int(cast, "to", RN_I32) : st;
+}
+
+static rn_status rewrite_one(graph *g, graph_node *n, const qop_kind *q)
+{
     graph_value *in[QF_N] = {0};
-    in[QF_X] = n->inputs[0];
-    in[QF_XS] = n->inputs[1];
-    in[QF_XZ] = in_at(n, 2);
-    in[QF_WS] = n->inputs[4];
-    in[QF_YS] = n->inputs[6];
-    in[QF_YZ] = n->inputs[7];
-    const graph_value *wz = in_at(n, 5);
+    in[QF_X] = port(n, q->x);
+    in[QF_XZ] = port(n, q->xz);
+    const graph_value *wz = port(n, q->wz);
     bool zero_wz = true;
     for (size_t k = 0; wz != NULL && k < graph_tensor_count(wz->constant); k++)
-        zero_wz = int_at(wz->constant, k) == 0;
+        zero_wz = zero_wz && int_at(wz->constant, k) == 0;
     rn_status st = RN_OK;
-    if (n->inputs[3]->constant->type == RN_I8 && zero_wz)
-        in[QF_W] = n->inputs[3];
+    if (port(n, q->w)->constant->type == RN_I8 && zero_wz)
+        in[QF_W] = port(n, q->w);
     else
-        st = folded_weights(g, n, conv, &in[QF_W]);
-    if (st == RN_OK && conv && in_at(n, 8) != NULL)
+        st = folded_weights(g, n, q, &in[QF_W]);
+    if (q->integer) {
+        if (st == RN_OK)
+            st = float_one(g, n, &in[QF_XS]);
+        in[QF_WS] = in[QF_XS];
+    } else {
+        in[QF_XS] = port(n, q->xs);
+        in[QF_WS] = port(n, q->ws);
+        in[QF_YS] = port(n, q->ys);
+        in[QF_YZ] = port(n, q->yz);
+    }
+    if (st == RN_OK && port(n, q->b) != NULL)
         st = float_bias(g, n, &in[QF_B]);
-    graph_value **inputs = st == RN_OK ? malloc(sizeof *inputs * QF_N) : NULL;
-    char *op_type = strdup(conv ? "QLinearFusedConv" : "QLinearFusedMatMul");
+    int count = 0;
+    for (int i = 0; i < QF_N; i++)
+        if (in[i] != NULL)
+            count = i + 1;
+    graph_value **inputs = st == RN_OK ? malloc(sizeof *inputs * (size_t)count) : NULL;
+    char *op_type = strdup(q->conv ? "QLinearFusedConv" : "QLinearFusedMatMul");
     char *domain = strdup("runnel");
     if (st == RN_OK && (inputs == NULL || op_type == NULL || domain == NULL))
         st = rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
@@ -196,33 +308,37 @@ static rn_status rewrite_one(graph *g, graph_node *n)
         free(domain);
         return st;
     }
-    memcpy(inputs, in, sizeof in);
+    memcpy(inputs, in, sizeof *inputs * (size_t)count);
     free(n->inputs);
     n->inputs = inputs;
-    n->n_inputs = QF_N;
+    n->n_inputs = count;
     free(n->op_type);
     free(n->domain);
     n->op_type = op_type;
     n->domain = domain;
     n->opset = 1;
-    return RN_OK;
+    return q->integer ? cast_output(g, n) : RN_OK;
 }
 
 rn_status transforms_fuse_qop(graph *g, void *ctx, int *changes)
 {
     (void)ctx;
-    int rewritten = 0;
+    int rewritten = 0, casts = 0;
     rn_status st = RN_OK;
-    for (int i = 0; i < g->n_nodes && st == RN_OK; i++) {
+    for (int i = 0, n_nodes = g->n_nodes; i < n_nodes && st == RN_OK; i++) {
         graph_node *n = g->nodes[i];
-        if ((is_onnx_op(n, "QLinearConv") || is_onnx_op(n, "QLinearMatMul")) &&
-            qop_decline(n) == NULL) {
-            st = rewrite_one(g, n);
+        const qop_kind *q = kind_of(n);
+        if (q != NULL && qop_decline(n, q) == NULL) {
+            st = rewrite_one(g, n, q);
             rewritten += st == RN_OK;
+            casts += st == RN_OK && q->integer;
         }
     }
-    /* The original weights, zero points and bias constants nothing reads
-     * now go with dead-node elimination. */
+    /* The Casts went to the end of the node list. The original weights,
+     * zero points and bias constants nothing reads now go with dead-node
+     * elimination. */
+    if (st == RN_OK && casts > 0)
+        st = graph_sort(g);
     *changes = st == RN_OK ? rewritten : 0;
     return st;
 }

@@ -16,7 +16,10 @@ convolution (the Relu after it dropped by the quantizer: its u8 output range sta
 MaxPool on the u8 tensor, and QuantizeLinear/DequantizeLinear where the graph leaves int8 (the
 residual Sum and Relu). Only Conv, Relu and MaxPool are quantized:
 the operator format's Add, GlobalAveragePool and Gemm are ONNX Runtime's com.microsoft ops
-(QLinearAdd, QLinearGlobalAveragePool, QGemm), which are not ONNX's, so those stay f32.
+(QLinearAdd, QLinearGlobalAveragePool, QGemm), which are not ONNX's, so those stay f32. The weights are
+quantized per tensor there: OpenVINO 2026.4's ONNX frontend refuses QLinearConv with a w_scale
+per output channel ("Check 'scale_dim.compatible(x_dim_at_axis)' failed"), so per tensor is
+what all three runtimes run.
 
   make_int8.py [--qop] MODEL.onnx OUT.onnx
 """
@@ -71,7 +74,7 @@ def main():
         quant_pre_process(upgraded, pre, skip_symbolic_shape=True)
         fmt = dict(quant_format=QuantFormat.QOperator, op_types_to_quantize=["Conv", "Relu", "MaxPool"]) \
             if a.qop else dict(quant_format=QuantFormat.QDQ)
-        quantize_static(pre, a.out, TestInputReader(pre), per_channel=True,
+        quantize_static(pre, a.out, TestInputReader(pre), per_channel=not a.qop,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                         calibrate_method=CalibrationMethod.MinMax, **fmt)
     # ONNX Runtime's optimizer declares every domain it knows; keep the ones the nodes use.

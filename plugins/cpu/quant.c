@@ -97,6 +97,21 @@ static bool is_matmul(const rn_node *node)
     return strcmp(rn_node_op_type(node), "QLinearFusedMatMul") == 0;
 }
 
+/* The largest |w| of the constant i8 weights. */
+static int max_abs_weight(const rn_node *node)
+{
+    const rn_kernel_tensor *t = rn_node_input_constant(node, QF_W);
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= (size_t)t->dims[d];
+    int most = 0;
+    for (size_t k = 0; k < n; k++) {
+        int v = ((const int8_t *)t->data)[k];
+        most = v < 0 ? (-v > most ? -v : most) : (v > most ? v : most);
+    }
+    return most;
+}
+
 static bool qfused_supports(const rn_node *node, const char **why)
 {
     bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0, matmul = is_matmul(node);
@@ -155,6 +170,15 @@ static bool qfused_supports(const rn_node *node, const char **why)
     if (present(node, QF_S) &&
         (!present(node, QF_YS) || rn_node_input_type(node, QF_S) != rn_node_output_type(node, 0))) {
         *why = "the residual is not of the output's type";
+        return false;
+    }
+    /* Without y the output is the exact accumulator (fuse_qop's MatMulInteger
+     * and ConvInteger). Without VNNI oneDNN multiplies u8 by s8 with
+     * vpmaddubsw, whose sum of two products saturates at 32767 unless every
+     * |w| <= 64 (255 * 64 * 2 < 32768). */
+    if (!present(node, QF_YS) && !cpu_has_vnni() && max_abs_weight(node) > 64) {
+        *why = "an exact (integer) output on a CPU without VNNI with |w| over 64 (vpmaddubsw "
+               "saturates)";
         return false;
     }
     const char *act = rn_node_attr_string(node, "activation", NULL);

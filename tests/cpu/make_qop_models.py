@@ -57,11 +57,13 @@ def save(name, op, x_shape, x_dtype, consts, out_dtype, **attrs):
         so.log_severity_level = 3
         s = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
         got = s.run(None, {"x": x})[0]
-        diff = np.abs(got.astype(np.int64) - y.astype(np.int64))
-        print(f"{name}: {y.shape}, ONNX Runtime max diff {diff.max()}")
-        assert diff.max() <= 1, name
-    except Exception as e:  # ONNX Runtime does not run every case (e.g. per-channel w zp)
+    except Exception as e:  # ONNX Runtime does not run every case (e.g. i8 x by u8 w)
         print(f"{name}: {y.shape}, ONNX Runtime: {str(e).splitlines()[0][:100]}")
+    else:
+        # Without VNNI ONNX Runtime's u8 x s8 kernels saturate too (full-range weights).
+        diff = np.abs(got.astype(np.int64) - y.astype(np.int64))
+        print(f"{name}: {y.shape}, ONNX Runtime max diff {diff.max()} at {np.count_nonzero(diff)}"
+              f" of {diff.size}")
     onnx.save(m, os.path.join(HERE, name + ".onnx"))
     y.tofile(os.path.join(HERE, name + ".expected"))
 
@@ -122,3 +124,12 @@ save("qop_matmul_integer", "MatMulInteger", [3, 16], np.uint8,
 save("qop_conv_integer", "ConvInteger", [1, 3, 7, 7], np.uint8,
      [weights_s8([4, 3, 3, 3], 128).astype(np.uint8), c(50, np.uint8), c(128, np.uint8)],
      np.int32, pads=[1, 1, 1, 1])
+
+# The integer ops with full-range weights: u8 a (zero point 0) by i8 b over -127..127, where
+# pairs of products overflow 16 bits (vpmaddubsw's saturation, on CPUs without VNNI).
+save("qop_matmul_integer_full", "MatMulInteger", [4, 64], np.uint8,
+     [rng.integers(-127, 128, [64, 8]).astype(np.int8), c(0, np.uint8), c(0, np.int8)],
+     np.int32)
+save("qop_conv_integer_full", "ConvInteger", [1, 8, 6, 6], np.uint8,
+     [rng.integers(0, 256, [4, 8, 3, 3]).astype(np.uint8), c(0, np.uint8), c(128, np.uint8)],
+     np.int32)
