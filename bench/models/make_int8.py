@@ -14,12 +14,11 @@ and BatchNormalization into the convolutions, as an export for deployment does.
 With --qop, the operator format instead (QuantFormat.QOperator): ONNX's QLinearConv for each
 convolution (the Relu after it dropped by the quantizer: its u8 output range starts at 0),
 MaxPool on the u8 tensor, and QuantizeLinear/DequantizeLinear where the graph leaves int8 (the
-residual Sum and Relu). Only Conv, Relu and MaxPool are quantized:
-the operator format's Add, GlobalAveragePool and Gemm are ONNX Runtime's com.microsoft ops
-(QLinearAdd, QLinearGlobalAveragePool, QGemm), which are not ONNX's, so those stay f32. The weights are
-quantized per tensor there: OpenVINO 2026.4's ONNX frontend refuses QLinearConv with a w_scale
-per output channel ("Check 'scale_dim.compatible(x_dim_at_axis)' failed"), so per tensor is
-what all three runtimes run.
+residual Sum and Relu). Only Conv, Relu and MaxPool are quantized: the operator format's Add,
+GlobalAveragePool and Gemm are ONNX Runtime's com.microsoft ops (QLinearAdd,
+QLinearGlobalAveragePool, QGemm), not ONNX's, so those stay f32. Its weights are quantized per
+tensor: OpenVINO 2026.4's ONNX frontend refuses QLinearConv with a w_scale per output channel
+("Check 'scale_dim.compatible(x_dim_at_axis)' failed").
 
   make_int8.py [--qop] MODEL.onnx OUT.onnx
 """
