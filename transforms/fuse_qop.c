@@ -144,10 +144,25 @@ static double accumulator_bound(const graph_node *n, const qop_kind *q)
         most = sums[c] > most ? sums[c] : most;
     free(sums);
     bool s8 = port(n, q->x)->type == RN_I8;
-    int64_t z = port(n, q->xz) != NULL ? int_at(port(n, q->xz)->constant, 0) : 0;
-    int64_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255;
-    int64_t span = z - lo > hi - z ? z - lo : hi - z;
+    const graph_value *zv = port(n, q->xz);
+    int64_t lo = s8 ? -128 : 0, hi = s8 ? 127 : 255, span = 255; /* any zero point */
+    if (zv == NULL || transforms_is_constant(zv)) {
+        int64_t z = zv != NULL ? int_at(zv->constant, 0) : 0;
+        span = z - lo > hi - z ? z - lo : hi - z;
+    }
     return most * (double)span;
+}
+
+/* MatMulInteger's a_zero_point computed at run time (quantize_dynamic's
+ * DynamicQuantizeLinear): one value of a's type. */
+static bool runtime_scalar(const graph_value *z, rn_element_type t, const qop_kind *q)
+{
+    if (!q->integer || q->conv || transforms_is_constant(z) || z->type != t || z->shape.rank < 0)
+        return false;
+    for (int d = 0; d < z->shape.rank; d++)
+        if (z->shape.dims[d] != 1)
+            return false;
+    return true;
 }
 
 static const char *qop_decline(const graph_node *n, const qop_kind *q)
@@ -172,7 +187,8 @@ static const char *qop_decline(const graph_node *n, const qop_kind *q)
         (!const_count(port(n, q->xs), RN_F32, 1) || !const_count(port(n, q->ws), RN_F32, m) ||
          !const_count(port(n, q->ys), RN_F32, 1)))
         return "a scale not an f32 constant (per tensor; w's per tensor or per output channel)";
-    if ((port(n, q->xz) != NULL && !const_count(port(n, q->xz), x->type, 1)) ||
+    if ((port(n, q->xz) != NULL && !const_count(port(n, q->xz), x->type, 1) &&
+         !runtime_scalar(port(n, q->xz), x->type, q)) ||
         (port(n, q->wz) != NULL && !const_count(port(n, q->wz), w->constant->type, m)) ||
         (!q->integer && !const_count(port(n, q->yz), yt, 1)))
         return "a zero point not a constant (per tensor; w's per tensor or per output "

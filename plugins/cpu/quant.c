@@ -97,6 +97,21 @@ static bool is_matmul(const rn_node *node)
     return strcmp(rn_node_op_type(node), "QLinearFusedMatMul") == 0;
 }
 
+/* x's zero point is an input of one value known at run time (the
+ * DynamicQuantizeLinear before quantize_dynamic's MatMulInteger): oneDNN's
+ * matmul takes it as a runtime source zero point. */
+static bool runtime_zero_point(const rn_node *node)
+{
+    if (!present(node, QF_XZ) || rn_node_input_constant(node, QF_XZ) != NULL ||
+        rn_node_input_type(node, QF_XZ) != rn_node_input_type(node, QF_X))
+        return false;
+    rn_partial_shape z = rn_node_input_shape(node, QF_XZ);
+    for (int d = 0; d < z.rank; d++)
+        if (z.dims[d] != 1)
+            return false;
+    return z.rank >= 0;
+}
+
 /* The largest |w| of the constant i8 weights. */
 static int max_abs_weight(const rn_node *node)
 {
@@ -149,7 +164,8 @@ static bool qfused_supports(const rn_node *node, const char **why)
     }
     size_t m = (size_t)w.dims[matmul ? 1 : 0];
     bool ok = const_ok(node, QF_XS, 1, false) && const_ok(node, QF_WS, 0, false) &&
-              (!present(node, QF_XZ) || const_ok(node, QF_XZ, 1, false)) &&
+              (!present(node, QF_XZ) || const_ok(node, QF_XZ, 1, false) ||
+               (matmul && runtime_zero_point(node))) &&
               (!present(node, QF_WZ) || const_ok(node, QF_WZ, 0, true)) &&
               (!present(node, QF_B) || const_ok(node, QF_B, m, false));
     const rn_kernel_tensor *ws = rn_node_input_constant(node, QF_WS);
@@ -193,8 +209,10 @@ static bool qfused_supports(const rn_node *node, const char **why)
 typedef struct qfused {
     cpu_prim p;
     dnnl_memory_desc_t src, wei, bias, dst;
-    float *bias_data; /* B / (x_scale * w_scale[c]) */
-    int sum;          /* the residual input, -1 none */
+    dnnl_memory_desc_t zp; /* s32 [1]: x's zero point at run time */
+    bool runtime_zp;       /* x's zero point an input, not a constant */
+    float *bias_data;      /* B / (x_scale * w_scale[c]) */
+    int sum;               /* the residual input, -1 none */
     cpu_layout src_l, wei_l, dst_l;
     const rn_layout *src_layout, *wei_layout, *dst_layout;
 } qfused;
@@ -322,7 +340,8 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
                                                   scales);
         /* x's zero point: oneDNN subtracts it (padding included, as the
          * zero point stands for 0.0) and compensates in the weights. */
-        int32_t zx = (int32_t)const_at(node, QF_XZ, 0);
+        int32_t zx =
+            runtime_zero_point(node) ? DNNL_RUNTIME_S32_VAL : (int32_t)const_at(node, QF_XZ, 0);
         if (s == dnnl_success && zx != 0)
             s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zx);
         if (s != dnnl_success) {
@@ -362,6 +381,13 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
     if (q == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
     q->sum = present(node, QF_S) ? QF_S : -1;
+    q->runtime_zp = runtime_zero_point(node);
+    int64_t one = 1;
+    rn_status zst = q->runtime_zp ? cpu_plain_md(RN_I32, 1, &one, &q->zp) : RN_OK;
+    if (zst != RN_OK) {
+        free(q);
+        return zst;
+    }
     bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0;
     union {
         dnnl_convolution_desc_t conv;
@@ -441,11 +467,21 @@ static rn_status qfused_run(rn_kernel_args *args)
      * them on the same bytes, else copied there first. */
     if (q->sum >= 0 && args->outputs[0].data != args->inputs[q->sum].data)
         memcpy(args->outputs[0].data, args->inputs[q->sum].data, args->outputs[0].nbytes);
-    cpu_arg a[4] = {{DNNL_ARG_SRC, &q->src, args->inputs[QF_X].data},
+    cpu_arg a[5] = {{DNNL_ARG_SRC, &q->src, args->inputs[QF_X].data},
                     {DNNL_ARG_WEIGHTS, &q->wei, args->inputs[QF_W].data},
-                    {DNNL_ARG_DST, &q->dst, args->outputs[0].data},
-                    {DNNL_ARG_BIAS, &q->bias, q->bias_data}};
-    return cpu_execute(&q->p, args, a, q->bias_data != NULL ? 4 : 3);
+                    {DNNL_ARG_DST, &q->dst, args->outputs[0].data}};
+    int n = 3;
+    if (q->bias_data != NULL)
+        a[n++] = (cpu_arg){DNNL_ARG_BIAS, &q->bias, q->bias_data};
+    /* The runtime zero point as s32, in this thread's slot (a stable
+     * address: the thread's oneDNN memory objects are keyed by it). */
+    static _Thread_local int32_t zx;
+    if (q->runtime_zp) {
+        const void *z = args->inputs[QF_XZ].data;
+        zx = args->inputs[QF_XZ].type == RN_I8 ? *(const int8_t *)z : *(const uint8_t *)z;
+        a[n++] = (cpu_arg){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, &q->zp, &zx};
+    }
+    return cpu_execute(&q->p, args, a, n);
 }
 
 #define QFUSED_KERNEL(name, op)                                                                    \

@@ -16,13 +16,17 @@ from onnx.reference import ReferenceEvaluator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 rng = np.random.default_rng(0)
-ELEM = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8, np.int32: TensorProto.INT32}
+ELEM = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8, np.int32: TensorProto.INT32,
+        np.float32: TensorProto.FLOAT}
 
 
 def test_input(shape, dtype):
-    """What the test feeds: byte i is (i * 7919 + 13) mod 256, as u8, or less 128 as i8."""
+    """What the test feeds: element i is b = (i * 7919 + 13) mod 256, as u8, b - 128 as i8,
+    b / 64 - 2 as f32."""
     n = int(np.prod(shape))
     v = (np.arange(n, dtype=np.int64) * 7919 + 13) % 256
+    if dtype == np.float32:
+        return (v.astype(np.float32) / np.float32(64) - np.float32(2)).reshape(shape)
     if dtype == np.int8:
         v -= 128
     return v.astype(dtype).reshape(shape)
@@ -32,17 +36,22 @@ def c(a, dtype=None):
     return np.array(a, dtype=dtype)
 
 
-def save(name, op, x_shape, x_dtype, consts, out_dtype, **attrs):
-    """One node `op` reading x then the constants (None: an empty name, an absent optional)."""
-    inits, names = [], ["x"]
+def save(name, op, x_shape, x_dtype, consts, out_dtype, before=None, **attrs):
+    """One node `op` reading x then the constants (None: an empty name, an absent optional);
+    with `before`, nodes that make x (named "xq") and its zero point ("xz") from the input
+    first, and "xz" read in place of the constant at that position (the string "xz")."""
+    inits, names = [], ["xq" if before else "x"]
     for i, a in enumerate(consts):
+        if isinstance(a, str):
+            names.append(a)
+            continue
         if a is None:
             names.append("")
             continue
         names.append(f"c{i}")
         inits.append(numpy_helper.from_array(a, f"c{i}"))
     node = helper.make_node(op, names, ["y"], **attrs)
-    g = helper.make_graph([node], name,
+    g = helper.make_graph((before or []) + [node], name,
                           [helper.make_tensor_value_info("x", ELEM[x_dtype], x_shape)],
                           [helper.make_tensor_value_info("y", ELEM[out_dtype], None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
@@ -133,3 +142,9 @@ save("qop_matmul_integer_full", "MatMulInteger", [4, 64], np.uint8,
 save("qop_conv_integer_full", "ConvInteger", [1, 8, 6, 6], np.uint8,
      [rng.integers(0, 256, [4, 8, 3, 3]).astype(np.uint8), c(0, np.uint8), c(128, np.uint8)],
      np.int32)
+
+# quantize_dynamic's form: DynamicQuantizeLinear of the f32 input, then MatMulInteger with its
+# zero point known only at run time (oneDNN's runtime source zero point), i8 b (zero point 2).
+save("qop_matmul_integer_dynamic", "MatMulInteger", [6, 40], np.float32,
+     [weights_s8([40, 24], 2).astype(np.int8), "xz", c(2, np.int8)], np.int32,
+     before=[helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"])])

@@ -76,8 +76,9 @@ static void read_expected(const char *name, rn_element_type t, values *out)
     free(raw);
 }
 
-/* Runs once on the script's input (byte i: (i * 7919 + 13) mod 256, less
- * 128 for i8); the output's values and type. */
+/* Runs once on the script's input (element i from b = (i * 7919 + 13) mod
+ * 256: b as u8, b - 128 as i8, b / 64 - 2 as f32); the output's values and
+ * type. */
 static void run_once(rn_compiled_model *cm, values *out, rn_element_type *type)
 {
     rn_infer_request *r;
@@ -85,9 +86,14 @@ static void run_once(rn_compiled_model *cm, values *out, rn_element_type *type)
     rn_tensor *in;
     OK(rn_infer_request_get_input_tensor(r, 0, &in));
     unsigned char *x = rn_tensor_data(in);
-    bool signed_x = rn_tensor_element_type(in) == RN_I8;
-    for (size_t i = 0; i < rn_tensor_element_count(in); i++)
-        x[i] = (unsigned char)(((i * 7919u + 13u) % 256u) ^ (signed_x ? 0x80u : 0u));
+    rn_element_type xt = rn_tensor_element_type(in);
+    for (size_t i = 0; i < rn_tensor_element_count(in); i++) {
+        unsigned b = (unsigned)((i * 7919u + 13u) % 256u);
+        if (xt == RN_F32)
+            ((float *)x)[i] = (float)b / 64.0f - 2.0f;
+        else
+            x[i] = (unsigned char)(b ^ (xt == RN_I8 ? 0x80u : 0u));
+    }
     OK(rn_infer_request_infer(r));
     rn_tensor *y;
     OK(rn_infer_request_get_output_tensor(r, 0, &y));
@@ -236,4 +242,12 @@ Test(cpu_qop, matmulinteger_full_range_exactly)
 Test(cpu_qop, convinteger_full_range_exactly)
 {
     check("qop_conv_integer_full", "QLinearFusedConv", cpu_has_vnni_flag(), 0);
+}
+
+/* quantize_dynamic's form: DynamicQuantizeLinear, then MatMulInteger whose
+ * a_zero_point is known only at run time (oneDNN's runtime source zero
+ * point). */
+Test(cpu_qop, matmulinteger_runtime_zero_point_on_onednn_exactly)
+{
+    check("qop_matmul_integer_dynamic", "QLinearFusedMatMul", true, 0);
 }
