@@ -26,7 +26,9 @@
  *   per output channel (Conv: axis 0; MatMul: per column), zero points
  *   constants of the same counts; every w - wz within i8's range;
  *   y's scale and zero point present and constant; B a constant i32;
- *   the integer ops' accumulators below 2^24.
+ *   the integer ops' accumulators below 2^24. MatMulInteger's a_zero_point
+ *   may also be a value computed at run time (quantize_dynamic's
+ *   DynamicQuantizeLinear), which the fused op reads as its input.
  * Any other node (e.g. u8 weights 0..255 with zero point 0, whose w - wz
  * leaves i8) stays for the device's kernel of the ONNX op (REF's, exact);
  * docs/cpu.md lists these conditions. ctx: unused. */

@@ -1,5 +1,7 @@
 /* int8 on oneDNN: runnel's QLinearFusedConv, QLinearFusedGemm and
- * QLinearFusedMatMul (made by transforms/fuse_qdq.c from QDQ models) as int8
+ * QLinearFusedMatMul (made by transforms/fuse_qdq.c from QDQ models and by
+ * transforms/fuse_qop.c from QLinearConv, QLinearMatMul, ConvInteger and
+ * MatMulInteger) as int8
  * convolution, inner product and matmul primitives (u8/s8 source, s8 weights, VNNI where the CPU
  * has it), and the QuantizeLinear / DequantizeLinear that stay as reorders with a scale.
  *
@@ -19,9 +21,13 @@
  * Layouts: the primitive picks them (format any): int8 activations flow
  * between convolutions in its blocked layout (nhwc-like acdb for VNNI) and
  * weights are converted once at compile time (the plan's constant
- * conversion). x's zero point is oneDNN's source zero point; CPU takes w
- * zero points 0 (symmetric weights, as quantize_static writes them) and the
- * residual in y's type; others run REF's kernel. */
+ * conversion). x's zero point is oneDNN's source zero point (a runtime one
+ * for a matmul whose zero point is an input); CPU takes w zero points 0
+ * (symmetric weights, as quantize_static writes them; fuse_qop folds others
+ * into the weights) and the residual in y's type. Without VNNI it declines
+ * an i8 x to a convolution or inner product (oneDNN halves the weights) and,
+ * for an output without y (the exact accumulator), weights over 64 in
+ * magnitude (vpmaddubsw saturates). Others run REF's kernel. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
