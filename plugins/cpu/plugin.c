@@ -35,6 +35,8 @@ static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_option
     rn_status st;
     if ((st = transforms_pipeline_insert_before(tp, "constant_folding", "fuse_qdq",
                                                 transforms_fuse_qdq, NULL, 0)) != RN_OK ||
+        (st = transforms_pipeline_insert_before(tp, "constant_folding", "fuse_qop",
+                                                transforms_fuse_qop, NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fold_batchnorm", transforms_fold_batchnorm, NULL, 0)) !=
             RN_OK ||
         (st = transforms_pipeline_add(tp, "fold_scale_shift", transforms_fold_scale_shift, NULL,
