@@ -25,6 +25,7 @@
 #include "tools/npy.h"
 
 #define MAX_INPUT_FILES 64
+#define MAX_USER_PROPS  16
 #define STEPS           10
 
 static const char usage_text[] =
@@ -33,7 +34,7 @@ static const char usage_text[] =
     "             [-niter N] [-t SECONDS] [-shape SHAPES] [-data_shape SHAPES]\n"
     "             [-i [NAME=]FILE.npy ...] [-infer_precision TYPE] [-cache_dir DIR]\n"
     "             [-pc] [-report_type none|average|detailed] [-json PATH] [-html PATH]\n"
-    "             [-trace PATH] [-o DIR] [-plugins FILE]\n"
+    "             [-trace PATH] [-o DIR] [-plugins FILE] [-p KEY=VALUE ...]\n"
     "\n"
     "  -m MODEL          an ONNX model, or a blob written by compile\n"
     "  -d DEVICE         device (default: the best available; for a blob, its device)\n"
@@ -57,7 +58,9 @@ static const char usage_text[] =
     "  -html PATH        write a self-contained HTML page with charts\n"
     "  -trace PATH       write a Chrome trace of the run (ENABLE_TRACE)\n"
     "  -o DIR            write the first request's outputs as DIR/<name>.npy\n"
-    "  -plugins FILE     load device plugins from FILE (also: $RUNNEL_PLUGINS)\n";
+    "  -plugins FILE     load device plugins from FILE (also: $RUNNEL_PLUGINS)\n"
+    "  -p KEY=VALUE      any other compile-time property (repeatable), e.g.\n"
+    "                    -p CPU_DENORMALS_OPTIMIZATION=NO\n";
 
 typedef struct options {
     const char *model, *device, *hint, *api, *nstreams, *nthreads, *infer_precision;
@@ -69,6 +72,8 @@ typedef struct options {
     bool pc;
     const char *input_specs[MAX_INPUT_FILES];
     int n_input_specs;
+    char user_props[MAX_USER_PROPS][2][256]; /* -p KEY=VALUE */
+    int n_user_props;
 } options;
 
 /* Everything bench holds, freed in one place. */
@@ -84,7 +89,7 @@ typedef struct bench {
     rn_tensor **protos; /* per input: the data every request gets a copy of */
     rn_tensor **copies; /* n_requests * n_inputs */
     size_t n_inputs;
-    rn_property props[8]; /* the compile-time properties the flags ask for */
+    rn_property props[8 + MAX_USER_PROPS]; /* the compile-time properties the flags ask for */
     size_t n_props;
     char num_requests[32];
     bench_report report;
@@ -143,7 +148,8 @@ static int parse_flags(int argc, char **argv, options *o)
         static const char *const with_value[] = {
             "m",           "d",    "hint",  "api",        "nireq", "nstreams",        "nthreads",
             "niter",       "t",    "shape", "data_shape", "i",     "infer_precision", "cache_dir",
-            "report_type", "json", "html",  "trace",      "o",     "plugins",         NULL};
+            "report_type", "json", "html",  "trace",      "o",     "plugins",         "p",
+            NULL};
         if (!one_of(flag, with_value))
             return usage_error("unknown flag '%s'", argv[i]);
         if (i + 1 >= argc)
@@ -211,6 +217,20 @@ static int parse_flags(int argc, char **argv, options *o)
             o->out_dir = v;
         else if (strcmp(flag, "plugins") == 0)
             o->plugins = v;
+        else if (strcmp(flag, "p") == 0) {
+            const char *eq = strchr(v, '=');
+            if (eq == NULL || eq == v || eq[1] == '\0')
+                return usage_error("-p '%s': expected KEY=VALUE", v);
+            if (o->n_user_props == MAX_USER_PROPS)
+                return usage_error("more than %d -p flags", MAX_USER_PROPS);
+            size_t klen = (size_t)(eq - v);
+            if (klen >= sizeof o->user_props[0][0] || strlen(eq + 1) >= sizeof o->user_props[0][1])
+                return usage_error("-p '%s': too long", v);
+            char(*kv)[256] = o->user_props[o->n_user_props++];
+            memcpy(kv[0], v, klen);
+            kv[0][klen] = '\0';
+            strcpy(kv[1], eq + 1);
+        }
     }
     if (o->model == NULL)
         return usage_error("no model: give one with -m MODEL");
@@ -566,6 +586,8 @@ static size_t compile_properties(const options *o, rn_property *props, char *num
         props[n++] = (rn_property){"ENABLE_PROFILING", "YES"};
     if (o->trace != NULL)
         props[n++] = (rn_property){"ENABLE_TRACE", "YES"};
+    for (int i = 0; i < o->n_user_props; i++)
+        props[n++] = (rn_property){o->user_props[i][0], o->user_props[i][1]};
     return n;
 }
 

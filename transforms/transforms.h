@@ -211,6 +211,13 @@ rn_status transforms_fuse_attention(graph *g, void *ctx, int *changes);
  * primitives adds it before constant_folding). ctx: unused. */
 rn_status transforms_fuse_qdq(graph *g, void *ctx, int *changes);
 
+/* ONNX's QLinearConv / QLinearMatMul (QuantFormat.QOperator) -> runnel
+ * QLinearFusedConv / QLinearFusedMatMul, the weights' zero point folded
+ * into i8 weights, where the fused op computes the ONNX op's result
+ * (transforms/fuse_qop.c says when; off the default pipeline: a device
+ * with int8 primitives adds it). ctx: unused. */
+rn_status transforms_fuse_qop(graph *g, void *ctx, int *changes);
+
 /* ---- the pipeline ---- */
 
 typedef struct transforms_pipeline transforms_pipeline;

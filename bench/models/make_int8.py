@@ -11,7 +11,16 @@ shape inference and ONNX Runtime's basic graph optimizations, which fold the lig
 ConstantOfShape weights into initializers (quantize_static quantizes only initializer weights)
 and BatchNormalization into the convolutions, as an export for deployment does.
 
-  make_int8.py MODEL.onnx OUT.onnx
+With --qop, the operator format instead (QuantFormat.QOperator): ONNX's QLinearConv for each
+convolution (the Relu after it dropped by the quantizer: its u8 output range starts at 0),
+MaxPool on the u8 tensor, and QuantizeLinear/DequantizeLinear where the graph leaves int8 (the
+residual Sum and Relu). Only Conv, Relu and MaxPool are quantized: the operator format's Add,
+GlobalAveragePool and Gemm are ONNX Runtime's com.microsoft ops (QLinearAdd,
+QLinearGlobalAveragePool, QGemm), not ONNX's, so those stay f32. Its weights are quantized per
+tensor: OpenVINO 2026.4's ONNX frontend refuses QLinearConv with a w_scale per output channel
+("Check 'scale_dim.compatible(x_dim_at_axis)' failed").
+
+  make_int8.py [--qop] MODEL.onnx OUT.onnx
 """
 import argparse
 import os
@@ -54,6 +63,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
     ap.add_argument("out")
+    ap.add_argument("--qop", action="store_true", help="QuantFormat.QOperator (QLinearConv)")
     a = ap.parse_args()
     ort.set_default_logger_severity(3)  # not the optimizer's notes on unused initializers
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,9 +71,11 @@ def main():
         upgrade(a.model, upgraded)
         # Static shapes: ONNX shape inference suffices (symbolic inference needs sympy).
         quant_pre_process(upgraded, pre, skip_symbolic_shape=True)
-        quantize_static(pre, a.out, TestInputReader(pre), quant_format=QuantFormat.QDQ,
-                        per_channel=True, activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax)
+        fmt = dict(quant_format=QuantFormat.QOperator, op_types_to_quantize=["Conv", "Relu", "MaxPool"]) \
+            if a.qop else dict(quant_format=QuantFormat.QDQ)
+        quantize_static(pre, a.out, TestInputReader(pre), per_channel=not a.qop,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=CalibrationMethod.MinMax, **fmt)
     # ONNX Runtime's optimizer declares every domain it knows; keep the ones the nodes use.
     model = onnx.load(a.out)
     used = {n.domain for n in model.graph.node} | {""}

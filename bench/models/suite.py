@@ -90,6 +90,9 @@ def all_models(selected):
     models.append(("resnet50_int8", None,
                    lambda: made_model("resnet50_int8", "make_int8.py",
                                       [os.path.join(LIGHT, "light_resnet50.onnx")])))
+    models.append(("resnet50_int8_qop", None,
+                   lambda: made_model("resnet50_int8_qop", "make_int8.py",
+                                      ["--qop", os.path.join(LIGHT, "light_resnet50.onnx")])))
     if selected:
         known = [m[0] for m in models]
         for s in selected:

@@ -347,7 +347,9 @@ rn_status plugin_plan_get_property(const plugin_plan *plan, const char *key, cha
     if (strcmp(key, "NUM_STREAMS") == 0)
         snprintf(tmp, sizeof tmp, "%u", o->n_streams);
     else if (strcmp(key, "INFERENCE_NUM_THREADS") == 0)
-        snprintf(tmp, sizeof tmp, "%u", o->n_streams * o->threads_per_stream);
+        snprintf(tmp, sizeof tmp, "%u",
+                 o->n_streams * (o->compute_threads_per_stream ? o->compute_threads_per_stream
+                                                               : o->threads_per_stream));
     else if (strcmp(key, "PLAN_ARENA_BYTES") == 0)
         snprintf(tmp, sizeof tmp, "%zu", b->arena_bytes);
     else if (strcmp(key, "PLAN_FAST_NODES") == 0)

@@ -53,6 +53,10 @@ typedef struct plugin_plan_options {
     bool trace;                  /* record every task of the pool (plugin_plan_write_trace) */
     uint32_t n_streams;          /* streams of the executor pool (0: 1) */
     uint32_t threads_per_stream; /* workers per stream (0: all CPUs / streams) */
+    /* Threads a stream computes with, where the device runs more than its
+     * workers (the CPU device's OpenMP team); reported in
+     * INFERENCE_NUM_THREADS as streams × this (0: threads_per_stream). */
+    uint32_t compute_threads_per_stream;
     /* Device stages, in pipeline order (none for host devices). */
     int n_stages;
     plugin_stage stages[PLUGIN_MAX_STAGES];

@@ -57,11 +57,25 @@ rn_status cpu_stream(dnnl_stream_t *out);
 const char *cpu_isa_name(void);
 bool cpu_has_bf16(void);
 bool cpu_has_vnni(void);
+/* The device's own read-only properties (info.c): CPU_ISA, and
+ * FULL_DEVICE_NAME and OPTIMIZATION_CAPABILITIES for this machine. */
+extern const char *const cpu_ro_keys[];
+rn_status cpu_get_property(const char *key, char *buf, size_t size);
 /* Sets an error naming the node and what failed with oneDNN's status. */
 rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s);
+/* What cpu_enter changed on a thread that is not a stream worker (a sync
+ * request run inline in the user's thread), for cpu_leave to put back. */
+typedef struct cpu_thread_state {
+    bool saved;
+    unsigned csr;    /* MXCSR: FTZ and DAZ */
+    int max_threads; /* OpenMP's nthreads-var */
+} cpu_thread_state;
+
 /* Makes the calling thread run primitives with `threads` OpenMP threads
- * and the config's denormal mode. */
-void cpu_enter(int threads, bool denormals);
+ * and the config's denormal mode; cpu_leave after the primitive. A stream
+ * worker keeps the settings; a user's thread gets its own back. */
+cpu_thread_state cpu_enter(int threads, bool denormals);
+void cpu_leave(cpu_thread_state saved);
 
 /* ---- team size (team.c) ---- */
 
@@ -72,10 +86,10 @@ int64_t cpu_work(const rn_node *node);
  * cores: 1 when its work is too small to pay for the team, else threads. */
 int cpu_team_size(const rn_node *node, int threads);
 /* Around creating a primitive descriptor or a primitive, which partition
- * their work for the calling thread's OpenMP maximum: on streams of several
- * cores sets it to the node's team size and returns the previous one for
- * cpu_team_end to restore (the compiling thread is the user's); -1 and
- * nothing set on single-core streams. */
+ * their work for the calling thread's OpenMP maximum (and fix the team a
+ * run forks): sets it to the node's team size on the stream's cores (1 on
+ * single-core streams) and returns the previous one for cpu_team_end to
+ * restore (the compiling thread is the user's). */
 int cpu_team_begin(const rn_node *node);
 void cpu_team_end(int previous);
 

@@ -9,6 +9,7 @@
 
 #include "plugins/cpu/blob.h"
 #include "plugins/cpu/cpu.h"
+#include "sched/sched.h"
 
 /* ---- config ---- */
 
@@ -123,9 +124,10 @@ rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s)
     return rn_set_error(st, "CPU: %s: %s (oneDNN status %d)", what, why, (int)s);
 }
 
-/* Per thread: the team size and denormal mode last set. */
+/* Per thread: the team size last set, and the denormal mode set on that
+ * team's threads (the thread's own MXCSR is set at every entry). */
 static _Thread_local int tls_threads = -1;
-static _Thread_local int tls_denormals = -1;
+static _Thread_local int tls_team_denormals = -1;
 
 static void set_denormals(bool on)
 {
@@ -135,7 +137,7 @@ static void set_denormals(bool on)
     _mm_setcsr(csr);
 }
 
-void cpu_enter(int threads, bool denormals)
+cpu_thread_state cpu_enter(int threads, bool denormals)
 {
 #if defined(__SANITIZE_THREAD__)
     /* ThreadSanitizer cannot see libgomp's synchronisation: no teams. */
@@ -143,19 +145,33 @@ void cpu_enter(int threads, bool denormals)
 #endif
     if (threads < 1)
         threads = 1;
+    cpu_thread_state saved = {.saved = sched_current_stream() < 0};
+    if (saved.saved) {
+        saved.csr = _mm_getcsr();
+        saved.max_threads = omp_get_max_threads();
+    }
     if (threads != tls_threads) {
-        omp_set_num_threads(threads);
         tls_threads = threads;
-        tls_denormals = -1; /* a new team: set its threads' mode too */
+        tls_team_denormals = -1; /* a new team: set its threads' mode too */
     }
-    if ((int)denormals != tls_denormals) {
-        if (threads > 1) {
+    if (omp_get_max_threads() != threads)
+        omp_set_num_threads(threads);
+    if (threads > 1 && (int)denormals != tls_team_denormals) {
 #pragma omp parallel num_threads(threads)
-            set_denormals(denormals);
-        }
         set_denormals(denormals);
-        tls_denormals = denormals;
+        tls_team_denormals = denormals;
     }
+    set_denormals(denormals);
+    return saved;
+}
+
+void cpu_leave(cpu_thread_state saved)
+{
+    if (!saved.saved)
+        return;
+    _mm_setcsr(saved.csr);
+    if (omp_get_max_threads() != saved.max_threads)
+        omp_set_num_threads(saved.max_threads);
 }
 
 /* ---- layouts ---- */
@@ -414,7 +430,7 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     if ((st = cpu_engine(&eng)) != RN_OK || (st = cpu_stream(&stream)) != RN_OK)
         return st;
     const cpu_config *c = cpu_config_get();
-    cpu_enter(c->threads, c->denormals);
+    cpu_thread_state thread = cpu_enter(c->threads, c->denormals);
     void *pad = scratch > 0 ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
     /* Source and destination through the thread's table (a cached
      * reorder's id); the scratchpad, allocated per run, for this run only. */
@@ -441,6 +457,7 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     }
     if (s == dnnl_success)
         s = dnnl_stream_wait(stream);
+    cpu_leave(thread);
     for (int i = 0; i < 3; i++)
         if (mine[i])
             dnnl_memory_destroy(m[i]);
@@ -529,7 +546,7 @@ rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_a
     if (st != RN_OK)
         return st;
     cpu_bind_enter(p->bind, p->stream_threads);
-    cpu_enter(p->threads, p->denormals);
+    cpu_thread_state thread = cpu_enter(p->threads, p->denormals);
     dnnl_memory_t mem[CPU_MAX_ARGS + 1];
     bool owned[CPU_MAX_ARGS + 1];
     dnnl_exec_arg_t ex[CPU_MAX_ARGS + 1];
@@ -551,6 +568,7 @@ rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_a
         s = dnnl_primitive_execute(p->prim, stream, k, ex);
     if (s == dnnl_success)
         s = dnnl_stream_wait(stream);
+    cpu_leave(thread);
     for (int i = 0; i < k; i++)
         if (owned[i])
             dnnl_memory_destroy(mem[i]);

@@ -36,6 +36,8 @@ static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_option
     rn_status st;
     if ((st = transforms_pipeline_insert_before(tp, "constant_folding", "fuse_qdq",
                                                 transforms_fuse_qdq, NULL, 0)) != RN_OK ||
+        (st = transforms_pipeline_insert_before(tp, "constant_folding", "fuse_qop",
+                                                transforms_fuse_qop, NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fold_batchnorm", transforms_fold_batchnorm, NULL, 0)) !=
             RN_OK ||
         (st = transforms_pipeline_add(tp, "fold_scale_shift", transforms_fold_scale_shift, NULL,
@@ -72,6 +74,7 @@ static void cpu_configure(const plugin_properties *props, plugin_plan_options *o
         .bind = props->bind_thread,
     };
     cpu_config_set(&c);
+    options->compute_threads_per_stream = (uint32_t)c.threads;
     options->threads_per_stream = 1;
 }
 
@@ -79,13 +82,14 @@ const host_device cpu_device = {
     .name = "CPU",
     .full_name = "runnel CPU device (oneDNN)",
     .architecture = "onednn",
-    .capabilities = "FP32 BF16 EXPORT_IMPORT",
+    .capabilities = "FP32 INT8 EXPORT_IMPORT", /* info.c answers for the machine */
     .context_kind = {"CPU", "HOST", "HOST_BUFFER"},
     .register_kernels = cpu_register_kernels,
     .defaults = cpu_defaults,
     .add_passes = cpu_add_passes,
     .configure = cpu_configure,
-    .get_property = cpu_bind_get_property,
+    .get_property = cpu_get_property,
+    .ro_keys = cpu_ro_keys,
     .export_blob = cpu_export_blob,
     .import_blob = cpu_import_blob,
     .import_done = cpu_import_done,

@@ -1,5 +1,7 @@
 /* int8 on oneDNN: runnel's QLinearFusedConv, QLinearFusedGemm and
- * QLinearFusedMatMul (made by transforms/fuse_qdq.c from QDQ models) as int8
+ * QLinearFusedMatMul (made by transforms/fuse_qdq.c from QDQ models and by
+ * transforms/fuse_qop.c from QLinearConv, QLinearMatMul, ConvInteger and
+ * MatMulInteger) as int8
  * convolution, inner product and matmul primitives (u8/s8 source, s8 weights, VNNI where the CPU
  * has it), and the QuantizeLinear / DequantizeLinear that stay as reorders with a scale.
  *
@@ -19,9 +21,13 @@
  * Layouts: the primitive picks them (format any): int8 activations flow
  * between convolutions in its blocked layout (nhwc-like acdb for VNNI) and
  * weights are converted once at compile time (the plan's constant
- * conversion). x's zero point is oneDNN's source zero point; CPU takes w
- * zero points 0 (symmetric weights, as quantize_static writes them) and the
- * residual in y's type; others run REF's kernel. */
+ * conversion). x's zero point is oneDNN's source zero point (a runtime one
+ * for a matmul whose zero point is an input); CPU takes w zero points 0
+ * (symmetric weights, as quantize_static writes them; fuse_qop folds others
+ * into the weights) and the residual in y's type. Without VNNI it declines
+ * an i8 x to a convolution or inner product (oneDNN halves the weights) and,
+ * for an output without y (the exact accumulator), weights over 64 in
+ * magnitude (vpmaddubsw saturates). Others run REF's kernel. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +103,36 @@ static bool is_matmul(const rn_node *node)
     return strcmp(rn_node_op_type(node), "QLinearFusedMatMul") == 0;
 }
 
+/* x's zero point is an input of one value known at run time (the
+ * DynamicQuantizeLinear before quantize_dynamic's MatMulInteger): oneDNN's
+ * matmul takes it as a runtime source zero point. */
+static bool runtime_zero_point(const rn_node *node)
+{
+    if (!present(node, QF_XZ) || rn_node_input_constant(node, QF_XZ) != NULL ||
+        rn_node_input_type(node, QF_XZ) != rn_node_input_type(node, QF_X))
+        return false;
+    rn_partial_shape z = rn_node_input_shape(node, QF_XZ);
+    for (int d = 0; d < z.rank; d++)
+        if (z.dims[d] != 1)
+            return false;
+    return z.rank >= 0;
+}
+
+/* The largest |w| of the constant i8 weights. */
+static int max_abs_weight(const rn_node *node)
+{
+    const rn_kernel_tensor *t = rn_node_input_constant(node, QF_W);
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= (size_t)t->dims[d];
+    int most = 0;
+    for (size_t k = 0; k < n; k++) {
+        int v = ((const int8_t *)t->data)[k];
+        most = v < 0 ? (-v > most ? -v : most) : (v > most ? v : most);
+    }
+    return most;
+}
+
 static bool qfused_supports(const rn_node *node, const char **why)
 {
     bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0, matmul = is_matmul(node);
@@ -104,6 +140,13 @@ static bool qfused_supports(const rn_node *node, const char **why)
     rn_partial_shape w = rn_node_input_shape(node, QF_W);
     if (!is_int8(rn_node_input_type(node, QF_X)) || rn_node_input_type(node, QF_W) != RN_I8) {
         *why = "x u8 or i8 and w i8 only";
+        return false;
+    }
+    /* Without VNNI, oneDNN's int8 convolution and inner product take an i8
+     * source by halving the weights (its s8s8 compensation keeps
+     * vpmaddubsw from saturating), which drops the weights' last bit. */
+    if (rn_node_input_type(node, QF_X) == RN_I8 && !matmul && !cpu_has_vnni()) {
+        *why = "i8 x on a CPU without VNNI (oneDNN halves the weights, inexact)";
         return false;
     }
     if (conv     ? (x.rank < 3 || x.rank > 5)
@@ -127,7 +170,8 @@ static bool qfused_supports(const rn_node *node, const char **why)
     }
     size_t m = (size_t)w.dims[matmul ? 1 : 0];
     bool ok = const_ok(node, QF_XS, 1, false) && const_ok(node, QF_WS, 0, false) &&
-              (!present(node, QF_XZ) || const_ok(node, QF_XZ, 1, false)) &&
+              (!present(node, QF_XZ) || const_ok(node, QF_XZ, 1, false) ||
+               (matmul && runtime_zero_point(node))) &&
               (!present(node, QF_WZ) || const_ok(node, QF_WZ, 0, true)) &&
               (!present(node, QF_B) || const_ok(node, QF_B, m, false));
     const rn_kernel_tensor *ws = rn_node_input_constant(node, QF_WS);
@@ -150,6 +194,15 @@ static bool qfused_supports(const rn_node *node, const char **why)
         *why = "the residual is not of the output's type";
         return false;
     }
+    /* Without y the output is the exact accumulator (fuse_qop's MatMulInteger
+     * and ConvInteger). Without VNNI oneDNN multiplies u8 by s8 with
+     * vpmaddubsw, whose sum of two products saturates at 32767 unless every
+     * |w| <= 64 (255 * 64 * 2 < 32768). */
+    if (!present(node, QF_YS) && !cpu_has_vnni() && max_abs_weight(node) > 64) {
+        *why = "an exact (integer) output on a CPU without VNNI with |w| over 64 (vpmaddubsw "
+               "saturates)";
+        return false;
+    }
     const char *act = rn_node_attr_string(node, "activation", NULL);
     if (act != NULL && strcmp(act, "Relu") != 0) {
         *why = "activation other than Relu";
@@ -162,8 +215,10 @@ static bool qfused_supports(const rn_node *node, const char **why)
 typedef struct qfused {
     cpu_prim p;
     dnnl_memory_desc_t src, wei, bias, dst;
-    float *bias_data; /* B / (x_scale * w_scale[c]) */
-    int sum;          /* the residual input, -1 none */
+    dnnl_memory_desc_t zp; /* s32 [1]: x's zero point at run time */
+    bool runtime_zp;       /* x's zero point an input, not a constant */
+    float *bias_data;      /* B / (x_scale * w_scale[c]) */
+    int sum;               /* the residual input, -1 none */
     cpu_layout src_l, wei_l, dst_l;
     const rn_layout *src_layout, *wei_layout, *dst_layout;
 } qfused;
@@ -291,7 +346,8 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
                                                   scales);
         /* x's zero point: oneDNN subtracts it (padding included, as the
          * zero point stands for 0.0) and compensates in the weights. */
-        int32_t zx = (int32_t)const_at(node, QF_XZ, 0);
+        int32_t zx =
+            runtime_zero_point(node) ? DNNL_RUNTIME_S32_VAL : (int32_t)const_at(node, QF_XZ, 0);
         if (s == dnnl_success && zx != 0)
             s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zx);
         if (s != dnnl_success) {
@@ -331,6 +387,13 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
     if (q == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
     q->sum = present(node, QF_S) ? QF_S : -1;
+    q->runtime_zp = runtime_zero_point(node);
+    int64_t one = 1;
+    rn_status zst = q->runtime_zp ? cpu_plain_md(RN_I32, 1, &one, &q->zp) : RN_OK;
+    if (zst != RN_OK) {
+        free(q);
+        return zst;
+    }
     bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0;
     union {
         dnnl_convolution_desc_t conv;
@@ -410,11 +473,21 @@ static rn_status qfused_run(rn_kernel_args *args)
      * them on the same bytes, else copied there first. */
     if (q->sum >= 0 && args->outputs[0].data != args->inputs[q->sum].data)
         memcpy(args->outputs[0].data, args->inputs[q->sum].data, args->outputs[0].nbytes);
-    cpu_arg a[4] = {{DNNL_ARG_SRC, &q->src, args->inputs[QF_X].data},
+    cpu_arg a[5] = {{DNNL_ARG_SRC, &q->src, args->inputs[QF_X].data},
                     {DNNL_ARG_WEIGHTS, &q->wei, args->inputs[QF_W].data},
-                    {DNNL_ARG_DST, &q->dst, args->outputs[0].data},
-                    {DNNL_ARG_BIAS, &q->bias, q->bias_data}};
-    return cpu_execute(&q->p, args, a, q->bias_data != NULL ? 4 : 3);
+                    {DNNL_ARG_DST, &q->dst, args->outputs[0].data}};
+    int n = 3;
+    if (q->bias_data != NULL)
+        a[n++] = (cpu_arg){DNNL_ARG_BIAS, &q->bias, q->bias_data};
+    /* The runtime zero point as s32, in this thread's slot (a stable
+     * address: the thread's oneDNN memory objects are keyed by it). */
+    static _Thread_local int32_t zx;
+    if (q->runtime_zp) {
+        const void *z = args->inputs[QF_XZ].data;
+        zx = args->inputs[QF_XZ].type == RN_I8 ? *(const int8_t *)z : *(const uint8_t *)z;
+        a[n++] = (cpu_arg){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, &q->zp, &zx};
+    }
+    return cpu_execute(&q->p, args, a, n);
 }
 
 #define QFUSED_KERNEL(name, op)                                                                    \

@@ -94,12 +94,13 @@ static int team_threads(int threads)
 
 int cpu_team_begin(const rn_node *node)
 {
-    /* Streams of one core (THROUGHPUT) keep creating primitives as they
-     * did (under the compiling thread's maximum): changing that measured
-     * inconclusively on a loaded machine (docs/performance.md). */
+    /* Every stream, a single-core one too: oneDNN fixes a primitive's
+     * thread count when it is created (a jit or gemm convolution forks
+     * omp_get_max_threads() of the creating thread at every run, whatever
+     * the running thread's maximum), and the compiling thread's maximum is
+     * every core, so a THROUGHPUT stream of one core would fork a team of
+     * all of them per convolution: more busy threads than cores. */
     int threads = cpu_config_get()->threads;
-    if (threads <= 1)
-        return -1;
     int previous = omp_get_max_threads();
     omp_set_num_threads(team_threads(cpu_team_size(node, threads)));
     return previous;

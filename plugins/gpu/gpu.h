@@ -97,6 +97,10 @@ const char *gpu_cl_error(cl_int err);
 
 /* The source of runnel's OpenCL kernels (program.c). */
 extern const char gpu_program_source[];
+/* The typed and reduction kernels (program_index.c), and every part of the
+ * program in build order, NULL-terminated. */
+extern const char gpu_program_source_index[];
+extern const char *const gpu_program_sources[];
 
 /* The device kernels are prepared for: set by the plugin in the thread that
  * builds a plan (kernel prepare has no other way to reach it). */
@@ -231,6 +235,8 @@ rn_status gpu_fail(const gpu_node *g, const char *what, cl_int err);
 /* supports helpers: every input and output f32 (or absent) with a static
  * shape; inputs listed in `any_type` (bit i) may have any type. */
 bool gpu_static_f32(const rn_node *node, uint32_t any_type, const char **why);
+/* The same for f32, i64, i32 and bool tensors (index.c). */
+bool gpu_static_typed(const rn_node *node, uint32_t any_type, const char **why);
 
 /* Up to 8 dims or strides, a kernel argument by value (program.c's idx8). */
 typedef struct gpu_idx8 {

@@ -169,16 +169,13 @@ const rn_kernel gpu_kernel_transpose = {
 
 /* ---- views ---- */
 
-/* Input 0 and output 0 f32 of static shape; the other inputs (shape,
- * axes, Dropout's ratio) are constants of any type; no second output. */
+/* Input 0 and output 0 f32, i64, i32 or bool of static shape (the bytes
+ * are only renamed); the other inputs (shape, axes, Dropout's ratio) are
+ * constants of any type; no second output. */
 static bool view_supports(const rn_node *node, const char **why)
 {
-    if (!gpu_static_f32(node, ~1u, why))
+    if (!gpu_static_typed(node, ~1u, why))
         return false;
-    if (rn_node_input_type(node, 0) != RN_F32) {
-        *why = "GPU: f32 tensors only";
-        return false;
-    }
     for (int i = 1; i < rn_node_input_count(node); i++)
         if (rn_node_input_name(node, i)[0] != '\0' && rn_node_input_constant(node, i) == NULL) {
             *why = "GPU: the shape or axes must be constants";

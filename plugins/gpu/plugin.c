@@ -485,7 +485,8 @@ static const rn_compiled_model_ops gpu_compiled_ops = {
 
 /* The passes: the default pipeline (constant folding on the host with
  * REF's kernels), then the fusions the GPU's kernels run (BatchNorm folded
- * into Conv, a residual Add and an activation into FusedConv/FusedGemm). */
+ * into Conv, a residual Add and an activation into FusedConv/FusedGemm, a
+ * decomposed Gelu and LayerNormalization into one node each). */
 static rn_status gpu_transform(gpu_plugin *p, const plugin_properties *props, const graph *model,
                                graph **out)
 {
@@ -500,6 +501,10 @@ static rn_status gpu_transform(gpu_plugin *p, const plugin_properties *props, co
     st = transforms_default_pipeline(&o, &tp);
     if (st == RN_OK)
         st = transforms_pipeline_add(tp, "fold_batchnorm", transforms_fold_batchnorm, NULL, 0);
+    if (st == RN_OK)
+        st = transforms_pipeline_add(tp, "fuse_gelu", transforms_fuse_gelu, NULL, 0);
+    if (st == RN_OK)
+        st = transforms_pipeline_add(tp, "fuse_layernorm", transforms_fuse_layernorm, NULL, 0);
     if (st == RN_OK)
         st = transforms_pipeline_add(tp, "fuse_activation", transforms_fuse_activation, NULL, 0);
     if (st == RN_OK)

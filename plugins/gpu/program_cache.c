@@ -39,12 +39,17 @@ static void key_text(const gpu_device *d, char *text, size_t size)
     clGetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof plat_name - 1, plat_name, NULL);
     clGetPlatformInfo(d->platform, CL_PLATFORM_VERSION, sizeof plat_version - 1, plat_version,
                       NULL);
-    uint64_t src = graph_hash_bytes(gpu_program_source, strlen(gpu_program_source), 0);
+    uint64_t src = 0;
+    size_t src_bytes = 0;
+    for (int i = 0; gpu_program_sources[i] != NULL; i++) {
+        size_t n = strlen(gpu_program_sources[i]);
+        src = graph_hash_bytes(gpu_program_sources[i], n, src);
+        src_bytes += n;
+    }
     snprintf(text, size,
              "options %s\nplatform %s; %s\ndevice %s; %s\ndriver %s\nsource %016" PRIx64
              " (%zu bytes)",
-             BUILD_OPTIONS, plat_name, plat_version, d->name, dev_version, driver, src,
-             strlen(gpu_program_source));
+             BUILD_OPTIONS, plat_name, plat_version, d->name, dev_version, driver, src, src_bytes);
 }
 
 /* ---- records ---- */
@@ -167,9 +172,12 @@ static rn_status build_failed(gpu_device *d, cl_program prog, cl_int err)
 
 static rn_status build_from_source(gpu_device *d, cl_program *out)
 {
-    const char *src = gpu_program_source;
+    cl_uint parts = 0;
+    while (gpu_program_sources[parts] != NULL)
+        parts++;
     cl_int err;
-    cl_program prog = clCreateProgramWithSource(d->context, 1, &src, NULL, &err);
+    cl_program prog = clCreateProgramWithSource(d->context, parts,
+                                                (const char **)gpu_program_sources, NULL, &err);
     if (prog == NULL)
         return rn_set_error(RN_DEVICE_ERROR, "GPU: clCreateProgramWithSource failed: %s",
                             gpu_cl_error(err));

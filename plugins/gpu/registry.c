@@ -47,6 +47,21 @@ extern const rn_kernel gpu_kernel_lrn;
 extern const rn_kernel gpu_kernel_softmax;
 extern const rn_kernel gpu_kernel_log_softmax;
 extern const rn_kernel gpu_kernel_layernorm;
+extern const rn_kernel gpu_kernel_gather;
+extern const rn_kernel gpu_kernel_cast;
+extern const rn_kernel gpu_kernel_cast_like;
+extern const rn_kernel gpu_kernel_where;
+extern const rn_kernel gpu_kernel_equal;
+extern const rn_kernel gpu_kernel_less;
+extern const rn_kernel gpu_kernel_greater;
+extern const rn_kernel gpu_kernel_less_or_equal;
+extern const rn_kernel gpu_kernel_greater_or_equal;
+extern const rn_kernel gpu_kernel_not;
+extern const rn_kernel gpu_kernel_expand;
+extern const rn_kernel gpu_kernel_slice;
+extern const rn_kernel gpu_kernel_reduce_sum;
+extern const rn_kernel gpu_kernel_reduce_mean;
+extern const rn_kernel gpu_kernel_reduce_max;
 
 const rn_kernel *const gpu_kernels[] = {
     &gpu_kernel_conv,
@@ -95,5 +110,20 @@ const rn_kernel *const gpu_kernels[] = {
     &gpu_kernel_softmax,
     &gpu_kernel_log_softmax,
     &gpu_kernel_layernorm,
+    &gpu_kernel_gather,
+    &gpu_kernel_cast,
+    &gpu_kernel_cast_like,
+    &gpu_kernel_where,
+    &gpu_kernel_equal,
+    &gpu_kernel_less,
+    &gpu_kernel_greater,
+    &gpu_kernel_less_or_equal,
+    &gpu_kernel_greater_or_equal,
+    &gpu_kernel_not,
+    &gpu_kernel_expand,
+    &gpu_kernel_slice,
+    &gpu_kernel_reduce_sum,
+    &gpu_kernel_reduce_mean,
+    &gpu_kernel_reduce_max,
     NULL,
 };

@@ -31,8 +31,10 @@ typedef struct host_device {
      * specialised for run-time shapes) before it builds: sets up how the
      * kernels are prepared and may change the options (streams, threads). */
     void (*configure)(const plugin_properties *props, plugin_plan_options *options);
-    /* (optional) The device's own read-only properties: RN_NOT_FOUND for
-     * keys it does not have (the shared ones are asked next). */
+    /* (optional) The device's own read-only properties, asked first (a
+     * device may answer a shared key, such as OPTIMIZATION_CAPABILITIES,
+     * for the machine it runs on): RN_NOT_FOUND for keys it does not have
+     * (the shared ones are asked next). */
     rn_status (*get_property)(const char *key, char *buf, size_t size);
     /* (optional) Export: the blob of a compiled plan (default:
      * plugin_export, the generic blob). */
@@ -46,6 +48,8 @@ typedef struct host_device {
                              const rn_property *overrides, size_t n_overrides,
                              plugin_properties *props, graph **g, void **pending);
     void (*import_done)(void *pending);
+    /* (optional) Its read-only keys for SUPPORTED_PROPERTIES (NULL-ended). */
+    const char *const *ro_keys;
 } host_device;
 
 extern const host_device ref_device;

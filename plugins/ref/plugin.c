@@ -145,12 +145,12 @@ rn_status host_set_property(ref_plugin *p, const rn_property *props, size_t n)
 
 /* Joins NULL-terminated lists (c may be NULL) with spaces into buf. */
 static rn_status join_keys(const char *key, const char *const *a, const char *const *b,
-                           const char *const *c, char *buf, size_t size)
+                           const char *const *c, const char *const *d, char *buf, size_t size)
 {
     char list[2048] = "";
     size_t used = 0;
-    const char *const *lists[] = {a, b, c};
-    for (int k = 0; k < 3; k++)
+    const char *const *lists[] = {a, b, c, d};
+    for (int k = 0; k < 4; k++)
         for (const char *const *l = lists[k]; l != NULL && *l != NULL && used < sizeof list; l++)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "", *l);
     return plugin_property_string(key, list, buf, size);
@@ -167,8 +167,14 @@ rn_status host_get_property(ref_plugin *p, const char *key, char *buf, size_t si
     const host_device *dev = p->dev;
     const char *value = NULL;
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
-        return join_keys(key, ref_ro_device_keys, plugin_rw_property_keys,
+        return join_keys(key, ref_ro_device_keys, dev->ro_keys, plugin_rw_property_keys,
                          p->props.cpu_keys ? plugin_cpu_property_keys : NULL, buf, size);
+    if (dev->get_property != NULL) {
+        rn_status st = dev->get_property(key, buf, size);
+        if (st != RN_NOT_FOUND)
+            return st;
+        rn_clear_error();
+    }
     if (strcmp(key, "AVAILABLE_DEVICES") == 0)
         value = "0";
     else if (strcmp(key, "FULL_DEVICE_NAME") == 0)
@@ -189,12 +195,6 @@ rn_status host_get_property(ref_plugin *p, const char *key, char *buf, size_t si
         value = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT EXECUTION_MODE_HINT";
     if (value != NULL)
         return plugin_property_string(key, value, buf, size);
-    if (dev->get_property != NULL) {
-        rn_status st = dev->get_property(key, buf, size);
-        if (st != RN_NOT_FOUND)
-            return st;
-        rn_clear_error();
-    }
     pthread_mutex_lock(&p->lock);
     rn_status st = plugin_properties_get(&p->props, key, buf, size);
     pthread_mutex_unlock(&p->lock);
@@ -210,7 +210,7 @@ static rn_status ref_compiled_get_property(ref_compiled *c, const char *key, cha
         return RN_OK;
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
         return join_keys(key, ref_ro_compiled_keys, plugin_plan_property_keys,
-                         plugin_rw_property_keys, buf, size);
+                         plugin_rw_property_keys, NULL, buf, size);
     if (strcmp(key, "NETWORK_NAME") == 0)
         return plugin_property_string(key, c->network_name, buf, size);
     if (strcmp(key, "OPTIMAL_NUMBER_OF_INFER_REQUESTS") == 0) {

@@ -63,6 +63,38 @@ Test(cpu, precision_follows_the_isa)
     rn_core_free(core);
 }
 
+/* What the device says about the machine: the ISA oneDNN dispatches to,
+ * the processor in FULL_DEVICE_NAME, BF16 among the capabilities only where
+ * it is native (as OpenVINO's CPU plugin), and CPU_ISA in
+ * SUPPORTED_PROPERTIES. */
+Test(cpu, describes_the_machine)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    char isa[64], name[512], caps[256], keys[4096];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    OK(rn_core_get_property(core, "CPU", "FULL_DEVICE_NAME", name, sizeof name));
+    OK(rn_core_get_property(core, "CPU", "OPTIMIZATION_CAPABILITIES", caps, sizeof caps));
+    OK(rn_core_get_property(core, "CPU", "SUPPORTED_PROPERTIES", keys, sizeof keys));
+    bool avx512 = cpu_flag("avx512f"), avx2 = cpu_flag("avx2");
+    if (avx512)
+        cr_assert(strncmp(isa, "avx512", 6) == 0, "avx512f present, CPU_ISA %s", isa);
+    else if (avx2)
+        cr_assert(strncmp(isa, "avx2", 4) == 0, "avx2 without avx512f, CPU_ISA %s", isa);
+    cr_assert(strstr(name, isa) != NULL, "%s does not name %s", name, isa);
+    cr_assert(strstr(name, " on ") != NULL, "%s does not name the processor", name);
+    bool bf16 = cpu_flag("avx512_bf16") || cpu_flag("amx_bf16");
+    cr_assert_eq(strstr(caps, "BF16") != NULL, bf16, "%s with avx512_bf16/amx_bf16 %s", caps,
+                 bf16 ? "present" : "absent");
+    cr_assert(strstr(caps, "FP32") != NULL && strstr(caps, "INT8") != NULL, "%s", caps);
+    cr_assert(strstr(keys, "CPU_ISA") != NULL, "%s", keys);
+    /* Read-only: setting it is refused by name. */
+    rn_property set = {"CPU_ISA", "avx2"};
+    cr_assert_neq(rn_core_set_property(core, "CPU", &set, 1), RN_OK);
+    cr_assert(strstr(rn_last_error(), "CPU_ISA") != NULL, "%s", rn_last_error());
+    rn_core_free(core);
+}
+
 Test(cpu, properties_are_checked)
 {
     rn_core *core;
@@ -117,6 +149,46 @@ static rn_compiled_model *compile_f32(const char *path, rn_core **core, rn_model
     OK(rn_core_create(core));
     OK(rn_core_read_model(*core, path, model));
     return compile(*core, *model, "CPU", "f32");
+}
+
+/* A light model read by a new Core (both to free). */
+static void read_light(const char *name, rn_core **core, rn_model **model)
+{
+    char path[512];
+    cpu_testing_light(name, path, sizeof path);
+    OK(rn_core_create(core));
+    OK(rn_core_read_model(*core, path, model));
+}
+
+/* INFERENCE_NUM_THREADS of a compiled model is the threads that compute:
+ * streams × each stream's OpenMP team, not its one worker per stream. */
+static unsigned compiled_threads(rn_core *core, rn_model *model, const char *hint,
+                                 const char *threads)
+{
+    rn_property p[] = {{"INFERENCE_PRECISION_HINT", "f32"},
+                       {"PERFORMANCE_HINT", hint},
+                       {"INFERENCE_NUM_THREADS", threads}};
+    rn_compiled_model *cm;
+    OK(rn_core_compile_model(core, model, "CPU", p, threads != NULL ? 3 : 2, &cm));
+    char buf[32];
+    OK(rn_compiled_model_get_property(cm, "INFERENCE_NUM_THREADS", buf, sizeof buf));
+    rn_compiled_model_free(cm);
+    return (unsigned)atoi(buf);
+}
+
+Test(cpu, inference_num_threads_counts_the_team, .timeout = 120)
+{
+    rn_core *core;
+    rn_model *model;
+    read_light("squeezenet", &core, &model);
+    unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    cr_assert_eq(compiled_threads(core, model, "LATENCY", NULL), cpus,
+                 "LATENCY: one stream whose team has every CPU");
+    cr_assert_eq(compiled_threads(core, model, "THROUGHPUT", NULL), cpus,
+                 "THROUGHPUT: a single-threaded stream per CPU");
+    cr_assert_eq(compiled_threads(core, model, "LATENCY", "1"), 1);
+    rn_model_free(model);
+    rn_core_free(core);
 }
 
 /* The plan's layout conversions (PLAN_CONVERSIONS). */
@@ -277,12 +349,9 @@ static void on_done(rn_infer_request *r, rn_status status, void *user)
 
 Test(cpu, async_streams_give_the_sync_result, .timeout = 300)
 {
-    char path[512];
-    cpu_testing_light("squeezenet", path, sizeof path);
     rn_core *core;
     rn_model *model;
-    OK(rn_core_create(&core));
-    OK(rn_core_read_model(core, path, &model));
+    read_light("squeezenet", &core, &model);
     rn_property p[] = {{"PERFORMANCE_HINT", "THROUGHPUT"}, {"INFERENCE_PRECISION_HINT", "f32"}};
     rn_compiled_model *cm;
     OK(rn_core_compile_model(core, model, "CPU", p, 2, &cm));

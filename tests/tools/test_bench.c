@@ -223,6 +223,11 @@ Test(bench, hints_reach_the_compiled_model)
     root = bench_json(streams, dir, sizeof dir);
     cr_expect_str_eq(string_at(root, "compiled_model_properties.NUM_STREAMS"), "3");
     json_free(root);
+    /* -p passes any other compile-time property. */
+    const char *profiling[] = {"-m", ADD_MODEL, "-niter", "2", "-p", "ENABLE_PROFILING=YES", NULL};
+    root = bench_json(profiling, dir, sizeof dir);
+    cr_expect_str_eq(string_at(root, "compiled_model_properties.ENABLE_PROFILING"), "YES");
+    json_free(root);
 }
 
 Test(bench, pc_prints_the_per_layer_table_and_type_totals)
@@ -458,6 +463,9 @@ Test(bench, bad_flags_and_missing_files_give_one_line_errors)
          "INFERENCE_PRECISION_HINT"},
         {{"-m", ADD_MODEL, "-i", "x=/nonexistent.npy", "-niter", "1", NULL}, 1, "/nonexistent.npy"},
         {{"-m", ADD_MODEL, "-i", "q=/nonexistent.npy", "-niter", "1", NULL}, 1, "'q'"},
+        {{"-m", ADD_MODEL, "-p", "NOEQUALS", NULL}, 2, "-p 'NOEQUALS': expected KEY=VALUE"},
+        {{"-m", ADD_MODEL, "-p", "=YES", NULL}, 2, "expected KEY=VALUE"},
+        {{"-m", ADD_MODEL, "-p", "NO_SUCH_KEY=1", "-niter", "1", NULL}, 1, "NO_SUCH_KEY"},
         {{"-m", NODE_DIR "/test_add/test_data_set_0/input_0.pb", "-niter", "1", NULL},
          1,
          "input_0.pb"},
@@ -492,7 +500,8 @@ Test(bench, help_lists_every_flag)
                            "-report_type",
                            "-json",
                            "-html",
-                           "-trace"};
+                           "-trace",
+                           "-p KEY=VALUE"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         cr_expect(strstr(r.out, flags[i]) != NULL, "'%s' is not in the help", flags[i]);
     tool_run_free(&r);
