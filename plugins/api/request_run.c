@@ -555,12 +555,13 @@ static void device_stage_done(plugin_request *r, int k)
     p->status = RN_NODE_EXECUTED;
 }
 
-/* Runs device stage k (unless the run already failed or was cancelled). */
+/* Runs device stage k (unless the run already failed or was cancelled and
+ * the stage is not one that always runs). */
 static int start_stage(plugin_request *r, int k)
 {
-    if (atomic_load(&r->status) != RN_OK || atomic_load(&r->cancel))
-        return RN_OK;
     const plugin_plan_options *o = &r->plan->options;
+    if ((atomic_load(&r->status) != RN_OK || atomic_load(&r->cancel)) && !o->stages[k].always)
+        return RN_OK;
     if (r->profiling)
         r->device_stage_start[k] = plugin_now_ns();
     int rc = o->stages[k].run(r, (uint32_t)k, o->stage_ctx);
