@@ -443,6 +443,20 @@ static void bind_memory(plugin_request *r)
         cv->buffer = direct ? in->buffer : rs->arena_buffer;
         cv->offset = direct ? in->offset : s->values[n->out[0]].offset;
     }
+    /* A result bound to device memory in the layout its producer writes:
+     * the download is skipped and the producer writes the caller's
+     * buffer. */
+    for (int k = 0; k < rs->n_zo; k++) {
+        const plan_node *n = &s->nodes[rs->zo_node[k]];
+        const graph_tensor *u = &r->user_out[s->values[n->out[0]].result];
+        graph_tensor *src = &rs->slots[n->in[0]].t;
+        bool direct = u->data == NULL && u->buffer != NULL && u->layout != NULL &&
+                      u->nbytes == src->nbytes && u->layout->ops == n->from->ops &&
+                      n->from->ops->equal(u->layout, n->from);
+        rs->skip_node[rs->zo_node[k]] = direct;
+        src->buffer = direct ? u->buffer : rs->arena_buffer;
+        src->offset = direct ? u->offset : s->values[n->in[0]].offset;
+    }
     for (int k = 0; k < rs->n_refresh; k++) {
         graph_tensor *t = &rs->io[rs->refresh_io[k]];
         const value_slot *sl = &rs->slots[rs->refresh_value[k]];

@@ -200,7 +200,10 @@ typedef struct gpu_mem {
 gpu_mem gpu_input(const gpu_node *g, const rn_kernel_args *args, int i);
 gpu_mem gpu_output(const rn_kernel_args *args, int i);
 gpu_mem gpu_scratch(const rn_kernel_args *args);
-/* The queue of the run (the arena the outputs are in). */
+/* The run's arena: the one output 0 is in, or the request's when output 0
+ * is a remote tensor written in place. */
+gpu_arena *gpu_run_arena(const rn_kernel_args *args);
+/* The queue of the run (its arena's). */
 cl_command_queue gpu_queue(const rn_kernel_args *args);
 
 /* Sets the arguments of kernel k (each a pointer and size pair, n of them)

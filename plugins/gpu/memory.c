@@ -292,10 +292,20 @@ gpu_mem gpu_scratch(const rn_kernel_args *args)
     return (gpu_mem){a != NULL ? a->mem : NULL, args->scratch.offset / 4};
 }
 
+gpu_arena *gpu_run_arena(const rn_kernel_args *args)
+{
+    gpu_arena *a = args->outputs[0].buffer;
+    if (a != NULL && a->queue != NULL)
+        return a;
+    /* The output is a remote tensor the kernel writes in place (the plan
+     * skipped its download): the run's arena is the request's, and the
+     * plan passes the request as alloc_ctx. */
+    return plugin_request_arena(args->alloc_ctx);
+}
+
 cl_command_queue gpu_queue(const rn_kernel_args *args)
 {
-    const gpu_arena *a = args->outputs[0].buffer;
-    return a->queue;
+    return gpu_run_arena(args)->queue;
 }
 
 rn_status gpu_launch(gpu_node *g, const rn_kernel_args *args, int k, const gpu_arg *a, int n,

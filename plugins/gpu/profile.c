@@ -39,7 +39,7 @@ static void record_in(gpu_arena *a, const char *node, cl_event first, cl_event l
 
 static void record(const gpu_node *g, const rn_kernel_args *args, cl_event first, cl_event last)
 {
-    record_in(args->outputs[0].buffer, g->name, first, last);
+    record_in(gpu_run_arena(args), g->name, first, last);
 }
 
 void gpu_record_copy(gpu_arena *a, cl_event ev)
