@@ -9,9 +9,10 @@
  * "cl" (plain row-major bytes in device memory), so the plan inserts the
  * uploads (model inputs → device) and downloads (device → results) as
  * layout conversions. Constant inputs (weights) are uploaded once, when a
- * kernel is prepared. Kernels enqueue their work on the queue of the arena
- * they write (non-blocking); the pipeline's execute stage flushes the queue
- * and its wait stage completes when a marker's event fires. A compiled
+ * kernel is prepared. Kernels, uploads and downloads enqueue their work
+ * on the run's queue (non-blocking); the pipeline's execute stage flushes
+ * the queue and its wait stage (which runs after a failure too) completes
+ * when a marker's event fires. A compiled
  * model runs on one device (DEVICE_ID) or in a remote context (remote.c:
  * the user's cl_context and queue), whose cl_mem tensors its conversions
  * copy on the device. */

@@ -4,9 +4,9 @@
  * executed node's time becomes the device time of its commands:
  * CL_PROFILING_COMMAND_END - START of its kernels, and for a CLBlast call
  * (several kernels of its own, one event) the time from a marker enqueued
- * before it to the end of its event; for an upload or download (a blocking
- * copy, whose host time would include waiting for the kernels before it)
- * its copy command's. The events are released there, or when the arena is
+ * before it to the end of its event; for an upload or download (a
+ * non-blocking copy, whose host time is its enqueueing) its copy
+ * command's. The events are released there, or when the arena is
  * freed. */
 #include <stdlib.h>
 #include <string.h>
