@@ -24,10 +24,11 @@
 
 /* At most this many device events are kept (about 40 MiB); later ones are
  * counted as dropped. */
-#define GPU_TRACE_MAX_EVENTS (1u << 20)
+#define GPU_TRACE_MAX_EVENTS (1u << 19)
 
 typedef struct gpu_trace_event {
-    const char *node; /* the plan's node name (lives as long as the plan) */
+    char node[48]; /* the node's name, truncated (a specialised plan that
+                    * named it may be gone when the trace is written) */
     uint32_t request;
     uint8_t stage;
     uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
@@ -127,9 +128,12 @@ void gpu_trace_record(gpu_trace *t, gpu_arena *a)
             t->dropped++;
             continue;
         }
-        t->ev[t->n++] = (gpu_trace_event){e->node, a->trace_id, stage_of(e->node),
-                                          (uint64_t)((int64_t)start + a->clock_offset_ns),
-                                          (uint64_t)((int64_t)end + a->clock_offset_ns)};
+        gpu_trace_event *ev = &t->ev[t->n++];
+        snprintf(ev->node, sizeof ev->node, "%s", e->node);
+        ev->request = a->trace_id;
+        ev->stage = stage_of(e->node);
+        ev->start_ns = (uint64_t)((int64_t)start + a->clock_offset_ns);
+        ev->end_ns = (uint64_t)((int64_t)end + a->clock_offset_ns);
     }
     pthread_mutex_unlock(&t->lock);
     pthread_mutex_unlock(&log->lock);
