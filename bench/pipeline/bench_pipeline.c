@@ -548,10 +548,11 @@ static int run_device(rn_core *core, const options *o)
     printf("# %s (%s): a chain of %ld Adds on %ld floats; NUM_STREAMS=%s, "
            "OPTIMAL_NUMBER_OF_INFER_REQUESTS=%s\n",
            o->device, full, o->chain[0], o->chain[1], streams, optimal);
-    printf("# one request alone, profiled (fastest of %d runs): %s %.0f us, %s %.0f us, %s %.0f us; "
-           "serial 1/sum = %.1f runs/s\n",
-           PROFILE_RUNS, stage_names[0], stage_us[0], stage_names[1], stage_us[1], stage_names[2],
-           stage_us[2], sum_us > 0 ? 1e6 / sum_us : 0);
+    printf(
+        "# one request alone, profiled (fastest of %d runs): %s %.0f us, %s %.0f us, %s %.0f us; "
+        "serial 1/sum = %.1f runs/s\n",
+        PROFILE_RUNS, stage_names[0], stage_us[0], stage_names[1], stage_us[1], stage_names[2],
+        stage_us[2], sum_us > 0 ? 1e6 / sum_us : 0);
     printf("# runs/s: median [min-max] of %d windows of %.1f s; ideal = 1/max(stage) as if each "
            "stage had its own engine; bound = min(n/sum(stages), ideal)\n",
            o->runs, o->seconds);
@@ -607,12 +608,13 @@ int main(int argc, char **argv)
                  .runs = 7,
                  .chain = {4, 1L << 20},
                  .trace_inflight = 4};
-    if (parse_args(argc, argv, &o) != 0) {
+    if (parse_args(argc, argv, &o) != 0 ||
+        (o.device != NULL && strcmp(o.device, "SLOWDEV") != 0 && o.plugin == NULL)) {
         fprintf(stderr,
                 "usage: %s [--costs U,E,W,D (us)] [--inflight 1,2,4,8] [--seconds S] "
                 "[--runs N] [--streams N] [--plugin libslowdev.so] [--remote] "
                 "[--hetero U,E,W,D (SLOWDEV2's us)] [--device NAME [--chain N,W] "
-                "[--trace PATH] [--trace-inflight N]]\n",
+                "[--trace PATH] [--trace-inflight N]] (--device needs --plugin)\n",
                 argv[0]);
         return 2;
     }
