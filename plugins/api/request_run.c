@@ -453,6 +453,10 @@ static void bind_memory(plugin_request *r)
         bool direct = u->data == NULL && u->buffer != NULL && u->layout != NULL &&
                       u->nbytes == src->nbytes && u->layout->ops == n->from->ops &&
                       n->from->ops->equal(u->layout, n->from);
+        /* Not over a tensor that is also an input: the kernels before the
+         * producer may still read it. */
+        for (int i = 0; direct && i < g->n_inputs; i++)
+            direct = r->inputs[i].buffer != u->buffer;
         rs->skip_node[rs->zo_node[k]] = direct;
         src->buffer = direct ? u->buffer : rs->arena_buffer;
         src->offset = direct ? u->offset : s->values[n->in[0]].offset;

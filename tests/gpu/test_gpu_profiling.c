@@ -199,11 +199,13 @@ Test(gpu_profiling, the_trace_holds_the_devices_commands)
             cr_assert(strstr(text, want) != NULL, "no %s", want);
         }
     /* The device's clock moved onto the trace's: its commands ran while the
-     * host tasks of the runs did (1 ms of slack for the offset's
-     * measurement). */
-    cr_assert_geq(dev_first, host_first - 1000.0, "device %.1f, host %.1f", dev_first, host_first);
-    cr_assert_leq(dev_last, host_last + 1000.0, "device %.1f, host %.1f", dev_last, host_last);
+     * host tasks of the runs did (10 ms of slack for the offset's
+     * measurement on a loaded machine; an unconverted device clock would be
+     * off by the process's age or more). */
+    double first_ok = host_first - 10000.0, last_ok = host_last + 10000.0;
     free(text);
+    cr_assert_geq(dev_first, first_ok, "device %.1f, host %.1f", dev_first, first_ok);
+    cr_assert_leq(dev_last, last_ok, "device %.1f, host %.1f", dev_last, last_ok);
     for (int k = 0; k < 2; k++)
         rn_infer_request_free(r[k]);
     rn_compiled_model_free(cm);
