@@ -9,7 +9,7 @@
  * until the wait stage). When the compiled model traces, the wait stage
  * copies each command's start and end into the compiled model's gpu_trace,
  * on the host's CLOCK_MONOTONIC axis (each arena measures its queue's clock
- * offset once, with a marker), and write_trace appends them to the plan's
+ * offset once, with markers), and write_trace appends them to the plan's
  * trace as one more process, "GPU device", one row per request arena:
  * events {"cat":"device", "args":{"request":k, "stage":"upload"|"execute"|
  * "download"}} (bench/pipeline/trace_overlap.py measures the overlap). */
