@@ -183,8 +183,9 @@ rn_status runtime_with_device_list(const char *list, const char *id, const rn_pr
     return RN_OK;
 }
 
-/* Properties are read and set per device name, not per device of a
- * device ("GPU", not "GPU.1"): DEVICE_ID picks one for compiles. */
+/* Properties are set per device name, not per device of a device ("GPU",
+ * not "GPU.1"): DEVICE_ID picks one for compiles. They are read per device
+ * ("GPU.1") where the plugin has get_device_property. */
 static rn_status no_device_id(const rn_core *core, const char *device)
 {
     const char *id = runtime_device_id(core, device);
@@ -335,6 +336,9 @@ rn_status rn_core_get_property(const rn_core *core, const char *device, const ch
     const runtime_device *dev;
     const char *list;
     rn_status st = runtime_route_device(core, device, &dev, &list);
+    const char *id = st == RN_OK && list == NULL ? runtime_device_id(core, device) : NULL;
+    if (id != NULL && dev->ops->get_device_property != NULL) /* "GPU.1": that device's */
+        return dev->ops->get_device_property(dev->plugin, id, key, buf, size);
     if (st == RN_OK)
         st = no_device_id(core, device);
     if (st != RN_OK)

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct sched sched;
 typedef struct sched_dag sched_dag;
@@ -233,5 +234,13 @@ int sched_trace_write_json(sched *s, const char *path);
 
 /* Number of task events recorded so far. */
 size_t sched_trace_event_count(sched *s);
+
+/* The instant (sched_now_ns, CLOCK_MONOTONIC) that the trace's timestamps count from: what
+ * another source of events (a device's own timestamps) subtracts to share the time axis. */
+uint64_t sched_trace_origin_ns(const sched *s);
+
+/* Writes `str` as a JSON string (quoted, escaped) the way the trace writes names: for another
+ * writer of events into the same file. */
+void sched_trace_put_string(FILE *f, const char *str);
 
 #endif /* RN_SCHED_SCHED_H */

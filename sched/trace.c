@@ -101,6 +101,11 @@ size_t sched_trace_event_count(sched *s)
     return n;
 }
 
+uint64_t sched_trace_origin_ns(const sched *s)
+{
+    return s != NULL ? s->t0_ns : 0;
+}
+
 typedef struct json_writer {
     FILE *f;
     uint64_t t0;
@@ -113,7 +118,7 @@ static void put_sep(json_writer *j)
     j->first = false;
 }
 
-static void put_string(FILE *f, const char *str)
+void sched_trace_put_string(FILE *f, const char *str)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
@@ -142,7 +147,7 @@ static void write_buf(sched_trace_buf *t, void *arg)
             const sched_trace_event *e = &b->ev[i];
             put_sep(j);
             fputs("{\"name\":", j->f);
-            put_string(j->f, e->name);
+            sched_trace_put_string(j->f, e->name);
             fprintf(j->f,
                     ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,"
                     "\"dur\":%.3f,\"args\":{\"instance\":%llu,\"run\":%u,\"node\":%lld,"
@@ -165,7 +170,7 @@ static void put_meta(json_writer *j, const char *what, uint32_t pid, uint32_t ti
     put_sep(j);
     fprintf(j->f, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", what,
             pid, tid);
-    put_string(j->f, buf);
+    sched_trace_put_string(j->f, buf);
     fputs("}}", j->f);
 }
 

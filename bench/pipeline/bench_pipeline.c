@@ -58,9 +58,13 @@ typedef struct options {
     int runs;       /* windows per point: the median is printed */
     int streams;    /* NUM_STREAMS; 0: the device's default */
     const char *plugin;
-    bool remote;       /* also measure with remote tensors */
-    bool hetero;       /* HETERO:SLOWDEV,SLOWDEV2 */
-    long costs2_us[4]; /* SLOWDEV2's stages */
+    bool remote;        /* also measure with remote tensors */
+    bool hetero;        /* HETERO:SLOWDEV,SLOWDEV2 */
+    long costs2_us[4];  /* SLOWDEV2's stages */
+    const char *device; /* a real device (not SLOWDEV), with the chain model */
+    long chain[2];      /* its Adds and width */
+    const char *trace;  /* --trace PATH */
+    int trace_inflight;
 } options;
 
 /* What the requests' callbacks share. */
@@ -247,6 +251,30 @@ static int parse_args(int argc, char **argv, options *o)
         int n;
         if (v == NULL && strcmp(a, "--remote") != 0)
             return -1;
+        if (strcmp(a, "--device") == 0) {
+            o->device = v;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--trace") == 0) {
+            o->trace = v;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--trace-inflight") == 0) {
+            o->trace_inflight = atoi(v);
+            if (o->trace_inflight < 1 || o->trace_inflight > MAX_IN_FLIGHT)
+                return -1;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--chain") == 0) {
+            if (parse_list(v, o->chain, 2) != 2 || o->chain[0] < 1 || o->chain[1] < 1 ||
+                o->chain[1] > (1L << 26))
+                return -1;
+            i++;
+            continue;
+        }
         if (strcmp(a, "--costs") == 0 || strcmp(a, "--hetero") == 0) {
             if (parse_list(v, list, 4) != 4)
                 return -1;
@@ -379,6 +407,184 @@ static rn_status compile_hetero(rn_core *core, const char *plugin, const options
     return st;
 }
 
+/* ---- a real device (--device) ---- */
+
+static const char *const stage_names[3] = {"upload", "execute", "download"};
+
+/* The stage a profiling entry's node belongs to: the plan's layout
+ * conversions are named "reorder:<value>:<from>-><to>"; into the device
+ * layout from plain is an upload, back to plain a download. */
+static int entry_stage(const rn_profiling_info *e)
+{
+    if (e->node_name != NULL && strncmp(e->node_name, "reorder:", 8) == 0) {
+        if (strstr(e->node_name, ":plain->") != NULL)
+            return 0;
+        if (strstr(e->node_name, "->plain") != NULL)
+            return 2;
+    }
+    return 1;
+}
+
+#define PROFILE_RUNS 15
+
+/* Each stage's time for one request run alone: the least over
+ * PROFILE_RUNS profiled runs (after two warm-up runs) of its nodes' summed
+ * real_time_us. */
+static int profile_stages(rn_compiled_model *compiled, double stage_us[3])
+{
+    rn_property on[] = {{"ENABLE_PROFILING", "YES"}}, off[] = {{"ENABLE_PROFILING", "NO"}};
+    rn_infer_request *r = NULL;
+    double t[3][PROFILE_RUNS];
+    rn_status st = rn_compiled_model_set_property(compiled, on, 1);
+    if (st == RN_OK)
+        st = rn_compiled_model_create_infer_request(compiled, &r);
+    for (int k = 0; st == RN_OK && k < PROFILE_RUNS + 2; k++) {
+        const rn_profiling_info *info;
+        size_t count;
+        if ((st = rn_infer_request_infer(r)) != RN_OK ||
+            (st = rn_infer_request_profiling_info(r, &info, &count)) != RN_OK || k < 2)
+            continue;
+        double sum[3] = {0};
+        for (size_t i = 0; i < count; i++)
+            if (info[i].status == RN_NODE_EXECUTED && info[i].node_type != NULL &&
+                strcmp(info[i].node_type, "Stage") != 0)
+                sum[entry_stage(&info[i])] += (double)info[i].real_time_us;
+        for (int j = 0; j < 3; j++)
+            t[j][k - 2] = sum[j];
+    }
+    rn_infer_request_free(r);
+    if (st == RN_OK)
+        st = rn_compiled_model_set_property(compiled, off, 1);
+    if (st != RN_OK) {
+        fprintf(stderr, "bench_pipeline: profiling one request: %s\n", rn_last_error());
+        return -1;
+    }
+    for (int j = 0; j < 3; j++) {
+        qsort(t[j], PROFILE_RUNS, sizeof t[j][0], cmp_double);
+        stage_us[j] = t[j][0];
+    }
+    return 0;
+}
+
+/* The chain model on `device`, with NUM_STREAMS when given and `extra`. */
+static rn_status compile_chain(rn_core *core, const options *o, const rn_property *extra,
+                               size_t n_extra, rn_model **model, rn_compiled_model **out)
+{
+    size_t size;
+    uint8_t *bytes = chain_model_encode((int)o->chain[0], (int)o->chain[1], &size);
+    if (bytes == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "cannot build the model");
+    rn_status st = rn_core_read_model_from_memory(core, bytes, size, NULL, model);
+    free(bytes);
+    char streams[32];
+    snprintf(streams, sizeof streams, "%d", o->streams);
+    rn_property p[4] = {{"NUM_STREAMS", streams}};
+    size_t n = o->streams > 0 ? 1 : 0;
+    for (size_t i = 0; i < n_extra && n < 4; i++)
+        p[n++] = extra[i];
+    if (st == RN_OK && (st = rn_core_compile_model(core, *model, o->device, p, n, out)) != RN_OK) {
+        rn_model_free(*model);
+        *model = NULL;
+    }
+    return st;
+}
+
+/* One window of o->trace_inflight requests on a model compiled with
+ * ENABLE_TRACE=YES, then its trace written to o->trace. */
+static int write_device_trace(rn_core *core, const options *o)
+{
+    rn_property t[] = {{"ENABLE_TRACE", "YES"}};
+    rn_model *model;
+    rn_compiled_model *compiled;
+    if (compile_chain(core, o, t, 1, &model, &compiled) != RN_OK) {
+        fprintf(stderr, "bench_pipeline: --trace: %s\n", rn_last_error());
+        return 1;
+    }
+    options one = *o;
+    one.runs = 1;
+    double fps[1];
+    int rc = measure(compiled, NULL, o->trace_inflight, &one, fps);
+    if (rc == 0 && rn_compiled_model_write_trace(compiled, o->trace) != RN_OK) {
+        fprintf(stderr, "bench_pipeline: --trace: %s\n", rn_last_error());
+        rc = 1;
+    }
+    if (rc == 0)
+        printf("# trace of %d requests in flight (%.1f runs/s) written to %s\n", o->trace_inflight,
+               fps[0], o->trace);
+    rn_compiled_model_free(compiled);
+    rn_model_free(model);
+    return rc;
+}
+
+/* The bench on a real device: stage costs measured, then the points. */
+static int run_device(rn_core *core, const options *o)
+{
+    rn_model *model;
+    rn_compiled_model *compiled;
+    if (compile_chain(core, o, NULL, 0, &model, &compiled) != RN_OK) {
+        fprintf(stderr, "bench_pipeline: %s: %s\n", o->device, rn_last_error());
+        return 1;
+    }
+    double stage_us[3];
+    int rc = profile_stages(compiled, stage_us);
+    if (rc != 0) {
+        rn_compiled_model_free(compiled);
+        rn_model_free(model);
+        return 1;
+    }
+    char streams[32] = "?", optimal[32] = "?", full[256] = "?";
+    rn_compiled_model_get_property(compiled, "NUM_STREAMS", streams, sizeof streams);
+    rn_compiled_model_get_property(compiled, "OPTIMAL_NUMBER_OF_INFER_REQUESTS", optimal,
+                                   sizeof optimal);
+    rn_core_get_property(core, o->device, "FULL_DEVICE_NAME", full, sizeof full);
+    double max_us = 0, sum_us = 0;
+    for (int j = 0; j < 3; j++) {
+        sum_us += stage_us[j];
+        if (stage_us[j] > max_us)
+            max_us = stage_us[j];
+    }
+    char model_name[256];
+    bench_cpu_model(model_name, sizeof model_name);
+    printf("# %s (%s): a chain of %ld Adds on %ld floats; NUM_STREAMS=%s, "
+           "OPTIMAL_NUMBER_OF_INFER_REQUESTS=%s\n",
+           o->device, full, o->chain[0], o->chain[1], streams, optimal);
+    printf(
+        "# one request alone, profiled (fastest of %d runs): %s %.0f us, %s %.0f us, %s %.0f us; "
+        "serial 1/sum = %.1f runs/s\n",
+        PROFILE_RUNS, stage_names[0], stage_us[0], stage_names[1], stage_us[1], stage_names[2],
+        stage_us[2], sum_us > 0 ? 1e6 / sum_us : 0);
+    printf("# runs/s: median [min-max] of %d windows of %.1f s; ideal = 1/max(stage) as if each "
+           "stage had its own engine; bound = min(n/sum(stages), ideal)\n",
+           o->runs, o->seconds);
+    printf("# machine: %s, %ld online CPUs\n", model_name, sysconf(_SC_NPROCESSORS_ONLN));
+    bench_print_load("at start");
+    double ideal = max_us > 0 ? 1e6 / max_us : 0;
+    printf("%-9s %10s %17s %10s %10s %s\n", "in_flight", "runs/s", "[min-max]", "ideal", "bound",
+           "efficiency");
+    for (int i = 0; rc == 0 && i < o->n_points; i++) {
+        int n = o->inflight[i];
+        double fps[MAX_RUNS];
+        if ((rc = measure(compiled, NULL, n, o, fps)) != 0)
+            break;
+        qsort(fps, (size_t)o->runs, sizeof fps[0], cmp_double);
+        double median = fps[o->runs / 2];
+        double bound = sum_us > 0 ? 1e6 * n / sum_us : 0;
+        if (bound > ideal)
+            bound = ideal;
+        char range[32];
+        snprintf(range, sizeof range, "[%.0f-%.0f]", fps[0], fps[o->runs - 1]);
+        printf("%-9d %10.1f %17s %10.1f %10.1f efficiency=%.3f\n", n, median, range, ideal, bound,
+               ideal > 0 ? median / ideal : 0);
+        fflush(stdout);
+    }
+    rn_compiled_model_free(compiled);
+    rn_model_free(model);
+    if (rc == 0 && o->trace != NULL)
+        rc = write_device_trace(core, o);
+    bench_print_load("at end");
+    return rc != 0;
+}
+
 /* The SLOWDEV shared object: --plugin, else where `bazel run` puts it (the
  * runfiles), else where `bazel build` does, seen from the repository root. */
 static const char *find_plugin(const options *o)
@@ -399,12 +605,16 @@ int main(int argc, char **argv)
                  .inflight = {1, 2, 4, 8},
                  .n_points = 4,
                  .seconds = 1.0,
-                 .runs = 7};
-    if (parse_args(argc, argv, &o) != 0) {
+                 .runs = 7,
+                 .chain = {4, 1L << 20},
+                 .trace_inflight = 4};
+    if (parse_args(argc, argv, &o) != 0 ||
+        (o.device != NULL && strcmp(o.device, "SLOWDEV") != 0 && o.plugin == NULL)) {
         fprintf(stderr,
                 "usage: %s [--costs U,E,W,D (us)] [--inflight 1,2,4,8] [--seconds S] "
                 "[--runs N] [--streams N] [--plugin libslowdev.so] [--remote] "
-                "[--hetero U,E,W,D (SLOWDEV2's us)]\n",
+                "[--hetero U,E,W,D (SLOWDEV2's us)] [--device NAME [--chain N,W] "
+                "[--trace PATH] [--trace-inflight N]] (--device needs --plugin)\n",
                 argv[0]);
         return 2;
     }
@@ -417,8 +627,13 @@ int main(int argc, char **argv)
     }
     const char *plugin = find_plugin(&o);
     if (rn_core_load_plugin(core, NULL, plugin) != RN_OK) {
-        fprintf(stderr, "bench_pipeline: loading SLOWDEV from %s: %s\n", plugin, rn_last_error());
+        fprintf(stderr, "bench_pipeline: loading the plugin %s: %s\n", plugin, rn_last_error());
         return 1;
+    }
+    if (o.device != NULL && strcmp(o.device, "SLOWDEV") != 0) {
+        int rc = run_device(core, &o);
+        rn_core_free(core);
+        return rc;
     }
     if (o.hetero ? compile_hetero(core, plugin, &o, &model, &compiled) != RN_OK
                  : (rn_core_read_model(core, ADD_MODEL, &model) != RN_OK ||

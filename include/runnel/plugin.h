@@ -37,7 +37,7 @@ extern "C" {
  *    the request's callback called with its owner (one request object).
  * 5: attach_core, for devices that run models on other devices (HETERO,
  *    AUTO), which reach them with rn_core_device_plugin. */
-#define RN_PLUGIN_ABI_VERSION 5
+#define RN_PLUGIN_ABI_VERSION 6
 
 /* A model as it crosses the boundary (opaque outside runnel). */
 typedef struct graph rn_graph;
@@ -212,6 +212,14 @@ typedef struct rn_plugin_ops {
      * which is how the Core knows that "NAME:D1,D2" passes it a device list
      * (as the property MULTI_DEVICE_PRIORITIES). */
     void (*attach_core)(rn_plugin *plugin, rn_core *core);
+    /* (optional, ABI 6) Reads a property of one of the device's devices,
+     * the one DEVICE_ID `device_id` names (rn_core_get_property on
+     * "NAME.ID", OpenVINO's "GPU.1"): what describes that device
+     * (FULL_DEVICE_NAME, ...) is its own, the rest as get_property. An id
+     * with no device is RN_INVALID_ARG naming the available ones. Without
+     * it the Core refuses "NAME.ID" for properties. */
+    rn_status (*get_device_property)(rn_plugin *plugin, const char *device_id, const char *key,
+                                     char *buf, size_t size);
 } rn_plugin_ops;
 
 /* The plugin of device `device` of `core` (not a "NAME:list" form) and its

@@ -399,6 +399,11 @@ rn_status plugin_plan_write_trace(const plugin_plan *plan, const char *path)
     return RN_OK;
 }
 
+uint64_t plugin_plan_trace_origin_ns(const plugin_plan *plan)
+{
+    return plan->options.trace ? sched_trace_origin_ns(executors_sched(plan->pool)) : 0;
+}
+
 /* "nChw16c,plain" for the runtime model. */
 static char *layouts_of(const plan_spec *s, const int *ids, int n)
 {

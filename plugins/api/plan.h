@@ -42,6 +42,11 @@ typedef struct plugin_stage {
     executors_stage stage;
     executors_where where; /* EXECUTORS_ON_STREAM or EXECUTORS_ON_DEVICE_WAIT */
     int (*run)(plugin_request *request, uint32_t stage, void *ctx);
+    /* Runs after a failure or a cancellation too (other stages are then
+     * skipped): a wait that drains what the run left in flight on the
+     * device (non-blocking copies from and into the caller's memory), so
+     * that the run completes only once nothing touches that memory. */
+    bool always;
 } plugin_stage;
 
 #define PLUGIN_MAX_STAGES 8
@@ -160,6 +165,10 @@ rn_status plugin_plan_pipeline(const plugin_plan *plan, const rn_pipeline_stage 
 /* Writes the Chrome trace-event JSON of every task the plan's executor pool
  * ran (all requests, stages and kernels, per stream); needs options.trace. */
 rn_status plugin_plan_write_trace(const plugin_plan *plan, const char *path);
+/* The CLOCK_MONOTONIC instant in ns the trace's "ts" count from (0 without
+ * options.trace): a device appending events of its own clock to the trace
+ * converts them with it. */
+uint64_t plugin_plan_trace_origin_ns(const plugin_plan *plan);
 
 /* The runtime model of the plan (owned by the plan, rebuilt by each call). */
 rn_status plugin_plan_runtime_model(plugin_plan *plan, const rn_runtime_node **nodes,

@@ -219,6 +219,13 @@ typedef struct request_spec {
      * it). */
     int n_zc;
     int *zc_node;
+    /* Device plans: the downloads of results (conversion nodes zo_node[k])
+     * that a run skips when the result is bound to device memory in the
+     * layout the download reads (a remote tensor): the producer then writes
+     * the caller's buffer. The conversion's input must have no alias, no
+     * other reader, and not be a result itself. */
+    int n_zo;
+    int *zo_node;
     bool *skip_node;
     sched_instance *instances[2];        /* of pipeline */
     sched_instance *direct_instances[2]; /* of pipeline_direct */

@@ -49,6 +49,7 @@ static void request_spec_free(request_spec *rs, const rn_allocator *alloc)
     free(rs->refresh_io);
     free(rs->refresh_value);
     free(rs->zc_node);
+    free(rs->zo_node);
     free(rs->skip_node);
     plan_spec_release(rs->spec);
     free(rs);
@@ -93,6 +94,26 @@ static bool skippable_upload(const plan_spec *spec, const plan_node *n)
     return true;
 }
 
+/* Whether exec node n is the download of a result from a device layout
+ * whose source the producer may as well write into the caller's device
+ * memory: an arena value nothing aliases, that only n reads and that is no
+ * result itself (request_spec.zo_node). */
+static bool skippable_download(const plan_spec *spec, const plan_node *n)
+{
+    if (n->kind != PLAN_NODE_CONVERT || n->to != NULL || n->from == NULL || n->in[0] < 0 ||
+        n->out[0] < 0)
+        return false;
+    int src = n->in[0], res = n->out[0];
+    const plan_value *s = &spec->values[src], *d = &spec->values[res];
+    if (s->storage != PLAN_ARENA || s->root != src || s->n_readers != 1 || s->result >= 0 ||
+        d->storage != PLAN_ARENA || d->root != res || d->result < 0)
+        return false;
+    for (int v = 0; v < spec->n_values; v++)
+        if (v != src && v != res && (spec->values[v].root == src || spec->values[v].root == res))
+            return false;
+    return true;
+}
+
 static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request_spec **out)
 {
     const plugin_plan *plan = r->plan;
@@ -112,10 +133,11 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
     rs->refresh_io = calloc((size_t)spec->io_total + 1, sizeof *rs->refresh_io);
     rs->refresh_value = calloc((size_t)spec->io_total + 1, sizeof *rs->refresh_value);
     rs->zc_node = calloc((size_t)nn + 1, sizeof *rs->zc_node);
+    rs->zo_node = calloc((size_t)nn + 1, sizeof *rs->zo_node);
     rs->skip_node = calloc((size_t)nn + 1, sizeof *rs->skip_node);
     rn_status st = RN_OK;
     if (!rs->slots || !rs->remaining || !rs->io || !rs->ports || !rs->args || !rs->refresh_io ||
-        !rs->refresh_value || !rs->zc_node || !rs->skip_node) {
+        !rs->refresh_value || !rs->zc_node || !rs->zo_node || !rs->skip_node) {
         st = oom();
         goto fail;
     }
@@ -156,6 +178,8 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
     for (int i = 0; rs->arena == NULL && i < nn; i++)
         if (skippable_upload(spec, &spec->nodes[i]))
             rs->zc_node[rs->n_zc++] = i;
+        else if (skippable_download(spec, &spec->nodes[i]))
+            rs->zo_node[rs->n_zo++] = i;
     /* Prebuilt arguments. */
     for (int i = 0; i < nn; i++) {
         const plan_node *n = &spec->nodes[i];
@@ -170,6 +194,8 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
                 spec->values[pv->root].storage == PLAN_INPUT || spec->values[pv->root].result >= 0;
             for (int z = 0; z < rs->n_zc && !follows; z++)
                 follows = spec->nodes[rs->zc_node[z]].out[0] == v;
+            for (int z = 0; z < rs->n_zo && !follows; z++)
+                follows = spec->nodes[rs->zo_node[z]].in[0] == v;
             if (n->fast && follows) {
                 rs->refresh_io[rs->n_refresh] = n->io + k;
                 rs->refresh_value[rs->n_refresh++] = v;

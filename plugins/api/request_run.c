@@ -443,6 +443,24 @@ static void bind_memory(plugin_request *r)
         cv->buffer = direct ? in->buffer : rs->arena_buffer;
         cv->offset = direct ? in->offset : s->values[n->out[0]].offset;
     }
+    /* A result bound to device memory in the layout its producer writes:
+     * the download is skipped and the producer writes the caller's
+     * buffer. */
+    for (int k = 0; k < rs->n_zo; k++) {
+        const plan_node *n = &s->nodes[rs->zo_node[k]];
+        const graph_tensor *u = &r->user_out[s->values[n->out[0]].result];
+        graph_tensor *src = &rs->slots[n->in[0]].t;
+        bool direct = u->data == NULL && u->buffer != NULL && u->layout != NULL &&
+                      u->nbytes == src->nbytes && u->layout->ops == n->from->ops &&
+                      n->from->ops->equal(u->layout, n->from);
+        /* Not over a tensor that is also an input: the kernels before the
+         * producer may still read it. */
+        for (int i = 0; direct && i < g->n_inputs; i++)
+            direct = r->inputs[i].buffer != u->buffer;
+        rs->skip_node[rs->zo_node[k]] = direct;
+        src->buffer = direct ? u->buffer : rs->arena_buffer;
+        src->offset = direct ? u->offset : s->values[n->in[0]].offset;
+    }
     for (int k = 0; k < rs->n_refresh; k++) {
         graph_tensor *t = &rs->io[rs->refresh_io[k]];
         const value_slot *sl = &rs->slots[rs->refresh_value[k]];
@@ -555,12 +573,13 @@ static void device_stage_done(plugin_request *r, int k)
     p->status = RN_NODE_EXECUTED;
 }
 
-/* Runs device stage k (unless the run already failed or was cancelled). */
+/* Runs device stage k (unless the run already failed or was cancelled and
+ * the stage is not one that always runs). */
 static int start_stage(plugin_request *r, int k)
 {
-    if (atomic_load(&r->status) != RN_OK || atomic_load(&r->cancel))
-        return RN_OK;
     const plugin_plan_options *o = &r->plan->options;
+    if ((atomic_load(&r->status) != RN_OK || atomic_load(&r->cancel)) && !o->stages[k].always)
+        return RN_OK;
     if (r->profiling)
         r->device_stage_start[k] = plugin_now_ns();
     int rc = o->stages[k].run(r, (uint32_t)k, o->stage_ctx);

@@ -9,9 +9,10 @@
  * "cl" (plain row-major bytes in device memory), so the plan inserts the
  * uploads (model inputs → device) and downloads (device → results) as
  * layout conversions. Constant inputs (weights) are uploaded once, when a
- * kernel is prepared. Kernels enqueue their work on the queue of the arena
- * they write (non-blocking); the pipeline's execute stage flushes the queue
- * and its wait stage completes when a marker's event fires. A compiled
+ * kernel is prepared. Kernels, uploads and downloads enqueue their work
+ * on the run's queue (non-blocking); the pipeline's execute stage flushes
+ * the queue and its wait stage (which runs after a failure too) completes
+ * when a marker's event fires. A compiled
  * model runs on one device (DEVICE_ID) or in a remote context (remote.c:
  * the user's cl_context and queue), whose cl_mem tensors its conversions
  * copy on the device. */
@@ -112,9 +113,11 @@ gpu_device *gpu_current(void);
 /* What a compiled model's arenas share (the allocator's ctx): the device,
  * and what its uploads and downloads moved (the compiled model's
  * GPU_BYTES_UPLOADED and GPU_BYTES_DOWNLOADED). */
+typedef struct gpu_trace gpu_trace;
 typedef struct gpu_memory {
     gpu_device *dev;
     atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
+    gpu_trace *trace; /* the device's events for the trace (trace.c), NULL when off */
 } gpu_memory;
 
 /* A command a node enqueued (profile.c): a kernel's event (first NULL), or
@@ -144,6 +147,10 @@ typedef struct gpu_arena {
     cl_command_queue queue;
     gpu_memory *owner;
     gpu_event_log events;
+    /* With a trace (trace.c): the arena's row, and host − device clock. */
+    uint32_t trace_id;
+    bool traced;
+    int64_t clock_offset_ns;
 } gpu_arena;
 
 /* The allocator of device arenas (ctx: a gpu_memory). */
@@ -198,7 +205,10 @@ typedef struct gpu_mem {
 gpu_mem gpu_input(const gpu_node *g, const rn_kernel_args *args, int i);
 gpu_mem gpu_output(const rn_kernel_args *args, int i);
 gpu_mem gpu_scratch(const rn_kernel_args *args);
-/* The queue of the run (the arena the outputs are in). */
+/* The run's arena: the one output 0 is in, or the request's when output 0
+ * is a remote tensor written in place. */
+gpu_arena *gpu_run_arena(const rn_kernel_args *args);
+/* The queue of the run (its arena's). */
 cl_command_queue gpu_queue(const rn_kernel_args *args);
 
 /* Sets the arguments of kernel k (each a pointer and size pair, n of them)
@@ -228,6 +238,24 @@ void gpu_span_end(const gpu_node *g, const rn_kernel_args *args, cl_event begin,
  * up); the events are released. */
 void gpu_events_apply(gpu_arena *a, rn_profiling_info *entries, size_t count);
 void gpu_events_release(gpu_arena *a);
+/* An event's profiling timestamp `what` in ns, 0 when it has none. */
+uint64_t gpu_event_stamp(cl_event ev, cl_profiling_info what);
+/* When an entry's commands started and ended on the device (ns, 0 when
+ * the timestamps are missing). */
+void gpu_event_span(const gpu_event *e, uint64_t *start, uint64_t *end);
+
+/* ---- the device's events in the trace (trace.c) ---- */
+
+rn_status gpu_trace_new(gpu_trace **out);
+void gpu_trace_free(gpu_trace *t);
+/* A new arena of a traced model: its row, and its queue's clock offset. */
+void gpu_trace_attach(gpu_trace *t, gpu_arena *a);
+/* Copies the timestamps of the run's commands (the arena's events, before
+ * they are released) into the trace. */
+void gpu_trace_record(gpu_trace *t, gpu_arena *a);
+/* Appends the recorded events to the plan's trace-event JSON at `path`, as
+ * process `pid`, with timestamps counted from origin_ns. */
+rn_status gpu_trace_append(gpu_trace *t, const char *path, uint64_t origin_ns, int pid);
 
 /* An error naming the node and the OpenCL call that failed. */
 rn_status gpu_fail(const gpu_node *g, const char *what, cl_int err);

@@ -39,6 +39,8 @@ static rn_status arena_alloc(void *ctx, size_t size, size_t alignment, void **bu
                             gpu_cl_error(err));
     }
     pthread_mutex_init(&a->events.lock, NULL);
+    if (m->trace != NULL)
+        gpu_trace_attach(m->trace, a);
     *buffer = a;
     return RN_OK;
 }
@@ -98,11 +100,13 @@ static rn_status device_copy(const gpu_arena *queue_of, const rn_kernel_tensor *
 }
 
 /* Uploads (plain host → device) and downloads (device → plain host), both
- * blocking: when the conversion returns the bytes have moved, so a run that
- * is cancelled or fails after it leaves no copy in flight from or into host
- * memory the caller may free. The kernels between them are not waited for.
- * A plain side in device memory (a remote tensor) is copied on the device,
- * without blocking: it is in the run's queue before the wait stage. */
+ * non-blocking: enqueued on the run's queue like the kernels, so that no
+ * worker waits for the device and the uploads, kernels and downloads of
+ * different requests (each on its own queue) overlap. The host memory they
+ * read or write stays valid until the run completes, and the run completes
+ * only after the wait stage, which runs after a failure or a cancellation
+ * too (plugin_stage.always) and completes once the queue has drained. A
+ * plain side in device memory (a remote tensor) is copied on the device. */
 static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *dst)
 {
     if (src->data == NULL && src->buffer != NULL && dst->layout != NULL) {
@@ -114,7 +118,7 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
         if (src->nbytes == 0)
             return RN_OK;
         cl_event ev = NULL;
-        cl_int err = clEnqueueWriteBuffer(a->queue, a->mem, CL_TRUE, dst->offset, src->nbytes,
+        cl_int err = clEnqueueWriteBuffer(a->queue, a->mem, CL_FALSE, dst->offset, src->nbytes,
                                           src->data, 0, NULL, &ev);
         gpu_record_copy(a, ev);
         if (err != CL_SUCCESS)
@@ -130,7 +134,7 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
         if (dst->data == NULL && dst->buffer != NULL)
             return device_copy(a, src, dst, dst->nbytes);
         cl_event ev = NULL;
-        cl_int err = clEnqueueReadBuffer(a->queue, a->mem, CL_TRUE, src->offset, dst->nbytes,
+        cl_int err = clEnqueueReadBuffer(a->queue, a->mem, CL_FALSE, src->offset, dst->nbytes,
                                          dst->data, 0, NULL, &ev);
         gpu_record_copy(a, ev);
         if (err != CL_SUCCESS)
@@ -288,10 +292,20 @@ gpu_mem gpu_scratch(const rn_kernel_args *args)
     return (gpu_mem){a != NULL ? a->mem : NULL, args->scratch.offset / 4};
 }
 
+gpu_arena *gpu_run_arena(const rn_kernel_args *args)
+{
+    gpu_arena *a = args->outputs[0].buffer;
+    if (a != NULL && a->queue != NULL)
+        return a;
+    /* The output is a remote tensor the kernel writes in place (the plan
+     * skipped its download): the run's arena is the request's, and the
+     * plan passes the request as alloc_ctx. */
+    return plugin_request_arena(args->alloc_ctx);
+}
+
 cl_command_queue gpu_queue(const rn_kernel_args *args)
 {
-    const gpu_arena *a = args->outputs[0].buffer;
-    return a->queue;
+    return gpu_run_arena(args)->queue;
 }
 
 rn_status gpu_launch(gpu_node *g, const rn_kernel_args *args, int k, const gpu_arg *a, int n,

@@ -122,15 +122,20 @@ static void CL_CALLBACK wait_done(cl_event ev, cl_int status, void *arg)
     /* The run's commands are complete: its nodes' device times. */
     size_t count = 0;
     rn_profiling_info *entries = plugin_request_profile_entries(r, &count);
+    if (job->arena->owner != NULL)
+        gpu_trace_record(job->arena->owner->trace, job->arena);
     gpu_events_apply(job->arena, entries, count);
     free(job);
     clReleaseEvent(ev);
     plugin_request_complete_stage(r, stage, status == CL_COMPLETE ? RN_OK : RN_DEVICE_ERROR);
 }
 
-/* Completes when everything the run queued has run: a marker's event. Once
- * the callback is registered the run may complete (and the request be
- * freed) at any moment: nothing of it is touched after. */
+/* Completes when everything the run queued has run: a marker's event. It
+ * runs after a failed or cancelled run too (plugin_stage.always): the
+ * uploads and downloads are non-blocking, and the run must not complete
+ * while one still reads or writes the caller's memory. Once the callback
+ * is registered the run may complete (and the request be freed) at any
+ * moment: nothing of it is touched after. */
 static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
 {
     (void)ctx;
@@ -157,6 +162,9 @@ static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
     if (ev != NULL)
         clReleaseEvent(ev);
     free(job);
+    /* Nothing of the run may still use the caller's memory once it
+     * completes (the copies are non-blocking). */
+    clFinish(queue);
     return rn_set_error(RN_DEVICE_ERROR, "GPU: waiting for the queue failed: %s",
                         gpu_cl_error(err));
 }
@@ -336,9 +344,10 @@ static rn_status join_keys(const char *key, const char *const *a, const char *co
     return plugin_property_string(key, list, buf, size);
 }
 
-static rn_status gpu_get_property(gpu_plugin *p, const char *key, char *buf, size_t size)
+/* A device property, as device `d` (one of the plugin's) answers it. */
+static rn_status get_property_of(gpu_plugin *p, gpu_device *d, const char *key, char *buf,
+                                 size_t size)
 {
-    gpu_device *d = p->dev;
     char tmp[64];
     const char *value = NULL;
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
@@ -383,6 +392,28 @@ static rn_status gpu_get_property(gpu_plugin *p, const char *key, char *buf, siz
     if (st == RN_NOT_FOUND)
         return rn_set_error(RN_NOT_FOUND, "GPU: unknown property '%s'", key);
     return st;
+}
+
+static rn_status gpu_get_property(gpu_plugin *p, const char *key, char *buf, size_t size)
+{
+    return get_property_of(p, p->dev, key, buf, size);
+}
+
+/* "GPU.N": device N's name, architecture, type and bytes moved (opened on
+ * first use); CACHE_DIR and the common properties are the plugin's. */
+static rn_status gpu_get_device_property(gpu_plugin *p, const char *id, const char *key, char *buf,
+                                         size_t size)
+{
+    int index;
+    gpu_device *d;
+    rn_status st = device_index(p, id, &index);
+    if (st == RN_OK)
+        st = open_device(p, index, &d);
+    if (st != RN_OK)
+        return st;
+    if (strcmp(key, "CACHE_DIR") == 0)
+        d = p->dev;
+    return get_property_of(p, d, key, buf, size);
 }
 
 /* ---- compiled models ---- */
@@ -456,9 +487,14 @@ static rn_status gpu_export(gpu_compiled *c, void **data, size_t *size)
     return gpu_export_blob(c->plugin->dev, c->plan, GPU_NAME, GPU_ARCH, &props, data, size);
 }
 
+/* The plan's trace, then the device's commands (trace.c) as one more
+ * process after the plan's streams and executors. */
 static rn_status gpu_write_trace(gpu_compiled *c, const char *path)
 {
-    return plugin_plan_write_trace(c->plan, path);
+    rn_status st = plugin_plan_write_trace(c->plan, path);
+    if (st == RN_OK && c->memory.trace != NULL)
+        st = gpu_trace_append(c->memory.trace, path, plugin_plan_trace_origin_ns(c->plan), 1000);
+    return st;
 }
 
 static void gpu_compiled_free(gpu_compiled *c)
@@ -466,6 +502,7 @@ static void gpu_compiled_free(gpu_compiled *c)
     if (c == NULL)
         return;
     plugin_plan_free(c->plan);
+    gpu_trace_free(c->memory.trace);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -578,8 +615,9 @@ static rn_status gpu_build(gpu_plugin *p, gpu_compiled *c, const graph *g)
                              .n_stages = 2};
     plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
                               &c->optimal_requests);
-    o.stages[0] = (plugin_stage){EXECUTORS_STAGE_EXECUTE, EXECUTORS_ON_STREAM, stage_execute};
-    o.stages[1] = (plugin_stage){EXECUTORS_STAGE_WAIT, EXECUTORS_ON_DEVICE_WAIT, stage_wait};
+    o.stages[0] =
+        (plugin_stage){EXECUTORS_STAGE_EXECUTE, EXECUTORS_ON_STREAM, stage_execute, false};
+    o.stages[1] = (plugin_stage){EXECUTORS_STAGE_WAIT, EXECUTORS_ON_DEVICE_WAIT, stage_wait, true};
     /* A device keeps a few requests in flight: uploads of one while
      * another computes. */
     if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
@@ -590,8 +628,11 @@ static rn_status gpu_build(gpu_plugin *p, gpu_compiled *c, const graph *g)
         gpu_device_cache_dir(p->dev, dir, sizeof dir);
         gpu_device_set_cache_dir(c->dev, dir);
     }
+    rn_status st = c->props.enable_trace ? gpu_trace_new(&c->memory.trace) : RN_OK;
+    if (st != RN_OK)
+        return st;
     gpu_set_current(c->dev);
-    rn_status st = plugin_plan_build(g, p->kernels, &o, &c->plan);
+    st = plugin_plan_build(g, p->kernels, &o, &c->plan);
     gpu_set_current(NULL);
     gpu_program_origin origin = gpu_device_program_origin(c->dev);
     c->program_from_cache = origin == GPU_PROGRAM_FROM_CACHE_DIR || origin == GPU_PROGRAM_FROM_BLOB;
@@ -703,6 +744,7 @@ const rn_plugin_ops gpu_plugin_ops = {
     .create_context = gpu_create_context,
     .get_default_context = gpu_default_context,
     .compile_model = gpu_compile,
+    .get_device_property = gpu_get_device_property,
 };
 
 const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)

@@ -4,9 +4,9 @@
  * executed node's time becomes the device time of its commands:
  * CL_PROFILING_COMMAND_END - START of its kernels, and for a CLBlast call
  * (several kernels of its own, one event) the time from a marker enqueued
- * before it to the end of its event; for an upload or download (a blocking
- * copy, whose host time would include waiting for the kernels before it)
- * its copy command's. The events are released there, or when the arena is
+ * before it to the end of its event; for an upload or download (a
+ * non-blocking copy, whose host time is its enqueueing) its copy
+ * command's. The events are released there, or when the arena is
  * freed. */
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +39,7 @@ static void record_in(gpu_arena *a, const char *node, cl_event first, cl_event l
 
 static void record(const gpu_node *g, const rn_kernel_args *args, cl_event first, cl_event last)
 {
-    record_in(args->outputs[0].buffer, g->name, first, last);
+    record_in(gpu_run_arena(args), g->name, first, last);
 }
 
 void gpu_record_copy(gpu_arena *a, cl_event ev)
@@ -80,7 +80,7 @@ void gpu_span_end(const gpu_node *g, const rn_kernel_args *args, cl_event begin,
         clReleaseEvent(end);
 }
 
-static uint64_t stamp(cl_event ev, cl_profiling_info what)
+uint64_t gpu_event_stamp(cl_event ev, cl_profiling_info what)
 {
     cl_ulong t = 0;
     if (clGetEventProfilingInfo(ev, what, sizeof t, &t, NULL) != CL_SUCCESS)
@@ -88,12 +88,18 @@ static uint64_t stamp(cl_event ev, cl_profiling_info what)
     return t;
 }
 
+void gpu_event_span(const gpu_event *e, uint64_t *start, uint64_t *end)
+{
+    *start = e->first != NULL ? gpu_event_stamp(e->first, CL_PROFILING_COMMAND_END)
+                              : gpu_event_stamp(e->last, CL_PROFILING_COMMAND_START);
+    *end = gpu_event_stamp(e->last, CL_PROFILING_COMMAND_END);
+}
+
 /* The device time of one entry in ns (0 when the timestamps are missing). */
 static uint64_t event_ns(const gpu_event *e)
 {
-    uint64_t start = e->first != NULL ? stamp(e->first, CL_PROFILING_COMMAND_END)
-                                      : stamp(e->last, CL_PROFILING_COMMAND_START);
-    uint64_t end = stamp(e->last, CL_PROFILING_COMMAND_END);
+    uint64_t start, end;
+    gpu_event_span(e, &start, &end);
     return end > start && start != 0 ? end - start : 0;
 }
 

@@ -8,7 +8,9 @@
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runnel/runnel.h"
 
@@ -114,6 +116,98 @@ Test(gpu_profiling, profiling_off_reads_as_an_error_and_runs_still_work)
     cr_assert_neq(rn_infer_request_profiling_info(r, &info, &n), RN_OK);
     cr_assert(strstr(rn_last_error(), "ENABLE_PROFILING") != NULL, "%s", rn_last_error());
     rn_infer_request_free(r);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+/* The "ts" of every event of category `cat` in a trace file's text:
+ * their count, and the least start and greatest end (ts + dur). */
+static int scan_events(const char *text, const char *cat, double *first, double *last)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"cat\":\"%s\"", cat);
+    int n = 0;
+    *first = 1e300;
+    *last = -1e300;
+    for (const char *p = strstr(text, key); p != NULL; p = strstr(p + 1, key)) {
+        double ts, dur;
+        const char *t = strstr(p, "\"ts\":"), *d = strstr(p, "\"dur\":");
+        cr_assert(t != NULL && d != NULL && sscanf(t, "\"ts\":%lf", &ts) == 1 &&
+                      sscanf(d, "\"dur\":%lf", &dur) == 1,
+                  "an event of category %s without ts or dur", cat);
+        cr_assert_geq(dur, 0.0);
+        *first = ts < *first ? ts : *first;
+        *last = ts + dur > *last ? ts + dur : *last;
+        n++;
+    }
+    return n;
+}
+
+/* With ENABLE_TRACE, the trace holds the device's commands after the host
+ * tasks: for each run of each request, test_add's two uploads, its Add and
+ * its download, tagged with the request's arena and the stage, on the
+ * trace's own time axis (within the span of the host tasks that enqueued
+ * and waited for them). */
+Test(gpu_profiling, the_trace_holds_the_devices_commands)
+{
+    rn_core *core = gpu_core();
+    rn_model *model;
+    cr_assert_eq(rn_core_read_model(core, NODE_DIR "/test_add/model.onnx", &model), RN_OK, "%s",
+                 rn_last_error());
+    rn_property trace = {"ENABLE_TRACE", "YES"};
+    rn_compiled_model *cm;
+    cr_assert_eq(rn_core_compile_model(core, model, "GPU", &trace, 1, &cm), RN_OK, "%s",
+                 rn_last_error());
+    rn_infer_request *r[2];
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r[k]), RN_OK);
+        gpu_fill_inputs(cm, r[k]);
+    }
+    for (int run = 0; run < 3; run++) {
+        for (int k = 0; k < 2; k++)
+            cr_assert_eq(rn_infer_request_start_async(r[k]), RN_OK, "%s", rn_last_error());
+        for (int k = 0; k < 2; k++)
+            cr_assert_eq(rn_infer_request_wait(r[k]), RN_OK, "%s", rn_last_error());
+    }
+    char path[] = "/tmp/gpu_trace_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(rn_compiled_model_write_trace(cm, path), RN_OK, "%s", rn_last_error());
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    char *text = calloc((size_t)size + 1, 1);
+    cr_assert_eq(fread(text, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    unlink(path);
+    cr_assert(strstr(text, "\"GPU device (OpenCL event timestamps)\"") != NULL);
+    cr_assert(size > 4 && strcmp(text + size - 4, "\n]}\n") == 0, "the JSON is not closed");
+    double host_first, host_last, dev_first, dev_last;
+    int n_host = scan_events(text, "node", &host_first, &host_last);
+    int n_dev = scan_events(text, "device", &dev_first, &dev_last);
+    cr_assert_gt(n_host, 0);
+    cr_assert_eq(n_dev, 2 * 3 * 4, "%d device commands", n_dev);
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s < 3; s++) {
+            static const char *const stages[] = {"upload", "execute", "download"};
+            char want[64];
+            snprintf(want, sizeof want, "\"request\":%d,\"stage\":\"%s\"", k, stages[s]);
+            cr_assert(strstr(text, want) != NULL, "no %s", want);
+        }
+    /* The device's clock moved onto the trace's: its commands ran while the
+     * host tasks of the runs did (10 ms of slack for the offset's
+     * measurement on a loaded machine; an unconverted device clock would be
+     * off by the process's age or more). */
+    double first_ok = host_first - 10000.0, last_ok = host_last + 10000.0;
+    free(text);
+    cr_assert_geq(dev_first, first_ok, "device %.1f, host %.1f", dev_first, first_ok);
+    cr_assert_leq(dev_last, last_ok, "device %.1f, host %.1f", dev_last, last_ok);
+    for (int k = 0; k < 2; k++)
+        rn_infer_request_free(r[k]);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);

@@ -131,18 +131,39 @@ static void expect_close(const float *got, const float *want, size_t n, const ch
 
 typedef struct model_case {
     char name[64];
+    /* The output's producer writes the user's cl_mem (the download, a
+     * device-to-device copy, does not run); false: the plan does not allow
+     * it (test_add's Add writes in place over its first input's upload, so
+     * the result aliases it) and the result is copied out of the arena. */
+    bool output_in_place;
 } model_case;
 
 ParameterizedTestParameters(gpu_remote, runs_on_the_users_cl_mem_with_no_upload_or_download)
 {
-    static model_case cases[] = {{"test_add"}, {"test_basic_conv_with_padding"}};
+    static model_case cases[] = {
+        {"test_add", false}, {"test_basic_conv_with_padding", true}, {"test_flatten_axis1", true}};
     return cr_make_param_array(model_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+/* Whether the node named `name` ran in the last run (profiling). */
+static bool node_ran(rn_infer_request *r, const char *name)
+{
+    const rn_profiling_info *info;
+    size_t n_info;
+    cr_assert_eq(rn_infer_request_profiling_info(r, &info, &n_info), RN_OK);
+    for (size_t e = 0; e < n_info; e++)
+        if (strcmp(info[e].node_name, name) == 0)
+            return info[e].status == RN_NODE_EXECUTED;
+    cr_assert_fail("no profiling entry '%s'", name);
+    return false;
 }
 
 /* The user writes each input into a cl_mem of their own with
  * clEnqueueWriteBuffer, binds it, runs, and reads the output cl_mem back
  * with clEnqueueReadBuffer: REF's results, and nothing moved by the
- * device's uploads and downloads. */
+ * device's uploads and downloads. Where the plan allows, the output's
+ * producer writes the user's cl_mem itself: the download of the result
+ * (a device-to-device copy) does not run. */
 ParameterizedTest(model_case *c, gpu_remote, runs_on_the_users_cl_mem_with_no_upload_or_download)
 {
     rn_core *core = gpu_core();
@@ -222,6 +243,10 @@ ParameterizedTest(model_case *c, gpu_remote, runs_on_the_users_cl_mem_with_no_up
                 }
             cr_assert_eq(uploads, n_in);
         }
+        char download[128];
+        snprintf(download, sizeof download, "reorder:%s:cl->plain", po->name);
+        cr_assert_eq(node_ran(r, download), !c->output_in_place, "%s: %s %s", c->name, download,
+                     c->output_in_place ? "ran: the output was copied" : "did not run");
         /* The output tensor reads back the same through the Core. */
         float *copy = calloc(n_out, sizeof *copy);
         rn_tensor *host;
@@ -588,6 +613,94 @@ Test(gpu_remote, device_id_selects_among_the_opencl_devices)
     rn_tensor_free(t0);
     rn_compiled_model_free(cm);
     free(want);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+/* The name OpenCL gives device `index` in the plugin's order (every
+ * platform's GPUs, then its CPU and accelerator devices), from OpenCL
+ * itself. */
+static void opencl_device_name(int index, char *name, size_t size)
+{
+    cl_platform_id platforms[8];
+    cl_uint np = 0;
+    cr_assert_eq(clGetPlatformIDs(8, platforms, &np), CL_SUCCESS);
+    int seen = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (cl_uint p = 0; p < np && p < 8; p++) {
+            cl_device_id ids[16];
+            cl_uint nd = 0;
+            cl_device_type want =
+                pass == 0 ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_ACCELERATOR;
+            if (clGetDeviceIDs(platforms[p], want, 16, ids, &nd) != CL_SUCCESS)
+                continue;
+            for (cl_uint d = 0; d < nd && d < 16; d++, seen++)
+                if (seen == index) {
+                    cr_assert_eq(clGetDeviceInfo(ids[d], CL_DEVICE_NAME, size, name, NULL),
+                                 CL_SUCCESS);
+                    return;
+                }
+        }
+    cr_assert_fail("OpenCL lists no device %d", index);
+}
+
+/* "GPU.1" reads device 1's properties: its OpenCL name, and the bytes its
+ * own runs moved (a model run on GPU.1 adds to GPU.1's GPU_BYTES_UPLOADED,
+ * not to device 0's, which plain "GPU" reads). "GPU.7" is refused naming
+ * the devices there are; properties are still set on "GPU" only. */
+Test(gpu_remote, device_properties_answer_for_the_device_named)
+{
+    setenv("POCL_DEVICES", "pthread pthread", 1);
+    rn_core *core = gpu_core();
+    char buf[512], want[256];
+    cr_assert_eq(rn_core_get_property(core, "GPU", "AVAILABLE_DEVICES", buf, sizeof buf), RN_OK);
+    if (strcmp(buf, "0") == 0) {
+        rn_core_free(core);
+        cr_skip_test("one OpenCL device only (the platform is not PoCL, or it ignored "
+                     "POCL_DEVICES)");
+    }
+    for (int i = 0; i < 2; i++) {
+        char device[16];
+        snprintf(device, sizeof device, "GPU.%d", i);
+        opencl_device_name(i, want, sizeof want);
+        cr_assert_eq(rn_core_get_property(core, device, "FULL_DEVICE_NAME", buf, sizeof buf), RN_OK,
+                     "%s: %s", device, rn_last_error());
+        cr_assert_str_eq(buf, want, "%s", device);
+        cr_assert_eq(rn_core_get_property(core, device, "DEVICE_ARCHITECTURE", buf, sizeof buf),
+                     RN_OK);
+        cr_assert(strstr(buf, want) != NULL, "%s: DEVICE_ARCHITECTURE '%s'", device, buf);
+        cr_assert_eq(
+            rn_core_get_property(core, device, "OPTIMIZATION_CAPABILITIES", buf, sizeof buf),
+            RN_OK);
+        cr_assert(strstr(buf, "FP32") != NULL, "%s", buf);
+    }
+    rn_model *model = node_model(core, "test_add");
+    rn_compiled_model *cm;
+    cr_assert_eq(rn_core_compile_model(core, model, "GPU.1", NULL, 0, &cm), RN_OK, "%s",
+                 rn_last_error());
+    rn_infer_request *r;
+    cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r), RN_OK);
+    size_t in_bytes = 0;
+    for (size_t i = 0; i < rn_compiled_model_input_count(cm); i++) {
+        rn_tensor *t;
+        rn_infer_request_get_input_tensor(r, i, &t);
+        gpu_fill(rn_tensor_data(t), rn_tensor_element_count(t), (uint32_t)i + 1);
+        in_bytes += rn_tensor_byte_size(t);
+    }
+    cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_core_get_property(core, "GPU.1", "GPU_BYTES_UPLOADED", buf, sizeof buf), RN_OK);
+    cr_assert_eq(strtoull(buf, NULL, 10), in_bytes, "GPU.1 uploaded %s bytes", buf);
+    cr_assert_eq(rn_core_get_property(core, "GPU", "GPU_BYTES_UPLOADED", buf, sizeof buf), RN_OK);
+    cr_assert_str_eq(buf, "0", "device 0 ran nothing");
+    cr_assert_eq(rn_core_get_property(core, "GPU.0", "GPU_BYTES_UPLOADED", buf, sizeof buf), RN_OK);
+    cr_assert_str_eq(buf, "0");
+    expect_error(rn_core_get_property(core, "GPU.7", "FULL_DEVICE_NAME", buf, sizeof buf),
+                 RN_INVALID_ARG, "DEVICE_ID '7' does not exist (available: 0 1");
+    rn_property p[] = {{"PERFORMANCE_HINT", "LATENCY"}};
+    expect_error(rn_core_set_property(core, "GPU.1", p, 1), RN_INVALID_ARG,
+                 "properties are set and read on 'GPU'");
+    rn_infer_request_free(r);
+    rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);
 }

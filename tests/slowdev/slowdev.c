@@ -576,10 +576,12 @@ static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
                              .n_stages = 4};
     plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
                               &c->optimal_requests);
-    o.stages[0] = (plugin_stage){EXECUTORS_STAGE_UPLOAD, EXECUTORS_ON_STREAM, stage_upload};
-    o.stages[1] = (plugin_stage){EXECUTORS_STAGE_EXECUTE, EXECUTORS_ON_STREAM, stage_execute};
-    o.stages[2] = (plugin_stage){EXECUTORS_STAGE_WAIT, EXECUTORS_ON_DEVICE_WAIT, stage_wait};
-    o.stages[3] = (plugin_stage){EXECUTORS_STAGE_DOWNLOAD, EXECUTORS_ON_STREAM, stage_download};
+    o.stages[0] = (plugin_stage){EXECUTORS_STAGE_UPLOAD, EXECUTORS_ON_STREAM, stage_upload, false};
+    o.stages[1] =
+        (plugin_stage){EXECUTORS_STAGE_EXECUTE, EXECUTORS_ON_STREAM, stage_execute, false};
+    o.stages[2] = (plugin_stage){EXECUTORS_STAGE_WAIT, EXECUTORS_ON_DEVICE_WAIT, stage_wait, false};
+    o.stages[3] =
+        (plugin_stage){EXECUTORS_STAGE_DOWNLOAD, EXECUTORS_ON_STREAM, stage_download, false};
     /* A device keeps four requests in flight, one per engine (unless its
      * requests are to run one at a time). */
     if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
