@@ -97,6 +97,13 @@ typedef struct plugin_plan_options {
      * so that the specialised plan is static. */
     rn_status (*specialize)(void *ctx, graph *g);
     void *specialize_ctx;
+    /* (optional) Whether a tensor in the device's layout `whole` (a
+     * Concat's output) is the bytes of its n inputs, in the device's layouts
+     * parts[k], laid end to end in order along `axis` (oneDNN's nChw8c along
+     * C when N is 1 and every part's C is a multiple of 8): then the plan
+     * lets the producers write into their slices, as it does for plain
+     * tensors. NULL: Concats in a device's layout copy. */
+    bool (*concat_dense)(const rn_layout *whole, const rn_layout *const *parts, int n, int axis);
 } plugin_plan_options;
 
 /* Builds a plan for `model` (cloned; the caller keeps its graph) and

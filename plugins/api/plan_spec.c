@@ -744,11 +744,28 @@ static int find_root(plan_spec *s, int v)
     return v;
 }
 
+/* Whether every input of Concat n is in the output's layout family and
+ * the device says they lay end to end in the output (concat_dense). */
+static bool concat_dense_layouts(const plan_spec *s, const plan_node *n, int axis)
+{
+    const plugin_plan_options *o = &s->plan->options;
+    const rn_layout *whole = s->values[n->out[0]].desc.layout;
+    const rn_layout *parts[64];
+    for (int k = 0; k < n->n_in; k++) {
+        parts[k] = s->values[n->in[k]].desc.layout;
+        if (parts[k] == NULL || parts[k]->ops != whole->ops)
+            return false;
+    }
+    return o->concat_dense != NULL && o->concat_dense(whole, parts, n->n_in, axis);
+}
+
 /* Concat written in place by its producers: along an axis with nothing
  * but 1s before it, each input is one contiguous slice of the output, so an
  * input that is an intermediate nobody else reads can be produced straight
  * into its slice (its root joins the output's bytes at that offset). The
- * Concat then copies only the other inputs, or nothing. Host memory only. */
+ * Concat then copies only the other inputs, or nothing. Plain tensors, and
+ * a device's layouts where its concat_dense says the inputs lie end to end.
+ * Host memory only. */
 static void concat_in_place(plan_spec *s, int *real)
 {
     const rn_allocator *alloc = s->plan->options.allocator;
@@ -761,8 +778,9 @@ static void concat_in_place(plan_spec *s, int *real)
             n->n_out != 1 || n->out[0] < 0 || n->n_in < 1 || n->n_in > 64)
             continue;
         plan_value *out = &s->values[n->out[0]];
+        bool laid_out = out->desc.layout != NULL;
         if (out->storage != PLAN_ARENA || out->result >= 0 || out->root != n->out[0] ||
-            out->desc.layout != NULL || out->desc.type == RN_STRING)
+            (laid_out && s->plan->options.concat_dense == NULL) || out->desc.type == RN_STRING)
             continue;
         int rank = out->desc.rank;
         int64_t axis = graph_node_attr_int(n->node, "axis", 0);
@@ -780,12 +798,13 @@ static void concat_in_place(plan_spec *s, int *real)
         bool ok = true;
         for (int k = 0; k < n->n_in && ok; k++) {
             const plan_value *x = n->in[k] >= 0 ? &s->values[n->in[k]] : NULL;
-            ok = x != NULL && x->desc.type == out->desc.type && x->desc.layout == NULL &&
+            ok = x != NULL && x->desc.type == out->desc.type &&
+                 (x->desc.layout != NULL) == laid_out &&
                  (x->storage == PLAN_ARENA || x->storage == PLAN_CONST || x->storage == PLAN_INPUT);
             if (ok)
                 total += x->nbytes;
         }
-        if (!ok || total != out->nbytes)
+        if (!ok || total != out->nbytes || (laid_out && !concat_dense_layouts(s, n, (int)axis)))
             continue;
         /* Place the inputs that are intermediates nobody else reads. */
         size_t off = 0;

@@ -121,6 +121,10 @@ void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_typ
  * from a plain tensor reads it as `plain` (same dims as md, any strides). */
 void cpu_layout_init_plain(cpu_layout *l, const dnnl_memory_desc_t *md,
                            const dnnl_memory_desc_t *plain, const rn_layout **out);
+/* The plan's concat_dense: whether the parts, in CPU layouts, lie end to
+ * end along axis in whole's layout (nChw8c along C with N = 1, every part's
+ * C a multiple of the block). */
+bool cpu_concat_dense(const rn_layout *whole, const rn_layout *const *parts, int n, int axis);
 /* The descriptor input layout `l` stands for: its md when it is a CPU
  * layout, else the plain md of (type, rank, dims). */
 rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims,

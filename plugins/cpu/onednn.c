@@ -277,6 +277,65 @@ void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_typ
     *out = &l->base;
 }
 
+/* Whether part's elements sit in whole's, at whole's sub-memory starting
+ * `start` along axis, with the same strides (dims of size 1 aside) and
+ * blocks: then the part's dense bytes are that region of whole's. */
+static bool part_of(const dnnl_memory_desc_t *whole, const dnnl_memory_desc_t *part, int axis,
+                    int64_t start, dnnl_dim_t *offset0)
+{
+    if (part->format_kind != dnnl_blocked || part->ndims != whole->ndims ||
+        part->data_type != whole->data_type || part->offset0 != 0)
+        return false;
+    dnnl_dims_t offsets = {0};
+    offsets[axis] = start;
+    for (int d = 0; d < part->ndims; d++)
+        if (part->padded_dims[d] != part->dims[d])
+            return false;
+    dnnl_memory_desc_t sub;
+    if (dnnl_memory_desc_init_submemory(&sub, whole, part->dims, offsets) != dnnl_success)
+        return false;
+    const dnnl_blocking_desc_t *a = &sub.format_desc.blocking, *b = &part->format_desc.blocking;
+    if (a->inner_nblks != b->inner_nblks)
+        return false;
+    for (int i = 0; i < a->inner_nblks; i++)
+        if (a->inner_blks[i] != b->inner_blks[i] || a->inner_idxs[i] != b->inner_idxs[i])
+            return false;
+    for (int d = 0; d < part->ndims; d++)
+        if (part->dims[d] > 1 && a->strides[d] != b->strides[d])
+            return false;
+    *offset0 = sub.offset0;
+    return true;
+}
+
+bool cpu_concat_dense(const rn_layout *whole, const rn_layout *const *parts, int n, int axis)
+{
+    if (whole == NULL || whole->ops != &cpu_layout_ops)
+        return false;
+    const cpu_layout *w = (const cpu_layout *)whole;
+    const dnnl_memory_desc_t *wm = &w->md;
+    if (w->plain.ndims != 0 || wm->format_kind != dnnl_blocked || wm->offset0 != 0 || axis < 0 ||
+        axis >= wm->ndims)
+        return false;
+    for (int d = 0; d < wm->ndims; d++)
+        if (wm->padded_dims[d] != wm->dims[d])
+            return false;
+    size_t elem = dnnl_data_type_size(wm->data_type);
+    size_t bytes = 0;
+    int64_t start = 0;
+    for (int k = 0; k < n; k++) {
+        if (parts[k] == NULL || parts[k]->ops != &cpu_layout_ops)
+            return false;
+        const cpu_layout *p = (const cpu_layout *)parts[k];
+        dnnl_dim_t offset0 = 0;
+        if (p->plain.ndims != 0 || !part_of(wm, &p->md, axis, start, &offset0) ||
+            (size_t)offset0 * elem != bytes)
+            return false;
+        bytes += dnnl_memory_desc_get_size(&p->md);
+        start += p->md.dims[axis];
+    }
+    return start == wm->dims[axis] && bytes == dnnl_memory_desc_get_size(wm);
+}
+
 rn_status cpu_any_md(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_memory_desc_t *md)
 {
     dnnl_dims_t d;

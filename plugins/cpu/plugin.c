@@ -76,6 +76,7 @@ static void cpu_configure(const plugin_properties *props, plugin_plan_options *o
     cpu_config_set(&c);
     options->compute_threads_per_stream = (uint32_t)c.threads;
     options->threads_per_stream = 1;
+    options->concat_dense = cpu_concat_dense;
 }
 
 const host_device cpu_device = {

@@ -199,6 +199,44 @@ static int conversions(rn_compiled_model *cm)
     return atoi(buf);
 }
 
+/* Concats in a blocked layout written in place (the plan's concat_dense
+ * hook): SqueezeNet's 8 Concats of two expand convolutions each, in
+ * nChw8c/nChw16c along C with N = 1, are skipped at run time (each
+ * convolution writes its slice); DenseNet-121's 58, whose first input is
+ * also read elsewhere, copy only that input. The outputs equal REF's
+ * (squeezenet_f32_matches_ref, the conformance runner on the light models). */
+static void expect_concats_in_place(const char *name, int want)
+{
+    char path[512];
+    cpu_testing_light(name, path, sizeof path);
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_f32(path, &core, &model);
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int concats = 0, in_place = 0, blocked = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].layer_type, "Concat") != 0)
+            continue;
+        concats++;
+        in_place += strcmp(nodes[i].impl_type, "concat_in_place") == 0;
+        blocked += nodes[i].output_layouts != NULL && strchr(nodes[i].output_layouts, 'B') != NULL;
+    }
+    cr_assert_eq(concats, want, "%s: %d Concats", name, concats);
+    cr_assert_eq(blocked, want, "%s: %d of %d Concats in a blocked layout", name, blocked, want);
+    cr_assert_eq(in_place, want, "%s: %d of %d Concats in place", name, in_place, want);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+Test(cpu, blocked_concats_are_written_in_place, .timeout = 300)
+{
+    expect_concats_in_place("squeezenet", 8);
+    expect_concats_in_place("densenet121", 58);
+}
+
 Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
 {
     char path[512];

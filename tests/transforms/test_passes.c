@@ -126,6 +126,66 @@ Test(remove_identity, other_readers_of_input_follow_the_result)
     graph_free(g);
 }
 
+/* x -> Relu r -> Dropout d (outputs y and the mask m) -> Sigmoid s
+ * (result), with training_mode = train (NULL: absent); returns the graph
+ * and, in *mask, the mask value. */
+static graph *dropout_graph(const bool *train, graph_value **mask)
+{
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, dims23);
+    graph_value *r = tt_unary(g, "r", "Relu", x);
+    graph_value *ratio = tt_const_f32(g, "ratio", 0, NULL, (float[]){0.5f});
+    graph_value *t = NULL;
+    if (train != NULL) {
+        uint8_t v = *train;
+        t = tt_const(g, "t", RN_BOOL, 0, NULL, &v);
+    }
+    graph_value *outs[2];
+    OK(graph_add_value(g, "y", &outs[0]));
+    OK(graph_add_value(g, "m", &outs[1]));
+    graph_value *ins[3] = {r, ratio, t};
+    OK(graph_add_node(g, "d", "", "Dropout", g->opset, train != NULL ? 3 : 2, ins, 2, outs, NULL));
+    tt_output(g, tt_unary(g, "s", "Sigmoid", outs[0]));
+    *mask = outs[1];
+    return g;
+}
+
+Test(remove_identity, inference_dropout_with_an_unread_mask_goes)
+{
+    bool off = false;
+    const bool *modes[2] = {NULL, &off};
+    for (int i = 0; i < 2; i++) {
+        graph_value *mask;
+        graph *g = dropout_graph(modes[i], &mask);
+        tt_finish(g);
+        graph *before = clone_of(g);
+        cr_assert_eq(run_pass(transforms_remove_identity, g, NULL), 1);
+        cr_assert_eq(tt_count_op(g, "Dropout"), 0);
+        cr_assert_eq(tt_find_node(g, "s")->inputs[0], tt_find_node(g, "r")->outputs[0]);
+        tt_assert_valid(g);
+        assert_same_results(before, g, 0);
+        graph_free(before);
+        graph_free(g);
+    }
+}
+
+Test(remove_identity, dropout_stays_when_its_mask_is_read_or_it_trains)
+{
+    graph_value *mask;
+    graph *g = dropout_graph(NULL, &mask);
+    tt_output(g, mask);
+    tt_finish(g);
+    cr_assert_eq(run_pass(transforms_remove_identity, g, NULL), 0, "the mask is a result");
+    cr_assert_eq(tt_count_op(g, "Dropout"), 1);
+    graph_free(g);
+    bool on = true;
+    g = dropout_graph(&on, &mask);
+    tt_finish(g);
+    cr_assert_eq(run_pass(transforms_remove_identity, g, NULL), 0, "training_mode is true");
+    cr_assert_eq(tt_count_op(g, "Dropout"), 1);
+    graph_free(g);
+}
+
 Test(remove_identity, parameter_to_result_copy_stays)
 {
     graph *g = tt_graph();
