@@ -33,6 +33,7 @@ static void free_node(plan_node *n)
     free(n->out);
     free(n->implicit);
     free(n->owned_name);
+    free(n->fallback);
     free(n->original_names);
     free(n->in_layouts);
     free(n->out_layouts);
@@ -251,25 +252,47 @@ static rn_status kernel_node(const plugin_plan *plan, plan_spec *s, plan_node *n
     }
     if ((st = plugin_kernel_registry_pick(plan->registry, node, &n->kernel)) != RN_OK)
         return st;
-    const plugin_kernel *k = n->kernel;
     const rn_layout **layouts = NULL;
-    if (k->prepare_ctx != NULL && n->n_in > 0) {
+    if (n->n_in > 0) {
         if ((layouts = calloc((size_t)n->n_in, sizeof *layouts)) == NULL)
             return oom();
         for (int i = 0; i < n->n_in; i++)
             layouts[i] = n->in[i] >= 0 ? s->values[n->in[i]].desc.layout : NULL;
     }
-    plugin_kernel_ctx kctx = {
-        .registry = plan->registry, .input_layouts = layouts, .n_input_layouts = n->n_in};
-    if (k->prepare_ctx != NULL)
-        st = k->prepare_ctx(node, &kctx, &n->state);
-    else if (k->prepare != NULL)
-        st = k->prepare(node, &n->state);
-    free(layouts);
-    if (st != RN_OK) {
+    /* A kernel that cannot prepare the node (a primitive the library refuses
+     * for these shapes) hands it to the next kernel that supports it, REF's
+     * last; the first refusal is kept for the runtime model. */
+    for (;;) {
+        const plugin_kernel *k = n->kernel;
+        plugin_kernel_ctx kctx = {.registry = plan->registry,
+                                  .input_layouts = layouts,
+                                  .n_input_layouts = k->prepare_ctx != NULL ? n->n_in : 0};
+        st = RN_OK;
+        if (k->prepare_ctx != NULL)
+            st = k->prepare_ctx(node, &kctx, &n->state);
+        else if (k->prepare != NULL)
+            st = k->prepare(node, &n->state);
+        if (st == RN_OK)
+            break;
         n->state = NULL;
-        return st;
+        const plugin_kernel *next = NULL;
+        if (plugin_kernel_may_fall_back(st))
+            plugin_kernel_registry_next(plan->registry, node, k, &next);
+        if (next == NULL)
+            break;
+        if (n->fallback == NULL && (n->fallback = strdup(rn_last_error())) == NULL) {
+            st = oom();
+            break;
+        }
+        plugin_log(atomic_load(&plan->log_level), PLUGIN_LOG_WARNING, plan->options.device,
+                   "node '%s' (%s): %s; running it with the %s kernel", node->name, node->op_type,
+                   n->fallback, next->impl_type ? next->impl_type : "next");
+        n->kernel = next;
     }
+    free(layouts);
+    if (st != RN_OK)
+        return st;
+    const plugin_kernel *k = n->kernel;
     if ((st = set_output_layouts(s, n)) != RN_OK)
         return st;
     n->impl = k->impl_type != NULL ? k->impl_type : "unknown";

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Writes the models of tests/cpu/test_cpu_fallback.c, each a shape of real models that the CPU
+device once failed where REF ran:
+  anchors_dyn.onnx   a detection head's anchor grid (YOLO's make_anchors): Shape -> Range ->
+                     Expand -> Unsqueeze -> Concat(axis=-1) over dynamic H and W; the Concats
+                     fold to constants once the plan is specialised for a run's shapes (oneDNN's
+                     concat needs scratch memory there).
+  pool_big_pads.onnx an AveragePool whose pads exceed its kernel (legal ONNX; oneDNN refuses the
+                     primitive with invalid arguments), beside a MaxPool oneDNN runs.
+Outputs are compared with REF's by the test. Run with a Python that has onnx:
+  .cache/venv-bench/bin/python tests/cpu/make_fallback_models.py"""
+import os
+
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def save(name, nodes, inputs, outputs, inits=()):
+    g = h.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(HERE, name + ".onnx"))
+
+
+def ints(name, v):
+    return h.make_tensor(name, T.INT64, [len(v)] if isinstance(v, list) else [],
+                         v if isinstance(v, list) else [v])
+
+
+nodes = [
+    h.make_node("Shape", ["x"], ["s"]),
+    h.make_node("Gather", ["s", "i2"], ["H"], axis=0),
+    h.make_node("Gather", ["s", "i3"], ["W"], axis=0),
+    h.make_node("Cast", ["H"], ["Hf"], to=T.FLOAT),
+    h.make_node("Cast", ["W"], ["Wf"], to=T.FLOAT),
+    h.make_node("Range", ["zf", "Hf", "onef"], ["ry"]),
+    h.make_node("Range", ["zf", "Wf", "onef"], ["rx"]),
+    h.make_node("Unsqueeze", ["ry", "ax1"], ["ry2"]),
+    h.make_node("Unsqueeze", ["rx", "ax0"], ["rx2"]),
+    h.make_node("Unsqueeze", ["H", "ax0"], ["H1"]),
+    h.make_node("Unsqueeze", ["W", "ax0"], ["W1"]),
+    h.make_node("Concat", ["H1", "W1"], ["hw"], axis=0),
+    h.make_node("Expand", ["ry2", "hw"], ["gy"]),
+    h.make_node("Expand", ["rx2", "hw"], ["gx"]),
+    h.make_node("Unsqueeze", ["gx", "axm1"], ["gx3"]),
+    h.make_node("Unsqueeze", ["gy", "axm1"], ["gy3"]),
+    h.make_node("Concat", ["gx3", "gy3"], ["g"], axis=-1),
+    h.make_node("ReduceMean", ["x"], ["xm0"], axes=[1], keepdims=0),
+    h.make_node("Squeeze", ["xm0", "ax0"], ["xm"]),
+    h.make_node("Unsqueeze", ["xm", "axm1"], ["xm3"]),
+    h.make_node("Concat", ["g", "xm3"], ["y"], axis=-1),
+]
+inits = [ints("i2", 2), ints("i3", 3), h.make_tensor("zf", T.FLOAT, [], [0.0]),
+         h.make_tensor("onef", T.FLOAT, [], [1.0]), ints("ax0", [0]), ints("ax1", [1]),
+         ints("axm1", [-1])]
+save("anchors_dyn", nodes, [h.make_tensor_value_info("x", T.FLOAT, [1, 4, "h", "w"])],
+     [h.make_tensor_value_info("y", T.FLOAT, ["h", "w", 3])], inits)
+
+nodes = [h.make_node("AveragePool", ["x"], ["avg"], kernel_shape=[2, 2], pads=[2, 2, 2, 2]),
+         h.make_node("MaxPool", ["x"], ["max"], kernel_shape=[2, 2], pads=[1, 1, 1, 1])]
+save("pool_big_pads", nodes, [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 5, 5])],
+     [h.make_tensor_value_info("avg", T.FLOAT, [1, 3, 8, 8]),
+      h.make_tensor_value_info("max", T.FLOAT, [1, 3, 6, 6])])
