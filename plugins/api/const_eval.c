@@ -71,6 +71,22 @@ static rn_status eval_kernel(const plugin_kernel_registry *reg, const plugin_ker
         st = k->prepare(node, &state);
     if (st != RN_OK)
         return st;
+    /* Constant folding reads and writes plain tensors: a kernel prepared for
+     * a device layout (a oneDNN primitive that chose nChw8c, or blocked
+     * weights) would read and write other bytes, so it hands the node on. */
+    const rn_layout *l = NULL;
+    for (int i = 0; i < n_in && l == NULL && k->input_layout != NULL; i++)
+        l = k->input_layout(state, i);
+    for (int o = 0; o < n_out && l == NULL && k->output_layout != NULL; o++)
+        l = k->output_layout(state, o);
+    if (l != NULL) {
+        if (k->release != NULL)
+            k->release(state);
+        return rn_set_error(RN_UNSUPPORTED,
+                            "node '%s': the kernel works in layout %s, constant folding on plain "
+                            "tensors",
+                            node->name, l->name != NULL ? l->name : "(unnamed)");
+    }
     size_t scratch = k->scratch_bytes != NULL ? k->scratch_bytes(state) : 0;
     void *scratch_data = scratch > 0 ? malloc(scratch) : NULL;
     if (scratch > 0 && scratch_data == NULL)

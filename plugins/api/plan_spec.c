@@ -200,7 +200,31 @@ static rn_status copy_ids(int n, graph_value *const *vals, int **out)
 
 static const char *layout_name(const rn_layout *l);
 
-/* Gives the outputs of exec node n the layouts its kernel writes. */
+/* Whether the values exec node n writes can hold the layouts its prepared
+ * kernel writes: a device layout needs the value's bytes in the arena (a
+ * static shape outside subgraph bodies). RN_UNSUPPORTED naming the value
+ * when not, which lets the next kernel try the node. */
+static rn_status check_output_layouts(const plan_spec *s, const plan_node *n)
+{
+    if (n->kernel == NULL || n->kernel->output_layout == NULL)
+        return RN_OK;
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out[k] < 0)
+            continue;
+        const rn_layout *l = n->kernel->output_layout(n->state, k);
+        const plan_value *v = &s->values[n->out[k]];
+        if (l != NULL && v->storage != PLAN_ARENA)
+            return rn_set_error(RN_UNSUPPORTED,
+                                "compile: node '%s' writes '%s' in layout %s, but its size is "
+                                "known only at run time (%s)",
+                                n->name, v->name, layout_name(l),
+                                s->plan->nested ? "a value of a subgraph body" : "a dynamic shape");
+    }
+    return RN_OK;
+}
+
+/* Gives the outputs of exec node n the layouts its kernel writes
+ * (check_output_layouts passed). */
 static rn_status set_output_layouts(plan_spec *s, const plan_node *n)
 {
     if (n->kernel == NULL || n->kernel->output_layout == NULL)
@@ -210,11 +234,6 @@ static rn_status set_output_layouts(plan_spec *s, const plan_node *n)
             continue;
         const rn_layout *l = n->kernel->output_layout(n->state, k);
         plan_value *v = &s->values[n->out[k]];
-        if (l != NULL && v->storage != PLAN_ARENA)
-            return rn_set_error(RN_UNSUPPORTED,
-                                "compile: node '%s' writes '%s' in layout %s, but its shape "
-                                "is not static",
-                                n->name, v->name, layout_name(l));
         v->desc.layout = l;
         v->nbytes = value_bytes(&v->desc);
         v->desc.nbytes = v->nbytes;
@@ -272,6 +291,9 @@ static rn_status kernel_node(const plugin_plan *plan, plan_spec *s, plan_node *n
             st = k->prepare_ctx(node, &kctx, &n->state);
         else if (k->prepare != NULL)
             st = k->prepare(node, &n->state);
+        if (st == RN_OK && (st = check_output_layouts(s, n)) != RN_OK && k->release != NULL &&
+            n->state != NULL)
+            k->release(n->state);
         if (st == RN_OK)
             break;
         n->state = NULL;

@@ -5,15 +5,19 @@ device once failed where REF ran:
                      Expand -> Unsqueeze -> Concat(axis=-1) over dynamic H and W; the Concats
                      fold to constants once the plan is specialised for a run's shapes (oneDNN's
                      concat needs scratch memory there).
-  pool_big_pads.onnx an AveragePool whose pads exceed its kernel (legal ONNX; oneDNN refuses the
-                     primitive with invalid arguments), beside a MaxPool oneDNN runs.
+  pool_big_pads.onnx an AveragePool whose pads exceed its kernel (ONNX's reference runs it; oneDNN
+                     refuses the primitive with invalid arguments), beside a MaxPool oneDNN runs.
+  conv_in_if.onnx    a Conv in each branch of an If that a model input picks.
+  conv_folded.onnx   a Conv on constants only (folded at compile time) added to the input.
 Outputs are compared with REF's by the test. Run with a Python that has onnx:
   .cache/venv-bench/bin/python tests/cpu/make_fallback_models.py"""
 import os
 
+import numpy as np
 import onnx
 from onnx import TensorProto as T
 from onnx import helper as h
+from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -65,3 +69,37 @@ nodes = [h.make_node("AveragePool", ["x"], ["avg"], kernel_shape=[2, 2], pads=[2
 save("pool_big_pads", nodes, [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 5, 5])],
      [h.make_tensor_value_info("avg", T.FLOAT, [1, 3, 8, 8]),
       h.make_tensor_value_info("max", T.FLOAT, [1, 3, 6, 6])])
+
+# A Conv in each branch of an If (a model input picks the branch): a subgraph
+# body's values have their size only at run time, so the Conv must write a
+# plain tensor there (it once failed: "writes 'y_then' in layout aBcd8b, but
+# its shape is not static").
+rng = np.random.default_rng(0)
+W1 = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "W1")
+W2 = numpy_helper.from_array(rng.standard_normal((8, 3, 1, 1)).astype(np.float32), "W2")
+then_g = h.make_graph([h.make_node("Relu", ["x"], ["r_then"]),
+                       h.make_node("Conv", ["r_then", "W1"], ["y_then"], pads=[1, 1, 1, 1])], "then",
+                      [], [h.make_tensor_value_info("y_then", T.FLOAT, [1, 8, 9, 9])])
+else_g = h.make_graph([h.make_node("Conv", ["x", "W2"], ["c_else"]),
+                       h.make_node("Relu", ["c_else"], ["y_else"])], "else",
+                      [], [h.make_tensor_value_info("y_else", T.FLOAT, [1, 8, 9, 9])])
+save("conv_in_if", [h.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g)],
+     [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 9, 9]),
+      h.make_tensor_value_info("cond", T.BOOL, [])],
+     [h.make_tensor_value_info("y", T.FLOAT, [1, 8, 9, 9])], [W1, W2])
+# The same with a constant condition (an exporter's traced flag).
+save("conv_in_if_const",
+     [h.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g)],
+     [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 9, 9])],
+     [h.make_tensor_value_info("y", T.FLOAT, [1, 8, 9, 9])],
+     [W1, W2, numpy_helper.from_array(np.array(True), "cond")])
+
+# A Conv on constants only, folded at compile time, added to the input: the
+# folded value must be the plain tensor (a oneDNN Conv folded in its blocked
+# layout once gave wrong values and wrote past the plain buffer).
+C = numpy_helper.from_array(rng.standard_normal((1, 3, 6, 6)).astype(np.float32), "C")
+W3 = numpy_helper.from_array(rng.standard_normal((5, 3, 3, 3)).astype(np.float32), "W3")
+save("conv_folded", [h.make_node("Conv", ["C", "W3"], ["k"], pads=[1, 1, 1, 1]),
+                     h.make_node("Add", ["x", "k"], ["y"])],
+     [h.make_tensor_value_info("x", T.FLOAT, [1, 5, 6, 6])],
+     [h.make_tensor_value_info("y", T.FLOAT, [1, 5, 6, 6])], [C, W3])

@@ -6,6 +6,7 @@
  * once failed on where REF ran; every output is compared with REF's. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,18 +33,26 @@ static rn_compiled_model *compile(rn_core *core, const char *file, const char *d
     return cm;
 }
 
-/* Runs cm on input 0 of `dims` filled with a deterministic pattern; returns
- * output k's elements (malloc'ed) and their count. */
-static float *run(rn_compiled_model *cm, const int64_t *dims, size_t rank, size_t k, size_t *count)
+/* An f32 tensor of `dims` filled with a deterministic pattern in [-1, 1). */
+static rn_tensor *pattern(const int64_t *dims, size_t rank)
 {
-    rn_infer_request *r;
-    OK(rn_compiled_model_create_infer_request(cm, &r));
     rn_tensor *x;
     OK(rn_tensor_create(RN_F32, dims, rank, &x));
     float *p = rn_tensor_data(x);
     for (size_t i = 0; i < rn_tensor_element_count(x); i++)
         p[i] = (float)((i * 7919u) % 1000u) / 500.0f - 1.0f;
-    OK(rn_infer_request_set_input_tensor(r, 0, x));
+    return x;
+}
+
+/* Runs cm on inputs 0..n-1; returns output k's elements (malloc'ed) and
+ * their count. */
+static float *run_with(rn_compiled_model *cm, rn_tensor *const *inputs, size_t n, size_t k,
+                       size_t *count)
+{
+    rn_infer_request *r;
+    OK(rn_compiled_model_create_infer_request(cm, &r));
+    for (size_t i = 0; i < n; i++)
+        OK(rn_infer_request_set_input_tensor(r, i, inputs[i]));
     OK(rn_infer_request_infer(r));
     rn_tensor *y;
     OK(rn_infer_request_get_output_tensor(r, k, &y));
@@ -52,6 +61,14 @@ static float *run(rn_compiled_model *cm, const int64_t *dims, size_t rank, size_
     cr_assert_not_null(out);
     memcpy(out, rn_tensor_data(y), *count * sizeof *out);
     rn_infer_request_free(r);
+    return out;
+}
+
+/* Runs cm on input 0 of `dims` filled with pattern(). */
+static float *run(rn_compiled_model *cm, const int64_t *dims, size_t rank, size_t k, size_t *count)
+{
+    rn_tensor *x = pattern(dims, rank);
+    float *out = run_with(cm, &x, 1, k, count);
     rn_tensor_free(x);
     return out;
 }
@@ -130,6 +147,73 @@ Test(cpu_fallback, refused_primitive_runs_on_ref_and_says_why)
         free(a);
         free(b);
     }
+    rn_compiled_model_free(cpu);
+    rn_compiled_model_free(ref);
+    rn_core_free(core);
+}
+
+/* A Conv in each branch of an If: the branch bodies' values get their size
+ * at run time, so the CPU's Conv there must write a plain tensor (or hand
+ * the node to REF); both branches match REF's. */
+Test(cpu_fallback, conv_in_if_branches_matches_ref)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    rn_compiled_model *cpu = compile(core, "conv_in_if.onnx", "CPU");
+    rn_compiled_model *ref = compile(core, "conv_in_if.onnx", "REF");
+    const int64_t dims[] = {1, 3, 9, 9};
+    for (int branch = 0; branch < 2; branch++) {
+        rn_tensor *in[2] = {pattern(dims, 4), NULL};
+        OK(rn_tensor_create(RN_BOOL, NULL, 0, &in[1]));
+        *(uint8_t *)rn_tensor_data(in[1]) = (uint8_t)branch;
+        size_t n_cpu, n_ref;
+        float *a = run_with(cpu, in, 2, 0, &n_cpu);
+        float *b = run_with(ref, in, 2, 0, &n_ref);
+        expect_same(a, n_cpu, b, n_ref, branch ? "then" : "else");
+        free(a);
+        free(b);
+        rn_tensor_free(in[0]);
+        rn_tensor_free(in[1]);
+    }
+    rn_compiled_model_free(cpu);
+    rn_compiled_model_free(ref);
+    rn_core_free(core);
+}
+
+/* The same with the condition a constant of the model. */
+Test(cpu_fallback, conv_in_a_constant_if_matches_ref)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    rn_compiled_model *cpu = compile(core, "conv_in_if_const.onnx", "CPU");
+    rn_compiled_model *ref = compile(core, "conv_in_if_const.onnx", "REF");
+    const int64_t dims[] = {1, 3, 9, 9};
+    size_t n_cpu, n_ref;
+    float *a = run(cpu, dims, 4, 0, &n_cpu);
+    float *b = run(ref, dims, 4, 0, &n_ref);
+    expect_same(a, n_cpu, b, n_ref, "y");
+    free(a);
+    free(b);
+    rn_compiled_model_free(cpu);
+    rn_compiled_model_free(ref);
+    rn_core_free(core);
+}
+
+/* A Conv on constants only is folded at compile time on plain tensors (a
+ * oneDNN Conv folded in its blocked layout gave other values). */
+Test(cpu_fallback, folded_conv_matches_ref)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    rn_compiled_model *cpu = compile(core, "conv_folded.onnx", "CPU");
+    rn_compiled_model *ref = compile(core, "conv_folded.onnx", "REF");
+    const int64_t dims[] = {1, 5, 6, 6};
+    size_t n_cpu, n_ref;
+    float *a = run(cpu, dims, 4, 0, &n_cpu);
+    float *b = run(ref, dims, 4, 0, &n_ref);
+    expect_same(a, n_cpu, b, n_ref, "y");
+    free(a);
+    free(b);
     rn_compiled_model_free(cpu);
     rn_compiled_model_free(ref);
     rn_core_free(core);
