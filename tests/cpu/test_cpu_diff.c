@@ -602,3 +602,48 @@ Test(cpu_diff, every_family_has_a_test)
     cr_assert_eq(dg_family_count, 19, "a family was added: add its FAMILY_TEST");
 }
 
+/* ---- regressions: cases the generator found, built by hand ---- */
+
+/* Runs a hand-built model of one f32 input (static shape) on both devices
+ * at f32 and expects agreement and the op in the runtime model. */
+static void expect_like_ref(dm_model *m, const char *name, int rank, const int64_t *dims,
+                            const char *op)
+{
+    dg_case c = {
+        .family = name, .context = DG_STATIC, .model = m, .n_inputs = 1, .n_runs = 1, .op = op};
+    c.inputs[0] = (dg_input){.name = "x", .type = RN_F32, .rank = rank, .lo = -2, .hi = 2};
+    memcpy(c.inputs[0].dims[0], dims, sizeof(int64_t) * (size_t)rank);
+    snprintf(c.desc, sizeof c.desc, "%s", name);
+    rn_core *core;
+    cr_assert_eq(rn_core_create(&core), RN_OK, "%s", rn_last_error());
+    char msg[2048] = "";
+    bool onednn = false;
+    outcome o = run_case(core, &c, "f32", &onednn, msg, sizeof msg);
+    cr_expect_eq(o, PASS, "%s: %s", name, msg);
+    rn_core_free(core);
+    dm_model_free(m);
+}
+
+/* ConvTranspose with an output_padding of the stride (ONNX allows it where
+ * the dilation is larger): oneDNN refused the descriptor ("invalid
+ * arguments", end pad -1 with stride 1) and the compile failed; CPU now
+ * leaves it to REF's kernel (conv_transpose seed 3, if). */
+Test(cpu_diff, conv_transpose_output_padding_of_the_stride)
+{
+    int64_t dims[4] = {1, 2, 3, 3}, wd[4] = {2, 3, 2, 2};
+    int64_t k[2] = {2, 2}, s[2] = {1, 2}, dl[2] = {2, 1}, pads[4] = {0, 1, 0, 0}, op[2] = {1, 1};
+    float w[24];
+    for (int i = 0; i < 24; i++)
+        w[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+    dm_model *m = dm_model_create(17);
+    dm_graph *g = dm_main(m);
+    dm_input(g, "x", RN_F32, 4, dims, NULL);
+    const char *y = dm_op2(g, "ConvTranspose", "x", dm_init_f32(g, 4, wd, w));
+    dm_attr_ints(g, "kernel_shape", 2, k);
+    dm_attr_ints(g, "strides", 2, s);
+    dm_attr_ints(g, "dilations", 2, dl);
+    dm_attr_ints(g, "pads", 4, pads);
+    dm_attr_ints(g, "output_padding", 2, op);
+    dm_output(g, y, RN_F32);
+    expect_like_ref(m, "conv_transpose_output_padding_of_the_stride", 4, dims, "ConvTranspose");
+}
