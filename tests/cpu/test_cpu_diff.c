@@ -624,6 +624,21 @@ static void expect_like_ref(dm_model *m, const char *name, int rank, const int64
     dm_model_free(m);
 }
 
+/* Transpose of a tensor with a zero dim: oneDNN 2.6's reorder divided by
+ * zero (SIGFPE) when it ran; CPU now leaves it to REF's kernel
+ * (transpose seed 109, dynamic). */
+Test(cpu_diff, transpose_of_an_empty_tensor)
+{
+    int64_t dims[2] = {9, 0}, perm[2] = {1, 0};
+    dm_model *m = dm_model_create(17);
+    dm_graph *g = dm_main(m);
+    dm_input(g, "x", RN_F32, 2, dims, NULL);
+    const char *y = dm_op1(g, "Transpose", "x");
+    dm_attr_ints(g, "perm", 2, perm);
+    dm_output(g, y, RN_F32);
+    expect_like_ref(m, "transpose_of_an_empty_tensor", 2, dims, "Transpose");
+}
+
 /* ConvTranspose with an output_padding of the stride (ONNX allows it where
  * the dilation is larger): oneDNN refused the descriptor ("invalid
  * arguments", end pad -1 with stride 1) and the compile failed; CPU now
