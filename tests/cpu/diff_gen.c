@@ -1073,6 +1073,7 @@ static void gen_quant(void *p)
         const char *ins[3] = {x, sc, z};
         y = dm_node(g->g, "QuantizeLinear", 3, ins, 1, NULL);
         if (kind == 2) {
+            g->c->f32_step = scale;
             const char *ins2[3] = {y, sc, z};
             y = dm_node(g->g, "DequantizeLinear", 3, ins2, 1, NULL);
             result(g, y, RN_F32);

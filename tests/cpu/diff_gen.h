@@ -64,6 +64,9 @@ typedef struct dg_case {
     /* Integer outputs may differ by this many steps (QuantizeLinear: CPU
      * multiplies by the reciprocal scale, docs/cpu.md). */
     int int_steps;
+    /* f32 outputs may differ by this much more: one step of a
+     * QuantizeLinear then DequantizeLinear (its scale). */
+    float f32_step;
     char desc[1536]; /* op, shapes, attributes, context: what reproduces it */
 } dg_case;
 
