@@ -288,6 +288,37 @@ static void dump_case(const dg_case *c, const uint8_t *onnx, size_t size)
     fprintf(stderr, "    written: %s\n    run: %s\n", path, cmd);
 }
 
+/* How to run case c alone. */
+static void print_reproduce(FILE *f, const dg_case *c)
+{
+    fprintf(f,
+            "    reproduce: RN_CPU_DIFF_FAMILY=%s RN_CPU_DIFF_FIRST_SEED=%llu RN_CPU_DIFF_SEEDS=1 "
+            "RN_CPU_DIFF_CONTEXT=%s bazel-bin/tests/cpu/test_cpu_diff\n",
+            c->family, (unsigned long long)c->seed, dg_context_name(c->context));
+}
+
+/* In the long mode, the case about to run (DIR/<family>.current.txt and
+ * .onnx), so that one that kills the process can be found and rerun. */
+static void note_current(const dg_case *c, const char *precision, const uint8_t *onnx, size_t size)
+{
+    const char *dir = dump_dir();
+    if (dir == NULL || env_long("RN_CPU_DIFF_SECONDS", 0) <= 0)
+        return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.current.txt", dir, c->family);
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return;
+    fprintf(f, "cpu_diff case (%s): %s\n", precision, c->desc);
+    print_reproduce(f, c);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%s.current.onnx", dir, c->family);
+    if ((f = fopen(path, "wb")) != NULL) {
+        fwrite(onnx, 1, size, f);
+        fclose(f);
+    }
+}
+
 /* ---- comparison ---- */
 
 typedef struct tolerance {
@@ -430,6 +461,7 @@ static outcome run_case(rn_core *core, const dg_case *c, const char *precision, 
 {
     size_t bytes;
     uint8_t *onnx = dm_pack(c->model, &bytes);
+    note_current(c, precision, onnx, bytes);
     rn_model *model = NULL;
     rn_compiled_model *ref = NULL, *cpu = NULL;
     rn_infer_request *rr = NULL, *cr = NULL;
@@ -547,10 +579,7 @@ static void check(rn_core *core, int family, uint64_t seed, bool bf16, stats *s)
                 : o == EXPECTED ? "expected failure"
                                 : "INVALID CASE (REF refuses it: a generator bug)",
                 c.desc, msg, e ? "expected: " : "", e ? e->why : "");
-        fprintf(stderr,
-                "    reproduce: RN_CPU_DIFF_FAMILY=%s RN_CPU_DIFF_FIRST_SEED=%llu "
-                "RN_CPU_DIFF_SEEDS=1 RN_CPU_DIFF_CONTEXT=%s bazel-bin/tests/cpu/test_cpu_diff\n",
-                c.family, (unsigned long long)seed, dg_context_name(c.context));
+        print_reproduce(stderr, &c);
         s->failures += o == FAIL;
         s->expected += o == EXPECTED;
         s->invalid += o == INVALID;
