@@ -89,11 +89,20 @@ static bool deconv_supports(const rn_node *node, const char **why)
         *why = "window attributes oneDNN cannot take";
         return false;
     }
-    for (int i = 0; i < g.n; i++)
+    for (int i = 0; i < g.n; i++) {
         if (g.pads_begin[i] < 0) {
             *why = "an output_shape beyond the unpadded output (a negative begin pad)";
             return false;
         }
+        /* oneDNN takes an end pad above -stride only: an output_padding of
+         * the stride or more (which ONNX allows where the dilation is
+         * larger) is refused as invalid arguments. */
+        if (g.pads_end[i] + g.strides[i] <= 0) {
+            *why = "an output_padding of the stride or more (oneDNN needs the end pad above "
+                   "-stride)";
+            return false;
+        }
+    }
     return true;
 }
 
