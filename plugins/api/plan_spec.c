@@ -223,6 +223,35 @@ static rn_status check_output_layouts(const plan_spec *s, const plan_node *n)
     return RN_OK;
 }
 
+static bool same_layout(const rn_layout *a, const rn_layout *b);
+
+/* Whether the plan can give exec node n's prepared kernel the layouts it
+ * reads: a conversion needs the value's size at compile time (a constant,
+ * an arena value, a model input of static shape), which a subgraph body's
+ * values and dynamic shapes lack. RN_UNSUPPORTED naming the value when
+ * not, which lets the next kernel try the node. */
+static rn_status check_input_layouts(const plan_spec *s, const plan_node *n)
+{
+    if (n->kernel == NULL || n->kernel->input_layout == NULL)
+        return RN_OK;
+    for (int i = 0; i < n->n_in; i++) {
+        if (n->in[i] < 0)
+            continue;
+        const rn_layout *l = n->kernel->input_layout(n->state, i);
+        const plan_value *v = &s->values[n->in[i]];
+        if (l == NULL || same_layout(v->desc.layout, l) || v->storage == PLAN_CONST ||
+            v->storage == PLAN_ARENA ||
+            (v->storage == PLAN_INPUT && graph_shape_is_static(&v->gv->shape)))
+            continue;
+        return rn_set_error(RN_UNSUPPORTED,
+                            "compile: node '%s' reads '%s' in layout %s, but its size is known "
+                            "only at run time (%s)",
+                            n->name, v->name, layout_name(l),
+                            s->plan->nested ? "a value of a subgraph body" : "a dynamic shape");
+    }
+    return RN_OK;
+}
+
 /* Gives the outputs of exec node n the layouts its kernel writes
  * (check_output_layouts passed). */
 static rn_status set_output_layouts(plan_spec *s, const plan_node *n)
@@ -291,8 +320,10 @@ static rn_status kernel_node(const plugin_plan *plan, plan_spec *s, plan_node *n
             st = k->prepare_ctx(node, &kctx, &n->state);
         else if (k->prepare != NULL)
             st = k->prepare(node, &n->state);
-        if (st == RN_OK && (st = check_output_layouts(s, n)) != RN_OK && k->release != NULL &&
-            n->state != NULL)
+        if (st == RN_OK &&
+            ((st = check_output_layouts(s, n)) != RN_OK ||
+             (st = check_input_layouts(s, n)) != RN_OK) &&
+            k->release != NULL && n->state != NULL)
             k->release(n->state);
         if (st == RN_OK)
             break;

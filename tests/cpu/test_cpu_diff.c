@@ -419,10 +419,14 @@ static bool ran_on_onednn(rn_compiled_model *cm, const dg_case *c)
     size_t n;
     if (c->op == NULL || rn_compiled_model_runtime_model(cm, &nodes, &n) != RN_OK)
         return false;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (strstr(nodes[i].layer_type, c->op) != NULL && nodes[i].fallback != NULL)
+            fprintf(stderr, "cpu_diff %s seed %llu: fell back to %s: %s\n", c->family,
+                    (unsigned long long)c->seed, nodes[i].impl_type, nodes[i].fallback);
         if (strstr(nodes[i].layer_type, c->op) != NULL && strcmp(nodes[i].impl_type, "ref") != 0 &&
             strncmp(nodes[i].impl_type, "ref", 3) != 0)
             return true;
+    }
     /* Folded into a convolution or a GEMM. */
     for (size_t i = 0; i < n; i++)
         if ((strcmp(c->op, "BatchNormalization") == 0 || strcmp(c->op, "Relu") == 0) &&
