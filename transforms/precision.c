@@ -60,17 +60,29 @@ static rn_status mark(graph_node *n, const char *attr, int *changes)
 
 /* Walks back from value v through nodes that are not products (each seen
  * once, in `seen`), marking the products it meets to write f32. */
-static rn_status walk_back(graph_value *v, bool *seen, int *changes)
+static rn_status walk_back(const graph *g, graph_value *v, bool *seen, int *changes)
 {
     graph_node *p = v != NULL ? v->producer : NULL;
-    if (p == NULL || seen[p->id])
+    /* Only g's own nodes: a subgraph reads values of enclosing graphs,
+     * whose producers the enclosing graph's walk handles. */
+    if (p == NULL || p->id < 0 || p->id >= g->n_nodes || g->nodes[p->id] != p || seen[p->id])
         return RN_OK;
     seen[p->id] = true;
     if (is_product(p))
         return mark(p, TRANSFORMS_ATTR_F32_OUTPUT, changes);
     rn_status st = RN_OK;
     for (int k = 0; k < p->n_inputs && st == RN_OK; k++)
-        st = walk_back(p->inputs[k], seen, changes);
+        st = walk_back(g, p->inputs[k], seen, changes);
+    if (st != RN_OK || !transforms_has_subgraphs(p))
+        return st;
+    /* And the values its subgraphs read from g (an If's branches). */
+    graph_value **outer = NULL;
+    int n_outer = 0;
+    if ((st = graph_node_outer_inputs(p, &outer, &n_outer)) != RN_OK)
+        return st;
+    for (int k = 0; k < n_outer && st == RN_OK; k++)
+        st = walk_back(g, outer[k], seen, changes);
+    free(outer);
     return st;
 }
 
@@ -114,7 +126,7 @@ static rn_status mark_graph(graph *g, int *changes)
         g->nodes[i]->id = i;
     rn_status st = RN_OK;
     for (int r = 0; r < g->n_outputs && st == RN_OK; r++)
-        st = walk_back(g->outputs[r], seen, changes);
+        st = walk_back(g, g->outputs[r], seen, changes);
     for (int i = 0; i < g->n_nodes && st == RN_OK; i++) {
         graph_node *n = g->nodes[i];
         if (is_recurrent(n)) {
@@ -122,7 +134,7 @@ static rn_status mark_graph(graph *g, int *changes)
              * have passed these nodes without reaching their products). */
             memset(seen, 0, (size_t)g->n_nodes * sizeof *seen);
             for (int k = 0; k < n->n_inputs && st == RN_OK; k++)
-                st = walk_back(n->inputs[k], seen, changes);
+                st = walk_back(g, n->inputs[k], seen, changes);
             if (st == RN_OK && strcmp(n->op_type, "Loop") != 0 && strcmp(n->op_type, "Scan") != 0)
                 continue;
             for (int a = 0; a < n->n_attrs && st == RN_OK; a++)

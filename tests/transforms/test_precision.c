@@ -3,6 +3,8 @@
  * (inside a Loop's body), on small graphs; the walk stops at the first
  * product, so products earlier in the graph keep bf16. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/transforms/transforms_test_util.h"
@@ -70,5 +72,46 @@ Test(keep_f32, a_product_feeding_a_recurrence_writes_f32)
     cr_assert_eq(mark_of(g, "q", TRANSFORMS_ATTR_F32_OUTPUT), 1, "q writes a result");
     cr_assert_eq(mark_of(g, "p", TRANSFORMS_ATTR_F32_OUTPUT), 0, "p feeds a product only");
     cr_assert_eq(changes, 2);
+    graph_free(g);
+}
+
+/* An If whose branches read, from the outer scope, the output of a chain
+ * of many outer nodes (more than a branch has): the walk back from a
+ * branch's result stays in the branch (it once read past the branch's
+ * node array: ASan, and a heap corruption in a real VAD model). The outer
+ * MatMul still writes f32: the If feeds the model's output. */
+Test(keep_f32, a_branch_reading_outer_values_stays_in_its_graph)
+{
+    const int64_t xd[2] = {1, 4}, wd[2] = {4, 4};
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, xd);
+    graph_value *cond = tt_input(g, "cond", RN_BOOL, 0, NULL);
+    graph_value *v = tt_binary(g, "m", "MatMul", x, tt_const_f32(g, "wm", 2, wd, zeros));
+    char name[16];
+    for (int i = 0; i < 12; i++) {
+        snprintf(name, sizeof name, "r%d", i);
+        v = tt_unary(g, name, "Relu", v);
+    }
+    graph *branches[2];
+    for (int b = 0; b < 2; b++) {
+        OK(graph_create(b ? "else" : "then", &branches[b]));
+        branches[b]->parent = g;
+        branches[b]->opset = 13;
+        tt_output(branches[b], tt_unary(branches[b], b ? "e_out" : "t_out", b ? "Neg" : "Abs", v));
+    }
+    graph_value *out;
+    OK(graph_add_value(g, "if_out", &out));
+    graph_node *ifn;
+    OK(graph_add_node(g, "if", "", "If", 13, 1, &cond, 1, &out, &ifn));
+    graph_attr then_a = {.name = strdup("then_branch"), .type = GRAPH_ATTR_GRAPH, .g = branches[0]};
+    graph_attr else_a = {.name = strdup("else_branch"), .type = GRAPH_ATTR_GRAPH, .g = branches[1]};
+    OK(graph_node_add_attr(ifn, &then_a));
+    OK(graph_node_add_attr(ifn, &else_a));
+    tt_output(g, out);
+    OK(graph_sort(g));
+    int changes = -1;
+    OK(transforms_keep_f32(g, NULL, &changes));
+    cr_assert_eq(mark_of(g, "m", TRANSFORMS_ATTR_F32_OUTPUT), 1);
+    cr_assert_eq(changes, 1);
     graph_free(g);
 }
