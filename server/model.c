@@ -356,6 +356,40 @@ server_stats *server_model_stats(server_model *m)
 {
     return &m->stats;
 }
+size_t server_model_max_batch_size(const server_model *m)
+{
+    return m->max_batch_size;
+}
+uint64_t server_model_queue_delay_us(const server_model *m)
+{
+    return m->max_queue_delay_us;
+}
+const size_t *server_model_preferred(const server_model *m, size_t *n)
+{
+    *n = m->n_preferred;
+    return m->preferred;
+}
+
+void server_model_statistics(server_model *m, server_statistics *out)
+{
+    server_stats *s = &m->stats;
+    uint64_t request_us = atomic_load(&s->request_us), success_us = atomic_load(&s->success_us);
+    *out = (server_statistics){
+        .last_ms = atomic_load(&s->last_ms),
+        .inference_count = atomic_load(&s->inference_count),
+        .execution_count = atomic_load(&s->exec_count),
+        .success_count = atomic_load(&s->success),
+        .success_ns = success_us * 1000,
+        .fail_count = atomic_load(&s->failure),
+        .fail_ns = (request_us > success_us ? request_us - success_us : 0) * 1000,
+        .ran = atomic_load(&s->ran),
+        .queue_ns = atomic_load(&s->queue_us) * 1000,
+        .input_ns = atomic_load(&s->input_us) * 1000,
+        .infer_ns = atomic_load(&s->infer_us) * 1000,
+        .output_ns = atomic_load(&s->output_us) * 1000,
+    };
+}
+
 size_t server_model_requests(const server_model *m)
 {
     return m->n_slots;
@@ -539,8 +573,7 @@ static void encode_outputs(server_model *m, rn_infer_request *request, server_jo
                 outs[j] = (server_output){port.name, t, job->infer.outputs[j].binary};
     }
     if (st == RN_OK)
-        st = server_response_encode(m->name, m->version_text, job->infer.id, outs, n,
-                                    &job->response);
+        st = server_job_encode(job, m->name, m->version_text, outs, n);
     for (size_t i = 0; slices && i < n_model; i++)
         rn_tensor_free(slices[i]);
     free(slices);
@@ -551,17 +584,37 @@ static void encode_outputs(server_model *m, rn_infer_request *request, server_jo
         job->http_status = 200;
 }
 
+rn_status server_job_encode(server_job *job, const char *model, const char *version,
+                            const server_output *outputs, size_t n_outputs)
+{
+    if (job->encode != NULL)
+        return job->encode(job, model, version, outputs, n_outputs, &job->response);
+    return server_response_encode(model, version, job->infer.id, outputs, n_outputs,
+                                  &job->response);
+}
+
+/* Milliseconds since the epoch (the statistics' last_inference). */
+static uint64_t epoch_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 void server_model_finish(server_model *m, server_job *job)
 {
     uint64_t now = server_now_ns();
     server_stats *s = &m->stats;
+    uint64_t took_us = (now - job->received_ns) / 1000;
     if (job->http_status == 200) {
         atomic_fetch_add(&s->success, 1);
         atomic_fetch_add(&s->inference_count, (uint64_t)job_batch(m, job));
+        atomic_fetch_add(&s->success_us, took_us);
     } else {
         atomic_fetch_add(&s->failure, 1);
     }
-    atomic_fetch_add(&s->request_us, (now - job->received_ns) / 1000);
+    atomic_fetch_add(&s->request_us, took_us);
+    atomic_store(&s->last_ms, epoch_ms());
     atomic_fetch_sub(&s->pending, 1);
     job->done(job); /* the job may be gone after this */
 }
@@ -617,7 +670,8 @@ static int start(server_slot *s, server_job *jobs)
     for (size_t i = 0; n_jobs == 1 && i < m->n_inputs && st == RN_OK; i++)
         st = rn_infer_request_set_input_tensor(s->request, i, jobs->infer.inputs[i].tensor);
     uint64_t t1 = server_now_ns();
-    atomic_fetch_add(&m->stats.input_us, (t1 - t0) / 1000);
+    atomic_fetch_add(&m->stats.input_us, (t1 - t0) / 1000 * n_jobs);
+    atomic_fetch_add(&m->stats.ran, n_jobs);
     s->jobs = jobs;
     s->started_ns = t1;
     if (st == RN_OK && (st = rn_infer_request_start_async(s->request)) == RN_OK)
@@ -795,7 +849,10 @@ static void on_complete(rn_infer_request *request, rn_status status, void *user_
     server_job *jobs = s->jobs;
     s->jobs = NULL;
     uint64_t t0 = server_now_ns();
-    atomic_fetch_add(&m->stats.infer_us, (t0 - s->started_ns) / 1000);
+    uint64_t n_jobs = 0;
+    for (server_job *j = jobs; j != NULL; j = j->next)
+        n_jobs++;
+    atomic_fetch_add(&m->stats.infer_us, (t0 - s->started_ns) / 1000 * n_jobs);
     atomic_fetch_add(&m->stats.exec_count, 1);
     if (status != RN_OK) {
         fail_jobs(m, jobs, 500, "inference failed");
@@ -809,7 +866,7 @@ static void on_complete(rn_infer_request *request, rn_status status, void *user_
                 encode_outputs(m, request, j, sliced, row);
             row += job_batch(m, j);
         }
-        atomic_fetch_add(&m->stats.output_us, (server_now_ns() - t0) / 1000);
+        atomic_fetch_add(&m->stats.output_us, (server_now_ns() - t0) / 1000 * n_jobs);
         while (jobs != NULL) {
             server_job *next = jobs->next;
             server_model_finish(m, jobs);
@@ -822,6 +879,7 @@ static void on_complete(rn_infer_request *request, rn_status status, void *user_
 void server_model_count_failure(server_model *m, uint64_t received_ns)
 {
     atomic_fetch_add(&m->stats.failure, 1);
+    atomic_store(&m->stats.last_ms, epoch_ms());
     atomic_fetch_add(&m->stats.request_us, (server_now_ns() - received_ns) / 1000);
 }
 
