@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "runnel/version.h"
+#include "server/extension.h"
 #include "server/grpc_codec.h"
 #include "server/kserve.pb-c.h"
 #include "server/model.h"
@@ -551,33 +552,12 @@ static int model_metadata(server_grpc *g, const uint8_t *data, size_t size, serv
     return code;
 }
 
-/* Triton's DataType of an element type. */
+/* Triton's DataType of an element type (by its name in the enum). */
 static Inference__DataType config_type(rn_element_type type)
 {
-    static const struct {
-        const char *name;
-        Inference__DataType type;
-    } types[] = {
-        {"BOOL", INFERENCE__DATA_TYPE__TYPE_BOOL},
-        {"UINT8", INFERENCE__DATA_TYPE__TYPE_UINT8},
-        {"UINT16", INFERENCE__DATA_TYPE__TYPE_UINT16},
-        {"UINT32", INFERENCE__DATA_TYPE__TYPE_UINT32},
-        {"UINT64", INFERENCE__DATA_TYPE__TYPE_UINT64},
-        {"INT8", INFERENCE__DATA_TYPE__TYPE_INT8},
-        {"INT16", INFERENCE__DATA_TYPE__TYPE_INT16},
-        {"INT32", INFERENCE__DATA_TYPE__TYPE_INT32},
-        {"INT64", INFERENCE__DATA_TYPE__TYPE_INT64},
-        {"FP16", INFERENCE__DATA_TYPE__TYPE_FP16},
-        {"FP32", INFERENCE__DATA_TYPE__TYPE_FP32},
-        {"FP64", INFERENCE__DATA_TYPE__TYPE_FP64},
-        {"BYTES", INFERENCE__DATA_TYPE__TYPE_STRING},
-        {"BF16", INFERENCE__DATA_TYPE__TYPE_BF16},
-    };
-    const char *name = server_datatype_name(type);
-    for (size_t i = 0; name && i < sizeof types / sizeof *types; i++)
-        if (strcmp(types[i].name, name) == 0)
-            return types[i].type;
-    return INFERENCE__DATA_TYPE__TYPE_INVALID;
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value_by_name(
+        &inference__data_type__descriptor, server_config_type_name(type));
+    return v ? (Inference__DataType)v->value : INFERENCE__DATA_TYPE__TYPE_INVALID;
 }
 
 static int model_config(server_grpc *g, const uint8_t *data, size_t size, server_response *out,
@@ -848,11 +828,20 @@ static int status_of(rn_status st)
 static int repository_change(server_grpc *g, const uint8_t *data, size_t size, server_response *out,
                              char *message, size_t message_size, int load)
 {
-    /* Load and unload requests both carry model_name as field 2. */
+    /* Load and unload requests are the same fields. */
     Inference__RepositoryModelLoadRequest *q =
         inference__repository_model_load_request__unpack(NULL, size, data);
     if (q == NULL) {
         set_message(message, message_size, "the message is not a repository request");
+        return GRPC_STATUS_INVALID_ARGUMENT;
+    }
+    for (size_t i = 0; i < q->n_parameters; i++) {
+        const char *key = q->parameters[i]->key;
+        if (!load && strcmp(key, "unload_dependents") == 0)
+            continue; /* pipelines look their steps up per request: nothing depends */
+        snprintf(message, message_size,
+                 "parameter '%s' is not supported (runnel-server loads from the repository)", key);
+        inference__repository_model_load_request__free_unpacked(q, NULL);
         return GRPC_STATUS_INVALID_ARGUMENT;
     }
     rn_status st = load ? server_registry_load(g->registry, q->model_name)
