@@ -497,6 +497,17 @@ static rn_status parse_root(const json_t *root, const char *body, size_t size, s
         return rn_set_error(RN_INVALID_ARG, "parameters.timeout must be microseconds (an integer "
                                             ">= 0)");
     infer->timeout_us = timeout ? (uint64_t)json_integer_value(timeout) : 0;
+    const json_t *sequence = params ? json_object_get(params, "sequence_id") : NULL;
+    if (sequence != NULL && (!json_is_integer(sequence) || json_integer_value(sequence) < 0))
+        return rn_set_error(RN_INVALID_ARG, "parameters.sequence_id must be an integer >= 0");
+    infer->sequence_id = sequence ? (uint64_t)json_integer_value(sequence) : 0;
+    static const char *const flags[2] = {"sequence_start", "sequence_end"};
+    for (int f = 0; f < 2; f++) {
+        const json_t *flag = params ? json_object_get(params, flags[f]) : NULL;
+        if (flag != NULL && !json_is_boolean(flag))
+            return rn_set_error(RN_INVALID_ARG, "parameters.%s must be a boolean", flags[f]);
+        *(f ? &infer->sequence_end : &infer->sequence_start) = flag && json_is_true(flag);
+    }
 
     const json_t *inputs = json_object_get(root, "inputs");
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)

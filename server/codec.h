@@ -74,6 +74,10 @@ typedef struct server_infer {
     size_t n_outputs;
     int binary_output;   /* parameters.binary_data_output: default for outputs not listed */
     uint64_t timeout_us; /* parameters.timeout (Triton's): longest wait in the queue; 0: none */
+    /* Stateful sequences (Triton's parameters): sequence_id (0: none), and
+     * whether this request starts or ends its sequence. */
+    uint64_t sequence_id;
+    int sequence_start, sequence_end;
 } server_infer;
 
 /* Parses an infer request body. `header_size` is the value of the

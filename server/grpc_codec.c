@@ -121,7 +121,7 @@ static rn_status fill_typed(rn_tensor *t, const Inference__InferTensorContents *
             break;
         case LIST_BYTES: {
             const ProtobufCBinaryData *b = &c->bytes_contents[i];
-            if (memchr(b->data, 0, b->len) != NULL)
+            if (b->len > 0 && memchr(b->data, 0, b->len) != NULL) /* empty: data may be NULL */
                 return rn_set_error(RN_INVALID_ARG,
                                     "element %zu holds a NUL byte, which runnel's string tensors "
                                     "cannot carry",
@@ -129,7 +129,8 @@ static rn_status fill_typed(rn_tensor *t, const Inference__InferTensorContents *
             char *s = malloc(b->len + 1);
             if (s == NULL)
                 return rn_set_error(RN_OUT_OF_MEMORY, "no memory for element %zu", i);
-            memcpy(s, b->data, b->len);
+            if (b->len > 0)
+                memcpy(s, b->data, b->len);
             s[b->len] = '\0';
             st = rn_tensor_set_string(t, i, s);
             free(s);
@@ -206,18 +207,29 @@ static rn_status decode_parameters(const Inference__ModelInferRequest *m, server
     for (size_t i = 0; i < m->n_parameters; i++) {
         const char *key = m->parameters[i]->key;
         const Inference__InferParameter *v = m->parameters[i]->value;
+        int kind = v ? (int)v->parameter_choice_case : 0;
+        int is_int = kind == INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM;
+        int is_uint = kind == INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_UINT64_PARAM;
+        int is_bool = kind == INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_BOOL_PARAM;
         if (strcmp(key, "timeout") == 0) {
-            if (v == NULL ||
-                v->parameter_choice_case !=
-                    INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_INT64_PARAM ||
-                v->int64_param < 0)
+            if (!is_int || v->int64_param < 0)
                 return rn_set_error(RN_INVALID_ARG,
                                     "parameter 'timeout' must be microseconds (an int64 >= 0)");
             infer->timeout_us = (uint64_t)v->int64_param;
+        } else if (strcmp(key, "sequence_id") == 0) {
+            if (!(is_int && v->int64_param >= 0) && !is_uint)
+                return rn_set_error(RN_INVALID_ARG,
+                                    "parameter 'sequence_id' must be an integer >= 0 (string ids "
+                                    "are not supported)");
+            infer->sequence_id = is_uint ? v->uint64_param : (uint64_t)v->int64_param;
+        } else if (strcmp(key, "sequence_start") == 0 || strcmp(key, "sequence_end") == 0) {
+            if (!is_bool)
+                return rn_set_error(RN_INVALID_ARG, "parameter '%s' must be a bool", key);
+            *(key[9] == 's' ? &infer->sequence_start : &infer->sequence_end) = v->bool_param != 0;
         } else if (strcmp(key, "priority") != 0) {
             return rn_set_error(RN_INVALID_ARG,
                                 "request parameter '%s' is not supported (runnel-server reads "
-                                "'timeout' and ignores 'priority')",
+                                "'timeout' and the sequence parameters, and ignores 'priority')",
                                 key);
         }
     }
@@ -354,7 +366,9 @@ rn_status server_grpc_response_encode(const char *model, const char *version, co
             server_bytes_write(t, strings[i]);
             raw[i] = (ProtobufCBinaryData){size, strings[i]};
         } else {
-            raw[i] = (ProtobufCBinaryData){rn_tensor_byte_size(t), rn_tensor_data((rn_tensor *)t)};
+            static uint8_t none[1]; /* an empty tensor may have no data pointer */
+            size_t size = rn_tensor_byte_size(t);
+            raw[i] = (ProtobufCBinaryData){size, size ? rn_tensor_data((rn_tensor *)t) : none};
         }
     }
     if (st == RN_OK) {

@@ -32,6 +32,7 @@
 
 #include "server/batch.h"
 #include "server/pipeline.h"
+#include "server/sequence.h"
 
 typedef struct server_slot {
     server_model *model;
@@ -56,7 +57,8 @@ struct server_model {
     size_t n_preferred;
     uint64_t default_timeout_us;
     uint64_t config_hash;
-    server_pipeline *pipeline; /* a pipeline: no compiled model, no slots */
+    server_pipeline *pipeline;   /* a pipeline: no compiled model, no slots */
+    server_sequences *sequences; /* a stateful model's (NULL: none) */
     size_t n_inputs;
     atomic_long refs;
     server_stats stats;
@@ -81,6 +83,7 @@ uint64_t server_now_ns(void)
 }
 
 static void on_complete(rn_infer_request *request, rn_status status, void *user_data);
+static void enqueue(server_model *m, server_job *job);
 
 /* Runs each batch size a batch will likely have (the preferred sizes and
  * max_batch_size) once on zeros, synchronously on slot `s` before it
@@ -263,6 +266,8 @@ rn_status server_model_load(rn_core *core, const char *root, const char *name, i
         st = rn_core_compile_model(core, model, dev, config->properties, config->n_properties,
                                    &m->compiled);
     rn_model_free(model);
+    if (st == RN_OK && config->n_states > 0)
+        st = server_sequences_create(m->compiled, config, m->max_batch_size > 0, &m->sequences);
     if (st == RN_OK) {
         m->n_inputs = rn_compiled_model_input_count(m->compiled);
         st = create_slots(m);
@@ -301,6 +306,7 @@ void server_model_free(server_model *m)
     free(m->slots);
     rn_compiled_model_free(m->compiled);
     server_pipeline_free(m->pipeline);
+    server_sequences_free(m->sequences);
     free(m->preferred);
     pthread_cond_destroy(&m->timer_cond);
     pthread_mutex_destroy(&m->lock);
@@ -390,6 +396,11 @@ void server_model_statistics(server_model *m, server_statistics *out)
     };
 }
 
+size_t server_model_sequences(server_model *m)
+{
+    return m->sequences ? server_sequences_active(m->sequences) : 0;
+}
+
 size_t server_model_requests(const server_model *m)
 {
     return m->n_slots;
@@ -432,6 +443,16 @@ static rn_status check_input(const rn_port *port, const rn_tensor *t)
 
 rn_status server_model_bind(const server_model *m, server_infer *infer)
 {
+    if (m->sequences != NULL) {
+        rn_status st = server_sequences_bind(m->sequences, m->compiled, m->name, infer);
+        if (st != RN_OK)
+            return st;
+    } else if (infer->sequence_id != 0 || infer->sequence_start || infer->sequence_end) {
+        return rn_set_error(RN_INVALID_ARG,
+                            "model '%s' is not stateful (no 'sequence' in its config.json) but "
+                            "the request has sequence parameters",
+                            m->name);
+    }
     size_t n = server_model_input_count(m);
     for (size_t j = 0; j < infer->n_inputs; j++) {
         size_t i = 0;
@@ -616,7 +637,10 @@ void server_model_finish(server_model *m, server_job *job)
     atomic_fetch_add(&s->request_us, took_us);
     atomic_store(&s->last_ms, epoch_ms());
     atomic_fetch_sub(&s->pending, 1);
-    job->done(job); /* the job may be gone after this */
+    server_job *next = job->in_sequence ? server_sequences_release(m->sequences, job) : NULL;
+    job->done(job);   /* the job may be gone after this */
+    if (next != NULL) /* the next request of its sequence */
+        enqueue(m, next);
 }
 
 /* Answers every job of a list with the current error. */
@@ -860,6 +884,8 @@ static void on_complete(rn_infer_request *request, rn_status status, void *user_
         int sliced = jobs->next != NULL;
         int64_t row = 0;
         for (server_job *j = jobs; j != NULL; j = j->next) {
+            if (j->in_sequence)
+                server_sequences_capture(m->sequences, j, request, sliced, row);
             if (j->keep_outputs)
                 keep_outputs(m, request, j, sliced, row);
             else
@@ -894,6 +920,19 @@ rn_status server_model_submit(server_model *m, server_job *job)
         server_pipeline_run(m->pipeline, m, job);
         return RN_OK;
     }
+    if (m->sequences != NULL) {
+        /* One request of a sequence at a time, in order: the others wait
+         * in their sequence, not in the queue, and count as accepted. */
+        int now;
+        rn_status st = server_sequences_admit(m->sequences, job, &now);
+        if (st != RN_OK)
+            return st;
+        job->in_sequence = 1;
+        atomic_fetch_add(&m->stats.pending, 1);
+        if (now)
+            enqueue(m, job);
+        return RN_OK;
+    }
     pthread_mutex_lock(&m->lock);
     if (m->queued >= m->max_queue_size && m->free_slots == NULL) {
         pthread_mutex_unlock(&m->lock);
@@ -901,14 +940,23 @@ rn_status server_model_submit(server_model *m, server_job *job)
                             "model '%s' version %s: the queue is full (%zu waiting, %zu running)",
                             m->name, m->version_text, m->max_queue_size, m->n_slots);
     }
+    pthread_mutex_unlock(&m->lock);
+    atomic_fetch_add(&m->stats.pending, 1);
+    enqueue(m, job);
+    return RN_OK;
+}
+
+/* Puts an accepted job at the tail of the queue and starts what can start. */
+static void enqueue(server_model *m, server_job *job)
+{
+    job->next = NULL;
+    pthread_mutex_lock(&m->lock);
     if (m->queue_tail)
         m->queue_tail->next = job;
     else
         m->queue_head = job;
     m->queue_tail = job;
     m->queued++;
-    atomic_fetch_add(&m->stats.pending, 1);
     pthread_mutex_unlock(&m->lock);
     schedule(m, NULL);
-    return RN_OK;
 }

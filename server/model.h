@@ -39,6 +39,7 @@ struct server_job {
      * REST form (server_response_encode). The gRPC front sets its own. */
     rn_status (*encode)(const server_job *job, const char *model, const char *version,
                         const server_output *outputs, size_t n_outputs, server_response *out);
+    int in_sequence; /* admitted to a stateful model's sequence (sequence.h) */
 };
 
 /* Encodes a job's response into job->response with its encoder. */
@@ -112,6 +113,10 @@ typedef struct server_statistics {
 } server_statistics;
 
 void server_model_statistics(server_model *model, server_statistics *out);
+
+/* A stateful model's active sequences (reclaiming idle ones first); 0 for
+ * a model without "sequence". */
+size_t server_model_sequences(server_model *model);
 size_t server_model_requests(const server_model *model); /* infer requests in the pool */
 
 /* References held by callers (lookups): a model is freed only at zero. */

@@ -174,6 +174,14 @@ def make_repo(root, onnx_data):
         shutil.copy(models_src(name, node), f"{root}/{name}/1/model.onnx")
         with open(f"{root}/{name}/config.json", "w") as f:
             json.dump(config, f)
+    # A stateful model: dynamic_add as an accumulator (state y <- sum), so each
+    # answer is the sum of its sequence's x so far.
+    os.makedirs(f"{root}/accum/1")
+    shutil.copy(DYNAMIC_ADD, f"{root}/accum/1/model.onnx")
+    with open(f"{root}/accum/config.json", "w") as f:
+        json.dump({"device": "REF", "max_batch_size": 8,
+                   "sequence": {"state": [{"input": "y", "output": "sum"}],
+                                "max_idle_us": 1000000}}, f)
     # Pipelines: z = (a + b) + b on add_step twice; and one whose step 2
     # cannot take step 1's output.
     steps = [{"model": "add_step", "inputs": {"x": "a", "y": "b"}, "outputs": {"sum": "t"}},

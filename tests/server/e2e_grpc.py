@@ -274,13 +274,75 @@ def cases(ctx):
         finally:
             assert other.stop() == 0, other.output()[-2000:]
 
+    def stateful_sequences_interleaved_equal_each_alone():
+        steps = 6
+        xs = {s: [rng.standard_normal((1, 4), np.float32) for _ in range(steps)]
+              for s in range(4)}
+
+        def infer_alone(c, sid, s):
+            out = []
+            for i, x in enumerate(xs[s]):
+                r = c.infer("accum", inputs_of({"x": x}), sequence_id=sid,
+                            sequence_start=i == 0, sequence_end=i == steps - 1)
+                out.append(r.as_numpy("sum"))
+            return out
+        alone = {s: infer_alone(client, 1000 + s, s) for s in xs}
+        for s in xs:  # the model's own arithmetic, in float32 like it
+            acc = np.zeros((1, 4), np.float32)
+            for i in range(steps):
+                acc = xs[s][i] + acc
+                assert np.array_equal(alone[s][i], acc), (s, i)
+        # All four interleaved in one stream, every request in flight at once.
+        answers = queue.Queue()
+        c = grpcclient.InferenceServerClient(server.grpc_url)
+        c.start_stream(callback=lambda result, error: answers.put((result, error)))
+        for i in range(steps):
+            for s in xs:
+                c.async_stream_infer("accum", inputs_of({"x": xs[s][i]}), request_id=f"{s}.{i}",
+                                     sequence_id=2000 + s, sequence_start=i == 0,
+                                     sequence_end=i == steps - 1)
+        got = {}
+        for _ in range(steps * len(xs)):
+            r, e = answers.get(timeout=120)
+            assert e is None, e
+            got[r.get_response().id] = r.as_numpy("sum")
+        c.stop_stream()
+        c.close()
+        for s in xs:
+            for i in range(steps):
+                assert np.array_equal(got[f"{s}.{i}"], alone[s][i]), (s, i)
+        # Over HTTP too (tritonclient.http's sequence parameters).
+        import tritonclient.http as httpclient
+        h = httpclient.InferenceServerClient(server.url)
+        assert [np.array_equal(a, b) for a, b in zip(infer_alone(h, 3000, 0), alone[0])] == \
+            [True] * steps
+        # Bad uses, named; an idle sequence is reclaimed (max_idle_us 1 s).
+        x = xs[0][0]
+        expect_grpc_error(lambda: client.infer("accum", inputs_of({"x": x}), sequence_id=4000),
+                          "INVALID_ARGUMENT", "sequence 4000 of model 'accum' is not active")
+        expect_grpc_error(lambda: client.infer("accum", inputs_of({"x": x})), "INVALID_ARGUMENT",
+                          "is stateful: a request needs parameters.sequence_id")
+        expect_grpc_error(lambda: client.infer("add", inputs_of({"x": np.ones((3, 4, 5),
+                                                                          np.float32),
+                                                                 "y": np.ones((3, 4, 5),
+                                                                          np.float32)}),
+                                               sequence_id=5, sequence_start=True),
+                          "INVALID_ARGUMENT", "model 'add' is not stateful")
+        ctx.count("add", False)
+        client.infer("accum", inputs_of({"x": x}), sequence_id=4001, sequence_start=True)
+        time.sleep(1.5)
+        expect_grpc_error(lambda: client.infer("accum", inputs_of({"x": x}), sequence_id=4001),
+                          "INVALID_ARGUMENT", "sequence 4001 of model 'accum' is not active")
+        h.close()
+
     def close():
         client.close()
         channel.close()
 
     return [grpc_health_metadata_and_config, grpc_outputs_equal_tools_run,
             grpc_typed_contents_and_bad_requests, grpc_async_and_stream_infer,
-            statistics_over_both_protocols, repository_extension_over_both_protocols], close
+            stateful_sequences_interleaved_equal_each_alone, statistics_over_both_protocols,
+            repository_extension_over_both_protocols], close
 
 
 def drain_with_grpc_calls(server, x):

@@ -114,8 +114,12 @@ Test(grpc_codec, raw_inputs_decode_to_tensors)
     int64_t two[1] = {2};
     add_input(&b, "s", "BYTES", two, 1);
     add_raw(&b, strings, sizeof strings);
-    set_param(&b, "timeout", 2500);
+    set_param(&b, "sequence_id", 42);
     server_grpc_infer q;
+    cr_assert_eq(decode(&b, &q), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(q.infer.sequence_id, 42);
+    server_grpc_infer_clear(&q);
+    set_param(&b, "timeout", 2500);
     cr_assert_eq(decode(&b, &q), RN_OK, "%s", rn_last_error());
     cr_assert_str_eq(q.model, "add");
     cr_assert_str_eq(q.version, "2");
@@ -264,8 +268,14 @@ Test(grpc_codec, bad_requests_are_refused_naming_the_problem)
     init(&b, "m");
     add_input(&b, "x", "FP32", one, 1);
     add_raw(&b, x, 4);
-    set_param(&b, "sequence_id", 5);
-    expect_error(&b, "request parameter 'sequence_id' is not supported");
+    set_param(&b, "binary_data_output", 1);
+    expect_error(&b, "request parameter 'binary_data_output' is not supported");
+
+    init(&b, "m");
+    add_input(&b, "x", "FP32", one, 1);
+    add_raw(&b, x, 4);
+    set_param(&b, "sequence_start", 1); /* an int64, not a bool */
+    expect_error(&b, "parameter 'sequence_start' must be a bool");
 
     init(&b, "m");
     add_input(&b, "x", "FP32", one, 1);

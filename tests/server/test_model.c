@@ -852,3 +852,127 @@ Test(model, a_job_with_its_own_encoder_gets_a_protobuf_answer_in_a_batch)
     server_registry_free(reg);
     remove_repo();
 }
+
+/* A request of sequence `id` to dynamic_add served as an accumulator (state
+ * y <- sum): x is one row of `value`s, so its answer is the sum of its
+ * sequence's x so far. */
+static rn_status sequence_job(server_model *m, server_job *job, uint64_t id, int start, int end,
+                              int value, waiter *w)
+{
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[%d,%d,"
+             "%d,%d]}],\"parameters\":{\"binary_data_output\":true,\"sequence_id\":%llu,"
+             "\"sequence_start\":%s,\"sequence_end\":%s}}",
+             value, value, value, value, (unsigned long long)id, start ? "true" : "false",
+             end ? "true" : "false");
+    cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &job->infer), RN_OK, "%s",
+                 rn_last_error());
+    job->done = on_done;
+    job->user = w;
+    job->received_ns = server_now_ns();
+    return server_model_bind(m, &job->infer);
+}
+
+static float answer_of(const server_job *job)
+{
+    cr_assert_eq(job->http_status, 200, "%s", job->error ? job->error : "");
+    float sum[4];
+    cr_assert_eq(job->response.size - job->response.header_size, sizeof sum);
+    memcpy(sum, job->response.body + job->response.header_size, sizeof sum);
+    for (int e = 1; e < 4; e++)
+        cr_assert_eq(sum[e], sum[0]);
+    return sum[0];
+}
+
+Test(sequence, interleaved_sequences_keep_their_own_state_in_order)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":8,"
+                              "\"sequence\":{\"state\":[{\"input\":\"y\",\"output\":\"sum\"}],"
+                              "\"max_idle_us\":300000}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", NULL);
+    cr_assert_not_null(m);
+    /* Two sequences of 5 requests, submitted interleaved and at once: each
+     * waits behind its sequence's request in flight. */
+    enum { N = 10 };
+    server_job jobs[N] = {0};
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    for (int i = 0; i < N; i++) {
+        uint64_t id = 100 + (uint64_t)(i % 2);
+        int step = i / 2;
+        cr_assert_eq(sequence_job(m, &jobs[i], id, step == 0, step == 4, (int)id * 10 + step, &w),
+                     RN_OK, "%s", rn_last_error());
+        cr_assert_eq(server_model_submit(m, &jobs[i]), RN_OK, "%s", rn_last_error());
+    }
+    wait_answers(&w, N);
+    for (int s = 0; s < 2; s++) { /* each alone: x summed in order */
+        float want = 0;
+        for (int step = 0; step < 5; step++) {
+            want += (float)((100 + s) * 10 + step);
+            cr_assert_eq(answer_of(&jobs[2 * step + s]), want, "sequence %d step %d", s, step);
+        }
+    }
+    wait_success(m, N);
+    cr_assert_eq(server_model_sequences(m), 0); /* both ended */
+    free_jobs(jobs, N);
+
+    /* Bad requests, named. */
+    server_job bad = {0};
+    cr_assert_eq(sequence_job(m, &bad, 0, 0, 0, 1, &w), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "is stateful: a request needs parameters.sequence_id"), "%s",
+              rn_last_error());
+    free_jobs(&bad, 1);
+    memset(&bad, 0, sizeof bad);
+    cr_assert_eq(sequence_job(m, &bad, 100, 0, 0, 1, &w), RN_INVALID_ARG); /* it ended */
+    cr_assert(strstr(rn_last_error(), "sequence 100 of model 'sq' is not active"), "%s",
+              rn_last_error());
+    free_jobs(&bad, 1);
+    memset(&bad, 0, sizeof bad);
+    const char *with_state = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                             "\"data\":[1,1,1,1]},{\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":"
+                             "[1,4],\"data\":[1,1,1,1]}],\"parameters\":{\"sequence_id\":5,"
+                             "\"sequence_start\":true}}";
+    cr_assert_eq(server_infer_parse(with_state, strlen(with_state), SIZE_MAX, &bad.infer), RN_OK);
+    cr_assert_eq(server_model_bind(m, &bad.infer), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "input 'y' is the sequence state of model 'sq'"), "%s",
+              rn_last_error());
+    free_jobs(&bad, 1);
+
+    /* An idle sequence is reclaimed; continuing it is refused. */
+    server_job idle[2] = {0};
+    waiter w2 = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    cr_assert_eq(sequence_job(m, &idle[0], 7, 1, 0, 3, &w2), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(server_model_submit(m, &idle[0]), RN_OK);
+    wait_answers(&w2, 1);
+    cr_assert_eq(answer_of(&idle[0]), 3);
+    cr_assert_eq(server_model_sequences(m), 1);
+    usleep(400000);
+    cr_assert_eq(server_model_sequences(m), 0);
+    cr_assert_eq(sequence_job(m, &idle[1], 7, 0, 0, 3, &w2), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "is not active: start it with sequence_start"), "%s",
+              rn_last_error());
+    free_jobs(idle, 2);
+    server_model_release(m);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+Test(sequence, state_pairs_are_checked_at_load)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":8,"
+                              "\"sequence\":{\"state\":[{\"input\":\"y\",\"output\":\"nope\"}]}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "'sequence': the model has no output 'nope'"), "%s",
+              rn_last_error());
+    remove_repo();
+    /* Without batching dynamic_add's dims are [N,4]: a state needs static dims. */
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\","
+                              "\"sequence\":{\"state\":[{\"input\":\"y\",\"output\":\"sum\"}]}}");
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "need the same datatype and the same static dims"), "%s",
+              rn_last_error());
+    remove_repo();
+}
