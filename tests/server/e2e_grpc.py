@@ -279,10 +279,10 @@ def cases(ctx):
         xs = {s: [rng.standard_normal((1, 4), np.float32) for _ in range(steps)]
               for s in range(4)}
 
-        def infer_alone(c, sid, s):
+        def infer_alone(c, sid, s, make_inputs=inputs_of):
             out = []
             for i, x in enumerate(xs[s]):
-                r = c.infer("accum", inputs_of({"x": x}), sequence_id=sid,
+                r = c.infer("accum", make_inputs({"x": x}), sequence_id=sid,
                             sequence_start=i == 0, sequence_end=i == steps - 1)
                 out.append(r.as_numpy("sum"))
             return out
@@ -314,8 +314,13 @@ def cases(ctx):
         # Over HTTP too (tritonclient.http's sequence parameters).
         import tritonclient.http as httpclient
         h = httpclient.InferenceServerClient(server.url)
-        assert [np.array_equal(a, b) for a, b in zip(infer_alone(h, 3000, 0), alone[0])] == \
-            [True] * steps
+
+        def http_inputs(values):
+            t = httpclient.InferInput("x", [1, 4], "FP32")
+            t.set_data_from_numpy(values["x"])
+            return [t]
+        over_http = infer_alone(h, 3000, 0, http_inputs)
+        assert [np.array_equal(a, b) for a, b in zip(over_http, alone[0])] == [True] * steps
         # Bad uses, named; an idle sequence is reclaimed (max_idle_us 1 s).
         x = xs[0][0]
         expect_grpc_error(lambda: client.infer("accum", inputs_of({"x": x}), sequence_id=4000),
