@@ -607,6 +607,26 @@ def main():
         assert out.returncode == 0, out.stdout + out.stderr[-2000:]
         assert out.stdout.count("infer ok") == 2, out.stdout
 
+    def kserve_manifests_are_kserve_types():
+        # deploy/kserve against the kserve SDK's models: a field KServe does not know fails.
+        here = os.path.dirname(os.path.abspath(__file__))
+        deploy = os.path.join(here, "..", "..", "deploy", "kserve")
+        manifests = sorted(os.path.join(deploy, f) for f in os.listdir(deploy)
+                           if f.endswith(".yaml"))
+        typo = os.path.join(work, "typo.yaml")  # the negative control: storageURI for storageUri
+        with open(manifests[0]) as f, open(typo, "w") as out:
+            out.write(f.read().replace("storageUri", "storageURI"))
+        script = os.path.join(here, "e2e_kserve.py")
+        out = subprocess.run([sys.executable, script, "--manifests", *manifests, typo],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode == 3:
+            return out.stdout.strip()
+        assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+        lines = out.stdout.splitlines()
+        assert [l.split()[0] for l in lines] == ["OK", "OK", "UNKNOWN"], out.stdout
+        assert "storageURI (not a field of V1beta1ModelSpec)" in lines[2], out.stdout
+        print("  " + "\n  ".join(lines))
+
     def sigterm_drains_and_exits_0():
         results = []
         lock = threading.Lock()
@@ -649,7 +669,8 @@ def main():
                    bytes_and_requested_outputs, dynamic_batching,
                    batching_delay_and_preferred_size, pipelines, curl_json_infer,
                    bad_input_is_refused_and_serving_goes_on, overload_gets_503_and_recovers,
-                   kserve_sdk, metrics_agree_with_the_clients, *grpc_cases,
+                   kserve_sdk, kserve_manifests_are_kserve_types,
+                   metrics_agree_with_the_clients, *grpc_cases,
                    polling_adds_and_removes_versions_without_failures,
                    config_change_reloads_without_failures,
                    sigterm_drains_and_exits_0):

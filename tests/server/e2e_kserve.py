@@ -6,9 +6,16 @@ imported into one process.
 
     e2e_kserve.py HOST:PORT    exits 0 after 2 correct infers (JSON, binary);
                                exits 3 when the SDK does not import
+    e2e_kserve.py --manifests FILE...
+                               checks each YAML document (a ServingRuntime or an
+                               InferenceService) against KServe's own models:
+                               prints every field KServe's types (and the
+                               Kubernetes types they hold) do not have, one per
+                               line as "UNKNOWN path"; "OK file kind" otherwise
 """
 
 import asyncio
+import re
 import sys
 
 import numpy as np
@@ -41,5 +48,51 @@ async def go(url):
     await c.close()
 
 
+def unknown_fields(value, type_name, path):
+    """Paths of value's fields that KServe's type (or a Kubernetes one it holds) lacks."""
+    import kserve.models
+    import kubernetes.client.models as k8s
+    m = re.fullmatch(r"(?:list|List)\[(.+)\]", type_name)
+    if m:
+        return [p for i, v in enumerate(value or [])
+                for p in unknown_fields(v, m.group(1), f"{path}[{i}]")]
+    m = re.fullmatch(r"(?:dict\(str, ?|Dict\[str, ?)(.+)[\)\]]", type_name)
+    if m:
+        return [p for k, v in (value or {}).items()
+                for p in unknown_fields(v, m.group(1), f"{path}.{k}")]
+    cls = getattr(kserve.models, type_name, None) or getattr(k8s, type_name, None)
+    if cls is None:
+        return []  # a primitive: str, int, bool, object
+    if not isinstance(value, dict):
+        return [f"{path} (a {type(value).__name__}; {type_name} is an object)"]
+    by_json = {j: a for a, j in cls.attribute_map.items()}
+    out = []
+    for k, v in value.items():
+        if k not in by_json:
+            out.append(f"{path}.{k} (not a field of {type_name})")
+        else:
+            out += unknown_fields(v, cls.openapi_types[by_json[k]], f"{path}.{k}")
+    return out
+
+
+def check_manifests(files):
+    import yaml
+    kinds = {"ServingRuntime": "V1alpha1ServingRuntime",
+             "InferenceService": "V1beta1InferenceService"}
+    for f in files:
+        for doc in yaml.safe_load_all(open(f)):
+            if doc.get("kind") not in kinds:
+                print(f"UNKNOWN {f}: kind {doc.get('kind')!r}")
+                continue
+            bad = unknown_fields(doc, kinds[doc["kind"]], "")
+            for path in bad:
+                print(f"UNKNOWN {f}: {path}")
+            if not bad:
+                print(f"OK {f} {doc['kind']}")
+
+
 if __name__ == "__main__":
-    asyncio.run(go(sys.argv[1]))
+    if sys.argv[1] == "--manifests":
+        check_manifests(sys.argv[2:])
+    else:
+        asyncio.run(go(sys.argv[1]))
