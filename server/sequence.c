@@ -122,7 +122,8 @@ static void reclaim_idle(server_sequences *q, uint64_t now)
 {
     for (sequence **p = &q->active; *p != NULL;) {
         sequence *s = *p;
-        if (!s->busy && now - s->last_ns > q->idle_ns) {
+        /* last_ns may be later than `now` when another thread answered meanwhile */
+        if (!s->busy && now > s->last_ns && now - s->last_ns > q->idle_ns) {
             *p = s->next;
             free_sequence(q, s);
             q->n_active--;
@@ -224,8 +225,8 @@ static void fill_state(const server_sequences *q, sequence *s, server_job *job)
 
 rn_status server_sequences_admit(server_sequences *q, server_job *job, int *now)
 {
-    uint64_t t = server_now_ns();
     pthread_mutex_lock(&q->lock);
+    uint64_t t = server_now_ns();
     reclaim_idle(q, t);
     sequence *s = find(q, job->infer.sequence_id);
     if (s == NULL && !job->infer.sequence_start) {

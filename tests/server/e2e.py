@@ -643,6 +643,7 @@ def main():
         time.sleep(0.2)
         status, _, _ = request(server, "GET", "/v2/health/ready")
         assert status == 503, f"ready after SIGTERM: {status}"
+        assert not e2e_grpc.server_ready(server), "gRPC ServerReady after SIGTERM"
         for p in pending:
             try:
                 p.get_result()

@@ -116,6 +116,14 @@ def cases(ctx):
         r = grpc_infer("multi", {"x": np.ones((3, 4, 5), np.float32),
                                  "y": np.ones((3, 4, 5), np.float32)}, version="1")
         assert r.get_response().model_version == "1" and np.all(r.as_numpy("sum") == 2)
+        # A pipeline answers through the gRPC encoder too: z = (a + b) + b.
+        a = rng.standard_normal((3, 4, 5), np.float32)
+        b = rng.standard_normal((3, 4, 5), np.float32)
+        r = grpc_infer("pipe", {"a": a, "b": b})
+        assert r.get_response().model_name == "pipe"
+        assert np.array_equal(r.as_numpy("z"), (a + b) + b)
+        expect_grpc_error(lambda: grpc_infer("pipe_bad", {"a": a, "b": b}), "INVALID_ARGUMENT",
+                          "pipeline 'pipe_bad' step 2 (model 'dyn_step'): input 'x': shape [3,4,5]")
 
     def grpc_typed_contents_and_bad_requests():
         # Typed contents (fp32_contents), which tritonclient never sends: the stub does.
@@ -348,6 +356,15 @@ def cases(ctx):
             grpc_typed_contents_and_bad_requests, grpc_async_and_stream_infer,
             stateful_sequences_interleaved_equal_each_alone, statistics_over_both_protocols,
             repository_extension_over_both_protocols], close
+
+
+def server_ready(server):
+    """ServerReady's answer over gRPC."""
+    c = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        return c.is_server_ready()
+    finally:
+        c.close()
 
 
 def drain_with_grpc_calls(server, x):
