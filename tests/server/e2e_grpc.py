@@ -348,6 +348,63 @@ def cases(ctx):
                           "INVALID_ARGUMENT", "sequence 4001 of model 'accum' is not active")
         h.close()
 
+    def grpc_and_http_under_concurrent_load():
+        # 4 gRPC and 2 HTTP clients at once on the batching model: every answer exact.
+        import tritonclient.http as httpclient
+        failures, done = [], [0]
+        lock = threading.Lock()
+
+        def worker(kind, seed):
+            r = np.random.default_rng(seed)
+            c = (grpcclient.InferenceServerClient(server.grpc_url) if kind == "grpc"
+                 else httpclient.InferenceServerClient(server.url))
+            for i in range(30):
+                k = 1 + i % 3
+                x = r.standard_normal((k, 4), np.float32)
+                y = r.standard_normal((k, 4), np.float32)
+                if kind == "grpc":
+                    tin = inputs_of({"x": x, "y": y})
+                else:
+                    tin = [httpclient.InferInput("x", [k, 4], "FP32"),
+                           httpclient.InferInput("y", [k, 4], "FP32")]
+                    tin[0].set_data_from_numpy(x)
+                    tin[1].set_data_from_numpy(y)
+                try:
+                    got = c.infer("batched", tin).as_numpy("sum")
+                    ok = np.array_equal(got, x + y)
+                except Exception as e:  # noqa: BLE001
+                    ok = repr(e)
+                with lock:
+                    if ok is True:
+                        done[0] += 1
+                    else:
+                        failures.append((kind, i, ok))
+            c.close()
+        threads = [threading.Thread(target=worker, args=("grpc" if t < 4 else "http", t))
+                   for t in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not failures and done[0] == 180, (done[0], failures[:3])
+        # Overload over gRPC: squeezenet's queue holds 4; 40 at once get UNAVAILABLE or answers.
+        x = rng.random((1, 3, 224, 224), np.float32)
+        results = queue.Queue()
+        for _ in range(40):
+            client.async_infer("squeezenet", inputs_of({"data_0": x}),
+                               callback=lambda result, error: results.put((result, error)))
+        codes = {}
+        for _ in range(40):
+            r, e = results.get(timeout=600)
+            code = "OK" if e is None else e.status()
+            codes[code] = codes.get(code, 0) + 1
+            if e is not None:
+                assert "the queue is full" in e.message(), e.message()
+        assert set(codes) <= {"OK", "StatusCode.UNAVAILABLE"} and codes.get("OK", 0) > 0, codes
+        print(f"  gRPC overload: {codes}")
+        assert grpc_infer("squeezenet", {"data_0": x}).as_numpy("softmaxout_1").shape == \
+            (1, 1000, 1, 1)
+
     def close():
         client.close()
         channel.close()
@@ -355,7 +412,7 @@ def cases(ctx):
     return [grpc_health_metadata_and_config, grpc_outputs_equal_tools_run,
             grpc_typed_contents_and_bad_requests, grpc_async_and_stream_infer,
             stateful_sequences_interleaved_equal_each_alone, statistics_over_both_protocols,
-            repository_extension_over_both_protocols], close
+            repository_extension_over_both_protocols, grpc_and_http_under_concurrent_load], close
 
 
 def server_ready(server):
