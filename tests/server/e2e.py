@@ -596,16 +596,16 @@ def main():
         assert done[0] > 0
 
     def kserve_sdk():
-        # In its own process (e2e_kserve.py says why).
+        # REST and gRPC, in its own process (e2e_kserve.py says why).
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2e_kserve.py")
-        out = subprocess.run([sys.executable, script, server.url], capture_output=True,
-                             text=True, timeout=300)
+        out = subprocess.run([sys.executable, script, server.url, server.grpc_url],
+                             capture_output=True, text=True, timeout=300)
         if out.returncode == 3:
             return out.stdout.strip()
-        for _ in range(out.stdout.count("infer ok")):
+        for _ in range(out.stdout.count("infer ok")):  # REST and gRPC
             count("add", True)
         assert out.returncode == 0, out.stdout + out.stderr[-2000:]
-        assert out.stdout.count("infer ok") == 2, out.stdout
+        assert out.stdout.count("infer ok") == 4, out.stdout
 
     def kserve_manifests_are_kserve_types():
         # deploy/kserve against the kserve SDK's models: a field KServe does not know fails.

@@ -4,8 +4,11 @@ case). Its own process: the kserve package registers KServe's gRPC protos
 which the gRPC cases use, registers the same names, so the two cannot be
 imported into one process.
 
-    e2e_kserve.py HOST:PORT    exits 0 after 2 correct infers (JSON, binary);
-                               exits 3 when the SDK does not import
+    e2e_kserve.py HOST:PORT [GRPC_HOST:PORT]
+                               exits 0 after 2 correct infers over REST (JSON,
+                               binary) and, with a gRPC address, 2 over gRPC
+                               (typed contents and raw); exits 3 when the SDK
+                               does not import
     e2e_kserve.py --manifests FILE...
                                checks each YAML document (a ServingRuntime or an
                                InferenceService) against KServe's own models:
@@ -45,6 +48,30 @@ async def go(url):
         got = r.outputs[0].as_numpy()
         assert np.array_equal(got.reshape(3, 4, 5), x + y), (binary, got)
         print(f"infer ok (binary={binary})", flush=True)
+    await c.close()
+
+
+async def go_grpc(url):
+    """KServe's own gRPC client (its grpc_predict_v2 protos)."""
+    from kserve import InferenceGRPCClient
+    rng = np.random.default_rng(8)
+    c = InferenceGRPCClient(url, timeout=60)
+    assert await c.is_server_live()
+    assert await c.is_server_ready()
+    assert await c.is_model_ready("add")
+    x = rng.standard_normal((3, 4, 5), np.float32)
+    y = rng.standard_normal((3, 4, 5), np.float32)
+    for raw in (False, True):  # typed fp32_contents, then raw_input_contents
+        i1 = InferInput("x", [3, 4, 5], "FP32")
+        i1.set_data_from_numpy(x, binary_data=raw)
+        i2 = InferInput("y", [3, 4, 5], "FP32")
+        i2.set_data_from_numpy(y, binary_data=raw)
+        r = await c.infer(InferRequest(model_name="add", infer_inputs=[i1, i2],
+                                       request_id=f"kserve-{raw}"))
+        assert r.id == f"kserve-{raw}", r.id
+        got = r.outputs[0].as_numpy()
+        assert np.array_equal(got.reshape(3, 4, 5), x + y), (raw, got)
+        print(f"grpc infer ok (raw={raw})", flush=True)
     await c.close()
 
 
@@ -96,3 +123,5 @@ if __name__ == "__main__":
         check_manifests(sys.argv[2:])
     else:
         asyncio.run(go(sys.argv[1]))
+        if len(sys.argv) > 2:
+            asyncio.run(go_grpc(sys.argv[2]))
