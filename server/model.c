@@ -83,7 +83,7 @@ uint64_t server_now_ns(void)
 }
 
 static void on_complete(rn_infer_request *request, rn_status status, void *user_data);
-static void enqueue(server_model *m, server_job *job);
+static rn_status enqueue(server_model *m, server_job *job, int bounded);
 
 /* Runs each batch size a batch will likely have (the preferred sizes and
  * max_batch_size) once on zeros, synchronously on slot `s` before it
@@ -640,7 +640,7 @@ void server_model_finish(server_model *m, server_job *job)
     server_job *next = job->in_sequence ? server_sequences_release(m->sequences, job) : NULL;
     job->done(job);   /* the job may be gone after this */
     if (next != NULL) /* the next request of its sequence */
-        enqueue(m, next);
+        enqueue(m, next, 0);
 }
 
 /* Answers every job of a list with the current error. */
@@ -924,33 +924,35 @@ rn_status server_model_submit(server_model *m, server_job *job)
         /* One request of a sequence at a time, in order: the others wait
          * in their sequence, not in the queue, and count as accepted. */
         int now;
-        rn_status st = server_sequences_admit(m->sequences, job, &now);
-        if (st != RN_OK)
-            return st;
-        job->in_sequence = 1;
+        job->in_sequence = 1; /* before the admit: once in, another thread may run it */
         atomic_fetch_add(&m->stats.pending, 1);
-        if (now)
-            enqueue(m, job);
-        return RN_OK;
+        rn_status st = server_sequences_admit(m->sequences, job, &now);
+        if (st != RN_OK) {
+            job->in_sequence = 0;
+            atomic_fetch_sub(&m->stats.pending, 1);
+            return st;
+        }
+        return now ? enqueue(m, job, 0) : RN_OK;
     }
+    return enqueue(m, job, 1);
+}
+
+/* Puts a job at the tail of the queue and starts what can start. A new
+ * request (`bounded`) is refused when the queue is full and no infer
+ * request is free, and counts as pending once in; a request that waited in
+ * its sequence was counted when it was accepted. */
+static rn_status enqueue(server_model *m, server_job *job, int bounded)
+{
+    job->next = NULL;
     pthread_mutex_lock(&m->lock);
-    if (m->queued >= m->max_queue_size && m->free_slots == NULL) {
+    if (bounded && m->queued >= m->max_queue_size && m->free_slots == NULL) {
         pthread_mutex_unlock(&m->lock);
         return rn_set_error(RN_RESULT_NOT_READY,
                             "model '%s' version %s: the queue is full (%zu waiting, %zu running)",
                             m->name, m->version_text, m->max_queue_size, m->n_slots);
     }
-    pthread_mutex_unlock(&m->lock);
-    atomic_fetch_add(&m->stats.pending, 1);
-    enqueue(m, job);
-    return RN_OK;
-}
-
-/* Puts an accepted job at the tail of the queue and starts what can start. */
-static void enqueue(server_model *m, server_job *job)
-{
-    job->next = NULL;
-    pthread_mutex_lock(&m->lock);
+    if (bounded)
+        atomic_fetch_add(&m->stats.pending, 1);
     if (m->queue_tail)
         m->queue_tail->next = job;
     else
@@ -959,4 +961,5 @@ static void enqueue(server_model *m, server_job *job)
     m->queued++;
     pthread_mutex_unlock(&m->lock);
     schedule(m, NULL);
+    return RN_OK;
 }
