@@ -116,6 +116,11 @@ def cases(ctx):
         r = grpc_infer("multi", {"x": np.ones((3, 4, 5), np.float32),
                                  "y": np.ones((3, 4, 5), np.float32)}, version="1")
         assert r.get_response().model_version == "1" and np.all(r.as_numpy("sum") == 2)
+        # A gzip-compressed request (gRPC core inflates it before the codec sees it).
+        x = rng.standard_normal((3, 4, 5), np.float32)
+        r = client.infer("add", inputs_of({"x": x, "y": x}), compression_algorithm="gzip")
+        ctx.count("add", True)
+        assert np.array_equal(r.as_numpy("sum"), x + x)
         # A pipeline answers through the gRPC encoder too: z = (a + b) + b.
         a = rng.standard_normal((3, 4, 5), np.float32)
         b = rng.standard_normal((3, 4, 5), np.float32)
@@ -401,7 +406,9 @@ def cases(ctx):
             if e is not None:
                 assert "the queue is full" in e.message(), e.message()
         assert set(codes) <= {"OK", "StatusCode.UNAVAILABLE"} and codes.get("OK", 0) > 0, codes
-        print(f"  gRPC overload: {codes}")
+        hwm = server.vm_hwm_kib()
+        print(f"  gRPC overload: {codes}; VmHWM {hwm} KiB")
+        assert hwm < 1536 * 1024, f"peak RSS {hwm} KiB"
         assert grpc_infer("squeezenet", {"data_0": x}).as_numpy("softmaxout_1").shape == \
             (1, 1000, 1, 1)
 
