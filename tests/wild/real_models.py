@@ -44,7 +44,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WHEELS_DIR = os.path.join(HERE, "../../.cache/wild-wheels")
+WHEELS_DIR = os.path.normpath(os.path.join(HERE, "../../.cache/wild-wheels"))
 
 # (requirement, wheel file, sha256): the wheels are downloaded as they are
 # on PyPI and checked against these hashes.
@@ -80,9 +80,13 @@ def fetch_wheels():
             for spec, _, digest in missing:
                 f.write(f"{spec} --hash=sha256:{digest}\n")
         print(f"tests/wild: downloading {len(missing)} wheels into {WHEELS_DIR}", flush=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                        "--require-hashes", "--only-binary=:all:", "-r", req, "-d", WHEELS_DIR],
-                       check=True)
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                            "--require-hashes", "--only-binary=:all:", "-r", req, "-d",
+                            WHEELS_DIR])
+        if r.returncode != 0:
+            raise SystemExit(f"tests/wild: pip could not download {', '.join(w[0] for w in missing)}"
+                             f" (exit {r.returncode}; PyPI unreachable?): put the wheels into "
+                             f"{WHEELS_DIR} by hand, or run where PyPI is reachable")
     for _, name, digest in WHEELS:
         got = sha256(os.path.join(WHEELS_DIR, name))
         if got != digest:
