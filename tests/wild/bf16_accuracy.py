@@ -111,7 +111,7 @@ def summary(message):
     for key in ("Conversion is failed for", "Unsupported", "not supported", "failed"):
         hit = [x for x in lines if key in x and not x.startswith("Exception from")]
         if hit:
-            return hit[-1][:300]
+            return hit[-1].lstrip("- ")[:300]
     return (lines[-1] if lines else "no message")[:300]
 
 
