@@ -80,12 +80,14 @@ static rn_status eval_kernel(const plugin_kernel_registry *reg, const plugin_ker
     for (int o = 0; o < n_out && l == NULL && k->output_layout != NULL; o++)
         l = k->output_layout(state, o);
     if (l != NULL) {
+        /* The message first: the layout belongs to the state. */
+        st = rn_set_error(RN_UNSUPPORTED,
+                          "node '%s': the kernel works in layout %s, constant folding on plain "
+                          "tensors",
+                          node->name, l->name != NULL ? l->name : "(unnamed)");
         if (k->release != NULL)
             k->release(state);
-        return rn_set_error(RN_UNSUPPORTED,
-                            "node '%s': the kernel works in layout %s, constant folding on plain "
-                            "tensors",
-                            node->name, l->name != NULL ? l->name : "(unnamed)");
+        return st;
     }
     size_t scratch = k->scratch_bytes != NULL ? k->scratch_bytes(state) : 0;
     void *scratch_data = scratch > 0 ? malloc(scratch) : NULL;
