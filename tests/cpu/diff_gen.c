@@ -703,6 +703,8 @@ static void gen_layernorm(void *p)
     const char *scale = cst(g, RN_F32, 1, &c, 0.5f, 1.5f);
     const char *bias = chance(g, 0.7) ? cst(g, RN_F32, 1, &c, -1, 1) : NULL;
     float eps = chance(g, 0.5) ? 1e-5f : 1e-3f;
+    /* |x| <= 3, plus 2 in a Loop's third iteration. */
+    g->c->f32_conditioning = 2 * 1.1920929e-7f * 5 / sqrtf(eps);
     const char *y;
     if (decomposed) {
         /* The exporters' decomposition, which fuse_layernorm puts back. */

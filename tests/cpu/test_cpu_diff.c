@@ -12,7 +12,8 @@
  * where scale is the largest |ref| of that output (sums of products lose
  * precision relative to their largest terms, not to each result). Integer
  * outputs must be equal (QuantizeLinear's one step excepted, docs/cpu.md,
- * and that step times the scale after a DequantizeLinear);
+ * and that step times the scale after a DequantizeLinear; LayerNormalization
+ * adds its conditioning, diff_gen.h);
  * NaNs must be NaNs in both, infinities equal.
  *
  * A case REF cannot compile or run is a bug of the generator and fails too,
@@ -391,8 +392,8 @@ static bool same_output(const dg_case *c, const rn_tensor *cpu, const rn_tensor 
         else if (isinf(b[i]) || isinf(a[i]))
             ok = a[i] == b[i];
         else
-            ok = fabs((double)a[i] - b[i]) <=
-                 tol->rel * fabs(b[i]) + tol->scale * scale + tol->abs + c->f32_step;
+            ok = fabs((double)a[i] - b[i]) <= tol->rel * fabs(b[i]) + tol->scale * scale +
+                                                  tol->abs + c->f32_step + c->f32_conditioning;
         if (!ok) {
             snprintf(why, size,
                      "element %zu of %zu: CPU %.9g, REF %.9g (difference %.3g, scale %.3g)", i, n,
