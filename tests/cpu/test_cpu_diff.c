@@ -416,10 +416,19 @@ typedef struct stats {
     int contexts[DG_CONTEXT_COUNT];
 } stats;
 
-static rn_status compile(rn_core *core, rn_model *model, const char *device, const char *precision,
-                         rn_compiled_model **out)
+/* CPU's performance hint for case c: every third case THROUGHPUT (one
+ * thread per primitive, which oneDNN may serve with other implementations),
+ * the others LATENCY (a team of every core). */
+static const char *hint_of(const dg_case *c)
 {
-    rn_property p[2] = {{"INFERENCE_PRECISION_HINT", precision}, {"PERFORMANCE_HINT", "LATENCY"}};
+    return c->seed % 3 == 0 ? "THROUGHPUT" : "LATENCY";
+}
+
+/* Compiles for `device`; with a precision (CPU), also with c's hint. */
+static rn_status compile(rn_core *core, rn_model *model, const char *device, const dg_case *c,
+                         const char *precision, rn_compiled_model **out)
+{
+    rn_property p[2] = {{"INFERENCE_PRECISION_HINT", precision}, {"PERFORMANCE_HINT", hint_of(c)}};
     return rn_core_compile_model(core, model, device, precision ? p : NULL, precision ? 2 : 0, out);
 }
 
@@ -477,16 +486,16 @@ static outcome run_case(rn_core *core, const dg_case *c, const char *precision, 
         result = INVALID;
         goto done;
     }
-    if ((st = compile(core, model, "REF", NULL, &ref)) != RN_OK ||
+    if ((st = compile(core, model, "REF", c, NULL, &ref)) != RN_OK ||
         (st = rn_compiled_model_create_infer_request(ref, &rr)) != RN_OK) {
         snprintf(msg, size, "REF compile: %s: %s", rn_status_name(st), rn_last_error());
         result = INVALID;
         goto done;
     }
-    if ((st = compile(core, model, "CPU", precision, &cpu)) != RN_OK ||
+    if ((st = compile(core, model, "CPU", c, precision, &cpu)) != RN_OK ||
         (st = rn_compiled_model_create_infer_request(cpu, &cr)) != RN_OK) {
-        snprintf(msg, size, "CPU compile (%s): %s: %s", precision, rn_status_name(st),
-                 rn_last_error());
+        snprintf(msg, size, "CPU compile (%s, %s): %s: %s", precision, hint_of(c),
+                 rn_status_name(st), rn_last_error());
         result = FAIL;
         goto done;
     }
@@ -510,8 +519,8 @@ static outcome run_case(rn_core *core, const dg_case *c, const char *precision, 
             break;
         }
         if ((st = rn_infer_request_infer(cr)) != RN_OK) {
-            snprintf(msg, size, "CPU infer (%s, run %d): %s: %s", precision, r, rn_status_name(st),
-                     rn_last_error());
+            snprintf(msg, size, "CPU infer (%s, %s, run %d): %s: %s", precision, hint_of(c), r,
+                     rn_status_name(st), rn_last_error());
             result = FAIL;
             break;
         }
@@ -528,7 +537,8 @@ static outcome run_case(rn_core *core, const dg_case *c, const char *precision, 
             char why[512];
             if (!same_output(c, a, b, strcmp(precision, "bf16") == 0 ? &bf16_tol : &f32_tol, why,
                              sizeof why)) {
-                snprintf(msg, size, "%s, run %d, output %zu: %s", precision, r, o, why);
+                snprintf(msg, size, "%s, %s, run %d, output %zu: %s", precision, hint_of(c), r, o,
+                         why);
                 result = FAIL;
             }
         }
