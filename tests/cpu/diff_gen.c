@@ -1134,6 +1134,87 @@ static void gen_quant(void *p)
          u8 ? "u8" : "i8", scale, zp);
 }
 
+/* A DequantizeLinear x -> Conv / Gemm / MatMul by DequantizeLinear of
+ * constant int8 weights (per tensor or per output channel) -> [Relu] ->
+ * QuantizeLinear, as quantize_static writes it: CPU's fuse_qdq makes it
+ * one int8 primitive (runnel QLinearFusedConv / Gemm / MatMul). Weights
+ * use 7 bits, which cannot saturate AVX2's u8 x s8 pair sums
+ * (tests/cpu/test_cpu_int8.c); the outputs may differ by one step (a
+ * value within f32 rounding of a half step). */
+static void gen_qdq(void *p)
+{
+    gen *g = p;
+    g->c->op = "QLinearFused";
+    g->c->int_steps = 1;
+    int kind = rnd(g, 0, 2); /* Conv, Gemm, MatMul */
+    bool u8 = chance(g, 0.7), per_channel = chance(g, 0.6), relu = chance(g, 0.4);
+    rn_element_type xt = u8 ? RN_U8 : RN_I8;
+    float sx = rndf(g, 0.005f, 0.05f);
+    uint8_t zx = u8 ? (uint8_t)rnd(g, 0, 255) : (uint8_t)(int8_t)rnd(g, -20, 20);
+    int64_t x_dims[4], w_dims[4], cout, k;
+    int rank, w_rank, syms[4] = {-1, -1, -1, -1};
+    if (kind == 0) {
+        int64_t cin = rnd(g, 1, 9), kh = rnd(g, 1, 3), kw = rnd(g, 1, 3);
+        cout = rnd(g, 1, 17);
+        rank = 4, w_rank = 4;
+        x_dims[0] = rnd(g, 1, 2), x_dims[1] = cin, x_dims[2] = kh + rnd(g, 0, 5),
+        x_dims[3] = kw + rnd(g, 0, 5);
+        syms[0] = sym(g, x_dims[0], 1);
+        w_dims[0] = cout, w_dims[1] = cin, w_dims[2] = kh, w_dims[3] = kw;
+        k = cin * kh * kw;
+    } else {
+        k = rdim(g, false);
+        cout = rnd(g, 1, 17);
+        rank = kind == 1 ? 2 : rnd(g, 2, 3);
+        for (int d = 0; d < rank - 1; d++)
+            x_dims[d] = rdim(g, false), syms[d] = sym(g, x_dims[d], 1);
+        x_dims[rank - 1] = k;
+        w_rank = 2;
+        w_dims[0] = kind == 1 ? cout : k, w_dims[1] = kind == 1 ? k : cout;
+    }
+    const char *x = input(g, xt, rank, x_dims, syms, u8 ? 0 : -128, u8 ? 255 : 127);
+    const char *dx_in[3] = {x, cst_f32(g, sx), dm_init(g->g, (int)xt, 1, 0, NULL, &zx)};
+    const char *dx = dm_node(g->g, "DequantizeLinear", 3, dx_in, 1, NULL);
+    int64_t n_scales = per_channel ? cout : 1;
+    float sw[17];
+    int8_t zw[17] = {0};
+    for (int i = 0; i < n_scales; i++)
+        sw[i] = rndf(g, 0.002f, 0.02f);
+    const char *wq = cst(g, RN_I8, w_rank, w_dims, -63, 63);
+    const char *dw_in[3] = {wq,
+                            per_channel ? dm_init_f32(g->g, 1, &n_scales, sw) : cst_f32(g, sw[0]),
+                            per_channel ? dm_init(g->g, RN_I8, 1, 1, &n_scales, zw)
+                                        : dm_init(g->g, RN_I8, 1, 0, NULL, zw)};
+    const char *dw = dm_node(g->g, "DequantizeLinear", 3, dw_in, 1, NULL);
+    if (per_channel)
+        dm_attr_int(g->g, "axis", kind == 2 ? 1 : 0);
+    const char *y;
+    bool bias = kind != 2 && chance(g, 0.6);
+    if (kind == 0) {
+        const char *ins[3] = {dx, dw, bias ? cst(g, RN_F32, 1, &cout, -1, 1) : NULL};
+        y = dm_node(g->g, "Conv", bias ? 3 : 2, ins, 1, NULL);
+    } else if (kind == 1) {
+        const char *ins[3] = {dx, dw, bias ? cst(g, RN_F32, 1, &cout, -1, 1) : NULL};
+        y = dm_node(g->g, "Gemm", bias ? 3 : 2, ins, 1, NULL);
+        dm_attr_int(g->g, "transB", 1);
+    } else {
+        y = dm_op2(g->g, "MatMul", dx, dw);
+    }
+    if (relu)
+        y = dm_op1(g->g, "Relu", y);
+    float sy = sx * sw[0] * sqrtf((float)k) * rndf(g, 2, 8);
+    uint8_t zy = u8 ? (uint8_t)rnd(g, 0, 128) : 0;
+    const char *q_in[3] = {y, cst_f32(g, sy), dm_init(g->g, (int)xt, 1, 0, NULL, &zy)};
+    y = dm_node(g->g, "QuantizeLinear", 3, q_in, 1, NULL);
+    static const char *const kinds[] = {"Conv", "Gemm", "MatMul"};
+    desc(g, "QDQ %s %s x scale=%g zero_point=%d, weights %s, %s%s, y scale=%g zero_point=%d",
+         kinds[kind], u8 ? "u8" : "i8", sx, u8 ? zx : (int8_t)zx,
+         per_channel ? "per channel" : "per tensor", bias ? "bias" : "no bias",
+         relu ? ", Relu" : "", sy, zy);
+    desc_ints(g, "w", w_rank, w_dims);
+    result(g, y, xt);
+}
+
 const dg_family dg_families[] = {
     {"unary", gen_unary},         {"binary", gen_binary},
     {"concat", gen_concat},       {"concat_grid", gen_concat_grid},
@@ -1144,7 +1225,7 @@ const dg_family dg_families[] = {
     {"gemm", gen_gemm},           {"matmul", gen_matmul},
     {"reduce", gen_reduce},       {"resize", gen_resize},
     {"shuffle", gen_shuffle},     {"attention", gen_attention},
-    {"quant", gen_quant},
+    {"quant", gen_quant},         {"qdq", gen_qdq},
 };
 const int dg_family_count = (int)(sizeof dg_families / sizeof dg_families[0]);
 

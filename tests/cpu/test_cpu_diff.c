@@ -80,7 +80,7 @@ typedef struct known_bug {
 static const known_bug known_bugs[] = {
     {DG_FOLD,
      "conv conv_transpose gemm matmul pool lrn batchnorm layernorm softmax concat concat_grid "
-     "shuffle attention resize",
+     "shuffle attention resize qdq",
      "constant folding (plugins/api/const_eval.c) runs oneDNN kernels without the layouts they "
      "chose (blocked weights read plain, blocked outputs written past plain buffers: wrong "
      "values, heap corruption) and without their scratchpad (\"out of memory (oneDNN status "
@@ -674,11 +674,12 @@ FAMILY_TEST(resize)
 FAMILY_TEST(shuffle)
 FAMILY_TEST(attention)
 FAMILY_TEST(quant)
+FAMILY_TEST(qdq)
 
 /* Every family has its test above. */
 Test(cpu_diff, every_family_has_a_test)
 {
-    cr_assert_eq(dg_family_count, 19, "a family was added: add its FAMILY_TEST");
+    cr_assert_eq(dg_family_count, 20, "a family was added: add its FAMILY_TEST");
 }
 
 /* ---- regressions: cases the generator found, built by hand ---- */
