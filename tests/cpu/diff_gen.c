@@ -1141,9 +1141,40 @@ static void gen_quant(void *p)
  * use 7 bits, which cannot saturate AVX2's u8 x s8 pair sums
  * (tests/cpu/test_cpu_int8.c); the outputs may differ by one step (a
  * value within f32 rounding of a half step). */
+/* DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale and
+ * zero point, which fuse_qdq makes a MaxPool on the quantized tensor (max
+ * commutes with the quantization: equal results). No padding: a window of
+ * padding only has no defined value (gen_pool). */
+static void gen_qdq_pool(gen *g)
+{
+    g->c->op = "MaxPool";
+    bool u8 = chance(g, 0.7);
+    rn_element_type xt = u8 ? RN_U8 : RN_I8;
+    float sx = rndf(g, 0.005f, 0.05f);
+    uint8_t zx = u8 ? (uint8_t)rnd(g, 0, 255) : (uint8_t)(int8_t)rnd(g, -20, 20);
+    int64_t k[2] = {rnd(g, 1, 3), rnd(g, 1, 3)}, st[2] = {rnd(g, 1, 2), rnd(g, 1, 2)};
+    int64_t dims[4] = {rnd(g, 1, 2), rdim(g, false), k[0] + rnd(g, 0, 5), k[1] + rnd(g, 0, 5)};
+    int syms[4] = {sym(g, dims[0], 1), -1, sym(g, dims[2], k[0]), sym(g, dims[3], k[1])};
+    const char *x = input(g, xt, 4, dims, syms, u8 ? 0 : -128, u8 ? 255 : 127);
+    const char *sc = cst_f32(g, sx), *z = dm_init(g->g, (int)xt, 1, 0, NULL, &zx);
+    const char *d_in[3] = {x, sc, z};
+    const char *y = dm_op1(g->g, "MaxPool", dm_node(g->g, "DequantizeLinear", 3, d_in, 1, NULL));
+    dm_attr_ints(g->g, "kernel_shape", 2, k);
+    dm_attr_ints(g->g, "strides", 2, st);
+    const char *q_in[3] = {y, sc, z};
+    desc(g, "QDQ MaxPool %s scale=%g zero_point=%d", u8 ? "u8" : "i8", sx, u8 ? zx : (int8_t)zx);
+    desc_ints(g, "kernel", 2, k);
+    desc_ints(g, "strides", 2, st);
+    result(g, dm_node(g->g, "QuantizeLinear", 3, q_in, 1, NULL), xt);
+}
+
 static void gen_qdq(void *p)
 {
     gen *g = p;
+    if (g->c->seed % 7 == 6) { /* decided by the seed: the other cases keep their draws */
+        gen_qdq_pool(g);
+        return;
+    }
     g->c->op = "QLinearFused";
     g->c->int_steps = 1;
     int kind = rnd(g, 0, 2); /* Conv, Gemm, MatMul */

@@ -28,10 +28,10 @@
  * RN_CPU_DIFF_FAMILY (one family), RN_CPU_DIFF_CONTEXT (static, dynamic,
  * fold, if_const, if, loop) and RN_CPU_DIFF_SEEDS / _FIRST_SEED narrow a
  * run to reproduce one case; RN_CPU_DIFF_VERBOSE=1 prints each case before
- * it runs (to find one that crashes). A failing case prints its seed, op,
- * shapes and attributes, and with RN_CPU_DIFF_DUMP=DIR (or under Bazel, in the
- * test's undeclared outputs) writes its model and its first run's inputs
- * as DIR/<family>-<seed>.onnx and .npy files for tools/run.
+ * it runs (to find one that crashes), =2 also CPU's runtime model. A failing case prints its seed,
+ * op, shapes and attributes, and with RN_CPU_DIFF_DUMP=DIR (or under Bazel, in the test's
+ * undeclared outputs) writes its model and its first run's inputs as DIR/<family>-<seed>.onnx and
+ * .npy files for tools/run.
  *
  * Failures of the lead's open work (issue 24) are listed in
  * `expected_failures` with the reason: they are reported and counted but do
@@ -440,10 +440,14 @@ static bool ran_on_onednn(rn_compiled_model *cm, const dg_case *c)
     size_t n;
     if (c->op == NULL || rn_compiled_model_runtime_model(cm, &nodes, &n) != RN_OK)
         return false;
-    for (size_t i = 0; i < n; i++)
-        if (strstr(nodes[i].layer_type, c->op) != NULL && strcmp(nodes[i].impl_type, "ref") != 0 &&
-            strncmp(nodes[i].impl_type, "ref", 3) != 0)
+    /* REF's kernels say "ref" (or "view"); oneDNN's name the primitive's
+     * implementation ("jit:avx2", and "ref:any" for oneDNN's own reference). */
+    for (size_t i = 0; i < n; i++) {
+        const char *impl = nodes[i].impl_type;
+        if (strstr(nodes[i].layer_type, c->op) != NULL && strcmp(impl, "ref") != 0 &&
+            strcmp(impl, "view") != 0 && strncmp(impl, "ref ", 4) != 0)
             return true;
+    }
     /* Folded into a convolution or a GEMM. */
     for (size_t i = 0; i < n; i++)
         if ((strcmp(c->op, "BatchNormalization") == 0 || strcmp(c->op, "Relu") == 0) &&
@@ -500,6 +504,15 @@ static outcome run_case(rn_core *core, const dg_case *c, const char *precision, 
         goto done;
     }
     *ran = (ran_on_onednn(cpu, c) ? RAN_ONEDNN : 0) | (has_bf16(cpu) ? RAN_BF16 : 0);
+    if (env_long("RN_CPU_DIFF_VERBOSE", 0) > 1) {
+        const rn_runtime_node *rows;
+        size_t n_rows;
+        if (rn_compiled_model_runtime_model(cpu, &rows, &n_rows) == RN_OK)
+            for (size_t i = 0; i < n_rows; i++)
+                fprintf(stderr, "    CPU runs %s (%s): %s, in %s, out %s\n", rows[i].name,
+                        rows[i].layer_type, rows[i].impl_type, rows[i].input_layouts,
+                        rows[i].output_layouts);
+    }
     for (int r = 0; r < c->n_runs && result == PASS; r++) {
         for (int k = 0; k < c->n_inputs; k++) {
             ins[r][k] = make_input(c, k, r);
