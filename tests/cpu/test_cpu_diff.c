@@ -868,3 +868,36 @@ Test(cpu_diff, qdq_gemm_with_an_x_zero_point)
     dm_output(g, dm_node(g, "QuantizeLinear", 3, q_in, 1, NULL), RN_U8);
     expect_like_ref_of(m, "qdq_gemm_with_an_x_zero_point", RN_U8, 2, dims, "QLinearFusedGemm", 1);
 }
+
+/* x [1, 0, 2] @ constant [2, 12] (+ a bias, then Relu: runnel FusedMatMul,
+ * or alone): creating oneDNN 2.6's matmul primitive for an M of 0 divided
+ * by zero (SIGFPE, the process died at compile); CPU now leaves an empty
+ * MatMul to REF's kernel (matmul seed 43102, static). */
+static void expect_empty_matmul_like_ref(bool fused)
+{
+    int64_t dims[3] = {1, 0, 2}, wd[2] = {2, 12}, n = 12;
+    float w[24], b[12];
+    for (int i = 0; i < 24; i++)
+        w[i] = (float)((i * 5) % 9) / 9.0f - 0.5f;
+    for (int i = 0; i < 12; i++)
+        b[i] = (float)i / 12.0f;
+    dm_model *m = dm_model_create(17);
+    dm_graph *g = dm_main(m);
+    dm_input(g, "x", RN_F32, 3, dims, NULL);
+    const char *y = dm_op2(g, "MatMul", "x", dm_init_f32(g, 2, wd, w));
+    if (fused)
+        y = dm_op1(g, "Relu", dm_op2(g, "Add", y, dm_init_f32(g, 1, &n, b)));
+    dm_output(g, y, RN_F32);
+    expect_like_ref(m, fused ? "fused_matmul_of_an_empty_tensor" : "matmul_of_an_empty_tensor", 3,
+                    dims, "MatMul");
+}
+
+Test(cpu_diff, fused_matmul_of_an_empty_tensor)
+{
+    expect_empty_matmul_like_ref(true);
+}
+
+Test(cpu_diff, matmul_of_an_empty_tensor)
+{
+    expect_empty_matmul_like_ref(false);
+}
