@@ -102,6 +102,19 @@ static int sym(gen *g, int64_t v0, int64_t min)
     return s;
 }
 
+/* Every eleventh seed of the families whose batch is otherwise at least 1
+ * makes the batch 0 in the first run (an empty tensor; the second run of a
+ * dynamic case has one again). Decided by the seed, so that the other
+ * cases keep their draws. */
+static void maybe_empty_batch(gen *g, int64_t *dims, int s)
+{
+    if (g->c->seed % 11 != 10)
+        return;
+    dims[0] = 0;
+    g->sym[s][0] = 0;
+    desc(g, "(empty batch) ");
+}
+
 /* ---- values: inputs, constants, results ---- */
 
 static void fill(gen *g, rn_element_type t, size_t n, float lo, float hi, void *out)
@@ -601,6 +614,7 @@ static void gen_pool(void *p)
     draw_window(g, n, rank == 5 ? 2 : 3, max, true, &w);
     int64_t dims[5] = {rnd(g, 1, 2), rdim(g, false)};
     int syms[5] = {sym(g, dims[0], 1), -1};
+    maybe_empty_batch(g, dims, syms[0]);
     for (int i = 0; i < n; i++) {
         dims[2 + i] = global ? rdim(g, false) : w.in[i];
         int64_t eff = (w.k[i] - 1) * w.dl[i] + 1;
@@ -766,6 +780,7 @@ static void gen_conv(void *p)
     draw_window(g, n, rank == 5 ? 2 : 3, true, true, &w);
     int64_t dims[5] = {rnd(g, 1, 2), cin}, wd[5] = {cout, cin / group};
     int syms[5] = {sym(g, dims[0], 1), -1};
+    maybe_empty_batch(g, dims, syms[0]);
     for (int i = 0; i < n; i++) {
         dims[2 + i] = w.in[i];
         wd[2 + i] = w.k[i];
@@ -816,6 +831,7 @@ static void gen_conv_transpose(void *p)
     int64_t cin = group * rnd(g, 1, 4), mg = rnd(g, 1, 4);
     int64_t dims[5] = {rnd(g, 1, 2), cin}, wd[5] = {cin, mg};
     int syms[5] = {sym(g, dims[0], 1), -1};
+    maybe_empty_batch(g, dims, syms[0]);
     int64_t k[3], s[3], dl[3], pads[6], op[3], out[3];
     bool out_pad = chance(g, 0.3), out_shape = !out_pad && chance(g, 0.2);
     for (int i = 0; i < n; i++) {
@@ -1191,6 +1207,7 @@ static void gen_qdq(void *p)
         x_dims[0] = rnd(g, 1, 2), x_dims[1] = cin, x_dims[2] = kh + rnd(g, 0, 5),
         x_dims[3] = kw + rnd(g, 0, 5);
         syms[0] = sym(g, x_dims[0], 1);
+        maybe_empty_batch(g, x_dims, syms[0]);
         w_dims[0] = cout, w_dims[1] = cin, w_dims[2] = kh, w_dims[3] = kw;
         k = cin * kh * kw;
     } else {
