@@ -2,21 +2,24 @@
 """Per-model latency of runnel against ONNX Runtime, measured in the same run.
 
 For each ONNX light model (the onnx wheel's test models, ResNet-50 and the
-others), runs runnel's tools/run on a device (REF by default) and ONNX
-Runtime's CPU execution provider on the same model and the same input
-(arange(n)/n), both single-request, and prints the median latency of each and
-their ratio (runnel / ONNX Runtime, lower is better). Both are restricted to
-the same number of threads. Not a test: it never fails on a number.
+others), runs runnel's tools/bench on a device (REF by default) and ONNX
+Runtime's CPU execution provider on the same model, both single-request
+(one request, synchronous, one stream), and prints the median latency of
+each and their ratio (runnel / ONNX Runtime, lower is better). Both run the
+same number of threads and in f32: runnel with INFERENCE_PRECISION_HINT=f32
+(CPU's default is bf16 where the CPU has native bf16; ONNX Runtime's CPU
+provider runs these models in f32). Not a test: it never fails on a number.
 
   bench/models/run [--device REF] [--iters 10] [--threads 1] [MODEL ...]
 """
 import argparse
 import glob
+import json
 import os
-import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -43,17 +46,25 @@ def ort_latency(path, iters, threads):
     return statistics.median(times)
 
 
-def runnel_latency(run_bin, path, device, iters, threads):
-    env = dict(os.environ)
-    out = subprocess.run(
-        [run_bin, "-m", path, "-d", device, "-niter", str(iters), "-nthreads", str(threads)],
-        capture_output=True, text=True, env=env)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr.strip() or out.stdout.strip())
-    m = re.search(r"median ([0-9.]+) ms", out.stdout)
-    if not m:
-        raise RuntimeError("no median in tools/run output:\n" + out.stdout)
-    return float(m.group(1))
+def runnel_latency(bench, path, device, iters, threads):
+    fd, report = tempfile.mkstemp(prefix="runnel-bench-", suffix=".json")
+    os.close(fd)
+    try:
+        out = subprocess.run(
+            [bench, "-m", path, "-d", device, "-hint", "latency", "-api", "sync", "-nireq", "1",
+             "-nstreams", "1", "-nthreads", str(threads), "-niter", str(iters),
+             "-infer_precision", "f32", "-json", report],
+            capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr.strip() or out.stdout.strip())
+        with open(report) as f:
+            j = json.load(f)
+    finally:
+        os.unlink(report)
+    precision = j["compiled_model_properties"].get("INFERENCE_PRECISION_HINT", "?")
+    if precision not in ("f32", "?"):
+        raise RuntimeError(f"runnel ran at {precision}, not f32")
+    return j["results"]["latency"]["median_ms"]
 
 
 def main():
@@ -61,17 +72,17 @@ def main():
     ap.add_argument("--device", default="REF")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--run", required=True, help="path of the built tools/run")
+    ap.add_argument("--bench", required=True, help="path of the built tools/bench")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
     models = a.models or sorted(glob.glob(os.path.join(
         os.path.dirname(__file__), "../../.cache/onnx-1.22.0/light/*.onnx")))
     print(f"onnxruntime {ort.__version__}, {a.threads} thread(s), {a.iters} iterations, "
-          f"median latency")
+          f"f32 on both sides, median latency")
     for path in models:
         name = os.path.basename(path)
         try:
-            ours = runnel_latency(a.run, path, a.device, a.iters, a.threads)
+            ours = runnel_latency(a.bench, path, a.device, a.iters, a.threads)
             theirs = ort_latency(path, a.iters, a.threads)
             print(f"{name:28s} runnel/{a.device}={ours:9.2f} ms  onnxruntime={theirs:9.2f} ms  "
                   f"ratio={ours / theirs:.2f}")

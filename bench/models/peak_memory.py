@@ -31,7 +31,9 @@ from common import cpu_line, rss_kib, run_measured
 def runnel_peak(bench, path, device, nireq, niter):
     code, out, peak = run_measured(
         [bench, "-m", path, "-d", device, "-hint", "throughput", "-api", "async",
-         "-nireq", str(nireq), "-niter", str(niter)])
+         "-nireq", str(nireq), "-niter", str(niter),
+         # f32, as OpenVINO below: CPU's default is bf16 on CPUs with native bf16.
+         "-infer_precision", "f32"])
     if code != 0:
         raise RuntimeError(f"tools/bench exited {code}:\n{out[-2000:]}")
     streams = re.search(r"NUM_STREAMS\W+(\w+)", out)

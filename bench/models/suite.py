@@ -21,7 +21,11 @@ Each case runs in a process of its own, so the peak resident set (wait4's ru_max
 process's VmHWM) and the compile time (reading the model + compiling it: tools/bench's read
 and compile steps, OpenVINO's read_model + compile_model, ONNX Runtime's session creation)
 belong to that model alone. A Python process starts higher than tools/bench (the
-interpreter, numpy, the runtime's library): those floors are printed at the end.
+interpreter, numpy, the runtime's library), so memory is compared above each process's own
+floor: the peak minus the resident set before the model is read (runnel: tools/bench -h,
+measured once at the start; OpenVINO and ONNX Runtime: VmRSS after the imports and the
+inputs, measured in each case's process). Both the peak and the part above the floor are
+printed; the ratios use the part above the floor.
 
 Each case prints one line: the model, hint and precision, and per runtime its precision, FPS,
 median latency, peak RSS and compile time; then ratio= runnel / OpenVINO of FPS for
@@ -264,6 +268,7 @@ def measure_child(a, runtime, path, inputs, hint, precision):
         return {"error": f"{runtime} {why}: {(lines[-1] if lines else '')[:400]}"}
     if "error" not in result:
         result["peak_kib"] = peak
+        result["above_kib"] = max(peak - result["floor_kib"], 0)
     return result
 
 
@@ -286,7 +291,8 @@ def cell(r, width_prec=5):
     if "error" in r:
         return f"{'-':>{width_prec}s} {'cannot run (below)':>41s}"
     return (f"{r['precision']:>{width_prec}s} {r['fps']:8.2f} FPS {r['median_ms']:8.2f} ms "
-            f"{r['peak_kib'] / 1024:6.0f} MiB {r['compile_ms'] / 1000:6.2f} s")
+            f"{r['peak_kib'] / 1024:6.0f} MiB (+{r['above_kib'] / 1024:.0f}) "
+            f"{r['compile_ms'] / 1000:6.2f} s")
 
 
 def ratio(rn, ov, hint):
@@ -323,7 +329,8 @@ def print_line(name, hint, precision, device, results):
 def print_summary(rows, device, light_names):
     print("\n# geometric means over the models both runnel and OpenVINO ran; ratio= runnel / "
           "OpenVINO (THROUGHPUT: FPS, higher is better; LATENCY: median latency, lower is "
-          "better); peak RSS and compile time ratios: lower is better")
+          "better); peak RSS above each process's floor and compile time ratios: lower is "
+          "better")
     for hint in HINTS:
         for precision in PRECISIONS:
             group = [r for r in rows if r["hint"] == hint and r["precision"] == precision]
@@ -339,14 +346,16 @@ def print_summary(rows, device, light_names):
             worst = (min if hint == "THROUGHPUT" else max)(
                 [(v, r["model"]) for r, v in pairs if r["model"] in light_names],
                 default=None)
-            rss = geomean([r["runnel"]["peak_kib"] / r["openvino"]["peak_kib"] for r, _ in pairs])
+            rss = geomean([r["runnel"]["above_kib"] / r["openvino"]["above_kib"]
+                           for r, _ in pairs if r["openvino"]["above_kib"] > 0])
             comp = geomean([r["runnel"]["compile_ms"] / r["openvino"]["compile_ms"]
                             for r, _ in pairs])
             vs_ort = geomean([ratio(r["runnel"], r["onnxruntime"], hint) for r, _ in pairs])
             worst_text = f", worst light {worst[1]} {worst[0]:.2f}" if worst else ""
             print(f"{hint:10s} {precision:7s} ratio={fmt_ratio(geomean([v for _, v in pairs]))} "
                   f"over {len(pairs)} models (light {len(light)}: "
-                  f"{fmt_ratio(geomean(light))}{worst_text}); peak RSS ratio={fmt_ratio(rss)}; "
+                  f"{fmt_ratio(geomean(light))}{worst_text}); RSS above floor ratio="
+                  f"{fmt_ratio(rss)}; "
                   f"compile ratio={fmt_ratio(comp)}; runnel/onnxruntime={fmt_ratio(vs_ort)}")
 
 
@@ -367,14 +376,14 @@ def write_markdown(path, rows, device):
 
     with open(path, "w") as f:
         f.write(f"| model | hint | precision | runnel {device} | OpenVINO CPU | ONNX Runtime | "
-                f"ratio | peak RSS MiB, runnel / OpenVINO | compile s, runnel / OpenVINO |\n"
+                f"ratio | RSS above floor MiB, runnel / OpenVINO | compile s, runnel / OpenVINO |\n"
                 f"|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             rn, ov = r["runnel"], r["openvino"]
             f.write(f"| {r['model']} | {r['hint']} | {r['precision']} | {markdown_cell(rn)} | "
                     f"{markdown_cell(ov)} | {markdown_cell(r['onnxruntime'])} | "
                     f"{fmt_ratio(ratio(rn, ov, r['hint']))} | "
-                    f"{pair(rn, ov, 'peak_kib', 1024, '.0f')} | "
+                    f"{pair(rn, ov, 'above_kib', 1024, '.0f')} | "
                     f"{pair(rn, ov, 'compile_ms', 1000, '.2f')} |\n")
 
 
@@ -437,7 +446,9 @@ def main():
     print(f"# runnel on {a.device} (tools/bench), {versions}; {a.duration:g} s per case; "
           f"onnxruntime THROUGHPUT = {len(os.sched_getaffinity(0))} sessions x 1 thread, "
           f"LATENCY = 1 session x {len(os.sched_getaffinity(0))} threads")
-    print(f"# per runtime: precision, FPS, median latency, peak RSS, compile time "
+    runnel_floor = run_measured([os.path.join(a.tools, "bench"), "-h"])[2]
+    print(f"# per runtime: precision, FPS, median latency, peak RSS (+ above its floor), "
+          f"compile time "
           f"(read + compile); ratio= runnel/OpenVINO, FPS (THROUGHPUT) or latency (LATENCY)",
           flush=True)
     rows = []
@@ -454,6 +465,10 @@ def main():
                 results = {}
                 if "runnel" in runtimes:
                     results["runnel"] = measure_runnel(a, path, inputs, hint, precision)
+                    if "error" not in results["runnel"]:
+                        r = results["runnel"]
+                        r["floor_kib"] = runnel_floor
+                        r["above_kib"] = max(r["peak_kib"] - runnel_floor, 0)
                 if "openvino" in runtimes:
                     results["openvino"] = measure_child(a, "openvino", path, inputs, hint,
                                                         precision)
@@ -466,7 +481,7 @@ def main():
                 rows.append(dict(model=name, hint=hint, precision=precision, **{
                     k: results.get(k) for k in RUNTIMES}))
     print_summary(rows, a.device, light_names)
-    floors = {"runnel": run_measured([os.path.join(a.tools, "bench"), "-h"])[2]}
+    floors = {"runnel": runnel_floor}
     for runtime in ("openvino", "onnxruntime"):
         seen = [r[runtime]["floor_kib"] for r in rows if r[runtime] and "floor_kib" in r[runtime]]
         if seen:

@@ -133,7 +133,7 @@ static rn_status deconv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_typ
     int wrank = deconv_weights_dims(node, g.group, wdims);
     if ((st = cpu_any_md(xs.rank, xs.dims, dt, &s->src)) != RN_OK ||
         (st = cpu_any_md(wrank, wdims, dt, &s->wei)) != RN_OK ||
-        (st = cpu_any_md(ys.rank, ys.dims, dt, &s->dst)) != RN_OK ||
+        (st = cpu_any_md(ys.rank, ys.dims, cpu_dst_type(node, dt), &s->dst)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, 1, bdims, &s->bias)) != RN_OK)
         return st;
     dnnl_deconvolution_desc_t dd;

@@ -129,7 +129,7 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         }
         if ((st = cpu_plain_md(RN_F32, r, y.dims, &s->dst)) != RN_OK)
             return st;
-        s->dst.data_type = sdt;
+        s->dst.data_type = cpu_dst_type(node, sdt);
         if (s->has_bias) {
             int64_t bd[RN_MAX_RANK];
             for (int i = 0; i < r; i++)
@@ -142,7 +142,8 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         int64_t n = b.dims[0];
         if ((st = md_dims(2, a.dims, dt, dnnl_format_tag_any, &s->src)) != RN_OK ||
             (st = md_dims(2, b.dims, dt, dnnl_format_tag_any, &s->wei)) != RN_OK ||
-            (st = md_dims(2, y.dims, dt, dnnl_format_tag_any, &s->dst)) != RN_OK ||
+            (st = md_dims(2, y.dims, cpu_dst_type(node, dt), dnnl_format_tag_any, &s->dst)) !=
+                RN_OK ||
             (st = cpu_plain_md(RN_F32, 1, &n, &s->bias)) != RN_OK)
             return st;
         ds = dnnl_inner_product_forward_desc_init(&d.ip, dnnl_forward_inference, &s->src, &s->wei,

@@ -32,7 +32,6 @@ static void cpu_defaults(plugin_properties *p)
 static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_options *o,
                                 const plugin_properties *props)
 {
-    (void)props;
     rn_status st;
     if ((st = transforms_pipeline_insert_before(tp, "constant_folding", "fuse_qdq",
                                                 transforms_fuse_qdq, NULL, 0)) != RN_OK ||
@@ -59,8 +58,13 @@ static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_option
                                       0)) != RN_OK)
         return st;
     (void)o;
-    return transforms_pipeline_add(tp, "eliminate_dead_nodes_after_fusion",
-                                   transforms_eliminate_dead_nodes, NULL, 0);
+    st = transforms_pipeline_add(tp, "eliminate_dead_nodes_after_fusion",
+                                 transforms_eliminate_dead_nodes, NULL, 0);
+    /* bf16's exceptions, on the fused graph: its products are the nodes
+     * that compute in bf16 (docs/cpu.md, "Layouts and precision"). */
+    if (st == RN_OK && props->inference_precision == RN_BF16)
+        st = transforms_pipeline_add(tp, "keep_f32", transforms_keep_f32, NULL, 0);
+    return st;
 }
 
 /* Streams as the hint chose them, each with one worker: the cores a stream

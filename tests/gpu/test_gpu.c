@@ -19,21 +19,6 @@
 #include "tests/gpu/gpu_core.h"
 #include "tests/gpu/pocl_lsan.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-/* Under ASan, LeakSanitizer's check at process exit is off in this binary:
- * after the test_add_bcast case on GPU its stop-the-world tracer itself
- * takes SIGSEGV ("Tracer caught signal 11: addr=0x910", "LeakSanitizer has
- * encountered a fatal error") while suspending the process's threads, with
- * every assertion passed and no ASan report (the cause is not found; the
- * other cases, and the other GPU binaries, which keep the check, do not
- * show it). ASan's memory-error checks stay on. */
-__attribute__((visibility("default"))) const char *__asan_default_options(void);
-__attribute__((visibility("default"))) const char *__asan_default_options(void)
-{
-    return "leak_check_at_exit=0";
-}
-#endif
-
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
 
 static void read_node_model(rn_core *core, const char *name, rn_model **model)
