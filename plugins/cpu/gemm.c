@@ -41,12 +41,28 @@ static bool gemm_supports(const rn_node *node, const char **why)
     return cpu_static_node(node, why);
 }
 
+/* Whether a dim of input i is 0 (shapes static). */
+static bool empty_input(const rn_node *node, int i)
+{
+    rn_partial_shape s = rn_node_input_shape(node, i);
+    for (int d = 0; d < s.rank; d++)
+        if (s.dims[d] == 0)
+            return true;
+    return false;
+}
+
 static bool matmul_supports(const rn_node *node, const char **why)
 {
     rn_partial_shape a = rn_node_input_shape(node, 0), b = rn_node_input_shape(node, 1);
     if (rn_node_input_type(node, 0) != RN_F32 || a.rank < 2 || b.rank < 2 || a.rank > 5 ||
         b.rank > 5) {
         *why = "f32 operands of rank 2 to 5 only";
+        return false;
+    }
+    /* Creating oneDNN 2.6's matmul with a bias or post-ops for an M of 0
+     * divides by zero (SIGFPE); an empty product has nothing to compute. */
+    if (cpu_static_node(node, why) && (empty_input(node, 0) || empty_input(node, 1))) {
+        *why = "an empty tensor";
         return false;
     }
     if (strcmp(rn_node_op_type(node), "FusedMatMul") == 0) {

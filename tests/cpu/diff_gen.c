@@ -102,6 +102,19 @@ static int sym(gen *g, int64_t v0, int64_t min)
     return s;
 }
 
+/* Every eleventh seed of the families whose batch is otherwise at least 1
+ * makes the batch 0 in the first run (an empty tensor; the second run of a
+ * dynamic case has one again). Decided by the seed, so that the other
+ * cases keep their draws. */
+static void maybe_empty_batch(gen *g, int64_t *dims, int s)
+{
+    if (g->c->seed % 11 != 10)
+        return;
+    dims[0] = 0;
+    g->sym[s][0] = 0;
+    desc(g, "(empty batch) ");
+}
+
 /* ---- values: inputs, constants, results ---- */
 
 static void fill(gen *g, rn_element_type t, size_t n, float lo, float hi, void *out)
@@ -559,6 +572,35 @@ static void window_attrs(gen *g, const window *w, bool dilate)
     }
 }
 
+/* Whether axis i of window w over `in` elements has an output window whose
+ * taps all fall in the padding. */
+static bool empty_window(const window *w, int i, int64_t in, bool ceil)
+{
+    int64_t eff = (w->k[i] - 1) * w->dl[i] + 1, pb = w->pads[i], pe = w->pads[w->n + i];
+    if (w->auto_pad != NULL && strcmp(w->auto_pad, "VALID") == 0) {
+        pb = pe = 0;
+    } else if (w->auto_pad != NULL) {
+        int64_t total = ((in + w->s[i] - 1) / w->s[i] - 1) * w->s[i] + eff - in;
+        total = total > 0 ? total : 0;
+        pb = strcmp(w->auto_pad, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+        pe = total - pb;
+    }
+    int64_t span = in + pb + pe - eff;
+    if (span < 0)
+        return false; /* no output: shape inference says so */
+    int64_t out = (ceil ? (span + w->s[i] - 1) / w->s[i] : span / w->s[i]) + 1;
+    for (int64_t o = 0; o < out; o++) {
+        bool valid = false;
+        for (int64_t j = 0; j < w->k[i] && !valid; j++) {
+            int64_t t = o * w->s[i] - pb + j * w->dl[i];
+            valid = t >= 0 && t < in;
+        }
+        if (!valid)
+            return true;
+    }
+    return false;
+}
+
 static void gen_pool(void *p)
 {
     gen *g = p;
@@ -572,6 +614,7 @@ static void gen_pool(void *p)
     draw_window(g, n, rank == 5 ? 2 : 3, max, true, &w);
     int64_t dims[5] = {rnd(g, 1, 2), rdim(g, false)};
     int syms[5] = {sym(g, dims[0], 1), -1};
+    maybe_empty_batch(g, dims, syms[0]);
     for (int i = 0; i < n; i++) {
         dims[2 + i] = global ? rdim(g, false) : w.in[i];
         int64_t eff = (w.k[i] - 1) * w.dl[i] + 1;
@@ -581,12 +624,27 @@ static void gen_pool(void *p)
     const char *y = dm_op1(g->g, op, x);
     desc(g, "%s", op);
     if (!global) {
+        bool ceil = chance(g, 0.3) && w.auto_pad == NULL;
+        bool include_pad = !max && chance(g, 0.3);
+        /* No window of padding only: ONNX leaves its value undefined (REF
+         * writes 0, oneDNN and ONNX Runtime the lowest float, the ONNX
+         * reference NaN; notes/cpu-diff.md). Such a window needs a
+         * dilation or ceil_mode: drop them on that axis. */
+        for (int i = 0; i < n; i++) {
+            int64_t in[DG_MAX_RUNS] = {dims[2 + i], g->dyn ? g->sym[syms[2 + i]][1] : dims[2 + i]};
+            for (int r = 0; r < DG_MAX_RUNS; r++) {
+                if (empty_window(&w, i, in[r], ceil))
+                    w.dl[i] = 1;
+                if (empty_window(&w, i, in[r], ceil))
+                    ceil = false;
+            }
+        }
         window_attrs(g, &w, max);
-        if (chance(g, 0.3) && w.auto_pad == NULL) {
+        if (ceil) {
             dm_attr_int(g->g, "ceil_mode", 1);
             desc(g, " ceil_mode=1");
         }
-        if (!max && chance(g, 0.3)) {
+        if (include_pad) {
             dm_attr_int(g->g, "count_include_pad", 1);
             desc(g, " count_include_pad=1");
         }
@@ -659,6 +717,8 @@ static void gen_layernorm(void *p)
     const char *scale = cst(g, RN_F32, 1, &c, 0.5f, 1.5f);
     const char *bias = chance(g, 0.7) ? cst(g, RN_F32, 1, &c, -1, 1) : NULL;
     float eps = chance(g, 0.5) ? 1e-5f : 1e-3f;
+    /* |x| <= 3, plus 2 in a Loop's third iteration. */
+    g->c->f32_conditioning = 2 * 1.1920929e-7f * 5 / sqrtf(eps);
     const char *y;
     if (decomposed) {
         /* The exporters' decomposition, which fuse_layernorm puts back. */
@@ -720,6 +780,7 @@ static void gen_conv(void *p)
     draw_window(g, n, rank == 5 ? 2 : 3, true, true, &w);
     int64_t dims[5] = {rnd(g, 1, 2), cin}, wd[5] = {cout, cin / group};
     int syms[5] = {sym(g, dims[0], 1), -1};
+    maybe_empty_batch(g, dims, syms[0]);
     for (int i = 0; i < n; i++) {
         dims[2 + i] = w.in[i];
         wd[2 + i] = w.k[i];
@@ -770,6 +831,7 @@ static void gen_conv_transpose(void *p)
     int64_t cin = group * rnd(g, 1, 4), mg = rnd(g, 1, 4);
     int64_t dims[5] = {rnd(g, 1, 2), cin}, wd[5] = {cin, mg};
     int syms[5] = {sym(g, dims[0], 1), -1};
+    maybe_empty_batch(g, dims, syms[0]);
     int64_t k[3], s[3], dl[3], pads[6], op[3], out[3];
     bool out_pad = chance(g, 0.3), out_shape = !out_pad && chance(g, 0.2);
     for (int i = 0; i < n; i++) {
@@ -1088,6 +1150,119 @@ static void gen_quant(void *p)
          u8 ? "u8" : "i8", scale, zp);
 }
 
+/* A DequantizeLinear x -> Conv / Gemm / MatMul by DequantizeLinear of
+ * constant int8 weights (per tensor or per output channel) -> [Relu] ->
+ * QuantizeLinear, as quantize_static writes it: CPU's fuse_qdq makes it
+ * one int8 primitive (runnel QLinearFusedConv / Gemm / MatMul). Weights
+ * use 7 bits, which cannot saturate AVX2's u8 x s8 pair sums
+ * (tests/cpu/test_cpu_int8.c); the outputs may differ by one step (a
+ * value within f32 rounding of a half step). */
+/* DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale and
+ * zero point, which fuse_qdq makes a MaxPool on the quantized tensor (max
+ * commutes with the quantization: equal results). No padding: a window of
+ * padding only has no defined value (gen_pool). */
+static void gen_qdq_pool(gen *g)
+{
+    g->c->op = "MaxPool";
+    bool u8 = chance(g, 0.7);
+    rn_element_type xt = u8 ? RN_U8 : RN_I8;
+    float sx = rndf(g, 0.005f, 0.05f);
+    uint8_t zx = u8 ? (uint8_t)rnd(g, 0, 255) : (uint8_t)(int8_t)rnd(g, -20, 20);
+    int64_t k[2] = {rnd(g, 1, 3), rnd(g, 1, 3)}, st[2] = {rnd(g, 1, 2), rnd(g, 1, 2)};
+    int64_t dims[4] = {rnd(g, 1, 2), rdim(g, false), k[0] + rnd(g, 0, 5), k[1] + rnd(g, 0, 5)};
+    int syms[4] = {sym(g, dims[0], 1), -1, sym(g, dims[2], k[0]), sym(g, dims[3], k[1])};
+    const char *x = input(g, xt, 4, dims, syms, u8 ? 0 : -128, u8 ? 255 : 127);
+    const char *sc = cst_f32(g, sx), *z = dm_init(g->g, (int)xt, 1, 0, NULL, &zx);
+    const char *d_in[3] = {x, sc, z};
+    const char *y = dm_op1(g->g, "MaxPool", dm_node(g->g, "DequantizeLinear", 3, d_in, 1, NULL));
+    dm_attr_ints(g->g, "kernel_shape", 2, k);
+    dm_attr_ints(g->g, "strides", 2, st);
+    const char *q_in[3] = {y, sc, z};
+    desc(g, "QDQ MaxPool %s scale=%g zero_point=%d", u8 ? "u8" : "i8", sx, u8 ? zx : (int8_t)zx);
+    desc_ints(g, "kernel", 2, k);
+    desc_ints(g, "strides", 2, st);
+    result(g, dm_node(g->g, "QuantizeLinear", 3, q_in, 1, NULL), xt);
+}
+
+static void gen_qdq(void *p)
+{
+    gen *g = p;
+    if (g->c->seed % 7 == 6) { /* decided by the seed: the other cases keep their draws */
+        gen_qdq_pool(g);
+        return;
+    }
+    g->c->op = "QLinearFused";
+    g->c->int_steps = 1;
+    int kind = rnd(g, 0, 2); /* Conv, Gemm, MatMul */
+    bool u8 = chance(g, 0.7), per_channel = chance(g, 0.6), relu = chance(g, 0.4);
+    rn_element_type xt = u8 ? RN_U8 : RN_I8;
+    float sx = rndf(g, 0.005f, 0.05f);
+    uint8_t zx = u8 ? (uint8_t)rnd(g, 0, 255) : (uint8_t)(int8_t)rnd(g, -20, 20);
+    int64_t x_dims[4], w_dims[4], cout, k;
+    int rank, w_rank, syms[4] = {-1, -1, -1, -1};
+    if (kind == 0) {
+        int64_t cin = rnd(g, 1, 9), kh = rnd(g, 1, 3), kw = rnd(g, 1, 3);
+        cout = rnd(g, 1, 17);
+        rank = 4, w_rank = 4;
+        x_dims[0] = rnd(g, 1, 2), x_dims[1] = cin, x_dims[2] = kh + rnd(g, 0, 5),
+        x_dims[3] = kw + rnd(g, 0, 5);
+        syms[0] = sym(g, x_dims[0], 1);
+        maybe_empty_batch(g, x_dims, syms[0]);
+        w_dims[0] = cout, w_dims[1] = cin, w_dims[2] = kh, w_dims[3] = kw;
+        k = cin * kh * kw;
+    } else {
+        k = rdim(g, false);
+        cout = rnd(g, 1, 17);
+        rank = kind == 1 ? 2 : rnd(g, 2, 3);
+        for (int d = 0; d < rank - 1; d++)
+            x_dims[d] = rdim(g, false), syms[d] = sym(g, x_dims[d], 1);
+        x_dims[rank - 1] = k;
+        w_rank = 2;
+        w_dims[0] = kind == 1 ? cout : k, w_dims[1] = kind == 1 ? k : cout;
+    }
+    const char *x = input(g, xt, rank, x_dims, syms, u8 ? 0 : -128, u8 ? 255 : 127);
+    const char *dx_in[3] = {x, cst_f32(g, sx), dm_init(g->g, (int)xt, 1, 0, NULL, &zx)};
+    const char *dx = dm_node(g->g, "DequantizeLinear", 3, dx_in, 1, NULL);
+    int64_t n_scales = per_channel ? cout : 1;
+    float sw[17];
+    int8_t zw[17] = {0};
+    for (int i = 0; i < n_scales; i++)
+        sw[i] = rndf(g, 0.002f, 0.02f);
+    const char *wq = cst(g, RN_I8, w_rank, w_dims, -63, 63);
+    const char *dw_in[3] = {wq,
+                            per_channel ? dm_init_f32(g->g, 1, &n_scales, sw) : cst_f32(g, sw[0]),
+                            per_channel ? dm_init(g->g, RN_I8, 1, 1, &n_scales, zw)
+                                        : dm_init(g->g, RN_I8, 1, 0, NULL, zw)};
+    const char *dw = dm_node(g->g, "DequantizeLinear", 3, dw_in, 1, NULL);
+    if (per_channel)
+        dm_attr_int(g->g, "axis", kind == 2 ? 1 : 0);
+    const char *y;
+    bool bias = kind != 2 && chance(g, 0.6);
+    if (kind == 0) {
+        const char *ins[3] = {dx, dw, bias ? cst(g, RN_F32, 1, &cout, -1, 1) : NULL};
+        y = dm_node(g->g, "Conv", bias ? 3 : 2, ins, 1, NULL);
+    } else if (kind == 1) {
+        const char *ins[3] = {dx, dw, bias ? cst(g, RN_F32, 1, &cout, -1, 1) : NULL};
+        y = dm_node(g->g, "Gemm", bias ? 3 : 2, ins, 1, NULL);
+        dm_attr_int(g->g, "transB", 1);
+    } else {
+        y = dm_op2(g->g, "MatMul", dx, dw);
+    }
+    if (relu)
+        y = dm_op1(g->g, "Relu", y);
+    float sy = sx * sw[0] * sqrtf((float)k) * rndf(g, 2, 8);
+    uint8_t zy = u8 ? (uint8_t)rnd(g, 0, 128) : 0;
+    const char *q_in[3] = {y, cst_f32(g, sy), dm_init(g->g, (int)xt, 1, 0, NULL, &zy)};
+    y = dm_node(g->g, "QuantizeLinear", 3, q_in, 1, NULL);
+    static const char *const kinds[] = {"Conv", "Gemm", "MatMul"};
+    desc(g, "QDQ %s %s x scale=%g zero_point=%d, weights %s, %s%s, y scale=%g zero_point=%d",
+         kinds[kind], u8 ? "u8" : "i8", sx, u8 ? zx : (int8_t)zx,
+         per_channel ? "per channel" : "per tensor", bias ? "bias" : "no bias",
+         relu ? ", Relu" : "", sy, zy);
+    desc_ints(g, "w", w_rank, w_dims);
+    result(g, y, xt);
+}
+
 const dg_family dg_families[] = {
     {"unary", gen_unary},         {"binary", gen_binary},
     {"concat", gen_concat},       {"concat_grid", gen_concat_grid},
@@ -1098,7 +1273,7 @@ const dg_family dg_families[] = {
     {"gemm", gen_gemm},           {"matmul", gen_matmul},
     {"reduce", gen_reduce},       {"resize", gen_resize},
     {"shuffle", gen_shuffle},     {"attention", gen_attention},
-    {"quant", gen_quant},
+    {"quant", gen_quant},         {"qdq", gen_qdq},
 };
 const int dg_family_count = (int)(sizeof dg_families / sizeof dg_families[0]);
 

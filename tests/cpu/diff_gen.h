@@ -67,6 +67,11 @@ typedef struct dg_case {
     /* f32 outputs may differ by this much more: one step of a
      * QuantizeLinear then DequantizeLinear (its scale). */
     float f32_step;
+    /* The absolute error the op's conditioning allows in f32 (0: none):
+     * LayerNormalization divides x - mean, known to FLT_EPSILON |x|, by
+     * sqrt(var + epsilon), which rows of nearly equal values bring down to
+     * sqrt(epsilon). */
+    float f32_conditioning;
     char desc[1536]; /* op, shapes, attributes, context: what reproduces it */
 } dg_case;
 
