@@ -24,6 +24,9 @@ rn_status cpu_register_kernels(rn_kernel_registry *r)
 static void cpu_defaults(plugin_properties *p)
 {
     p->precisions = PLUGIN_PRECISION(RN_F32) | PLUGIN_PRECISION(RN_BF16);
+    /* bf16 asked for where the CPU lacks it runs, and reads back, f32. */
+    p->native_precisions =
+        PLUGIN_PRECISION(RN_F32) | (cpu_has_bf16() ? PLUGIN_PRECISION(RN_BF16) : 0);
     p->inference_precision = cpu_has_bf16() ? RN_BF16 : RN_F32;
     p->cpu_keys = true;
     p->denormals_optimization = true;
