@@ -58,9 +58,10 @@ void plugin_kernel_registry_next(const plugin_kernel_registry *r, const graph_no
 
 /* Whether a kernel's failure with status `st` lets the next kernel try the
  * node: a library that refused or failed (UNSUPPORTED, NOT_IMPLEMENTED,
- * DEVICE_ERROR, INTERNAL). Not for failures the input explains (shape,
- * type, argument errors), real allocation failures or cancellation, which
- * any kernel would meet. */
+ * DEVICE_ERROR). Not for failures the input explains (shape, type,
+ * argument errors), real allocation failures, cancellation, which any
+ * kernel would meet, nor runnel's own defects (INTERNAL: a kernel run
+ * without the scratch it asked for), which must stay visible. */
 bool plugin_kernel_may_fall_back(rn_status st);
 
 /* ---- helpers for kernel authors ---- */

@@ -127,8 +127,7 @@ void plugin_kernel_registry_next(const plugin_kernel_registry *r, const graph_no
 
 bool plugin_kernel_may_fall_back(rn_status st)
 {
-    return st == RN_UNSUPPORTED || st == RN_NOT_IMPLEMENTED || st == RN_DEVICE_ERROR ||
-           st == RN_INTERNAL;
+    return st == RN_UNSUPPORTED || st == RN_NOT_IMPLEMENTED || st == RN_DEVICE_ERROR;
 }
 
 rn_status plugin_kernel_registry_pick(const plugin_kernel_registry *r, const graph_node *node,
