@@ -58,25 +58,64 @@ static rn_status map_convolution(ir_build *b)
     return set_window(b, n, true);
 }
 
+/* A group convolution's weights (input 1) [G, A, B, k...] as ONNX's
+ * [G * A, B, k...] (a Reshape); *group gets G. */
+static rn_status merge_group(ir_build *b, int min_rank, graph_value **out, int64_t *group)
+{
+    const graph_shape *w = &b->layer->in[1].shape;
+    if (w->rank < min_rank || !graph_shape_is_static(w))
+        return ir_error(b, RN_UNSUPPORTED, "the weights need a static shape of rank %d or more",
+                        min_rank);
+    int64_t shape[RN_MAX_RANK];
+    shape[0] = w->dims[0] * w->dims[1];
+    for (int i = 2; i < w->rank; i++)
+        shape[i - 1] = w->dims[i];
+    *group = w->dims[0];
+    graph_value *rs[2] = {in(b, 1)};
+    IR_TRY(ir_const_i64(b, shape, w->rank - 1, false, &rs[1]));
+    return ir_node1(b, "Reshape", 14, 2, rs, out, NULL);
+}
+
 /* GroupConvolution's weights are [G, O/G, I/G, k...]; ONNX's Conv with
  * group G wants [O, I/G, k...]: a Reshape merges the first two dims. */
 static rn_status map_group_convolution(ir_build *b)
 {
     IR_TRY(ir_check_ports(b, 2, 2, 1));
-    const graph_shape *w = &b->layer->in[1].shape;
-    if (w->rank < 3 || !graph_shape_is_static(w))
-        return ir_error(b, RN_UNSUPPORTED, "the weights need a static shape of rank 3 or more");
-    int64_t shape[RN_MAX_RANK];
-    shape[0] = w->dims[0] * w->dims[1];
-    for (int i = 2; i < w->rank; i++)
-        shape[i - 1] = w->dims[i];
-    graph_value *rs[2] = {in(b, 1)}, *weights;
-    IR_TRY(ir_const_i64(b, shape, w->rank - 1, false, &rs[1]));
-    IR_TRY(ir_node1(b, "Reshape", 14, 2, rs, &weights, NULL));
+    graph_value *weights;
+    int64_t group;
+    IR_TRY(merge_group(b, 3, &weights, &group));
     graph_value *xs[2] = {in(b, 0), weights}, *y = out0(b);
     graph_node *n;
     IR_TRY(ir_node(b, "Conv", 11, 2, xs, 1, &y, &n));
-    IR_TRY(ir_attr_int(n, "group", w->dims[0]));
+    IR_TRY(ir_attr_int(n, "group", group));
+    return set_window(b, n, true);
+}
+
+/* ConvolutionBackpropData and GroupConvolutionBackpropData (opset1) ->
+ * ConvTranspose: the weights [C_in, C_out, k...] are ONNX's (a group's
+ * [G, C_in/G, C_out/G, k...] merge their first two dims); output_padding as
+ * ONNX's; an output_shape input is refused. */
+static rn_status map_deconvolution(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 3, 1));
+    bool grouped = strncmp(b->layer->type, "Group", 5) == 0;
+    graph_value *xs[2] = {in(b, 0), in(b, 1)}, *y = out0(b);
+    int64_t group = 1;
+    if (grouped)
+        IR_TRY(merge_group(b, 4, &xs[1], &group));
+    int64_t out_pad[RN_MAX_RANK];
+    int n_pad;
+    if (b->layer->n_in == 3)
+        return ir_error(b, RN_UNSUPPORTED,
+                        "an output_shape input is not supported (its pads do not match "
+                        "OpenVINO's yet)");
+    IR_TRY(ir_data_ints(b, "output_padding", out_pad, RN_MAX_RANK, &n_pad));
+    graph_node *n;
+    IR_TRY(ir_node(b, "ConvTranspose", 11, 2, xs, 1, &y, &n));
+    if (group != 1)
+        IR_TRY(ir_attr_int(n, "group", group));
+    if (n_pad > 0)
+        IR_TRY(ir_attr_ints(n, "output_padding", out_pad, n_pad));
     return set_window(b, n, true);
 }
 
@@ -113,10 +152,12 @@ static rn_status map_pool(ir_build *b)
         return ir_error(b, RN_PARSE_ERROR, "has no kernel");
     graph_value *x = in(b, 0), *y = out0(b);
     graph_node *n;
-    IR_TRY(ir_node(b, is_max ? "MaxPool" : "AveragePool", is_max ? 12 : 11, 1, &x, 1, &y, &n));
+    IR_TRY(ir_node(b, is_max ? "MaxPool" : "AveragePool", is_max ? 12 : 19, 1, &x, 1, &y, &n));
     IR_TRY(ir_attr_ints(n, "kernel_shape", kernel, nk));
     const char *rounding = ir_data_str(b, "rounding_type", "floor");
-    if (strcasecmp(rounding, "ceil") == 0)
+    /* ceil_torch (opset14) drops a last window that would start in the
+     * padding, as ONNX's ceil_mode does. */
+    if (strcasecmp(rounding, "ceil") == 0 || strcasecmp(rounding, "ceil_torch") == 0)
         IR_TRY(ir_attr_int(n, "ceil_mode", 1));
     else if (strcasecmp(rounding, "floor") != 0)
         return ir_error(b, RN_UNSUPPORTED, "rounding_type '%s' is not supported", rounding);
@@ -125,7 +166,7 @@ static rn_status map_pool(ir_build *b)
         IR_TRY(ir_data_bool(b, "exclude-pad", false, &exclude));
         IR_TRY(ir_attr_int(n, "count_include_pad", exclude ? 0 : 1));
     }
-    return set_window(b, n, is_max);
+    return set_window(b, n, true); /* AvgPool-16 has dilations (AveragePool-19) */
 }
 
 /* LRN across channels (axes [1]). */
@@ -373,6 +414,8 @@ const ir_op ir_ops_nn[] = {
     {"Convolution", map_convolution, NULL, 0},
     {"GroupConvolution", map_group_convolution, NULL, 0},
     {"MatMul", map_matmul, NULL, 0},
+    {"ConvolutionBackpropData", map_deconvolution, NULL, 0},
+    {"GroupConvolutionBackpropData", map_deconvolution, NULL, 0},
     {"MaxPool", map_pool, NULL, 0},
     {"AvgPool", map_pool, NULL, 0},
     {"LRN", map_lrn, NULL, 0},
