@@ -35,7 +35,18 @@ static const rnn_kind *kind_of(const ir_build *b)
 static rn_status regroup(ir_build *b, graph_value *v, rn_element_type elem, int64_t dirs, int n,
                          int64_t h, const int *order, int n_order, graph_value **out)
 {
-    /* A constant (the common case) is regrouped here, into a new constant. */
+    /* A constant (the common case) is regrouped here, into a new constant;
+     * so is one that a Cast decompresses (ovc's f16 weights), before the
+     * Cast. */
+    const graph_node *cast = v->producer;
+    if (v->constant == NULL && cast != NULL && strcmp(cast->op_type, "Cast") == 0 &&
+        cast->n_inputs == 1 && cast->inputs[0] != NULL && cast->inputs[0]->constant != NULL) {
+        graph_value *packed;
+        IR_TRY(regroup(b, cast->inputs[0], elem, dirs, n, h, order, n_order, &packed));
+        graph_node *c;
+        IR_TRY(ir_node1(b, "Cast", 13, 1, &packed, out, &c));
+        return ir_attr_int(c, "to", v->type);
+    }
     const graph_tensor *t = v->constant;
     if (t != NULL && t->rank >= 2 && t->dims[0] == dirs && t->dims[1] == n * h) {
         size_t inner = rn_element_type_size(t->type);

@@ -19,7 +19,7 @@ of runnel's can agree with both) and listed in DIR/summary.json. Nothing here co
 expected output: they come from OpenVINO and ONNX Runtime.
 
 The build is cached: DIR is keyed by the openvino version (tests/ir/run picks it), and a
-case already built is not converted again.
+case already built from the same model.onnx (by MD5) is not converted again.
 
 `run` runs the conformance runner over every kept case on each device and compares the
 verdicts with the expected-failure list (FILE: lines "variant/case DEVICES reason", DEVICES
@@ -28,6 +28,7 @@ passes is a failure too (the list must shrink when runnel gets better). Ends wit
 "N passed, N failed".
 """
 import argparse
+import hashlib
 import json
 import multiprocessing
 import os
@@ -144,7 +145,7 @@ class Worker:
                 entry["status"] = "no_inputs"
                 return entry
             try:
-                feeds[vi.name] = read_pb(p, vi)
+                feeds[vi.name] = np.array(read_pb(p, vi))  # a writeable copy for OpenVINO
             except Exception as e:  # a sequence or optional input
                 entry["status"] = "input_not_tensor"
                 entry["why"] = str(e).splitlines()[0][:200]
@@ -255,13 +256,18 @@ def _build_one(args):
     if _worker is None:
         _worker = Worker()
     done = os.path.join(dst, "done", os.path.basename(src.rstrip("/")) + ".json")
+    with open(os.path.join(src, "model.onnx"), "rb") as f:
+        digest = hashlib.md5(f.read()).hexdigest()
     if os.path.exists(done):
         with open(done) as f:
-            return json.load(f)
+            entry = json.load(f)
+        if entry.get("source_md5") == digest:
+            return entry
     try:
         entry = _worker.build(src, dst)
     except Exception as e:  # a bug here must not stop the other cases
         entry = {"case": os.path.basename(src), "status": "builder_error", "why": repr(e)[:300]}
+    entry["source_md5"] = digest
     with open(done + ".tmp", "w") as f:
         json.dump(entry, f)
     os.replace(done + ".tmp", done)
@@ -375,17 +381,37 @@ def cmd_run(a):
 
 
 def cmd_fuzz_seeds(a):
-    """Copies the corpus's small IR files (XML only: the fuzz target reads XML) as seeds."""
-    os.makedirs(a.out, exist_ok=True)
-    n = 0
+    """Seeds for the ir_read fuzz target from the corpus: the smallest cases that together
+    cover every (layer type, version) the corpus holds, each packed as fuzz_ir_read.c reads
+    it (u32 LE length of the XML, the XML, the .bin) and at most --max-bytes long."""
+    import struct
+    cands = []
     for variant in VARIANTS:
         folder = os.path.join(a.cache, variant)
         for c in sorted(os.listdir(folder)):
-            src = os.path.join(folder, c, "model.onnx")
-            if os.path.exists(src) and os.path.getsize(src) <= a.max_bytes:
-                shutil.copy(src, os.path.join(a.out, f"ovc_{variant}_{c}.ir"))
-                n += 1
-    print(f"{n} seeds written to {a.out}")
+            x = os.path.join(folder, c, "model.onnx")
+            if not os.path.exists(x):
+                continue
+            xml = open(x, "rb").read()
+            b = os.path.join(folder, c, "model.bin")
+            bin_ = open(b, "rb").read() if os.path.exists(b) else b""
+            blob = struct.pack("<I", len(xml)) + xml + bin_
+            if len(blob) > a.max_bytes:
+                continue
+            kinds = set(re.findall(rb'type="(\w+)" version="(\w+)"', xml))
+            cands.append((len(blob), f"ovc_{variant}_{c}", blob, kinds))
+    cands.sort(key=lambda t: (t[0], t[1]))
+    covered = set()
+    os.makedirs(a.out, exist_ok=True)
+    n = 0
+    for size, name, blob, kinds in cands:
+        if kinds <= covered:
+            continue
+        covered |= kinds
+        with open(os.path.join(a.out, name + ".ir"), "wb") as f:
+            f.write(blob)
+        n += 1
+    print(f"{n} seeds covering {len(covered)} layer types written to {a.out}")
     return 0
 
 
