@@ -101,11 +101,19 @@ struct ir_build {
 typedef struct ir_body {
     const ir_xml *xml;
     const char *prefix;
+    const ir_layer *owner; /* the layer that holds the body */
     int n_params;
     const int *param_ids;
-    graph_value *const *param_values;
+    graph_value **param_values;
     int n_results;
     const int *result_ids;
+    /* result_ids[k] < 0: the body output is result_values[k] instead, a
+     * value prepare made (optional). */
+    graph_value **result_values;
+    /* (optional) Runs on the new body graph before its layers are read:
+     * may add the graph's first inputs and nodes, and bind param_values. */
+    rn_status (*prepare)(ir_build *body, void *ctx);
+    void *ctx;
 } ir_body;
 
 /* Reads a body into a new graph whose parent is outer->g (owned by the

@@ -546,12 +546,19 @@ static rn_status body_io(reader *r)
         IR_TRY(graph_add_input(r->g, l->out[0].value));
     }
     for (int k = 0; k < body->n_results; k++) {
-        ir_layer *l = find_layer(r, body->result_ids[k]);
-        if (l == NULL || strcmp(l->type, "Result") != 0 || l->n_in != 1)
-            return rn_set_error(RN_PARSE_ERROR,
-                                "a port map names layer %d of a body, which is no Result",
-                                body->result_ids[k]);
-        graph_value *v = l->in[0].value;
+        ir_layer *l = body->owner != NULL ? (ir_layer *)body->owner : NULL;
+        graph_value *v;
+        if (body->result_ids[k] < 0 && body->result_values != NULL &&
+            body->result_values[k] != NULL) {
+            v = body->result_values[k];
+        } else {
+            l = find_layer(r, body->result_ids[k]);
+            if (l == NULL || strcmp(l->type, "Result") != 0 || l->n_in != 1)
+                return rn_set_error(RN_PARSE_ERROR,
+                                    "a port map names layer %d of a body, which is no Result",
+                                    body->result_ids[k]);
+            v = l->in[0].value;
+        }
         bool own = v->producer != NULL && v->id < r->g->n_values && r->g->values[v->id] == v;
         if (!own) {
             ir_build b = {.g = r->g, .layer = l, .reader = r};
@@ -619,7 +626,12 @@ rn_status ir_read_body(ir_build *outer, ir_body *body, graph **out)
     if (st == RN_OK) {
         r.g->parent = outer->g;
         r.g->opset = 18;
-        st = build(&r);
+        if (body->prepare != NULL) {
+            ir_build bb = {.g = r.g, .layer = outer->layer, .reader = &r};
+            st = body->prepare(&bb, body->ctx);
+        }
+        if (st == RN_OK)
+            st = build(&r);
     }
     if (st == RN_OK)
         st = graph_sort(r.g);

@@ -232,6 +232,47 @@ static rn_status map_convert_like(ir_build *b)
     return ir_attr_int(n, "to", t);
 }
 
+static rn_status binary_node(ir_build *b, const char *op, int opset, graph_value *x, graph_value *y,
+                             graph_value **out);
+
+/* FakeQuantize (opset1): x clamped to [input_low, input_high], quantized
+ * to `levels` steps (rounded half to even, as OpenVINO's reference does) and
+ * mapped onto [output_low, output_high]:
+ * round((min(max(x, il), ih) - il) / (ih - il) * (L - 1)) / (L - 1) * (oh - ol) + ol. */
+static rn_status map_fake_quantize(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 5, 5, 1));
+    IR_TRY(check_broadcast(b));
+    int64_t levels;
+    IR_TRY(ir_data_int(b, "levels", 256, &levels));
+    if (levels < 2 || levels > (1 << 24))
+        return ir_error(b, RN_PARSE_ERROR, "levels %lld is not at least 2", (long long)levels);
+    rn_element_type t = b->layer->in[0].elem;
+    graph_value *x = in(b, 0), *il = in(b, 1), *ih = in(b, 2), *ol = in(b, 3), *oh = in(b, 4);
+    graph_value *v, *w, *steps, *y = out0(b);
+    IR_TRY(ir_const_scalar(b, t, (double)(levels - 1), &steps));
+    IR_TRY(binary_node(b, "Max", 13, x, il, &v));
+    IR_TRY(binary_node(b, "Min", 13, v, ih, &v));
+    IR_TRY(binary_node(b, "Sub", 14, v, il, &v));
+    IR_TRY(binary_node(b, "Sub", 14, ih, il, &w));
+    IR_TRY(binary_node(b, "Div", 14, v, w, &v));
+    IR_TRY(binary_node(b, "Mul", 14, v, steps, &v));
+    IR_TRY(ir_node1(b, "Round", 11, 1, &v, &w, NULL));
+    IR_TRY(binary_node(b, "Div", 14, w, steps, &v));
+    IR_TRY(binary_node(b, "Sub", 14, oh, ol, &w));
+    IR_TRY(binary_node(b, "Mul", 14, v, w, &v));
+    graph_value *a[2] = {v, ol};
+    return ir_node(b, "Add", 14, 2, a, 1, &y, NULL);
+}
+
+/* A node of a binary ONNX op on (x, y) with a new output. */
+static rn_status binary_node(ir_build *b, const char *op, int opset, graph_value *x, graph_value *y,
+                             graph_value **out)
+{
+    graph_value *a[2] = {x, y};
+    return ir_node1(b, op, opset, 2, a, out, NULL);
+}
+
 /* Swish: x * sigmoid(beta * x), beta an optional input (1 by default). */
 static rn_status map_swish(ir_build *b)
 {
@@ -293,6 +334,9 @@ static rn_status map_convert(ir_build *b)
         return ir_error(b, dst ? RN_UNSUPPORTED : RN_PARSE_ERROR,
                         "destination_type '%s' is missing or not supported", dst ? dst : "");
     graph_value *x = in(b, 0), *y = out0(b);
+    /* destination_type decides: OpenVINO writes the output port of a
+     * decompression Convert (f16 weights to f32) with the f16 precision. */
+    y->type = t;
     graph_node *n;
     IR_TRY(ir_node(b, "Cast", 13, 1, &x, 1, &y, &n));
     return ir_attr_int(n, "to", t);
@@ -377,6 +421,7 @@ const ir_op ir_ops_elementwise[] = {
     {"HSigmoid", map_hsigmoid, NULL, 0},
     {"Swish", map_swish, NULL, 0},
     {"HardSigmoid", map_hard_sigmoid, NULL, 0},
+    {"FakeQuantize", map_fake_quantize, NULL, 0},
     {"Selu", map_selu, NULL, 0},
     UNARY("IsNaN", "IsNaN", 20),
     {"IsInf", map_is_inf, NULL, 0},

@@ -278,6 +278,22 @@ static rn_status map_gather_elements(ir_build *b)
     return ir_attr_int(n, "axis", axis);
 }
 
+/* A scatter's reduction (none, sum, prod, min, max) as ONNX's; mean has no
+ * ONNX form. */
+static rn_status scatter_reduction(const ir_build *b, const char **onnx)
+{
+    const char *red = ir_data_str(b, "reduction", "none");
+    *onnx = strcasecmp(red, "none") == 0   ? "none"
+            : strcasecmp(red, "sum") == 0  ? "add"
+            : strcasecmp(red, "prod") == 0 ? "mul"
+            : strcasecmp(red, "min") == 0  ? "min"
+            : strcasecmp(red, "max") == 0  ? "max"
+                                           : NULL;
+    if (*onnx == NULL)
+        return ir_error(b, RN_UNSUPPORTED, "reduction '%s' is not supported", red);
+    return RN_OK;
+}
+
 /* ScatterElementsUpdate (opset3; opset12 adds reduction and use_init_val):
  * ScatterElements with the constant axis; reduction sum/prod/min/max ->
  * add/mul/min/max; mean and use_init_val false have no ONNX form. */
@@ -289,15 +305,8 @@ static rn_status map_scatter_elements(ir_build *b)
     IR_TRY(ir_const_ints(b, 3, "axis", &axis, 1, &n_axis));
     if (n_axis != 1)
         return ir_error(b, RN_PARSE_ERROR, "axis must hold one value");
-    const char *red = ir_data_str(b, "reduction", "none");
-    const char *onnx = strcasecmp(red, "none") == 0   ? "none"
-                       : strcasecmp(red, "sum") == 0  ? "add"
-                       : strcasecmp(red, "prod") == 0 ? "mul"
-                       : strcasecmp(red, "min") == 0  ? "min"
-                       : strcasecmp(red, "max") == 0  ? "max"
-                                                      : NULL;
-    if (onnx == NULL)
-        return ir_error(b, RN_UNSUPPORTED, "reduction '%s' is not supported", red);
+    const char *onnx;
+    IR_TRY(scatter_reduction(b, &onnx));
     bool init;
     IR_TRY(ir_data_bool(b, "use_init_val", true, &init));
     if (!init && strcmp(onnx, "none") != 0)
@@ -314,15 +323,8 @@ static rn_status map_scatter_elements(ir_build *b)
 static rn_status map_scatter_nd(ir_build *b)
 {
     IR_TRY(ir_check_ports(b, 3, 3, 1));
-    const char *red = ir_data_str(b, "reduction", "none");
-    const char *onnx = strcasecmp(red, "none") == 0   ? "none"
-                       : strcasecmp(red, "sum") == 0  ? "add"
-                       : strcasecmp(red, "prod") == 0 ? "mul"
-                       : strcasecmp(red, "min") == 0  ? "min"
-                       : strcasecmp(red, "max") == 0  ? "max"
-                                                      : NULL;
-    if (onnx == NULL)
-        return ir_error(b, RN_UNSUPPORTED, "reduction '%s' is not supported", red);
+    const char *onnx;
+    IR_TRY(scatter_reduction(b, &onnx));
     graph_value *xs[3] = {in(b, 0), NULL, in(b, 2)}, *y = out0(b);
     IR_TRY(ir_as_i64(b, 1, &xs[1]));
     graph_node *n;
@@ -344,6 +346,50 @@ static rn_status map_non_zero(ir_build *b)
     graph_node *c;
     IR_TRY(ir_node(b, "Cast", 13, 1, &nz, 1, &y, &c));
     return ir_attr_int(c, "to", t);
+}
+
+/* CumSum (opset3): the axis input (0 when absent), exclusive and reverse
+ * as ONNX's. */
+static rn_status map_cumsum(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 2, 1));
+    bool exclusive, reverse;
+    IR_TRY(ir_data_bool(b, "exclusive", false, &exclusive));
+    IR_TRY(ir_data_bool(b, "reverse", false, &reverse));
+    graph_value *xs[2] = {in(b, 0)}, *y = out0(b);
+    if (b->layer->n_in == 2) {
+        IR_TRY(ir_as_i64(b, 1, &xs[1]));
+    } else {
+        int64_t zero = 0;
+        IR_TRY(ir_const_i64(b, &zero, 1, true, &xs[1]));
+    }
+    graph_node *n;
+    IR_TRY(ir_node(b, "CumSum", 14, 2, xs, 1, &y, &n));
+    IR_TRY(ir_attr_int(n, "exclusive", exclusive));
+    return ir_attr_int(n, "reverse", reverse);
+}
+
+/* OneHot (opset1): indices, depth, on_value, off_value -> ONNX's OneHot
+ * with values [off, on]. */
+static rn_status map_one_hot(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 4, 4, 1));
+    int64_t axis;
+    IR_TRY(ir_data_int(b, "axis", -1, &axis));
+    graph_value *vals[2], *shape, *values, *ins[3] = {in(b, 0)}, *y = out0(b);
+    int64_t one = 1;
+    IR_TRY(ir_const_i64(b, &one, 1, false, &shape));
+    for (int i = 0; i < 2; i++) {
+        graph_value *rs[2] = {in(b, 3 - i), shape};
+        IR_TRY(ir_node1(b, "Reshape", 14, 2, rs, &vals[i], NULL));
+    }
+    graph_node *n;
+    IR_TRY(ir_node1(b, "Concat", 13, 2, vals, &values, &n));
+    IR_TRY(ir_attr_int(n, "axis", 0));
+    ins[1] = in(b, 1);
+    ins[2] = values;
+    IR_TRY(ir_node(b, "OneHot", 11, 3, ins, 1, &y, &n));
+    return ir_attr_int(n, "axis", axis);
 }
 
 /* ShapeOf: Shape (int64), then a Cast when output_type is i32. */
@@ -608,6 +654,8 @@ const ir_op ir_ops_movement[] = {
     {"ScatterElementsUpdate", map_scatter_elements, NULL, 0},
     {"ScatterNDUpdate", map_scatter_nd, NULL, 0},
     {"NonZero", map_non_zero, NULL, 0},
+    {"CumSum", map_cumsum, NULL, 0},
+    {"OneHot", map_one_hot, NULL, 0},
     {"Broadcast", map_broadcast, NULL, 0},
     {"Slice", map_slice, NULL, 0},
     {"StridedSlice", map_strided_slice, NULL, 0},

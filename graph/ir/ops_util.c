@@ -307,7 +307,8 @@ rn_status ir_node(ir_build *b, const char *op, int opset, int n_in, graph_value 
 {
     /* The node that writes the layer's outputs carries the layer's name;
      * the nodes a mapper adds before it get made-up names. */
-    bool last = outputs != NULL && n_out > 0 && outputs[0] == b->layer->out[0].value;
+    bool last =
+        outputs != NULL && n_out > 0 && b->layer->n_out > 0 && outputs[0] == b->layer->out[0].value;
     char name[600];
     if (last && b->layer->n_out > 0)
         snprintf(name, sizeof name, "%s", b->layer->name);

@@ -262,6 +262,40 @@ case("GroupConvolutionBackpropData")(lambda: ([f32(1, 4, 4, 4)], lambda p:
                                               ops.group_convolution_backprop_data(
     p[0], const(f32(2, 2, 3, 3, 3)), [1, 1], pads_begin=[1, 1], pads_end=[1, 1],
     dilations=[1, 1])))
+case("FakeQuantize")(lambda: ([f32(2, 3, 4)], lambda p: ops.fake_quantize(
+    p[0], const(np.float32(-1.0)), const(np.float32(1.2)), const(np.float32(-0.5)),
+    const(np.float32(2.0)), 5)))
+case("FakeQuantizePerChannel")(lambda: ([f32(1, 3, 2, 2)], lambda p: ops.fake_quantize(
+    p[0], const(np.float32([-1, -0.5, -2]).reshape(1, 3, 1, 1)),
+    const(np.float32([1, 0.5, 2]).reshape(1, 3, 1, 1)), const(np.float32(0)),
+    const(np.float32(255)), 256)))
+case("CumSumExclusiveReverse")(lambda: ([f32(3, 4)], lambda p: ops.cumsum(
+    p[0], const(np.int32(1)), True, True)))
+case("OneHot")(lambda: ([np.array([[0, 2], [1, 3]], np.int32)], lambda p: ops.one_hot(
+    p[0], const(np.int64(4)), const(np.float32(5)), const(np.float32(-1)), 1)))
+
+
+def loop_model(p):
+    """Loop (opset5): 4 iterations (trip count input), a carried sum and the iteration
+    number, the per-iteration values concatenated along axis 0."""
+    trip = const(np.int64(4))
+    cond = const(np.bool_(True))
+    it = ops.parameter([], np.int64)
+    acc = ops.parameter([2, 3], np.float32)
+    x = ops.parameter([2, 3], np.float32)
+    nxt = ops.add(acc, ops.multiply(x, ops.convert(it, "f32")))
+    body = ov.Model([ops.result(ops.constant(np.bool_(True))), ops.result(nxt),
+                     ops.result(ops.unsqueeze(nxt, const(np.int64(0))))], [it, acc, x], "body")
+    node = ops.loop(trip.output(0), cond.output(0))
+    node.set_function(body)
+    node.set_special_body_ports([0, 0])
+    node.set_merged_input(acc, p[0].output(0), body.get_results()[1].output(0))
+    node.set_invariant_input(x, p[1].output(0))
+    return [node.get_iter_value(body.get_results()[1].output(0), -1),
+            node.get_concatenated_slices(body.get_results()[2].output(0), 0, 1, 1, -1, 0)]
+
+
+case("Loop")(lambda: ([f32(2, 3), f32(2, 3)], loop_model))
 
 
 def if_model(p):
