@@ -511,17 +511,48 @@ static rn_status map_split(ir_build *b)
         return ir_error(b, RN_PARSE_ERROR, "axis must be one value within the input's rank");
     if (axis < 0)
         axis += rank;
-    int64_t sizes[64];
-    for (int i = 0; i < l->n_out; i++) {
-        if (l->out[i].shape.rank != rank || l->out[i].shape.dims[axis] == RN_DIM_DYNAMIC)
+    int64_t sizes[64], lengths[64];
+    int n_lengths = -1;
+    /* VariadicSplit's constant split_lengths (-1: what the others leave),
+     * where the output ports do not state their sizes. */
+    if (variadic && l->in[2].value->constant != NULL) {
+        IR_TRY(ir_const_ints(b, 2, "split_lengths", lengths, 64, &n_lengths));
+        if (n_lengths != l->n_out)
+            return ir_error(b, RN_PARSE_ERROR, "split_lengths has %d values for %d outputs",
+                            n_lengths, l->n_out);
+        int64_t known = 0, dim = l->in[0].shape.dims[axis];
+        int open = -1;
+        for (int i = 0; i < n_lengths; i++) {
+            if (lengths[i] == -1 && open < 0)
+                open = i;
+            else if (lengths[i] >= 0)
+                known += lengths[i];
+            else
+                return ir_error(b, RN_PARSE_ERROR, "split_lengths holds %lld",
+                                (long long)lengths[i]);
+        }
+        if (open >= 0)
+            lengths[open] = dim == RN_DIM_DYNAMIC ? -1 : dim - known;
+    }
+    graph_value *xs[2] = {in(b, 0)}, *ys[64];
+    /* Lengths known only at run time go to ONNX's Split as they are (a -1
+     * among them is then an error of the run). */
+    bool runtime = variadic && n_lengths < 0;
+    for (int i = 0; i < l->n_out && !runtime; i++) {
+        if (l->out[i].shape.rank == rank && l->out[i].shape.dims[axis] != RN_DIM_DYNAMIC)
+            sizes[i] = l->out[i].shape.dims[axis];
+        else if (n_lengths > i && lengths[i] >= 0)
+            sizes[i] = lengths[i];
+        else
             return ir_error(b, RN_UNSUPPORTED,
                             "output port %d needs a static size along axis "
                             "%lld",
                             l->out[i].id, (long long)axis);
-        sizes[i] = l->out[i].shape.dims[axis];
     }
-    graph_value *xs[2] = {in(b, 0)}, *ys[64];
-    IR_TRY(ir_const_i64(b, sizes, l->n_out, false, &xs[1]));
+    if (runtime)
+        IR_TRY(ir_as_i64(b, 2, &xs[1]));
+    else
+        IR_TRY(ir_const_i64(b, sizes, l->n_out, false, &xs[1]));
     for (int i = 0; i < l->n_out; i++)
         ys[i] = l->out[i].value;
     graph_node *n;
@@ -603,6 +634,66 @@ static rn_status map_depth_to_space(ir_build *b)
     return ir_attr_str(n, "mode", onnx);
 }
 
+/* SpaceToDepth: blocks_first is ONNX's; depth_first orders the new
+ * channels C-major, so ONNX's result is regrouped (static shapes). */
+static rn_status map_space_to_depth(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    int64_t block;
+    IR_TRY(ir_data_int(b, "block_size", 1, &block));
+    const char *mode = ir_data_str(b, "mode", "blocks_first");
+    bool depth_first = strcasecmp(mode, "depth_first") == 0;
+    if (!depth_first && strcasecmp(mode, "blocks_first") != 0)
+        return ir_error(b, RN_PARSE_ERROR, "unknown mode '%s'", mode);
+    graph_value *x = in(b, 0), *y = out0(b), *t;
+    graph_node *n;
+    const graph_shape *os = &b->layer->out[0].shape;
+    if (!depth_first) {
+        IR_TRY(ir_node(b, "SpaceToDepth", 13, 1, &x, 1, &y, &n));
+        return ir_attr_int(n, "blocksize", block);
+    }
+    if (os->rank != 4 || !graph_shape_is_static(os) || block <= 0 ||
+        os->dims[1] % (block * block) != 0)
+        return ir_error(b, RN_UNSUPPORTED, "depth_first needs a static 4-D output");
+    IR_TRY(ir_node1(b, "SpaceToDepth", 13, 1, &x, &t, &n));
+    IR_TRY(ir_attr_int(n, "blocksize", block));
+    int64_t c = os->dims[1] / (block * block);
+    int64_t split[5] = {os->dims[0], block * block, c, os->dims[2], os->dims[3]};
+    int64_t perm[5] = {0, 2, 1, 3, 4};
+    graph_value *rs[2] = {t}, *u, *v;
+    IR_TRY(ir_const_i64(b, split, 5, false, &rs[1]));
+    IR_TRY(ir_node1(b, "Reshape", 14, 2, rs, &u, NULL));
+    IR_TRY(ir_node1(b, "Transpose", 13, 1, &u, &v, &n));
+    IR_TRY(ir_attr_ints(n, "perm", perm, 5));
+    graph_value *back[2] = {v};
+    IR_TRY(ir_const_i64(b, os->dims, 4, false, &back[1]));
+    return ir_node(b, "Reshape", 14, 2, back, 1, &y, NULL);
+}
+
+/* ReverseSequence (opset1): seq_axis and batch_axis -> ONNX's time_axis
+ * and batch_axis (which take 0 and 1 only), lengths as int64. */
+static rn_status map_reverse_sequence(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    int64_t batch, seq;
+    IR_TRY(ir_data_int(b, "batch_axis", 0, &batch));
+    IR_TRY(ir_data_int(b, "seq_axis", 1, &seq));
+    int rank = b->layer->in[0].shape.rank;
+    if (batch < 0)
+        batch += rank;
+    if (seq < 0)
+        seq += rank;
+    if (!((batch == 0 && seq == 1) || (batch == 1 && seq == 0)))
+        return ir_error(b, RN_UNSUPPORTED, "batch_axis %lld and seq_axis %lld (0 and 1 only)",
+                        (long long)batch, (long long)seq);
+    graph_value *xs[2] = {in(b, 0)}, *y = out0(b);
+    IR_TRY(ir_as_i64(b, 1, &xs[1]));
+    graph_node *n;
+    IR_TRY(ir_node(b, "ReverseSequence", 10, 2, xs, 1, &y, &n));
+    IR_TRY(ir_attr_int(n, "batch_axis", batch));
+    return ir_attr_int(n, "time_axis", seq);
+}
+
 /* Reduce* (data, axes; keep_dims): opset-18 reductions with axes inputs. */
 static rn_status map_reduce(ir_build *b)
 {
@@ -664,6 +755,8 @@ const ir_op ir_ops_movement[] = {
     {"Pad", map_pad, NULL, 0},
     {"Tile", map_tile, NULL, 0},
     {"DepthToSpace", map_depth_to_space, NULL, 0},
+    {"SpaceToDepth", map_space_to_depth, NULL, 0},
+    {"ReverseSequence", map_reverse_sequence, NULL, 0},
     {"Einsum", map_einsum, NULL, 0},
     REDUCE("ReduceMean", "ReduceMean"),
     REDUCE("ReduceSum", "ReduceSum"),

@@ -274,6 +274,33 @@ static rn_status map_mvn(ir_build *b)
     return mvn(b, axes, normalize, eps, inside);
 }
 
+/* NormalizeL2 (opset1): x / sqrt(max(sum(x^2), eps)) over the axes input
+ * (eps_mode add: sqrt(sum + eps)), written out. */
+static rn_status map_normalize_l2(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    float eps;
+    IR_TRY(ir_data_float(b, "eps", 1e-10f, &eps));
+    const char *mode = ir_data_str(b, "eps_mode", "add");
+    bool add = strcasecmp(mode, "add") == 0;
+    if (!add && strcasecmp(mode, "max") != 0)
+        return ir_error(b, RN_PARSE_ERROR, "unknown eps_mode '%s'", mode);
+    graph_value *x = in(b, 0), *y = out0(b), *sq, *sum, *e, *m, *root, *axes;
+    IR_TRY(ir_as_i64(b, 1, &axes));
+    graph_value *xx[2] = {x, x};
+    IR_TRY(ir_node1(b, "Mul", 14, 2, xx, &sq, NULL));
+    graph_value *sa[2] = {sq, axes};
+    graph_node *n;
+    IR_TRY(ir_node1(b, "ReduceSum", 13, 2, sa, &sum, &n));
+    IR_TRY(ir_attr_int(n, "keepdims", 1));
+    IR_TRY(ir_const_scalar(b, b->layer->in[0].elem, eps, &e));
+    graph_value *se[2] = {sum, e};
+    IR_TRY(ir_node1(b, add ? "Add" : "Max", add ? 14 : 13, 2, se, &m, NULL));
+    IR_TRY(ir_node1(b, "Sqrt", 13, 1, &m, &root, NULL));
+    graph_value *q[2] = {x, root};
+    return ir_node(b, "Div", 14, 2, q, 1, &y, NULL);
+}
+
 /* BatchNormInference: opset5 takes (data, gamma, beta, mean, variance),
  * opset1 (gamma, beta, data, mean, variance). */
 static rn_status map_batch_norm(ir_build *b)
@@ -423,6 +450,7 @@ const ir_op ir_ops_nn[] = {
     {"LogSoftmax", map_softmax, "LogSoftmax", 13},
     {"MVN", map_mvn, NULL, 0},
     {"BatchNormInference", map_batch_norm, NULL, 0},
+    {"NormalizeL2", map_normalize_l2, NULL, 0},
     {"ScaledDotProductAttention", map_sdpa, NULL, 0},
     {"Interpolate", map_interpolate, NULL, 0},
     {NULL, NULL, NULL, 0},

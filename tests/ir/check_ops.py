@@ -273,6 +273,14 @@ case("CumSumExclusiveReverse")(lambda: ([f32(3, 4)], lambda p: ops.cumsum(
     p[0], const(np.int32(1)), True, True)))
 case("OneHot")(lambda: ([np.array([[0, 2], [1, 3]], np.int32)], lambda p: ops.one_hot(
     p[0], const(np.int64(4)), const(np.float32(5)), const(np.float32(-1)), 1)))
+case("SpaceToDepthDepthFirst")(lambda: ([f32(1, 3, 4, 6)], lambda p: ops.space_to_depth(
+    p[0], "depth_first", 2)))
+case("ReverseSequence")(lambda: ([f32(4, 3, 2)], lambda p: ops.reverse_sequence(
+    p[0], const(np.array([4, 1, 3], np.int32)), 1, 0)))
+case("NormalizeL2Max")(lambda: ([f32(2, 3, 4)], lambda p: ops.normalize_l2(
+    p[0], const(np.array([1, 2], np.int64)), 1e-3, "max")))
+case("VariadicSplitMinusOne")(lambda: ([f32(2, 7)], lambda p: ops.variadic_split(
+    p[0], const(np.int64(1)), const(np.array([2, -1, 1], np.int64))).outputs()))
 
 
 def loop_model(p):
