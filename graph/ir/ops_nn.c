@@ -274,6 +274,120 @@ static rn_status map_mvn(ir_build *b)
     return mvn(b, axes, normalize, eps, inside);
 }
 
+/* GridSample (opset9): align_corners, mode bilinear/bicubic/nearest and
+ * padding_mode zeros/border/reflection as ONNX's GridSample-16 (but bicubic
+ * with border). */
+static rn_status map_grid_sample(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    bool align;
+    IR_TRY(ir_data_bool(b, "align_corners", false, &align));
+    const char *mode = ir_data_str(b, "mode", "bilinear");
+    const char *pad = ir_data_str(b, "padding_mode", "zeros");
+    if (strcmp(mode, "bilinear") != 0 && strcmp(mode, "bicubic") != 0 &&
+        strcmp(mode, "nearest") != 0)
+        return ir_error(b, RN_UNSUPPORTED, "mode '%s' is not supported", mode);
+    if (strcmp(pad, "zeros") != 0 && strcmp(pad, "border") != 0 && strcmp(pad, "reflection") != 0)
+        return ir_error(b, RN_UNSUPPORTED, "padding_mode '%s' is not supported", pad);
+    /* OpenVINO's CPU plugin (2026.4.1) gives other values than ONNX's
+     * reference for bicubic with border padding (tests/ir/check_ops.py). */
+    if (strcmp(mode, "bicubic") == 0 && strcmp(pad, "border") == 0)
+        return ir_error(b, RN_UNSUPPORTED,
+                        "mode bicubic with padding_mode border is not "
+                        "supported (OpenVINO's differs from ONNX's)");
+    graph_value *xs[2] = {in(b, 0), in(b, 1)}, *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "GridSample", 16, 2, xs, 1, &y, &n));
+    IR_TRY(ir_attr_int(n, "align_corners", align));
+    IR_TRY(ir_attr_str(n, "mode", mode));
+    return ir_attr_str(n, "padding_mode", pad);
+}
+
+/* input i reshaped to [1] (a scalar threshold or count as ONNX wants it). */
+static rn_status as_one(ir_build *b, graph_value *v, graph_value **out)
+{
+    int64_t one = 1;
+    graph_value *rs[2] = {v};
+    IR_TRY(ir_const_i64(b, &one, 1, false, &rs[1]));
+    return ir_node1(b, "Reshape", 14, 2, rs, out, NULL);
+}
+
+/* NonMaxSuppression (opset5, opset9): ONNX's NonMaxSuppression for the
+ * indices (box_encoding center -> center_point_box), cast to output_type;
+ * selected_scores [M, 3] = (batch, class, the score GatherND reads);
+ * valid_outputs the number of rows. sort_result_descending true (a sort
+ * across classes) and a non-zero soft_nms_sigma have no ONNX form. */
+static rn_status map_nms(ir_build *b)
+{
+    const ir_layer *l = b->layer;
+    IR_TRY(ir_check_ports(b, 2, 6, 3));
+    bool sort_desc;
+    IR_TRY(ir_data_bool(b, "sort_result_descending", true, &sort_desc));
+    if (sort_desc)
+        return ir_error(b, RN_UNSUPPORTED,
+                        "sort_result_descending true is not supported (ONNX sorts per class)");
+    if (l->n_in >= 6) {
+        double sigma;
+        int n;
+        IR_TRY(ir_const_doubles(b, 5, "soft_nms_sigma", &sigma, 1, &n));
+        if (n != 1 || sigma != 0)
+            return ir_error(b, RN_UNSUPPORTED, "a non-zero soft_nms_sigma is not supported");
+    }
+    const char *enc = ir_data_str(b, "box_encoding", "corner");
+    bool center = strcasecmp(enc, "center") == 0;
+    if (!center && strcasecmp(enc, "corner") != 0)
+        return ir_error(b, RN_PARSE_ERROR, "unknown box_encoding '%s'", enc);
+    rn_element_type ot = ir_element_type(ir_data_str(b, "output_type", "i64"));
+    if (ot != RN_I64 && ot != RN_I32)
+        return ir_error(b, RN_UNSUPPORTED, "output_type is not supported (i32, i64)");
+    graph_value *ins[5] = {l->in[0].value, l->in[1].value, NULL, NULL, NULL};
+    if (l->n_in >= 3) {
+        graph_value *m;
+        IR_TRY(ir_as_i64(b, 2, &m));
+        IR_TRY(as_one(b, m, &ins[2]));
+    }
+    for (int i = 3; i < 5 && i < l->n_in; i++)
+        IR_TRY(as_one(b, l->in[i].value, &ins[i]));
+    int n_in = l->n_in < 5 ? l->n_in : 5;
+    graph_value *idx;
+    graph_node *n;
+    IR_TRY(ir_node1(b, "NonMaxSuppression", 11, n_in, ins, &idx, &n));
+    IR_TRY(ir_attr_int(n, "center_point_box", center));
+    graph_value *y0 = l->out[0].value, *y1 = l->out[1].value, *y2 = l->out[2].value;
+    if (ot == RN_I64) {
+        IR_TRY(ir_node(b, "Identity", 16, 1, &idx, 1, &y0, NULL));
+    } else {
+        IR_TRY(ir_node(b, "Cast", 13, 1, &idx, 1, &y0, &n));
+        IR_TRY(ir_attr_int(n, "to", ot));
+    }
+    /* selected_scores: Concat(float(indices[:, 0:2]), scores[b, c, box]). */
+    graph_value *sl[5] = {idx}, *bc, *bcf, *score, *score1;
+    int64_t zero = 0, two = 2, one = 1;
+    IR_TRY(ir_const_i64(b, &zero, 1, false, &sl[1]));
+    IR_TRY(ir_const_i64(b, &two, 1, false, &sl[2]));
+    IR_TRY(ir_const_i64(b, &one, 1, false, &sl[3]));
+    IR_TRY(ir_node1(b, "Slice", 13, 4, sl, &bc, NULL));
+    IR_TRY(ir_node1(b, "Cast", 13, 1, &bc, &bcf, &n));
+    IR_TRY(ir_attr_int(n, "to", l->out[1].elem != RN_UNDEFINED ? l->out[1].elem : RN_F32));
+    graph_value *gi[2] = {l->in[1].value, idx};
+    IR_TRY(ir_node1(b, "GatherND", 13, 2, gi, &score, NULL));
+    graph_value *us[2] = {score};
+    IR_TRY(ir_const_i64(b, &one, 1, false, &us[1]));
+    IR_TRY(ir_node1(b, "Unsqueeze", 13, 2, us, &score1, NULL));
+    graph_value *cat[2] = {bcf, score1};
+    IR_TRY(ir_node(b, "Concat", 13, 2, cat, 1, &y1, &n));
+    IR_TRY(ir_attr_int(n, "axis", 1));
+    /* valid_outputs: [rows]. */
+    graph_value *shape, *rows;
+    IR_TRY(ir_node1(b, "Shape", 15, 1, &idx, &shape, NULL));
+    graph_value *s0[4] = {shape, sl[1], sl[3], sl[1]};
+    IR_TRY(ir_node1(b, "Slice", 13, 4, s0, &rows, NULL));
+    if (l->out[2].elem == RN_I64)
+        return ir_node(b, "Identity", 16, 1, &rows, 1, &y2, NULL);
+    IR_TRY(ir_node(b, "Cast", 13, 1, &rows, 1, &y2, &n));
+    return ir_attr_int(n, "to", l->out[2].elem != RN_UNDEFINED ? l->out[2].elem : ot);
+}
+
 /* NormalizeL2 (opset1): x / sqrt(max(sum(x^2), eps)) over the axes input
  * (eps_mode add: sqrt(sum + eps)), written out. */
 static rn_status map_normalize_l2(ir_build *b)
@@ -451,6 +565,8 @@ const ir_op ir_ops_nn[] = {
     {"MVN", map_mvn, NULL, 0},
     {"BatchNormInference", map_batch_norm, NULL, 0},
     {"NormalizeL2", map_normalize_l2, NULL, 0},
+    {"GridSample", map_grid_sample, NULL, 0},
+    {"NonMaxSuppression", map_nms, NULL, 0},
     {"ScaledDotProductAttention", map_sdpa, NULL, 0},
     {"Interpolate", map_interpolate, NULL, 0},
     {NULL, NULL, NULL, 0},

@@ -23,6 +23,7 @@ import openvino.opset13 as ops
 import openvino.opset3 as op3  # GRUCell, RNNCell, ScatterElementsUpdate-3
 import openvino.opset4 as op4  # LSTMCell-4, Range-4
 import openvino.opset8 as op8  # If
+import openvino.opset9 as op9  # GridSample, NonMaxSuppression-9
 
 RNG = np.random.default_rng(1616)
 
@@ -281,6 +282,19 @@ case("NormalizeL2Max")(lambda: ([f32(2, 3, 4)], lambda p: ops.normalize_l2(
     p[0], const(np.array([1, 2], np.int64)), 1e-3, "max")))
 case("VariadicSplitMinusOne")(lambda: ([f32(2, 7)], lambda p: ops.variadic_split(
     p[0], const(np.int64(1)), const(np.array([2, -1, 1], np.int64))).outputs()))
+# bicubic with border padding is refused: OpenVINO's CPU plugin differs from ONNX's there.
+for gs_mode, gs_pad in [("bicubic", "zeros"), ("bilinear", "border"), ("nearest", "reflection")]:
+    case(f"GridSample_{gs_mode}_{gs_pad}")(lambda m=gs_mode, pd=gs_pad: (
+        [f32(1, 2, 4, 5), np.clip(f32(1, 3, 3, 2), -1.2, 1.2)], lambda p: op9.grid_sample(
+            p[0], p[1], {"align_corners": True, "mode": m, "padding_mode": pd})))
+case("NonMaxSuppression")(lambda: ([np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9],
+                                               [0, 10, 1, 11], [0, 10.1, 1, 11.1],
+                                               [0, 100, 1, 101]]], np.float32),
+                                    np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3],
+                                               [0.1, 0.8, 0.7, 0.2, 0.9, 0.6]]], np.float32)],
+                                   lambda p: op9.non_max_suppression(
+    p[0], p[1], const(np.int64(3)), const(np.float32(0.5)), const(np.float32(0.0)),
+    sort_result_descending=False, output_type="i32").outputs()))
 
 
 def loop_model(p):
