@@ -12,10 +12,12 @@ weights compressed to f16 (ovc's default; kept only where it changes the file). 
 it writes a case folder the conformance runner reads: the IR as model.onnx (runnel picks the
 reader by the file's content; the weights are model.bin beside it), the case's inputs in the
 IR's Parameter order, and as expected outputs OpenVINO's own (CPU plugin, f32 inference
-precision) on the same IR, in the IR's Result order. It also runs ONNX Runtime on the source
-with the same inputs and records whether OpenVINO agrees with it: a case where they disagree
-is kept out of the comparison (the IR does not mean what the ONNX model meant, so no answer
-of runnel's can agree with both) and listed in DIR/summary.json. Nothing here computes an
+precision) on the same IR, in the IR's Result order (test_data_set_0). It also runs ONNX
+Runtime on the source with the same inputs and records whether OpenVINO agrees with it: a
+case where they disagree is kept out of the comparison (the IR does not mean what the ONNX
+model meant, so no answer of runnel's can agree with both) and listed in DIR/summary.json.
+For the f32 IR, ONNX Runtime's outputs are a second data set (test_data_set_1) where their
+types and shapes are OpenVINO's: runnel must agree with both. Nothing here computes an
 expected output: they come from OpenVINO and ONNX Runtime.
 
 The build is cached: DIR is keyed by the openvino version (tests/ir/run picks it), and a
@@ -100,6 +102,30 @@ def compare(a, b, rtol, atol):
     if a.dtype != b.dtype and not (a.dtype.kind in "iub" and b.dtype.kind in "iub"):
         return f"type {b.dtype}, expected {a.dtype}"
     return None if np.array_equal(a.astype(b.dtype), b) else "values differ"
+
+
+def write_ort_set(folder, ordered, feeds, results, expected, ort_out):
+    """test_data_set_1: the inputs again and ONNX Runtime's outputs in the IR's Result
+    order. Returns "written", or why not."""
+    outs = []
+    for names, want in zip(results, expected):
+        hit = [n for n in ort_out if n in names]
+        if not hit:
+            return "no ONNX output for a Result"
+        got = np.asarray(ort_out[hit[0]])
+        if got.dtype != np.asarray(want).dtype or got.shape != np.asarray(want).shape:
+            return f"ONNX Runtime's {got.dtype}{list(got.shape)} is not OpenVINO's type and shape"
+        outs.append(got)
+    d = os.path.join(folder, "test_data_set_1")
+    os.makedirs(d, exist_ok=True)
+    for k, n in enumerate(ordered):
+        with open(os.path.join(d, f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(feeds[n], n).SerializeToString())
+    for k, v in enumerate(outs):
+        with open(os.path.join(d, f"output_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(np.array(v, order="C"), f"output_{k}")
+                    .SerializeToString())
+    return "written"
 
 
 class Worker:
@@ -237,6 +263,10 @@ class Worker:
                 t = numpy_helper.from_array(np.array(v, order="C"), f"output_{k}")
                 with open(os.path.join(tmp, "test_data_set_0", f"output_{k}.pb"), "wb") as f:
                     f.write(t.SerializeToString())
+            # f32: ONNX Runtime's outputs on the source as a second data set (same inputs),
+            # so that runnel is held to both (where their types match OpenVINO's).
+            if variant == "f32" and ort_out is not None:
+                ventry["ort_set"] = write_ort_set(tmp, ordered, feeds, results, expected, ort_out)
             # The conformance runner reads model.onnx: runnel picks the IR reader by the
             # file's content, and the weights by the stem (model.bin).
             os.rename(xml, os.path.join(tmp, "model.onnx"))
@@ -370,7 +400,8 @@ def cmd_run(a):
                 else:
                     failed += 1
                     print(f"FAIL {key} on {device}: {reasons.get(c, 'no verdict from the runner')}")
-            print(f"-- {variant} on {device}: {len(cases)} cases, {n_ok} agree with OpenVINO, "
+            also = " (and with ONNX Runtime)" if variant == "f32" else ""
+            print(f"-- {variant} on {device}: {len(cases)} cases, {n_ok} agree with OpenVINO{also}, "
                   f"{n_xf} expected failures ({time.time() - t0:.0f} s)", flush=True)
     stale = sorted(k for k in xfail if k not in seen)
     for k in stale:
