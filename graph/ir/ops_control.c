@@ -151,7 +151,7 @@ typedef struct loop_port {
     int64_t axis, start, end, stride, part_size;
     const char *purpose; /* Loop: current_iteration, execution_condition */
     int back_from;       /* input: the Result a back edge brings, else -1 */
-    int n_iter_dim;      /* sliced input: the external dim along axis */
+    int64_t n_iter_dim;  /* sliced input: the external dim along axis */
 } loop_port;
 
 typedef struct loop_state {
@@ -339,6 +339,11 @@ static rn_status read_loop_ports(ir_build *b, loop_state *ls)
         if (p->internal < 0)
             return ir_error(b, RN_PARSE_ERROR, "a port map entry at line %d has no internal layer",
                             e->line);
+        const char *special = input ? "current_iteration" : "execution_condition";
+        if (p->purpose != NULL && strcmp(p->purpose, special) != 0)
+            return ir_error(b, RN_PARSE_ERROR,
+                            "the port map entry at line %d: purpose '%s' (an %s may be %s)",
+                            e->line, p->purpose, input ? "input" : "output", special);
         if (input && p->purpose == NULL && input_port(b, p->ext) == NULL)
             return ir_error(b, RN_PARSE_ERROR,
                             "the port map names input port %d, which the layer "
@@ -364,12 +369,13 @@ static rn_status read_loop_ports(ir_build *b, loop_state *ls)
             return ir_error(b, RN_UNSUPPORTED, "a sliced input with a back edge");
         const graph_shape *s = &input_port(b, p->ext)->shape;
         int64_t axis = p->axis < 0 ? p->axis + s->rank : p->axis;
-        if (axis < 0 || axis >= s->rank || s->dims[axis] == RN_DIM_DYNAMIC)
+        if (axis < 0 || axis >= s->rank || s->dims[axis] == RN_DIM_DYNAMIC ||
+            s->dims[axis] > ((int64_t)1 << 40))
             return ir_error(b, RN_UNSUPPORTED,
                             "sliced input port %d needs a static dim along axis %lld", p->ext,
                             (long long)p->axis);
         p->axis = axis;
-        p->n_iter_dim = (int)s->dims[axis];
+        p->n_iter_dim = s->dims[axis];
         int64_t first, count;
         slice_range(p, s->dims[axis], &first, &count);
         if (ls->trips < 0 || count < ls->trips)

@@ -525,14 +525,17 @@ static rn_status map_split(ir_build *b)
         for (int i = 0; i < n_lengths; i++) {
             if (lengths[i] == -1 && open < 0)
                 open = i;
-            else if (lengths[i] >= 0)
-                known += lengths[i];
+            else if (lengths[i] >= 0 && lengths[i] <= ((int64_t)1 << 40))
+                known += lengths[i]; /* at most 64 * 2^40: no overflow */
             else
                 return ir_error(b, RN_PARSE_ERROR, "split_lengths holds %lld",
                                 (long long)lengths[i]);
         }
         if (open >= 0)
             lengths[open] = dim == RN_DIM_DYNAMIC ? -1 : dim - known;
+        if (open >= 0 && dim != RN_DIM_DYNAMIC && lengths[open] < 0)
+            return ir_error(b, RN_PARSE_ERROR, "split_lengths add up to more than the dim %lld",
+                            (long long)dim);
     }
     graph_value *xs[2] = {in(b, 0)}, *ys[64];
     /* Lengths known only at run time go to ONNX's Split as they are (a -1

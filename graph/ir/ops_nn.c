@@ -66,6 +66,9 @@ static rn_status merge_group(ir_build *b, int min_rank, graph_value **out, int64
     if (w->rank < min_rank || !graph_shape_is_static(w))
         return ir_error(b, RN_UNSUPPORTED, "the weights need a static shape of rank %d or more",
                         min_rank);
+    if (w->dims[0] > ((int64_t)1 << 31) || w->dims[1] > ((int64_t)1 << 31))
+        return ir_error(b, RN_PARSE_ERROR, "the weights' dims %lld and %lld are too large",
+                        (long long)w->dims[0], (long long)w->dims[1]);
     int64_t shape[RN_MAX_RANK];
     shape[0] = w->dims[0] * w->dims[1];
     for (int i = 2; i < w->rank; i++)
