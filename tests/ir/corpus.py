@@ -25,9 +25,9 @@ case already built from the same model.onnx (by MD5) is not converted again.
 
 `run` runs the conformance runner over every kept case on each device and compares the
 verdicts with the expected-failure list (FILE: lines "variant/case DEVICES reason", DEVICES
-"REF,CPU" or "*"). A case that fails and is not listed is a failure; a listed case that
-passes is a failure too (the list must shrink when runnel gets better). Ends with one line
-"N passed, N failed".
+"REF", "CPU" or "*"). A case that fails and is not listed is a failure; a listed case that
+passes is a failure too (the list must shrink when runnel gets better); a listed case the
+corpus lacks is noted. Ends with one line "N passed, N failed".
 """
 import argparse
 import hashlib
@@ -403,10 +403,12 @@ def cmd_run(a):
             also = " (and with ONNX Runtime)" if variant == "f32" else ""
             print(f"-- {variant} on {device}: {len(cases)} cases, {n_ok} agree with OpenVINO{also}, "
                   f"{n_xf} expected failures ({time.time() - t0:.0f} s)", flush=True)
+    # A listed case this corpus lacks (OpenVINO left it out here, or a source folder is
+    # absent) is said, not counted: only a listed case that passes shows the list is stale.
     stale = sorted(k for k in xfail if k not in seen)
-    for k in stale:
-        print(f"STALE {k}: listed in {a.xfail} but not in the corpus")
-    failed += len(stale)
+    if stale:
+        print(f"note: {len(stale)} cases of {a.xfail} are not in this corpus "
+              f"(first: {stale[0]})")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
