@@ -145,17 +145,33 @@ static rn_status map_pool(ir_build *b)
     bool is_max = strcmp(b->layer->type, "MaxPool") == 0;
     int n_out = is_max && ir_layer_opset(b) >= 8 ? 2 : 1;
     IR_TRY(ir_check_ports(b, 1, 1, n_out));
-    if (n_out == 2 && b->layer->out[1].used)
-        return ir_error(b, RN_UNSUPPORTED, "the indices output (port %d) is not supported",
-                        b->layer->out[1].id);
+    /* The indices: OpenVINO's `axis` 0 flattens them over the whole input,
+     * as ONNX's MaxPool does (int64, cast to index_element_type). */
+    bool indices = n_out == 2 && b->layer->out[1].used;
+    rn_element_type it = RN_I64;
+    if (indices) {
+        int64_t axis;
+        IR_TRY(ir_data_int(b, "axis", 0, &axis));
+        it = ir_element_type(ir_data_str(b, "index_element_type", "i64"));
+        if (axis != 0 || (it != RN_I64 && it != RN_I32))
+            return ir_error(b, RN_UNSUPPORTED,
+                            "the indices output (port %d) with axis %lld or that "
+                            "index_element_type is not supported",
+                            b->layer->out[1].id, (long long)axis);
+    }
     int64_t kernel[RN_MAX_RANK];
     int nk;
     IR_TRY(ir_data_ints(b, "kernel", kernel, RN_MAX_RANK, &nk));
     if (nk <= 0)
         return ir_error(b, RN_PARSE_ERROR, "has no kernel");
-    graph_value *x = in(b, 0), *y = out0(b);
+    graph_value *x = in(b, 0), *ys[2] = {out0(b), NULL};
+    if (indices && it == RN_I64)
+        ys[1] = b->layer->out[1].value;
+    else if (indices)
+        IR_TRY(ir_tmp_value(b, &ys[1]));
     graph_node *n;
-    IR_TRY(ir_node(b, is_max ? "MaxPool" : "AveragePool", is_max ? 12 : 19, 1, &x, 1, &y, &n));
+    IR_TRY(ir_node(b, is_max ? "MaxPool" : "AveragePool", is_max ? 12 : 19, 1, &x, indices ? 2 : 1,
+                   ys, &n));
     IR_TRY(ir_attr_ints(n, "kernel_shape", kernel, nk));
     const char *rounding = ir_data_str(b, "rounding_type", "floor");
     /* ceil_torch (opset14) drops a last window that would start in the
@@ -169,7 +185,12 @@ static rn_status map_pool(ir_build *b)
         IR_TRY(ir_data_bool(b, "exclude-pad", false, &exclude));
         IR_TRY(ir_attr_int(n, "count_include_pad", exclude ? 0 : 1));
     }
-    return set_window(b, n, true); /* AvgPool-16 has dilations (AveragePool-19) */
+    IR_TRY(set_window(b, n, true)); /* AvgPool-16 has dilations (AveragePool-19) */
+    if (!indices || it == RN_I64)
+        return RN_OK;
+    graph_node *c;
+    IR_TRY(ir_node(b, "Cast", 13, 1, &ys[1], 1, &b->layer->out[1].value, &c));
+    return ir_attr_int(c, "to", it);
 }
 
 /* LRN across channels (axes [1]). */

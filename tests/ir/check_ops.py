@@ -295,6 +295,8 @@ case("NonMaxSuppression")(lambda: ([np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [
                                    lambda p: op9.non_max_suppression(
     p[0], p[1], const(np.int64(3)), const(np.float32(0.5)), const(np.float32(0.0)),
     sort_result_descending=False, output_type="i32").outputs()))
+case("MaxPoolIndices")(lambda: ([f32(2, 3, 5, 5)], lambda p: op8.max_pool(
+    p[0], [1, 1], [1, 1], [0, 0], [1, 1], [3, 3], "ceil", "explicit", "i32", 0).outputs()))
 
 
 def loop_model(p):
