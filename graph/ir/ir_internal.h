@@ -63,6 +63,7 @@ typedef struct ir_layer {
 } ir_layer;
 
 typedef struct ir_build ir_build;
+typedef struct ir_reader ir_reader; /* model.c */
 
 /* A mapper turns b->layer into nodes whose last outputs are the layer's
  * output values (layer->out[i].value, already in the graph). Errors name the
@@ -86,7 +87,38 @@ struct ir_build {
     const ir_layer *layer;
     const ir_op *op;
     int n_made;
+    const ir_reader *reader; /* for bodies: the weights, the nesting depth */
 };
+
+/* How deep bodies (If's branches, Loop and TensorIterator bodies) nest. */
+#define IR_MAX_DEPTH 8
+
+/* One body of a control-flow layer: the element holding its <layers> and
+ * <edges>, how its Parameters meet the outside (param_ids[k], the internal
+ * layer id, reads param_values[k], a value of an enclosing graph; NULL makes
+ * it the body graph's next input) and which Results become the body graph's
+ * outputs, in order. Value names get `prefix`. */
+typedef struct ir_body {
+    const ir_xml *xml;
+    const char *prefix;
+    const ir_layer *owner; /* the layer that holds the body */
+    int n_params;
+    const int *param_ids;
+    graph_value **param_values;
+    int n_results;
+    const int *result_ids;
+    /* result_ids[k] < 0: the body output is result_values[k] instead, a
+     * value prepare made (optional). */
+    graph_value **result_values;
+    /* (optional) Runs on the new body graph before its layers are read:
+     * may add the graph's first inputs and nodes, and bind param_values. */
+    rn_status (*prepare)(ir_build *body, void *ctx);
+    void *ctx;
+} ir_body;
+
+/* Reads a body into a new graph whose parent is outer->g (owned by the
+ * caller on success). Errors name the outer layer and the body. */
+rn_status ir_read_body(ir_build *outer, ir_body *body, graph **out);
 
 /* The entry of an op type ("Convolution"), or NULL when runnel has none. */
 const ir_op *ir_op_find(const char *type);
@@ -95,6 +127,8 @@ const ir_op *ir_op_find(const char *type);
 extern const ir_op ir_ops_elementwise[]; /* ops_elementwise.c */
 extern const ir_op ir_ops_nn[];          /* ops_nn.c */
 extern const ir_op ir_ops_movement[];    /* ops_movement.c */
+extern const ir_op ir_ops_rnn[];         /* ops_rnn.c */
+extern const ir_op ir_ops_control[];     /* ops_control.c */
 
 /* The element type of an OpenVINO element_type ("f32") or port precision
  * ("FP32") name; RN_UNDEFINED when unknown. */
@@ -129,6 +163,10 @@ rn_status ir_const_i64(ir_build *b, const int64_t *vals, int n, bool scalar, gra
  * with value v. */
 rn_status ir_const_scalar(ir_build *b, rn_element_type elem, double v, graph_value **out);
 
+/* A new constant of element type `elem` and shape dims[0..rank), all zero. */
+rn_status ir_const_zeros(ir_build *b, rn_element_type elem, int rank, const int64_t *dims,
+                         graph_value **out);
+
 /* Adds a node of ONNX op `op` (default domain, opset `opset`). With outputs
  * NULL the node gets n_out new values (returned in made[] when not NULL). The
  * node is named after the layer (made-up suffixes for all but the layer's
@@ -145,6 +183,10 @@ rn_status ir_attr_int(graph_node *n, const char *name, int64_t v);
 rn_status ir_attr_float(graph_node *n, const char *name, float v);
 rn_status ir_attr_str(graph_node *n, const char *name, const char *v);
 rn_status ir_attr_ints(graph_node *n, const char *name, const int64_t *v, int count);
+rn_status ir_attr_strs(graph_node *n, const char *name, const char *const *v, int count);
+rn_status ir_attr_floats(graph_node *n, const char *name, const float *v, int count);
+/* A GRAPH attribute: the node takes g over, also on failure. */
+rn_status ir_attr_graph(graph_node *n, const char *name, graph *g);
 
 /* Input i's value cast to int64 (a Cast node when it is another integer
  * type), as ONNX's shape, axes and index inputs want. */
@@ -153,6 +195,10 @@ rn_status ir_as_i64(ir_build *b, int i, graph_value **out);
  * them into vals (at most max). Not a constant is RN_UNSUPPORTED naming
  * `what`. */
 rn_status ir_const_ints(ir_build *b, int i, const char *what, int64_t *vals, int max, int *n);
+
+/* The values of input i, a constant of any numeric type, as doubles (as
+ * ir_const_ints). */
+rn_status ir_const_doubles(ir_build *b, int i, const char *what, double *vals, int max, int *n);
 
 /* Checks that the layer has between lo and hi inputs and exactly n_out
  * outputs (hi -1: any number). */

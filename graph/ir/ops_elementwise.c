@@ -41,18 +41,38 @@ static bool is_integer(rn_element_type t)
            t == RN_U32 || t == RN_U64;
 }
 
+/* Bitwise ops (opset13): ONNX's Bitwise* for integers, its logical ops for
+ * booleans (which ONNX's bitwise ops do not take). */
+static rn_status map_bitwise(ir_build *b)
+{
+    bool not = b->op->opset == 0;
+    IR_TRY(ir_check_ports(b, not ? 1 : 2, not ? 1 : 2, 1));
+    IR_TRY(check_broadcast(b));
+    bool boolean = b->layer->in[0].elem == RN_BOOL;
+    const char *type = b->layer->type + strlen("Bitwise");
+    const char *op = boolean ? (strcmp(type, "And") == 0   ? "And"
+                                : strcmp(type, "Or") == 0  ? "Or"
+                                : strcmp(type, "Xor") == 0 ? "Xor"
+                                                           : "Not")
+                             : b->op->onnx;
+    int opset = boolean ? (not ? 1 : 7) : 18;
+    graph_value *xs[2] = {in(b, 0), not ? NULL : in(b, 1)}, *y = out0(b);
+    return ir_node(b, op, opset, not ? 1 : 2, xs, 1, &y, NULL);
+}
+
 static rn_status map_binary(ir_build *b)
 {
     IR_TRY(ir_check_ports(b, 2, 2, 1));
     IR_TRY(check_broadcast(b));
     const char *type = b->layer->type;
     if (strcmp(type, "Divide") == 0 && is_integer(b->layer->in[0].elem)) {
+        /* m_pythondiv (the default) asks to round down, as OpenVINO's
+         * reference evaluate does; its CPU plugin (2026.4.1) truncates, and
+         * its ONNX frontend writes m_pythondiv="true" for ONNX's truncating
+         * Div. runnel follows the CPU plugin: ONNX's Div. */
         bool python_div;
         IR_TRY(ir_data_bool(b, "m_pythondiv", true, &python_div));
-        if (python_div)
-            return ir_error(b, RN_UNSUPPORTED,
-                            "integer division rounding down (m_pythondiv) "
-                            "is not supported");
+        (void)python_div;
     }
     if (strcmp(type, "FloorMod") == 0 && !is_integer(b->layer->in[0].elem))
         return ir_error(b, RN_UNSUPPORTED, "FloorMod of %s is not supported (integers only)",
@@ -127,6 +147,132 @@ static rn_status map_hsigmoid(ir_build *b)
     return ir_attr_float(n, "beta", 0.5f);
 }
 
+/* HardSigmoid (opset1): max(0, min(1, alpha * x + beta)), alpha and beta
+ * inputs. Constant ones become ONNX's HardSigmoid attributes; others are
+ * written out as Mul, Add and Clip(0, 1). */
+static rn_status map_hard_sigmoid(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 3, 3, 1));
+    graph_value *x = in(b, 0), *y = out0(b);
+    double alpha, beta;
+    int na, nb;
+    if (b->layer->in[0].elem == RN_F32 &&
+        ir_const_doubles(b, 1, "alpha", &alpha, 1, &na) == RN_OK && na == 1 &&
+        ir_const_doubles(b, 2, "beta", &beta, 1, &nb) == RN_OK && nb == 1) {
+        graph_node *n;
+        IR_TRY(ir_node(b, "HardSigmoid", 6, 1, &x, 1, &y, &n));
+        IR_TRY(ir_attr_float(n, "alpha", (float)alpha));
+        return ir_attr_float(n, "beta", (float)beta);
+    }
+    rn_clear_error();
+    graph_value *xa[2] = {x, in(b, 1)}, *ax, *axb;
+    IR_TRY(ir_node1(b, "Mul", 14, 2, xa, &ax, NULL));
+    graph_value *ab[2] = {ax, in(b, 2)};
+    IR_TRY(ir_node1(b, "Add", 14, 2, ab, &axb, NULL));
+    graph_value *c[3] = {axb};
+    IR_TRY(ir_const_scalar(b, b->layer->in[0].elem, 0.0, &c[1]));
+    IR_TRY(ir_const_scalar(b, b->layer->in[0].elem, 1.0, &c[2]));
+    return ir_node(b, "Clip", 13, 3, c, 1, &y, NULL);
+}
+
+/* Selu (opset1): lambda * (x > 0 ? x : alpha * (exp(x) - 1)), alpha and
+ * lambda constant inputs -> ONNX's alpha and gamma. */
+static rn_status map_selu(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 3, 3, 1));
+    double alpha, lambda;
+    int na, nl;
+    IR_TRY(ir_const_doubles(b, 1, "alpha", &alpha, 1, &na));
+    IR_TRY(ir_const_doubles(b, 2, "lambda", &lambda, 1, &nl));
+    if (na != 1 || nl != 1)
+        return ir_error(b, RN_PARSE_ERROR, "alpha and lambda must hold one value each");
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "Selu", 6, 1, &x, 1, &y, &n));
+    IR_TRY(ir_attr_float(n, "alpha", (float)alpha));
+    return ir_attr_float(n, "gamma", (float)lambda);
+}
+
+/* IsInf (opset10): detect_negative and detect_positive as ONNX's. */
+static rn_status map_is_inf(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    bool neg, pos;
+    IR_TRY(ir_data_bool(b, "detect_negative", true, &neg));
+    IR_TRY(ir_data_bool(b, "detect_positive", true, &pos));
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "IsInf", 20, 1, &x, 1, &y, &n));
+    IR_TRY(ir_attr_int(n, "detect_negative", neg));
+    return ir_attr_int(n, "detect_positive", pos);
+}
+
+/* IsFinite (opset10): not NaN and not infinite. */
+static rn_status map_is_finite(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 1, 1, 1));
+    graph_value *x = in(b, 0), *y = out0(b), *nan, *inf, *either;
+    IR_TRY(ir_node1(b, "IsNaN", 20, 1, &x, &nan, NULL));
+    IR_TRY(ir_node1(b, "IsInf", 20, 1, &x, &inf, NULL));
+    graph_value *ni[2] = {nan, inf};
+    IR_TRY(ir_node1(b, "Or", 7, 2, ni, &either, NULL));
+    return ir_node(b, "Not", 1, 1, &either, 1, &y, NULL);
+}
+
+/* ConvertLike (opset1): Cast to the element type of the second input. */
+static rn_status map_convert_like(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 2, 2, 1));
+    rn_element_type t = b->layer->in[1].elem;
+    if (t == RN_UNDEFINED)
+        return ir_error(b, RN_PARSE_ERROR, "input port %d states no precision", b->layer->in[1].id);
+    graph_value *x = in(b, 0), *y = out0(b);
+    graph_node *n;
+    IR_TRY(ir_node(b, "Cast", 13, 1, &x, 1, &y, &n));
+    return ir_attr_int(n, "to", t);
+}
+
+static rn_status binary_node(ir_build *b, const char *op, int opset, graph_value *x, graph_value *y,
+                             graph_value **out);
+
+/* FakeQuantize (opset1): x clamped to [input_low, input_high], quantized
+ * to `levels` steps (rounded half to even, as OpenVINO's reference does) and
+ * mapped onto [output_low, output_high]:
+ * round((min(max(x, il), ih) - il) / (ih - il) * (L - 1)) / (L - 1) * (oh - ol) + ol. */
+static rn_status map_fake_quantize(ir_build *b)
+{
+    IR_TRY(ir_check_ports(b, 5, 5, 1));
+    IR_TRY(check_broadcast(b));
+    int64_t levels;
+    IR_TRY(ir_data_int(b, "levels", 256, &levels));
+    if (levels < 2 || levels > (1 << 24))
+        return ir_error(b, RN_PARSE_ERROR, "levels %lld is not at least 2", (long long)levels);
+    rn_element_type t = b->layer->in[0].elem;
+    graph_value *x = in(b, 0), *il = in(b, 1), *ih = in(b, 2), *ol = in(b, 3), *oh = in(b, 4);
+    graph_value *v, *w, *steps, *y = out0(b);
+    IR_TRY(ir_const_scalar(b, t, (double)(levels - 1), &steps));
+    IR_TRY(binary_node(b, "Max", 13, x, il, &v));
+    IR_TRY(binary_node(b, "Min", 13, v, ih, &v));
+    IR_TRY(binary_node(b, "Sub", 14, v, il, &v));
+    IR_TRY(binary_node(b, "Sub", 14, ih, il, &w));
+    IR_TRY(binary_node(b, "Div", 14, v, w, &v));
+    IR_TRY(binary_node(b, "Mul", 14, v, steps, &v));
+    IR_TRY(ir_node1(b, "Round", 11, 1, &v, &w, NULL));
+    IR_TRY(binary_node(b, "Div", 14, w, steps, &v));
+    IR_TRY(binary_node(b, "Sub", 14, oh, ol, &w));
+    IR_TRY(binary_node(b, "Mul", 14, v, w, &v));
+    graph_value *a[2] = {v, ol};
+    return ir_node(b, "Add", 14, 2, a, 1, &y, NULL);
+}
+
+/* A node of a binary ONNX op on (x, y) with a new output. */
+static rn_status binary_node(ir_build *b, const char *op, int opset, graph_value *x, graph_value *y,
+                             graph_value **out)
+{
+    graph_value *a[2] = {x, y};
+    return ir_node1(b, op, opset, 2, a, out, NULL);
+}
+
 /* Swish: x * sigmoid(beta * x), beta an optional input (1 by default). */
 static rn_status map_swish(ir_build *b)
 {
@@ -142,14 +288,15 @@ static rn_status map_swish(ir_build *b)
 }
 
 /* PReLU: OpenVINO applies a 1-D slope of C values along the channel axis
- * (1); ONNX broadcasts the slope from the right, so it is reshaped to
- * [C, 1, ..., 1] first. */
+ * (1) when C is the input's dim 1 (else it broadcasts as numpy does); ONNX
+ * broadcasts the slope from the right, so it is reshaped to [C, 1, ..., 1]
+ * first. */
 static rn_status map_prelu(ir_build *b)
 {
     IR_TRY(ir_check_ports(b, 2, 2, 1));
     const graph_shape *xs = &b->layer->in[0].shape, *ss = &b->layer->in[1].shape;
     graph_value *x = in(b, 0), *slope = in(b, 1), *y = out0(b);
-    if (ss->rank == 1 && xs->rank > 2 && ss->dims[0] != 1) {
+    if (ss->rank == 1 && xs->rank > 2 && ss->dims[0] != 1 && ss->dims[0] == xs->dims[1]) {
         int64_t shape[RN_MAX_RANK];
         shape[0] = -1;
         for (int i = 1; i < xs->rank - 1; i++)
@@ -187,6 +334,9 @@ static rn_status map_convert(ir_build *b)
         return ir_error(b, dst ? RN_UNSUPPORTED : RN_PARSE_ERROR,
                         "destination_type '%s' is missing or not supported", dst ? dst : "");
     graph_value *x = in(b, 0), *y = out0(b);
+    /* destination_type decides: OpenVINO writes the output port of a
+     * decompression Convert (f16 weights to f32) with the f16 precision. */
+    y->type = t;
     graph_node *n;
     IR_TRY(ir_node(b, "Cast", 13, 1, &x, 1, &y, &n));
     return ir_attr_int(n, "to", t);
@@ -270,6 +420,17 @@ const ir_op ir_ops_elementwise[] = {
     {"Gelu", map_gelu, NULL, 0},
     {"HSigmoid", map_hsigmoid, NULL, 0},
     {"Swish", map_swish, NULL, 0},
+    {"HardSigmoid", map_hard_sigmoid, NULL, 0},
+    {"FakeQuantize", map_fake_quantize, NULL, 0},
+    {"Selu", map_selu, NULL, 0},
+    UNARY("IsNaN", "IsNaN", 20),
+    {"IsInf", map_is_inf, NULL, 0},
+    {"IsFinite", map_is_finite, NULL, 0},
+    {"ConvertLike", map_convert_like, NULL, 0},
+    {"BitwiseAnd", map_bitwise, "BitwiseAnd", 18},
+    {"BitwiseOr", map_bitwise, "BitwiseOr", 18},
+    {"BitwiseXor", map_bitwise, "BitwiseXor", 18},
+    {"BitwiseNot", map_bitwise, "BitwiseNot", 0},
     {"PReLU", map_prelu, NULL, 0},
     {"Clamp", map_clamp, NULL, 0},
     {"Convert", map_convert, NULL, 0},

@@ -2,7 +2,9 @@
  * values, constants and nodes named after the layer, and the int64 inputs
  * ONNX ops want. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,15 +174,62 @@ rn_status ir_const_i64(ir_build *b, const int64_t *vals, int n, bool scalar, gra
     return st;
 }
 
+rn_status ir_const_zeros(ir_build *b, rn_element_type elem, int rank, const int64_t *dims,
+                         graph_value **out)
+{
+    if (rn_element_type_size(elem) == 0 || rank > RN_MAX_RANK)
+        return ir_error(b, RN_UNSUPPORTED, "a %s constant is not supported here",
+                        rn_element_type_name(elem));
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0 || dims[i] > ((int64_t)1 << 31))
+            return ir_error(b, RN_PARSE_ERROR, "a constant of dim %lld", (long long)dims[i]);
+    void *data;
+    rn_status st = make_const(b, elem, rank, dims, out, &data);
+    if (st == RN_OK)
+        memset(data, 0, (*out)->constant->nbytes);
+    return st;
+}
+
+/* IEEE half of v, rounded to nearest even (infinities, NaN and overflow
+ * kept as such). */
+static uint16_t half_of(double v)
+{
+    float f = (float)v;
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t abs = x & 0x7fffffff;
+    if (abs >= 0x7f800000) /* inf or NaN */
+        return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);
+    if (abs >= 0x477ff000) /* rounds past 65504 */
+        return sign | 0x7c00;
+    if (abs < 0x38800000) {              /* subnormal half, or zero */
+        double m = fabs(v) * 16777216.0; /* in units of 2^-24 */
+        return sign | (uint16_t)nearbyint(m);
+    }
+    uint32_t bits = abs - 0x38000000; /* rebias the exponent 127 -> 15 */
+    uint32_t r = bits >> 13, rest = bits & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (r & 1)))
+        r++;
+    return sign | (uint16_t)r;
+}
+
 rn_status ir_const_scalar(ir_build *b, rn_element_type elem, double v, graph_value **out)
 {
     void *data;
     rn_status st;
     switch (elem) {
+    case RN_F16:
     case RN_F32:
     case RN_F64:
+    case RN_I8:
+    case RN_U8:
+    case RN_I16:
+    case RN_U16:
     case RN_I32:
+    case RN_U32:
     case RN_I64:
+    case RN_U64:
         break;
     default:
         return ir_error(b, RN_UNSUPPORTED, "a %s constant is not supported here",
@@ -188,13 +237,63 @@ rn_status ir_const_scalar(ir_build *b, rn_element_type elem, double v, graph_val
     }
     if ((st = make_const(b, elem, 0, NULL, out, &data)) != RN_OK)
         return st;
-    if (elem == RN_F32) {
+    if (elem != RN_F16 && elem != RN_F32 && elem != RN_F64) {
+        /* Integers saturate (a Clamp bound of -inf is the type's least). */
+        double lo = elem == RN_I8    ? -128.0
+                    : elem == RN_I16 ? -32768.0
+                    : elem == RN_I32 ? -2147483648.0
+                    : elem == RN_I64 ? -9223372036854775808.0
+                                     : 0.0;
+        double hi = elem == RN_I8    ? 127.0
+                    : elem == RN_U8  ? 255.0
+                    : elem == RN_I16 ? 32767.0
+                    : elem == RN_U16 ? 65535.0
+                    : elem == RN_I32 ? 2147483647.0
+                    : elem == RN_U32 ? 4294967295.0
+                                     : 0.0;
+        if (isnan(v))
+            v = 0;
+        if (v < lo)
+            v = lo;
+        if (elem == RN_I64 && v >= 9223372036854775807.0) {
+            int64_t i = INT64_MAX;
+            memcpy(data, &i, sizeof i);
+            return RN_OK;
+        }
+        if (elem == RN_U64 && v >= 18446744073709551615.0) {
+            uint64_t i = UINT64_MAX;
+            memcpy(data, &i, sizeof i);
+            return RN_OK;
+        }
+        if (elem != RN_I64 && elem != RN_U64 && v > hi)
+            v = hi;
+    }
+    if (elem == RN_F16) {
+        uint16_t h = half_of(v);
+        memcpy(data, &h, sizeof h);
+    } else if (elem == RN_F32) {
         float f = (float)v;
         memcpy(data, &f, sizeof f);
     } else if (elem == RN_F64) {
         memcpy(data, &v, sizeof v);
     } else if (elem == RN_I32) {
         int32_t i = (int32_t)v;
+        memcpy(data, &i, sizeof i);
+    } else if (elem == RN_I8) {
+        *(int8_t *)data = (int8_t)v;
+    } else if (elem == RN_U8) {
+        *(uint8_t *)data = (uint8_t)v;
+    } else if (elem == RN_I16) {
+        int16_t i = (int16_t)v;
+        memcpy(data, &i, sizeof i);
+    } else if (elem == RN_U16) {
+        uint16_t i = (uint16_t)v;
+        memcpy(data, &i, sizeof i);
+    } else if (elem == RN_U32) {
+        uint32_t i = (uint32_t)v;
+        memcpy(data, &i, sizeof i);
+    } else if (elem == RN_U64) {
+        uint64_t i = (uint64_t)v;
         memcpy(data, &i, sizeof i);
     } else {
         int64_t i = (int64_t)v;
@@ -208,7 +307,8 @@ rn_status ir_node(ir_build *b, const char *op, int opset, int n_in, graph_value 
 {
     /* The node that writes the layer's outputs carries the layer's name;
      * the nodes a mapper adds before it get made-up names. */
-    bool last = outputs != NULL && n_out > 0 && outputs[0] == b->layer->out[0].value;
+    bool last =
+        outputs != NULL && n_out > 0 && b->layer->n_out > 0 && outputs[0] == b->layer->out[0].value;
     char name[600];
     if (last && b->layer->n_out > 0)
         snprintf(name, sizeof name, "%s", b->layer->name);
@@ -285,6 +385,38 @@ rn_status ir_attr_ints(graph_node *n, const char *name, const int64_t *v, int co
     return add_attr(n, &a, name);
 }
 
+rn_status ir_attr_strs(graph_node *n, const char *name, const char *const *v, int count)
+{
+    graph_attr a = {.type = GRAPH_ATTR_STRINGS,
+                    .strings = calloc((size_t)(count ? count : 1), sizeof(char *))};
+    if (a.strings == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "ir: out of memory");
+    for (a.count = 0; a.count < count; a.count++)
+        if ((a.strings[a.count] = strdup(v[a.count])) == NULL) {
+            graph_attr_release(&a);
+            return rn_set_error(RN_OUT_OF_MEMORY, "ir: out of memory");
+        }
+    return add_attr(n, &a, name);
+}
+
+rn_status ir_attr_floats(graph_node *n, const char *name, const float *v, int count)
+{
+    graph_attr a = {.type = GRAPH_ATTR_FLOATS,
+                    .count = count,
+                    .floats = malloc(sizeof(float) * (size_t)(count ? count : 1))};
+    if (a.floats == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "ir: out of memory");
+    if (count > 0)
+        memcpy(a.floats, v, sizeof(float) * (size_t)count);
+    return add_attr(n, &a, name);
+}
+
+rn_status ir_attr_graph(graph_node *n, const char *name, graph *g)
+{
+    graph_attr a = {.type = GRAPH_ATTR_GRAPH, .g = g};
+    return add_attr(n, &a, name);
+}
+
 static bool is_integer(rn_element_type t)
 {
     return t == RN_I8 || t == RN_I16 || t == RN_I32 || t == RN_I64 || t == RN_U8 || t == RN_U16 ||
@@ -332,6 +464,43 @@ rn_status ir_const_ints(ir_build *b, int i, const char *what, int64_t *vals, int
     return RN_OK;
 }
 
+/* The constant behind value v: its own, or that of a constant a float Cast
+ * converts (ovc's compressed f16 weights reach their layer through a
+ * Convert to f32, which the values of the f16 constant already are). */
+static const graph_tensor *float_constant(const graph_value *v)
+{
+    if (v->constant != NULL)
+        return v->constant;
+    const graph_node *n = v->producer;
+    if (n == NULL || strcmp(n->op_type, "Cast") != 0 || n->n_inputs != 1 || n->inputs[0] == NULL)
+        return NULL;
+    rn_element_type to = v->type;
+    if (to != RN_F32 && to != RN_F64 && to != RN_F16 && to != RN_BF16)
+        return NULL;
+    return n->inputs[0]->constant;
+}
+
+rn_status ir_const_doubles(ir_build *b, int i, const char *what, double *vals, int max, int *n)
+{
+    const graph_tensor *t = float_constant(b->layer->in[i].value);
+    if (t == NULL)
+        return ir_error(b, RN_UNSUPPORTED, "%s (input port %d) must be a constant", what,
+                        b->layer->in[i].id);
+    size_t count = graph_tensor_count(t);
+    if (count > (size_t)max)
+        return ir_error(b, RN_UNSUPPORTED, "%s (input port %d) holds %zu values (at most %d)", what,
+                        b->layer->in[i].id, count, max);
+    graph_port port = {0};
+    port.type = t->type;
+    port.shape.rank = t->rank;
+    memcpy(port.shape.dims, t->dims, sizeof t->dims);
+    port.data = t->data;
+    for (size_t k = 0; k < count; k++)
+        vals[k] = graph_port_double(&port, k);
+    *n = (int)count;
+    return RN_OK;
+}
+
 rn_status ir_check_ports(const ir_build *b, int lo, int hi, int n_out)
 {
     const ir_layer *l = b->layer;
@@ -370,7 +539,8 @@ rn_status ir_swap_last(ir_build *b, graph_value *v, int rank, graph_value **out)
 
 const ir_op *ir_op_find(const char *type)
 {
-    const ir_op *families[] = {ir_ops_elementwise, ir_ops_nn, ir_ops_movement};
+    const ir_op *families[] = {ir_ops_elementwise, ir_ops_nn, ir_ops_movement, ir_ops_rnn,
+                               ir_ops_control};
     for (size_t f = 0; f < sizeof families / sizeof *families; f++)
         for (const ir_op *op = families[f]; op->type != NULL; op++)
             if (strcmp(op->type, type) == 0)

@@ -20,6 +20,10 @@ import openvino as ov
 import openvino.opset1 as op1
 import openvino.opset10 as op10  # Interpolate-4
 import openvino.opset13 as ops
+import openvino.opset3 as op3  # GRUCell, RNNCell, ScatterElementsUpdate-3
+import openvino.opset4 as op4  # LSTMCell-4, Range-4
+import openvino.opset8 as op8  # If
+import openvino.opset9 as op9  # GridSample, NonMaxSuppression-9
 
 RNG = np.random.default_rng(1616)
 
@@ -200,6 +204,144 @@ for name, fn in [("ReduceMean", ops.reduce_mean), ("ReduceSum", ops.reduce_sum),
         fn(p[0], const(np.array([0], np.int32)), False)]))
 case("Einsum")(lambda: ([f32(2, 3, 4), f32(2, 4, 5)], lambda p: ops.einsum([p[0], p[1]],
                                                                             "bij,bjk->bik")))
+
+
+
+# Recurrent ops: weights [dirs, gates * hidden, ...] in OpenVINO's gate order, which the
+# reader regroups for ONNX (LSTM f,i,c,o -> i,o,f,c; separate recurrence biases).
+def rnn_seq(fn, gates, dirs, extra, lbr=False):
+    b, t, i, h = 2, 5, 3, 4
+    nb = gates + (1 if lbr else 0)
+    states = [f32(b, dirs, h) for _ in range(2 if gates == 4 else 1)]
+    return ([f32(b, t, i), *states], lambda p: fn(
+        p[0], *p[1:], const(np.array([5, 3], np.int32)), const(f32(dirs, gates * h, i)),
+        const(f32(dirs, gates * h, h)), const(f32(dirs, nb * h)), h, extra, **(
+            {"linear_before_reset": True} if lbr else {})).outputs())
+
+
+case("LSTMSequenceBidirectional")(lambda: rnn_seq(ops.lstm_sequence, 4, 2, "bidirectional"))
+case("LSTMSequenceReverse")(lambda: rnn_seq(ops.lstm_sequence, 4, 1, "reverse"))
+case("GRUSequence")(lambda: rnn_seq(ops.gru_sequence, 3, 1, "forward"))
+case("GRUSequenceLinearBeforeReset")(lambda: rnn_seq(ops.gru_sequence, 3, 2, "bidirectional",
+                                                     lbr=True))
+case("RNNSequence")(lambda: rnn_seq(ops.rnn_sequence, 1, 1, "reverse"))
+case("LSTMCell")(lambda: ([f32(2, 3), f32(2, 4), f32(2, 4)], lambda p: op4.lstm_cell(
+    p[0], p[1], p[2], const(f32(16, 3)), const(f32(16, 4)), const(f32(16)), 4).outputs()))
+case("GRUCellLinearBeforeReset")(lambda: ([f32(2, 3), f32(2, 4)], lambda p: op3.gru_cell(
+    p[0], p[1], const(f32(12, 3)), const(f32(12, 4)), const(f32(16)), 4,
+    linear_before_reset=True)))
+case("RNNCellRelu")(lambda: ([f32(2, 3), f32(2, 4)], lambda p: op3.rnn_cell(
+    p[0], p[1], const(f32(4, 3)), const(f32(4, 4)), const(f32(4)), 4, ["relu"], [], [])))
+case("HardSigmoid")(lambda: ([f32(2, 3, 4)], lambda p: op1.hard_sigmoid(
+    p[0], const(np.float32(0.3)), const(np.float32(0.4)))))
+case("Selu")(lambda: ([f32(2, 3, 4)], lambda p: op1.selu(
+    p[0], const(np.float32([1.6])), const(np.float32([1.05])))))
+case("Range4")(lambda: ([np.array(2.5, np.float32)], lambda p: ops.range(
+    p[0], const(np.float32(9)), const(np.float32(1.5)), "f32")))
+case("Range4Int")(lambda: ([np.array(7, np.int64)], lambda p: ops.range(
+    const(np.int32(-3)), p[0], const(np.int32(2)), "i32")))
+case("IntegerDivide")(lambda: ([RNG.integers(-20, 20, (2, 5)).astype(np.int32),
+                              RNG.choice([-7, -3, 2, 5], (2, 5)).astype(np.int32)],
+                             lambda p: ops.divide(p[0], p[1])))
+case("TopK")(lambda: ([f32(3, 7)], lambda p: ops.topk(
+    p[0], const(np.int64(3)), 1, "max", "value", "i32").outputs()))
+case("TopKMin")(lambda: ([f32(6, 2)], lambda p: ops.topk(
+    p[0], const(np.int32(2)), 0, "min", "value", "i64").outputs()))
+case("GatherElements")(lambda: ([f32(3, 4)], lambda p: ops.gather_elements(
+    p[0], const(np.array([[0, 2, 1, 1], [2, 0, 0, 1]], np.int32)), 0)))
+case("GatherND")(lambda: ([f32(2, 3, 4)], lambda p: ops.gather_nd(
+    p[0], const(np.array([[[1], [0]], [[2], [1]]], np.int64)), 1)))
+case("ScatterElementsUpdateSum")(lambda: ([f32(3, 4), f32(2, 4)], lambda p:
+                                          ops.scatter_elements_update(
+    p[0], const(np.array([[0, 2, 1, 1], [2, 0, 0, 1]], np.int64)), p[1],
+    const(np.int64(0)), "sum")))
+case("ConvolutionBackpropData")(lambda: ([f32(1, 3, 5, 5)], lambda p:
+                                         ops.convolution_backprop_data(
+    p[0], const(f32(3, 2, 3, 3)), [2, 2], pads_begin=[1, 0], pads_end=[0, 1], dilations=[1, 1],
+    output_padding=[1, 1])))
+case("GroupConvolutionBackpropData")(lambda: ([f32(1, 4, 4, 4)], lambda p:
+                                              ops.group_convolution_backprop_data(
+    p[0], const(f32(2, 2, 3, 3, 3)), [1, 1], pads_begin=[1, 1], pads_end=[1, 1],
+    dilations=[1, 1])))
+case("FakeQuantize")(lambda: ([f32(2, 3, 4)], lambda p: ops.fake_quantize(
+    p[0], const(np.float32(-1.0)), const(np.float32(1.2)), const(np.float32(-0.5)),
+    const(np.float32(2.0)), 5)))
+case("FakeQuantizePerChannel")(lambda: ([f32(1, 3, 2, 2)], lambda p: ops.fake_quantize(
+    p[0], const(np.float32([-1, -0.5, -2]).reshape(1, 3, 1, 1)),
+    const(np.float32([1, 0.5, 2]).reshape(1, 3, 1, 1)), const(np.float32(0)),
+    const(np.float32(255)), 256)))
+case("CumSumExclusiveReverse")(lambda: ([f32(3, 4)], lambda p: ops.cumsum(
+    p[0], const(np.int32(1)), True, True)))
+case("OneHot")(lambda: ([np.array([[0, 2], [1, 3]], np.int32)], lambda p: ops.one_hot(
+    p[0], const(np.int64(4)), const(np.float32(5)), const(np.float32(-1)), 1)))
+case("SpaceToDepthDepthFirst")(lambda: ([f32(1, 3, 4, 6)], lambda p: ops.space_to_depth(
+    p[0], "depth_first", 2)))
+case("ReverseSequence")(lambda: ([f32(4, 3, 2)], lambda p: ops.reverse_sequence(
+    p[0], const(np.array([4, 1, 3], np.int32)), 1, 0)))
+case("NormalizeL2Max")(lambda: ([f32(2, 3, 4)], lambda p: ops.normalize_l2(
+    p[0], const(np.array([1, 2], np.int64)), 1e-3, "max")))
+case("VariadicSplitMinusOne")(lambda: ([f32(2, 7)], lambda p: ops.variadic_split(
+    p[0], const(np.int64(1)), const(np.array([2, -1, 1], np.int64))).outputs()))
+# bicubic with border padding is refused: OpenVINO's CPU plugin differs from ONNX's there.
+for gs_mode, gs_pad in [("bicubic", "zeros"), ("bilinear", "border"), ("nearest", "reflection")]:
+    case(f"GridSample_{gs_mode}_{gs_pad}")(lambda m=gs_mode, pd=gs_pad: (
+        [f32(1, 2, 4, 5), np.clip(f32(1, 3, 3, 2), -1.2, 1.2)], lambda p: op9.grid_sample(
+            p[0], p[1], {"align_corners": True, "mode": m, "padding_mode": pd})))
+case("NonMaxSuppression")(lambda: ([np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9],
+                                               [0, 10, 1, 11], [0, 10.1, 1, 11.1],
+                                               [0, 100, 1, 101]]], np.float32),
+                                    np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3],
+                                               [0.1, 0.8, 0.7, 0.2, 0.9, 0.6]]], np.float32)],
+                                   lambda p: op9.non_max_suppression(
+    p[0], p[1], const(np.int64(3)), const(np.float32(0.5)), const(np.float32(0.0)),
+    sort_result_descending=False, output_type="i32").outputs()))
+case("MaxPoolIndices")(lambda: ([f32(2, 3, 5, 5)], lambda p: op8.max_pool(
+    p[0], [1, 1], [1, 1], [0, 0], [1, 1], [3, 3], "ceil", "explicit", "i32", 0).outputs()))
+
+
+def loop_model(p):
+    """Loop (opset5): 4 iterations (trip count input), a carried sum and the iteration
+    number, the per-iteration values concatenated along axis 0."""
+    trip = const(np.int64(4))
+    cond = const(np.bool_(True))
+    it = ops.parameter([], np.int64)
+    acc = ops.parameter([2, 3], np.float32)
+    x = ops.parameter([2, 3], np.float32)
+    nxt = ops.add(acc, ops.multiply(x, ops.convert(it, "f32")))
+    body = ov.Model([ops.result(ops.constant(np.bool_(True))), ops.result(nxt),
+                     ops.result(ops.unsqueeze(nxt, const(np.int64(0))))], [it, acc, x], "body")
+    node = ops.loop(trip.output(0), cond.output(0))
+    node.set_function(body)
+    node.set_special_body_ports([0, 0])
+    node.set_merged_input(acc, p[0].output(0), body.get_results()[1].output(0))
+    node.set_invariant_input(x, p[1].output(0))
+    return [node.get_iter_value(body.get_results()[1].output(0), -1),
+            node.get_concatenated_slices(body.get_results()[2].output(0), 0, 1, 1, -1, 0)]
+
+
+case("Loop")(lambda: ([f32(2, 3), f32(2, 3)], loop_model))
+
+
+def if_model(p):
+    """If whose branches read the layer's inputs through the port maps: then x + y,
+    else x * x (one input unused by one branch)."""
+    cond = ops.reduce_sum(p[0], const(np.array([0, 1], np.int64)), False)
+    cond = ops.greater(cond, const(np.float32(0)))
+    tx = ops.parameter([2, 3], np.float32)
+    ty = ops.parameter([2, 3], np.float32)
+    then_body = ov.Model([ops.result(ops.add(tx, ty))], [tx, ty], "then")
+    ex = ops.parameter([2, 3], np.float32)
+    else_body = ov.Model([ops.result(ops.multiply(ex, ex))], [ex], "else")
+    node = op8.if_op(cond.output(0))
+    node.set_then_body(then_body)
+    node.set_else_body(else_body)
+    node.set_input(p[0].output(0), tx, ex)
+    node.set_input(p[1].output(0), ty, None)
+    return node.set_output(then_body.get_results()[0], else_body.get_results()[0])
+
+
+case("IfThen")(lambda: ([np.abs(f32(2, 3)), f32(2, 3)], if_model))
+case("IfElse")(lambda: ([-np.abs(f32(2, 3)), f32(2, 3)], if_model))
 
 
 def build(name):

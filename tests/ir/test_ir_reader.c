@@ -338,3 +338,192 @@ Test(ir_reader, constant_inputs_a_mapper_needs)
     free(b);
     free(c);
 }
+
+/* If (opset8): Parameter c (boolean) chooses ReLU(x) (then) or x itself
+ * (else, a Result reading its Parameter); both branches read x through
+ * their port maps. */
+static const char IF_XML[] =
+    "<?xml version=\"1.0\"?>\n"
+    "<net name=\"branchy\" version=\"11\">\n"
+    " <layers>\n"
+    "  <layer id=\"0\" name=\"c\" type=\"Parameter\" version=\"opset1\">\n"
+    "   <data shape=\"\" element_type=\"boolean\"/>\n"
+    "   <output><port id=\"0\" precision=\"BOOL\" names=\"c\"/></output>\n"
+    "  </layer>\n"
+    "  <layer id=\"1\" name=\"x\" type=\"Parameter\" version=\"opset1\">\n"
+    "   <data shape=\"1,4\" element_type=\"f32\"/>\n"
+    "   <output><port id=\"0\" precision=\"FP32\" names=\"x\"><dim>1</dim><dim>4</dim></port>"
+    "</output>\n"
+    "  </layer>\n"
+    "  <layer id=\"2\" name=\"pick\" type=\"If\" version=\"opset8\">\n"
+    "   <then_port_map><input external_port_id=\"1\" internal_layer_id=\"0\"/>"
+    "<output external_port_id=\"2\" internal_layer_id=\"2\"/></then_port_map>\n"
+    "   <else_port_map><input external_port_id=\"1\" internal_layer_id=\"0\"/>"
+    "<output external_port_id=\"2\" internal_layer_id=\"1\"/></else_port_map>\n"
+    "   <input><port id=\"0\" precision=\"BOOL\"/>"
+    "<port id=\"1\" precision=\"FP32\"><dim>1</dim><dim>4</dim></port></input>\n"
+    "   <output><port id=\"2\" precision=\"FP32\" names=\"y\"><dim>1</dim><dim>4</dim></port>"
+    "</output>\n"
+    "   <then_body><layers>\n"
+    "    <layer id=\"0\" name=\"tx\" type=\"Parameter\" version=\"opset1\">"
+    "<data shape=\"1,4\" element_type=\"f32\"/>"
+    "<output><port id=\"0\" precision=\"FP32\"><dim>1</dim><dim>4</dim></port></output>"
+    "</layer>\n"
+    "    <layer id=\"1\" name=\"relu\" type=\"ReLU\" version=\"opset1\">"
+    "<input><port id=\"0\" precision=\"FP32\"><dim>1</dim><dim>4</dim></port></input>"
+    "<output><port id=\"1\" precision=\"FP32\"><dim>1</dim><dim>4</dim></port></output>"
+    "</layer>\n"
+    "    <layer id=\"2\" name=\"tr\" type=\"Result\" version=\"opset1\">"
+    "<input><port id=\"0\" precision=\"FP32\"><dim>1</dim><dim>4</dim></port></input>"
+    "</layer>\n"
+    "   </layers><edges>"
+    "<edge from-layer=\"0\" from-port=\"0\" to-layer=\"1\" to-port=\"0\"/>"
+    "<edge from-layer=\"1\" from-port=\"1\" to-layer=\"2\" to-port=\"0\"/>"
+    "</edges></then_body>\n"
+    "   <else_body><layers>\n"
+    "    <layer id=\"0\" name=\"ex\" type=\"Parameter\" version=\"opset1\">"
+    "<data shape=\"1,4\" element_type=\"f32\"/>"
+    "<output><port id=\"0\" precision=\"FP32\"><dim>1</dim><dim>4</dim></port></output>"
+    "</layer>\n"
+    "    <layer id=\"1\" name=\"er\" type=\"Result\" version=\"opset1\">"
+    "<input><port id=\"0\" precision=\"FP32\"><dim>1</dim><dim>4</dim></port></input>"
+    "</layer>\n"
+    "   </layers><edges>"
+    "<edge from-layer=\"0\" from-port=\"0\" to-layer=\"1\" to-port=\"0\"/>"
+    "</edges></else_body>\n"
+    "  </layer>\n"
+    "  <layer id=\"3\" name=\"y/sink\" type=\"Result\" version=\"opset1\">\n"
+    "   <input><port id=\"0\" precision=\"FP32\"><dim>1</dim><dim>4</dim></port></input>\n"
+    "  </layer>\n"
+    " </layers>\n"
+    " <edges>\n"
+    "  <edge from-layer=\"0\" from-port=\"0\" to-layer=\"2\" to-port=\"0\"/>\n"
+    "  <edge from-layer=\"1\" from-port=\"0\" to-layer=\"2\" to-port=\"1\"/>\n"
+    "  <edge from-layer=\"2\" from-port=\"2\" to-layer=\"3\" to-port=\"0\"/>\n"
+    " </edges>\n"
+    "</net>\n";
+
+static const graph *graph_attr_of(const graph_node *n, const char *name)
+{
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0 && n->attrs[i].type == GRAPH_ATTR_GRAPH)
+            return n->attrs[i].g;
+    return NULL;
+}
+
+Test(ir_reader, if_bodies_become_branches_that_read_the_outer_inputs)
+{
+    graph *g;
+    rn_status st = ir_read_memory(IF_XML, strlen(IF_XML), NULL, 0, "branchy.xml", &g);
+    cr_assert_eq(st, RN_OK, "%s", rn_last_error());
+    graph_node *pick = find_node(g, "pick");
+    cr_assert_not_null(pick);
+    cr_assert_str_eq(pick->op_type, "If");
+    cr_assert_eq(pick->n_inputs, 1, "ONNX's If takes the condition only");
+    cr_assert_eq(pick->inputs[0], g->inputs[0]);
+    const graph *then_g = graph_attr_of(pick, "then_branch");
+    const graph *else_g = graph_attr_of(pick, "else_branch");
+    cr_assert_not_null(then_g);
+    cr_assert_not_null(else_g);
+    cr_assert_eq(then_g->parent, g, "a branch's enclosing graph is the net");
+    cr_assert_eq(then_g->n_inputs, 0, "a branch reads x from the enclosing graph");
+    cr_assert_eq(then_g->n_nodes, 1);
+    cr_assert_str_eq(then_g->nodes[0]->op_type, "Relu");
+    cr_assert_eq(then_g->nodes[0]->inputs[0], g->inputs[1], "the Parameter is the outer x");
+    cr_assert_eq(then_g->n_outputs, 1);
+    cr_assert_eq(then_g->outputs[0], then_g->nodes[0]->outputs[0]);
+    cr_assert_eq(else_g->n_nodes, 1, "a Result of the outer value goes through an Identity");
+    cr_assert_str_eq(else_g->nodes[0]->op_type, "Identity");
+    cr_assert_eq(else_g->nodes[0]->inputs[0], g->inputs[1]);
+    cr_assert_eq(g->n_outputs, 1);
+    cr_assert_eq(g->outputs[0], pick->outputs[0]);
+    graph_free(g);
+}
+
+static void expect_if_broken(const char *from, const char *to, rn_status status, const char *what)
+{
+    char *xml = replace(IF_XML, from, to);
+    EXPECT(xml, 0, status, "layer 'pick' (If, id 2)", what);
+    free(xml);
+}
+
+Test(ir_reader, broken_if_bodies)
+{
+    expect_if_broken("<output external_port_id=\"2\" internal_layer_id=\"2\"/>",
+                     "<output external_port_id=\"2\" internal_layer_id=\"7\"/>", RN_PARSE_ERROR,
+                     "names layer 7 of a body, which is no Result");
+    expect_if_broken("<output external_port_id=\"2\" internal_layer_id=\"2\"/>", "", RN_PARSE_ERROR,
+                     "<then_port_map> gives output port 2 no Result");
+    expect_if_broken("<else_port_map><input external_port_id=\"1\" internal_layer_id=\"0\"/>",
+                     "<else_port_map>", RN_PARSE_ERROR,
+                     "layer 'ex' (Parameter, id 0): a Parameter of a body that no port map names");
+    expect_if_broken("<then_port_map><input external_port_id=\"1\"",
+                     "<then_port_map><input external_port_id=\"0\"", RN_PARSE_ERROR,
+                     "binds input port 0, which is no data input of the layer");
+    expect_if_broken("<then_port_map><input external_port_id=\"1\" internal_layer_id=\"0\"/>",
+                     "<then_port_map><input external_port_id=\"1\" internal_layer_id=\"x\"/>",
+                     RN_PARSE_ERROR, "needs an integer internal_layer_id");
+    char *a = replace(IF_XML, "<else_body>", "<other_body>");
+    char *b = replace(a, "</else_body>", "</other_body>");
+    EXPECT(b, 0, RN_PARSE_ERROR, "layer 'pick' (If, id 2)",
+           "has no <else_port_map> or no <else_body>");
+    free(a);
+    free(b);
+    expect_if_broken("type=\"ReLU\" version=\"opset1\">", "type=\"Fancy\" version=\"opset1\">",
+                     RN_UNSUPPORTED, "then_body: layer 'relu' (Fancy, id 1): op Fancy");
+}
+
+/* IF_XML's If as a TensorIterator: ReLU of x [1,4] in parts of 1 along
+ * axis 1, the parts concatenated back along axis 1. */
+Test(ir_reader, tensor_iterator_becomes_a_loop)
+{
+    char *xml = replace(
+        IF_XML, "<layer id=\"2\" name=\"pick\" type=\"If\" version=\"opset8\">",
+        "<layer id=\"2\" name=\"pick\" type=\"TensorIterator\" version=\"opset1\">"
+        "<port_map><input axis=\"1\" external_port_id=\"1\" internal_layer_id=\"0\" start=\"0\" "
+        "end=\"-1\" stride=\"1\" part_size=\"1\"/>"
+        "<output axis=\"1\" external_port_id=\"2\" internal_layer_id=\"2\" part_size=\"1\" "
+        "stride=\"1\"/></port_map><body><layers>"
+        "<layer id=\"0\" name=\"tx\" type=\"Parameter\" version=\"opset1\">"
+        "<data shape=\"1,1\" element_type=\"f32\"/>"
+        "<output><port id=\"0\" precision=\"FP32\"><dim>1</dim><dim>1</dim></port></output>"
+        "</layer>"
+        "<layer id=\"1\" name=\"relu\" type=\"ReLU\" version=\"opset1\">"
+        "<input><port id=\"0\" precision=\"FP32\"><dim>1</dim><dim>1</dim></port></input>"
+        "<output><port id=\"1\" precision=\"FP32\"><dim>1</dim><dim>1</dim></port></output>"
+        "</layer>"
+        "<layer id=\"2\" name=\"tr\" type=\"Result\" version=\"opset1\">"
+        "<input><port id=\"0\" precision=\"FP32\"><dim>1</dim><dim>1</dim></port></input>"
+        "</layer></layers><edges>"
+        "<edge from-layer=\"0\" from-port=\"0\" to-layer=\"1\" to-port=\"0\"/>"
+        "<edge from-layer=\"1\" from-port=\"1\" to-layer=\"2\" to-port=\"0\"/>"
+        "</edges></body>");
+    /* The If's own maps and bodies stay, inside elements nobody reads. */
+    const char *wrap[][2] = {{"<then_port_map>", "<ignored><then_port_map>"},
+                             {"</else_port_map>", "</else_port_map></ignored>"},
+                             {"<then_body>", "<ignored><then_body>"},
+                             {"</else_body>", "</else_body></ignored>"}};
+    for (size_t i = 0; i < sizeof wrap / sizeof *wrap; i++) {
+        char *next = replace(xml, wrap[i][0], wrap[i][1]);
+        free(xml);
+        xml = next;
+    }
+    graph *g;
+    rn_status st = ir_read_memory(xml, strlen(xml), NULL, 0, "loop.xml", &g);
+    cr_assert_eq(st, RN_OK, "%s", rn_last_error());
+    graph_node *loop = NULL;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (strcmp(g->nodes[i]->op_type, "Loop") == 0)
+            loop = g->nodes[i];
+    cr_assert_not_null(loop);
+    cr_assert_not_null(loop->inputs[0]->constant, "the trip count: the parts of x");
+    cr_assert_eq(*(const int64_t *)loop->inputs[0]->constant->data, 4);
+    const graph *body = graph_attr_of(loop, "body");
+    cr_assert_not_null(body);
+    cr_assert_eq(body->n_inputs, 2, "the iteration number and the condition");
+    cr_assert_eq(body->n_outputs, 2, "the condition and the part (a scan output)");
+    cr_assert_eq(g->outputs[0], find_node(g, "pick")->outputs[0],
+                 "the layer's output is the Reshape of the scan output");
+    graph_free(g);
+    free(xml);
+}

@@ -7,7 +7,10 @@
 #   ir_read:     IR (.xml + .bin) written by openvino.save_model for the ops
 #                tests/ir/check_ops.py checks (one seed per op family), packed as
 #                fuzz_ir_read.c reads them (u32 LE length of the XML, the XML,
-#                the .bin); needs tests/ir/run's venv (.cache/venv-ir);
+#                the .bin); and (ovc_*) the smallest ONNX node tests of the IR
+#                conversion corpus that together cover every layer type ovc
+#                wrote (tests/ir/corpus.py fuzz-seeds); needs tests/ir/run's venv
+#                (.cache/venv-ir) and corpus (.cache/ir-corpus);
 #   server_infer: KServe v2 infer request bodies as tests/server sends them
 #                (JSON of every datatype, flat and nested data, the binary
 #                data extension, requested outputs, parameters), each after a
@@ -65,6 +68,15 @@ for xml in sorted(glob.glob(f"{src}/**/*.xml", recursive=True), key=os.path.gets
     open(f"{out}/{name}.ir", "wb").write(struct.pack("<I", len(x)) + x + b)
 PY
 rm -rf "$keep"
+# And from the IR conversion corpus (tests/ir/run builds it): the smallest converted ONNX
+# node tests that together cover every layer type and version ovc wrote.
+corpus=$(ls -d .cache/ir-corpus/openvino-* 2>/dev/null | tail -n 1)
+if [ -n "$corpus" ]; then
+    .cache/venv-ir/bin/python tests/ir/corpus.py fuzz-seeds --cache "$corpus" \
+        --out "$seeds/ir_read" --max-bytes 65536
+else
+    echo "make_seeds.sh: no .cache/ir-corpus (run tests/ir/run first): no ovc seeds" >&2
+fi
 
 rm -rf "$seeds"/server_infer
 mkdir -p "$seeds"/server_infer
