@@ -151,7 +151,7 @@ static rn_status count_values(const json_t *data, size_t depth, size_t *count)
     return RN_OK;
 }
 
-static rn_status store_integer(rn_element_type type, json_int_t v, void *p, size_t i)
+rn_status server_store_integer(rn_element_type type, long long v, void *p, size_t i)
 {
     long long lo, hi;
     switch (type) {
@@ -249,7 +249,7 @@ static rn_status store_value(rn_tensor *t, const json_t *v, size_t i)
     default:
         if (!json_is_integer(v))
             return rn_set_error(RN_INVALID_ARG, "value at index %zu is not an integer (%s)", i, dt);
-        return store_integer(type, json_integer_value(v), p, i);
+        return server_store_integer(type, json_integer_value(v), p, i);
     }
 }
 
@@ -268,8 +268,7 @@ static rn_status fill_values(rn_tensor *t, const json_t *data, size_t *index)
     return RN_OK;
 }
 
-/* Reads length-prefixed strings (4-byte little-endian length, then bytes). */
-static rn_status fill_bytes(rn_tensor *t, const unsigned char *p, size_t size, size_t count)
+rn_status server_bytes_read(rn_tensor *t, const unsigned char *p, size_t size, size_t count)
 {
     size_t at = 0;
     for (size_t i = 0; i < count; i++) {
@@ -322,19 +321,31 @@ static rn_status parse_shape(const json_t *shape, int64_t *dims, size_t *rank, s
     if (json_array_size(shape) > RN_MAX_RANK)
         return rn_set_error(RN_INVALID_ARG, "shape has rank %zu, more than runnel's %d",
                             json_array_size(shape), RN_MAX_RANK);
-    size_t n = 1, i;
+    size_t i;
     const json_t *dim;
     json_array_foreach(shape, i, dim)
     {
-        if (!json_is_integer(dim) || json_integer_value(dim) < 0)
+        if (!json_is_integer(dim))
             return rn_set_error(RN_INVALID_ARG, "shape dim %zu is not a non-negative integer", i);
-        json_int_t d = json_integer_value(dim);
-        if (d > 0 && n > (SIZE_MAX / 16) / (size_t)d)
-            return rn_set_error(RN_INVALID_ARG, "shape has too many elements");
-        n *= (size_t)d;
-        dims[i] = d;
+        dims[i] = json_integer_value(dim);
     }
     *rank = json_array_size(shape);
+    return server_shape_count(dims, *rank, count);
+}
+
+rn_status server_shape_count(const int64_t *dims, size_t rank, size_t *count)
+{
+    if (rank > RN_MAX_RANK)
+        return rn_set_error(RN_INVALID_ARG, "shape has rank %zu, more than runnel's %d", rank,
+                            RN_MAX_RANK);
+    size_t n = 1;
+    for (size_t i = 0; i < rank; i++) {
+        if (dims[i] < 0)
+            return rn_set_error(RN_INVALID_ARG, "shape dim %zu is not a non-negative integer", i);
+        if (dims[i] > 0 && n > (SIZE_MAX / 16) / (size_t)dims[i])
+            return rn_set_error(RN_INVALID_ARG, "shape has too many elements");
+        n *= (size_t)dims[i];
+    }
     *count = n;
     return RN_OK;
 }
@@ -368,7 +379,7 @@ static rn_status parse_input_data(const json_t *input, rn_element_type type, con
         if (st != RN_OK)
             return st;
         if (type == RN_STRING)
-            st = fill_bytes(t, binary->at, n, count);
+            st = server_bytes_read(t, binary->at, n, count);
         else if (n > 0)
             memcpy(rn_tensor_data(t), binary->at, n);
         if (st != RN_OK) {
@@ -486,6 +497,17 @@ static rn_status parse_root(const json_t *root, const char *body, size_t size, s
         return rn_set_error(RN_INVALID_ARG, "parameters.timeout must be microseconds (an integer "
                                             ">= 0)");
     infer->timeout_us = timeout ? (uint64_t)json_integer_value(timeout) : 0;
+    const json_t *sequence = params ? json_object_get(params, "sequence_id") : NULL;
+    if (sequence != NULL && (!json_is_integer(sequence) || json_integer_value(sequence) < 0))
+        return rn_set_error(RN_INVALID_ARG, "parameters.sequence_id must be an integer >= 0");
+    infer->sequence_id = sequence ? (uint64_t)json_integer_value(sequence) : 0;
+    static const char *const flags[2] = {"sequence_start", "sequence_end"};
+    for (int f = 0; f < 2; f++) {
+        const json_t *flag = params ? json_object_get(params, flags[f]) : NULL;
+        if (flag != NULL && !json_is_boolean(flag))
+            return rn_set_error(RN_INVALID_ARG, "parameters.%s must be a boolean", flags[f]);
+        *(f ? &infer->sequence_end : &infer->sequence_start) = flag && json_is_true(flag);
+    }
 
     const json_t *inputs = json_object_get(root, "inputs");
     if (!json_is_array(inputs) || json_array_size(inputs) == 0)
@@ -598,8 +620,7 @@ static json_t *json_value(const rn_tensor *t, size_t i)
     }
 }
 
-/* The bytes an output takes in the binary section. */
-static size_t binary_size(const rn_tensor *t)
+size_t server_bytes_size(const rn_tensor *t)
 {
     if (rn_tensor_element_type(t) != RN_STRING)
         return rn_tensor_byte_size(t);
@@ -611,7 +632,7 @@ static size_t binary_size(const rn_tensor *t)
     return n;
 }
 
-static void write_binary(const rn_tensor *t, unsigned char *p)
+void server_bytes_write(const rn_tensor *t, unsigned char *p)
 {
     if (rn_tensor_element_type(t) != RN_STRING) {
         if (rn_tensor_byte_size(t) > 0)
@@ -647,7 +668,8 @@ static rn_status encode_output(const server_output *o, json_t *entry)
     json_object_set_new(entry, "shape", shape);
     if (o->binary) {
         json_t *params = json_object();
-        json_object_set_new(params, "binary_data_size", json_integer((json_int_t)binary_size(t)));
+        json_object_set_new(params, "binary_data_size",
+                            json_integer((json_int_t)server_bytes_size(t)));
         json_object_set_new(entry, "parameters", params);
         return RN_OK;
     }
@@ -685,7 +707,7 @@ rn_status server_response_encode(const char *model, const char *version, const c
         json_array_append_new(list, entry);
         st = encode_output(&outputs[i], entry);
         if (outputs[i].binary)
-            binary += binary_size(outputs[i].tensor);
+            binary += server_bytes_size(outputs[i].tensor);
     }
     char *header = st == RN_OK ? json_dumps(root, JSON_COMPACT) : NULL;
     json_decref(root);
@@ -702,8 +724,8 @@ rn_status server_response_encode(const char *model, const char *version, const c
     unsigned char *p = (unsigned char *)body + header_size;
     for (size_t i = 0; i < n_outputs; i++)
         if (outputs[i].binary) {
-            write_binary(outputs[i].tensor, p);
-            p += binary_size(outputs[i].tensor);
+            server_bytes_write(outputs[i].tensor, p);
+            p += server_bytes_size(outputs[i].tensor);
         }
     out->body = body;
     out->size = header_size + binary;

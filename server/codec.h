@@ -29,6 +29,30 @@ float server_f16_to_f32(uint16_t half);
 /* Writes a shape as text ("[3,4]") for messages, truncated to `size`. */
 void server_shape_text(const int64_t *dims, size_t rank, char *buf, size_t size);
 
+/* Counts the elements of a shape. A negative dim, a rank over RN_MAX_RANK
+ * or a count too large to allocate is RN_INVALID_ARG saying which. */
+rn_status server_shape_count(const int64_t *dims, size_t rank, size_t *count);
+
+/* Stores integer v as element i of `data`, an array of `type` (an integer
+ * datatype; UINT64 takes 0..2^63-1 here). A value out of the datatype's
+ * range is RN_INVALID_ARG naming it and the index. */
+rn_status server_store_integer(rn_element_type type, long long v, void *data, size_t i);
+
+/* Binary tensor data, as the binary extension and gRPC's raw contents carry
+ * it: the tensor's bytes, row-major; a string tensor as each element's
+ * 4-byte little-endian length, then its bytes. */
+
+/* Fills string tensor `t` from `size` bytes holding its `count` elements.
+ * Lengths that run past the end, bytes left over or a NUL inside an element
+ * are RN_INVALID_ARG naming the element. */
+rn_status server_bytes_read(rn_tensor *t, const unsigned char *p, size_t size, size_t count);
+
+/* The bytes tensor `t` takes in that form. */
+size_t server_bytes_size(const rn_tensor *t);
+
+/* Writes tensor `t` in that form to p (server_bytes_size(t) bytes). */
+void server_bytes_write(const rn_tensor *t, unsigned char *p);
+
 /* One input of an infer request, with its data. */
 typedef struct server_input {
     char *name;
@@ -50,6 +74,10 @@ typedef struct server_infer {
     size_t n_outputs;
     int binary_output;   /* parameters.binary_data_output: default for outputs not listed */
     uint64_t timeout_us; /* parameters.timeout (Triton's): longest wait in the queue; 0: none */
+    /* Stateful sequences (Triton's parameters): sequence_id (0: none), and
+     * whether this request starts or ends its sequence. */
+    uint64_t sequence_id;
+    int sequence_start, sequence_end;
 } server_infer;
 
 /* Parses an infer request body. `header_size` is the value of the

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "runnel/version.h"
+#include "server/extension.h"
 #include "server/metrics.h"
 #include "server/route.h"
 
@@ -137,10 +138,21 @@ static enum MHD_Result answer_get(server_call *call)
     struct MHD_Connection *c = call->connection;
     int ready = atomic_load(&h->ready);
     switch (call->route.kind) {
-    case SERVER_ROUTE_SERVER_METADATA:
+    case SERVER_ROUTE_SERVER_METADATA: {
+        json_t *extensions = json_array();
+#define SERVER_EXTENSION_(name) json_array_append_new(extensions, json_string(name));
+        SERVER_EXTENSIONS(SERVER_EXTENSION_)
+#undef SERVER_EXTENSION_
         return respond_json(c, MHD_HTTP_OK,
-                            json_pack("{s:s, s:s, s:[s]}", "name", "runnel-server", "version",
-                                      RN_VERSION_STRING, "extensions", "binary_tensor_data"));
+                            json_pack("{s:s, s:s, s:o}", "name", "runnel-server", "version",
+                                      RN_VERSION_STRING, "extensions", extensions));
+    }
+    case SERVER_ROUTE_MODEL_STATS: {
+        json_t *stats = server_statistics_json(h->registry, call->route.model, call->route.version);
+        if (stats == NULL)
+            return respond_error(c, MHD_HTTP_NOT_FOUND, "%s", rn_last_error());
+        return respond_json(c, MHD_HTTP_OK, stats);
+    }
     case SERVER_ROUTE_LIVE:
         return respond_json(c, MHD_HTTP_OK, json_pack("{s:b}", "live", 1));
     case SERVER_ROUTE_READY:
@@ -158,7 +170,9 @@ static enum MHD_Result answer_get(server_call *call)
     if (m == NULL)
         return respond_error(c, MHD_HTTP_NOT_FOUND, "%s", rn_last_error());
     enum MHD_Result ret;
-    if (call->route.kind == SERVER_ROUTE_MODEL_READY)
+    if (call->route.kind == SERVER_ROUTE_MODEL_CONFIG)
+        ret = respond_json(c, MHD_HTTP_OK, server_config_json(m));
+    else if (call->route.kind == SERVER_ROUTE_MODEL_READY)
         ret = respond_json(c, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
                            json_pack("{s:s, s:s, s:b}", "name", server_model_name(m), "version",
                                      server_model_version_text(m), "ready", ready));
@@ -166,6 +180,62 @@ static enum MHD_Result answer_get(server_call *call)
         ret = model_metadata(h, c, m);
     server_model_release(m);
     return ret;
+}
+
+/* ---- the repository extension ---- */
+
+/* The HTTP status of a registry error. */
+static unsigned http_status_of(rn_status st)
+{
+    switch (st) {
+    case RN_NOT_FOUND:
+        return MHD_HTTP_NOT_FOUND;
+    case RN_OUT_OF_MEMORY:
+        return MHD_HTTP_INTERNAL_SERVER_ERROR;
+    default:
+        return MHD_HTTP_BAD_REQUEST; /* not allowed in this mode, or the model failed to load */
+    }
+}
+
+static enum MHD_Result answer_repository(server_call *call)
+{
+    server_http *h = call->http;
+    struct MHD_Connection *c = call->connection;
+    json_t *body = NULL;
+    if (call->size > 0) { /* optional: {"ready": bool} for the index, parameters for a load */
+        json_error_t error;
+        if ((body = json_loadb(call->body, call->size, 0, &error)) == NULL ||
+            !json_is_object(body)) {
+            json_decref(body);
+            return respond_error(c, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object");
+        }
+    }
+    if (call->route.kind == SERVER_ROUTE_REPO_INDEX) {
+        const json_t *ready = body ? json_object_get(body, "ready") : NULL;
+        int ready_only = ready != NULL && json_is_true(ready);
+        json_decref(body);
+        return respond_json(c, MHD_HTTP_OK, server_index_json(h->registry, ready_only));
+    }
+    const json_t *params = body ? json_object_get(body, "parameters") : NULL;
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)params, key, value)
+    {
+        if (call->route.kind == SERVER_ROUTE_REPO_UNLOAD && strcmp(key, "unload_dependents") == 0)
+            continue; /* pipelines look their steps up per request: nothing depends */
+        enum MHD_Result ret = respond_error(
+            c, MHD_HTTP_BAD_REQUEST,
+            "parameter '%s' is not supported (runnel-server loads from the repository)", key);
+        json_decref(body);
+        return ret;
+    }
+    json_decref(body);
+    rn_status st = call->route.kind == SERVER_ROUTE_REPO_LOAD
+                       ? server_registry_load(h->registry, call->route.model)
+                       : server_registry_unload(h->registry, call->route.model);
+    if (st != RN_OK)
+        return respond_error(c, http_status_of(st), "%s", rn_last_error());
+    return respond(c, MHD_HTTP_OK, strdup(""), 0, "application/json", 0);
 }
 
 /* ---- infer ---- */
@@ -307,6 +377,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                              url);
     if (call->route.kind == SERVER_ROUTE_INFER)
         return start_infer(call);
+    if (call->route.kind >= SERVER_ROUTE_REPO_INDEX)
+        return answer_repository(call);
     return answer_get(call);
 }
 

@@ -2,14 +2,17 @@
  * runnel's public API (docs/serving.md).
  *
  *   runnel-server --model-repository DIR [--http-port 8000] [--http-address 0.0.0.0]
- *                 [--threads 4] [--device REF] [--max-queue-size 64]
- *                 [--max-body-bytes N] [--repository-poll-secs 0] [--drain-secs 5]
- *                 [--port-file FILE]
+ *                 [--grpc-port N] [--grpc-port-file FILE] [--threads 4] [--device REF]
+ *                 [--max-queue-size 64] [--max-body-bytes N] [--repository-poll-secs 0]
+ *                 [--model-control-mode none|poll|explicit] [--load-model A,B|*]
+ *                 [--drain-secs 5] [--port-file FILE]
  *
  * Every flag can also come from the environment (RUNNEL_MODEL_REPOSITORY,
  * RUNNEL_HTTP_PORT, ...: the flag's name in capitals with '_'); a flag
  * wins. SIGTERM or SIGINT turns readiness off, keeps serving for the drain
- * period, then stops accepting, answers every accepted call and exits 0. */
+ * period, then stops accepting, answers every accepted call and exits 0.
+ * gRPC (KServe v2's GRPCInferenceService) is served only with --grpc-port
+ * (0: any free port), on the HTTP address. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #include <time.h>
 
 #include "runnel/runnel.h"
+#include "server/grpc.h"
 #include "server/http.h"
 #include "server/registry.h"
 
@@ -26,7 +30,11 @@ typedef struct options {
     const char *address;
     const char *device;
     const char *port_file;
+    const char *grpc_port_file;
+    const char *control;
+    const char *load_models;
     long port, threads, max_queue_size, max_body, poll_secs, drain_secs;
+    long grpc_port; /* -1: no gRPC */
 } options;
 
 /* X(flag, environment variable, field, is a number) */
@@ -35,6 +43,10 @@ typedef struct options {
     X("--http-address", "RUNNEL_HTTP_ADDRESS", address, 0)                                         \
     X("--device", "RUNNEL_DEVICE", device, 0)                                                      \
     X("--port-file", "RUNNEL_PORT_FILE", port_file, 0)                                             \
+    X("--grpc-port-file", "RUNNEL_GRPC_PORT_FILE", grpc_port_file, 0)                              \
+    X("--model-control-mode", "RUNNEL_MODEL_CONTROL_MODE", control, 0)                             \
+    X("--load-model", "RUNNEL_LOAD_MODEL", load_models, 0)                                         \
+    X("--grpc-port", "RUNNEL_GRPC_PORT", grpc_port, 1)                                             \
     X("--http-port", "RUNNEL_HTTP_PORT", port, 1)                                                  \
     X("--threads", "RUNNEL_THREADS", threads, 1)                                                   \
     X("--max-queue-size", "RUNNEL_MAX_QUEUE_SIZE", max_queue_size, 1)                              \
@@ -47,8 +59,10 @@ static void usage(void)
     fprintf(stderr,
             "usage: runnel-server --model-repository DIR [--http-port 8000] "
             "[--http-address 0.0.0.0]\n"
+            "                     [--grpc-port N] [--grpc-port-file FILE]\n"
             "                     [--threads 4] [--device DEVICE] [--max-queue-size 64]\n"
             "                     [--max-body-bytes 268435456] [--repository-poll-secs 0]\n"
+            "                     [--model-control-mode none|poll|explicit] [--load-model A,B|*]\n"
             "                     [--drain-secs 5] [--port-file FILE]\n"
             "Each flag may also be set from the environment (RUNNEL_MODEL_REPOSITORY, ...).\n");
 }
@@ -84,7 +98,8 @@ static int parse_options(int argc, char **argv, options *o)
                    .threads = 4,
                    .max_queue_size = 64,
                    .max_body = 256L << 20,
-                   .drain_secs = 5};
+                   .drain_secs = 5,
+                   .grpc_port = -1};
 #define SERVER_FROM_ENV_(flag, env, field, number)                                                 \
     if (getenv(env) != NULL && !SERVER_SET_(number, env, getenv(env), field))                      \
         return 0;
@@ -118,11 +133,51 @@ static int parse_options(int argc, char **argv, options *o)
         fprintf(stderr, "runnel-server: --model-repository is required\n");
         return 0;
     }
-    if (o->port > 65535) {
-        fprintf(stderr, "runnel-server: --http-port %ld is not a port\n", o->port);
+    if (o->port > 65535 || o->grpc_port > 65535) {
+        fprintf(stderr, "runnel-server: --%s-port %ld is not a port\n",
+                o->port > 65535 ? "http" : "grpc", o->port > 65535 ? o->port : o->grpc_port);
         return 0;
     }
     return 1;
+}
+
+/* The model control mode: --model-control-mode, else poll when
+ * --repository-poll-secs is set, else none. A poll period under another
+ * mode, or --load-model outside explicit, is an error. */
+static int control_mode(const options *o, server_model_control *out)
+{
+    const char *mode = o->control ? o->control : o->poll_secs > 0 ? "poll" : "none";
+    if (strcmp(mode, "none") == 0)
+        *out = SERVER_CONTROL_NONE;
+    else if (strcmp(mode, "poll") == 0)
+        *out = SERVER_CONTROL_POLL;
+    else if (strcmp(mode, "explicit") == 0)
+        *out = SERVER_CONTROL_EXPLICIT;
+    else {
+        fprintf(stderr, "runnel-server: --model-control-mode '%s': none, poll or explicit\n", mode);
+        return 0;
+    }
+    if ((*out == SERVER_CONTROL_POLL) != (o->poll_secs > 0)) {
+        fprintf(stderr, "runnel-server: --model-control-mode poll and --repository-poll-secs "
+                        "go together\n");
+        return 0;
+    }
+    if (o->load_models != NULL && *out != SERVER_CONTROL_EXPLICIT) {
+        fprintf(stderr, "runnel-server: --load-model needs --model-control-mode explicit\n");
+        return 0;
+    }
+    return 1;
+}
+
+static void write_port(const char *path, int port)
+{
+    if (path == NULL)
+        return;
+    FILE *f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "%d\n", port);
+        fclose(f);
+    }
 }
 
 /* The default device: CPU when the core has it, else REF. */
@@ -158,7 +213,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     options o;
-    if (!parse_options(argc, argv, &o)) {
+    server_model_control control;
+    if (!parse_options(argc, argv, &o) || !control_mode(&o, &control)) {
         usage();
         return 2;
     }
@@ -170,36 +226,46 @@ int main(int argc, char **argv)
     const char *device = o.device ? o.device : default_device(core);
     server_registry *registry = NULL;
     server_http *http = NULL;
+    server_grpc *grpc = NULL;
     server_http_config config = {o.address, (int)o.port, (unsigned)o.threads, (size_t)o.max_body};
-    rn_status st =
-        server_registry_create(core, o.repository, device, (size_t)o.max_queue_size, &registry);
+    server_grpc_config grpc_config = {o.address, (int)o.grpc_port, (unsigned)o.threads,
+                                      (size_t)o.max_body};
+    rn_status st = server_registry_open(core, o.repository, device, (size_t)o.max_queue_size,
+                                        control, o.load_models, &registry);
     if (st == RN_OK)
         st = server_http_start(registry, &config, &http);
+    if (st == RN_OK && o.grpc_port >= 0)
+        st = server_grpc_start(registry, &grpc_config, &grpc);
     if (st != RN_OK) {
         fprintf(stderr, "runnel-server: %s\n", rn_last_error());
+        server_http_stop(http);
         server_registry_free(registry);
         rn_core_free(core);
         return 1;
     }
     int port = server_http_port(http);
-    if (o.port_file != NULL) {
-        FILE *f = fopen(o.port_file, "w");
-        if (f != NULL) {
-            fprintf(f, "%d\n", port);
-            fclose(f);
-        }
+    write_port(o.port_file, port);
+    if (grpc != NULL) {
+        write_port(o.grpc_port_file, server_grpc_port(grpc));
+        server_grpc_set_ready(grpc, 1);
     }
     server_http_set_ready(http, 1);
     fprintf(stderr, "runnel-server: serving %s on %s:%d (device %s, %ld HTTP threads)\n",
             o.repository, o.address, port, device, o.threads);
+    if (grpc != NULL)
+        fprintf(stderr, "runnel-server: gRPC on %s:%d\n", o.address, server_grpc_port(grpc));
 
     int sig = wait_for_signal(&signals, registry, o.poll_secs);
     server_http_set_ready(http, 0);
+    if (grpc != NULL)
+        server_grpc_set_ready(grpc, 0);
     fprintf(stderr, "runnel-server: %s: not ready; draining for %ld s (%ld calls in flight)\n",
-            strsignal(sig), o.drain_secs, server_http_in_flight(http));
+            strsignal(sig), o.drain_secs,
+            server_http_in_flight(http) + (grpc ? server_grpc_in_flight(grpc) : 0));
     struct timespec drain = {o.drain_secs, 0};
     while (nanosleep(&drain, &drain) != 0 && errno == EINTR) {
     }
+    server_grpc_stop(grpc);
     server_http_stop(http);
     server_registry_free(registry);
     rn_core_free(core);

@@ -32,6 +32,7 @@
 
 #include "server/batch.h"
 #include "server/pipeline.h"
+#include "server/sequence.h"
 
 typedef struct server_slot {
     server_model *model;
@@ -56,7 +57,8 @@ struct server_model {
     size_t n_preferred;
     uint64_t default_timeout_us;
     uint64_t config_hash;
-    server_pipeline *pipeline; /* a pipeline: no compiled model, no slots */
+    server_pipeline *pipeline;   /* a pipeline: no compiled model, no slots */
+    server_sequences *sequences; /* a stateful model's (NULL: none) */
     size_t n_inputs;
     atomic_long refs;
     server_stats stats;
@@ -81,6 +83,7 @@ uint64_t server_now_ns(void)
 }
 
 static void on_complete(rn_infer_request *request, rn_status status, void *user_data);
+static rn_status enqueue(server_model *m, server_job *job, int bounded);
 
 /* Runs each batch size a batch will likely have (the preferred sizes and
  * max_batch_size) once on zeros, synchronously on slot `s` before it
@@ -263,6 +266,8 @@ rn_status server_model_load(rn_core *core, const char *root, const char *name, i
         st = rn_core_compile_model(core, model, dev, config->properties, config->n_properties,
                                    &m->compiled);
     rn_model_free(model);
+    if (st == RN_OK && config->n_states > 0)
+        st = server_sequences_create(m->compiled, config, m->max_batch_size > 0, &m->sequences);
     if (st == RN_OK) {
         m->n_inputs = rn_compiled_model_input_count(m->compiled);
         st = create_slots(m);
@@ -301,6 +306,7 @@ void server_model_free(server_model *m)
     free(m->slots);
     rn_compiled_model_free(m->compiled);
     server_pipeline_free(m->pipeline);
+    server_sequences_free(m->sequences);
     free(m->preferred);
     pthread_cond_destroy(&m->timer_cond);
     pthread_mutex_destroy(&m->lock);
@@ -356,6 +362,45 @@ server_stats *server_model_stats(server_model *m)
 {
     return &m->stats;
 }
+size_t server_model_max_batch_size(const server_model *m)
+{
+    return m->max_batch_size;
+}
+uint64_t server_model_queue_delay_us(const server_model *m)
+{
+    return m->max_queue_delay_us;
+}
+const size_t *server_model_preferred(const server_model *m, size_t *n)
+{
+    *n = m->n_preferred;
+    return m->preferred;
+}
+
+void server_model_statistics(server_model *m, server_statistics *out)
+{
+    server_stats *s = &m->stats;
+    uint64_t request_us = atomic_load(&s->request_us), success_us = atomic_load(&s->success_us);
+    *out = (server_statistics){
+        .last_ms = atomic_load(&s->last_ms),
+        .inference_count = atomic_load(&s->inference_count),
+        .execution_count = atomic_load(&s->exec_count),
+        .success_count = atomic_load(&s->success),
+        .success_ns = success_us * 1000,
+        .fail_count = atomic_load(&s->failure),
+        .fail_ns = (request_us > success_us ? request_us - success_us : 0) * 1000,
+        .ran = atomic_load(&s->ran),
+        .queue_ns = atomic_load(&s->queue_us) * 1000,
+        .input_ns = atomic_load(&s->input_us) * 1000,
+        .infer_ns = atomic_load(&s->infer_us) * 1000,
+        .output_ns = atomic_load(&s->output_us) * 1000,
+    };
+}
+
+size_t server_model_sequences(server_model *m)
+{
+    return m->sequences ? server_sequences_active(m->sequences) : 0;
+}
+
 size_t server_model_requests(const server_model *m)
 {
     return m->n_slots;
@@ -398,6 +443,16 @@ static rn_status check_input(const rn_port *port, const rn_tensor *t)
 
 rn_status server_model_bind(const server_model *m, server_infer *infer)
 {
+    if (m->sequences != NULL) {
+        rn_status st = server_sequences_bind(m->sequences, m->compiled, m->name, infer);
+        if (st != RN_OK)
+            return st;
+    } else if (infer->sequence_id != 0 || infer->sequence_start || infer->sequence_end) {
+        return rn_set_error(RN_INVALID_ARG,
+                            "model '%s' is not stateful (no 'sequence' in its config.json) but "
+                            "the request has sequence parameters",
+                            m->name);
+    }
     size_t n = server_model_input_count(m);
     for (size_t j = 0; j < infer->n_inputs; j++) {
         size_t i = 0;
@@ -539,8 +594,7 @@ static void encode_outputs(server_model *m, rn_infer_request *request, server_jo
                 outs[j] = (server_output){port.name, t, job->infer.outputs[j].binary};
     }
     if (st == RN_OK)
-        st = server_response_encode(m->name, m->version_text, job->infer.id, outs, n,
-                                    &job->response);
+        st = server_job_encode(job, m->name, m->version_text, outs, n);
     for (size_t i = 0; slices && i < n_model; i++)
         rn_tensor_free(slices[i]);
     free(slices);
@@ -551,19 +605,42 @@ static void encode_outputs(server_model *m, rn_infer_request *request, server_jo
         job->http_status = 200;
 }
 
+rn_status server_job_encode(server_job *job, const char *model, const char *version,
+                            const server_output *outputs, size_t n_outputs)
+{
+    if (job->encode != NULL)
+        return job->encode(job, model, version, outputs, n_outputs, &job->response);
+    return server_response_encode(model, version, job->infer.id, outputs, n_outputs,
+                                  &job->response);
+}
+
+/* Milliseconds since the epoch (the statistics' last_inference). */
+static uint64_t epoch_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 void server_model_finish(server_model *m, server_job *job)
 {
     uint64_t now = server_now_ns();
     server_stats *s = &m->stats;
+    uint64_t took_us = (now - job->received_ns) / 1000;
     if (job->http_status == 200) {
         atomic_fetch_add(&s->success, 1);
         atomic_fetch_add(&s->inference_count, (uint64_t)job_batch(m, job));
+        atomic_fetch_add(&s->success_us, took_us);
     } else {
         atomic_fetch_add(&s->failure, 1);
     }
-    atomic_fetch_add(&s->request_us, (now - job->received_ns) / 1000);
+    atomic_fetch_add(&s->request_us, took_us);
+    atomic_store(&s->last_ms, epoch_ms());
     atomic_fetch_sub(&s->pending, 1);
-    job->done(job); /* the job may be gone after this */
+    server_job *next = job->in_sequence ? server_sequences_release(m->sequences, job) : NULL;
+    job->done(job);   /* the job may be gone after this */
+    if (next != NULL) /* the next request of its sequence */
+        enqueue(m, next, 0);
 }
 
 /* Answers every job of a list with the current error. */
@@ -617,7 +694,8 @@ static int start(server_slot *s, server_job *jobs)
     for (size_t i = 0; n_jobs == 1 && i < m->n_inputs && st == RN_OK; i++)
         st = rn_infer_request_set_input_tensor(s->request, i, jobs->infer.inputs[i].tensor);
     uint64_t t1 = server_now_ns();
-    atomic_fetch_add(&m->stats.input_us, (t1 - t0) / 1000);
+    atomic_fetch_add(&m->stats.input_us, (t1 - t0) / 1000 * n_jobs);
+    atomic_fetch_add(&m->stats.ran, n_jobs);
     s->jobs = jobs;
     s->started_ns = t1;
     if (st == RN_OK && (st = rn_infer_request_start_async(s->request)) == RN_OK)
@@ -795,7 +873,10 @@ static void on_complete(rn_infer_request *request, rn_status status, void *user_
     server_job *jobs = s->jobs;
     s->jobs = NULL;
     uint64_t t0 = server_now_ns();
-    atomic_fetch_add(&m->stats.infer_us, (t0 - s->started_ns) / 1000);
+    uint64_t n_jobs = 0;
+    for (server_job *j = jobs; j != NULL; j = j->next)
+        n_jobs++;
+    atomic_fetch_add(&m->stats.infer_us, (t0 - s->started_ns) / 1000 * n_jobs);
     atomic_fetch_add(&m->stats.exec_count, 1);
     if (status != RN_OK) {
         fail_jobs(m, jobs, 500, "inference failed");
@@ -803,13 +884,15 @@ static void on_complete(rn_infer_request *request, rn_status status, void *user_
         int sliced = jobs->next != NULL;
         int64_t row = 0;
         for (server_job *j = jobs; j != NULL; j = j->next) {
+            if (j->in_sequence)
+                server_sequences_capture(m->sequences, j, request, sliced, row);
             if (j->keep_outputs)
                 keep_outputs(m, request, j, sliced, row);
             else
                 encode_outputs(m, request, j, sliced, row);
             row += job_batch(m, j);
         }
-        atomic_fetch_add(&m->stats.output_us, (server_now_ns() - t0) / 1000);
+        atomic_fetch_add(&m->stats.output_us, (server_now_ns() - t0) / 1000 * n_jobs);
         while (jobs != NULL) {
             server_job *next = jobs->next;
             server_model_finish(m, jobs);
@@ -822,6 +905,7 @@ static void on_complete(rn_infer_request *request, rn_status status, void *user_
 void server_model_count_failure(server_model *m, uint64_t received_ns)
 {
     atomic_fetch_add(&m->stats.failure, 1);
+    atomic_store(&m->stats.last_ms, epoch_ms());
     atomic_fetch_add(&m->stats.request_us, (server_now_ns() - received_ns) / 1000);
 }
 
@@ -836,20 +920,45 @@ rn_status server_model_submit(server_model *m, server_job *job)
         server_pipeline_run(m->pipeline, m, job);
         return RN_OK;
     }
+    if (m->sequences != NULL) {
+        /* One request of a sequence at a time, in order: the others wait
+         * in their sequence, not in the queue, and count as accepted. */
+        int now;
+        job->in_sequence = 1; /* before the admit: once in, another thread may run it */
+        atomic_fetch_add(&m->stats.pending, 1);
+        rn_status st = server_sequences_admit(m->sequences, job, &now);
+        if (st != RN_OK) {
+            job->in_sequence = 0;
+            atomic_fetch_sub(&m->stats.pending, 1);
+            return st;
+        }
+        return now ? enqueue(m, job, 0) : RN_OK;
+    }
+    return enqueue(m, job, 1);
+}
+
+/* Puts a job at the tail of the queue and starts what can start. A new
+ * request (`bounded`) is refused when the queue is full and no infer
+ * request is free, and counts as pending once in; a request that waited in
+ * its sequence was counted when it was accepted. */
+static rn_status enqueue(server_model *m, server_job *job, int bounded)
+{
+    job->next = NULL;
     pthread_mutex_lock(&m->lock);
-    if (m->queued >= m->max_queue_size && m->free_slots == NULL) {
+    if (bounded && m->queued >= m->max_queue_size && m->free_slots == NULL) {
         pthread_mutex_unlock(&m->lock);
         return rn_set_error(RN_RESULT_NOT_READY,
                             "model '%s' version %s: the queue is full (%zu waiting, %zu running)",
                             m->name, m->version_text, m->max_queue_size, m->n_slots);
     }
+    if (bounded)
+        atomic_fetch_add(&m->stats.pending, 1);
     if (m->queue_tail)
         m->queue_tail->next = job;
     else
         m->queue_head = job;
     m->queue_tail = job;
     m->queued++;
-    atomic_fetch_add(&m->stats.pending, 1);
     pthread_mutex_unlock(&m->lock);
     schedule(m, NULL);
     return RN_OK;

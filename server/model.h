@@ -34,16 +34,31 @@ struct server_job {
     int keep_outputs;
     rn_tensor **outputs;
     size_t n_outputs;
+    /* (optional) Encodes the response from the outputs the job asked for
+     * (every output of the model when it named none) into `out`; NULL: the
+     * REST form (server_response_encode). The gRPC front sets its own. */
+    rn_status (*encode)(const server_job *job, const char *model, const char *version,
+                        const server_output *outputs, size_t n_outputs, server_response *out);
+    int in_sequence; /* admitted to a stateful model's sequence (sequence.h) */
 };
+
+/* Encodes a job's response into job->response with its encoder. */
+rn_status server_job_encode(server_job *job, const char *model, const char *version,
+                            const server_output *outputs, size_t n_outputs);
 
 /* Frees a job's kept outputs. */
 void server_job_clear_outputs(server_job *job);
 
-/* Triton's counters (microseconds and counts), labelled by model and version. */
+/* Triton's counters (microseconds and counts), labelled by model and version.
+ * Queue and compute times are per request, as Triton's: a batch's run time
+ * counts once for each request in it. */
 typedef struct server_stats {
     atomic_uint_fast64_t success, failure, inference_count, exec_count;
     atomic_uint_fast64_t request_us, queue_us, input_us, infer_us, output_us;
-    atomic_int_fast64_t pending; /* accepted and not yet answered */
+    atomic_uint_fast64_t success_us; /* the part of request_us spent by successes */
+    atomic_uint_fast64_t ran;        /* requests that reached a run: the count of queue_us, ... */
+    atomic_uint_fast64_t last_ms;    /* the last request answered, ms since the epoch; 0: none */
+    atomic_int_fast64_t pending;     /* accepted and not yet answered */
 } server_stats;
 
 typedef struct server_model server_model;
@@ -79,6 +94,29 @@ size_t server_model_output_count(const server_model *model);
 rn_status server_model_input(const server_model *model, size_t index, rn_port *out);
 rn_status server_model_output(const server_model *model, size_t index, rn_port *out);
 server_stats *server_model_stats(server_model *model);
+
+/* The batching settings it loaded with (model_configuration): max_batch_size
+ * (0: none), max_queue_delay_us, and the preferred batch sizes, ascending
+ * (*n of them; the array lives as long as the model). */
+size_t server_model_max_batch_size(const server_model *model);
+uint64_t server_model_queue_delay_us(const server_model *model);
+const size_t *server_model_preferred(const server_model *model, size_t *n);
+
+/* The statistics extension's numbers for one version, as Triton reports
+ * them: request counts, and cumulative durations in nanoseconds (queue and
+ * compute durations per request that reached a run, `ran` of them). */
+typedef struct server_statistics {
+    uint64_t last_ms; /* the last request answered, ms since the epoch; 0: none */
+    uint64_t inference_count, execution_count;
+    uint64_t success_count, success_ns, fail_count, fail_ns;
+    uint64_t ran, queue_ns, input_ns, infer_ns, output_ns;
+} server_statistics;
+
+void server_model_statistics(server_model *model, server_statistics *out);
+
+/* A stateful model's active sequences (reclaiming idle ones first); 0 for
+ * a model without "sequence". */
+size_t server_model_sequences(server_model *model);
 size_t server_model_requests(const server_model *model); /* infer requests in the pool */
 
 /* References held by callers (lookups): a model is freed only at zero. */

@@ -429,8 +429,8 @@ static void complete(pl_run *r)
                 outs[j] = (server_output){name, t, job->infer.outputs[j].binary};
     }
     if (outs != NULL && s == RN_OK)
-        s = server_response_encode(server_model_name(r->model), server_model_version_text(r->model),
-                                   job->infer.id, outs, n, &job->response);
+        s = server_job_encode(job, server_model_name(r->model), server_model_version_text(r->model),
+                              outs, n);
     free(outs);
     if (atomic_load(&r->failed)) {
         job->http_status = r->error_status;

@@ -18,7 +18,8 @@ struct server_registry {
     size_t n_models;
     server_model **retired; /* unloaded, freed once no job holds them */
     size_t n_retired;
-    pthread_mutex_t poll_lock; /* one poll at a time; guards retired */
+    pthread_mutex_t poll_lock; /* one poll or load at a time; guards retired */
+    server_model_control control;
 };
 
 static int compare_models(const void *a, const void *b)
@@ -130,8 +131,10 @@ static int selected(const server_repo_model *repo, size_t n_repo, const server_m
     return 0;
 }
 
-/* Moves what the scan no longer selects to the retired list. */
-static size_t unload_gone(server_registry *r, const server_repo_model *repo, size_t n_repo)
+/* Moves what the scan no longer selects to the retired list (only versions
+ * of model `only` when not NULL). */
+static size_t unload_gone(server_registry *r, const server_repo_model *repo, size_t n_repo,
+                          const char *only)
 {
     size_t gone = 0;
     pthread_rwlock_wrlock(&r->lock);
@@ -139,6 +142,7 @@ static size_t unload_gone(server_registry *r, const server_repo_model *repo, siz
         server_model *m = r->models[i];
         server_model **grown;
         if (selected(repo, n_repo, m) ||
+            (only != NULL && strcmp(server_model_name(m), only) != 0) ||
             (grown = realloc(r->retired, (r->n_retired + 1) * sizeof *grown)) == NULL) {
             i++;
             continue;
@@ -168,8 +172,53 @@ static void free_retired(server_registry *r)
     }
 }
 
-rn_status server_registry_create(rn_core *core, const char *root, const char *device,
-                                 size_t queue_size, server_registry **out)
+/* Whether `name` is in a comma-separated list ("*": every name). */
+static int listed(const char *list, const char *name)
+{
+    if (list == NULL)
+        return 0;
+    if (strcmp(list, "*") == 0)
+        return 1;
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncmp(p, name, n) == 0)
+            return 1;
+        p += n + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Under EXPLICIT: keeps the repository's models the startup list names
+ * (moved to the front; returns how many), or fails naming one it lacks. */
+static rn_status pick_startup(server_repo_model *repo, size_t n_repo, const char *startup,
+                              size_t *kept)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < n_repo; i++)
+        if (listed(startup, repo[i].name)) {
+            server_repo_model tmp = repo[n];
+            repo[n++] = repo[i];
+            repo[i] = tmp;
+        }
+    for (const char *p = startup; p != NULL && *p && strcmp(startup, "*") != 0;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p), i = 0;
+        while (i < n && !(strlen(repo[i].name) == len && strncmp(repo[i].name, p, len) == 0))
+            i++;
+        if (i == n)
+            return rn_set_error(RN_NOT_FOUND, "--load-model: no model '%.*s' in the repository",
+                                (int)len, p);
+        p += len + (end ? 1 : 0);
+    }
+    *kept = n;
+    return RN_OK;
+}
+
+rn_status server_registry_open(rn_core *core, const char *root, const char *device,
+                               size_t queue_size, server_model_control control, const char *startup,
+                               server_registry **out)
 {
     server_registry *r = calloc(1, sizeof *r);
     if (r == NULL || (r->root = strdup(root)) == NULL || (r->device = strdup(device)) == NULL) {
@@ -180,13 +229,18 @@ rn_status server_registry_create(rn_core *core, const char *root, const char *de
     }
     r->core = core;
     r->queue_size = queue_size;
+    r->control = control;
     pthread_rwlock_init(&r->lock, NULL);
     pthread_mutex_init(&r->poll_lock, NULL);
     server_repo_model *repo;
     size_t n_repo;
     rn_status st = server_repo_scan(root, queue_size, &repo, &n_repo);
     if (st == RN_OK) {
-        load_new(r, repo, n_repo, 1, &st);
+        size_t n_load = n_repo;
+        if (control == SERVER_CONTROL_EXPLICIT)
+            st = pick_startup(repo, n_repo, startup, &n_load);
+        if (st == RN_OK)
+            load_new(r, repo, n_load, 1, &st);
         server_repo_free(repo, n_repo);
     }
     if (st != RN_OK) {
@@ -195,6 +249,102 @@ rn_status server_registry_create(rn_core *core, const char *root, const char *de
     }
     *out = r;
     return RN_OK;
+}
+
+rn_status server_registry_create(rn_core *core, const char *root, const char *device,
+                                 size_t queue_size, server_registry **out)
+{
+    return server_registry_open(core, root, device, queue_size, SERVER_CONTROL_NONE, NULL, out);
+}
+
+server_model_control server_registry_control(const server_registry *r)
+{
+    return r->control;
+}
+
+static rn_status check_explicit(const server_registry *r)
+{
+    if (r->control == SERVER_CONTROL_EXPLICIT)
+        return RN_OK;
+    return rn_set_error(RN_NOT_IMPLEMENTED,
+                        "explicit model load and unload need --model-control-mode explicit "
+                        "(this server runs '%s')",
+                        r->control == SERVER_CONTROL_POLL ? "poll" : "none");
+}
+
+rn_status server_registry_load(server_registry *r, const char *name)
+{
+    rn_status st = check_explicit(r);
+    if (st != RN_OK)
+        return st;
+    pthread_mutex_lock(&r->poll_lock);
+    server_repo_model *repo;
+    size_t n_repo, i = 0;
+    if ((st = server_repo_scan(r->root, r->queue_size, &repo, &n_repo)) != RN_OK) {
+        pthread_mutex_unlock(&r->poll_lock);
+        return rn_wrap_error(st, "loading model '%s': ", name);
+    }
+    while (i < n_repo && strcmp(repo[i].name, name) != 0)
+        i++;
+    if (i == n_repo) {
+        st = rn_set_error(RN_NOT_FOUND, "no model '%s' in the repository %s", name, r->root);
+    } else {
+        load_new(r, &repo[i], 1, 1, &st);
+        if (st == RN_OK)
+            unload_gone(r, &repo[i], 1, name);
+    }
+    server_repo_free(repo, n_repo);
+    free_retired(r);
+    pthread_mutex_unlock(&r->poll_lock);
+    return st;
+}
+
+rn_status server_registry_unload(server_registry *r, const char *name)
+{
+    rn_status st = check_explicit(r);
+    if (st != RN_OK)
+        return st;
+    pthread_mutex_lock(&r->poll_lock);
+    unload_gone(r, NULL, 0, name);
+    free_retired(r);
+    pthread_mutex_unlock(&r->poll_lock);
+    return RN_OK;
+}
+
+static int compare_repo_names(const void *a, const void *b)
+{
+    return strcmp(((const server_repo_model *)a)->name, ((const server_repo_model *)b)->name);
+}
+
+void server_registry_index(server_registry *r, int ready_only,
+                           void (*fn)(const char *, const char *, const char *, const char *,
+                                      void *),
+                           void *user)
+{
+    server_repo_model *repo = NULL;
+    size_t n_repo = 0;
+    if (ready_only || server_repo_scan(r->root, r->queue_size, &repo, &n_repo) != RN_OK)
+        n_repo = 0; /* an unreadable repository: what is loaded */
+    if (n_repo > 0)
+        qsort(repo, n_repo, sizeof *repo, compare_repo_names);
+    pthread_rwlock_rdlock(&r->lock);
+    size_t m = 0;
+    for (size_t i = 0; i <= n_repo; i++) {
+        /* loaded versions that sort before repo[i] (or all the rest after the last) */
+        while (m < r->n_models &&
+               (i == n_repo || strcmp(server_model_name(r->models[m]), repo[i].name) <= 0)) {
+            fn(server_model_name(r->models[m]), server_model_version_text(r->models[m]), "READY",
+               "", user);
+            m++;
+        }
+        if (i == n_repo)
+            break;
+        int loaded = m > 0 && strcmp(server_model_name(r->models[m - 1]), repo[i].name) == 0;
+        if (!loaded)
+            fn(repo[i].name, "", "UNAVAILABLE", "unloaded", user);
+    }
+    pthread_rwlock_unlock(&r->lock);
+    server_repo_free(repo, n_repo);
 }
 
 void server_registry_free(server_registry *r)
@@ -268,7 +418,7 @@ size_t server_registry_poll(server_registry *r)
     } else {
         rn_status st;
         changed += load_new(r, repo, n_repo, 0, &st);
-        changed += unload_gone(r, repo, n_repo);
+        changed += unload_gone(r, repo, n_repo, NULL);
         server_repo_free(repo, n_repo);
     }
     free_retired(r);

@@ -13,11 +13,57 @@
 
 typedef struct server_registry server_registry;
 
+/* Who loads and unloads models while serving, as Triton's
+ * --model-control-mode: nobody (NONE), the repository poll (POLL), or
+ * clients through the repository extension (EXPLICIT). */
+typedef enum server_model_control {
+    SERVER_CONTROL_NONE = 0,
+    SERVER_CONTROL_POLL,
+    SERVER_CONTROL_EXPLICIT,
+} server_model_control;
+
+/* The extensions of KServe v2 runnel-server speaks (/v2 and ServerMetadata). */
+#define SERVER_EXTENSIONS(X)                                                                       \
+    X("binary_tensor_data")                                                                        \
+    X("model_configuration")                                                                       \
+    X("model_repository")                                                                          \
+    X("statistics")
+
 /* Scans `root` and loads every selected version on `device` (unless a
  * model's config names another). Any model that fails to load is an error
  * naming it, and nothing is kept. */
 rn_status server_registry_create(rn_core *core, const char *root, const char *device,
                                  size_t queue_size, server_registry **out);
+
+/* As server_registry_create, with a control mode: under EXPLICIT only the
+ * models named in `startup` (comma-separated; "*": every model; NULL or
+ * "": none) load at start, and a name not in the repository is an error. */
+rn_status server_registry_open(rn_core *core, const char *root, const char *device,
+                               size_t queue_size, server_model_control control, const char *startup,
+                               server_registry **out);
+
+server_model_control server_registry_control(const server_registry *registry);
+
+/* The repository extension (EXPLICIT mode only, else RN_NOT_IMPLEMENTED
+ * saying so). Load reads model `name` from the repository again and loads
+ * the versions its policy selects (a changed config.json reloads them, the
+ * old ones serving until the new ones have compiled), then unloads its
+ * versions no longer selected; a model not in the repository is
+ * RN_NOT_FOUND, one that fails to load the loader's error (what loaded
+ * before keeps serving). Unload takes every version of `name` out of the
+ * table (requests holding one finish on it); a model not loaded is
+ * RN_OK, as in Triton. */
+rn_status server_registry_load(server_registry *registry, const char *name);
+rn_status server_registry_unload(server_registry *registry, const char *name);
+
+/* Calls fn for each entry of the repository index: every loaded version
+ * (state "READY"), and every model of the repository with no version
+ * loaded (version "", state "UNAVAILABLE", reason "unloaded"), ordered by
+ * name. With ready_only, only the loaded versions. */
+void server_registry_index(server_registry *registry, int ready_only,
+                           void (*fn)(const char *name, const char *version, const char *state,
+                                      const char *reason, void *user),
+                           void *user);
 
 /* Frees every model, waiting for their runs in flight. No lookup may be
  * held. NULL is a no-op. */

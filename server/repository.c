@@ -16,6 +16,8 @@ void server_config_default(server_model_config *config, size_t queue_size)
     config->max_queue_size = queue_size;
     config->policy = SERVER_POLICY_LATEST;
     config->num_versions = 1;
+    config->sequence_idle_us = 1000000; /* Triton's max_sequence_idle_microseconds */
+    config->max_sequences = 1024;
 }
 
 void server_config_clear(server_model_config *config)
@@ -31,6 +33,12 @@ void server_config_clear(server_model_config *config)
     free(config->device);
     free(config->preferred_batch_sizes);
     free(config->pipeline);
+    for (size_t i = 0; i < config->n_states; i++) {
+        free(config->state_inputs[i]);
+        free(config->state_outputs[i]);
+    }
+    free(config->state_inputs);
+    free(config->state_outputs);
     memset(config, 0, sizeof *config);
 }
 
@@ -139,6 +147,52 @@ static rn_status parse_preferred(const json_t *list, server_model_config *c)
 }
 
 /* What only the whole config can tell: batching keys agree with each other. */
+/* "sequence": {"state": [{"input": I, "output": O}, ...], "max_idle_us": N,
+ * "max_sequences": N}. */
+static rn_status parse_sequence(const json_t *v, server_model_config *c)
+{
+    const json_t *state = json_object_get(v, "state");
+    if (!json_is_object(v) || !json_is_array(state) || json_array_size(state) == 0)
+        return rn_set_error(RN_INVALID_ARG, "'sequence' must be an object with a non-empty "
+                                            "'state' array of {\"input\", \"output\"}");
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)v, key, value)
+    {
+        if (strcmp(key, "state") == 0)
+            continue;
+        json_int_t n = json_is_integer(value) ? json_integer_value(value) : -1;
+        if (strcmp(key, "max_idle_us") == 0 && n > 0)
+            c->sequence_idle_us = (uint64_t)n;
+        else if (strcmp(key, "max_sequences") == 0 && n > 0)
+            c->max_sequences = (size_t)n;
+        else
+            return rn_set_error(RN_INVALID_ARG,
+                                "'sequence': '%s' must be max_idle_us or max_sequences, an "
+                                "integer > 0",
+                                key);
+    }
+    size_t n = json_array_size(state);
+    c->state_inputs = calloc(n, sizeof *c->state_inputs);
+    c->state_outputs = calloc(n, sizeof *c->state_outputs);
+    if (c->state_inputs == NULL || c->state_outputs == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the sequence state");
+    for (size_t i = 0; i < n; i++, c->n_states++) {
+        const char *in = json_string_value(json_object_get(json_array_get(state, i), "input"));
+        const char *out = json_string_value(json_object_get(json_array_get(state, i), "output"));
+        if (in == NULL || out == NULL)
+            return rn_set_error(RN_INVALID_ARG,
+                                "'sequence': state %zu needs \"input\" and \"output\" strings", i);
+        c->state_inputs[i] = strdup(in);
+        c->state_outputs[i] = strdup(out);
+        if (c->state_inputs[i] == NULL || c->state_outputs[i] == NULL) {
+            c->n_states++;
+            return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the sequence state");
+        }
+    }
+    return RN_OK;
+}
+
 static rn_status check_batching(const server_model_config *c)
 {
     if (c->max_batch_size == 0 && (c->max_queue_delay_us > 0 || c->n_preferred > 0))
@@ -149,6 +203,8 @@ static rn_status check_batching(const server_model_config *c)
             return rn_set_error(RN_INVALID_ARG,
                                 "'preferred_batch_size' %zu is larger than 'max_batch_size' %zu",
                                 c->preferred_batch_sizes[i], c->max_batch_size);
+    if (c->pipeline != NULL && c->n_states > 0)
+        return rn_set_error(RN_INVALID_ARG, "a pipeline takes no 'sequence'");
     if (c->pipeline != NULL && (c->max_batch_size > 0 || c->device || c->n_properties))
         return rn_set_error(RN_INVALID_ARG, "a pipeline takes no 'max_batch_size', 'device' or "
                                             "'properties' (its steps' models have their own)");
@@ -202,11 +258,15 @@ static rn_status parse_config(const json_t *root, server_model_config *c)
                 return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the pipeline");
         } else if (strcmp(key, "version_policy") == 0) {
             st = parse_policy(value, c);
+        } else if (strcmp(key, "sequence") == 0) {
+            if (c->n_states > 0)
+                return rn_set_error(RN_INVALID_ARG, "'sequence' is given twice");
+            st = parse_sequence(value, c);
         } else {
             return rn_set_error(RN_INVALID_ARG,
                                 "unknown key '%s' (known: device, properties, max_queue_size, "
                                 "max_batch_size, max_queue_delay_us, preferred_batch_size, "
-                                "default_timeout_us, version_policy, pipeline)",
+                                "default_timeout_us, version_policy, pipeline, sequence)",
                                 key);
         }
         if (st != RN_OK)
@@ -231,6 +291,8 @@ static rn_status config_from_json(json_t *root, const json_error_t *error,
     c.preferred_batch_sizes = NULL;
     c.n_preferred = 0;
     c.pipeline = NULL;
+    c.state_inputs = c.state_outputs = NULL;
+    c.n_states = 0;
     rn_status st = parse_config(root, &c);
     json_decref(root);
     if (st != RN_OK) {

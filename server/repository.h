@@ -40,7 +40,14 @@ typedef struct server_model_config {
     int64_t *versions;   /* specific */
     size_t n_versions;
     char *pipeline; /* the "pipeline" object as JSON text (pipeline.c reads it); NULL: a model */
-    uint64_t hash;  /* of config.json's text (0: none), so that a poll sees a change */
+    /* Stateful sequences ("sequence"; n_states == 0: not stateful): each
+     * state output of a request is the state input of the next request of
+     * its sequence (zeros at its start). */
+    char **state_inputs, **state_outputs;
+    size_t n_states;
+    uint64_t sequence_idle_us; /* a sequence idle this long is reclaimed */
+    size_t max_sequences;      /* active at once; one more start is refused (503) */
+    uint64_t hash;             /* of config.json's text (0: none), so that a poll sees a change */
 } server_model_config;
 
 /* The default configuration: server's device, no properties, latest{1},

@@ -36,6 +36,30 @@ static server_route_kind model_route(const char *method, const char *p, server_r
         out->method_allowed = strcmp(method, "POST") == 0;
         return out->kind = SERVER_ROUTE_INFER;
     }
+    if (strcmp(p, "/stats") == 0) {
+        out->method_allowed = get;
+        return out->kind = SERVER_ROUTE_MODEL_STATS;
+    }
+    if (strcmp(p, "/config") == 0) {
+        out->method_allowed = get;
+        return out->kind = SERVER_ROUTE_MODEL_CONFIG;
+    }
+    return SERVER_ROUTE_NOT_FOUND;
+}
+
+/* /v2/repository/...: the index, a model's load and unload (all POST). */
+static server_route_kind repository_route(const char *method, const char *p, server_route *out)
+{
+    out->method_allowed = strcmp(method, "POST") == 0;
+    if (strcmp(p, "index") == 0)
+        return out->kind = SERVER_ROUTE_REPO_INDEX;
+    if (strncmp(p, "models/", 7) != 0 ||
+        (p = segment(p + 7, out->model, sizeof out->model)) == NULL)
+        return SERVER_ROUTE_NOT_FOUND;
+    if (strcmp(p, "/load") == 0)
+        return out->kind = SERVER_ROUTE_REPO_LOAD;
+    if (strcmp(p, "/unload") == 0)
+        return out->kind = SERVER_ROUTE_REPO_UNLOAD;
     return SERVER_ROUTE_NOT_FOUND;
 }
 
@@ -52,6 +76,10 @@ server_route_kind server_route_parse(const char *method, const char *path, serve
         return out->kind = SERVER_ROUTE_READY;
     if (strcmp(path, "/metrics") == 0)
         return out->kind = SERVER_ROUTE_METRICS;
+    if (strcmp(path, "/v2/models/stats") == 0) /* as Triton: every model's */
+        return out->kind = SERVER_ROUTE_MODEL_STATS;
+    if (strncmp(path, "/v2/repository/", 15) == 0 && repository_route(method, path + 15, out) != 0)
+        return out->kind;
     if (strncmp(path, "/v2/models/", 11) == 0 && model_route(method, path + 11, out) != 0)
         return out->kind;
     memset(out, 0, sizeof *out);

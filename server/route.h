@@ -11,6 +11,11 @@ typedef enum server_route_kind {
     SERVER_ROUTE_MODEL_READY,     /* GET /v2/models/{m}[/versions/{v}]/ready */
     SERVER_ROUTE_INFER,           /* POST /v2/models/{m}[/versions/{v}]/infer */
     SERVER_ROUTE_METRICS,         /* GET /metrics */
+    SERVER_ROUTE_MODEL_STATS,     /* GET /v2/models[/{m}[/versions/{v}]]/stats (model "": all) */
+    SERVER_ROUTE_MODEL_CONFIG,    /* GET /v2/models/{m}[/versions/{v}]/config */
+    SERVER_ROUTE_REPO_INDEX,      /* POST /v2/repository/index */
+    SERVER_ROUTE_REPO_LOAD,       /* POST /v2/repository/models/{m}/load */
+    SERVER_ROUTE_REPO_UNLOAD,     /* POST /v2/repository/models/{m}/unload */
 } server_route_kind;
 
 typedef struct server_route {

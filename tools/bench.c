@@ -25,7 +25,6 @@
 #include "tools/npy.h"
 
 #define MAX_INPUT_FILES 64
-#define MAX_USER_PROPS  16
 #define STEPS           10
 
 static const char usage_text[] =
@@ -72,8 +71,7 @@ typedef struct options {
     bool pc;
     const char *input_specs[MAX_INPUT_FILES];
     int n_input_specs;
-    char user_props[MAX_USER_PROPS][2][256]; /* -p KEY=VALUE */
-    int n_user_props;
+    bench_cli_props user_props; /* -p KEY=VALUE */
 } options;
 
 /* Everything bench holds, freed in one place. */
@@ -89,7 +87,7 @@ typedef struct bench {
     rn_tensor **protos; /* per input: the data every request gets a copy of */
     rn_tensor **copies; /* n_requests * n_inputs */
     size_t n_inputs;
-    rn_property props[8 + MAX_USER_PROPS]; /* the compile-time properties the flags ask for */
+    rn_property props[8 + BENCH_CLI_MAX_PROPS]; /* the compile-time properties the flags ask for */
     size_t n_props;
     char num_requests[32];
     bench_report report;
@@ -217,20 +215,8 @@ static int parse_flags(int argc, char **argv, options *o)
             o->out_dir = v;
         else if (strcmp(flag, "plugins") == 0)
             o->plugins = v;
-        else if (strcmp(flag, "p") == 0) {
-            const char *eq = strchr(v, '=');
-            if (eq == NULL || eq == v || eq[1] == '\0')
-                return usage_error("-p '%s': expected KEY=VALUE", v);
-            if (o->n_user_props == MAX_USER_PROPS)
-                return usage_error("more than %d -p flags", MAX_USER_PROPS);
-            size_t klen = (size_t)(eq - v);
-            if (klen >= sizeof o->user_props[0][0] || strlen(eq + 1) >= sizeof o->user_props[0][1])
-                return usage_error("-p '%s': too long", v);
-            char(*kv)[256] = o->user_props[o->n_user_props++];
-            memcpy(kv[0], v, klen);
-            kv[0][klen] = '\0';
-            strcpy(kv[1], eq + 1);
-        }
+        else if (strcmp(flag, "p") == 0 && bench_cli_add_property(&o->user_props, "-p", v) != RN_OK)
+            return usage_error("%s", rn_last_error());
     }
     if (o->model == NULL)
         return usage_error("no model: give one with -m MODEL");
@@ -586,8 +572,8 @@ static size_t compile_properties(const options *o, rn_property *props, char *num
         props[n++] = (rn_property){"ENABLE_PROFILING", "YES"};
     if (o->trace != NULL)
         props[n++] = (rn_property){"ENABLE_TRACE", "YES"};
-    for (int i = 0; i < o->n_user_props; i++)
-        props[n++] = (rn_property){o->user_props[i][0], o->user_props[i][1]};
+    for (int i = 0; i < o->user_props.n; i++)
+        props[n++] = (rn_property){o->user_props.kv[i][0], o->user_props.kv[i][1]};
     return n;
 }
 

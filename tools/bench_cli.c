@@ -39,6 +39,24 @@ bool bench_cli_parse_positive(const char *text, double *out)
     return true;
 }
 
+rn_status bench_cli_add_property(bench_cli_props *props, const char *flag, const char *text)
+{
+    const char *eq = strchr(text, '=');
+    if (eq == NULL || eq == text || eq[1] == '\0')
+        return rn_set_error(RN_INVALID_ARG, "%s '%s': expected KEY=VALUE", flag, text);
+    if (props->n == BENCH_CLI_MAX_PROPS)
+        return rn_set_error(RN_INVALID_ARG, "more than %d %s flags", BENCH_CLI_MAX_PROPS, flag);
+    size_t klen = (size_t)(eq - text);
+    char(*kv)[256] = props->kv[props->n];
+    if (klen >= sizeof kv[0] || strlen(eq + 1) >= sizeof kv[1])
+        return rn_set_error(RN_INVALID_ARG, "%s '%s': too long", flag, text);
+    memcpy(kv[0], text, klen);
+    kv[0][klen] = '\0';
+    strcpy(kv[1], eq + 1);
+    props->n++;
+    return RN_OK;
+}
+
 const char *bench_cli_flag(const char *arg)
 {
     if (arg[0] != '-' || arg[1] == '\0')

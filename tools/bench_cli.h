@@ -29,6 +29,19 @@ const char *bench_cli_flag(const char *arg);
  * quotes), truncated to size. */
 void bench_cli_command_line(int argc, char **argv, char *buf, size_t size);
 
+/* Compile-time properties given as -p KEY=VALUE (bench, run), in order. */
+#define BENCH_CLI_MAX_PROPS 16
+typedef struct bench_cli_props {
+    char kv[BENCH_CLI_MAX_PROPS][2][256]; /* key, value */
+    int n;
+} bench_cli_props;
+
+/* Adds `text`, "KEY=VALUE" with a non-empty key and value, to props.
+ * RN_INVALID_ARG with a message naming `flag` and the text when it is not
+ * KEY=VALUE, too long, or one too many. The device validates key and
+ * value at compile time. */
+rn_status bench_cli_add_property(bench_cli_props *props, const char *flag, const char *text);
+
 /* Creates a core and loads the plugins file `plugins` (NULL: none; the
  * core also loads $RUNNEL_PLUGINS itself). A plugin that fails to load is
  * not an error here: its device is absent and listed as failed. */

@@ -2,11 +2,15 @@
  *
  *   bazel run //tools:run -- -m MODEL.onnx [-d REF] [-i NAME=FILE.npy ...] [-o DIR]
  *                            [-niter N] [-nthreads N] [-pc]
+ *                            [-infer_precision TYPE] [-p KEY=VALUE ...]
  *
  * Inputs not given with -i are filled deterministically (floats with
  * arange(n)/n, integers with i mod 256, booleans alternating). Prints each
  * output's shape and, for float outputs, the top-5 indices; with -o writes
- * every output as DIR/<name>.npy. Uses the public API only. */
+ * every output as DIR/<name>.npy. -infer_precision and -p set compile-time
+ * properties as tools/bench does (INFERENCE_PRECISION_HINT, any KEY=VALUE),
+ * so that one model can be checked at f32 and at bf16. Uses the public API
+ * only. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +19,7 @@
 #include <time.h>
 
 #include "runnel/runnel.h"
+#include "tools/bench_cli.h"
 #include "tools/npy.h"
 
 #define MAX_INPUT_FILES 64
@@ -107,10 +112,21 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static bool has_property(const bench_cli_props *props, const char *key)
+{
+    for (int k = 0; k < props->n; k++)
+        if (strcmp(props->kv[k][0], key) == 0)
+            return true;
+    return false;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: run -m MODEL.onnx [-d DEVICE] [-i NAME=FILE.npy ...] [-o DIR] "
-                    "[-niter N] [-nthreads N] [-pc]\n");
+                    "[-niter N] [-nthreads N] [-pc]\n"
+                    "           [-infer_precision TYPE] [-p KEY=VALUE ...]\n"
+                    "  -infer_precision  INFERENCE_PRECISION_HINT (f32, bf16, f16, ...)\n"
+                    "  -p KEY=VALUE      any compile-time property (repeatable)\n");
 }
 
 int main(int argc, char **argv)
@@ -120,6 +136,7 @@ int main(int argc, char **argv)
     int n_input_specs = 0, niter = 1;
     const char *nthreads = NULL;
     int profile = 0;
+    bench_cli_props user_props = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-m") == 0 && i + 1 < argc)
@@ -136,7 +153,24 @@ int main(int argc, char **argv)
             profile = 1;
         else if (strcmp(a, "-i") == 0 && i + 1 < argc && n_input_specs < MAX_INPUT_FILES)
             input_specs[n_input_specs++] = argv[++i];
-        else {
+        else if (strcmp(a, "-infer_precision") == 0 && i + 1 < argc) {
+            if (argv[i + 1][0] == '\0') {
+                fprintf(stderr, "run: -infer_precision: expected a precision (f32, bf16, ...)\n");
+                return 2;
+            }
+            char kv[300];
+            snprintf(kv, sizeof kv, "INFERENCE_PRECISION_HINT=%s", argv[++i]);
+            if (bench_cli_add_property(&user_props, "-infer_precision", kv) != RN_OK) {
+                fprintf(stderr, "run: %s\n", rn_last_error());
+                return 2;
+            }
+        } else if (strcmp(a, "-p") == 0 && i + 1 < argc) {
+            if (bench_cli_add_property(&user_props, "-p", argv[++i]) != RN_OK) {
+                fprintf(stderr, "run: %s\n", rn_last_error());
+                usage();
+                return 2;
+            }
+        } else {
             fprintf(stderr, "run: unknown or incomplete flag '%s'\n", a);
             usage();
             return 2;
@@ -164,13 +198,26 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < rn_model_warning_count(model); i++)
         fprintf(stderr, "warning: %s\n", rn_model_warning(model, i));
     double t1 = now_ms();
-    rn_property props[] = {{"ENABLE_PROFILING", profile ? "YES" : "NO"},
-                           {"INFERENCE_NUM_THREADS", nthreads ? nthreads : "0"}};
-    if ((st = rn_core_compile_model(core, model, device, props, 2, &cm)) != RN_OK) {
+    /* run's own settings, then -infer_precision and -p in order: a key given
+     * with -p replaces run's setting of it */
+    rn_property props[2 + BENCH_CLI_MAX_PROPS];
+    size_t n_props = 0;
+    if (!has_property(&user_props, "ENABLE_PROFILING"))
+        props[n_props++] = (rn_property){"ENABLE_PROFILING", profile ? "YES" : "NO"};
+    if (!has_property(&user_props, "INFERENCE_NUM_THREADS"))
+        props[n_props++] = (rn_property){"INFERENCE_NUM_THREADS", nthreads ? nthreads : "0"};
+    for (int k = 0; k < user_props.n; k++)
+        props[n_props++] = (rn_property){user_props.kv[k][0], user_props.kv[k][1]};
+    if ((st = rn_core_compile_model(core, model, device, props, n_props, &cm)) != RN_OK) {
         rc = fail("compile", st);
         goto done;
     }
     double t2 = now_ms();
+    char profiling[8];
+    if (rn_compiled_model_get_property(cm, "ENABLE_PROFILING", profiling, sizeof profiling) ==
+            RN_OK &&
+        strcmp(profiling, "YES") == 0)
+        profile = 1; /* -p ENABLE_PROFILING=YES as -pc */
     if ((st = rn_compiled_model_create_infer_request(cm, &req)) != RN_OK) {
         rc = fail("infer request", st);
         goto done;
@@ -178,6 +225,12 @@ int main(int argc, char **argv)
     printf("model   %s (%zu inputs, %zu outputs)\n", model_path, rn_compiled_model_input_count(cm),
            rn_compiled_model_output_count(cm));
     printf("device  %s\n", rn_compiled_model_device(cm));
+    for (int k = 0; k < user_props.n; k++)
+        printf("property %s=%s\n", user_props.kv[k][0], user_props.kv[k][1]);
+    char precision[64];
+    if (rn_compiled_model_get_property(cm, "INFERENCE_PRECISION_HINT", precision,
+                                       sizeof precision) == RN_OK)
+        printf("precision %s\n", precision);
     printf("read    %.1f ms\ncompile %.1f ms\n", t1 - t0, t2 - t1);
     for (int k = 0; k < n_input_specs; k++) {
         char name[512];

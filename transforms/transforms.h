@@ -184,6 +184,17 @@ rn_status transforms_fuse_matmul_bias(graph *g, void *ctx, int *changes);
  * (transforms/shuffle_channels.c; off the default pipeline). ctx: unused. */
 rn_status transforms_fuse_shuffle_channels(graph *g, void *ctx, int *changes);
 
+/* bf16's exceptions (transforms/precision.c; off the default pipeline: a
+ * device running bf16 adds it): marks the products (Conv, Gemm, MatMul and
+ * their fused forms, ConvTranspose, attention) whose output reaches a model
+ * output, or a recurrence's input (LSTM, GRU, RNN, Loop, Scan), through no
+ * other product with TRANSFORMS_ATTR_F32_OUTPUT = 1 (compute in bf16, write
+ * f32), and the products inside Loop and Scan bodies with
+ * TRANSFORMS_ATTR_F32 = 1 (f32 throughout). ctx: unused. */
+#define TRANSFORMS_ATTR_F32_OUTPUT "runnel_f32_output"
+#define TRANSFORMS_ATTR_F32        "runnel_f32"
+rn_status transforms_keep_f32(graph *g, void *ctx, int *changes);
+
 /* Transformer patterns as exporters decompose them, back into one node
  * (transforms/fuse_transformer.c; off the default pipeline). ctx: unused.
  *   fuse_gelu: x * 0.5 * (1 + Erf(x / sqrt 2)) (either order, Div by sqrt 2

@@ -67,6 +67,10 @@ typedef struct rn_runtime_node {
      * (layer_type "Reorder"), as are partitions ("Partition"). */
     const char *input_layouts;
     const char *output_layouts;
+    /* Why the device's first kernel for this node refused it (a oneDNN
+     * primitive that cannot be created for these shapes), so that impl_type
+     * names the kernel it fell back to ("ref"); NULL when none did. */
+    const char *fallback;
 } rn_runtime_node;
 
 /* The runtime model: one entry per node the device runs. The array is owned

@@ -46,6 +46,79 @@ static void release_all(graph_tensor *outputs, int n)
         graph_tensor_release(&outputs[k]);
 }
 
+/* Runs kernel k on the node's constant inputs into freshly allocated
+ * outputs (static shapes from pout), with the scratch memory it asks for. */
+static rn_status eval_kernel(const plugin_kernel_registry *reg, const plugin_kernel *k,
+                             const graph_node *node, graph_tensor *in, int n_in,
+                             const graph_port *pout, graph_tensor *outputs, int n_out)
+{
+    rn_status st = RN_OK;
+    for (int o = 0; o < n_out && st == RN_OK; o++) {
+        if (node->outputs[o] == NULL)
+            continue;
+        graph_tensor *t = &outputs[o];
+        t->type = pout[o].type != RN_UNDEFINED ? pout[o].type : node->outputs[o]->type;
+        if (graph_shape_is_static(&pout[o].shape)) {
+            plugin_kernel_args a = {.node = node, .outputs = outputs, .n_outputs = n_out};
+            st = eval_alloc(&a, o, pout[o].shape.rank, pout[o].shape.dims);
+        }
+    }
+    void *state = NULL;
+    plugin_kernel_ctx kctx = {.registry = reg};
+    if (st == RN_OK && k->prepare_ctx != NULL)
+        st = k->prepare_ctx(node, &kctx, &state);
+    else if (st == RN_OK && k->prepare != NULL)
+        st = k->prepare(node, &state);
+    if (st != RN_OK)
+        return st;
+    /* Constant folding reads and writes plain tensors: a kernel prepared for
+     * a device layout (a oneDNN primitive that chose nChw8c, or blocked
+     * weights) would read and write other bytes, so it hands the node on. */
+    const rn_layout *l = NULL;
+    for (int i = 0; i < n_in && l == NULL && k->input_layout != NULL; i++)
+        l = k->input_layout(state, i);
+    for (int o = 0; o < n_out && l == NULL && k->output_layout != NULL; o++)
+        l = k->output_layout(state, o);
+    if (l != NULL) {
+        /* The message first: the layout belongs to the state. */
+        st = rn_set_error(RN_UNSUPPORTED,
+                          "node '%s': the kernel works in layout %s, constant folding on plain "
+                          "tensors",
+                          node->name, l->name != NULL ? l->name : "(unnamed)");
+        if (k->release != NULL)
+            k->release(state);
+        return st;
+    }
+    size_t scratch = k->scratch_bytes != NULL ? k->scratch_bytes(state) : 0;
+    void *scratch_data = scratch > 0 ? malloc(scratch) : NULL;
+    if (scratch > 0 && scratch_data == NULL)
+        st = rn_set_error(RN_OUT_OF_MEMORY, "node '%s': out of memory for %zu bytes of scratch",
+                          node->name, scratch);
+    if (st == RN_OK) {
+        plugin_kernel_args args = {
+            .node = node,
+            .inputs = in,
+            .n_inputs = n_in,
+            .outputs = outputs,
+            .n_outputs = n_out,
+            .state = state,
+            .alloc_output = eval_alloc,
+            .move_output = eval_move,
+            .scratch = {.type = RN_U8,
+                        .rank = 1,
+                        .dims = {(int64_t)scratch},
+                        .strides = {1},
+                        .data = scratch_data,
+                        .nbytes = scratch},
+        };
+        st = k->run(&args);
+    }
+    free(scratch_data);
+    if (k->release != NULL)
+        k->release(state);
+    return st;
+}
+
 rn_status plugin_const_eval(const graph_node *node, const graph_tensor *inputs,
                             graph_tensor *outputs, void *ctx)
 {
@@ -97,36 +170,18 @@ rn_status plugin_const_eval(const graph_node *node, const graph_tensor *inputs,
         if (pout[o].present && pout[o].kind != GRAPH_KIND_TENSOR)
             st =
                 rn_set_error(RN_UNSUPPORTED, "node '%s': output %d is not a tensor", node->name, o);
-    for (int o = 0; o < n_out && st == RN_OK; o++) {
-        if (node->outputs[o] == NULL)
-            continue;
-        graph_tensor *t = &outputs[o];
-        t->type = pout[o].type != RN_UNDEFINED ? pout[o].type : node->outputs[o]->type;
-        if (graph_shape_is_static(&pout[o].shape)) {
-            plugin_kernel_args a = {.node = node, .outputs = outputs, .n_outputs = n_out};
-            st = eval_alloc(&a, o, pout[o].shape.rank, pout[o].shape.dims);
-        }
-    }
-    void *state = NULL;
-    plugin_kernel_ctx kctx = {.registry = reg};
-    if (st == RN_OK && k->prepare_ctx != NULL)
-        st = k->prepare_ctx(node, &kctx, &state);
-    else if (st == RN_OK && k->prepare != NULL)
-        st = k->prepare(node, &state);
-    if (st == RN_OK) {
-        plugin_kernel_args args = {
-            .node = node,
-            .inputs = in,
-            .n_inputs = n_in,
-            .outputs = outputs,
-            .n_outputs = n_out,
-            .state = state,
-            .alloc_output = eval_alloc,
-            .move_output = eval_move,
-        };
-        st = k->run(&args);
-        if (k->release != NULL)
-            k->release(state);
+    /* A kernel that cannot prepare or run the node (a primitive oneDNN
+     * refuses) hands it to the next kernel that supports it, as a plan does. */
+    while (st == RN_OK) {
+        st = eval_kernel(reg, k, node, in, n_in, pout, outputs, n_out);
+        const plugin_kernel *next = NULL;
+        if (st != RN_OK && plugin_kernel_may_fall_back(st))
+            plugin_kernel_registry_next(reg, node, k, &next);
+        if (next == NULL)
+            break;
+        release_all(outputs, n_out);
+        k = next;
+        st = RN_OK;
     }
     for (int o = 0; o < n_out && st == RN_OK; o++)
         if (node->outputs[o] != NULL && outputs[o].data == NULL)

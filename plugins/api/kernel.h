@@ -49,6 +49,20 @@ rn_status plugin_kernel_registry_add_versioned(plugin_kernel_registry *r,
 rn_status plugin_kernel_registry_pick(const plugin_kernel_registry *r, const graph_node *node,
                                       const plugin_kernel **out);
 
+/* The next kernel after `after` (registered later) for node's op whose
+ * supports() accepts it: the fallback when `after` cannot prepare or run
+ * the node (a oneDNN primitive that cannot be created for these shapes).
+ * NULL in *out when there is none; never sets the error message. */
+void plugin_kernel_registry_next(const plugin_kernel_registry *r, const graph_node *node,
+                                 const plugin_kernel *after, const plugin_kernel **out);
+
+/* Whether a kernel's failure with status `st` lets the next kernel try the
+ * node: a library that refused or failed (UNSUPPORTED, NOT_IMPLEMENTED,
+ * DEVICE_ERROR, INTERNAL). Not for failures the input explains (shape,
+ * type, argument errors), real allocation failures or cancellation, which
+ * any kernel would meet. */
+bool plugin_kernel_may_fall_back(rn_status st);
+
 /* ---- helpers for kernel authors ---- */
 
 /* Row-major strides (in elements) of a shape into strides[rank]. */

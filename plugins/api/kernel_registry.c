@@ -89,6 +89,48 @@ static bool touches_values(const graph_node *node)
     return false;
 }
 
+/* Whether k serves node's op and its supports() accepts the node; *why
+ * names the reason when not. */
+static bool accepts(const plugin_kernel *k, const graph_node *node, bool values, const char **why)
+{
+    *why = NULL;
+    if (values && !k->values) {
+        *why = "sequence or optional values";
+        return false;
+    }
+    return k->supports(node, why);
+}
+
+static bool serves(const plugin_kernel *k, const graph_node *node)
+{
+    return strcmp(k->op_type, node->op_type) == 0 && same_domain(k->domain, node->domain);
+}
+
+void plugin_kernel_registry_next(const plugin_kernel_registry *r, const graph_node *node,
+                                 const plugin_kernel *after, const plugin_kernel **out)
+{
+    bool values = touches_values(node), past = false;
+    *out = NULL;
+    for (int i = 0; i < r->count; i++) {
+        const plugin_kernel *k = r->kernels[i];
+        if (!past) {
+            past = k == after;
+            continue;
+        }
+        const char *why;
+        if (serves(k, node) && accepts(k, node, values, &why)) {
+            *out = k;
+            return;
+        }
+    }
+}
+
+bool plugin_kernel_may_fall_back(rn_status st)
+{
+    return st == RN_UNSUPPORTED || st == RN_NOT_IMPLEMENTED || st == RN_DEVICE_ERROR ||
+           st == RN_INTERNAL;
+}
+
 rn_status plugin_kernel_registry_pick(const plugin_kernel_registry *r, const graph_node *node,
                                       const plugin_kernel **out)
 {
@@ -98,13 +140,11 @@ rn_status plugin_kernel_registry_pick(const plugin_kernel_registry *r, const gra
     bool values = touches_values(node);
     for (int i = 0; i < r->count; i++) {
         const plugin_kernel *k = r->kernels[i];
-        if (strcmp(k->op_type, node->op_type) != 0 || !same_domain(k->domain, node->domain))
+        if (!serves(k, node))
             continue;
         any = true;
-        const char *why = NULL;
-        if (values && !k->values) {
-            why = "sequence or optional values";
-        } else if (k->supports(node, &why)) {
+        const char *why;
+        if (accepts(k, node, values, &why)) {
             *out = k;
             return RN_OK;
         }

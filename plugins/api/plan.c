@@ -454,6 +454,7 @@ rn_status plugin_plan_runtime_model(plugin_plan *plan, const rn_runtime_node **n
         rt->original_names = n->original_names;
         rt->input_layouts = n->in_layouts != NULL ? n->in_layouts : "";
         rt->output_layouts = n->out_layouts != NULL ? n->out_layouts : "";
+        rt->fallback = n->fallback;
     }
     pthread_mutex_unlock(&plan->runtime_lock);
     *nodes = plan->runtime_nodes;

@@ -102,6 +102,7 @@ typedef struct plan_node {
     const char *type;              /* op type, "Reorder" for conversions */
     const char *impl;              /* kernel impl_type, or the layout's name */
     char *owned_name;              /* conversions and partitions make theirs */
+    char *fallback;                /* why the first kernel refused the node, or NULL */
     char *original_names;          /* the original nodes it stands for, joined by ',' */
     const graph_op_schema *schema; /* kernel nodes: for run-time shape inference */
     int scratch;                   /* exec value of its scratch memory, -1 none */

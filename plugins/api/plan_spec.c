@@ -33,6 +33,7 @@ static void free_node(plan_node *n)
     free(n->out);
     free(n->implicit);
     free(n->owned_name);
+    free(n->fallback);
     free(n->original_names);
     free(n->in_layouts);
     free(n->out_layouts);
@@ -199,7 +200,60 @@ static rn_status copy_ids(int n, graph_value *const *vals, int **out)
 
 static const char *layout_name(const rn_layout *l);
 
-/* Gives the outputs of exec node n the layouts its kernel writes. */
+/* Whether the values exec node n writes can hold the layouts its prepared
+ * kernel writes: a device layout needs the value's bytes in the arena (a
+ * static shape outside subgraph bodies). RN_UNSUPPORTED naming the value
+ * when not, which lets the next kernel try the node. */
+static rn_status check_output_layouts(const plan_spec *s, const plan_node *n)
+{
+    if (n->kernel == NULL || n->kernel->output_layout == NULL)
+        return RN_OK;
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out[k] < 0)
+            continue;
+        const rn_layout *l = n->kernel->output_layout(n->state, k);
+        const plan_value *v = &s->values[n->out[k]];
+        if (l != NULL && v->storage != PLAN_ARENA)
+            return rn_set_error(RN_UNSUPPORTED,
+                                "compile: node '%s' writes '%s' in layout %s, but its size is "
+                                "known only at run time (%s)",
+                                n->name, v->name, layout_name(l),
+                                s->plan->nested ? "a value of a subgraph body" : "a dynamic shape");
+    }
+    return RN_OK;
+}
+
+static bool same_layout(const rn_layout *a, const rn_layout *b);
+
+/* Whether the plan can give exec node n's prepared kernel the layouts it
+ * reads: a conversion needs the value's size at compile time (a constant,
+ * an arena value, a model input of static shape), which a subgraph body's
+ * values and dynamic shapes lack. RN_UNSUPPORTED naming the value when
+ * not, which lets the next kernel try the node. */
+static rn_status check_input_layouts(const plan_spec *s, const plan_node *n)
+{
+    if (n->kernel == NULL || n->kernel->input_layout == NULL)
+        return RN_OK;
+    for (int i = 0; i < n->n_in; i++) {
+        if (n->in[i] < 0)
+            continue;
+        const rn_layout *l = n->kernel->input_layout(n->state, i);
+        const plan_value *v = &s->values[n->in[i]];
+        if (l == NULL || same_layout(v->desc.layout, l) || v->storage == PLAN_CONST ||
+            v->storage == PLAN_ARENA ||
+            (v->storage == PLAN_INPUT && graph_shape_is_static(&v->gv->shape)))
+            continue;
+        return rn_set_error(RN_UNSUPPORTED,
+                            "compile: node '%s' reads '%s' in layout %s, but its size is known "
+                            "only at run time (%s)",
+                            n->name, v->name, layout_name(l),
+                            s->plan->nested ? "a value of a subgraph body" : "a dynamic shape");
+    }
+    return RN_OK;
+}
+
+/* Gives the outputs of exec node n the layouts its kernel writes
+ * (check_output_layouts passed). */
 static rn_status set_output_layouts(plan_spec *s, const plan_node *n)
 {
     if (n->kernel == NULL || n->kernel->output_layout == NULL)
@@ -209,11 +263,6 @@ static rn_status set_output_layouts(plan_spec *s, const plan_node *n)
             continue;
         const rn_layout *l = n->kernel->output_layout(n->state, k);
         plan_value *v = &s->values[n->out[k]];
-        if (l != NULL && v->storage != PLAN_ARENA)
-            return rn_set_error(RN_UNSUPPORTED,
-                                "compile: node '%s' writes '%s' in layout %s, but its shape "
-                                "is not static",
-                                n->name, v->name, layout_name(l));
         v->desc.layout = l;
         v->nbytes = value_bytes(&v->desc);
         v->desc.nbytes = v->nbytes;
@@ -251,25 +300,52 @@ static rn_status kernel_node(const plugin_plan *plan, plan_spec *s, plan_node *n
     }
     if ((st = plugin_kernel_registry_pick(plan->registry, node, &n->kernel)) != RN_OK)
         return st;
-    const plugin_kernel *k = n->kernel;
     const rn_layout **layouts = NULL;
-    if (k->prepare_ctx != NULL && n->n_in > 0) {
+    if (n->n_in > 0) {
         if ((layouts = calloc((size_t)n->n_in, sizeof *layouts)) == NULL)
             return oom();
         for (int i = 0; i < n->n_in; i++)
             layouts[i] = n->in[i] >= 0 ? s->values[n->in[i]].desc.layout : NULL;
     }
-    plugin_kernel_ctx kctx = {
-        .registry = plan->registry, .input_layouts = layouts, .n_input_layouts = n->n_in};
-    if (k->prepare_ctx != NULL)
-        st = k->prepare_ctx(node, &kctx, &n->state);
-    else if (k->prepare != NULL)
-        st = k->prepare(node, &n->state);
-    free(layouts);
-    if (st != RN_OK) {
+    /* A kernel that cannot prepare the node (a primitive the library refuses
+     * for these shapes) hands it to the next kernel that supports it, REF's
+     * last; the first refusal is kept for the runtime model. */
+    for (;;) {
+        const plugin_kernel *k = n->kernel;
+        plugin_kernel_ctx kctx = {.registry = plan->registry,
+                                  .input_layouts = layouts,
+                                  .n_input_layouts = k->prepare_ctx != NULL ? n->n_in : 0};
+        st = RN_OK;
+        if (k->prepare_ctx != NULL)
+            st = k->prepare_ctx(node, &kctx, &n->state);
+        else if (k->prepare != NULL)
+            st = k->prepare(node, &n->state);
+        if (st == RN_OK &&
+            ((st = check_output_layouts(s, n)) != RN_OK ||
+             (st = check_input_layouts(s, n)) != RN_OK) &&
+            k->release != NULL && n->state != NULL)
+            k->release(n->state);
+        if (st == RN_OK)
+            break;
         n->state = NULL;
-        return st;
+        const plugin_kernel *next = NULL;
+        if (plugin_kernel_may_fall_back(st))
+            plugin_kernel_registry_next(plan->registry, node, k, &next);
+        if (next == NULL)
+            break;
+        if (n->fallback == NULL && (n->fallback = strdup(rn_last_error())) == NULL) {
+            st = oom();
+            break;
+        }
+        plugin_log(atomic_load(&plan->log_level), PLUGIN_LOG_WARNING, plan->options.device,
+                   "node '%s' (%s): %s; running it with the %s kernel", node->name, node->op_type,
+                   n->fallback, next->impl_type ? next->impl_type : "next");
+        n->kernel = next;
     }
+    free(layouts);
+    if (st != RN_OK)
+        return st;
+    const plugin_kernel *k = n->kernel;
     if ((st = set_output_layouts(s, n)) != RN_OK)
         return st;
     n->impl = k->impl_type != NULL ? k->impl_type : "unknown";

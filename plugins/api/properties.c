@@ -149,7 +149,9 @@ rn_status plugin_properties_set(plugin_properties *p, const char *key, const cha
             if (!(accepted & PLUGIN_PRECISION(types[i])))
                 continue;
             if (strcasecmp(value, rn_element_type_name(types[i])) == 0) {
-                p->inference_precision = types[i];
+                bool native = p->native_precisions == 0 ||
+                              (p->native_precisions & PLUGIN_PRECISION(types[i]));
+                p->inference_precision = native ? types[i] : RN_F32;
                 return RN_OK;
             }
             used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",

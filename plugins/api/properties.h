@@ -44,6 +44,10 @@ typedef struct plugin_properties {
     /* What the device accepts as INFERENCE_PRECISION_HINT: bit
      * (1 << rn_element_type) per type; 0 means f32 only. */
     uint32_t precisions;
+    /* Of those, what the hardware runs natively (0: all): a hint outside it
+     * is accepted and resolves to f32, which the device then reports, as
+     * OpenVINO's CPU plugin does with bf16 on a CPU without it. */
+    uint32_t native_precisions;
     /* Host CPU devices (cpu_keys set): CPU_DENORMALS_OPTIMIZATION (flush
      * denormals to zero in the kernels' threads). */
     bool cpu_keys;

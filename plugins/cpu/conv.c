@@ -74,7 +74,7 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     int64_t bdims[1] = {ws.dims[0]};
     if ((st = cpu_any_md(rank, xs.dims, dt, &s->src)) != RN_OK ||
         (st = cpu_any_md(g.weights_rank, g.weights_dims, dt, &s->wei)) != RN_OK ||
-        (st = cpu_any_md(rank, ys.dims, dt, &s->dst)) != RN_OK ||
+        (st = cpu_any_md(rank, ys.dims, cpu_dst_type(node, dt), &s->dst)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, 1, bdims, &s->bias)) != RN_OK)
         return st;
     dnnl_convolution_desc_t cd;

@@ -213,8 +213,13 @@ typedef rn_status (*cpu_weighted_desc_fn)(const rn_node *node, cpu_weighted *w, 
  * when given). */
 bool cpu_conv_like_supports(const rn_node *node, const char **why);
 /* Prepares w (has_bias, matmul and sum set): the primitive in bf16 when
- * the config asks for it, else (or when oneDNN has none) in f32. */
+ * the config asks for it and the bf16 policy (transforms_keep_f32) did not
+ * keep the node f32, else (or when oneDNN has none) in f32. */
 rn_status cpu_weighted_prepare(const rn_node *node, cpu_weighted *w, cpu_weighted_desc_fn desc);
+/* The element type a product computing in dt writes: f32 where the bf16
+ * policy marked the node's output f32 (the graph's tail, a recurrence's
+ * input), else dt. */
+dnnl_data_type_t cpu_dst_type(const rn_node *node, dnnl_data_type_t dt);
 /* Creates the primitive descriptor of an op descriptor with the node's
  * post-ops (fused ops: its activation, after the sum when sum); *pd NULL
  * when unimplemented. */

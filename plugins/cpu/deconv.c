@@ -89,11 +89,20 @@ static bool deconv_supports(const rn_node *node, const char **why)
         *why = "window attributes oneDNN cannot take";
         return false;
     }
-    for (int i = 0; i < g.n; i++)
+    for (int i = 0; i < g.n; i++) {
         if (g.pads_begin[i] < 0) {
             *why = "an output_shape beyond the unpadded output (a negative begin pad)";
             return false;
         }
+        /* oneDNN takes an end pad above -stride only: an output_padding of
+         * the stride or more (which ONNX allows where the dilation is
+         * larger) is refused as invalid arguments. */
+        if (g.pads_end[i] + g.strides[i] <= 0) {
+            *why = "an output_padding of the stride or more (oneDNN needs the end pad above "
+                   "-stride)";
+            return false;
+        }
+    }
     return true;
 }
 
@@ -124,7 +133,7 @@ static rn_status deconv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_typ
     int wrank = deconv_weights_dims(node, g.group, wdims);
     if ((st = cpu_any_md(xs.rank, xs.dims, dt, &s->src)) != RN_OK ||
         (st = cpu_any_md(wrank, wdims, dt, &s->wei)) != RN_OK ||
-        (st = cpu_any_md(ys.rank, ys.dims, dt, &s->dst)) != RN_OK ||
+        (st = cpu_any_md(ys.rank, ys.dims, cpu_dst_type(node, dt), &s->dst)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, 1, bdims, &s->bias)) != RN_OK)
         return st;
     dnnl_deconvolution_desc_t dd;

@@ -41,12 +41,28 @@ static bool gemm_supports(const rn_node *node, const char **why)
     return cpu_static_node(node, why);
 }
 
+/* Whether a dim of input i is 0 (shapes static). */
+static bool empty_input(const rn_node *node, int i)
+{
+    rn_partial_shape s = rn_node_input_shape(node, i);
+    for (int d = 0; d < s.rank; d++)
+        if (s.dims[d] == 0)
+            return true;
+    return false;
+}
+
 static bool matmul_supports(const rn_node *node, const char **why)
 {
     rn_partial_shape a = rn_node_input_shape(node, 0), b = rn_node_input_shape(node, 1);
     if (rn_node_input_type(node, 0) != RN_F32 || a.rank < 2 || b.rank < 2 || a.rank > 5 ||
         b.rank > 5) {
         *why = "f32 operands of rank 2 to 5 only";
+        return false;
+    }
+    /* Creating oneDNN 2.6's matmul with a bias or post-ops for an M of 0
+     * divides by zero (SIGFPE); an empty product has nothing to compute. */
+    if (cpu_static_node(node, why) && (empty_input(node, 0) || empty_input(node, 1))) {
+        *why = "an empty tensor";
         return false;
     }
     if (strcmp(rn_node_op_type(node), "FusedMatMul") == 0) {
@@ -113,7 +129,7 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         }
         if ((st = cpu_plain_md(RN_F32, r, y.dims, &s->dst)) != RN_OK)
             return st;
-        s->dst.data_type = sdt;
+        s->dst.data_type = cpu_dst_type(node, sdt);
         if (s->has_bias) {
             int64_t bd[RN_MAX_RANK];
             for (int i = 0; i < r; i++)
@@ -126,7 +142,8 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         int64_t n = b.dims[0];
         if ((st = md_dims(2, a.dims, dt, dnnl_format_tag_any, &s->src)) != RN_OK ||
             (st = md_dims(2, b.dims, dt, dnnl_format_tag_any, &s->wei)) != RN_OK ||
-            (st = md_dims(2, y.dims, dt, dnnl_format_tag_any, &s->dst)) != RN_OK ||
+            (st = md_dims(2, y.dims, cpu_dst_type(node, dt), dnnl_format_tag_any, &s->dst)) !=
+                RN_OK ||
             (st = cpu_plain_md(RN_F32, 1, &n, &s->bias)) != RN_OK)
             return st;
         ds = dnnl_inner_product_forward_desc_init(&d.ip, dnnl_forward_inference, &s->src, &s->wei,

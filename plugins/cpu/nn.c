@@ -346,7 +346,8 @@ static rn_status nn_run(rn_kernel_args *args)
     const nn_state *s = args->state;
     cpu_arg a[MAX_CONCAT + 1];
     int n = 0;
-    if (s->n_src > 1) {
+    /* Concat takes its sources as MULTIPLE_SRC, one input too. */
+    if (strcmp(rn_node_op_type(args->node), "Concat") == 0) {
         for (int k = 0; k < s->n_src; k++)
             a[n++] = (cpu_arg){DNNL_ARG_MULTIPLE_SRC + k, &s->src[k], args->inputs[k].data};
     } else {

@@ -111,13 +111,22 @@ bool cpu_has_vnni(void)
            isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
 }
 
+/* oneDNN's statuses as runnel's: a primitive oneDNN has no implementation
+ * for is UNSUPPORTED; every other failure is the library's (DEVICE_ERROR),
+ * "out of memory" included: oneDNN returns it for descriptors it cannot
+ * lay out as much as for a failed allocation, and runnel's own allocations
+ * report RN_OUT_OF_MEMORY themselves. Both let the plan fall back to the
+ * next kernel (plugin_kernel_may_fall_back). */
 rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s)
 {
     const char *why = s == dnnl_unimplemented       ? "no implementation for these shapes and types"
-                      : s == dnnl_out_of_memory     ? "out of memory"
+                      : s == dnnl_out_of_memory     ? "oneDNN reported out of memory"
                       : s == dnnl_invalid_arguments ? "invalid arguments"
+                      : s == dnnl_iterator_ends     ? "iterator ends"
+                      : s == dnnl_runtime_error     ? "runtime error"
+                      : s == dnnl_not_required      ? "not required"
                                                     : "oneDNN error";
-    rn_status st = s == dnnl_out_of_memory ? RN_OUT_OF_MEMORY : RN_UNSUPPORTED;
+    rn_status st = s == dnnl_unimplemented ? RN_UNSUPPORTED : RN_DEVICE_ERROR;
     if (node != NULL)
         return rn_set_error(st, "CPU: node '%s' (%s): %s: %s (oneDNN status %d)",
                             rn_node_name(node), rn_node_op_type(node), what, why, (int)s);
@@ -604,6 +613,12 @@ rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_a
     rn_status st = cpu_stream(&stream);
     if (st != RN_OK)
         return st;
+    if (p->scratch > 0 && (args->scratch.data == NULL || args->scratch.nbytes < p->scratch))
+        return rn_set_error(RN_INTERNAL,
+                            "CPU: node '%s' (%s): the primitive needs %zu bytes of scratch, the "
+                            "run gave %zu",
+                            rn_node_name(args->node), rn_node_op_type(args->node), p->scratch,
+                            args->scratch.data != NULL ? args->scratch.nbytes : (size_t)0);
     cpu_bind_enter(p->bind, p->stream_threads);
     cpu_thread_state thread = cpu_enter(p->threads, p->denormals);
     dnnl_memory_t mem[CPU_MAX_ARGS + 1];
@@ -616,13 +631,10 @@ rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_a
         if (s == dnnl_success)
             ex[k] = (dnnl_exec_arg_t){a[i].arg, mem[k]}, k++;
     }
-    if (s == dnnl_success && p->scratch > 0) {
-        if (args->scratch.data == NULL || args->scratch.nbytes < p->scratch)
-            s = dnnl_out_of_memory;
-        else if ((s = cpu_memory(p->id, DNNL_ARG_SCRATCHPAD, &p->scratch_md, args->scratch.data,
-                                 &mem[k], &owned[k])) == dnnl_success)
-            ex[k] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[k]}, k++;
-    }
+    if (s == dnnl_success && p->scratch > 0 &&
+        (s = cpu_memory(p->id, DNNL_ARG_SCRATCHPAD, &p->scratch_md, args->scratch.data, &mem[k],
+                        &owned[k])) == dnnl_success)
+        ex[k] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[k]}, k++;
     if (s == dnnl_success)
         s = dnnl_primitive_execute(p->prim, stream, k, ex);
     if (s == dnnl_success)

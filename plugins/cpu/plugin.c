@@ -24,6 +24,9 @@ rn_status cpu_register_kernels(rn_kernel_registry *r)
 static void cpu_defaults(plugin_properties *p)
 {
     p->precisions = PLUGIN_PRECISION(RN_F32) | PLUGIN_PRECISION(RN_BF16);
+    /* bf16 asked for where the CPU lacks it runs, and reads back, f32. */
+    p->native_precisions =
+        PLUGIN_PRECISION(RN_F32) | (cpu_has_bf16() ? PLUGIN_PRECISION(RN_BF16) : 0);
     p->inference_precision = cpu_has_bf16() ? RN_BF16 : RN_F32;
     p->cpu_keys = true;
     p->denormals_optimization = true;
@@ -32,7 +35,6 @@ static void cpu_defaults(plugin_properties *p)
 static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_options *o,
                                 const plugin_properties *props)
 {
-    (void)props;
     rn_status st;
     if ((st = transforms_pipeline_insert_before(tp, "constant_folding", "fuse_qdq",
                                                 transforms_fuse_qdq, NULL, 0)) != RN_OK ||
@@ -59,8 +61,13 @@ static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_option
                                       0)) != RN_OK)
         return st;
     (void)o;
-    return transforms_pipeline_add(tp, "eliminate_dead_nodes_after_fusion",
-                                   transforms_eliminate_dead_nodes, NULL, 0);
+    st = transforms_pipeline_add(tp, "eliminate_dead_nodes_after_fusion",
+                                 transforms_eliminate_dead_nodes, NULL, 0);
+    /* bf16's exceptions, on the fused graph: its products are the nodes
+     * that compute in bf16 (docs/cpu.md, "Layouts and precision"). */
+    if (st == RN_OK && props->inference_precision == RN_BF16)
+        st = transforms_pipeline_add(tp, "keep_f32", transforms_keep_f32, NULL, 0);
+    return st;
 }
 
 /* Streams as the hint chose them, each with one worker: the cores a stream

@@ -157,6 +157,13 @@ static bool qfused_supports(const rn_node *node, const char **why)
                         : "2-D Gemm only";
         return false;
     }
+    /* oneDNN 2.6's int8 inner product takes no source zero point (its
+     * convolution and matmul do): creating one is "unimplemented". */
+    if (!conv && !matmul && present(node, QF_XZ) &&
+        (rn_node_input_constant(node, QF_XZ) == NULL || const_at(node, QF_XZ, 0) != 0)) {
+        *why = "a Gemm whose x zero point is not 0 (oneDNN's int8 inner product has none)";
+        return false;
+    }
     if (!conv && !matmul &&
         (rn_node_attr_int(node, "transA", 0) != 0 || rn_node_attr_int(node, "transB", 0) != 1 ||
          rn_node_attr_float(node, "alpha", 1.0f) != 1.0f ||

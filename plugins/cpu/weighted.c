@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plugins/cpu/cpu.h"
+#include "transforms/transforms.h"
 
 bool cpu_conv_like_supports(const rn_node *node, const char **why)
 {
@@ -52,13 +53,19 @@ rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, 
     return st;
 }
 
+dnnl_data_type_t cpu_dst_type(const rn_node *node, dnnl_data_type_t dt)
+{
+    return dt == dnnl_bf16 && rn_node_attr_int(node, TRANSFORMS_ATTR_F32_OUTPUT, 0) != 0 ? dnnl_f32
+                                                                                         : dt;
+}
+
 rn_status cpu_weighted_prepare(const rn_node *node, cpu_weighted *w, cpu_weighted_desc_fn desc)
 {
     dnnl_primitive_desc_t pd = NULL;
     rn_status st = RN_OK;
-    /* bf16 where the config asks for it, f32 when oneDNN has no bf16
-     * implementation for these shapes. */
-    if (cpu_config_get()->bf16)
+    /* bf16 where the config asks for it and the bf16 policy allows, f32
+     * when oneDNN has no bf16 implementation for these shapes. */
+    if (cpu_config_get()->bf16 && rn_node_attr_int(node, TRANSFORMS_ATTR_F32, 0) == 0)
         st = desc(node, w, dnnl_bf16, &pd);
     if (st == RN_OK && pd == NULL)
         st = desc(node, w, dnnl_f32, &pd);

@@ -444,6 +444,7 @@ static rn_status compiled_runtime_model(hetero_compiled *c, const rn_runtime_nod
             row.input_layouts = keep(c, strdup(sub[k].input_layouts ? sub[k].input_layouts : ""));
             row.output_layouts =
                 keep(c, strdup(sub[k].output_layouts ? sub[k].output_layouts : ""));
+            row.fallback = sub[k].fallback != NULL ? keep(c, strdup(sub[k].fallback)) : NULL;
             row.execution_order = (int)n;
             c->runtime[n++] = row;
         }

@@ -3,8 +3,9 @@
 Run by scripts/test-server (which builds the server and tools/run, makes the
 venv and passes their paths): starts runnel-server on loopback over a model
 repository made of real ONNX models (the onnx wheel's node tests and light
-SqueezeNet), then checks, with tritonclient.http (binary and JSON), curl,
-hey, raw sockets and prometheus_client's parser:
+SqueezeNet), then checks, with tritonclient.http (binary and JSON),
+tritonclient.grpc (e2e_grpc.py), curl, hey, raw sockets and
+prometheus_client's parser:
 
   - metadata, health and readiness; outputs equal tools/run's on the same
     inputs (FP32, UINT8, BOOL, FP16) and the ONNX semantics for BYTES;
@@ -21,7 +22,11 @@ hey, raw sockets and prometheus_client's parser:
     step named;
   - repository polling adds and removes versions, and reloads a changed
     config.json, with no failed request;
-  - SIGTERM: readiness off at once, every accepted call answered, exit 0.
+  - gRPC (e2e_grpc.py): metadata, config, outputs equal tools/run's, typed
+    contents, bad requests with the right status codes, async and streaming
+    infer; the statistics and repository extensions over both protocols;
+  - SIGTERM: readiness off at once, every accepted call answered (HTTP and
+    gRPC), exit 0.
 
 Prints one line per case, "PASS name" / "FAIL name: why" / "SKIP name: why",
 then "N passed, N failed"; exits non-zero when a case failed.
@@ -44,6 +49,7 @@ import traceback
 
 import numpy as np
 import tritonclient.http as httpclient
+import e2e_grpc
 from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
@@ -73,10 +79,12 @@ class Server:
     def __init__(self, binary, repo, *flags):
         self.dir = tempfile.mkdtemp(prefix="rn_server_")
         port_file = os.path.join(self.dir, "port")
+        grpc_port_file = os.path.join(self.dir, "grpc_port")
         self.log = open(os.path.join(self.dir, "log"), "w+")
         self.proc = subprocess.Popen(
             [binary, "--model-repository", repo, "--http-address", "127.0.0.1",
-             "--http-port", "0", "--port-file", port_file, *flags],
+             "--http-port", "0", "--port-file", port_file, "--grpc-port", "0",
+             "--grpc-port-file", grpc_port_file, *flags],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while not os.path.exists(port_file) or not open(port_file).read().strip():
@@ -85,6 +93,7 @@ class Server:
             time.sleep(0.05)
         self.port = int(open(port_file).read())
         self.url = f"127.0.0.1:{self.port}"
+        self.grpc_url = f"127.0.0.1:{int(open(grpc_port_file).read())}"
 
     def output(self):
         self.log.flush()
@@ -165,6 +174,14 @@ def make_repo(root, onnx_data):
         shutil.copy(models_src(name, node), f"{root}/{name}/1/model.onnx")
         with open(f"{root}/{name}/config.json", "w") as f:
             json.dump(config, f)
+    # A stateful model: dynamic_add as an accumulator (state y <- sum), so each
+    # answer is the sum of its sequence's x so far.
+    os.makedirs(f"{root}/accum/1")
+    shutil.copy(DYNAMIC_ADD, f"{root}/accum/1/model.onnx")
+    with open(f"{root}/accum/config.json", "w") as f:
+        json.dump({"device": "REF", "max_batch_size": 8,
+                   "sequence": {"state": [{"input": "y", "output": "sum"}],
+                                "max_idle_us": 1000000}}, f)
     # Pipelines: z = (a + b) + b on add_step twice; and one whose step 2
     # cannot take step 1's output.
     steps = [{"model": "add_step", "inputs": {"x": "a", "y": "b"}, "outputs": {"sum": "t"}},
@@ -579,31 +596,36 @@ def main():
         assert done[0] > 0
 
     def kserve_sdk():
-        try:
-            from kserve import InferenceRESTClient, InferInput, InferRequest, RESTConfig
-        except ImportError as e:
-            return f"the kserve SDK does not import in the venv: {e}"
-        import asyncio
+        # REST and gRPC, in its own process (e2e_kserve.py says why).
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2e_kserve.py")
+        out = subprocess.run([sys.executable, script, server.url, server.grpc_url],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode == 3:
+            return out.stdout.strip()
+        for _ in range(out.stdout.count("infer ok")):  # REST and gRPC
+            count("add", True)
+        assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+        assert out.stdout.count("infer ok") == 4, out.stdout
 
-        async def go():
-            c = InferenceRESTClient(RESTConfig(protocol="v2", timeout=60))
-            base = f"http://{server.url}"
-            assert await c.is_server_live(base)
-            assert await c.is_server_ready(base)
-            x = rng.standard_normal((3, 4, 5), np.float32)
-            y = rng.standard_normal((3, 4, 5), np.float32)
-            for binary in (False, True):
-                i1 = InferInput("x", [3, 4, 5], "FP32")
-                i1.set_data_from_numpy(x, binary_data=binary)
-                i2 = InferInput("y", [3, 4, 5], "FP32")
-                i2.set_data_from_numpy(y, binary_data=binary)
-                r = await c.infer(base, InferRequest(model_name="add", infer_inputs=[i1, i2]),
-                                  model_name="add")
-                count("add", True)
-                got = r.outputs[0].as_numpy()
-                assert np.array_equal(got.reshape(3, 4, 5), x + y), (binary, got)
-            await c.close()
-        asyncio.run(go())
+    def kserve_manifests_are_kserve_types():
+        # deploy/kserve against the kserve SDK's models: a field KServe does not know fails.
+        here = os.path.dirname(os.path.abspath(__file__))
+        deploy = os.path.join(here, "..", "..", "deploy", "kserve")
+        manifests = sorted(os.path.join(deploy, f) for f in os.listdir(deploy)
+                           if f.endswith(".yaml"))
+        typo = os.path.join(work, "typo.yaml")  # the negative control: storageURI for storageUri
+        with open(manifests[0]) as f, open(typo, "w") as out:
+            out.write(f.read().replace("storageUri", "storageURI"))
+        script = os.path.join(here, "e2e_kserve.py")
+        out = subprocess.run([sys.executable, script, "--manifests", *manifests, typo],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode == 3:
+            return out.stdout.strip()
+        assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+        lines = out.stdout.splitlines()
+        assert [l.split()[0] for l in lines] == ["OK", "OK", "UNKNOWN"], out.stdout
+        assert "storageURI (not a field of V1beta1ModelSpec)" in lines[2], out.stdout
+        print("  " + "\n  ".join(lines))
 
     def sigterm_drains_and_exits_0():
         results = []
@@ -615,11 +637,13 @@ def main():
             a = httpclient.InferInput("data_0", [1, 3, 224, 224], "FP32")
             a.set_data_from_numpy(x)
             pending.append(c.async_infer("squeezenet", [a]))
+        grpc_wait = e2e_grpc.drain_with_grpc_calls(server, x)
         time.sleep(0.05)
         server.proc.send_signal(signal.SIGTERM)
         time.sleep(0.2)
         status, _, _ = request(server, "GET", "/v2/health/ready")
         assert status == 503, f"ready after SIGTERM: {status}"
+        assert not e2e_grpc.server_ready(server), "gRPC ServerReady after SIGTERM"
         for p in pending:
             try:
                 p.get_result()
@@ -628,22 +652,33 @@ def main():
             except InferenceServerException as e:
                 results.append(e.status())
         assert results == [200] * 4, results
+        grpc_results = grpc_wait()
+        assert grpc_results == ["ok"] * 2, grpc_results
         rc = server.proc.wait(timeout=60)
         assert rc == 0, f"exit {rc}: {server.output()[-2000:]}"
         c.close()
 
+    def start_server(*flags):
+        return Server(args.server, repo, "--drain-secs", "0", "--threads", "2", *flags)
+
+    ctx = argparse.Namespace(server=server, repo=repo, work=work, rng=rng, run=args.run,
+                             count=count, counted=counted, tools_run=tools_run, request=request,
+                             start_server=start_server)
+    grpc_cases, grpc_close = e2e_grpc.cases(ctx)
     try:
         for fn in (health_and_metadata, numeric_outputs_equal_tools_run,
                    bytes_and_requested_outputs, dynamic_batching,
                    batching_delay_and_preferred_size, pipelines, curl_json_infer,
                    bad_input_is_refused_and_serving_goes_on, overload_gets_503_and_recovers,
-                   kserve_sdk, metrics_agree_with_the_clients,
+                   kserve_sdk, kserve_manifests_are_kserve_types,
+                   metrics_agree_with_the_clients, *grpc_cases,
                    polling_adds_and_removes_versions_without_failures,
                    config_change_reloads_without_failures,
                    sigterm_drains_and_exits_0):
             case(fn)
     finally:
         client.close()
+        grpc_close()
         if server.proc.poll() is None:
             server.stop()
         log = server.output()

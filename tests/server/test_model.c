@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "server/grpc_codec.h"
+#include "server/kserve.pb-c.h"
 #include "server/registry.h"
 
 #define SQUEEZENET  ".cache/onnx-1.22.0/light/light_squeezenet.onnx"
@@ -726,4 +728,251 @@ Test(pipeline, a_bad_pipeline_fails_the_load_naming_the_problem)
         cr_assert_null(reg);
         remove_repo();
     }
+}
+
+/* Collects repository index entries as "name:version:state:reason;". */
+static void index_line(const char *name, const char *version, const char *state, const char *reason,
+                       void *user)
+{
+    char *text = user;
+    size_t used = strlen(text);
+    snprintf(text + used, 512 - used, "%s:%s:%s:%s;", name, version, state, reason);
+}
+
+static const char *index_of(server_registry *reg, int ready_only)
+{
+    static char text[512];
+    text[0] = '\0';
+    server_registry_index(reg, ready_only, index_line, text);
+    return text;
+}
+
+Test(repository, explicit_control_loads_and_unloads_on_request)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\"}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_open(core, root, "REF", 4, SERVER_CONTROL_EXPLICIT, NULL, &reg),
+                 RN_OK, "%s", rn_last_error());
+    cr_assert_null(server_registry_find(reg, "sq", NULL)); /* nothing loads at start */
+    cr_assert_str_eq(index_of(reg, 0), "sq::UNAVAILABLE:unloaded;");
+    cr_assert_str_eq(index_of(reg, 1), "");
+    cr_assert_eq(server_registry_load(reg, "nope"), RN_NOT_FOUND);
+    cr_assert(strstr(rn_last_error(), "no model 'nope' in the repository"), "%s", rn_last_error());
+    cr_assert_eq(server_registry_load(reg, "sq"), RN_OK, "%s", rn_last_error());
+    cr_assert_str_eq(index_of(reg, 0), "sq:1:READY:;");
+
+    /* A version held by a request keeps serving after the unload. */
+    server_model *m = server_registry_find(reg, "sq", NULL);
+    cr_assert_not_null(m, "%s", rn_last_error());
+    cr_assert_eq(server_registry_unload(reg, "sq"), RN_OK);
+    cr_assert_null(server_registry_find(reg, "sq", NULL));
+    cr_assert_str_eq(index_of(reg, 0), "sq::UNAVAILABLE:unloaded;");
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    server_job job = {0};
+    add_job(m, &job, 1, 10, &w);
+    cr_assert_eq(server_model_submit(m, &job), RN_OK, "%s", rn_last_error());
+    wait_answers(&w, 1);
+    check_sum(&job, 1, 10);
+    wait_success(m, 1);
+    server_statistics s;
+    server_model_statistics(m, &s);
+    cr_assert_eq(s.success_count, 1);
+    cr_assert_eq(s.fail_count, 0);
+    cr_assert_eq(s.ran, 1);
+    cr_assert_eq(s.inference_count, 1);
+    cr_assert_eq(s.execution_count, 1);
+    cr_assert_gt(s.success_ns, 0);
+    cr_assert_gt(s.last_ms, 1700000000000u); /* ms since the epoch */
+    free_jobs(&job, 1);
+    server_model_release(m);
+    cr_assert_eq(server_registry_unload(reg, "never-loaded"), RN_OK); /* as Triton */
+    server_registry_free(reg);
+
+    /* Other modes refuse; a startup list names models that must exist. */
+    cr_assert_eq(server_registry_create(core, root, "REF", 4, &reg), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(server_registry_load(reg, "sq"), RN_NOT_IMPLEMENTED);
+    cr_assert(strstr(rn_last_error(), "need --model-control-mode explicit"), "%s", rn_last_error());
+    cr_assert_eq(server_registry_unload(reg, "sq"), RN_NOT_IMPLEMENTED);
+    server_registry_free(reg);
+    cr_assert_eq(server_registry_open(core, root, "REF", 4, SERVER_CONTROL_EXPLICIT, "sq", &reg),
+                 RN_OK, "%s", rn_last_error());
+    server_model *held = server_registry_find(reg, "sq", "1");
+    cr_assert_not_null(held);
+    server_model_release(held);
+    server_registry_free(reg);
+    cr_assert_eq(server_registry_open(core, root, "REF", 4, SERVER_CONTROL_EXPLICIT, "sq,zz", &reg),
+                 RN_NOT_FOUND);
+    cr_assert(strstr(rn_last_error(), "--load-model: no model 'zz'"), "%s", rn_last_error());
+    remove_repo();
+}
+
+/* The gRPC front's encoder, as a job carries it. */
+static rn_status encode_grpc(const server_job *job, const char *model, const char *version,
+                             const server_output *outputs, size_t n, server_response *out)
+{
+    return server_grpc_response_encode(model, version, job->infer.id, outputs, n, 0, out);
+}
+
+Test(model, a_job_with_its_own_encoder_gets_a_protobuf_answer_in_a_batch)
+{
+    make_repo_of(DYNAMIC_ADD,
+                 "{\"device\":\"REF\",\"max_batch_size\":8,\"max_queue_delay_us\":30000000,"
+                 "\"preferred_batch_size\":[3],\"properties\":{\"PERFORMANCE_HINT\":\"LATENCY\"}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", NULL);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    server_job jobs[2] = {0};
+    add_job(m, &jobs[0], 1, 0, &w); /* REST */
+    add_job(m, &jobs[1], 2, 100, &w);
+    jobs[1].encode = encode_grpc; /* gRPC, in the same batch of 3 rows */
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(server_model_submit(m, &jobs[i]), RN_OK, "%s", rn_last_error());
+    wait_answers(&w, 2);
+    check_sum(&jobs[0], 1, 0);
+    cr_assert_eq(jobs[1].http_status, 200, "%s", jobs[1].error ? jobs[1].error : "");
+    cr_assert_eq(jobs[1].response.header_size, 0);
+    Inference__ModelInferResponse *r = inference__model_infer_response__unpack(
+        NULL, jobs[1].response.size, (uint8_t *)jobs[1].response.body);
+    cr_assert_not_null(r);
+    cr_assert_str_eq(r->model_name, "sq");
+    cr_assert_eq(r->n_outputs, 1);
+    cr_assert_eq(r->outputs[0]->n_shape, 2);
+    cr_assert_eq(r->outputs[0]->shape[0], 2); /* its own rows of the batch */
+    cr_assert_eq(r->raw_output_contents[0].len, 32);
+    float sum[8];
+    memcpy(sum, r->raw_output_contents[0].data, sizeof sum);
+    for (int e = 0; e < 8; e++)
+        cr_assert_eq(sum[e], (float)(100 + e + 1), "[%d]", e);
+    inference__model_infer_response__free_unpacked(r, NULL);
+    wait_success(m, 2);
+    cr_assert_eq(atomic_load(&server_model_stats(m)->exec_count), 1);
+    free_jobs(jobs, 2);
+    server_model_release(m);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+/* A request of sequence `id` to dynamic_add served as an accumulator (state
+ * y <- sum): x is one row of `value`s, so its answer is the sum of its
+ * sequence's x so far. */
+static rn_status sequence_job(server_model *m, server_job *job, uint64_t id, int start, int end,
+                              int value, waiter *w)
+{
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,4],\"data\":[%d,%d,"
+             "%d,%d]}],\"parameters\":{\"binary_data_output\":true,\"sequence_id\":%llu,"
+             "\"sequence_start\":%s,\"sequence_end\":%s}}",
+             value, value, value, value, (unsigned long long)id, start ? "true" : "false",
+             end ? "true" : "false");
+    cr_assert_eq(server_infer_parse(json, strlen(json), SIZE_MAX, &job->infer), RN_OK, "%s",
+                 rn_last_error());
+    job->done = on_done;
+    job->user = w;
+    job->received_ns = server_now_ns();
+    return server_model_bind(m, &job->infer);
+}
+
+static float answer_of(const server_job *job)
+{
+    cr_assert_eq(job->http_status, 200, "%s", job->error ? job->error : "");
+    float sum[4];
+    cr_assert_eq(job->response.size - job->response.header_size, sizeof sum);
+    memcpy(sum, job->response.body + job->response.header_size, sizeof sum);
+    for (int e = 1; e < 4; e++)
+        cr_assert_eq(sum[e], sum[0]);
+    return sum[0];
+}
+
+Test(sequence, interleaved_sequences_keep_their_own_state_in_order)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":8,"
+                              "\"sequence\":{\"state\":[{\"input\":\"y\",\"output\":\"sum\"}],"
+                              "\"max_idle_us\":300000}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
+    server_model *m = server_registry_find(reg, "sq", NULL);
+    cr_assert_not_null(m);
+    /* Two sequences of 5 requests, submitted interleaved and at once: each
+     * waits behind its sequence's request in flight. */
+    enum { N = 10 };
+    server_job jobs[N] = {0};
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    for (int i = 0; i < N; i++) {
+        uint64_t id = 100 + (uint64_t)(i % 2);
+        int step = i / 2;
+        cr_assert_eq(sequence_job(m, &jobs[i], id, step == 0, step == 4, (int)id * 10 + step, &w),
+                     RN_OK, "%s", rn_last_error());
+        cr_assert_eq(server_model_submit(m, &jobs[i]), RN_OK, "%s", rn_last_error());
+    }
+    wait_answers(&w, N);
+    for (int s = 0; s < 2; s++) { /* each alone: x summed in order */
+        float want = 0;
+        for (int step = 0; step < 5; step++) {
+            want += (float)((100 + s) * 10 + step);
+            cr_assert_eq(answer_of(&jobs[2 * step + s]), want, "sequence %d step %d", s, step);
+        }
+    }
+    wait_success(m, N);
+    cr_assert_eq(server_model_sequences(m), 0); /* both ended */
+    free_jobs(jobs, N);
+
+    /* Bad requests, named. */
+    server_job bad = {0};
+    cr_assert_eq(sequence_job(m, &bad, 0, 0, 0, 1, &w), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "is stateful: a request needs parameters.sequence_id"), "%s",
+              rn_last_error());
+    free_jobs(&bad, 1);
+    memset(&bad, 0, sizeof bad);
+    cr_assert_eq(sequence_job(m, &bad, 100, 0, 0, 1, &w), RN_INVALID_ARG); /* it ended */
+    cr_assert(strstr(rn_last_error(), "sequence 100 of model 'sq' is not active"), "%s",
+              rn_last_error());
+    free_jobs(&bad, 1);
+    memset(&bad, 0, sizeof bad);
+    const char *with_state = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,4],"
+                             "\"data\":[1,1,1,1]},{\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":"
+                             "[1,4],\"data\":[1,1,1,1]}],\"parameters\":{\"sequence_id\":5,"
+                             "\"sequence_start\":true}}";
+    cr_assert_eq(server_infer_parse(with_state, strlen(with_state), SIZE_MAX, &bad.infer), RN_OK);
+    cr_assert_eq(server_model_bind(m, &bad.infer), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "input 'y' is the sequence state of model 'sq'"), "%s",
+              rn_last_error());
+    free_jobs(&bad, 1);
+
+    /* An idle sequence is reclaimed; continuing it is refused. */
+    server_job idle[2] = {0};
+    waiter w2 = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    cr_assert_eq(sequence_job(m, &idle[0], 7, 1, 0, 3, &w2), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(server_model_submit(m, &idle[0]), RN_OK);
+    wait_answers(&w2, 1);
+    cr_assert_eq(answer_of(&idle[0]), 3);
+    cr_assert_eq(server_model_sequences(m), 1);
+    usleep(400000);
+    cr_assert_eq(server_model_sequences(m), 0);
+    cr_assert_eq(sequence_job(m, &idle[1], 7, 0, 0, 3, &w2), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "is not active: start it with sequence_start"), "%s",
+              rn_last_error());
+    free_jobs(idle, 2);
+    server_model_release(m);
+    server_registry_free(reg);
+    remove_repo();
+}
+
+Test(sequence, state_pairs_are_checked_at_load)
+{
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":8,"
+                              "\"sequence\":{\"state\":[{\"input\":\"y\",\"output\":\"nope\"}]}}");
+    server_registry *reg;
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "'sequence': the model has no output 'nope'"), "%s",
+              rn_last_error());
+    remove_repo();
+    /* Without batching dynamic_add's dims are [N,4]: a state needs static dims. */
+    make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\","
+                              "\"sequence\":{\"state\":[{\"input\":\"y\",\"output\":\"sum\"}]}}");
+    cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "need the same datatype and the same static dims"), "%s",
+              rn_last_error());
+    remove_repo();
 }

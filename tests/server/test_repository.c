@@ -30,6 +30,30 @@ Test(route, kserve_v2_paths)
     cr_assert(r.method_allowed);
 }
 
+Test(route, statistics_configuration_and_repository_extensions)
+{
+    server_route r;
+    cr_assert_eq(server_route_parse("GET", "/v2/models/stats", &r), SERVER_ROUTE_MODEL_STATS);
+    cr_assert_str_eq(r.model, "");
+    cr_assert_eq(server_route_parse("GET", "/v2/models/add/versions/2/stats", &r),
+                 SERVER_ROUTE_MODEL_STATS);
+    cr_assert_str_eq(r.model, "add");
+    cr_assert_str_eq(r.version, "2");
+    cr_assert_eq(server_route_parse("GET", "/v2/models/add/config", &r), SERVER_ROUTE_MODEL_CONFIG);
+    cr_assert(r.method_allowed);
+    cr_assert_eq(server_route_parse("POST", "/v2/repository/index", &r), SERVER_ROUTE_REPO_INDEX);
+    cr_assert(r.method_allowed);
+    cr_assert_eq(server_route_parse("POST", "/v2/repository/models/sq/load", &r),
+                 SERVER_ROUTE_REPO_LOAD);
+    cr_assert_str_eq(r.model, "sq");
+    cr_assert_eq(server_route_parse("POST", "/v2/repository/models/sq/unload", &r),
+                 SERVER_ROUTE_REPO_UNLOAD);
+    cr_assert(r.method_allowed);
+    cr_assert_eq(server_route_parse("GET", "/v2/repository/models/sq/load", &r),
+                 SERVER_ROUTE_REPO_LOAD);
+    cr_assert_not(r.method_allowed);
+}
+
 Test(route, wrong_methods_and_unknown_paths)
 {
     server_route r;
@@ -42,7 +66,9 @@ Test(route, wrong_methods_and_unknown_paths)
                              "/v2/models/",
                              "/v2/models//infer",
                              "/v2/models/m/versions/",
-                             "/v2/models/m/versions/1/stats",
+                             "/v2/models/m/versions/1/statistics",
+                             "/v2/repository/models/m",
+                             "/v2/repository/models//load",
                              "/v2/models/m/extra/infer"};
     for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
         cr_assert_eq(server_route_parse("GET", unknown[i], &r), SERVER_ROUTE_NOT_FOUND, "%s",

@@ -16,6 +16,7 @@ pipelines), onnxruntime.transformers.optimizer (com.microsoft contrib ops on
 a BERT-layout encoder), onnx.version_converter (the light models at other
 opsets), and the onnx package itself for what exporters write around the
 graph (external data in several files, dim_value -1, stale value_info).
+tests/wild/real_models.py adds the real models that PyPI packages ship.
 """
 import os
 import shutil
@@ -392,3 +393,8 @@ if __name__ == "__main__":
     contrib_cases()
     bert_cases()
     sklearn_cases()
+    # real models from PyPI packages (rapidocr, silero-vad, ddddocr, magika)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import real_models
+
+    real_models.cases(OUT, ONLY)
