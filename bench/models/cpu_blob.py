@@ -1,5 +1,5 @@
 """Compile, import and CACHE_DIR times of runnel's CPU device against OpenVINO's CPU plugin on
-the same models, in one run (docs/performance.md, "CPU blobs"):
+the same models, in one run (bench/LOG.md, "CPU blobs"):
 
   runnel:   tools/compile (read + compile, then export to a blob), tools/bench -m BLOB (import),
             tools/bench -cache_dir DIR twice (the second compile imports the cached blob)

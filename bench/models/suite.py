@@ -368,7 +368,7 @@ def markdown_cell(r):
 
 
 def write_markdown(path, rows, device):
-    """The results as a docs/performance.md table, one row per case."""
+    """The results as a Markdown table for bench/LOG.md, one row per case."""
     def pair(rn, ov, key, scale, fmt):
         if not rn or not ov or "error" in rn or "error" in ov:
             return "—"

@@ -22,6 +22,18 @@
  * failure is FAIL. The runner prints one line per case that is not a PASS, a
  * per-op table and a final line "N passed, N failed, N unsupported".
  *
+ * --expected FILE: the cases expected not to pass, one per line as
+ * "FAIL NAME" or "UNSUPPORTED NAME" (scripts/test keeps one such file per
+ * device and corpus, tests/conformance/expected_DEVICE_CORPUS.txt). Every case
+ * runs; the exit status is non-zero when a case that is not listed does not
+ * pass, when a case listed as UNSUPPORTED now fails, or when a listed case was
+ * not found among the cases run ("unexpected ..." lines). A listed case that
+ * now passes, or that now is UNSUPPORTED instead of FAIL, is reported
+ * ("listed case now ...: remove it from the list") and does not fail the run.
+ * The last line counts them: "conformance: N passed, N unexpected, N expected
+ * failures, N unsupported, N listed now pass". --write-expected FILE writes
+ * the list that this run's results make.
+ *
  * --baseline FILE: every case named in FILE (one per line) must PASS; the
  * exit status is non-zero otherwise. --write-passing FILE writes the names
  * of the passing cases. --filter SUBSTR keeps the cases whose name contains it.
@@ -908,7 +920,8 @@ static int cmp_row(const void *a, const void *b)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: onnx --device DEV [--baseline FILE] [--write-passing FILE] "
+    fprintf(stderr, "usage: onnx --device DEV [--expected FILE] [--write-expected FILE] "
+                    "[--baseline FILE] [--write-passing FILE] "
                     "[--filter SUBSTR] [--rtol R] [--atol A] [--timeout SECONDS] "
                     "[--property KEY=VALUE] [--no-fork] "
                     "[--verbose] DIR...\n");
@@ -936,15 +949,97 @@ static char **read_lines(const char *path, size_t *n)
     return lines;
 }
 
+static const test_case *find_case(const char *name)
+{
+    test_case key = {.name = (char *)name};
+    return bsearch(&key, cases, (size_t)n_cases, sizeof cases[0], cmp_case);
+}
+
+/* --expected FILE against the results (cases sorted by name). Prints one line
+ * per difference and the "conformance: ..." count; returns 1 when a
+ * difference must fail the run. */
+static int check_expected(const char *path, const char *filter)
+{
+    size_t n;
+    char **lines = read_lines(path, &n);
+    verdict *listed = calloc((size_t)n_cases + 1, sizeof *listed);
+    bool *is_listed = calloc((size_t)n_cases + 1, sizeof *is_listed);
+    int unexpected = 0, now_pass = 0;
+    for (size_t k = 0; k < n; k++) {
+        char verdict_name[16], name[512];
+        if (sscanf(lines[k], "%15s %511s", verdict_name, name) != 2 ||
+            (strcmp(verdict_name, "FAIL") != 0 && strcmp(verdict_name, "UNSUPPORTED") != 0)) {
+            fprintf(stderr, "%s: line '%s' is not 'FAIL NAME' or 'UNSUPPORTED NAME'\n", path,
+                    lines[k]);
+            exit(2);
+        }
+        free(lines[k]);
+        if (filter != NULL && strstr(name, filter) == NULL)
+            continue;
+        const test_case *c = find_case(name);
+        if (c == NULL) {
+            printf("unexpected: listed case not found: %s\n", name);
+            unexpected++;
+            continue;
+        }
+        size_t i = (size_t)(c - cases);
+        is_listed[i] = true;
+        listed[i] = strcmp(verdict_name, "FAIL") == 0 ? FAIL : UNSUPPORTED;
+    }
+    free(lines);
+    int passed = 0, expected_fail = 0, expected_unsup = 0;
+    for (int i = 0; i < n_cases; i++) {
+        const test_case *c = &cases[i];
+        if (filter != NULL && strstr(c->name, filter) == NULL)
+            continue;
+        if (c->result == PASS) {
+            passed++;
+            if (is_listed[i]) {
+                printf("listed case now passes (remove it from the list): %s\n", c->name);
+                now_pass++;
+            }
+        } else if (!is_listed[i]) {
+            printf("unexpected %s: %s [%s] %s\n", verdict_names[c->result], c->name, c->ops,
+                   c->reason);
+            unexpected++;
+        } else if (listed[i] == UNSUPPORTED && c->result == FAIL) {
+            printf("unexpected FAIL (listed as UNSUPPORTED): %s [%s] %s\n", c->name, c->ops,
+                   c->reason);
+            unexpected++;
+        } else if (c->result == UNSUPPORTED) {
+            if (listed[i] == FAIL)
+                printf("listed case now UNSUPPORTED instead of FAIL (update the list): %s\n",
+                       c->name);
+            expected_unsup++;
+        } else {
+            expected_fail++;
+        }
+    }
+    free(listed);
+    free(is_listed);
+    printf("conformance: %d passed, %d unexpected, %d expected failures, %d unsupported, "
+           "%d listed now pass\n",
+           passed, unexpected, expected_fail, expected_unsup, now_pass);
+    return unexpected ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *baseline = NULL, *write_passing = NULL, *filter = NULL;
+    const char *expected = NULL, *write_expected = NULL;
+    /* Line-buffered: a long run shows its progress, and a child never
+     * inherits unwritten lines. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     int first_dir = argc;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
             device = argv[++i];
         else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc)
             baseline = argv[++i];
+        else if (strcmp(argv[i], "--expected") == 0 && i + 1 < argc)
+            expected = argv[++i];
+        else if (strcmp(argv[i], "--write-expected") == 0 && i + 1 < argc)
+            write_expected = argv[++i];
         else if (strcmp(argv[i], "--write-passing") == 0 && i + 1 < argc)
             write_passing = argv[++i];
         else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
@@ -1036,6 +1131,25 @@ int main(int argc, char **argv)
         free(names);
         printf("baseline: %zu of %zu cases still pass\n", n - missing, n);
         exit_code = missing ? 1 : 0;
+    }
+    if (expected != NULL) {
+        /* The listed FAILs are expected: the status says whether anything
+         * else differs (and, with --baseline too, whether its cases pass). */
+        int differs = check_expected(expected, filter);
+        exit_code = differs || (baseline != NULL && exit_code);
+    }
+    if (write_expected != NULL) {
+        FILE *f = fopen(write_expected, "w");
+        if (f == NULL) {
+            fprintf(stderr, "cannot write %s: %s\n", write_expected, strerror(errno));
+            return 2;
+        }
+        fprintf(f, "# Cases of this corpus that do not pass on %s (onnx --write-expected).\n",
+                device);
+        for (int i = 0; i < n_cases; i++)
+            if (cases[i].result != PASS && (filter == NULL || strstr(cases[i].name, filter)))
+                fprintf(f, "%s %s\n", verdict_names[cases[i].result], cases[i].name);
+        fclose(f);
     }
     if (write_passing != NULL) {
         FILE *f = fopen(write_passing, "w");
