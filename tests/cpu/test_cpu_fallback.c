@@ -180,18 +180,18 @@ Test(cpu_fallback, conv_in_if_branches_matches_ref)
     rn_core_free(core);
 }
 
-/* The same with the condition a constant of the model. */
-Test(cpu_fallback, conv_in_a_constant_if_matches_ref)
+/* Compiles `file` on CPU and REF, runs each on one pattern input of
+ * `dims`, and expects output 0 equal. */
+static void expect_model_matches_ref(const char *file, const int64_t *dims, size_t rank)
 {
     rn_core *core;
     OK(rn_core_create(&core));
-    rn_compiled_model *cpu = compile(core, "conv_in_if_const.onnx", "CPU");
-    rn_compiled_model *ref = compile(core, "conv_in_if_const.onnx", "REF");
-    const int64_t dims[] = {1, 3, 9, 9};
+    rn_compiled_model *cpu = compile(core, file, "CPU");
+    rn_compiled_model *ref = compile(core, file, "REF");
     size_t n_cpu, n_ref;
-    float *a = run(cpu, dims, 4, 0, &n_cpu);
-    float *b = run(ref, dims, 4, 0, &n_ref);
-    expect_same(a, n_cpu, b, n_ref, "y");
+    float *a = run(cpu, dims, rank, 0, &n_cpu);
+    float *b = run(ref, dims, rank, 0, &n_ref);
+    expect_same(a, n_cpu, b, n_ref, file);
     free(a);
     free(b);
     rn_compiled_model_free(cpu);
@@ -199,22 +199,17 @@ Test(cpu_fallback, conv_in_a_constant_if_matches_ref)
     rn_core_free(core);
 }
 
+/* The same with the condition a constant of the model. */
+Test(cpu_fallback, conv_in_a_constant_if_matches_ref)
+{
+    const int64_t dims[] = {1, 3, 9, 9};
+    expect_model_matches_ref("conv_in_if_const.onnx", dims, 4);
+}
+
 /* A Conv on constants only is folded at compile time on plain tensors (a
  * oneDNN Conv folded in its blocked layout gave other values). */
 Test(cpu_fallback, folded_conv_matches_ref)
 {
-    rn_core *core;
-    OK(rn_core_create(&core));
-    rn_compiled_model *cpu = compile(core, "conv_folded.onnx", "CPU");
-    rn_compiled_model *ref = compile(core, "conv_folded.onnx", "REF");
     const int64_t dims[] = {1, 5, 6, 6};
-    size_t n_cpu, n_ref;
-    float *a = run(cpu, dims, 4, 0, &n_cpu);
-    float *b = run(ref, dims, 4, 0, &n_ref);
-    expect_same(a, n_cpu, b, n_ref, "y");
-    free(a);
-    free(b);
-    rn_compiled_model_free(cpu);
-    rn_compiled_model_free(ref);
-    rn_core_free(core);
+    expect_model_matches_ref("conv_folded.onnx", dims, 4);
 }
