@@ -486,7 +486,7 @@ static void mark_refused(const plugin_device *p, const void *own, const graph *m
 {
     for (int i = 0; i < model->n_nodes; i++) {
         const graph_node *n = model->nodes[i];
-        if (!p->iface->refuses(own, n->op_type))
+        if (p->iface->refuses(own, n->op_type) == NULL)
             continue;
         for (int f = 0; f < n->n_fused; f++)
             for (size_t e = 0; e < q->count; e++)
@@ -551,13 +551,16 @@ static rn_status build(plugin_compiled *c, graph *g)
 {
     const plugin_device *p = c->device;
     const plugin_device_iface *iface = p->iface;
-    for (int i = 0; iface->refuses != NULL && i < g->n_nodes; i++)
-        if (iface->refuses(c->own, g->nodes[i]->op_type)) {
-            rn_status st = rn_set_error(RN_UNSUPPORTED, "%s: node '%s' (op %s) is refused",
-                                        iface->info.name, g->nodes[i]->name, g->nodes[i]->op_type);
+    for (int i = 0; iface->refuses != NULL && i < g->n_nodes; i++) {
+        const char *why = iface->refuses(c->own, g->nodes[i]->op_type);
+        if (why != NULL) {
+            rn_status st =
+                rn_set_error(RN_UNSUPPORTED, "%s: node '%s' (op %s) is refused by %s",
+                             iface->info.name, g->nodes[i]->name, g->nodes[i]->op_type, why);
             graph_free(g);
             return st;
         }
+    }
     plugin_plan_options o = {
         .profiling = c->props.enable_profiling,
         .trace = c->props.enable_trace,

@@ -86,9 +86,10 @@ typedef struct plugin_device_iface {
     /* (optional) Appends the device's passes (its fusions) to the default
      * pipeline. */
     rn_status (*add_passes)(void *context, transforms_pipeline *tp, const plugin_properties *props);
-    /* (optional) Whether the device refuses op `op_type` with these own
-     * values: query_model answers it unsupported and compile fails. */
-    bool (*refuses)(const void *own, const char *op_type);
+    /* (optional) Why the device refuses op `op_type` with these own values
+     * (the key that says so), NULL when it does not: query_model answers it
+     * unsupported and compile fails naming the node and the reason. */
+    const char *(*refuses)(const void *own, const char *op_type);
 
     /* ---- compiled models ---- */
 
