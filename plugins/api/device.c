@@ -50,40 +50,28 @@ static rn_status check_id(const plugin_device *p, const char *id)
 }
 
 /* Applies `props` to the shared values and the device's own ones (both
- * left unchanged on error); keys of extra_rw_keys are skipped (the caller
- * hands them to set_property). */
+ * left unchanged on error) after checking DEVICE_ID; keys of extra_rw_keys
+ * are skipped (the caller hands them to set_property). */
 static rn_status apply(const plugin_device *p, plugin_properties *shared, void *own,
                        const rn_property *props, size_t n)
 {
     const plugin_device_iface *iface = p->iface;
-    plugin_properties tmp = *shared;
-    void *tmp_own;
-    if (!own_copy(own, iface->own_size, &tmp_own))
+    rn_property *rest = calloc(n + 1, sizeof *rest);
+    if (rest == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "%s: out of memory", iface->info.name);
+    size_t n_rest = 0;
     rn_status st = RN_OK;
     for (size_t i = 0; i < n && st == RN_OK; i++) {
-        const char *key = props[i].key, *value = props[i].value;
-        if (key == NULL || value == NULL) {
-            st = rn_set_error(RN_INVALID_ARG, "%s: property %zu has no key or value",
-                              iface->info.name, i);
-            break;
-        }
-        const plugin_property_def *d = own_row(iface, key);
-        if (d != NULL)
-            st = plugin_property_parse(d, tmp_own, value, &tmp);
-        else if (listed(iface->extra_rw_keys, key))
-            continue;
-        else if (strcmp(key, "DEVICE_ID") == 0 && (st = check_id(p, value)) != RN_OK)
-            break;
-        else
-            st = plugin_properties_set(&tmp, key, value);
+        if (props[i].key != NULL && props[i].value != NULL &&
+            strcmp(props[i].key, "DEVICE_ID") == 0)
+            st = check_id(p, props[i].value);
+        if (props[i].key == NULL || !listed(iface->extra_rw_keys, props[i].key))
+            rest[n_rest++] = props[i];
     }
-    if (st == RN_OK) {
-        *shared = tmp;
-        if (iface->own_size > 0)
-            memcpy(own, tmp_own, iface->own_size);
-    }
-    free(tmp_own);
+    if (st == RN_OK)
+        st = plugin_properties_apply_own(iface->own_keys, iface->n_own_keys, iface->own_size,
+                                         shared, own, rest, n_rest);
+    free(rest);
     return st;
 }
 
@@ -132,24 +120,16 @@ static rn_status list_result(const char *key, const key_list *l, char *buf, size
     return plugin_property_string(key, l->text, buf, size);
 }
 
-/* A row of the table's INFO or RW rows (under the caller's lock); false
- * when `key` is not one of `scope` for these values. */
-static bool table_read(const plugin_device_iface *iface, const plugin_properties *props,
-                       plugin_property_scope scope, const char *key, rn_status *st, char *buf,
-                       size_t size)
+/* A row of the table's INFO rows of `scope` (the device's texts); false
+ * when `key` is not one. */
+static bool table_read(const plugin_device_iface *iface, plugin_property_scope scope,
+                       const char *key, rn_status *st, char *buf, size_t size)
 {
     const plugin_property_def *d = plugin_property_find(plugin_property_table, PLUGIN_N_KEYS, key);
-    if (d == NULL || !(d->scope & scope) ||
-        (d->devices == PLUGIN_DEVICES_HOST_CPU && !props->cpu_keys))
+    if (d == NULL || !(d->scope & scope) || d->where != PLUGIN_WHERE_INFO)
         return false;
-    if (d->where == PLUGIN_WHERE_INFO) {
-        const char *text = *(const char *const *)((const char *)&iface->info + d->offset);
-        *st = plugin_property_string(key, text != NULL ? text : d->default_value, buf, size);
-        return true;
-    }
-    if (d->where != PLUGIN_WHERE_FIELD)
-        return false;
-    *st = plugin_property_format(d, props, buf, size);
+    const char *text = *(const char *const *)((const char *)&iface->info + d->offset);
+    *st = plugin_property_string(key, text != NULL ? text : d->default_value, buf, size);
     return true;
 }
 
@@ -267,15 +247,12 @@ static rn_status device_property(plugin_device *p, const char *id, const char *k
     if (iface->read != NULL && (st = iface->read(p->context, id, key, buf, size)) != RN_NOT_FOUND)
         return st;
     rn_clear_error();
-    const plugin_property_def *own = own_row(iface, key);
     pthread_mutex_lock(&p->lock);
-    bool found = table_read(iface, &p->props, PLUGIN_SCOPE_DEVICE, key, &st, buf, size);
-    if (!found && own != NULL) {
-        st = plugin_property_format(own, p->own, buf, size);
-        found = true;
-    }
+    if (!table_read(iface, PLUGIN_SCOPE_DEVICE, key, &st, buf, size))
+        st = plugin_properties_get_own(iface->own_keys, iface->n_own_keys, &p->props, p->own, key,
+                                       buf, size);
     pthread_mutex_unlock(&p->lock);
-    if (!found)
+    if (st == RN_NOT_FOUND)
         return rn_set_error(RN_NOT_FOUND, "%s: unknown property '%s'", iface->info.name, key);
     return st;
 }
@@ -325,15 +302,12 @@ static rn_status compiled_get_property(plugin_compiled *c, const char *key, char
         (st = iface->compiled_read(c, key, buf, size)) != RN_NOT_FOUND)
         return st;
     rn_clear_error();
-    const plugin_property_def *own = own_row(iface, key);
     pthread_mutex_lock(&c->lock);
-    bool found = table_read(iface, &c->props, PLUGIN_SCOPE_COMPILED, key, &st, buf, size);
-    if (!found && own != NULL) {
-        st = plugin_property_format(own, c->own, buf, size);
-        found = true;
-    }
+    if (!table_read(iface, PLUGIN_SCOPE_COMPILED, key, &st, buf, size))
+        st = plugin_properties_get_own(iface->own_keys, iface->n_own_keys, &c->props, c->own, key,
+                                       buf, size);
     pthread_mutex_unlock(&c->lock);
-    if (!found)
+    if (st == RN_NOT_FOUND)
         return rn_set_error(RN_NOT_FOUND, "%s compiled model: unknown property '%s'",
                             iface->info.name, key);
     return st;
@@ -447,8 +421,8 @@ static const rn_compiled_model_ops compiled_ops = {
  * which keeps only preprocessing (it changes what the user feeds, so it is
  * not an optimisation). Constant folding evaluates on the host with the
  * folding registry. An untransformed device gets the clone. */
-static rn_status transform(const plugin_device *p, const plugin_properties *props,
-                           const graph *model, graph **out)
+rn_status plugin_device_transform(const plugin_device *p, const plugin_properties *props,
+                                  const graph *model, graph **out)
 {
     graph *g;
     rn_status st = graph_clone(model, &g);
@@ -511,7 +485,7 @@ rn_status plugin_device_query(plugin_device *p, const rn_graph *model, const rn_
     plugin_query_result q;
     if (st == RN_OK && iface->untransformed)
         st = plugin_query_model(model, p->kernels, &q);
-    else if (st == RN_OK && (st = transform(p, &shared, model, &g)) == RN_OK)
+    else if (st == RN_OK && (st = plugin_device_transform(p, &shared, model, &g)) == RN_OK)
         st = plugin_query_model_transformed(model, g, p->kernels, &q);
     graph_free(g);
     if (st == RN_OK && iface->refuses != NULL)
@@ -629,7 +603,7 @@ rn_status plugin_device_compile(plugin_device *p, const rn_graph *model, rn_plug
         st = place(c, context);
     graph *g = NULL;
     if (st == RN_OK)
-        st = transform(p, &c->props, model, &g);
+        st = plugin_device_transform(p, &c->props, model, &g);
     if (st == RN_OK)
         st = build(c, g); /* takes g over */
     if (st != RN_OK) {

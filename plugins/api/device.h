@@ -179,6 +179,14 @@ rn_status plugin_device_create_context(plugin_device *p, const rn_property *para
 rn_status plugin_device_default_context(plugin_device *p, const rn_remote_context_ops **ops,
                                         rn_plugin_context **out);
 
+/* What the device compiles for `model` with `props`: a clone through the
+ * default pass pipeline and the device's add_passes (constant folding with
+ * p->folding; only preprocessing under DISABLE_TRANSFORMATIONS); the clone
+ * alone for an untransformed device. Needs only p->iface, p->context and
+ * p->folding (a device's unit tests may fill just those). */
+rn_status plugin_device_transform(const plugin_device *p, const plugin_properties *props,
+                                  const graph *model, graph **out);
+
 /* The rn_plugin_ops of a device named `device` whose create is `create_fn`
  * (which calls plugin_device_create with its iface); `extension_fn`
  * (plugin_device_add_extension for devices whose kernels run on the host,

@@ -285,6 +285,45 @@ rn_status plugin_properties_apply(plugin_properties *p, const rn_property *props
     return RN_OK;
 }
 
+rn_status plugin_properties_apply_own(const plugin_property_def *rows, size_t n_rows,
+                                      size_t own_size, plugin_properties *shared, void *own,
+                                      const rn_property *props, size_t n)
+{
+    plugin_properties tmp = *shared;
+    unsigned char *tmp_own = own_size > 0 ? malloc(own_size) : NULL;
+    if (own_size > 0 && tmp_own == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "properties: out of memory");
+    if (own_size > 0)
+        memcpy(tmp_own, own, own_size);
+    rn_status st = RN_OK;
+    for (size_t i = 0; i < n && st == RN_OK; i++) {
+        if (props[i].key == NULL || props[i].value == NULL) {
+            st = rn_set_error(RN_INVALID_ARG, "property %zu has no key or value", i);
+            break;
+        }
+        const plugin_property_def *d = plugin_property_find(rows, n_rows, props[i].key);
+        st = d != NULL ? plugin_property_parse(d, tmp_own, props[i].value, &tmp)
+                       : plugin_properties_set(&tmp, props[i].key, props[i].value);
+    }
+    if (st == RN_OK) {
+        *shared = tmp;
+        if (own_size > 0)
+            memcpy(own, tmp_own, own_size);
+    }
+    free(tmp_own);
+    return st;
+}
+
+rn_status plugin_properties_get_own(const plugin_property_def *rows, size_t n_rows,
+                                    const plugin_properties *shared, const void *own,
+                                    const char *key, char *buf, size_t size)
+{
+    const plugin_property_def *d = plugin_property_find(rows, n_rows, key);
+    if (d != NULL)
+        return plugin_property_format(d, own, buf, size);
+    return plugin_properties_get(shared, key, buf, size);
+}
+
 rn_status plugin_properties_get(const plugin_properties *p, const char *key, char *buf, size_t size)
 {
     const plugin_property_def *d = rw_row(p, key);

@@ -222,6 +222,18 @@ rn_status plugin_property_format(const plugin_property_def *def, const void *bas
 /* Parses every row's default into `base` (zeroed first, `size` bytes). */
 void plugin_property_defaults(const plugin_property_def *defs, size_t n, void *base, size_t size);
 
+/* Applies properties to the shared values and a device's own ones (the n_rows
+ * rows `rows` over `own_size` bytes at `own`): the first bad one is the
+ * error, naming the key, and neither is changed. */
+rn_status plugin_properties_apply_own(const plugin_property_def *rows, size_t n_rows,
+                                      size_t own_size, plugin_properties *shared, void *own,
+                                      const rn_property *props, size_t n);
+/* Reads a shared read-write key or one of the own rows; RN_NOT_FOUND for
+ * others. */
+rn_status plugin_properties_get_own(const plugin_property_def *rows, size_t n_rows,
+                                    const plugin_properties *shared, const void *own,
+                                    const char *key, char *buf, size_t size);
+
 /* The defaults: profiling off, no hint, one stream, f32, MEDIUM priority. */
 void plugin_properties_default(plugin_properties *p);
 
