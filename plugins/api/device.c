@@ -133,6 +133,26 @@ static bool table_read(const plugin_device_iface *iface, plugin_property_scope s
     return true;
 }
 
+/* A key of the table's INFO rows of `scope`, a shared read-write one or
+ * one of the device's own rows (under `lock`); an unknown key is
+ * RN_NOT_FOUND naming it and the device (or its compiled model). */
+static rn_status read_values(const plugin_device_iface *iface, plugin_property_scope scope,
+                             pthread_mutex_t *lock, const plugin_properties *props, const void *own,
+                             const char *key, char *buf, size_t size)
+{
+    rn_status st;
+    rn_clear_error();
+    pthread_mutex_lock(lock);
+    if (!table_read(iface, scope, key, &st, buf, size))
+        st = plugin_properties_get_own(iface->own_keys, iface->n_own_keys, props, own, key, buf,
+                                       size);
+    pthread_mutex_unlock(lock);
+    if (st == RN_NOT_FOUND)
+        return rn_set_error(RN_NOT_FOUND, "%s%s: unknown property '%s'", iface->info.name,
+                            scope == PLUGIN_SCOPE_COMPILED ? " compiled model" : "", key);
+    return st;
+}
+
 /* ---- the device ---- */
 
 rn_status plugin_device_create(const plugin_device_iface *iface, plugin_device **out)
@@ -246,15 +266,7 @@ static rn_status device_property(plugin_device *p, const char *id, const char *k
     rn_status st;
     if (iface->read != NULL && (st = iface->read(p->context, id, key, buf, size)) != RN_NOT_FOUND)
         return st;
-    rn_clear_error();
-    pthread_mutex_lock(&p->lock);
-    if (!table_read(iface, PLUGIN_SCOPE_DEVICE, key, &st, buf, size))
-        st = plugin_properties_get_own(iface->own_keys, iface->n_own_keys, &p->props, p->own, key,
-                                       buf, size);
-    pthread_mutex_unlock(&p->lock);
-    if (st == RN_NOT_FOUND)
-        return rn_set_error(RN_NOT_FOUND, "%s: unknown property '%s'", iface->info.name, key);
-    return st;
+    return read_values(iface, PLUGIN_SCOPE_DEVICE, &p->lock, &p->props, p->own, key, buf, size);
 }
 
 rn_status plugin_device_get_property(plugin_device *p, const char *key, char *buf, size_t size)
@@ -301,16 +313,7 @@ static rn_status compiled_get_property(plugin_compiled *c, const char *key, char
     if (iface->compiled_read != NULL &&
         (st = iface->compiled_read(c, key, buf, size)) != RN_NOT_FOUND)
         return st;
-    rn_clear_error();
-    pthread_mutex_lock(&c->lock);
-    if (!table_read(iface, PLUGIN_SCOPE_COMPILED, key, &st, buf, size))
-        st = plugin_properties_get_own(iface->own_keys, iface->n_own_keys, &c->props, c->own, key,
-                                       buf, size);
-    pthread_mutex_unlock(&c->lock);
-    if (st == RN_NOT_FOUND)
-        return rn_set_error(RN_NOT_FOUND, "%s compiled model: unknown property '%s'",
-                            iface->info.name, key);
-    return st;
+    return read_values(iface, PLUGIN_SCOPE_COMPILED, &c->lock, &c->props, c->own, key, buf, size);
 }
 
 /* The LIVE keys: the shared ones and the device's own; any other key is

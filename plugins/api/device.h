@@ -187,20 +187,42 @@ rn_status plugin_device_default_context(plugin_device *p, const rn_remote_contex
 rn_status plugin_device_transform(const plugin_device *p, const plugin_properties *props,
                                   const graph *model, graph **out);
 
-/* The rn_plugin_ops of a device named `device` whose create is `create_fn`
- * (which calls plugin_device_create with its iface); `extension_fn`
- * (plugin_device_add_extension for devices whose kernels run on the host,
- * else NULL) and `device_property_fn` (plugin_device_get_device_property
- * for devices with several DEVICE_IDs, else NULL) fill the optional slots. */
-#define PLUGIN_DEVICE_OPS(device, create_fn, extension_fn, device_property_fn)                     \
+/* Defines `const rn_plugin_ops ops_name` of the device `iface` (a
+ * plugin_device_iface) named `device`, with a create that opens it;
+ * `extension_fn` (plugin_device_add_extension for devices whose kernels run
+ * on the host, else NULL) and `device_property_fn`
+ * (plugin_device_get_device_property for devices with several DEVICE_IDs,
+ * else NULL) fill the optional slots. */
+#define PLUGIN_DEVICE_DEFINE(ops_name, device, iface, extension_fn, device_property_fn)            \
+    static rn_status ops_name##_create(rn_plugin **out)                                            \
     {                                                                                              \
-        .abi_version = RN_PLUGIN_ABI_VERSION, .device_name = device, .version = RN_VERSION_STRING, \
-        .create = create_fn, .destroy = plugin_device_destroy,                                     \
-        .set_property = plugin_device_set_property, .get_property = plugin_device_get_property,    \
-        .query_model = plugin_device_query, .add_extension = extension_fn,                         \
-        .import_model = plugin_device_import, .create_context = plugin_device_create_context,      \
+        return plugin_device_create(&(iface), out);                                                \
+    }                                                                                              \
+    const rn_plugin_ops ops_name = {                                                               \
+        .abi_version = RN_PLUGIN_ABI_VERSION,                                                      \
+        .device_name = device,                                                                     \
+        .version = RN_VERSION_STRING,                                                              \
+        .create = ops_name##_create,                                                               \
+        .destroy = plugin_device_destroy,                                                          \
+        .set_property = plugin_device_set_property,                                                \
+        .get_property = plugin_device_get_property,                                                \
+        .query_model = plugin_device_query,                                                        \
+        .add_extension = extension_fn,                                                             \
+        .import_model = plugin_device_import,                                                      \
+        .create_context = plugin_device_create_context,                                            \
         .get_default_context = plugin_device_default_context,                                      \
-        .compile_model = plugin_device_compile, .get_device_property = device_property_fn,         \
+        .compile_model = plugin_device_compile,                                                    \
+        .get_device_property = device_property_fn,                                                 \
     }
+
+/* The entry point of a device in a shared object (rn_plugin_entry),
+ * returning `ops_name`. */
+#define PLUGIN_DEVICE_ENTRY(ops_name)                                                              \
+    const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)                                     \
+    {                                                                                              \
+        (void)abi_version;                                                                         \
+        return &ops_name;                                                                          \
+    }                                                                                              \
+    extern const rn_plugin_ops ops_name /* takes the caller's semicolon */
 
 #endif /* RUNNEL_PLUGINS_API_DEVICE_H */

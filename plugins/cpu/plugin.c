@@ -122,10 +122,4 @@ static const plugin_device_iface cpu_device = {
     .import_done = cpu_import_done,
 };
 
-static rn_status cpu_create(rn_plugin **out)
-{
-    return plugin_device_create(&cpu_device, out);
-}
-
-const rn_plugin_ops cpu_plugin_ops =
-    PLUGIN_DEVICE_OPS("CPU", cpu_create, plugin_device_add_extension, NULL);
+PLUGIN_DEVICE_DEFINE(cpu_plugin_ops, "CPU", cpu_device, plugin_device_add_extension, NULL);

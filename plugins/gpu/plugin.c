@@ -523,16 +523,7 @@ static const plugin_device_iface gpu_descriptor = {
     .write_trace = gpu_write_trace,
 };
 
-static rn_status gpu_create(rn_plugin **out)
-{
-    return plugin_device_create(&gpu_descriptor, out);
-}
+PLUGIN_DEVICE_DEFINE(gpu_plugin_ops, GPU_NAME, gpu_descriptor, NULL,
+                     plugin_device_get_device_property);
 
-const rn_plugin_ops gpu_plugin_ops =
-    PLUGIN_DEVICE_OPS(GPU_NAME, gpu_create, NULL, plugin_device_get_device_property);
-
-const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)
-{
-    (void)abi_version;
-    return &gpu_plugin_ops;
-}
+PLUGIN_DEVICE_ENTRY(gpu_plugin_ops);

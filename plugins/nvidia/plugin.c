@@ -259,15 +259,6 @@ const plugin_device_iface nv_device_iface = {
     .compiled_changed = nvidia_timing,
 };
 
-static rn_status nvidia_create(rn_plugin **out)
-{
-    return plugin_device_create(&nv_device_iface, out);
-}
+PLUGIN_DEVICE_DEFINE(nvidia_plugin_ops, "NVIDIA", nv_device_iface, NULL, NULL);
 
-const rn_plugin_ops nvidia_plugin_ops = PLUGIN_DEVICE_OPS("NVIDIA", nvidia_create, NULL, NULL);
-
-const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)
-{
-    (void)abi_version;
-    return &nvidia_plugin_ops;
-}
+PLUGIN_DEVICE_ENTRY(nvidia_plugin_ops);

@@ -23,10 +23,4 @@ static const plugin_device_iface ref_device = {
     .register_kernels = ref_device_kernels,
 };
 
-static rn_status ref_create(rn_plugin **out)
-{
-    return plugin_device_create(&ref_device, out);
-}
-
-const rn_plugin_ops ref_plugin_ops =
-    PLUGIN_DEVICE_OPS("REF", ref_create, plugin_device_add_extension, NULL);
+PLUGIN_DEVICE_DEFINE(ref_plugin_ops, "REF", ref_device, plugin_device_add_extension, NULL);

@@ -354,15 +354,6 @@ static const plugin_device_iface slowdev_device = {
     .built = slowdev_built,
 };
 
-static rn_status slowdev_create(rn_plugin **out)
-{
-    return plugin_device_create(&slowdev_device, out);
-}
+PLUGIN_DEVICE_DEFINE(slowdev_plugin_ops, "SLOWDEV", slowdev_device, NULL, NULL);
 
-const rn_plugin_ops slowdev_plugin_ops = PLUGIN_DEVICE_OPS("SLOWDEV", slowdev_create, NULL, NULL);
-
-const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)
-{
-    (void)abi_version;
-    return &slowdev_plugin_ops;
-}
+PLUGIN_DEVICE_ENTRY(slowdev_plugin_ops);
