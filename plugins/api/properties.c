@@ -234,7 +234,8 @@ const plugin_property_def *plugin_property_find(const plugin_property_def *defs,
 
 void plugin_property_defaults(const plugin_property_def *defs, size_t n, void *base, size_t size)
 {
-    memset(base, 0, size);
+    if (size > 0) /* a device without own values has no struct for them */
+        memset(base, 0, size);
     for (size_t i = 0; i < n; i++)
         if (defs[i].where == PLUGIN_WHERE_FIELD && defs[i].default_value != NULL) {
             rn_status st = plugin_property_parse(&defs[i], base, defs[i].default_value, NULL);
