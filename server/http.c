@@ -21,6 +21,7 @@ struct server_http {
     server_registry *registry;
     struct MHD_Daemon *daemon;
     size_t max_body;
+    server_byte_budget *budget;
     atomic_int ready;
     atomic_long in_flight; /* infer calls submitted and not yet sent their answer */
 };
@@ -32,7 +33,10 @@ typedef struct server_call {
     server_route route;
     char *body;
     size_t size, cap;
+    size_t reserved; /* of the byte budget, given back when the call ends */
     int too_large;
+    int over_budget;    /* the server holds too many request bytes: 503 */
+    size_t wanted;      /* what the budget refused */
     int answered_early; /* a 413 went out from the headers: nothing more to answer */
     uint64_t received_ns;
     server_model *model; /* acquired while its job is in flight */
@@ -53,6 +57,8 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, char *
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE) /* a full queue or budget: worth a retry */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (header_size > 0) {
         char text[32];
         snprintf(text, sizeof text, "%zu", header_size);
@@ -260,6 +266,27 @@ static enum MHD_Result answer_job(server_call *call)
                    r.header_size ? "application/octet-stream" : "application/json", r.header_size);
 }
 
+/* Reserves the byte budget for `bytes` of the call's body in all; 0 when the
+ * server holds too many request bytes already. */
+static int reserve(server_call *call, size_t bytes)
+{
+    if (bytes <= call->reserved)
+        return 1;
+    if (!server_byte_budget_take(call->http->budget, bytes - call->reserved))
+        return 0;
+    call->reserved = bytes;
+    return 1;
+}
+
+static enum MHD_Result respond_over_budget(server_call *call, size_t bytes)
+{
+    server_byte_budget *b = call->http->budget;
+    return respond_error(call->connection, MHD_HTTP_SERVICE_UNAVAILABLE,
+                         "the server is busy: it holds %zu bytes of requests, and %zu more would "
+                         "pass its limit of %zu (--max-buffered-bytes); retry later",
+                         atomic_load(&b->held), bytes, b->limit);
+}
+
 static enum MHD_Result start_infer(server_call *call)
 {
     server_http *h = call->http;
@@ -339,22 +366,38 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                  "of %zu bytes (--max-body-bytes)",
                                  length, h->max_body);
         }
+        if (length != NULL && !reserve(call, (size_t)strtoull(length, NULL, 10))) {
+            call->over_budget = 1;
+            call->answered_early = 1;
+            return respond_over_budget(call, (size_t)strtoull(length, NULL, 10));
+        }
         return MHD_YES;
     }
     if (*upload_size > 0) { /* a piece of the body */
         size_t n = *upload_size;
         *upload_size = 0;
-        if (call->too_large || call->size + n > h->max_body) {
-            call->too_large = 1;
+        if (call->too_large || call->over_budget || call->size + n > h->max_body) {
+            call->too_large |= !call->over_budget;
             free(call->body);
             call->body = NULL;
             call->size = 0;
             return MHD_YES;
         }
         if (call->size + n > call->cap) {
-            size_t cap = call->cap ? call->cap : 65536;
+            /* The whole body at once when its length was given: no more is
+             * reserved than it needs. */
+            size_t cap = call->cap ? call->cap : call->reserved > 0 ? call->reserved : 65536;
             while (cap < call->size + n)
                 cap *= 2;
+            if (!reserve(call, cap)) { /* answered 503 once the body is in */
+                call->over_budget = 1;
+                free(call->body);
+                call->body = NULL;
+                call->size = 0;
+                call->wanted = cap;
+                call->cap = 0;
+                return MHD_YES;
+            }
             char *grown = realloc(call->body, cap);
             if (grown == NULL)
                 return MHD_NO;
@@ -369,6 +412,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return answer_job(call);
     if (call->answered_early)
         return MHD_YES;
+    if (call->over_budget)
+        return respond_over_budget(call, call->wanted);
     call->received_ns = server_now_ns();
     if (call->route.kind == SERVER_ROUTE_NOT_FOUND)
         return respond_error(c, MHD_HTTP_NOT_FOUND, "no route for %s %s", method, url);
@@ -394,6 +439,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **context,
         server_model_release(call->model);
         atomic_fetch_sub(&call->http->in_flight, 1);
     }
+    server_byte_budget_give(call->http->budget, call->reserved);
     server_infer_clear(&call->job.infer);
     free(call->job.response.body);
     free(call->job.error);
@@ -413,11 +459,20 @@ rn_status server_http_start(server_registry *registry, const server_http_config 
         return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the HTTP server");
     h->registry = registry;
     h->max_body = config->max_body;
+    h->budget = config->budget;
+    /* The timeout closes a connection silent that long: half a header, a
+     * body that stalls, an idle keep-alive (a suspended infer call is not
+     * silent: MHD does not time it out). Past max_connections MHD stops
+     * accepting until one closes; past max_per_client it accepts and closes
+     * at once, so one address cannot take every connection. */
+    unsigned threads = config->threads ? config->threads : 1;
+    unsigned limit = config->max_connections > threads ? config->max_connections : threads;
     h->daemon = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)(config->threads ? config->threads : 1), MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
+        config->timeout_secs, MHD_OPTION_CONNECTION_LIMIT, limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->max_per_client,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (h->daemon == NULL) {
         free(h);

@@ -50,6 +50,7 @@ import traceback
 import numpy as np
 import tritonclient.http as httpclient
 import e2e_grpc
+import e2e_limits
 from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
@@ -93,7 +94,8 @@ class Server:
             time.sleep(0.05)
         self.port = int(open(port_file).read())
         self.url = f"127.0.0.1:{self.port}"
-        self.grpc_url = f"127.0.0.1:{int(open(grpc_port_file).read())}"
+        self.grpc_port = int(open(grpc_port_file).read())
+        self.grpc_url = f"127.0.0.1:{self.grpc_port}"
 
     def output(self):
         self.log.flush()
@@ -221,6 +223,8 @@ def main():
     ap.add_argument("--onnx-data", required=True)
     ap.add_argument("--overload-requests", type=int, default=120,
                     help="requests hey sends in the overload case (fewer under sanitizers)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated case names: run only these (for a narrow check)")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="rn_e2e_")
@@ -665,17 +669,19 @@ def main():
                              count=count, counted=counted, tools_run=tools_run, request=request,
                              start_server=start_server)
     grpc_cases, grpc_close = e2e_grpc.cases(ctx)
+    only = set(filter(None, args.only.split(",")))
     try:
         for fn in (health_and_metadata, numeric_outputs_equal_tools_run,
                    bytes_and_requested_outputs, dynamic_batching,
                    batching_delay_and_preferred_size, pipelines, curl_json_infer,
                    bad_input_is_refused_and_serving_goes_on, overload_gets_503_and_recovers,
                    kserve_sdk, kserve_manifests_are_kserve_types,
-                   metrics_agree_with_the_clients, *grpc_cases,
+                   metrics_agree_with_the_clients, *grpc_cases, *e2e_limits.cases(ctx),
                    polling_adds_and_removes_versions_without_failures,
                    config_change_reloads_without_failures,
                    sigterm_drains_and_exits_0):
-            case(fn)
+            if not only or fn.__name__ in only:
+                case(fn)
     finally:
         client.close()
         grpc_close()
