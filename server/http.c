@@ -366,10 +366,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                  "of %zu bytes (--max-body-bytes)",
                                  length, h->max_body);
         }
+        /* Over the byte budget the body is read and dropped, then answered
+         * 503: a client that sends its body without waiting for 100
+         * Continue would see a reset, not the answer, were it refused now. */
         if (length != NULL && !reserve(call, (size_t)strtoull(length, NULL, 10))) {
             call->over_budget = 1;
-            call->answered_early = 1;
-            return respond_over_budget(call, (size_t)strtoull(length, NULL, 10));
+            call->wanted = (size_t)strtoull(length, NULL, 10);
         }
         return MHD_YES;
     }

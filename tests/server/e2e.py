@@ -223,6 +223,8 @@ def main():
     ap.add_argument("--onnx-data", required=True)
     ap.add_argument("--overload-requests", type=int, default=120,
                     help="requests hey sends in the overload case (fewer under sanitizers)")
+    ap.add_argument("--sanitized", action="store_true",
+                    help="the server runs under ASan/UBSan or TSan (slower: wider time bounds)")
     ap.add_argument("--only", default="",
                     help="comma-separated case names: run only these (for a narrow check)")
     args = ap.parse_args()
@@ -667,7 +669,7 @@ def main():
 
     ctx = argparse.Namespace(server=server, repo=repo, work=work, rng=rng, run=args.run,
                              count=count, counted=counted, tools_run=tools_run, request=request,
-                             start_server=start_server)
+                             start_server=start_server, sanitized=args.sanitized)
     grpc_cases, grpc_close = e2e_grpc.cases(ctx)
     only = set(filter(None, args.only.split(",")))
     try:
