@@ -49,6 +49,7 @@ import traceback
 
 import numpy as np
 import tritonclient.http as httpclient
+import e2e_devices
 import e2e_grpc
 import e2e_install
 import e2e_limits
@@ -675,7 +676,8 @@ def main():
     ctx = argparse.Namespace(server=server, repo=repo, work=work, rng=rng, run=args.run,
                              count=count, counted=counted, tools_run=tools_run, request=request,
                              start_server=start_server, sanitized=args.sanitized,
-                             installed=args.installed, onnx_data=args.onnx_data, Server=Server)
+                             installed=args.installed, onnx_data=args.onnx_data, Server=Server,
+                             server_binary=args.server)
     grpc_cases, grpc_close = e2e_grpc.cases(ctx)
     only = set(filter(None, args.only.split(",")))
     try:
@@ -685,7 +687,7 @@ def main():
                    bad_input_is_refused_and_serving_goes_on, overload_gets_503_and_recovers,
                    kserve_sdk, kserve_manifests_are_kserve_types,
                    metrics_agree_with_the_clients, *grpc_cases, *e2e_limits.cases(ctx),
-                   *e2e_install.cases(ctx),
+                   *e2e_install.cases(ctx), *e2e_devices.cases(ctx),
                    polling_adds_and_removes_versions_without_failures,
                    config_change_reloads_without_failures,
                    sigterm_drains_and_exits_0):
