@@ -157,6 +157,9 @@ def cases(ctx):
             print(f"  gRPC: ready in {took * 1000:.0f} ms beside {IDLE} half prefaces; all "
                   f"closed {gone:.1f} s later")
             close_all(idle)
+            hwm = srv.vm_hwm_kib()
+            print(f"  VmHWM {hwm} KiB")
+            assert hwm < 512 * 1024, f"peak RSS {hwm} KiB beside idle connections"
             # Serving as before.
             c = httpclient.InferenceServerClient(url=srv.url)
             assert c.is_server_ready()
