@@ -376,7 +376,13 @@ static void stream_received(rpc *c, const uint8_t *data, size_t size, int more)
     c->open++; /* before the submit: its answer may come first */
     pthread_mutex_unlock(&c->lock);
     char message[2048];
-    int code = submit_infer(c->g, ic, data, size, message, sizeof message);
+    int code = GRPC_STATUS_UNAVAILABLE;
+    /* Stopping: a stream that keeps sending would keep the drain from
+     * ending; its later requests are answered, with an error. */
+    if (atomic_load(&c->g->stopping))
+        snprintf(message, sizeof message, "the server is shutting down");
+    else
+        code = submit_infer(c->g, ic, data, size, message, sizeof message);
     if (code != GRPC_STATUS_OK) {
         ic->job.http_status = 400;
         ic->job.error = strdup(message);

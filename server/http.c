@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "runnel/version.h"
@@ -22,7 +23,9 @@ struct server_http {
     struct MHD_Daemon *daemon;
     size_t max_body;
     server_byte_budget *budget;
+    unsigned timeout_secs;
     atomic_int ready;
+    atomic_int stopping;   /* answers say "Connection: close" */
     atomic_long in_flight; /* infer calls submitted and not yet sent their answer */
 };
 
@@ -57,6 +60,13 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, char *
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    /* Stopping: each keep-alive connection closes after its answer, so the
+     * drain ends with every request on it answered, not cut. */
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const server_http *h = info ? info->socket_context : NULL;
+    if (h != NULL && atomic_load(&h->stopping))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (status == MHD_HTTP_SERVICE_UNAVAILABLE) /* a full queue or budget: worth a retry */
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (header_size > 0) {
@@ -449,6 +459,15 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **context,
     free(call);
 }
 
+/* Every connection's socket context is its server, for respond(). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)c;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        *socket_context = cls;
+}
+
 rn_status server_http_start(server_registry *registry, const server_http_config *config,
                             server_http **out)
 {
@@ -462,6 +481,7 @@ rn_status server_http_start(server_registry *registry, const server_http_config 
     h->registry = registry;
     h->max_body = config->max_body;
     h->budget = config->budget;
+    h->timeout_secs = config->timeout_secs;
     /* The timeout closes a connection silent that long: half a header, a
      * body that stalls, an idle keep-alive (a suspended infer call is not
      * silent: MHD does not time it out). Past max_connections MHD stops
@@ -472,10 +492,10 @@ rn_status server_http_start(server_registry *registry, const server_http_config 
     h->daemon = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
-        threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
-        config->timeout_secs, MHD_OPTION_CONNECTION_LIMIT, limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->max_per_client,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+        threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, config->timeout_secs,
+        MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        config->max_per_client, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (h->daemon == NULL) {
         free(h);
         return rn_set_error(RN_IO_ERROR, "cannot listen on %s:%d (in use, or not allowed)",
@@ -506,8 +526,36 @@ void server_http_stop(server_http *h)
     if (h == NULL)
         return;
     int fd = MHD_quiesce_daemon(h->daemon); /* no new connections */
-    while (atomic_load(&h->in_flight) > 0)
+    /* A client that connects from now on is refused, not left in the backlog
+     * to be reset at the end; the socket is closed only after
+     * MHD_stop_daemon, as libmicrohttpd's threads may still hold it. */
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+    atomic_store(&h->stopping, 1);
+    /* Until every accepted infer call is answered, and then until the open
+     * connections have closed (each does after its next answer) or sat
+     * idle for a second (an idle keep-alive connection holds no request),
+     * at most the client timeout: a request still arriving then would
+     * have been closed by the timeout anyway. */
+    uint64_t start = server_now_ns(), idle_since = 0, second = 1000000000ull;
+    uint64_t limit = (uint64_t)(h->timeout_secs ? h->timeout_secs : 15) * second;
+    for (;;) {
+        const union MHD_DaemonInfo *info =
+            MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        unsigned open = info ? info->num_connections : 0;
+        uint64_t now = server_now_ns();
+        if (atomic_load(&h->in_flight) > 0) {
+            idle_since = 0;
+        } else {
+            if (open == 0 || now - start > limit)
+                break;
+            if (idle_since == 0)
+                idle_since = now;
+            else if (now - idle_since > second)
+                break;
+        }
         usleep(1000);
+    }
     MHD_stop_daemon(h->daemon);
     if (fd >= 0)
         close(fd);

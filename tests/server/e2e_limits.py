@@ -12,6 +12,7 @@ import http.client
 import json
 import queue
 import resource
+import signal
 import socket
 import threading
 import time
@@ -230,5 +231,116 @@ def cases(ctx):
             rc = srv.stop()
         assert rc == 0, f"exit {rc}"
 
+    def sigterm_under_continuous_load_answers_or_refuses():
+        # 4 HTTP keep-alive connections, 2 gRPC callers and a gRPC stream, all sending without
+        # pause; SIGTERM (drain 0). Every request the server read is answered (200 / OK, or
+        # for a stream's late request an error saying the server is shutting down); a client
+        # that connects after it gets "connection refused" (HTTP) or UNAVAILABLE (gRPC); and
+        # the server exits 0 even though the clients never stop.
+        srv = ctx.start_server()
+        body = json.dumps({"inputs": [
+            {"name": "x", "datatype": "FP32", "shape": [3, 4, 5], "data": [1] * 60},
+            {"name": "y", "datatype": "FP32", "shape": [3, 4, 5], "data": [2] * 60}]})
+        stop = threading.Event()
+        outcomes, lock = {}, threading.Lock()
+
+        def note(kind):
+            with lock:
+                outcomes[kind] = outcomes.get(kind, 0) + 1
+
+        def http_worker():
+            conn = http.client.HTTPConnection(srv.url, timeout=30)
+            while not stop.is_set():
+                try:
+                    conn.request("POST", "/v2/models/add/infer", body=body)
+                    r = conn.getresponse()
+                    data = r.read()
+                    ok = r.status == 200 and json.loads(data)["outputs"][0]["data"] == [3] * 60
+                    note(f"http {r.status}" if not ok or r.status != 200 else "http 200")
+                    if r.getheader("Connection", "").lower() == "close":
+                        conn.close()
+                except ConnectionRefusedError:
+                    note("http refused")
+                    conn.close()
+                    time.sleep(0.01)
+                except Exception as e:  # noqa: BLE001 - anything else is a cut request
+                    note(f"http {type(e).__name__}")
+                    conn.close()
+                    time.sleep(0.01)
+
+        x = np.ones((3, 4, 5), np.float32)
+
+        def grpc_inputs():
+            tin = []
+            for name, v in (("x", x), ("y", 2 * x)):
+                t = grpcclient.InferInput(name, [3, 4, 5], "FP32")
+                t.set_data_from_numpy(v)
+                tin.append(t)
+            return tin
+
+        def grpc_worker():
+            c = grpcclient.InferenceServerClient(srv.grpc_url)
+            while not stop.is_set():
+                try:
+                    ok = np.all(c.infer("add", grpc_inputs()).as_numpy("sum") == 3)
+                    note("grpc OK" if ok else "grpc wrong")
+                except Exception as e:  # noqa: BLE001
+                    note(f"grpc {getattr(e, 'status', lambda: type(e).__name__)()}")
+                    time.sleep(0.01)
+            c.close()
+
+        stream_errors = []
+
+        def on_answer(result, error):
+            if error is None:
+                note("stream OK")
+            elif "the server is shutting down" in error.message():
+                note("stream shutting down")
+            else:
+                stream_errors.append(f"{error.status()}: {error.message()}")
+
+        def stream_worker():
+            c = grpcclient.InferenceServerClient(srv.grpc_url)
+            c.start_stream(callback=on_answer)
+            while not stop.is_set():
+                try:
+                    c.async_stream_infer("add", grpc_inputs())
+                except Exception:  # noqa: BLE001 - the stream has ended
+                    break
+                time.sleep(0.002)
+            try:
+                c.stop_stream()
+            except Exception:  # noqa: BLE001
+                pass
+            c.close()
+
+        threads = ([threading.Thread(target=http_worker) for _ in range(4)]
+                   + [threading.Thread(target=grpc_worker) for _ in range(2)]
+                   + [threading.Thread(target=stream_worker)])
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(1.5)
+            start = time.time()
+            srv.proc.send_signal(signal.SIGTERM)
+            rc = srv.proc.wait(timeout=60)
+            took = time.time() - start
+            time.sleep(0.3)  # clients meet the closed ports
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        print(f"  exit {rc} {took:.2f} s after SIGTERM; {outcomes}")
+        assert rc == 0, f"exit {rc}: {srv.output()[-2000:]}"
+        allowed = {"http 200", "http refused", "grpc OK", "grpc StatusCode.UNAVAILABLE",
+                   "stream OK", "stream shutting down"}
+        assert set(outcomes) <= allowed, outcomes
+        assert all(outcomes.get(k, 0) > 0 for k in ("http 200", "grpc OK", "stream OK")), outcomes
+        # The stream itself ends cancelled (the server cancels it once nothing is in flight).
+        assert all(e.startswith(("StatusCode.CANCELLED", "StatusCode.UNAVAILABLE"))
+                   for e in stream_errors), stream_errors[:3]
+        srv.stop()
+
     return [slow_and_idle_clients_cannot_starve_it,
-            more_request_bytes_than_it_holds_get_503_and_resource_exhausted]
+            more_request_bytes_than_it_holds_get_503_and_resource_exhausted,
+            sigterm_under_continuous_load_answers_or_refuses]
