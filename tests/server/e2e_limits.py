@@ -25,7 +25,7 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 IDLE = 1500        # half-header connections on each port (256 never hurt; 1,500 did)
-TIMEOUT_SECS = 5   # the servers' --client-timeout-secs
+TIMEOUT_SECS = 8   # the servers' --client-timeout-secs
 PER_CLIENT = 256   # the servers' --max-connections-per-client
 
 
@@ -105,11 +105,12 @@ def cases(ctx):
         return None
 
     def slow_and_idle_clients_cannot_starve_it():
-        # Readiness answers within a second while the idle connections are held (checked 1 s
-        # after they connected: gRPC takes ~0.5 s, and ~1 s under ASan, to accept 1,500 on a
-        # loaded 2-core machine); under the sanitizers within 2.5 s. Either way 1 + 2.5 s is
-        # before the 5 s timeout could have reclaimed any idle connection.
-        bound = 2.5 if ctx.sanitized else 1.0
+        # Readiness answers within a second while the idle connections are held (asked 1 s
+        # after they connected: gRPC takes ~0.5 s to accept 1,500 on this loaded 2-core
+        # machine), and while every one of them is still open: it did not wait for the
+        # timeout to reclaim them. Under the sanitizers (malloc is ASan's, and gRPC's accepts
+        # took 1-3 s at load 6-8) the bound is 5 s, still before the 8 s timeout.
+        bound = 5.0 if ctx.sanitized else 1.0
         why = fd_room()
         if why:
             return why
@@ -127,7 +128,7 @@ def cases(ctx):
             assert refused == 44, f"{refused} of {PER_CLIENT + 44} from one address closed, want 44"
             # 1,500 half headers from other addresses: readiness still answers in a second.
             idle = open_idle(srv.port, IDLE, 2, 250, b"GET /v2/health/ready HTTP/1.1\r\nHost: x")
-            time.sleep(1)  # held, not still being accepted: the timeout is 5 s away
+            time.sleep(1)  # held, not still being accepted: the timeout is 8 s away
             start = time.time()
             conn = http.client.HTTPConnection(srv.url, timeout=bound)
             conn.request("GET", "/v2/health/ready")
@@ -137,6 +138,7 @@ def cases(ctx):
             assert status == 200, status
             assert took < bound, \
                 f"/v2/health/ready took {took:.2f} s beside {IDLE} idle connections"
+            assert closed_by_server(idle) == 0, "idle connections were closed before the answer"
             # And the idle ones are closed by the timeout.
             gone = wait_all_closed(idle + greedy, TIMEOUT_SECS + 20)
             print(f"  HTTP: ready in {took * 1000:.0f} ms beside {IDLE} half headers "
@@ -154,13 +156,16 @@ def cases(ctx):
             took = time.time() - start
             assert ready, "ServerReady: not ready"
             assert took < bound, f"ServerReady took {took:.2f} s beside {IDLE} idle connections"
+            assert closed_by_server(idle) == 0, "idle connections were closed before the answer"
             gone = wait_all_closed(idle, TIMEOUT_SECS + 20)
             print(f"  gRPC: ready in {took * 1000:.0f} ms beside {IDLE} half prefaces; all "
                   f"closed {gone:.1f} s later")
             close_all(idle)
             hwm = srv.vm_hwm_kib()
             print(f"  VmHWM {hwm} KiB")
-            assert hwm < 512 * 1024, f"peak RSS {hwm} KiB beside idle connections"
+            # 70 MB plain; ASan's quarantine and shadow took it to 430 MB.
+            limit = (1536 if ctx.sanitized else 512) * 1024
+            assert hwm < limit, f"peak RSS {hwm} KiB beside idle connections"
             # Serving as before.
             c = httpclient.InferenceServerClient(url=srv.url)
             assert c.is_server_ready()
