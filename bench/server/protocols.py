@@ -9,6 +9,8 @@ For each --concurrency C (default 1,2,4,8), each for --seconds (default 3):
     tensor contents);
   - the same by tritonclient.http with binary tensor data (C in flight on
     its connection pool);
+  - and by Debian's hey (a Go client, lighter than Python's: the server's
+    HTTP side with less of the client's CPU in the price), C workers;
 
 printing rows/s, p50 and p99 per protocol, ratio= server / tools/bench at
 the same C, and grpc/http. Clients and server share the machine, so the
@@ -20,8 +22,11 @@ the CPU, its ISA and the load average before and after.
 """
 
 import argparse
+import json
 import os
+import re
 import shutil
+import subprocess
 import signal
 import sys
 import tempfile
@@ -68,6 +73,38 @@ def grpc_closed_loop(url, model, inputs, concurrency, seconds):
     return len(latencies) / elapsed, latencies
 
 
+def hey(url, model, inputs, concurrency, seconds, work):
+    """Debian's hey (a Go client, lighter than Python's) posting binary v2
+    requests for `seconds` with `concurrency` workers: (requests/s, p50 ms,
+    p99 ms, nan under 100 answers), or a string saying why there is none."""
+    if shutil.which("hey") is None:
+        return "not installed (Debian's hey)"
+    parts, header = [], {"inputs": []}
+    for name, value in inputs.items():
+        header["inputs"].append({"name": name, "datatype": httpclient.np_to_triton_dtype(value.dtype),
+                                 "shape": list(value.shape),
+                                 "parameters": {"binary_data_size": value.nbytes}})
+        parts.append(value.tobytes())
+    head = json.dumps(header).encode()
+    path = f"{work}/hey-body.bin"
+    with open(path, "wb") as f:
+        f.write(head + b"".join(parts))
+    out = subprocess.run(["hey", "-z", f"{seconds:g}s", "-c", str(concurrency), "-m", "POST",
+                          "-T", "application/octet-stream", "-H",
+                          f"Inference-Header-Content-Length: {len(head)}", "-D", path,
+                          f"http://{url}/v2/models/{model}/infer"],
+                         capture_output=True, text=True, timeout=seconds + 60).stdout
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    p50 = re.search(r"50%+ in ([\d.]+) secs", out)
+    p99 = re.search(r"99%+ in ([\d.]+) secs", out)
+    ok = re.search(r"\[200\]\s+(\d+) responses", out)
+    if not (rate and p50 and ok):
+        return "no answers it could read: " + " ".join(out.split())[-300:]
+    # hey prints no 99% line (a "0% in 0.0000") under 100 answers.
+    return (float(rate.group(1)), float(p50.group(1)) * 1e3,
+            float(p99.group(1)) * 1e3 if p99 else float("nan"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
@@ -105,11 +142,14 @@ def main():
                 h, h_lat = closed_loop(url, "m", inputs, c, args.seconds)
                 gp = np.percentile(g_lat, [50, 99])
                 hp = np.percentile(h_lat, [50, 99])
+                hy = hey(url, "m", inputs, c, args.seconds, work)
                 print(f"concurrency={c}: tools/bench {peer:.1f} rows/s (p50 "
                       f"{peer_lat['median_ms']:.1f} ms, p99 {peer_lat['p99_ms']:.1f} ms) | "
                       f"gRPC {g:.1f} rows/s (p50 {gp[0]:.1f}, p99 {gp[1]:.1f} ms) "
                       f"ratio={g / peer:.2f} | HTTP {h:.1f} rows/s (p50 {hp[0]:.1f}, "
-                      f"p99 {hp[1]:.1f} ms) ratio={h / peer:.2f} | grpc/http={g / h:.2f}",
+                      f"p99 {hp[1]:.1f} ms) ratio={h / peer:.2f} | grpc/http={g / h:.2f}"
+                      + (f" | hey (HTTP) {hy[0]:.1f} rows/s (p50 {hy[1]:.1f}, p99 {hy[2]:.1f} ms) "
+                         f"ratio={hy[0] / peer:.2f}" if not isinstance(hy, str) else f" | hey: {hy}"),
                       flush=True)
         except Exception:
             print(open(f"{work}/server-0.log").read()[-3000:])
