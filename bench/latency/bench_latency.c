@@ -5,33 +5,47 @@
  *
  * Issue 30: async should take no longer than sync (within 5 %) on every
  * device. The peer of each async figure is the sync figure of the same
- * request in the same run. Per device and model: the model is compiled with
- * PERFORMANCE_HINT=LATENCY, one request is created, and rounds alternate the
- * modes (sync, async, sync, async, ...; each round times `iters` requests
- * one by one after a warm-up, and keeps its median), so that a change of
- * machine load hits both alike. Each line prints the median [min-max] of
- * the rounds' medians in ms, and async/sync.
+ * model on the same device in the same run. Per device and model: the model
+ * is compiled with PERFORMANCE_HINT=LATENCY, one request is created, and
+ * rounds of the two modes alternate (sync, async, async, sync, ...) so that
+ * a change of machine load hits both alike; each round times requests one
+ * by one for a fixed time after a warm-up and keeps their median. Each line
+ * prints the median [min-max] of the rounds' medians in ms, and async/sync.
+ *
+ * By default (--order isolated) every round runs in a process of its own
+ * (forked before anything of runnel exists): how a program that only uses
+ * one of the two APIs runs. A process that runs both has two OpenMP
+ * masters on the CPU device (the caller's thread for sync, the stream
+ * worker for async), more OpenMP threads than cores, and then libgomp stops
+ * spinning in every team of the process (docs/cpu.md, "Threads and
+ * streams"): --order interleaved measures that case, both modes in one
+ * process; sync-first and async-first run every round of one mode before
+ * the other's, in one process.
  *
  * Beside the wall time, the CPU time every thread of the process spent
- * during each mode (/proc/self/task/TID/schedstat, nanoseconds on a CPU),
- * per request, grouped by what the thread is: the caller (this thread), the
+ * during the timed requests (/proc/self/task/TID/schedstat, ns on a CPU) and
+ * its voluntary context switches (/proc/self/task/TID/status: it blocked,
+ * in a futex wait or a sleep), per request, grouped by what the thread is:
+ * the caller (the thread that calls infer / start_async + wait), the
  * caller's OpenMP team (threads named as the process: libgomp's pool of the
  * caller, which runs sync requests' primitives), the stream workers
- * ("rn-sNwK"), their OpenMP teams ("rn-sNtK"), the executors ("rn-callback",
- * "rn-device-wait"), and others (a device's own threads). CPU time per
- * request above the wall time means more than one thread was busy: a team
- * working in parallel, or threads spinning beside it.
+ * ("rn-sNwK"), their OpenMP teams ("rn-sNtK"), the executors
+ * ("rn-callback", "rn-device-wait"), and others (a device's own threads).
+ * CPU time per request above the wall time means more than one thread was
+ * busy: a team working in parallel, or threads spinning beside it.
  *
- *   bazel run //bench/latency:bench_latency -- [--devices CPU,REF,GPU]
- *       [--models squeezenet,shufflenet,...] [--rounds N] [--seconds S]
- *       [--warmup N] [--order interleaved|sync-first|async-first] [-p KEY=VALUE ...]
+ *   bazel run -c opt //bench/latency:bench_latency -- [--devices CPU,REF,GPU]
+ *       [--models squeezenet,shufflenet,...] [--rounds N] [--seconds S] [--warmup N]
+ *       [--order isolated|interleaved|sync-first|async-first] [--release-caller-team]
+ *       [-p KEY=VALUE ...]
  *
  * Models are the light ONNX test models of onnx 1.22.0
  * (.cache/onnx-1.22.0/light/light_NAME.onnx, fetched by scripts/setup), or
- * paths to .onnx files. `--order sync-first` runs every sync round before
- * any async one (a process that has never started an async request while
- * sync runs), `async-first` the reverse. A device that is not available is
- * skipped with a line saying so. docs/performance.md ("sync and async under
+ * paths to .onnx files. --seconds is the time the timed requests of one
+ * device and model take in all (both modes, every round). A device that is
+ * not available is skipped with a line saying so. --release-caller-team is
+ * an experiment: after compiling, the caller's libgomp pool is released
+ * (omp_pause_resource_all). docs/performance.md ("sync and async under
  * LATENCY") has the numbers. */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -42,6 +56,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,11 +67,12 @@
 #define MAX_ROUNDS     101
 #define MAX_LIST       32
 #define MAX_THREADS    256
+#define MAX_SAMPLES    5000
 
 enum { MODE_SYNC, MODE_ASYNC, N_MODES };
 static const char *const mode_names[N_MODES] = {"sync", "async"};
 
-typedef enum order { ORDER_INTERLEAVED, ORDER_SYNC_FIRST, ORDER_ASYNC_FIRST } order;
+typedef enum order { ORDER_ISOLATED, ORDER_INTERLEAVED, ORDER_SYNC_FIRST, ORDER_ASYNC_FIRST } order;
 
 typedef struct options {
     const char *devices[MAX_LIST];
@@ -65,15 +81,14 @@ typedef struct options {
     int n_models;
     int rounds;
     int warmup;
-    double seconds; /* timed per device and model, both modes together */
+    double seconds; /* timed per device and model, both modes and every round together */
     order order;
-    bool only[N_MODES];       /* --modes: run only these (default both) */
-    bool release_caller_team; /* --release-caller-team */
+    bool release_caller_team;
     rn_property properties[MAX_PROPERTIES];
     size_t n_properties;
 } options;
 
-/* What the threads of the process ran, by kind. */
+/* What the threads of the process are. */
 enum {
     KIND_CALLER,
     KIND_CALLER_TEAM,
@@ -89,7 +104,7 @@ static const char *const kind_names[N_KINDS] = {"caller",       "caller-team", "
 typedef struct thread_time {
     long tid;
     uint64_t ns;
-    uint64_t sleeps; /* voluntary context switches: the thread blocked (a futex wait, ...) */
+    uint64_t sleeps; /* voluntary context switches: the thread blocked */
     char comm[32];
 } thread_time;
 
@@ -98,14 +113,24 @@ typedef struct snapshot {
     thread_time t[MAX_THREADS];
 } snapshot;
 
+/* One device and model: every round of both modes, and what the threads did. */
+typedef struct result {
+    int rounds[N_MODES];
+    double round_ms[N_MODES][MAX_ROUNDS];
+    double cpu_ns[N_MODES][N_KINDS]; /* summed over every timed request */
+    double sleeps[N_MODES][N_KINDS]; /* voluntary context switches, likewise */
+    int busy_max[N_MODES][N_KINDS];  /* the most threads of a kind busy >1 % of a round */
+    long requests[N_MODES];
+    int census_compiled[N_KINDS]; /* threads after compiling (the last process's) */
+    int census_end[N_KINDS];      /* threads after the runs */
+    char streams[32], threads[32];
+} result;
+
+/* Why a device and model could not be measured. */
+typedef enum outcome { OUTCOME_OK, OUTCOME_SKIPPED, OUTCOME_FAILED } outcome;
+
 static char process_comm[32];
 static long caller_tid;
-
-static void die(const char *what)
-{
-    fprintf(stderr, "bench_latency: %s: %s\n", what, rn_last_error());
-    exit(1);
-}
 
 static uint64_t now_ns(void)
 {
@@ -140,6 +165,21 @@ static void read_line(const char *path, char *buf, size_t size)
     buf[strcspn(buf, "\n")] = '\0';
 }
 
+static uint64_t voluntary_switches(const char *tid)
+{
+    char path[300], line[128];
+    snprintf(path, sizeof path, "/proc/self/task/%s/status", tid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    unsigned long long v = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1)
+            break;
+    fclose(f);
+    return v;
+}
+
 /* Every thread's time on a CPU so far (schedstat's first field, ns). */
 static void take_snapshot(snapshot *s)
 {
@@ -162,16 +202,7 @@ static void take_snapshot(snapshot *s)
         t->ns = ns;
         snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
         read_line(path, t->comm, sizeof t->comm);
-        t->sleeps = 0;
-        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-        FILE *f = fopen(path, "r");
-        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-            unsigned long long v;
-            if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1)
-                t->sleeps = v;
-        }
-        if (f != NULL)
-            fclose(f);
+        t->sleeps = voluntary_switches(e->d_name);
         s->n++;
     }
     closedir(d);
@@ -195,11 +226,21 @@ static int thread_kind(const thread_time *t)
     return KIND_OTHER;
 }
 
-/* Adds each thread's CPU time between the snapshots to by_kind; counts the
- * threads that ran at least 1 % of the wall time in busy[kind]. */
-static void add_cpu(const snapshot *before, const snapshot *after, uint64_t wall_ns,
-                    double by_kind[N_KINDS], double sleeps[N_KINDS], int busy[N_KINDS])
+static void census(int out[N_KINDS])
 {
+    static snapshot now;
+    take_snapshot(&now);
+    memset(out, 0, sizeof(int) * N_KINDS);
+    for (int i = 0; i < now.n; i++)
+        out[thread_kind(&now.t[i])]++;
+}
+
+/* Adds each kind's CPU time and sleeps between the snapshots to the mode's
+ * totals; notes how many threads of each kind ran >1 % of the wall time. */
+static void add_threads(const snapshot *before, const snapshot *after, uint64_t wall_ns,
+                        result *res, int mode)
+{
+    int busy[N_KINDS] = {0};
     for (int i = 0; i < after->n; i++) {
         uint64_t was = 0, slept = 0;
         for (int j = 0; j < before->n; j++)
@@ -209,14 +250,23 @@ static void add_cpu(const snapshot *before, const snapshot *after, uint64_t wall
             }
         uint64_t d = after->t[i].ns - was;
         int k = thread_kind(&after->t[i]);
-        by_kind[k] += (double)d;
-        sleeps[k] += (double)(after->t[i].sleeps - slept);
-        if (busy != NULL && (double)d > 0.01 * (double)wall_ns)
+        res->cpu_ns[mode][k] += (double)d;
+        res->sleeps[mode][k] += (double)(after->t[i].sleeps - slept);
+        if ((double)d > 0.01 * (double)wall_ns)
             busy[k]++;
     }
+    for (int k = 0; k < N_KINDS; k++)
+        if (busy[k] > res->busy_max[mode][k])
+            res->busy_max[mode][k] = busy[k];
 }
 
-/* ---------------------------------------------------------------- runs */
+/* ---------------------------------------------------------------- a session */
+
+typedef struct session {
+    rn_core *core;
+    rn_compiled_model *compiled;
+    rn_infer_request *rq;
+} session;
 
 static rn_status run_mode(rn_infer_request *rq, int mode)
 {
@@ -224,59 +274,6 @@ static rn_status run_mode(rn_infer_request *rq, int mode)
         return rn_infer_request_infer(rq);
     rn_status st = rn_infer_request_start_async(rq);
     return st == RN_OK ? rn_infer_request_wait(rq) : st;
-}
-
-typedef struct result {
-    double round_ms[MAX_ROUNDS];
-    double cpu_ns[N_KINDS]; /* summed over every timed request */
-    double sleeps[N_KINDS]; /* voluntary context switches, summed likewise */
-    int busy_max[N_KINDS];  /* the most threads of a kind busy in one round */
-    long requests;
-} result;
-
-/* One round of a mode: warm-up, then `iters` requests timed one by one. */
-static void time_round(rn_infer_request *rq, int mode, int warmup, int iters, double *samples,
-                       result *res, int round)
-{
-    for (int i = 0; i < warmup; i++)
-        if (run_mode(rq, mode) != RN_OK)
-            die(mode_names[mode]);
-    static snapshot before, after;
-    take_snapshot(&before);
-    uint64_t start = now_ns();
-    for (int i = 0; i < iters; i++) {
-        uint64_t t0 = now_ns();
-        if (run_mode(rq, mode) != RN_OK)
-            die(mode_names[mode]);
-        samples[i] = (double)(now_ns() - t0) / 1e6;
-    }
-    uint64_t wall = now_ns() - start;
-    take_snapshot(&after);
-    int busy[N_KINDS] = {0};
-    add_cpu(&before, &after, wall, res->cpu_ns, res->sleeps, busy);
-    for (int k = 0; k < N_KINDS; k++)
-        if (busy[k] > res->busy_max[k])
-            res->busy_max[k] = busy[k];
-    res->requests += iters;
-    res->round_ms[round] = median(samples, iters);
-}
-
-/* Fills every input with values in [-1, 1) (a fixed sequence). */
-static void fill_inputs(rn_compiled_model *compiled, rn_infer_request *rq)
-{
-    uint32_t x = 12345;
-    for (size_t i = 0; i < rn_compiled_model_input_count(compiled); i++) {
-        rn_tensor *t;
-        if (rn_infer_request_get_input_tensor(rq, i, &t) != RN_OK)
-            die("get_input_tensor");
-        if (rn_tensor_element_type(t) != RN_F32)
-            continue; /* zeros */
-        float *p = rn_tensor_data(t);
-        for (size_t k = 0; k < rn_tensor_element_count(t); k++) {
-            x = x * 1664525u + 1013904223u;
-            p[k] = (float)(x >> 8) / (float)(1u << 23) - 1.0f;
-        }
-    }
 }
 
 static void model_path(const char *name, char *buf, size_t size)
@@ -293,33 +290,24 @@ static const char *short_name(const char *model)
     return s != NULL ? s + 1 : model;
 }
 
-static void print_range(const double *v, int n)
+/* Fills every f32 input with values in [-1, 1) (a fixed sequence). */
+static rn_status fill_inputs(session *s)
 {
-    double sorted[MAX_ROUNDS];
-    memcpy(sorted, v, sizeof(double) * (size_t)n);
-    double med = median(sorted, n);
-    printf("%8.3f [%7.3f-%7.3f]", med, sorted[0], sorted[n - 1]);
-}
-
-static double med_of(const double *v, int n)
-{
-    double sorted[MAX_ROUNDS];
-    memcpy(sorted, v, sizeof(double) * (size_t)n);
-    return median(sorted, n);
-}
-
-/* Prints how many threads of each kind the process has. */
-static void census(const char *device, const char *model, const char *when)
-{
-    static snapshot now;
-    take_snapshot(&now);
-    int n[N_KINDS] = {0};
-    for (int i = 0; i < now.n; i++)
-        n[thread_kind(&now.t[i])]++;
-    printf("%-6s %-14s   threads %s:", device, short_name(model), when);
-    for (int k = 0; k < N_KINDS; k++)
-        printf(" %s=%d", kind_names[k], n[k]);
-    printf("\n");
+    uint32_t x = 12345;
+    for (size_t i = 0; i < rn_compiled_model_input_count(s->compiled); i++) {
+        rn_tensor *t;
+        rn_status st = rn_infer_request_get_input_tensor(s->rq, i, &t);
+        if (st != RN_OK)
+            return st;
+        if (rn_tensor_element_type(t) != RN_F32)
+            continue; /* zeros */
+        float *p = rn_tensor_data(t);
+        for (size_t k = 0; k < rn_tensor_element_count(t); k++) {
+            x = x * 1664525u + 1013904223u;
+            p[k] = (float)(x >> 8) / (float)(1u << 23) - 1.0f;
+        }
+    }
+    return RN_OK;
 }
 
 /* The experiment behind --release-caller-team: frees the calling thread's
@@ -329,112 +317,269 @@ static void release_caller_team(void)
 {
     int (*pause_all)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "omp_pause_resource_all");
     if (pause_all == NULL || pause_all(1 /* omp_pause_soft */) != 0)
-        printf("# --release-caller-team: omp_pause_resource_all is not available or failed\n");
+        fprintf(stderr, "bench_latency: omp_pause_resource_all is not available or failed\n");
 }
 
-static bool bench_one(rn_core *core, const char *device, const char *model, const options *o)
+static void session_close(session *s)
 {
+    rn_infer_request_free(s->rq);
+    rn_compiled_model_free(s->compiled);
+    rn_core_free(s->core);
+    memset(s, 0, sizeof *s);
+}
+
+/* Creates a core, compiles the model for the device under LATENCY and
+ * creates a request with its inputs filled. */
+static outcome session_open(session *s, const char *device, const char *model, const options *o,
+                            result *res, char *why, size_t why_size)
+{
+    memset(s, 0, sizeof *s);
+    if (rn_core_create(&s->core) != RN_OK) {
+        snprintf(why, why_size, "rn_core_create: %s", rn_last_error());
+        return OUTCOME_FAILED;
+    }
+    bool found = false;
+    for (size_t i = 0; i < rn_core_device_count(s->core); i++)
+        found = found || strcmp(rn_core_device_name(s->core, i), device) == 0;
+    if (!found) {
+        snprintf(why, why_size, "the device is not available here");
+        session_close(s);
+        return OUTCOME_SKIPPED;
+    }
     char path[1024];
     model_path(model, path, sizeof path);
     rn_model *m;
-    if (rn_core_read_model(core, path, &m) != RN_OK) {
-        printf("%-6s %-14s skipped: cannot read %s: %s\n", device, short_name(model), path,
-               rn_last_error());
-        return false;
+    if (rn_core_read_model(s->core, path, &m) != RN_OK) {
+        snprintf(why, why_size, "cannot read %s: %s", path, rn_last_error());
+        session_close(s);
+        return OUTCOME_SKIPPED;
     }
     rn_property props[MAX_PROPERTIES + 1];
     size_t n = 0;
     props[n++] = (rn_property){.key = "PERFORMANCE_HINT", .value = "LATENCY"};
     for (size_t i = 0; i < o->n_properties; i++)
         props[n++] = o->properties[i];
-    rn_compiled_model *compiled;
-    rn_status st = rn_core_compile_model(core, m, device, props, n, &compiled);
+    rn_status st = rn_core_compile_model(s->core, m, device, props, n, &s->compiled);
     rn_model_free(m);
     if (st != RN_OK) {
-        printf("%-6s %-14s skipped: compile failed: %s\n", device, short_name(model),
-               rn_last_error());
-        return false;
+        snprintf(why, why_size, "compile failed: %s", rn_last_error());
+        session_close(s);
+        return OUTCOME_FAILED;
     }
-    census(device, model, "after compile");
+    census(res->census_compiled);
     if (o->release_caller_team)
         release_caller_team();
-    rn_infer_request *rq;
-    if (rn_compiled_model_create_infer_request(compiled, &rq) != RN_OK)
-        die("create_infer_request");
-    fill_inputs(compiled, rq);
-
-    /* A first request, and the latency that sizes the rounds, in the mode
-     * that runs first (sync-first: no async request before the sync ones). */
-    int first = o->order == ORDER_ASYNC_FIRST || !o->only[MODE_SYNC] ? MODE_ASYNC : MODE_SYNC;
-    if (run_mode(rq, first) != RN_OK)
-        die("first request");
-    double one_s = 1e9;
-    for (int i = 0; i < 3; i++) {
-        uint64_t t0 = now_ns();
-        if (run_mode(rq, first) != RN_OK)
-            die(mode_names[first]);
-        double s = (double)(now_ns() - t0) / 1e9;
-        one_s = s < one_s ? s : one_s;
+    if ((st = rn_compiled_model_create_infer_request(s->compiled, &s->rq)) != RN_OK ||
+        (st = fill_inputs(s)) != RN_OK) {
+        snprintf(why, why_size, "creating the request: %s", rn_last_error());
+        session_close(s);
+        return OUTCOME_FAILED;
     }
-    int iters = (int)(o->seconds / (2.0 * o->rounds * (one_s > 1e-6 ? one_s : 1e-6)));
-    iters = iters < 3 ? 3 : iters > 2000 ? 2000 : iters;
-    int warmup = o->warmup < iters ? o->warmup : iters;
+    rn_compiled_model_get_property(s->compiled, "NUM_STREAMS", res->streams, sizeof res->streams);
+    rn_compiled_model_get_property(s->compiled, "INFERENCE_NUM_THREADS", res->threads,
+                                   sizeof res->threads);
+    return OUTCOME_OK;
+}
 
-    static result res[N_MODES];
-    memset(res, 0, sizeof res);
-    double *samples = malloc(sizeof(double) * (size_t)iters);
-    if (samples == NULL)
-        die("out of memory");
-    for (int pass = 0; pass < (o->order == ORDER_INTERLEAVED ? 1 : 2); pass++)
-        for (int r = 0; r < o->rounds; r++)
-            for (int k = 0; k < N_MODES; k++) {
-                int mode = o->order == ORDER_INTERLEAVED  ? (r % 2 ? N_MODES - 1 - k : k)
+/* One round of a mode: the warm-up, then requests timed one by one for
+ * `seconds` (at least 3). Adds the round's median to res. */
+static outcome measure_round(session *s, int mode, int warmup, double seconds, result *res,
+                             char *why, size_t why_size)
+{
+    static double samples[MAX_SAMPLES];
+    for (int i = 0; i < warmup; i++)
+        if (run_mode(s->rq, mode) != RN_OK)
+            goto failed;
+    static snapshot before, after;
+    take_snapshot(&before);
+    uint64_t start = now_ns(), budget = (uint64_t)(seconds * 1e9);
+    int n = 0;
+    while (n < MAX_SAMPLES && (n < 3 || now_ns() - start < budget)) {
+        uint64_t t0 = now_ns();
+        if (run_mode(s->rq, mode) != RN_OK)
+            goto failed;
+        samples[n++] = (double)(now_ns() - t0) / 1e6;
+    }
+    uint64_t wall = now_ns() - start;
+    take_snapshot(&after);
+    add_threads(&before, &after, wall, res, mode);
+    res->requests[mode] += n;
+    res->round_ms[mode][res->rounds[mode]++] = median(samples, n);
+    return OUTCOME_OK;
+failed:
+    snprintf(why, why_size, "%s request failed: %s", mode_names[mode], rn_last_error());
+    return OUTCOME_FAILED;
+}
+
+/* The mode of the k-th run of round r: sync, async, async, sync, ... */
+static int interleaved_mode(int r, int k)
+{
+    return r % 2 ? N_MODES - 1 - k : k;
+}
+
+/* Every round in this process (orders other than isolated). */
+static outcome measure_in_process(const char *device, const char *model, const options *o,
+                                  result *res, char *why, size_t why_size)
+{
+    session s;
+    outcome out = session_open(&s, device, model, o, res, why, why_size);
+    if (out != OUTCOME_OK)
+        return out;
+    double round_s = o->seconds / (2.0 * o->rounds);
+    for (int pass = 0; pass < (o->order == ORDER_INTERLEAVED ? 1 : N_MODES); pass++)
+        for (int r = 0; r < o->rounds && out == OUTCOME_OK; r++)
+            for (int k = 0; k < (o->order == ORDER_INTERLEAVED ? N_MODES : 1); k++) {
+                int mode = o->order == ORDER_INTERLEAVED  ? interleaved_mode(r, k)
                            : o->order == ORDER_SYNC_FIRST ? pass
                                                           : N_MODES - 1 - pass;
-                if ((o->order != ORDER_INTERLEAVED && k > 0) || !o->only[mode])
-                    continue;
-                time_round(rq, mode, warmup, iters, samples, &res[mode], r);
+                if (out == OUTCOME_OK)
+                    out = measure_round(&s, mode, o->warmup, round_s, res, why, why_size);
             }
-    free(samples);
+    census(res->census_end);
+    session_close(&s);
+    return out;
+}
 
-    census(device, model, "after the runs");
-    char threads[32] = "?", streams[32] = "?";
-    rn_compiled_model_get_property(compiled, "INFERENCE_NUM_THREADS", threads, sizeof threads);
-    rn_compiled_model_get_property(compiled, "NUM_STREAMS", streams, sizeof streams);
+/* What a round's process sends back. */
+typedef struct round_report {
+    outcome out;
+    char why[1600];
+    result res;
+} round_report;
+
+/* Every round in a process of its own: forked from this one, which holds no
+ * thread and nothing of runnel. */
+static outcome measure_isolated(const char *device, const char *model, const options *o,
+                                result *res, char *why, size_t why_size)
+{
+    double round_s = o->seconds / (2.0 * o->rounds);
+    for (int r = 0; r < o->rounds; r++)
+        for (int k = 0; k < N_MODES; k++) {
+            int mode = interleaved_mode(r, k);
+            int fd[2];
+            if (pipe(fd) != 0) {
+                snprintf(why, why_size, "pipe failed");
+                return OUTCOME_FAILED;
+            }
+            fflush(stdout);
+            pid_t pid = fork();
+            if (pid == 0) {
+                close(fd[0]);
+                static round_report rep;
+                memset(&rep, 0, sizeof rep);
+                caller_tid = (long)syscall(SYS_gettid);
+                session s;
+                rep.out = session_open(&s, device, model, o, &rep.res, rep.why, sizeof rep.why);
+                if (rep.out == OUTCOME_OK) {
+                    rep.out = measure_round(&s, mode, o->warmup + 2, round_s, &rep.res, rep.why,
+                                            sizeof rep.why);
+                    census(rep.res.census_end);
+                    session_close(&s);
+                }
+                const char *p = (const char *)&rep;
+                size_t left = sizeof rep;
+                while (left > 0) {
+                    ssize_t w = write(fd[1], p, left);
+                    if (w <= 0)
+                        _exit(1);
+                    p += w;
+                    left -= (size_t)w;
+                }
+                _exit(0);
+            }
+            close(fd[1]);
+            static round_report rep;
+            memset(&rep, 0, sizeof rep);
+            char *p = (char *)&rep;
+            size_t got = 0;
+            ssize_t n;
+            while (pid > 0 && got < sizeof rep && (n = read(fd[0], p + got, sizeof rep - got)) > 0)
+                got += (size_t)n;
+            close(fd[0]);
+            int status = 0;
+            if (pid > 0)
+                waitpid(pid, &status, 0);
+            if (got != sizeof rep) {
+                snprintf(why, why_size, "the process of round %d (%s) died (status %d)", r,
+                         mode_names[mode], status);
+                return OUTCOME_FAILED;
+            }
+            if (rep.out != OUTCOME_OK) {
+                snprintf(why, why_size, "%s", rep.why);
+                return rep.out;
+            }
+            const result *c = &rep.res;
+            res->round_ms[mode][res->rounds[mode]++] = c->round_ms[mode][0];
+            res->requests[mode] += c->requests[mode];
+            for (int q = 0; q < N_KINDS; q++) {
+                res->cpu_ns[mode][q] += c->cpu_ns[mode][q];
+                res->sleeps[mode][q] += c->sleeps[mode][q];
+                if (c->busy_max[mode][q] > res->busy_max[mode][q])
+                    res->busy_max[mode][q] = c->busy_max[mode][q];
+            }
+            memcpy(res->census_compiled, c->census_compiled, sizeof res->census_compiled);
+            memcpy(res->census_end, c->census_end, sizeof res->census_end);
+            memcpy(res->streams, c->streams, sizeof res->streams);
+            memcpy(res->threads, c->threads, sizeof res->threads);
+        }
+    return OUTCOME_OK;
+}
+
+/* ---------------------------------------------------------------- report */
+
+static double sorted_median(const double *v, int n, double *lo, double *hi)
+{
+    double sorted[MAX_ROUNDS];
+    memcpy(sorted, v, sizeof(double) * (size_t)n);
+    double m = median(sorted, n);
+    *lo = sorted[0];
+    *hi = sorted[n - 1];
+    return m;
+}
+
+static void print_census(const char *device, const char *model, const char *when,
+                         const int n[N_KINDS])
+{
+    printf("%-6s %-14s   threads %s:", device, short_name(model), when);
+    for (int k = 0; k < N_KINDS; k++)
+        printf(" %s=%d", kind_names[k], n[k]);
+    printf("\n");
+}
+
+static void print_result(const char *device, const char *model, const result *res)
+{
     double med[N_MODES];
     for (int k = 0; k < N_MODES; k++) {
-        if (!o->only[k])
-            continue;
-        med[k] = med_of(res[k].round_ms, o->rounds);
-        printf("%-6s %-14s %-5s ", device, short_name(model), mode_names[k]);
-        print_range(res[k].round_ms, o->rounds);
-        if (k == MODE_ASYNC && o->only[MODE_SYNC])
+        double lo, hi;
+        med[k] = sorted_median(res->round_ms[k], res->rounds[k], &lo, &hi);
+        printf("%-6s %-14s %-5s %8.3f [%7.3f-%7.3f]", device, short_name(model), mode_names[k],
+               med[k], lo, hi);
+        if (k == MODE_ASYNC)
             printf("  async/sync=%.3f", med[MODE_ASYNC] / med[MODE_SYNC]);
         else
-            printf("  %17s", "");
+            printf("  %16s", "");
+        double requests = (double)res->requests[k];
         printf("  cpu ms/req:");
         double total = 0;
         for (int c = 0; c < N_KINDS; c++) {
-            double ms = res[k].cpu_ns[c] / 1e6 / (double)res[k].requests;
+            double ms = res->cpu_ns[k][c] / 1e6 / requests;
             total += ms;
             if (ms >= 0.005 || c == KIND_CALLER)
-                printf(" %s=%.3f(%d)", kind_names[c], ms, res[k].busy_max[c]);
+                printf(" %s=%.3f(%d)", kind_names[c], ms, res->busy_max[k][c]);
         }
         printf(" total=%.3f  sleeps/req:", total);
-        for (int c = 0; c < N_KINDS; c++) {
-            double n_sleeps = res[k].sleeps[c] / (double)res[k].requests;
-            if (n_sleeps >= 0.05)
-                printf(" %s=%.1f", kind_names[c], n_sleeps);
-        }
+        for (int c = 0; c < N_KINDS; c++)
+            if (res->sleeps[k][c] / requests >= 0.05)
+                printf(" %s=%.1f", kind_names[c], res->sleeps[k][c] / requests);
         printf("\n");
     }
-    printf("%-6s %-14s   (NUM_STREAMS=%s INFERENCE_NUM_THREADS=%s; %d rounds x %d requests per "
-           "mode)\n",
-           device, short_name(model), streams, threads, o->rounds, iters);
+    print_census(device, model, "after compiling", res->census_compiled);
+    print_census(device, model, "after the runs", res->census_end);
+    printf("%-6s %-14s   NUM_STREAMS=%s INFERENCE_NUM_THREADS=%s; %d rounds per mode, %ld sync "
+           "and %ld async requests timed\n",
+           device, short_name(model), res->streams, res->threads, res->rounds[MODE_SYNC],
+           res->requests[MODE_SYNC], res->requests[MODE_ASYNC]);
     fflush(stdout);
-    rn_infer_request_free(rq);
-    rn_compiled_model_free(compiled);
-    return true;
 }
 
 /* ---------------------------------------------------------------- main */
@@ -447,41 +592,46 @@ static int split(char *list, const char **out)
     return n;
 }
 
+static bool parse_order(const char *v, order *out)
+{
+    static const char *const names[] = {"isolated", "interleaved", "sync-first", "async-first"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = (order)i;
+            return true;
+        }
+    return false;
+}
+
 static int parse_options(int argc, char **argv, options *o)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v == NULL && strcmp(a, "--release-caller-team") != 0)
+        if (strcmp(a, "--release-caller-team") == 0) {
+            o->release_caller_team = true;
+            continue;
+        }
+        char *v = i + 1 < argc ? argv[++i] : NULL;
+        if (v == NULL)
             goto usage;
         if (strcmp(a, "--devices") == 0)
             o->n_devices = split(v, o->devices);
         else if (strcmp(a, "--models") == 0)
             o->n_models = split(v, o->models);
-        else if (strcmp(a, "--modes") == 0 && (strcmp(v, "sync") == 0 || strcmp(v, "async") == 0))
-            o->only[strcmp(v, "sync") == 0 ? MODE_ASYNC : MODE_SYNC] = false;
-        else if (strcmp(a, "--release-caller-team") == 0) {
-            o->release_caller_team = true;
-            continue;
-        } else if (strcmp(a, "--rounds") == 0)
+        else if (strcmp(a, "--rounds") == 0)
             o->rounds = atoi(v);
         else if (strcmp(a, "--warmup") == 0)
             o->warmup = atoi(v);
         else if (strcmp(a, "--seconds") == 0)
             o->seconds = atof(v);
-        else if (strcmp(a, "--order") == 0 && strcmp(v, "interleaved") == 0)
-            o->order = ORDER_INTERLEAVED;
-        else if (strcmp(a, "--order") == 0 && strcmp(v, "sync-first") == 0)
-            o->order = ORDER_SYNC_FIRST;
-        else if (strcmp(a, "--order") == 0 && strcmp(v, "async-first") == 0)
-            o->order = ORDER_ASYNC_FIRST;
+        else if (strcmp(a, "--order") == 0 && parse_order(v, &o->order))
+            continue;
         else if (strcmp(a, "-p") == 0 && o->n_properties < MAX_PROPERTIES && strchr(v, '=')) {
             char *eq = strchr(v, '=');
             *eq = '\0';
             o->properties[o->n_properties++] = (rn_property){.key = v, .value = eq + 1};
         } else
             goto usage;
-        i++;
     }
     if (o->rounds >= 1 && o->rounds <= MAX_ROUNDS && o->warmup >= 0 && o->seconds > 0)
         return 0;
@@ -489,25 +639,31 @@ usage:
     fprintf(stderr,
             "usage: bench_latency [--devices CPU,REF,GPU] [--models squeezenet,shufflenet,...] "
             "[--rounds N (1-%d)] [--seconds S] [--warmup N] "
-            "[--order interleaved|sync-first|async-first] [--modes sync|async] "
+            "[--order isolated|interleaved|sync-first|async-first] [--release-caller-team] "
             "[-p KEY=VALUE ...]\n",
             MAX_ROUNDS);
     return -1;
 }
 
-static bool has_device(rn_core *core, const char *name)
+static const char *order_text(order o)
 {
-    for (size_t i = 0; i < rn_core_device_count(core); i++)
-        if (strcmp(rn_core_device_name(core, i), name) == 0)
-            return true;
-    return false;
+    switch (o) {
+    case ORDER_ISOLATED:
+        return "isolated (each round in a process of its own; sync, async, async, sync, ...)";
+    case ORDER_INTERLEAVED:
+        return "interleaved in one process (sync, async, async, sync, ...)";
+    case ORDER_SYNC_FIRST:
+        return "sync-first in one process (every sync round, then every async one)";
+    default:
+        return "async-first in one process (every async round, then every sync one)";
+    }
 }
 
 int main(int argc, char **argv)
 {
     static char default_devices[] = "CPU,REF,GPU";
     static char default_models[] = "squeezenet,shufflenet,inception_v1,resnet50,densenet121";
-    options o = {.rounds = 9, .warmup = 3, .seconds = 6, .only = {true, true}};
+    options o = {.rounds = 7, .warmup = 3, .seconds = 6};
     o.n_devices = split(default_devices, o.devices);
     o.n_models = split(default_models, o.models);
     if (parse_options(argc, argv, &o) != 0)
@@ -527,26 +683,33 @@ int main(int argc, char **argv)
     bench_print_isa();
     bench_print_load("at start");
     printf("# one request, PERFORMANCE_HINT=LATENCY; ms per request: median [min-max] of the "
-           "rounds' medians; order %s\n",
-           o.order == ORDER_INTERLEAVED  ? "interleaved (sync, async, async, sync, ...)"
-           : o.order == ORDER_SYNC_FIRST ? "sync-first (every sync round, then every async one)"
-                                         : "async-first (every async round, then every sync one)");
-    printf("# cpu ms/req: CPU time of each kind of thread per request (in parentheses: the most "
-           "threads of that kind busy >1%% of a round); sleeps/req: their voluntary context "
+           "rounds' medians; order %s%s\n",
+           order_text(o.order),
+           o.release_caller_team ? "; the caller's OpenMP pool released after compiling" : "");
+    printf("# cpu ms/req: each kind of thread's CPU time per timed request (in parentheses: the "
+           "most threads of that kind busy >1%% of a round); sleeps/req: their voluntary context "
            "switches (blocking waits) per request\n");
 
-    rn_core *core;
-    if (rn_core_create(&core) != RN_OK)
-        die("rn_core_create");
-    for (int d = 0; d < o.n_devices; d++) {
-        if (!has_device(core, o.devices[d])) {
-            printf("%-6s skipped: the device is not available here\n", o.devices[d]);
-            continue;
+    int failures = 0;
+    for (int d = 0; d < o.n_devices; d++)
+        for (int i = 0; i < o.n_models; i++) {
+            static result res;
+            memset(&res, 0, sizeof res);
+            char why[1600] = "";
+            outcome out =
+                o.order == ORDER_ISOLATED
+                    ? measure_isolated(o.devices[d], o.models[i], &o, &res, why, sizeof why)
+                    : measure_in_process(o.devices[d], o.models[i], &o, &res, why, sizeof why);
+            if (out == OUTCOME_OK) {
+                print_result(o.devices[d], o.models[i], &res);
+                continue;
+            }
+            printf("%-6s %-14s %s: %s\n", o.devices[d], short_name(o.models[i]),
+                   out == OUTCOME_SKIPPED ? "skipped" : "FAILED", why);
+            failures += out == OUTCOME_FAILED;
+            if (strcmp(why, "the device is not available here") == 0)
+                break; /* the other models would say the same */
         }
-        for (int i = 0; i < o.n_models; i++)
-            bench_one(core, o.devices[d], o.models[i], &o);
-    }
     bench_print_load("at end");
-    rn_core_free(core);
-    return 0;
+    return failures > 0;
 }
