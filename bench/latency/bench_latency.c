@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "bench/common/host.h"
+#include "bench/common/timing.h"
 #include "runnel/runnel.h"
 
 #define MAX_PROPERTIES 16
@@ -131,25 +132,6 @@ typedef enum outcome { OUTCOME_OK, OUTCOME_SKIPPED, OUTCOME_FAILED } outcome;
 
 static char process_comm[32];
 static long caller_tid;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* ---------------------------------------------------------------- threads */
 
@@ -392,19 +374,19 @@ static outcome measure_round(session *s, int mode, int warmup, double seconds, r
             goto failed;
     static snapshot before, after;
     take_snapshot(&before);
-    uint64_t start = now_ns(), budget = (uint64_t)(seconds * 1e9);
+    uint64_t start = bench_now_ns(), budget = (uint64_t)(seconds * 1e9);
     int n = 0;
-    while (n < MAX_SAMPLES && (n < 3 || now_ns() - start < budget)) {
-        uint64_t t0 = now_ns();
+    while (n < MAX_SAMPLES && (n < 3 || bench_now_ns() - start < budget)) {
+        uint64_t t0 = bench_now_ns();
         if (run_mode(s->rq, mode) != RN_OK)
             goto failed;
-        samples[n++] = (double)(now_ns() - t0) / 1e6;
+        samples[n++] = (double)(bench_now_ns() - t0) / 1e6;
     }
-    uint64_t wall = now_ns() - start;
+    uint64_t wall = bench_now_ns() - start;
     take_snapshot(&after);
     add_threads(&before, &after, wall, res, mode);
     res->requests[mode] += n;
-    res->round_ms[mode][res->rounds[mode]++] = median(samples, n);
+    res->round_ms[mode][res->rounds[mode]++] = bench_median(samples, n);
     return OUTCOME_OK;
 failed:
     snprintf(why, why_size, "%s request failed: %s", mode_names[mode], rn_last_error());
@@ -531,7 +513,7 @@ static double sorted_median(const double *v, int n, double *lo, double *hi)
 {
     double sorted[MAX_ROUNDS];
     memcpy(sorted, v, sizeof(double) * (size_t)n);
-    double m = median(sorted, n);
+    double m = bench_median(sorted, n);
     *lo = sorted[0];
     *hi = sorted[n - 1];
     return m;
