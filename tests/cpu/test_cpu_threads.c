@@ -121,45 +121,48 @@ static int team_size(const compiled *c)
     return atoi(threads);
 }
 
+/* Compiles the model under LATENCY (no OpenMP thread may appear), then runs
+ * `async_runs` async requests (only the stream worker's team may appear). */
+static void check_compile_then_async(const char *model, int async_runs)
+{
+    census before = take_census();
+    compiled c = {0};
+    compile_latency(model, &c);
+    census after = take_census();
+    cr_expect_eq(after.caller_team, before.caller_team,
+                 "%s: compiling left %d OpenMP thread(s) on the compiling thread", model,
+                 after.caller_team - before.caller_team);
+    cr_expect_eq(after.worker_team, 0, "%s: compiling started the stream worker's team", model);
+    if (async_runs > 0) {
+        OK(rn_compiled_model_create_infer_request(c.cm, &c.rq));
+        for (int i = 0; i < async_runs; i++) {
+            OK(rn_infer_request_start_async(c.rq));
+            OK(rn_infer_request_wait(c.rq));
+        }
+        after = take_census();
+        cr_expect_eq(after.caller_team, before.caller_team,
+                     "%s: async runs left %d OpenMP thread(s) on the caller's thread", model,
+                     after.caller_team - before.caller_team);
+        cr_expect_eq(after.worker_team, team_size(&c) - 1,
+                     "%s: the stream worker's team has %d thread(s) besides the worker, "
+                     "INFERENCE_NUM_THREADS is %d",
+                     model, after.worker_team, team_size(&c));
+    }
+    free_compiled(&c);
+}
+
 Test(cpu_threads, compiling_leaves_no_openmp_thread_on_the_caller)
 {
     skip_without_teams();
-    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
-        census before = take_census();
-        compiled c = {0};
-        compile_latency(models[m], &c);
-        census after = take_census();
-        cr_expect_eq(after.caller_team, before.caller_team,
-                     "%s: compiling left %d OpenMP thread(s) on the compiling thread", models[m],
-                     after.caller_team - before.caller_team);
-        cr_expect_eq(after.worker_team, 0, "%s: compiling started the stream worker's team",
-                     models[m]);
-        free_compiled(&c);
-    }
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++)
+        check_compile_then_async(models[m], 0);
 }
 
 Test(cpu_threads, async_latency_runs_on_the_stream_workers_team_only)
 {
     skip_without_teams();
-    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
-        census before = take_census();
-        compiled c = {0};
-        compile_latency(models[m], &c);
-        OK(rn_compiled_model_create_infer_request(c.cm, &c.rq));
-        for (int i = 0; i < 4; i++) {
-            OK(rn_infer_request_start_async(c.rq));
-            OK(rn_infer_request_wait(c.rq));
-        }
-        census after = take_census();
-        cr_expect_eq(after.caller_team, before.caller_team,
-                     "%s: async runs left %d OpenMP thread(s) on the caller's thread", models[m],
-                     after.caller_team - before.caller_team);
-        cr_expect_eq(after.worker_team, team_size(&c) - 1,
-                     "%s: the stream worker's team has %d thread(s) besides the worker, "
-                     "INFERENCE_NUM_THREADS is %d",
-                     models[m], after.worker_team, team_size(&c));
-        free_compiled(&c);
-    }
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++)
+        check_compile_then_async(models[m], 4);
 }
 
 Test(cpu_threads, sync_runs_on_the_callers_team_only)
