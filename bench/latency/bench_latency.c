@@ -26,11 +26,12 @@
  * during the timed requests (/proc/self/task/TID/schedstat, ns on a CPU) and
  * its voluntary context switches (/proc/self/task/TID/status: it blocked,
  * in a futex wait or a sleep), per request, grouped by what the thread is:
- * the caller (the thread that calls infer / start_async + wait), the
- * caller's OpenMP team (threads named as the process: libgomp's pool of the
- * caller, which runs sync requests' primitives), the stream workers
- * ("rn-sNwK"), their OpenMP teams ("rn-sNtK"), the executors
- * ("rn-callback", "rn-device-wait"), and others (a device's own threads).
+ * the caller (the thread that calls infer / start_async + wait), unnamed
+ * threads (named as the process: libgomp's pool of the caller, which runs
+ * a sync request's primitives on the CPU device, or a device library's own
+ * threads, PoCL's for GPU), the stream workers ("rn-sNwK"), their OpenMP
+ * teams ("rn-sNtK"), the executors ("rn-callback", "rn-device-wait"), and
+ * others (threads named otherwise).
  * CPU time per request above the wall time means more than one thread was
  * busy: a team working in parallel, or threads spinning beside it.
  *
