@@ -35,7 +35,7 @@
  * CPU time per request above the wall time means more than one thread was
  * busy: a team working in parallel, or threads spinning beside it.
  *
- *   bazel run -c opt //bench/latency:bench_latency -- [--devices CPU,REF,GPU]
+ *   bazel run //bench/latency:bench_latency -- [--devices CPU,REF,GPU]
  *       [--models squeezenet,shufflenet,...] [--rounds N] [--seconds S] [--warmup N]
  *       [--order isolated|interleaved|sync-first|async-first] [--release-caller-team]
  *       [-p KEY=VALUE ...]
