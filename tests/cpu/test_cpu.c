@@ -542,6 +542,24 @@ Test(cpu, densenet121_bf16_is_close_to_ref, .timeout = 600)
     compare_with_ref("densenet121", "bf16", 2e-2f);
 }
 
+/* ShuffleNet's 16 channel shuffles (Reshape -> Transpose -> Reshape) are
+ * one runnel ShuffleChannels each on oneDNN (fuse_shuffle_channels): no
+ * Transpose left, one Reshape (the classifier's flatten). */
+Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("shufflenet", &core, &model);
+    int ref = 0;
+    cr_assert_eq(count_type(cm, "ShuffleChannels", &ref), 16);
+    cr_assert_eq(ref, 0, "a ShuffleChannels runs REF's kernel");
+    cr_assert_eq(count_type(cm, "Transpose", NULL), 0, "a Transpose left");
+    cr_assert_eq(count_type(cm, "Reshape", NULL), 1);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
 Test(cpu, shufflenet_bf16_is_close_to_ref, .timeout = 300)
 {
     compare_with_ref("shufflenet", "bf16", 2e-2f);
