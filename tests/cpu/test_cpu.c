@@ -515,8 +515,11 @@ Test(cpu, inception_v2_f32_matches_ref, .timeout = 300)
  * and its pre-activation BatchNormalization + ReLU (after a Concat, so not
  * foldable into a Conv) one FusedBatchNormalization primitive each: no
  * standalone BatchNormalization or Relu left, the BatchNormalizations after
- * a Conv folded into it. The result is REF's (which runs the unfused graph,
- * with real copies). */
+ * a Conv folded into it. The result is REF's, which runs the unfused graph
+ * on plain tensors (its Concats are placed by the same plan rule: ONNX's own
+ * expected output checks both devices in the conformance runner, and
+ * concat_chain_places_shared_inputs_only_where_safe checks the rule against
+ * onnx's reference evaluator). */
 Test(cpu, densenet121_fuses_its_batchnorms_and_matches_ref, .timeout = 600)
 {
     rn_core *core;
@@ -536,10 +539,13 @@ Test(cpu, densenet121_fuses_its_batchnorms_and_matches_ref, .timeout = 600)
 
 /* bf16 on request: native where the CPU has it, f32 on AVX2 (the precision
  * the compiled model reports, precision_follows_the_isa); either way the
- * shared, in-place Concat buffers hold what REF computes. */
+ * shared, in-place Concat buffers hold what REF computes. The tolerance is
+ * looser than ShuffleNet's for 121 layers of bf16 rounding; it was run only
+ * where bf16 resolves to f32 (AVX2) when written, and a misplaced slice
+ * gives errors of the output's own size. */
 Test(cpu, densenet121_bf16_is_close_to_ref, .timeout = 600)
 {
-    compare_with_ref("densenet121", "bf16", 2e-2f);
+    compare_with_ref("densenet121", "bf16", 5e-2f);
 }
 
 /* ShuffleNet's 16 channel shuffles (Reshape -> Transpose -> Reshape) are
