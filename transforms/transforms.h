@@ -178,6 +178,15 @@ rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes);
  *     activation. */
 rn_status transforms_fuse_matmul_bias(graph *g, void *ctx, int *changes);
 
+/* A pointwise Conv (1x1, stride 1, no padding, constant weights) whose
+ * only reader is an AveragePool without padding, dilation or ceil_mode
+ * that shrinks the image -> the AveragePool, then the Conv on the pooled
+ * image (both linear: the same result, up to rounding, for a fraction of
+ * the Conv's work; DenseNet's transitions). The AveragePool's output is
+ * the Conv's afterwards (transforms/pool_before_conv.c; off the default
+ * pipeline). ctx: unused. */
+rn_status transforms_pool_before_conv(graph *g, void *ctx, int *changes);
+
 /* Reshape -> Transpose -> Reshape that shuffles the channels of a
  * [N, C, H, W] tensor in g groups (ShuffleNet) -> runnel ShuffleChannels
  * (axis 1, group g), which keeps the last Reshape's name and output

@@ -835,18 +835,47 @@ static bool concat_dense_layouts(const plan_spec *s, const plan_node *n, int axi
     return o->concat_dense != NULL && o->concat_dense(whole, parts, n->n_in, axis);
 }
 
+static bool others_read_before(plan_spec *s, int r, int node);
+
+/* Whether root r's bytes may also be part of a Concat's output that other
+ * nodes read: nothing writes over them in place (every value that shares
+ * them is r itself, a view, or a slice an earlier Concat placed there), and
+ * every node that writes in place over the Concat's output (root `out`)
+ * runs after every reader of r's bytes. */
+static bool shared_input_placeable(plan_spec *s, int r, int out, const bool *slice)
+{
+    for (int v = 0; v < s->n_values; v++) {
+        const plan_value *pv = &s->values[v];
+        if (v == r || v == out || pv->producer < 0 || s->nodes[pv->producer].skip || slice[v])
+            continue;
+        int root = find_root(s, v);
+        if (root == r)
+            return false;
+        if (root == out && !others_read_before(s, r, pv->producer))
+            return false;
+    }
+    return true;
+}
+
 /* Concat written in place by its producers: along an axis with nothing
  * but 1s before it, each input is one contiguous slice of the output, so an
- * input that is an intermediate nobody else reads can be produced straight
- * into its slice (its root joins the output's bytes at that offset). The
- * Concat then copies only the other inputs, or nothing. Plain tensors, and
- * a device's layouts where its concat_dense says the inputs lie end to end.
+ * input that is an intermediate can be produced straight into its slice
+ * (its root joins the output's bytes at that offset). The Concat then
+ * copies only the other inputs, or nothing. An input other nodes read too
+ * is placed where nothing writes over its bytes in place
+ * (shared_input_placeable): DenseNet's chain, Concat(previous Concat, new
+ * Conv), whose previous Concat the next BatchNormalization also reads, so
+ * that a dense block's Concats are all one buffer. Plain tensors, and a
+ * device's layouts where its concat_dense says the inputs lie end to end.
  * Host memory only. */
 static void concat_in_place(plan_spec *s, int *real)
 {
     const rn_allocator *alloc = s->plan->options.allocator;
     if (alloc != NULL && !alloc->host)
         return;
+    bool *slice = calloc((size_t)s->n_values + 1, sizeof *slice); /* placed by a Concat */
+    if (slice == NULL)
+        return; /* copies: correct, only slower */
     for (int i = 0; i < s->n_nodes; i++) {
         plan_node *n = &s->nodes[i];
         if (n->kind != PLAN_NODE_KERNEL || strcmp(n->node->op_type, "Concat") != 0 ||
@@ -889,10 +918,14 @@ static void concat_in_place(plan_spec *s, int *real)
             const plan_value *x = &s->values[n->in[k]];
             int r = find_root(s, n->in[k]);
             plan_value *root = &s->values[r];
-            if (root->storage == PLAN_ARENA && root->result < 0 && real[r] == 1 &&
-                root->producer >= 0 && r != n->out[0] && root->nbytes == x->nbytes) {
+            if (root->storage == PLAN_ARENA && root->result < 0 && root->producer >= 0 &&
+                r != n->out[0] && root->nbytes == x->nbytes &&
+                (real[r] == 1 || shared_input_placeable(s, r, n->out[0], slice))) {
                 root->root = n->out[0];
                 root->alias_offset = off;
+                slice[r] = true;
+                if (real[r] > 1) /* r's other readers now read the output's bytes */
+                    real[n->out[0]] += real[r] - 1;
                 placed |= 1ull << k;
                 s->n_concat_inputs_in_place++;
             }
@@ -904,8 +937,9 @@ static void concat_in_place(plan_spec *s, int *real)
         bool all = placed == (n->n_in == 64 ? ~0ull : (1ull << n->n_in) - 1);
         n->skip = all;
         n->concat_partial = !all;
-        n->impl = "concat_in_place";
+        n->impl = all ? "concat_in_place" : "concat_in_place_partial";
     }
+    free(slice);
 }
 
 /* Whether every node other than `node` that reads root r's bytes is an

@@ -51,6 +51,8 @@ static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
             RN_OK ||
         (st = transforms_pipeline_add(tp, "fold_scale_shift", transforms_fold_scale_shift, NULL,
                                       TRANSFORMS_REPEAT)) != RN_OK ||
+        (st = transforms_pipeline_add(tp, "pool_before_conv", transforms_pool_before_conv, NULL,
+                                      0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_gelu", transforms_fuse_gelu, NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_layernorm", transforms_fuse_layernorm, NULL, 0)) !=
             RN_OK ||

@@ -25,7 +25,7 @@ const char *cpu_testing_light(const char *name, char *buf, size_t size)
     return NULL;
 }
 
-float *cpu_testing_run_once(rn_compiled_model *cm, size_t *count)
+rn_infer_request *cpu_testing_infer(rn_compiled_model *cm)
 {
     rn_infer_request *r;
     OK(rn_compiled_model_create_infer_request(cm, &r));
@@ -36,6 +36,12 @@ float *cpu_testing_run_once(rn_compiled_model *cm, size_t *count)
     for (size_t i = 0; i < n; i++)
         x[i] = (float)((i * 7919u) % 1000u) / 500.0f - 1.0f;
     OK(rn_infer_request_infer(r));
+    return r;
+}
+
+float *cpu_testing_run_once(rn_compiled_model *cm, size_t *count)
+{
+    rn_infer_request *r = cpu_testing_infer(cm);
     rn_tensor *out;
     OK(rn_infer_request_get_output_tensor(r, 0, &out));
     *count = rn_tensor_element_count(out);

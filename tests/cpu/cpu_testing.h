@@ -11,6 +11,11 @@
  * in buf; skips the test, saying so, when it is missing. */
 const char *cpu_testing_light(const char *name, char *buf, size_t size);
 
+/* A request of the compiled model run once with input 0 filled with the
+ * deterministic pattern x[i] = ((i * 7919) % 1000) / 500 - 1 (to free).
+ * Fails the test on any error. */
+rn_infer_request *cpu_testing_infer(rn_compiled_model *cm);
+
 /* Runs the compiled model once with input 0 filled with a deterministic
  * pattern in [-1, 1); returns a malloc'ed copy of output 0 (f32) and its
  * element count. Fails the test on any error. */

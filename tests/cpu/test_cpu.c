@@ -187,6 +187,14 @@ static rn_compiled_model *compile_f32(const char *path, rn_core **core, rn_model
     return compile(*core, *model, "CPU", "f32");
 }
 
+/* A light model compiled for CPU in f32 (core and model to free). */
+static rn_compiled_model *compile_light_f32(const char *name, rn_core **core, rn_model **model)
+{
+    char path[512];
+    cpu_testing_light(name, path, sizeof path);
+    return compile_f32(path, core, model);
+}
+
 /* A light model read by a new Core (both to free). */
 static void read_light(const char *name, rn_core **core, rn_model **model)
 {
@@ -238,13 +246,18 @@ static int conversions(rn_compiled_model *cm)
 /* Concats in a layout blocked along C written in place (the plan's
  * concat_dense hook): SqueezeNet's 8 Concats of two expand convolutions
  * each, along C with N = 1, are skipped at run time where the convolutions
- * write nChw8c or nChw16c (each writes its slice); DenseNet-121's 58, whose
- * first input is also read elsewhere, copy only that input. Which layout the
+ * write nChw8c or nChw16c (each writes its slice); DenseNet-121's 58 are a
+ * chain, Concat(previous Concat, new Conv), whose previous Concat the next
+ * BatchNormalization reads too: that input is placed as well (impl
+ * "concat_in_place", not "concat_in_place_partial", which copies the inputs
+ * it could not place), so a dense block's Concats are one buffer that every
+ * Conv writes its 32 channels into. Which layout the
  * convolutions write is oneDNN's choice for the ISA (nChw8c on AVX2,
  * nChw16c or nhwc on AVX-512), so the test asks the runtime model: a Concat
  * whose inputs all arrive blocked along C must write that layout and run in
- * place. The outputs equal REF's (squeezenet_f32_matches_ref, the
- * conformance runner on the light models). */
+ * place, copying nothing. The outputs equal REF's
+ * (squeezenet_f32_matches_ref, densenet121_f32_matches_ref, the conformance
+ * runner on the light models). */
 static bool blocked_along_c(const char *layout)
 {
     /* CPU layout names: "aBcd8b" (nChw8c), "aBcd16b", "bf16:aBcd16b". */
@@ -272,11 +285,9 @@ static bool all_blocked_along_c(const char *list)
 static int expect_concats_in_place(const char *name, int concats_in_model, char *seen,
                                    size_t seen_size)
 {
-    char path[512];
-    cpu_testing_light(name, path, sizeof path);
     rn_core *core;
     rn_model *model;
-    rn_compiled_model *cm = compile_f32(path, &core, &model);
+    rn_compiled_model *cm = compile_light_f32(name, &core, &model);
     const rn_runtime_node *nodes;
     size_t n;
     OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
@@ -317,11 +328,9 @@ Test(cpu, blocked_concats_are_written_in_place, .timeout = 300)
 
 Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
 {
-    char path[512];
-    cpu_testing_light("resnet50", path, sizeof path);
     rn_core *core;
     rn_model *model;
-    rn_compiled_model *cm = compile_f32(path, &core, &model);
+    rn_compiled_model *cm = compile_light_f32("resnet50", &core, &model);
     int ref = 0;
     int fused = count_type(cm, "FusedConv", &ref);
     int conv = count_type(cm, "Conv", &ref);
@@ -334,6 +343,66 @@ Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
     cr_assert_eq(count_type(cm, "Relu", NULL), 0, "a ReLU was not fused");
     int n = conversions(cm);
     cr_assert_leq(n, 4, "%d conversions: layouts do not flow between primitives", n);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+/* Concats whose first input other nodes read too
+ * (tests/cpu/make_concat_chain_model.py): c, read by a Conv, is placed in
+ * e, the next Concat of the chain (nothing writes over e in place), so both
+ * run "concat_in_place"; e, read by a Conv that may still run when the
+ * Sigmoid after g writes over g's bytes in place, is copied into g
+ * ("concat_in_place_partial", h alone placed). Where the convolutions do
+ * not write a layout blocked along C (AVX-512's acdb) the Concats copy: only
+ * the values are checked then. All three outputs are onnx's reference
+ * evaluator's. */
+Test(cpu, concat_chain_places_shared_inputs_only_where_safe)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_f32("tests/cpu/concat_chain.onnx", &core, &model);
+    const char *want[][2] = {{"concat_c", "concat_in_place"},
+                             {"concat_e", "concat_in_place"},
+                             {"concat_g", "concat_in_place_partial"}};
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int checked = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].layer_type, "Concat") != 0 ||
+            !all_blocked_along_c(nodes[i].input_layouts))
+            continue;
+        for (size_t k = 0; k < 3; k++) {
+            if (strcmp(nodes[i].original_names, want[k][0]) != 0)
+                continue;
+            cr_assert_str_eq(nodes[i].impl_type, want[k][1], "Concat -> %s (%s)", want[k][0],
+                             nodes[i].input_layouts);
+            checked++;
+        }
+    }
+    cr_log_info("concat_chain: %d of 3 Concats read inputs blocked along C", checked);
+    cr_assert(checked == 3 || checked == 0, "%d of the 3 Concats found blocked", checked);
+    rn_infer_request *r = cpu_testing_infer(cm);
+    float want_y[512 + 512 + 2048];
+    FILE *f = fopen("tests/cpu/concat_chain.expected", "rb");
+    cr_assert_not_null(f, "tests/cpu/concat_chain.expected");
+    size_t got = fread(want_y, sizeof *want_y, sizeof want_y / sizeof *want_y, f);
+    fclose(f);
+    cr_assert_eq(got, 512 + 512 + 2048, "concat_chain.expected: %zu floats", got);
+    size_t off = 0;
+    for (size_t o = 0; o < 3; o++) {
+        rn_tensor *y;
+        OK(rn_infer_request_get_output_tensor(r, o, &y));
+        const float *v = rn_tensor_data(y);
+        size_t m = rn_tensor_element_count(y);
+        cr_assert_eq(m, o < 2 ? 512u : 2048u);
+        for (size_t i = 0; i < m; i++)
+            cr_assert(fabsf(v[i] - want_y[off + i]) <= 1e-4f + 1e-4f * fabsf(want_y[off + i]),
+                      "output %zu [%zu]: %g, expected %g", o, i, v[i], want_y[off + i]);
+        off += m;
+    }
+    rn_infer_request_free(r);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);
@@ -440,6 +509,61 @@ Test(cpu, squeezenet_f32_matches_ref, .timeout = 300)
 Test(cpu, inception_v2_f32_matches_ref, .timeout = 300)
 {
     compare_with_ref("inception_v2", "f32", 1e-3f);
+}
+
+/* DenseNet-121: every Concat in place (blocked_concats_are_written_in_place)
+ * and its pre-activation BatchNormalization + ReLU (after a Concat, so not
+ * foldable into a Conv) one FusedBatchNormalization primitive each: no
+ * standalone BatchNormalization or Relu left, the BatchNormalizations after
+ * a Conv folded into it. The result is REF's, which runs the unfused graph
+ * on plain tensors (its Concats are placed by the same plan rule: ONNX's own
+ * expected output checks both devices in the conformance runner, and
+ * concat_chain_places_shared_inputs_only_where_safe checks the rule against
+ * onnx's reference evaluator). */
+Test(cpu, densenet121_fuses_its_batchnorms_and_matches_ref, .timeout = 600)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("densenet121", &core, &model);
+    int ref = 0;
+    cr_assert_eq(count_type(cm, "BatchNormalization", NULL), 0, "a BatchNormalization left");
+    cr_assert_eq(count_type(cm, "Relu", NULL), 0, "a ReLU left unfused");
+    /* 58 dense layers' and 3 transitions' pre-activations and the final one. */
+    cr_assert_eq(count_type(cm, "FusedBatchNormalization", &ref), 62);
+    cr_assert_eq(ref, 0, "a FusedBatchNormalization runs REF's kernel");
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    compare_with_ref("densenet121", "f32", 1e-3f);
+}
+
+/* bf16 on request: native where the CPU has it, f32 on AVX2 (the precision
+ * the compiled model reports, precision_follows_the_isa); either way the
+ * shared, in-place Concat buffers hold what REF computes. The tolerance is
+ * looser than ShuffleNet's for 121 layers of bf16 rounding; it was run only
+ * where bf16 resolves to f32 (AVX2) when written, and a misplaced slice
+ * gives errors of the output's own size. */
+Test(cpu, densenet121_bf16_is_close_to_ref, .timeout = 600)
+{
+    compare_with_ref("densenet121", "bf16", 5e-2f);
+}
+
+/* ShuffleNet's 16 channel shuffles (Reshape -> Transpose -> Reshape) are
+ * one runnel ShuffleChannels each on oneDNN (fuse_shuffle_channels): no
+ * Transpose left, one Reshape (the classifier's flatten). */
+Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("shufflenet", &core, &model);
+    int ref = 0;
+    cr_assert_eq(count_type(cm, "ShuffleChannels", &ref), 16);
+    cr_assert_eq(ref, 0, "a ShuffleChannels runs REF's kernel");
+    cr_assert_eq(count_type(cm, "Transpose", NULL), 0, "a Transpose left");
+    cr_assert_eq(count_type(cm, "Reshape", NULL), 1);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
 }
 
 Test(cpu, shufflenet_bf16_is_close_to_ref, .timeout = 300)

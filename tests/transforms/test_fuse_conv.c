@@ -1,4 +1,5 @@
-/* The conv/GEMM fusions (transforms/fuse_conv.c), each on a small graph:
+/* The conv/GEMM fusions (transforms/fuse_conv.c; pool_before_conv,
+ * transforms/pool_before_conv.c), each on a small graph:
  * the structure it leaves (which nodes remain, their op and attributes,
  * the fused names, the result's name) and, on REF, the same results before
  * and after (REF runs runnel's FusedConv and FusedGemm as Conv or Gemm, the
@@ -487,5 +488,77 @@ Test(fuse_matmul_bias, bias_and_activation_join_the_matmul)
     graph_tensor_release(&r0);
     graph_tensor_release(&r1);
     graph_free(before);
+    graph_free(g);
+}
+
+/* x [1, 4, 5, 5] -> Conv 1x1 (W [6, 4, 1, 1], bias) "pw" -> AveragePool
+ * "pool" (kernel, strides from the caller, pads `pad`) -> result. */
+static graph *pointwise_then_pool(int64_t kernel, int64_t stride, int64_t pad)
+{
+    graph_value *x;
+    graph *g = start(&x);
+    static float w[24];
+    fill(w, 24, 11);
+    const int64_t wd[4] = {6, 4, 1, 1}, bd[1] = {6};
+    const float b[6] = {0.5f, -0.25f, 0.0f, 1.0f, -1.0f, 0.125f};
+    graph_value *ins[3] = {x, tt_const_f32(g, "Wpw", 4, wd, w), tt_const_f32(g, "Bpw", 1, bd, b)};
+    graph_value *c = tt_op(g, "pw", "Conv", 3, ins);
+    graph_value *y = tt_unary(g, "pool", "AveragePool", c);
+    const int64_t k[2] = {kernel, kernel}, s[2] = {stride, stride}, p[4] = {pad, pad, pad, pad};
+    tt_attr_ints(g, "pool", "kernel_shape", 2, k);
+    tt_attr_ints(g, "pool", "strides", 2, s);
+    tt_attr_ints(g, "pool", "pads", 4, p);
+    tt_output(g, y);
+    tt_finish(g);
+    return g;
+}
+
+/* DenseNet's transition: the pool moves before the Conv, which then reads
+ * the pooled [1, 4, 2, 2] and writes the result; REF's values agree. */
+Test(pool_before_conv, pointwise_conv_runs_on_the_pooled_image)
+{
+    graph *g = pointwise_then_pool(2, 2, 0);
+    graph *before = clone_of(g);
+    graph_value *y = g->outputs[0];
+    cr_assert_eq(run_pass(transforms_pool_before_conv, g), 1);
+    tt_assert_valid(g);
+    cr_assert_eq(g->n_nodes, 2);
+    cr_assert_str_eq(g->nodes[0]->op_type, "AveragePool");
+    cr_assert_str_eq(g->nodes[1]->op_type, "Conv");
+    cr_assert_eq(g->nodes[1]->outputs[0], y, "the Conv writes the pool's result");
+    cr_assert_eq(g->nodes[0]->inputs[0], g->inputs[0]);
+    const graph_shape *mid = &g->nodes[0]->outputs[0]->shape;
+    cr_assert(mid->rank == 4 && mid->dims[1] == 4 && mid->dims[2] == 2 && mid->dims[3] == 2);
+    assert_same_results(before, g, 1e-5f);
+    graph_free(before);
+    graph_free(g);
+}
+
+/* Padding (averaged zeros: the bias would not commute where the divisor
+ * counts pads), a 3x3 Conv, a pool that does not shrink the image, or a
+ * Conv output another node reads: left alone. */
+Test(pool_before_conv, left_alone_where_it_would_change_the_result_or_gain_nothing)
+{
+    graph *g = pointwise_then_pool(3, 2, 1);
+    cr_assert_eq(run_pass(transforms_pool_before_conv, g), 0);
+    graph_free(g);
+    g = pointwise_then_pool(1, 1, 0);
+    cr_assert_eq(run_pass(transforms_pool_before_conv, g), 0);
+    graph_free(g);
+
+    graph_value *x;
+    g = start(&x);
+    graph_value *y = tt_unary(g, "pool", "AveragePool", conv(g, x));
+    const int64_t k[2] = {2, 2};
+    tt_attr_ints(g, "pool", "kernel_shape", 2, k);
+    tt_attr_ints(g, "pool", "strides", 2, k);
+    tt_output(g, y);
+    tt_finish(g);
+    cr_assert_eq(run_pass(transforms_pool_before_conv, g), 0, "a 3x3 Conv moved");
+    graph_free(g);
+
+    g = pointwise_then_pool(2, 2, 0);
+    tt_output(g, tt_find_node(g, "pw")->outputs[0]);
+    cr_assert_eq(run_pass(transforms_pool_before_conv, g), 0, "the Conv's output is a result");
     graph_free(g);
 }
