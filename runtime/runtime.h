@@ -123,6 +123,22 @@ rn_status runtime_with_device_list(const char *list, const char *id, const rn_pr
 rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plugin_ops *ops,
                                   void *library);
 
+/* The plugins file installed beside libruntime.so, found from where this
+ * code was loaded (dladdr, symlinks resolved): "NAME PATH" lines as in any
+ * plugins file, relative paths taken from its folder (docs/plugins.md). */
+#define RUNTIME_PLUGINS_FILE "runnel-plugins.txt"
+
+/* Writes the installed plugins file's path into `path`; false where there
+ * is none (the runtime linked into a program, or installed without it). */
+bool runtime_installed_plugins_file(char *path, size_t size);
+
+/* Loads the installed plugins file into a new core, after RUNNEL_PLUGINS:
+ * a device that file named (loaded or failed) is left as it is; each plugin
+ * that cannot load or start is recorded with its reason. Nothing where
+ * RUNNEL_INSTALLED_PLUGINS is "0" (the test suite: its devices do not
+ * depend on what else was built). */
+void runtime_load_installed_plugins(rn_core *core);
+
 struct rn_model {
     graph *g;
     /* Inputs and outputs given pre/post-processing (once each). */

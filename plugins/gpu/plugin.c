@@ -373,7 +373,7 @@ static rn_status get_property_of(gpu_plugin *p, gpu_device *d, const char *key, 
     else if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
         value = d->architecture;
     else if (strcmp(key, "DEVICE_TYPE") == 0)
-        value = d->type & CL_DEVICE_TYPE_GPU ? "discrete" : "integrated";
+        value = d->device_type;
     else if (strcmp(key, "OPTIMIZATION_CAPABILITIES") == 0)
         value = "FP32 EXPORT_IMPORT";
     else if (strcmp(key, "RANGE_FOR_ASYNC_INFER_REQUESTS") == 0)
