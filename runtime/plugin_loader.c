@@ -66,9 +66,11 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
         for (int i = 0; i < core->n_devices; i++) {
             if (strcasecmp(core->devices[i].name, label) != 0)
                 continue;
-            if (library != NULL && core->devices[i].library == library) {
-                /* The same library under the same name (discovered, then
-                 * loaded again by the user): already there. */
+            if (library != NULL && core->devices[i].library == library &&
+                core->devices[i].installed) {
+                /* The same library under the same name, found in the
+                 * installed plugins file and loaded again by the user (a
+                 * program written before discovery): already there. */
                 pthread_mutex_unlock(&core->lock);
                 runtime_close_library(library); /* dlopen's extra reference */
                 return RN_OK;
@@ -90,6 +92,7 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
     d->ops = ops;
     d->plugin = plugin;
     d->library = library;
+    d->installed = core->loading_installed;
     pthread_mutex_unlock(&core->lock);
     if (ops->attach_core != NULL)
         ops->attach_core(plugin, core);
@@ -217,7 +220,9 @@ void runtime_load_installed_plugins(rn_core *core)
     snprintf(base, sizeof base, "%s", path);
     *strrchr(base, '/') = '\0';
     /* Each plugin that cannot start is recorded with its reason. */
+    core->loading_installed = true;
     load_plugins_file(core, path, base);
+    core->loading_installed = false;
 }
 
 size_t rn_core_failed_device_count(const rn_core *core)

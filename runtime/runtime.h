@@ -61,7 +61,8 @@ typedef struct runtime_device {
     char name[RUNTIME_NAME_MAX];
     const rn_plugin_ops *ops;
     rn_plugin *plugin;
-    void *library; /* dlopen handle, NULL for built-in plugins */
+    void *library;  /* dlopen handle, NULL for built-in plugins */
+    bool installed; /* loaded from the installed plugins file */
 } runtime_device;
 
 /* A device that could not be registered, and why. */
@@ -77,6 +78,7 @@ struct rn_core {
     runtime_device devices[RUNTIME_MAX_DEVICES];
     int n_failures;
     runtime_failure failures[RUNTIME_MAX_DEVICES];
+    bool loading_installed;    /* rn_core_create is loading the installed plugins file */
     char cache_dir[4096];      /* CACHE_DIR, "" when off */
     uint64_t max_tensor_bytes; /* MAX_TENSOR_BYTES, 0 for no limit (under lock) */
     /* Per device: its default context while referenced (under lock). */
