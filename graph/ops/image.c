@@ -1131,8 +1131,10 @@ static rn_status infer_optimizer(const graph_node *node, const graph_port *in, i
 const graph_op_schema graph_ops_image[] = {
     OP("", "ConvTranspose", 2, 3, 1, 1, 0, infer_convtranspose, WINDOW_ATTRS,
        GRAPH_DEFAULT_INT("group", 1), A("output_padding", INTS), A("output_shape", INTS)),
-    OP("", "DeformConv", 3, 5, 1, 1, 0, infer_deform_conv, WINDOW_ATTRS,
-       GRAPH_DEFAULT_INT("group", 1), GRAPH_DEFAULT_INT("offset_group", 1)),
+    /* DeformConv has no auto_pad (ONNX's spec): explicit pads only. */
+    OP("", "DeformConv", 3, 5, 1, 1, 0, infer_deform_conv, A("kernel_shape", INTS), A("pads", INTS),
+       A("strides", INTS), A("dilations", INTS), GRAPH_DEFAULT_INT("group", 1),
+       GRAPH_DEFAULT_INT("offset_group", 1)),
     OP("", "InstanceNormalization", 3, 3, 1, 1, 0, infer_float_like_x,
        GRAPH_DEFAULT_FLOAT("epsilon", 1e-5f)),
     OP("", "GroupNormalization", 3, 3, 1, 1, 0, infer_float_like_x, R("num_groups", INT),
