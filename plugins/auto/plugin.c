@@ -19,7 +19,10 @@ static rn_status oom(void)
  * (NVIDIA, a GPU with memory of its own) first, then an integrated GPU or
  * an accelerator, then the host devices CPU and REF, with an OpenCL device
  * of CPU type (PoCL's: the same cores through OpenCL, several times slower
- * than CPU) between them; devices that answer no DEVICE_TYPE come last. */
+ * than CPU) between them; devices that answer no DEVICE_TYPE come last.
+ * Within a rank, the order the devices registered in (the installed
+ * plugins file lists NVIDIA before GPU, which on NVIDIA's OpenCL driver is
+ * discrete too). */
 enum { RANK_DISCRETE, RANK_INTEGRATED, RANK_CPU, RANK_OPENCL_CPU, RANK_REF, RANK_OTHER, N_RANKS };
 
 static int rank(const char *name, const rn_plugin_ops *ops, rn_plugin *plugin)
