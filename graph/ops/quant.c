@@ -413,8 +413,8 @@ const graph_op_schema graph_ops_quant[] = {
      1,
      0,
      infer_qlinear_fused_gemm,
-     {GRAPH_OPTIONAL("alpha", FLOAT), GRAPH_OPTIONAL("beta", FLOAT), GRAPH_OPTIONAL("transA", INT),
-      GRAPH_OPTIONAL("transB", INT), GRAPH_OPTIONAL("activation", STRING),
-      GRAPH_OPTIONAL("activation_params", FLOATS)}},
+     {GRAPH_DEFAULT_FLOAT("alpha", 1.0f), GRAPH_DEFAULT_FLOAT("beta", 1.0f),
+      GRAPH_DEFAULT_INT("transA", 0), GRAPH_DEFAULT_INT("transB", 0),
+      GRAPH_OPTIONAL("activation", STRING), GRAPH_OPTIONAL("activation_params", FLOATS)}},
     {0},
 };

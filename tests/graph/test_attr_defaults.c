@@ -82,10 +82,12 @@ Test(attr_defaults, every_schema_default_is_onnx_s)
     for (int i = 0; i < graph_op_count(); i++) {
         const graph_op_schema *s = graph_op_at(i);
         /* The default domain's ops against ONNX's; runnel's fused ops
-         * ("FusedGemm") against their base op's ("Gemm"). */
+         * ("FusedGemm", "QLinearFusedGemm") against their base op's ("Gemm"). */
         const char *base = s->op_type;
         if (strcmp(s->domain, "runnel") == 0 && strncmp(s->op_type, "Fused", 5) == 0)
             base = s->op_type + 5;
+        else if (strcmp(s->domain, "runnel") == 0 && strncmp(s->op_type, "QLinearFused", 12) == 0)
+            base = s->op_type + 12;
         else if (s->domain[0] != '\0')
             continue;
         for (int a = 0; a < GRAPH_MAX_ATTR_SPECS && s->attrs[a].name != NULL; a++) {
