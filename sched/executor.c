@@ -7,6 +7,10 @@
  * than kernel tasks, and their threads must sleep without spinning; a mutex makes the queue
  * unbounded (a worker releasing a node must never fail or block for long) and plainly correct.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setname_np */
+#endif
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +43,11 @@ static void *executor_main(void *arg)
     sched_exec_thread *t = arg;
     sched_executor *e = t->exec;
     sched_i_set_current_runner(&t->runner);
+    char name[16] = "rn-"; /* "rn-callback", "rn-device-wait" (cut to 15 bytes) */
+    size_t n = strlen(e->name) < sizeof name - 4 ? strlen(e->name) : sizeof name - 4;
+    memcpy(name + 3, e->name, n);
+    name[3 + n] = '\0';
+    (void)pthread_setname_np(pthread_self(), name);
     for (;;) {
         pthread_mutex_lock(&e->lock);
         while (e->count == 0 && !e->stop)

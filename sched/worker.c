@@ -21,6 +21,7 @@
 #endif
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -573,6 +574,10 @@ void *sched_i_worker_main(void *arg)
 {
     sched_worker *w = arg;
     sched_i_set_current_runner(&w->runner);
+    /* Named for perf, top -H and /proc/PID/task/TID/comm ("rn-s0w1": stream 0, worker 1). */
+    char name[16];
+    snprintf(name, sizeof name, "rn-s%uw%u", w->runner.stream % 1000u, w->local % 1000u);
+    (void)pthread_setname_np(pthread_self(), name);
     if (w->runner.s->cfg.pin_cpus)
         pin_to_cpu(w->runner.id);
     sched_item it;

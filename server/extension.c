@@ -93,6 +93,14 @@ json_t *server_config_json(const server_model *m)
         json_pack("{s:s, s:s, s:s, s:I, s:o, s:o}", "name", server_model_name(m), "platform",
                   server_model_is_pipeline(m) ? "ensemble" : "onnx", "backend", "runnel",
                   "max_batch_size", (json_int_t)batch, "input", inputs, "output", outputs);
+    /* Where it runs, as the device answers (HETERO's devices with nodes,
+     * AUTO's current choice), in Triton's parameters form. */
+    const rn_compiled_model *compiled = server_model_compiled(m);
+    char devices[256];
+    if (compiled != NULL && rn_compiled_model_get_property(compiled, "EXECUTION_DEVICES", devices,
+                                                           sizeof devices) == RN_OK)
+        json_object_set_new(config, "parameters",
+                            json_pack("{s:{s:s}}", "execution_devices", "string_value", devices));
     if (batch > 0) {
         json_t *preferred = json_array();
         for (size_t i = 0; i < n_pref; i++)

@@ -38,6 +38,7 @@
 
 struct server_grpc {
     server_registry *registry;
+    server_byte_budget *budget;
     grpc_server *server;
     grpc_completion_queue *cq;
     pthread_t *threads;
@@ -66,6 +67,7 @@ typedef struct infer_call {
     server_grpc_infer request;
     server_job job;
     grpc_byte_buffer *message; /* a stream's answer, once made */
+    size_t reserved;           /* of the byte budget, given back when freed */
     struct infer_call *next;   /* a stream's answers waiting to be sent */
 } infer_call;
 
@@ -116,6 +118,7 @@ static void free_infer_call(infer_call *ic)
 {
     if (ic == NULL)
         return;
+    server_byte_budget_give(ic->call->g->budget, ic->reserved);
     server_grpc_infer_clear(&ic->request);
     if (ic->message != NULL)
         grpc_byte_buffer_destroy(ic->message);
@@ -223,6 +226,14 @@ static int submit_infer(server_grpc *g, infer_call *ic, const uint8_t *data, siz
                         char *message, size_t message_size)
 {
     uint64_t received = server_now_ns();
+    if (!server_byte_budget_take(g->budget, size)) {
+        snprintf(message, message_size,
+                 "the server is busy: it holds %zu bytes of requests, and %zu more would pass its "
+                 "limit of %zu (--max-buffered-bytes); retry later",
+                 atomic_load(&g->budget->held), size, g->budget->limit);
+        return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    }
+    ic->reserved = size;
     rn_status st = server_grpc_infer_decode(data, size, &ic->request);
     if (st != RN_OK) {
         snprintf(message, message_size, "%s", rn_last_error());
@@ -365,7 +376,13 @@ static void stream_received(rpc *c, const uint8_t *data, size_t size, int more)
     c->open++; /* before the submit: its answer may come first */
     pthread_mutex_unlock(&c->lock);
     char message[2048];
-    int code = submit_infer(c->g, ic, data, size, message, sizeof message);
+    int code = GRPC_STATUS_UNAVAILABLE;
+    /* Stopping: a stream that keeps sending would keep the drain from
+     * ending; its later requests are answered, with an error. */
+    if (atomic_load(&c->g->stopping))
+        snprintf(message, sizeof message, "the server is shutting down");
+    else
+        code = submit_infer(c->g, ic, data, size, message, sizeof message);
     if (code != GRPC_STATUS_OK) {
         ic->job.http_status = 400;
         ic->job.error = strdup(message);
@@ -1031,14 +1048,25 @@ rn_status server_grpc_start(server_registry *registry, const server_grpc_config 
     }
     grpc_init();
     g->registry = registry;
+    g->budget = config->budget;
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->cond, NULL);
     int max = config->max_message > INT32_MAX ? INT32_MAX : (int)config->max_message;
-    grpc_arg args[2] = {
+    /* Slow and idle clients: a connection must finish its handshake within
+     * the timeout, one without calls for 5 minutes is sent GOAWAY (clients
+     * reconnect), a silent peer is found by keepalive pings, and one
+     * connection may run at most 1024 calls at once. */
+    int handshake_ms = config->timeout_secs ? (int)config->timeout_secs * 1000 : 120000;
+    grpc_arg args[] = {
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = max}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = -1}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, {.integer = handshake_ms}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_IDLE_MS, {.integer = 300000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS, {.integer = 60000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIMEOUT_MS, {.integer = 20000}},
+        {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONCURRENT_STREAMS, {.integer = 1024}},
     };
-    grpc_channel_args channel_args = {2, args};
+    grpc_channel_args channel_args = {sizeof args / sizeof *args, args};
     g->server = grpc_server_create(&channel_args, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(g->server, g->cq, NULL);

@@ -74,10 +74,12 @@ static void list_counts(const Inference__InferTensorContents *c, size_t counts[9
     counts[LIST_BYTES] = c->n_bytes_contents;
 }
 
-/* Fills tensor t (of `count` elements) from typed contents. */
-static rn_status fill_typed(rn_tensor *t, const Inference__InferTensorContents *c, size_t count)
+/* Checks that typed contents `c` fill `count` elements of `type` from its
+ * one list, before a tensor of the shape's size is made (a shape of 10^12
+ * elements with two values must not allocate first). */
+static rn_status check_typed(rn_element_type type, const Inference__InferTensorContents *c,
+                             size_t count)
 {
-    rn_element_type type = rn_tensor_element_type(t);
     const char *dt = server_datatype_name(type);
     contents_list want = list_of(type);
     if (want == LIST_NONE)
@@ -94,6 +96,15 @@ static rn_status fill_typed(rn_tensor *t, const Inference__InferTensorContents *
     if (counts[want] != count)
         return rn_set_error(RN_INVALID_ARG, "the shape needs %zu values, %s has %zu", count,
                             list_names[want], counts[want]);
+    return RN_OK;
+}
+
+/* Fills tensor t (of `count` elements) from typed contents check_typed
+ * passed. */
+static rn_status fill_typed(rn_tensor *t, const Inference__InferTensorContents *c, size_t count)
+{
+    rn_element_type type = rn_tensor_element_type(t);
+    contents_list want = list_of(type);
     void *p = rn_tensor_data(t);
     rn_status st = RN_OK;
     for (size_t i = 0; i < count && st == RN_OK; i++) {
@@ -148,6 +159,11 @@ static rn_status from_raw(rn_element_type type, const int64_t *dims, size_t rank
                           const ProtobufCBinaryData *raw, rn_tensor **out)
 {
     if (type == RN_STRING) {
+        if (count > raw->len / 4) /* each element has a 4-byte length */
+            return rn_set_error(RN_INVALID_ARG,
+                                "raw_input_contents has %zu bytes, too few for %zu BYTES "
+                                "elements (4 bytes of length each at least)",
+                                raw->len, count);
         rn_status st = rn_tensor_create(type, dims, rank, out);
         if (st == RN_OK && (st = server_bytes_read(*out, raw->data, raw->len, count)) != RN_OK) {
             rn_tensor_free(*out);
@@ -186,7 +202,8 @@ static rn_status decode_input(const Inference__ModelInferRequest *m, size_t i, s
         if (in->contents == NULL)
             return rn_set_error(RN_INVALID_ARG,
                                 "has no contents (and the request no raw_input_contents)");
-        if ((st = rn_tensor_create(type, in->shape, in->n_shape, &t)) == RN_OK &&
+        if ((st = check_typed(type, in->contents, count)) == RN_OK &&
+            (st = rn_tensor_create(type, in->shape, in->n_shape, &t)) == RN_OK &&
             (st = fill_typed(t, in->contents, count)) != RN_OK) {
             rn_tensor_free(t);
             t = NULL;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "runnel/version.h"
@@ -21,7 +22,10 @@ struct server_http {
     server_registry *registry;
     struct MHD_Daemon *daemon;
     size_t max_body;
+    server_byte_budget *budget;
+    unsigned timeout_secs;
     atomic_int ready;
+    atomic_int stopping;   /* answers say "Connection: close" */
     atomic_long in_flight; /* infer calls submitted and not yet sent their answer */
 };
 
@@ -32,7 +36,10 @@ typedef struct server_call {
     server_route route;
     char *body;
     size_t size, cap;
+    size_t reserved; /* of the byte budget, given back when the call ends */
     int too_large;
+    int over_budget;    /* the server holds too many request bytes: 503 */
+    size_t wanted;      /* what the budget refused */
     int answered_early; /* a 413 went out from the headers: nothing more to answer */
     uint64_t received_ns;
     server_model *model; /* acquired while its job is in flight */
@@ -53,6 +60,15 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, char *
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    /* Stopping: each keep-alive connection closes after its answer, so the
+     * drain ends with every request on it answered, not cut. */
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const server_http *h = info ? info->socket_context : NULL;
+    if (h != NULL && atomic_load(&h->stopping))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE) /* a full queue or budget: worth a retry */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (header_size > 0) {
         char text[32];
         snprintf(text, sizeof text, "%zu", header_size);
@@ -260,6 +276,27 @@ static enum MHD_Result answer_job(server_call *call)
                    r.header_size ? "application/octet-stream" : "application/json", r.header_size);
 }
 
+/* Reserves the byte budget for `bytes` of the call's body in all; 0 when the
+ * server holds too many request bytes already. */
+static int reserve(server_call *call, size_t bytes)
+{
+    if (bytes <= call->reserved)
+        return 1;
+    if (!server_byte_budget_take(call->http->budget, bytes - call->reserved))
+        return 0;
+    call->reserved = bytes;
+    return 1;
+}
+
+static enum MHD_Result respond_over_budget(server_call *call, size_t bytes)
+{
+    server_byte_budget *b = call->http->budget;
+    return respond_error(call->connection, MHD_HTTP_SERVICE_UNAVAILABLE,
+                         "the server is busy: it holds %zu bytes of requests, and %zu more would "
+                         "pass its limit of %zu (--max-buffered-bytes); retry later",
+                         atomic_load(&b->held), bytes, b->limit);
+}
+
 static enum MHD_Result start_infer(server_call *call)
 {
     server_http *h = call->http;
@@ -339,22 +376,40 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                  "of %zu bytes (--max-body-bytes)",
                                  length, h->max_body);
         }
+        /* Over the byte budget the body is read and dropped, then answered
+         * 503: a client that sends its body without waiting for 100
+         * Continue would see a reset, not the answer, were it refused now. */
+        if (length != NULL && !reserve(call, (size_t)strtoull(length, NULL, 10))) {
+            call->over_budget = 1;
+            call->wanted = (size_t)strtoull(length, NULL, 10);
+        }
         return MHD_YES;
     }
     if (*upload_size > 0) { /* a piece of the body */
         size_t n = *upload_size;
         *upload_size = 0;
-        if (call->too_large || call->size + n > h->max_body) {
-            call->too_large = 1;
+        if (call->too_large || call->over_budget || call->size + n > h->max_body) {
+            call->too_large |= !call->over_budget;
             free(call->body);
             call->body = NULL;
             call->size = 0;
             return MHD_YES;
         }
         if (call->size + n > call->cap) {
-            size_t cap = call->cap ? call->cap : 65536;
+            /* The whole body at once when its length was given: no more is
+             * reserved than it needs. */
+            size_t cap = call->cap ? call->cap : call->reserved > 0 ? call->reserved : 65536;
             while (cap < call->size + n)
                 cap *= 2;
+            if (!reserve(call, cap)) { /* answered 503 once the body is in */
+                call->over_budget = 1;
+                free(call->body);
+                call->body = NULL;
+                call->size = 0;
+                call->wanted = cap;
+                call->cap = 0;
+                return MHD_YES;
+            }
             char *grown = realloc(call->body, cap);
             if (grown == NULL)
                 return MHD_NO;
@@ -369,6 +424,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return answer_job(call);
     if (call->answered_early)
         return MHD_YES;
+    if (call->over_budget)
+        return respond_over_budget(call, call->wanted);
     call->received_ns = server_now_ns();
     if (call->route.kind == SERVER_ROUTE_NOT_FOUND)
         return respond_error(c, MHD_HTTP_NOT_FOUND, "no route for %s %s", method, url);
@@ -394,11 +451,21 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **context,
         server_model_release(call->model);
         atomic_fetch_sub(&call->http->in_flight, 1);
     }
+    server_byte_budget_give(call->http->budget, call->reserved);
     server_infer_clear(&call->job.infer);
     free(call->job.response.body);
     free(call->job.error);
     free(call->body);
     free(call);
+}
+
+/* Every connection's socket context is its server, for respond(). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)c;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        *socket_context = cls;
 }
 
 rn_status server_http_start(server_registry *registry, const server_http_config *config,
@@ -413,12 +480,22 @@ rn_status server_http_start(server_registry *registry, const server_http_config 
         return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the HTTP server");
     h->registry = registry;
     h->max_body = config->max_body;
+    h->budget = config->budget;
+    h->timeout_secs = config->timeout_secs;
+    /* The timeout closes a connection silent that long: half a header, a
+     * body that stalls, an idle keep-alive (a suspended infer call is not
+     * silent: MHD does not time it out). Past max_connections MHD stops
+     * accepting until one closes; past max_per_client it accepts and closes
+     * at once, so one address cannot take every connection. */
+    unsigned threads = config->threads ? config->threads : 1;
+    unsigned limit = config->max_connections > threads ? config->max_connections : threads;
     h->daemon = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)(config->threads ? config->threads : 1), MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+        threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, h, MHD_OPTION_CONNECTION_TIMEOUT, config->timeout_secs,
+        MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        config->max_per_client, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (h->daemon == NULL) {
         free(h);
         return rn_set_error(RN_IO_ERROR, "cannot listen on %s:%d (in use, or not allowed)",
@@ -449,8 +526,36 @@ void server_http_stop(server_http *h)
     if (h == NULL)
         return;
     int fd = MHD_quiesce_daemon(h->daemon); /* no new connections */
-    while (atomic_load(&h->in_flight) > 0)
+    /* A client that connects from now on is refused, not left in the backlog
+     * to be reset at the end; the socket is closed only after
+     * MHD_stop_daemon, as libmicrohttpd's threads may still hold it. */
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+    atomic_store(&h->stopping, 1);
+    /* Until every accepted infer call is answered, and then until the open
+     * connections have closed (each does after its next answer) or sat
+     * idle for a second (an idle keep-alive connection holds no request),
+     * at most the client timeout: a request still arriving then would
+     * have been closed by the timeout anyway. */
+    uint64_t start = server_now_ns(), idle_since = 0, second = 1000000000ull;
+    uint64_t limit = (uint64_t)(h->timeout_secs ? h->timeout_secs : 15) * second;
+    for (;;) {
+        const union MHD_DaemonInfo *info =
+            MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        unsigned open = info ? info->num_connections : 0;
+        uint64_t now = server_now_ns();
+        if (atomic_load(&h->in_flight) > 0) {
+            idle_since = 0;
+        } else {
+            if (open == 0 || now - start > limit)
+                break;
+            if (idle_since == 0)
+                idle_since = now;
+            else if (now - idle_since > second)
+                break;
+        }
         usleep(1000);
+    }
     MHD_stop_daemon(h->daemon);
     if (fd >= 0)
         close(fd);

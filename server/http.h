@@ -8,13 +8,18 @@
 #include <stddef.h>
 
 #include "runnel/runnel.h"
+#include "server/limits.h"
 #include "server/registry.h"
 
 typedef struct server_http_config {
-    const char *address; /* IPv4 address to bind ("0.0.0.0") */
-    int port;            /* 0: any free port (server_http_port tells which) */
-    unsigned threads;    /* HTTP threads in the pool */
-    size_t max_body;     /* larger request bodies get 413 */
+    const char *address;        /* IPv4 address to bind ("0.0.0.0") */
+    int port;                   /* 0: any free port (server_http_port tells which) */
+    unsigned threads;           /* HTTP threads in the pool */
+    size_t max_body;            /* larger request bodies get 413 */
+    unsigned timeout_secs;      /* a connection silent this long is closed (0: never) */
+    unsigned max_connections;   /* open at once; past it new ones wait in the backlog */
+    unsigned max_per_client;    /* open at once from one address; past it refused (0: none) */
+    server_byte_budget *budget; /* request bodies held (NULL: no limit); 503 past it */
 } server_http_config;
 
 typedef struct server_http server_http;

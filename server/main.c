@@ -5,7 +5,9 @@
  *                 [--grpc-port N] [--grpc-port-file FILE] [--threads 4] [--device REF]
  *                 [--max-queue-size 64] [--max-body-bytes N] [--repository-poll-secs 0]
  *                 [--model-control-mode none|poll|explicit] [--load-model A,B|*]
- *                 [--drain-secs 5] [--port-file FILE]
+ *                 [--drain-secs 5] [--port-file FILE] [--client-timeout-secs 15]
+ *                 [--max-connections N] [--max-connections-per-client N]
+ *                 [--max-buffered-bytes N]
  *
  * Every flag can also come from the environment (RUNNEL_MODEL_REPOSITORY,
  * RUNNEL_HTTP_PORT, ...: the flag's name in capitals with '_'); a flag
@@ -23,6 +25,7 @@
 #include "runnel/runnel.h"
 #include "server/grpc.h"
 #include "server/http.h"
+#include "server/limits.h"
 #include "server/registry.h"
 
 typedef struct options {
@@ -34,6 +37,7 @@ typedef struct options {
     const char *control;
     const char *load_models;
     long port, threads, max_queue_size, max_body, poll_secs, drain_secs;
+    long client_timeout, max_connections, max_per_client, max_buffered;
     long grpc_port; /* -1: no gRPC */
 } options;
 
@@ -52,7 +56,11 @@ typedef struct options {
     X("--max-queue-size", "RUNNEL_MAX_QUEUE_SIZE", max_queue_size, 1)                              \
     X("--max-body-bytes", "RUNNEL_MAX_BODY_BYTES", max_body, 1)                                    \
     X("--repository-poll-secs", "RUNNEL_REPOSITORY_POLL_SECS", poll_secs, 1)                       \
-    X("--drain-secs", "RUNNEL_DRAIN_SECS", drain_secs, 1)
+    X("--drain-secs", "RUNNEL_DRAIN_SECS", drain_secs, 1)                                          \
+    X("--client-timeout-secs", "RUNNEL_CLIENT_TIMEOUT_SECS", client_timeout, 1)                    \
+    X("--max-connections", "RUNNEL_MAX_CONNECTIONS", max_connections, 1)                           \
+    X("--max-connections-per-client", "RUNNEL_MAX_CONNECTIONS_PER_CLIENT", max_per_client, 1)      \
+    X("--max-buffered-bytes", "RUNNEL_MAX_BUFFERED_BYTES", max_buffered, 1)
 
 static void usage(void)
 {
@@ -63,7 +71,9 @@ static void usage(void)
             "                     [--threads 4] [--device DEVICE] [--max-queue-size 64]\n"
             "                     [--max-body-bytes 268435456] [--repository-poll-secs 0]\n"
             "                     [--model-control-mode none|poll|explicit] [--load-model A,B|*]\n"
-            "                     [--drain-secs 5] [--port-file FILE]\n"
+            "                     [--drain-secs 5] [--port-file FILE] [--client-timeout-secs 15]\n"
+            "                     [--max-connections N] [--max-connections-per-client N]\n"
+            "                     [--max-buffered-bytes N]\n"
             "Each flag may also be set from the environment (RUNNEL_MODEL_REPOSITORY, ...).\n");
 }
 
@@ -99,6 +109,10 @@ static int parse_options(int argc, char **argv, options *o)
                    .max_queue_size = 64,
                    .max_body = 256L << 20,
                    .drain_secs = 5,
+                   .client_timeout = 15,
+                   .max_connections = -1, /* -1: what the fd budget allows */
+                   .max_per_client = -1,  /* -1: a quarter of max_connections */
+                   .max_buffered = -1,    /* -1: 4x --max-body-bytes, at least 1 GiB */
                    .grpc_port = -1};
 #define SERVER_FROM_ENV_(flag, env, field, number)                                                 \
     if (getenv(env) != NULL && !SERVER_SET_(number, env, getenv(env), field))                      \
@@ -131,6 +145,11 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (o->repository == NULL) {
         fprintf(stderr, "runnel-server: --model-repository is required\n");
+        return 0;
+    }
+    if (o->client_timeout > 3600) {
+        fprintf(stderr, "runnel-server: --client-timeout-secs %ld: at most 3600\n",
+                o->client_timeout);
         return 0;
     }
     if (o->port > 65535 || o->grpc_port > 65535) {
@@ -227,11 +246,39 @@ int main(int argc, char **argv)
     server_registry *registry = NULL;
     server_http *http = NULL;
     server_grpc *grpc = NULL;
-    server_http_config config = {o.address, (int)o.port, (unsigned)o.threads, (size_t)o.max_body};
-    server_grpc_config grpc_config = {o.address, (int)o.grpc_port, (unsigned)o.threads,
-                                      (size_t)o.max_body};
-    rn_status st = server_registry_open(core, o.repository, device, (size_t)o.max_queue_size,
-                                        control, o.load_models, &registry);
+    server_fd_budget fds;
+    rn_status st = server_fd_budget_raise(&fds);
+    if (st != RN_OK) {
+        fprintf(stderr, "runnel-server: %s\n", rn_last_error());
+        rn_core_free(core);
+        return 1;
+    }
+    if (o.max_connections < 0 || o.max_connections > fds.connections)
+        o.max_connections = fds.connections > 65536 ? 65536 : fds.connections;
+    if (o.max_per_client < 0)
+        o.max_per_client = o.max_connections / 4;
+    server_byte_budget budget = {.limit = (size_t)(o.max_buffered >= 0       ? o.max_buffered
+                                                   : o.max_body > (1L << 28) ? o.max_body * 4
+                                                                             : 1L << 30)};
+    fprintf(stderr,
+            "runnel-server: file descriptors: %ld (RLIMIT_NOFILE, was %ld, hard %ld), %ld kept "
+            "free; HTTP connections at most %ld, %ld per client address; client timeout %ld s; "
+            "request bytes held at most %zu\n",
+            fds.soft, fds.before, fds.hard, fds.reserve, o.max_connections, o.max_per_client,
+            o.client_timeout, budget.limit);
+    server_http_config config = {o.address,
+                                 (int)o.port,
+                                 (unsigned)o.threads,
+                                 (size_t)o.max_body,
+                                 (unsigned)o.client_timeout,
+                                 (unsigned)o.max_connections,
+                                 (unsigned)o.max_per_client,
+                                 &budget};
+    server_grpc_config grpc_config = {
+        o.address,          (int)o.grpc_port,           (unsigned)o.threads,
+        (size_t)o.max_body, (unsigned)o.client_timeout, &budget};
+    st = server_registry_open(core, o.repository, device, (size_t)o.max_queue_size, control,
+                              o.load_models, &registry);
     if (st == RN_OK)
         st = server_http_start(registry, &config, &http);
     if (st == RN_OK && o.grpc_port >= 0)

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "bench/common/host.h"
+#include "bench/common/timing.h"
 #include "bench/overhead/chain_model.h"
 #include "graph/onnx/onnx_reader.h"
 #include "plugins/api/kernel.h"
@@ -90,25 +91,6 @@ static void die(const char *what)
         if ((expr) != RN_OK)                                                                       \
             die(#expr);                                                                            \
     } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* ---------------------------------------------------------------- the peer */
 
@@ -328,12 +310,12 @@ static double time_round(const mode *m, const options *o, double *samples)
         if (m->run(m->ctx) != 0)
             return -1;
     for (int i = 0; i < o->iters; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         if (m->run(m->ctx) != 0)
             return -1;
-        samples[i] = (double)(now_ns() - t0);
+        samples[i] = (double)(bench_now_ns() - t0);
     }
-    return median(samples, o->iters);
+    return bench_median(samples, o->iters);
 }
 
 int main(int argc, char **argv)
@@ -399,7 +381,7 @@ int main(int argc, char **argv)
             lo = rounds[m][r] < lo ? rounds[m][r] : lo;
             hi = rounds[m][r] > hi ? rounds[m][r] : hi;
         }
-        double ns = median(rounds[m], o.rounds);
+        double ns = bench_median(rounds[m], o.rounds);
         printf("%-6s %-32s %9.0f ns/request [%.0f-%.0f]", modes[m].name, modes[m].what, ns, lo, hi);
         if (m == 0) {
             direct_ns = ns;

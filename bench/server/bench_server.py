@@ -197,7 +197,9 @@ def metric(url, name, model):
     return int(m.group(1)) if m else 0
 
 
-def serve(args, work, model_path, batching):
+def serve(args, work, model_path, batching, grpc=False):
+    """Starts runnel-server on model_path as model "m": (process, HTTP url),
+    and with grpc also its gRPC url: (process, HTTP url, gRPC url)."""
     repo = f"{work}/repo-{int(batching)}"
     os.makedirs(f"{repo}/m/1", exist_ok=True)
     shutil.copy(model_path, f"{repo}/m/1/model.onnx")
@@ -211,16 +213,21 @@ def serve(args, work, model_path, batching):
     port_file = f"{work}/port-{int(batching)}"
     if os.path.exists(port_file):
         os.remove(port_file)  # a server before this one wrote its port there
+    grpc_file = f"{work}/grpc-port-{int(batching)}"
+    grpc_flags = ["--grpc-port", "0", "--grpc-port-file", grpc_file] if grpc else []
     proc = subprocess.Popen([args.server, "--model-repository", repo,
                              "--http-address", "127.0.0.1", "--http-port", "0",
-                             "--port-file", port_file, "--drain-secs", "0"],
+                             "--port-file", port_file, "--drain-secs", "0", *grpc_flags],
                             stderr=open(f"{work}/server-{int(batching)}.log", "w"))
     while not os.path.exists(port_file) or not open(port_file).read().strip():
         if proc.poll() is not None:
             raise RuntimeError("runnel-server did not start: "
                                + open(f"{work}/server-{int(batching)}.log").read()[-2000:])
         time.sleep(0.05)
-    return proc, f"127.0.0.1:{int(open(port_file).read())}"
+    url = f"127.0.0.1:{int(open(port_file).read())}"
+    if not grpc:
+        return proc, url
+    return proc, url, f"127.0.0.1:{int(open(grpc_file).read())}"
 
 
 def bench_model(args, name, model_path, work):

@@ -1,34 +1,11 @@
 /* Shared plugin properties: validation, read-back, stream configuration. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "plugins/api/properties.h"
-
-const char *const plugin_rw_property_keys[] = {
-    "DEVICE_ID",
-    "ENABLE_PROFILING",
-    "ENABLE_TRACE",
-    "PERFORMANCE_HINT",
-    "PERFORMANCE_HINT_NUM_REQUESTS",
-    "NUM_STREAMS",
-    "INFERENCE_NUM_THREADS",
-    "INFERENCE_PRECISION_HINT",
-    "EXECUTION_MODE_HINT",
-    "MODEL_PRIORITY",
-    "LOG_LEVEL",
-    "DISABLE_TRANSFORMATIONS",
-    "EXCLUSIVE_ASYNC_REQUESTS",
-    NULL,
-};
-
-const char *const plugin_cpu_property_keys[] = {
-    "CPU_DENORMALS_OPTIMIZATION",
-    "CPU_BIND_THREAD",
-    "ENABLE_CPU_PINNING",
-    NULL,
-};
 
 static const char *const hint_names[] = {"", "LATENCY", "THROUGHPUT", "CUMULATIVE_THROUGHPUT"};
 static const char *const mode_names[] = {"PERFORMANCE", "ACCURACY"};
@@ -37,12 +14,45 @@ static const char *const bind_names[] = {"NO", "YES", "NUMA"};
 static const char *const log_names[] = {"LOG_NONE", "LOG_ERROR", "LOG_WARNING",
                                         "LOG_INFO", "LOG_DEBUG", "LOG_TRACE"};
 
-void plugin_properties_default(plugin_properties *p)
-{
-    memset(p, 0, sizeof *p);
-    p->inference_precision = RN_F32;
-    p->model_priority = 1;
-}
+/* The table's columns, as plugin_property_def's fields. */
+#define TYPE_TEXT               PLUGIN_PROPERTY_TEXT, 0, 0, NULL, 0
+#define TYPE_BOOL               PLUGIN_PROPERTY_BOOL, 0, 0, NULL, 0
+#define TYPE_UINT               PLUGIN_PROPERTY_UINT, 0, 0, NULL, 0
+#define TYPE_STRING             PLUGIN_PROPERTY_STRING, 0, 0, NULL, 0
+#define TYPE_STREAMS            PLUGIN_PROPERTY_STREAMS, 0, 0, NULL, 0
+#define TYPE_PRECISION          PLUGIN_PROPERTY_PRECISION, 0, 0, NULL, 0
+#define TYPE_PINNING            PLUGIN_PROPERTY_PINNING, 0, 0, NULL, 0
+#define TYPE_UINT_RANGE(lo, hi) PLUGIN_PROPERTY_UINT, lo, hi, NULL, 0
+#define TYPE_ENUM(set)                                                                             \
+    PLUGIN_PROPERTY_ENUM, 0, 0, set##_names, sizeof set##_names / sizeof *set##_names
+#define WHERE_FIELD(m)                                                                             \
+    PLUGIN_WHERE_FIELD, offsetof(plugin_properties, m), sizeof(((plugin_properties *)0)->m)
+#define WHERE_INFO(m)  PLUGIN_WHERE_INFO, offsetof(plugin_device_info, m), 0
+#define WHERE_COMPUTED PLUGIN_WHERE_COMPUTED, 0, 0
+#define ROW(key, type, access, scope, where, dflt, devices)                                        \
+    [PLUGIN_KEY_##key] = {                                                                         \
+        #key,                                                                                      \
+        ROW_TYPE_(TYPE_##type, PLUGIN_PROPERTY_##access, PLUGIN_SCOPE_##scope, WHERE_##where),     \
+        dflt, PLUGIN_DEVICES_##devices},
+/* Reorders the columns into the struct's field order. */
+#define ROW_TYPE_(...) ROW_ORDER_(__VA_ARGS__)
+#define ROW_ORDER_(type, lo, hi, names, n_names, access, scope, where, offset, size)               \
+    type, access, scope, where, offset, size, lo, hi, names, n_names
+
+const plugin_property_def plugin_property_table[PLUGIN_N_KEYS] = {PLUGIN_PROPERTY_MAP(ROW)};
+
+#define RW_KEY_(key, type, access, scope, where, dflt, devices) RW_KEY_##access##_##devices(#key)
+#define RW_KEY_RO_ALL(k)
+#define RW_KEY_RO_HOST_CPU(k)
+#define RW_KEY_RW_ALL(k)   k,
+#define RW_KEY_LIVE_ALL(k) k,
+#define RW_KEY_RW_HOST_CPU(k)
+#define CPU_KEY_(key, type, access, scope, where, dflt, devices) CPU_KEY_##devices(#key)
+#define CPU_KEY_ALL(k)
+#define CPU_KEY_HOST_CPU(k) k,
+
+const char *const plugin_rw_property_keys[] = {PLUGIN_PROPERTY_MAP(RW_KEY_) NULL};
+const char *const plugin_cpu_property_keys[] = {PLUGIN_PROPERTY_MAP(CPU_KEY_) NULL};
 
 rn_status plugin_property_string(const char *key, const char *value, char *buf, size_t size)
 {
@@ -81,122 +91,187 @@ static rn_status parse_uint(const char *key, const char *value, long lo, long hi
     return RN_OK;
 }
 
+/* One of `names` (an empty name is accepted, never listed). */
 static rn_status parse_enum(const char *key, const char *value, const char *const *names, int n,
-                            int first, int *out)
+                            int *out)
 {
-    for (int i = first; i < n; i++)
+    for (int i = 0; i < n; i++)
         if (strcasecmp(value, names[i]) == 0) {
             *out = i;
             return RN_OK;
         }
     char accepted[256] = "";
     size_t used = 0;
-    for (int i = first; i < n && used < sizeof accepted; i++)
-        used += (size_t)snprintf(accepted + used, sizeof accepted - used, "%s%s",
-                                 i > first ? ", " : "", names[i]);
+    for (int i = 0; i < n && used < sizeof accepted; i++)
+        if (names[i][0] != '\0')
+            used += (size_t)snprintf(accepted + used, sizeof accepted - used, "%s%s",
+                                     used ? ", " : "", names[i]);
     return rn_set_error(RN_INVALID_ARG, "property %s: bad value '%s' (accepted: %s)", key, value,
                         accepted);
+}
+
+static rn_status parse_precision(const char *key, const char *value, const plugin_properties *p,
+                                 rn_element_type *out)
+{
+    uint32_t accepted = p != NULL && p->precisions ? p->precisions : PLUGIN_PRECISION(RN_F32);
+    static const rn_element_type types[] = {RN_F32, RN_BF16, RN_F16};
+    char names[64] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        if (!(accepted & PLUGIN_PRECISION(types[i])))
+            continue;
+        if (strcasecmp(value, rn_element_type_name(types[i])) == 0) {
+            bool native = p == NULL || p->native_precisions == 0 ||
+                          (p->native_precisions & PLUGIN_PRECISION(types[i]));
+            *out = native ? types[i] : RN_F32;
+            return RN_OK;
+        }
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                                 rn_element_type_name(types[i]));
+    }
+    return rn_set_error(RN_INVALID_ARG, "property %s: bad value '%s' (accepted on this device: %s)",
+                        key, value, names);
+}
+
+rn_status plugin_property_parse(const plugin_property_def *def, void *base, const char *value,
+                                const plugin_properties *props)
+{
+    char *at = (char *)base + def->offset;
+    const char *key = def->key;
+    long v;
+    int e;
+    bool on;
+    rn_status st;
+    switch (def->type) {
+    case PLUGIN_PROPERTY_BOOL:
+        return parse_bool(key, value, (bool *)at);
+    case PLUGIN_PROPERTY_UINT:
+        if ((st = parse_uint(key, value, def->lo, def->hi, &v)) == RN_OK)
+            *(uint32_t *)at = (uint32_t)v;
+        return st;
+    case PLUGIN_PROPERTY_ENUM:
+        if ((st = parse_enum(key, value, def->names, def->n_names, &e)) == RN_OK)
+            *(int *)at = e;
+        return st;
+    case PLUGIN_PROPERTY_STRING:
+        if (strlen(value) >= def->size)
+            return rn_set_error(RN_INVALID_ARG, "property %s: '%s' is too long (at most %zu bytes)",
+                                key, value, def->size - 1);
+        memcpy(at, value, strlen(value) + 1);
+        return RN_OK;
+    case PLUGIN_PROPERTY_STREAMS:
+        if (strcasecmp(value, "AUTO") == 0) {
+            *(int32_t *)at = PLUGIN_STREAMS_AUTO;
+            return RN_OK;
+        }
+        if (parse_uint(key, value, 1, 1024, &v) != RN_OK)
+            return rn_set_error(RN_INVALID_ARG,
+                                "property %s: bad value '%s' (accepted: AUTO or a whole number "
+                                "from 1 to 1024)",
+                                key, value);
+        *(int32_t *)at = (int32_t)v;
+        return RN_OK;
+    case PLUGIN_PROPERTY_PRECISION:
+        return parse_precision(key, value, props, (rn_element_type *)at);
+    case PLUGIN_PROPERTY_PINNING:
+        if ((st = parse_bool(key, value, &on)) == RN_OK)
+            *(int *)at = on ? PLUGIN_BIND_YES : PLUGIN_BIND_NO;
+        return st;
+    case PLUGIN_PROPERTY_TEXT:
+        break;
+    }
+    return rn_set_error(RN_INVALID_ARG, "property %s is read-only", key);
+}
+
+rn_status plugin_property_format(const plugin_property_def *def, const void *base, char *buf,
+                                 size_t size)
+{
+    const char *at = (const char *)base + def->offset;
+    char tmp[64] = "";
+    const char *value = tmp;
+    switch (def->type) {
+    case PLUGIN_PROPERTY_BOOL:
+        value = *(const bool *)at ? "YES" : "NO";
+        break;
+    case PLUGIN_PROPERTY_UINT:
+        snprintf(tmp, sizeof tmp, "%u", *(const uint32_t *)at);
+        break;
+    case PLUGIN_PROPERTY_ENUM:
+        value = def->names[*(const int *)at];
+        break;
+    case PLUGIN_PROPERTY_STRING:
+        value = at;
+        break;
+    case PLUGIN_PROPERTY_STREAMS: {
+        int32_t n = *(const int32_t *)at;
+        if (n == PLUGIN_STREAMS_AUTO)
+            value = "AUTO";
+        else
+            snprintf(tmp, sizeof tmp, "%d", n ? n : 1);
+        break;
+    }
+    case PLUGIN_PROPERTY_PRECISION:
+        value = rn_element_type_name(*(const rn_element_type *)at);
+        break;
+    case PLUGIN_PROPERTY_PINNING:
+        value = *(const int *)at != PLUGIN_BIND_NO ? "YES" : "NO";
+        break;
+    case PLUGIN_PROPERTY_TEXT:
+        value = *(const char *const *)at;
+        break;
+    }
+    return plugin_property_string(def->key, value, buf, size);
+}
+
+const plugin_property_def *plugin_property_find(const plugin_property_def *defs, size_t n,
+                                                const char *key)
+{
+    for (size_t i = 0; defs != NULL && i < n; i++)
+        if (strcmp(defs[i].key, key) == 0)
+            return &defs[i];
+    return NULL;
+}
+
+void plugin_property_defaults(const plugin_property_def *defs, size_t n, void *base, size_t size)
+{
+    if (size > 0) /* a device without own values has no struct for them */
+        memset(base, 0, size);
+    for (size_t i = 0; i < n; i++)
+        if (defs[i].where == PLUGIN_WHERE_FIELD && defs[i].default_value != NULL) {
+            rn_status st = plugin_property_parse(&defs[i], base, defs[i].default_value, NULL);
+            assert(st == RN_OK); /* the tables' defaults parse */
+            (void)st;
+        }
+}
+
+void plugin_properties_default(plugin_properties *p)
+{
+    plugin_property_defaults(plugin_property_table, PLUGIN_N_KEYS, p, sizeof *p);
+}
+
+/* The row of a read-write key `p` has; NULL otherwise. */
+static const plugin_property_def *rw_row(const plugin_properties *p, const char *key)
+{
+    const plugin_property_def *d = plugin_property_find(plugin_property_table, PLUGIN_N_KEYS, key);
+    if (d == NULL || d->access == PLUGIN_PROPERTY_RO ||
+        (d->devices == PLUGIN_DEVICES_HOST_CPU && !p->cpu_keys))
+        return NULL;
+    return d;
 }
 
 rn_status plugin_properties_set(plugin_properties *p, const char *key, const char *value)
 {
     if (key == NULL || value == NULL)
         return rn_set_error(RN_INVALID_ARG, "property: key and value must be set");
-    long v;
-    int e;
-    rn_status st;
-    if (strcmp(key, "DEVICE_ID") == 0) {
-        if (strlen(value) >= sizeof p->device_id)
-            return rn_set_error(RN_INVALID_ARG, "property DEVICE_ID: '%s' is too long", value);
-        snprintf(p->device_id, sizeof p->device_id, "%s", value);
-    } else if (strcmp(key, "ENABLE_PROFILING") == 0) {
-        return parse_bool(key, value, &p->enable_profiling);
-    } else if (strcmp(key, "ENABLE_TRACE") == 0) {
-        return parse_bool(key, value, &p->enable_trace);
-    } else if (strcmp(key, "PERFORMANCE_HINT") == 0) {
-        if (value[0] == '\0') {
-            p->performance_hint = PLUGIN_HINT_NONE;
-            return RN_OK;
-        }
-        if ((st = parse_enum(key, value, hint_names, 4, 1, &e)) != RN_OK)
-            return st;
-        p->performance_hint = (plugin_hint)e;
-    } else if (strcmp(key, "PERFORMANCE_HINT_NUM_REQUESTS") == 0) {
-        if ((st = parse_uint(key, value, 0, 1 << 20, &v)) != RN_OK)
-            return st;
-        p->hint_num_requests = (uint32_t)v;
-    } else if (strcmp(key, "NUM_STREAMS") == 0) {
-        if (strcasecmp(value, "AUTO") == 0) {
-            p->num_streams = PLUGIN_STREAMS_AUTO;
-            return RN_OK;
-        }
-        if (parse_uint(key, value, 1, 1024, &v) != RN_OK)
-            return rn_set_error(RN_INVALID_ARG,
-                                "property NUM_STREAMS: bad value '%s' (accepted: AUTO or a whole "
-                                "number from 1 to 1024)",
-                                value);
-        p->num_streams = (int32_t)v;
-    } else if (strcmp(key, "INFERENCE_NUM_THREADS") == 0) {
-        if ((st = parse_uint(key, value, 0, 4096, &v)) != RN_OK)
-            return st;
-        p->inference_num_threads = (uint32_t)v;
-    } else if (strcmp(key, "INFERENCE_PRECISION_HINT") == 0) {
-        uint32_t accepted = p->precisions ? p->precisions : PLUGIN_PRECISION(RN_F32);
-        static const rn_element_type types[] = {RN_F32, RN_BF16, RN_F16};
-        char names[64] = "";
-        size_t used = 0;
-        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-            if (!(accepted & PLUGIN_PRECISION(types[i])))
-                continue;
-            if (strcasecmp(value, rn_element_type_name(types[i])) == 0) {
-                bool native = p->native_precisions == 0 ||
-                              (p->native_precisions & PLUGIN_PRECISION(types[i]));
-                p->inference_precision = native ? types[i] : RN_F32;
-                return RN_OK;
-            }
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
-                                     rn_element_type_name(types[i]));
-        }
-        return rn_set_error(RN_INVALID_ARG,
-                            "property INFERENCE_PRECISION_HINT: bad value '%s' (accepted on "
-                            "this device: %s)",
-                            value, names);
-    } else if (p->cpu_keys && strcmp(key, "CPU_DENORMALS_OPTIMIZATION") == 0) {
-        return parse_bool(key, value, &p->denormals_optimization);
-    } else if (p->cpu_keys && strcmp(key, "CPU_BIND_THREAD") == 0) {
-        if ((st = parse_enum(key, value, bind_names, 3, 0, &e)) != RN_OK)
-            return st;
-        p->bind_thread = (plugin_bind_thread)e;
-    } else if (p->cpu_keys && strcmp(key, "ENABLE_CPU_PINNING") == 0) {
-        bool on;
-        if ((st = parse_bool(key, value, &on)) != RN_OK)
-            return st;
-        p->bind_thread = on ? PLUGIN_BIND_YES : PLUGIN_BIND_NO;
-    } else if (strcmp(key, "EXECUTION_MODE_HINT") == 0) {
-        if ((st = parse_enum(key, value, mode_names, 2, 0, &e)) != RN_OK)
-            return st;
-        p->execution_mode = e;
-    } else if (strcmp(key, "MODEL_PRIORITY") == 0) {
-        if ((st = parse_enum(key, value, priority_names, 3, 0, &e)) != RN_OK)
-            return st;
-        p->model_priority = e;
-    } else if (strcmp(key, "LOG_LEVEL") == 0) {
-        if ((st = parse_enum(key, value, log_names, 6, 0, &e)) != RN_OK)
-            return st;
-        p->log_level = e;
-    } else if (strcmp(key, "DISABLE_TRANSFORMATIONS") == 0) {
-        return parse_bool(key, value, &p->disable_transformations);
-    } else if (strcmp(key, "EXCLUSIVE_ASYNC_REQUESTS") == 0) {
-        return parse_bool(key, value, &p->exclusive_async_requests);
-    } else {
-        char accepted[512] = "";
-        size_t used = 0;
-        for (int i = 0; plugin_rw_property_keys[i] != NULL && used < sizeof accepted; i++)
-            used += (size_t)snprintf(accepted + used, sizeof accepted - used, "%s%s", i ? ", " : "",
-                                     plugin_rw_property_keys[i]);
-        return rn_set_error(RN_INVALID_ARG, "unknown property '%s' (supported: %s)", key, accepted);
-    }
-    return RN_OK;
+    const plugin_property_def *d = rw_row(p, key);
+    if (d != NULL)
+        return plugin_property_parse(d, p, value, p);
+    char accepted[512] = "";
+    size_t used = 0;
+    for (int i = 0; plugin_rw_property_keys[i] != NULL && used < sizeof accepted; i++)
+        used += (size_t)snprintf(accepted + used, sizeof accepted - used, "%s%s", i ? ", " : "",
+                                 plugin_rw_property_keys[i]);
+    return rn_set_error(RN_INVALID_ARG, "unknown property '%s' (supported: %s)", key, accepted);
 }
 
 rn_status plugin_properties_apply(plugin_properties *p, const rn_property *props, size_t n)
@@ -211,52 +286,51 @@ rn_status plugin_properties_apply(plugin_properties *p, const rn_property *props
     return RN_OK;
 }
 
+rn_status plugin_properties_apply_own(const plugin_property_def *rows, size_t n_rows,
+                                      size_t own_size, plugin_properties *shared, void *own,
+                                      const rn_property *props, size_t n)
+{
+    plugin_properties tmp = *shared;
+    unsigned char *tmp_own = own_size > 0 ? malloc(own_size) : NULL;
+    if (own_size > 0 && tmp_own == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "properties: out of memory");
+    if (own_size > 0)
+        memcpy(tmp_own, own, own_size);
+    rn_status st = RN_OK;
+    for (size_t i = 0; i < n && st == RN_OK; i++) {
+        if (props[i].key == NULL || props[i].value == NULL) {
+            st = rn_set_error(RN_INVALID_ARG, "property %zu has no key or value", i);
+            break;
+        }
+        const plugin_property_def *d = plugin_property_find(rows, n_rows, props[i].key);
+        st = d != NULL ? plugin_property_parse(d, tmp_own, props[i].value, &tmp)
+                       : plugin_properties_set(&tmp, props[i].key, props[i].value);
+    }
+    if (st == RN_OK) {
+        *shared = tmp;
+        if (own_size > 0)
+            memcpy(own, tmp_own, own_size);
+    }
+    free(tmp_own);
+    return st;
+}
+
+rn_status plugin_properties_get_own(const plugin_property_def *rows, size_t n_rows,
+                                    const plugin_properties *shared, const void *own,
+                                    const char *key, char *buf, size_t size)
+{
+    const plugin_property_def *d = plugin_property_find(rows, n_rows, key);
+    if (d != NULL)
+        return plugin_property_format(d, own, buf, size);
+    return plugin_properties_get(shared, key, buf, size);
+}
+
 rn_status plugin_properties_get(const plugin_properties *p, const char *key, char *buf, size_t size)
 {
-    char tmp[64];
-    const char *value = NULL;
-    if (strcmp(key, "DEVICE_ID") == 0)
-        value = p->device_id;
-    else if (strcmp(key, "ENABLE_PROFILING") == 0)
-        value = p->enable_profiling ? "YES" : "NO";
-    else if (strcmp(key, "ENABLE_TRACE") == 0)
-        value = p->enable_trace ? "YES" : "NO";
-    else if (strcmp(key, "PERFORMANCE_HINT") == 0)
-        value = hint_names[p->performance_hint];
-    else if (strcmp(key, "PERFORMANCE_HINT_NUM_REQUESTS") == 0) {
-        snprintf(tmp, sizeof tmp, "%u", p->hint_num_requests);
-        value = tmp;
-    } else if (strcmp(key, "NUM_STREAMS") == 0) {
-        if (p->num_streams == PLUGIN_STREAMS_AUTO)
-            value = "AUTO";
-        else {
-            snprintf(tmp, sizeof tmp, "%d", p->num_streams ? p->num_streams : 1);
-            value = tmp;
-        }
-    } else if (strcmp(key, "INFERENCE_NUM_THREADS") == 0) {
-        snprintf(tmp, sizeof tmp, "%u", p->inference_num_threads);
-        value = tmp;
-    } else if (strcmp(key, "INFERENCE_PRECISION_HINT") == 0)
-        value = rn_element_type_name(p->inference_precision);
-    else if (strcmp(key, "EXECUTION_MODE_HINT") == 0)
-        value = mode_names[p->execution_mode];
-    else if (strcmp(key, "MODEL_PRIORITY") == 0)
-        value = priority_names[p->model_priority];
-    else if (strcmp(key, "LOG_LEVEL") == 0)
-        value = log_names[p->log_level];
-    else if (strcmp(key, "DISABLE_TRANSFORMATIONS") == 0)
-        value = p->disable_transformations ? "YES" : "NO";
-    else if (strcmp(key, "EXCLUSIVE_ASYNC_REQUESTS") == 0)
-        value = p->exclusive_async_requests ? "YES" : "NO";
-    else if (p->cpu_keys && strcmp(key, "CPU_DENORMALS_OPTIMIZATION") == 0)
-        value = p->denormals_optimization ? "YES" : "NO";
-    else if (p->cpu_keys && strcmp(key, "CPU_BIND_THREAD") == 0)
-        value = bind_names[p->bind_thread];
-    else if (p->cpu_keys && strcmp(key, "ENABLE_CPU_PINNING") == 0)
-        value = p->bind_thread != PLUGIN_BIND_NO ? "YES" : "NO";
-    if (value == NULL)
+    const plugin_property_def *d = rw_row(p, key);
+    if (d == NULL)
         return rn_set_error(RN_NOT_FOUND, "unknown property '%s'", key);
-    return plugin_property_string(key, value, buf, size);
+    return plugin_property_format(d, p, buf, size);
 }
 
 void plugin_properties_streams(const plugin_properties *p, uint32_t cpus, uint32_t *n_streams,
@@ -303,22 +377,20 @@ rn_status plugin_properties_set_compiled(plugin_properties *p, const rn_property
     plugin_properties tmp = *p;
     for (size_t i = 0; i < n; i++) {
         const char *key = props[i].key;
+        const plugin_property_def *d = key != NULL ? rw_row(&tmp, key) : NULL;
         rn_status st;
-        if (strcmp(key, "ENABLE_PROFILING") == 0 || strcmp(key, "LOG_LEVEL") == 0) {
-            st = plugin_properties_set(&tmp, key, props[i].value);
-        } else {
-            bool rw = false;
-            for (const char *const *k = plugin_rw_property_keys; *k != NULL; k++)
-                rw |= strcmp(*k, key) == 0;
-            st = rw ? rn_set_error(RN_INVALID_ARG,
-                                   "property %s is fixed when the model is compiled (compile "
-                                   "again to change it; ENABLE_PROFILING and LOG_LEVEL can change)",
-                                   key)
-                    : rn_set_error(RN_INVALID_ARG,
-                                   "compiled model: unknown property '%s' (settable: "
-                                   "ENABLE_PROFILING, LOG_LEVEL)",
-                                   key);
-        }
+        if (d != NULL && d->access == PLUGIN_PROPERTY_LIVE)
+            st = plugin_property_parse(d, &tmp, props[i].value, &tmp);
+        else if (d != NULL)
+            st = rn_set_error(RN_INVALID_ARG,
+                              "property %s is fixed when the model is compiled (compile again to "
+                              "change it; ENABLE_PROFILING and LOG_LEVEL can change)",
+                              key);
+        else
+            st = rn_set_error(RN_INVALID_ARG,
+                              "compiled model: unknown property '%s' (settable: "
+                              "ENABLE_PROFILING, LOG_LEVEL)",
+                              key != NULL ? key : "(null)");
         if (st != RN_OK)
             return st;
     }

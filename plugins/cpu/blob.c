@@ -181,9 +181,10 @@ static rn_status add_weight(void *arg, const graph_tensor *plain, const graph_te
     return x->header.failed ? rn_set_error(RN_OUT_OF_MEMORY, "export: out of memory") : RN_OK;
 }
 
-rn_status cpu_export_blob(const host_device *dev, const plugin_plan *plan,
-                          const plugin_properties *props, void **data, size_t *size)
+rn_status cpu_export_blob(plugin_compiled *c, const plugin_properties *props, void **data,
+                          size_t *size)
 {
+    const plugin_plan *plan = c->plan;
     export_ctx x = {0};
     rn_status st = graph_clone(plugin_plan_graph(plan), &x.g);
     if (st != RN_OK)
@@ -200,8 +201,8 @@ rn_status cpu_export_blob(const host_device *dev, const plugin_plan *plan,
             st = rn_set_error(RN_OUT_OF_MEMORY, "export: out of memory");
     }
     if (st == RN_OK)
-        st = plugin_export_graph(x.g, dev->name, dev->architecture, props, ENTRY_KEY, entry.data,
-                                 data, size);
+        st = plugin_export_graph(x.g, c->device->iface->info.name, c->device->architecture, props,
+                                 ENTRY_KEY, entry.data, data, size);
     for (int i = 0; i < x.n_borrowed; i++)
         x.borrowed[i]->constant->data = NULL; /* the plan's */
     graph_free(x.g);
@@ -413,14 +414,16 @@ static rn_status read_entry(graph *g, const char *entry, int log_level, cpu_blob
     return RN_OK;
 }
 
-rn_status cpu_import_blob(const host_device *dev, const void *data, size_t size,
-                          const rn_property *overrides, size_t n_overrides,
-                          plugin_properties *props, graph **g, void **pending)
+rn_status cpu_import_blob(plugin_compiled *c, const void *data, size_t size,
+                          const rn_property *overrides, size_t n_overrides, graph **g,
+                          void **pending)
 {
+    plugin_properties *props = &c->props;
     *pending = NULL;
     char *entry = NULL;
-    rn_status st = plugin_import_extra(data, size, dev->name, dev->architecture, overrides,
-                                       n_overrides, props, g, ENTRY_KEY, &entry);
+    rn_status st =
+        plugin_import_extra(data, size, c->device->iface->info.name, c->device->architecture,
+                            overrides, n_overrides, props, g, ENTRY_KEY, &entry);
     if (st != RN_OK || entry == NULL)
         return st; /* a generic blob: converted from the graph's weights */
     cpu_blob_store *s = NULL;

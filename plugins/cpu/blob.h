@@ -5,14 +5,15 @@
 #define RUNNEL_PLUGINS_CPU_BLOB_H
 
 #include "plugins/cpu/cpu.h"
-#include "plugins/ref/host.h"
+#include "plugins/api/device.h"
 
-/* host_device.export_blob / import_blob / import_done of the CPU device. */
-rn_status cpu_export_blob(const host_device *dev, const plugin_plan *plan,
-                          const plugin_properties *props, void **data, size_t *size);
-rn_status cpu_import_blob(const host_device *dev, const void *data, size_t size,
-                          const rn_property *overrides, size_t n_overrides,
-                          plugin_properties *props, graph **g, void **pending);
+/* plugin_device_iface.export_blob / import_blob / import_done of the CPU
+ * device. */
+rn_status cpu_export_blob(plugin_compiled *c, const plugin_properties *props, void **data,
+                          size_t *size);
+rn_status cpu_import_blob(plugin_compiled *c, const void *data, size_t size,
+                          const rn_property *overrides, size_t n_overrides, graph **g,
+                          void **pending);
 void cpu_import_done(void *pending);
 
 /* For layout_convert (onednn.c): while an import builds its plan in this

@@ -2,11 +2,13 @@
  * layouts as memory descriptors with reorders as their conversions,
  * primitives and their execution. */
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xmmintrin.h>
 
+#include "plugins/api/plan.h"
 #include "plugins/cpu/blob.h"
 #include "plugins/cpu/cpu.h"
 #include "sched/sched.h"
@@ -146,6 +148,20 @@ static void set_denormals(bool on)
     _mm_setcsr(csr);
 }
 
+/* On each thread of a new team: the denormal mode, and on a stream
+ * worker's team a name ("rn-s0t1": stream 0, team thread 1) for perf,
+ * top -H and /proc/PID/task/TID/comm; a user's thread's team keeps its. */
+static void team_thread_setup(bool denormals, int stream)
+{
+    set_denormals(denormals);
+    int t = omp_get_thread_num();
+    if (stream >= 0 && t > 0) {
+        char name[16];
+        snprintf(name, sizeof name, "rn-s%dt%d", stream % 1000, t % 1000);
+        (void)pthread_setname_np(pthread_self(), name);
+    }
+}
+
 cpu_thread_state cpu_enter(int threads, bool denormals)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -166,8 +182,9 @@ cpu_thread_state cpu_enter(int threads, bool denormals)
     if (omp_get_max_threads() != threads)
         omp_set_num_threads(threads);
     if (threads > 1 && (int)denormals != tls_team_denormals) {
+        int stream = sched_current_stream();
 #pragma omp parallel num_threads(threads)
-        set_denormals(denormals);
+        team_thread_setup(denormals, stream);
         tls_team_denormals = denormals;
     }
     set_denormals(denormals);
@@ -405,11 +422,17 @@ static rn_status tensor_md(const rn_kernel_tensor *t, const rn_kernel_tensor *ot
     return cpu_input_md(t->layout, t->type, t->rank, t->dims, md);
 }
 
-/* Reorders are created per conversion and cached by (src, dst) descriptor:
- * a conversion node runs the same one every request. */
+/* Reorders are created per conversion and cached by (src, dst) descriptor
+ * and team size: a conversion node runs the same one every request. oneDNN
+ * fixes a reorder's thread count when it creates it (as a convolution's,
+ * cpu_team_begin), so one is created with the OpenMP maximum set to the team
+ * it will run on: a compile-time conversion's one thread must not reuse a
+ * reorder of the run's team, nor a single-core stream's a reorder made under
+ * the compiling thread's maximum (every core). */
 #define REORDER_CACHE 64
 typedef struct reorder_entry {
     dnnl_memory_desc_t src, dst;
+    int threads;
     dnnl_primitive_t prim;
     size_t scratch;
     uint64_t id; /* cpu_memory's key */
@@ -419,7 +442,8 @@ static int n_reorders;
 static pthread_mutex_t reorder_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
-                             dnnl_primitive_t *prim, size_t *scratch, uint64_t *id, bool *owned)
+                             int threads, dnnl_primitive_t *prim, size_t *scratch, uint64_t *id,
+                             bool *owned)
 {
     dnnl_engine_t eng = NULL;
     rn_status st = cpu_engine(&eng);
@@ -427,7 +451,7 @@ static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_de
         return st;
     pthread_mutex_lock(&reorder_lock);
     for (int i = 0; i < n_reorders; i++)
-        if (dnnl_memory_desc_equal(&reorders[i].src, src) &&
+        if (reorders[i].threads == threads && dnnl_memory_desc_equal(&reorders[i].src, src) &&
             dnnl_memory_desc_equal(&reorders[i].dst, dst)) {
             *prim = reorders[i].prim;
             *scratch = reorders[i].scratch;
@@ -441,10 +465,13 @@ static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_de
     dnnl_status_t s = dnnl_primitive_attr_create(&attr);
     if (s == dnnl_success)
         s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    int previous = omp_get_max_threads();
+    omp_set_num_threads(threads);
     if (s == dnnl_success)
         s = dnnl_reorder_primitive_desc_create(&pd, src, eng, dst, eng, attr);
     if (s == dnnl_success)
         s = dnnl_primitive_create(prim, pd);
+    omp_set_num_threads(previous);
     if (s == dnnl_success) {
         const dnnl_memory_desc_t *smd =
             dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -452,7 +479,7 @@ static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_de
         *owned = n_reorders == REORDER_CACHE;
         *id = *owned ? 0 : cpu_memory_id();
         if (!*owned)
-            reorders[n_reorders++] = (reorder_entry){*src, *dst, *prim, *scratch, *id};
+            reorders[n_reorders++] = (reorder_entry){*src, *dst, threads, *prim, *scratch, *id};
     }
     pthread_mutex_unlock(&reorder_lock);
     dnnl_primitive_desc_destroy(pd);
@@ -491,14 +518,25 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     size_t scratch = 0;
     uint64_t id = 0;
     bool owned = false;
-    if ((st = reorder_get(&smd, &dmd, &prim, &scratch, &id, &owned)) != RN_OK)
+    const cpu_config *c = cpu_config_get();
+    /* At compile time (no node running) on the user's thread (not a stream
+     * worker): one thread. A team there would leave libgomp's pool of that
+     * thread behind, whose idle threads count among the process's OpenMP
+     * threads; with a stream worker's team beside them they outnumber the
+     * cores, and libgomp then stops spinning in every team of the process
+     * (docs/cpu.md, "Threads and streams"). */
+    bool compiling = plugin_running_node() == NULL && sched_current_stream() < 0;
+    int threads = compiling ? 1 : c->threads;
+#if defined(__SANITIZE_THREAD__)
+    threads = 1; /* as cpu_enter: no teams under ThreadSanitizer */
+#endif
+    if ((st = reorder_get(&smd, &dmd, threads, &prim, &scratch, &id, &owned)) != RN_OK)
         return st;
     dnnl_engine_t eng = NULL;
     dnnl_stream_t stream = NULL;
     if ((st = cpu_engine(&eng)) != RN_OK || (st = cpu_stream(&stream)) != RN_OK)
         return st;
-    const cpu_config *c = cpu_config_get();
-    cpu_thread_state thread = cpu_enter(c->threads, c->denormals);
+    cpu_thread_state thread = cpu_enter(threads, c->denormals);
     void *pad = scratch > 0 ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
     /* Source and destination through the thread's table (a cached
      * reorder's id); the scratchpad, allocated per run, for this run only. */

@@ -1,4 +1,4 @@
-/* The CPU device: the host plugin (plugins/ref/host.h) with oneDNN's
+/* The CPU device: the generic plan-based device (plugins/api/device.h) with oneDNN's
  * kernels ahead of REF's, the conv/GEMM fusions, bf16 by default where
  * the CPU runs it natively (as OpenVINO's CPU plugin), and single-threaded
  * primitives per stream (THROUGHPUT) or one stream whose primitives use
@@ -7,7 +7,6 @@
 
 #include "plugins/cpu/blob.h"
 #include "plugins/cpu/cpu.h"
-#include "plugins/ref/host.h"
 #include "plugins/ref/ref.h"
 
 rn_status cpu_register_kernels(rn_kernel_registry *r)
@@ -21,8 +20,15 @@ rn_status cpu_register_kernels(rn_kernel_registry *r)
     return st;
 }
 
-static void cpu_defaults(plugin_properties *p)
+static rn_status cpu_device_kernels(void *context, plugin_kernel_registry *r)
 {
+    (void)context;
+    return cpu_register_kernels(r);
+}
+
+static void cpu_defaults(void *context, plugin_properties *p, void *own)
+{
+    (void)context, (void)own;
     p->precisions = PLUGIN_PRECISION(RN_F32) | PLUGIN_PRECISION(RN_BF16);
     /* bf16 asked for where the CPU lacks it runs, and reads back, f32. */
     p->native_precisions =
@@ -32,9 +38,10 @@ static void cpu_defaults(plugin_properties *p)
     p->denormals_optimization = true;
 }
 
-static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_options *o,
+static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
                                 const plugin_properties *props)
 {
+    (void)context;
     rn_status st;
     if ((st = transforms_pipeline_insert_before(tp, "constant_folding", "fuse_qdq",
                                                 transforms_fuse_qdq, NULL, 0)) != RN_OK ||
@@ -60,7 +67,6 @@ static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_option
         (st = transforms_pipeline_add(tp, "fuse_activation", transforms_fuse_activation, NULL,
                                       0)) != RN_OK)
         return st;
-    (void)o;
     st = transforms_pipeline_add(tp, "eliminate_dead_nodes_after_fusion",
                                  transforms_eliminate_dead_nodes, NULL, 0);
     /* bf16's exceptions, on the fused graph: its products are the nodes
@@ -72,8 +78,9 @@ static rn_status cpu_add_passes(transforms_pipeline *tp, const transforms_option
 
 /* Streams as the hint chose them, each with one worker: the cores a stream
  * has are its primitives' OpenMP team. */
-static void cpu_configure(const plugin_properties *props, plugin_plan_options *options)
+static void cpu_configure(plugin_compiled *compiled, plugin_plan_options *options)
 {
+    const plugin_properties *props = &compiled->props;
     cpu_config c = {
         .bf16 = props->inference_precision == RN_BF16,
         .threads = options->threads_per_stream > 0 ? (int)options->threads_per_stream : 1,
@@ -86,26 +93,33 @@ static void cpu_configure(const plugin_properties *props, plugin_plan_options *o
     options->concat_dense = cpu_concat_dense;
 }
 
-const host_device cpu_device = {
-    .name = "CPU",
-    .full_name = "runnel CPU device (oneDNN)",
-    .architecture = "onednn",
-    .capabilities = "FP32 INT8 EXPORT_IMPORT", /* info.c answers for the machine */
+/* CPU_ISA, and OPTIMIZATION_CAPABILITIES and FULL_DEVICE_NAME for the
+ * machine (info.c). */
+static rn_status cpu_read(void *context, const char *id, const char *key, char *buf, size_t size)
+{
+    (void)context, (void)id;
+    return cpu_get_property(key, buf, size);
+}
+
+static const plugin_device_iface cpu_device = {
+    .info =
+        {
+            .name = "CPU",
+            .full_name = "runnel CPU device (oneDNN)",
+            .architecture = "onednn",
+            .capabilities = "FP32 INT8 EXPORT_IMPORT", /* info.c answers for the machine */
+        },
     .context_kind = {"CPU", "HOST", "HOST_BUFFER"},
-    .register_kernels = cpu_register_kernels,
-    .defaults = cpu_defaults,
-    .add_passes = cpu_add_passes,
-    .configure = cpu_configure,
-    .get_property = cpu_get_property,
     .ro_keys = cpu_ro_keys,
+    .specializes = true,
+    .register_kernels = cpu_device_kernels,
+    .defaults = cpu_defaults,
+    .read = cpu_read,
+    .add_passes = cpu_add_passes,
+    .enter = cpu_configure,
     .export_blob = cpu_export_blob,
     .import_blob = cpu_import_blob,
     .import_done = cpu_import_done,
 };
 
-static rn_status cpu_create(rn_plugin **out)
-{
-    return host_create(&cpu_device, out);
-}
-
-const rn_plugin_ops cpu_plugin_ops = HOST_PLUGIN_OPS("CPU", cpu_create);
+PLUGIN_DEVICE_DEFINE(cpu_plugin_ops, "CPU", cpu_device, plugin_device_add_extension, NULL);

@@ -15,7 +15,9 @@
 #include <omp.h>
 #include <string.h>
 
+#include "plugins/api/plan.h"
 #include "plugins/cpu/cpu.h"
+#include "sched/sched.h"
 
 /* Below these a primitive is single-threaded: about 20 us of single-core
  * work (a convolution runs ~50 multiply-adds per ns-core in f32 with AVX2,
@@ -106,8 +108,27 @@ int cpu_team_begin(const rn_node *node)
     return previous;
 }
 
+/* On a user's thread outside a run (compiling: no stream worker, no node
+ * running), releases the thread's libgomp pool that a team forked while
+ * creating a descriptor or a primitive left behind. Its idle threads would
+ * count among the process's OpenMP threads for good: with a stream
+ * worker's team beside them they outnumber the cores, and libgomp then
+ * stops spinning in every team of the process (its futex waits cost each
+ * primitive's fork and join tens of microseconds; docs/cpu.md, "Threads and
+ * streams"). Without a pool this returns at once; a pool of the user's own
+ * is recreated by libgomp when the user's next parallel region needs it. */
+static void release_compiling_pool(void)
+{
+#if !defined(__SANITIZE_THREAD__)
+    if (sched_current_stream() >= 0 || plugin_running_node() != NULL || omp_in_parallel())
+        return;
+    (void)omp_pause_resource(omp_pause_soft, omp_get_initial_device());
+#endif
+}
+
 void cpu_team_end(int previous)
 {
     if (previous > 0)
         omp_set_num_threads(previous);
+    release_compiling_pool();
 }

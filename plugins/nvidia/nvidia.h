@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "graph/graph.h"
+#include "plugins/api/device.h"
 #include "plugins/api/kernel.h"
 #include "plugins/api/properties.h"
 #include "runnel/plugin.h"
@@ -209,10 +210,15 @@ rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *
                    nv_program **out);
 void nv_program_free(nv_program *p);
 
-/* The model as NVIDIA compiles it (a clone): the default passes with
- * constant folding on `ref`'s kernels, then NVIDIA's fusions. */
+/* The model as NVIDIA compiles it (a clone): the generic device's
+ * transform (plugin_device_transform) with constant folding on `ref`'s
+ * kernels and NVIDIA's fusions (nv_add_passes), shapes inferred. */
 rn_status nv_transform(const graph *model, const plugin_kernel_registry *ref,
                        const plugin_properties *props, graph **out);
+/* plugin_device_iface.add_passes: NVIDIA's fusions. */
+rn_status nv_add_passes(void *context, transforms_pipeline *tp, const plugin_properties *props);
+/* The NVIDIA device's descriptor (plugin.c). */
+extern const plugin_device_iface nv_device_iface;
 /* nv_lower over a whole graph: every node, its parameters and constants as
  * inputs, its results as outputs. */
 rn_status nv_lower_graph(const graph *g, bool half, nv_program **out);
@@ -253,26 +259,40 @@ void nv_conv_graph_free(nv_conv_graph *g);
 
 /* ---- device properties (properties.c) ---- */
 
+/* NVIDIA's own properties (rows of nv_property_keys). */
+typedef struct nv_own {
+    bool allow_tf32;    /* NVIDIA_ALLOW_TF32: f32 GEMMs/convs may use TF32 */
+    bool cuda_graph;    /* NVIDIA_CUDA_GRAPH: a CUDA graph per slot after a warm-up run */
+    uint32_t max_slots; /* NVIDIA_MAX_SLOTS: request slots (arenas) per compiled model */
+    bool step_timing;   /* NVIDIA_STEP_TIMING: events between steps (LIVE) */
+} nv_own;
+
+#define NV_N_PROPERTY_KEYS 4
+extern const plugin_property_def nv_property_keys[NV_N_PROPERTY_KEYS];
+
+/* The shared and own values together, as a device holds them. */
 typedef struct nv_properties {
     plugin_properties base;
-    bool allow_tf32; /* NVIDIA_ALLOW_TF32: f32 GEMMs/convs may use TF32 */
-    bool cuda_graph; /* NVIDIA_CUDA_GRAPH: a CUDA graph per slot after a warm-up run */
-    int max_slots;   /* NVIDIA_MAX_SLOTS: request slots (arenas) per compiled model */
+    nv_own own;
 } nv_properties;
 
 /* The defaults: f16 where the device has tensor cores, else f32. */
 void nv_properties_default(nv_properties *p, bool tensor_cores);
+/* The shared values' precisions: f32 and f16 accepted, f16 by default
+ * with tensor cores. */
+void nv_precision_defaults(plugin_properties *p, bool tensor_cores);
 /* Applies properties (NVIDIA's and the shared ones): the first bad one is
  * RN_INVALID_ARG naming it, and `p` is unchanged. */
 rn_status nv_properties_apply(nv_properties *p, const rn_property *props, size_t n);
-/* Reads one of NVIDIA's keys or a shared read-write one; RN_NOT_FOUND
- * (no message) for others. */
+/* Reads one of NVIDIA's keys or a shared read-write one; RN_NOT_FOUND for
+ * others. */
 rn_status nv_properties_get(const nv_properties *p, const char *key, char *buf, size_t size);
 
 /* Read-only device properties (FULL_DEVICE_NAME, DEVICE_ARCHITECTURE
  * "sm_90", NVIDIA_CUDA_VERSION "13.0", NVIDIA_CUDNN_VERSION "9.19.0", ...)
  * from what the probe read; RN_NOT_FOUND (no message) for other keys. */
 rn_status nv_device_property(const nv_device_info *d, const char *key, char *buf, size_t size);
+/* Its own read-only keys (the shared ones it answers are the table's). */
 extern const char *const nv_device_keys[];
 
 #endif /* RUNNEL_PLUGINS_NVIDIA_NVIDIA_H */

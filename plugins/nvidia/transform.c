@@ -8,22 +8,12 @@
 #include <string.h>
 
 #include "graph/ops.h"
-#include "plugins/api/const_eval.h"
 #include "plugins/nvidia/nvidia.h"
 #include "transforms/transforms.h"
 
-rn_status nv_transform(const graph *model, const plugin_kernel_registry *ref,
-                       const plugin_properties *props, graph **out)
+rn_status nv_add_passes(void *context, transforms_pipeline *tp, const plugin_properties *props)
 {
-    graph *g;
-    rn_status st = graph_clone(model, &g);
-    if (st != RN_OK)
-        return st;
-    transforms_options o = {.const_eval = plugin_const_eval,
-                            .const_eval_ctx = (void *)ref,
-                            .fold_max_tensor_bytes = (size_t)1 << 30};
-    transforms_pipeline *tp = NULL;
-    st = transforms_default_pipeline(&o, &tp);
+    (void)context, (void)props;
     struct {
         const char *name;
         transforms_pass_fn fn;
@@ -37,21 +27,17 @@ rn_status nv_transform(const graph *model, const plugin_kernel_registry *ref,
         {"fuse_activation", transforms_fuse_activation, 0},
         {"eliminate_dead_nodes_after_fusion", transforms_eliminate_dead_nodes, 0},
     };
+    rn_status st = RN_OK;
     for (size_t i = 0; i < sizeof passes / sizeof passes[0] && st == RN_OK; i++)
         st = transforms_pipeline_add(tp, passes[i].name, passes[i].fn, NULL, passes[i].flags);
-    if (st == RN_OK && props->disable_transformations)
-        st = transforms_pipeline_configure(tp, "-*,+add_preprocessing");
-    if (st == RN_OK)
-        st = transforms_pipeline_run(tp, g, NULL);
-    if (st == RN_OK)
-        st = graph_infer_shapes(g);
-    transforms_pipeline_free(tp);
-    if (st != RN_OK) {
-        graph_free(g);
-        return st;
-    }
-    *out = g;
-    return RN_OK;
+    return st;
+}
+
+rn_status nv_transform(const graph *model, const plugin_kernel_registry *ref,
+                       const plugin_properties *props, graph **out)
+{
+    plugin_device d = {.iface = &nv_device_iface, .folding = (plugin_kernel_registry *)ref};
+    return plugin_device_transform(&d, props, model, out);
 }
 
 rn_status nv_lower_graph(const graph *g, bool half, nv_program **out)

@@ -181,10 +181,10 @@ Test(nvidia_properties, precision_tf32_and_slots)
     nv_properties p;
     nv_properties_default(&p, true);
     cr_assert_eq(p.base.inference_precision, RN_F16, "f16 by default with tensor cores");
-    cr_assert(p.cuda_graph, "CUDA graphs by default");
+    cr_assert(p.own.cuda_graph, "CUDA graphs by default");
     rn_property eager[] = {{"NVIDIA_CUDA_GRAPH", "NO"}};
     OK(nv_properties_apply(&p, eager, 1));
-    cr_assert(!p.cuda_graph);
+    cr_assert(!p.own.cuda_graph);
     nv_properties_default(&p, false);
     cr_assert_eq(p.base.inference_precision, RN_F32);
     rn_property ok[] = {{"INFERENCE_PRECISION_HINT", "f16"},
@@ -193,8 +193,8 @@ Test(nvidia_properties, precision_tf32_and_slots)
                         {"PERFORMANCE_HINT", "THROUGHPUT"}};
     OK(nv_properties_apply(&p, ok, 4));
     cr_assert_eq(p.base.inference_precision, RN_F16);
-    cr_assert(p.allow_tf32);
-    cr_assert_eq(p.max_slots, 4);
+    cr_assert(p.own.allow_tf32);
+    cr_assert_eq(p.own.max_slots, 4);
     char buf[32];
     OK(nv_properties_get(&p, "NVIDIA_ALLOW_TF32", buf, sizeof buf));
     cr_assert_str_eq(buf, "YES");
@@ -204,7 +204,7 @@ Test(nvidia_properties, precision_tf32_and_slots)
     rn_property bad[] = {{"NVIDIA_MAX_SLOTS", "2"}, {"NVIDIA_ALLOW_TF32", "maybe"}};
     cr_assert_eq(nv_properties_apply(&p, bad, 2), RN_INVALID_ARG);
     cr_assert(strstr(rn_last_error(), "NVIDIA_ALLOW_TF32") != NULL, "%s", rn_last_error());
-    cr_assert_eq(p.max_slots, 4);
+    cr_assert_eq(p.own.max_slots, 4);
     rn_property slots[] = {{"NVIDIA_MAX_SLOTS", "0"}};
     cr_assert_eq(nv_properties_apply(&p, slots, 1), RN_INVALID_ARG);
     rn_property bf16[] = {{"INFERENCE_PRECISION_HINT", "bf16"}};

@@ -49,7 +49,10 @@ import traceback
 
 import numpy as np
 import tritonclient.http as httpclient
+import e2e_devices
 import e2e_grpc
+import e2e_install
+import e2e_limits
 from prometheus_client.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
@@ -76,7 +79,7 @@ def case(fn):
 class Server:
     """A runnel-server process on a free loopback port."""
 
-    def __init__(self, binary, repo, *flags):
+    def __init__(self, binary, repo, *flags, env=None):
         self.dir = tempfile.mkdtemp(prefix="rn_server_")
         port_file = os.path.join(self.dir, "port")
         grpc_port_file = os.path.join(self.dir, "grpc_port")
@@ -85,7 +88,7 @@ class Server:
             [binary, "--model-repository", repo, "--http-address", "127.0.0.1",
              "--http-port", "0", "--port-file", port_file, "--grpc-port", "0",
              "--grpc-port-file", grpc_port_file, *flags],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 120
         while not os.path.exists(port_file) or not open(port_file).read().strip():
             if self.proc.poll() is not None or time.time() > deadline:
@@ -93,7 +96,8 @@ class Server:
             time.sleep(0.05)
         self.port = int(open(port_file).read())
         self.url = f"127.0.0.1:{self.port}"
-        self.grpc_url = f"127.0.0.1:{int(open(grpc_port_file).read())}"
+        self.grpc_port = int(open(grpc_port_file).read())
+        self.grpc_url = f"127.0.0.1:{self.grpc_port}"
 
     def output(self):
         self.log.flush()
@@ -221,6 +225,12 @@ def main():
     ap.add_argument("--onnx-data", required=True)
     ap.add_argument("--overload-requests", type=int, default=120,
                     help="requests hey sends in the overload case (fewer under sanitizers)")
+    ap.add_argument("--sanitized", action="store_true",
+                    help="the server runs under ASan/UBSan or TSan (slower: wider time bounds)")
+    ap.add_argument("--installed", default="",
+                    help="a prefix scripts/install installed runnel into (its case skips without)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated case names: run only these (for a narrow check)")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="rn_e2e_")
@@ -623,8 +633,10 @@ def main():
             return out.stdout.strip()
         assert out.returncode == 0, out.stdout + out.stderr[-2000:]
         lines = out.stdout.splitlines()
-        assert [l.split()[0] for l in lines] == ["OK", "OK", "UNKNOWN"], out.stdout
-        assert "storageURI (not a field of V1beta1ModelSpec)" in lines[2], out.stdout
+        assert [l.split()[0] for l in lines] == ["OK"] * len(manifests) + ["UNKNOWN"], \
+            out.stdout
+        assert "storageURI (not a field of V1beta1ModelSpec)" in lines[-1], out.stdout
+        assert len(manifests) >= 3, manifests  # REST, gRPC InferenceServices and the runtime
         print("  " + "\n  ".join(lines))
 
     def sigterm_drains_and_exits_0():
@@ -663,19 +675,24 @@ def main():
 
     ctx = argparse.Namespace(server=server, repo=repo, work=work, rng=rng, run=args.run,
                              count=count, counted=counted, tools_run=tools_run, request=request,
-                             start_server=start_server)
+                             start_server=start_server, sanitized=args.sanitized,
+                             installed=args.installed, onnx_data=args.onnx_data, Server=Server,
+                             server_binary=args.server)
     grpc_cases, grpc_close = e2e_grpc.cases(ctx)
+    only = set(filter(None, args.only.split(",")))
     try:
         for fn in (health_and_metadata, numeric_outputs_equal_tools_run,
                    bytes_and_requested_outputs, dynamic_batching,
                    batching_delay_and_preferred_size, pipelines, curl_json_infer,
                    bad_input_is_refused_and_serving_goes_on, overload_gets_503_and_recovers,
                    kserve_sdk, kserve_manifests_are_kserve_types,
-                   metrics_agree_with_the_clients, *grpc_cases,
+                   metrics_agree_with_the_clients, *grpc_cases, *e2e_limits.cases(ctx),
+                   *e2e_install.cases(ctx), *e2e_devices.cases(ctx),
                    polling_adds_and_removes_versions_without_failures,
                    config_change_reloads_without_failures,
                    sigterm_drains_and_exits_0):
-            case(fn)
+            if not only or fn.__name__ in only:
+                case(fn)
     finally:
         client.close()
         grpc_close()

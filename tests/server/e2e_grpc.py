@@ -431,16 +431,23 @@ def server_ready(server):
         c.close()
 
 
-def drain_with_grpc_calls(server, x):
-    """Starts 2 gRPC infers on squeezenet and returns a function that waits for
-    them and returns their outcomes (for the SIGTERM case)."""
-    c = grpcclient.InferenceServerClient(server.grpc_url)
+def squeezenet_async(c, x, n):
+    """Starts n async infers of squeezenet on x with client c; their (result,
+    error) pairs arrive on the returned queue."""
     results = queue.Queue()
-    for _ in range(2):
+    for _ in range(n):
         t = grpcclient.InferInput("data_0", [1, 3, 224, 224], "FP32")
         t.set_data_from_numpy(x)
         c.async_infer("squeezenet", [t],
                       callback=lambda result, error: results.put((result, error)))
+    return results
+
+
+def drain_with_grpc_calls(server, x):
+    """Starts 2 gRPC infers on squeezenet and returns a function that waits for
+    them and returns their outcomes (for the SIGTERM case)."""
+    c = grpcclient.InferenceServerClient(server.grpc_url)
+    results = squeezenet_async(c, x, 2)
     lock = threading.Lock()
 
     def wait():

@@ -25,7 +25,11 @@
  * Remote contexts hold "device memory" (host memory standing for it): an
  * input bound to a remote tensor of the model's context is already on the
  * device, so the upload stage moves only the host inputs, and skips the
- * copy engine when there are none; the same for outputs and download. */
+ * copy engine when there are none; the same for outputs and download.
+ *
+ * Everything else (properties, compile, import, export, query_model) is the
+ * generic plan-based device (plugins/api/device.h): SLOWDEV is a descriptor,
+ * its engines and its stages. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -35,22 +39,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "plugins/api/export.h"
-#include "plugins/api/plan.h"
-#include "plugins/api/properties.h"
-#include "plugins/api/query.h"
-#include "plugins/api/remote.h"
+#include "plugins/api/device.h"
 #include "plugins/ref/ref.h"
 #include "tests/slowdev/slowdev.h"
 
 enum { ENGINE_UPLOAD, ENGINE_EXECUTE, ENGINE_WAIT, ENGINE_DOWNLOAD, N_ENGINES };
-
-static const char *const cost_keys[N_ENGINES] = {
-    "SLOWDEV_UPLOAD_US",
-    "SLOWDEV_EXECUTE_US",
-    "SLOWDEV_WAIT_US",
-    "SLOWDEV_DOWNLOAD_US",
-};
 
 /* A job for an engine's thread: complete `stage` of `request` after `us`. */
 typedef struct device_job {
@@ -70,40 +63,36 @@ typedef struct engine_queue {
     bool stopping;
 } engine_queue;
 
-/* The test knobs beside the costs (SLOWDEV_UNSUPPORTED_OPS,
- * SLOWDEV_COMPILE_US, SLOWDEV_FAIL_REQUESTS). */
-typedef struct slowdev_knobs {
-    char unsupported_ops[256]; /* ",Op1,Op2," or "" */
-    uint32_t compile_us;
-    bool fail_requests;
-} slowdev_knobs;
-
-typedef struct rn_plugin {
-    plugin_kernel_registry *kernels;
-    pthread_mutex_t lock; /* guards props, costs and knobs */
-    plugin_properties props;
-    uint32_t cost_us[N_ENGINES];
-    slowdev_knobs knobs;
+/* The device's context: its engines and what the copy engines moved. */
+typedef struct slowdev {
     pthread_mutex_t engine[N_ENGINES]; /* the wait engine's (on the device-wait executor) */
     /* The queued engines: upload, execute, download. */
     engine_queue queue[N_ENGINES];
-    plugin_host_context *default_context;
     atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
 } slowdev;
 
-static const plugin_host_context_kind slowdev_context_kind = {"SLOWDEV", "SLOWDEV",
-                                                              "SLOWDEV_BUFFER"};
+/* SLOWDEV's own properties: the engines' costs and the test knobs. */
+typedef struct slowdev_own {
+    uint32_t cost_us[N_ENGINES];
+    uint32_t compile_us;
+    bool fail_requests;
+    char unsupported_ops[256]; /* "Op1,Op2" or "" */
+} slowdev_own;
 
-typedef struct rn_plugin_compiled {
-    slowdev *dev;
-    plugin_plan *plan;
-    const plugin_host_context *context;
-    pthread_mutex_t lock; /* guards props (set_property after compiling) */
-    plugin_properties props;
-    uint32_t cost_us[N_ENGINES]; /* as compiled */
-    slowdev_knobs knobs;
-    uint32_t optimal_requests;
-} slowdev_compiled;
+#define COST_KEY(key, engine) PLUGIN_OWN_UINT(key, slowdev_own, cost_us[engine], 0, 10000000, "200")
+
+static const plugin_property_def slowdev_keys[] = {
+    COST_KEY("SLOWDEV_UPLOAD_US", ENGINE_UPLOAD),
+    COST_KEY("SLOWDEV_EXECUTE_US", ENGINE_EXECUTE),
+    COST_KEY("SLOWDEV_WAIT_US", ENGINE_WAIT),
+    COST_KEY("SLOWDEV_DOWNLOAD_US", ENGINE_DOWNLOAD),
+    PLUGIN_OWN_UINT("SLOWDEV_COMPILE_US", slowdev_own, compile_us, 0, 60000000, "0"),
+    PLUGIN_OWN_BOOL("SLOWDEV_FAIL_REQUESTS", slowdev_own, fail_requests, PLUGIN_PROPERTY_RW, "NO"),
+    PLUGIN_OWN_STRING("SLOWDEV_UNSUPPORTED_OPS", slowdev_own, unsupported_ops, ""),
+};
+
+static const char *const slowdev_ro_keys[] = {"SLOWDEV_BYTES_UPLOADED", "SLOWDEV_BYTES_DOWNLOADED",
+                                              NULL};
 
 static void sleep_us(uint32_t us)
 {
@@ -178,22 +167,32 @@ static bool start_engines(slowdev *d)
 
 /* ---- the stages ---- */
 
-static int engine_stage(slowdev_compiled *c, int engine)
+static slowdev *device_of(const plugin_compiled *c)
 {
-    pthread_mutex_lock(&c->dev->engine[engine]);
-    sleep_us(c->cost_us[engine]);
-    pthread_mutex_unlock(&c->dev->engine[engine]);
+    return c->device->context;
+}
+
+static uint32_t cost_us(const plugin_compiled *c, int engine)
+{
+    return ((const slowdev_own *)c->own)->cost_us[engine];
+}
+
+static int engine_stage(plugin_compiled *c, int engine)
+{
+    pthread_mutex_lock(&device_of(c)->engine[engine]);
+    sleep_us(cost_us(c, engine));
+    pthread_mutex_unlock(&device_of(c)->engine[engine]);
     return RN_OK;
 }
 
 /* Queues stage `stage` of r on an engine: completed by its thread. */
-static int enqueue(slowdev_compiled *c, int engine, plugin_request *r, uint32_t stage)
+static int enqueue(plugin_compiled *c, int engine, plugin_request *r, uint32_t stage)
 {
     device_job *job = malloc(sizeof *job);
     if (job == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory queueing a job");
-    *job = (device_job){.request = r, .stage = stage, .us = c->cost_us[engine]};
-    engine_queue *q = &c->dev->queue[engine];
+    *job = (device_job){.request = r, .stage = stage, .us = cost_us(c, engine)};
+    engine_queue *q = &device_of(c)->queue[engine];
     pthread_mutex_lock(&q->lock);
     if (q->tail != NULL)
         q->tail->next = job;
@@ -207,7 +206,7 @@ static int enqueue(slowdev_compiled *c, int engine, plugin_request *r, uint32_t 
 
 /* A copy engine moves the host-side bytes; with none to move it is not
  * used at all. */
-static int copy_stage(slowdev_compiled *c, int engine, plugin_request *r, uint32_t stage,
+static int copy_stage(plugin_compiled *c, int engine, plugin_request *r, uint32_t stage,
                       size_t bytes, atomic_uint_fast64_t *counter)
 {
     if (bytes == 0)
@@ -218,15 +217,15 @@ static int copy_stage(slowdev_compiled *c, int engine, plugin_request *r, uint32
 
 static int stage_upload(plugin_request *r, uint32_t stage, void *ctx)
 {
-    slowdev_compiled *c = ctx;
+    plugin_compiled *c = ctx;
     return copy_stage(c, ENGINE_UPLOAD, r, stage, plugin_request_host_bytes(r, false),
-                      &c->dev->bytes_uploaded);
+                      &device_of(c)->bytes_uploaded);
 }
 
 static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
 {
-    slowdev_compiled *c = ctx;
-    if (c->knobs.fail_requests)
+    plugin_compiled *c = ctx;
+    if (((const slowdev_own *)c->own)->fail_requests)
         return rn_set_error(RN_DEVICE_ERROR,
                             "SLOWDEV: the device failed the request (SLOWDEV_FAIL_REQUESTS)");
     return enqueue(ctx, ENGINE_EXECUTE, r, stage);
@@ -240,449 +239,121 @@ static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
 
 static int stage_download(plugin_request *r, uint32_t stage, void *ctx)
 {
-    slowdev_compiled *c = ctx;
+    plugin_compiled *c = ctx;
     return copy_stage(c, ENGINE_DOWNLOAD, r, stage, plugin_request_host_bytes(r, true),
-                      &c->dev->bytes_downloaded);
+                      &device_of(c)->bytes_downloaded);
 }
 
-/* ---- plugin ---- */
+/* ---- the device ---- */
 
-static rn_status slowdev_create(slowdev **out)
+static rn_status slowdev_open(void **context)
 {
     slowdev *d = calloc(1, sizeof *d);
     if (d == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
-    rn_status st = plugin_kernel_registry_create(&d->kernels);
-    if (st == RN_OK)
-        st = ref_register_kernels(d->kernels);
-    if (st == RN_OK)
-        st = plugin_host_context_create(&slowdev_context_kind, NULL, 0, &d->default_context);
-    if (st != RN_OK) {
-        plugin_kernel_registry_free(d->kernels);
-        free(d);
-        return st;
-    }
-    pthread_mutex_init(&d->lock, NULL);
-    for (int e = 0; e < N_ENGINES; e++) {
+    for (int e = 0; e < N_ENGINES; e++)
         pthread_mutex_init(&d->engine[e], NULL);
-        d->cost_us[e] = 200;
-    }
-    plugin_properties_default(&d->props);
     if (!start_engines(d)) {
         for (int e = 0; e < N_ENGINES; e++)
             pthread_mutex_destroy(&d->engine[e]);
-        pthread_mutex_destroy(&d->lock);
-        plugin_kernel_registry_free(d->kernels);
-        plugin_host_context_free(d->default_context);
         free(d);
         return rn_set_error(RN_DEVICE_ERROR, "SLOWDEV: cannot start the engine threads");
     }
-    *out = d;
+    *context = d;
     return RN_OK;
 }
 
-static void slowdev_destroy(slowdev *plugin)
+static void slowdev_close(void *context)
 {
-    slowdev *d = plugin;
+    slowdev *d = context;
     if (d == NULL)
         return;
     stop_engines(d);
     for (int e = 0; e < N_ENGINES; e++)
         pthread_mutex_destroy(&d->engine[e]);
-    pthread_mutex_destroy(&d->lock);
-    plugin_kernel_registry_free(d->kernels);
-    plugin_host_context_free(d->default_context);
     free(d);
 }
 
-static rn_status slowdev_create_context(slowdev *plugin, const rn_property *params, size_t n,
-                                        const rn_remote_context_ops **ops,
-                                        rn_plugin_context **context)
+static rn_status slowdev_kernels(void *context, plugin_kernel_registry *r)
 {
-    (void)plugin;
-    *ops = &plugin_host_context_ops;
-    return plugin_host_context_create(&slowdev_context_kind, params, n,
-                                      (plugin_host_context **)context);
+    (void)context;
+    return ref_register_kernels(r);
 }
 
-static rn_status slowdev_default_context(slowdev *plugin, const rn_remote_context_ops **ops,
-                                         rn_plugin_context **context)
+/* SLOWDEV_BYTES_UPLOADED and SLOWDEV_BYTES_DOWNLOADED. */
+static rn_status slowdev_read(void *context, const char *id, const char *key, char *buf,
+                              size_t size)
 {
-    *ops = &plugin_host_context_ops;
-    *context = ((slowdev *)plugin)->default_context;
-    return RN_OK;
+    slowdev *d = context;
+    (void)id;
+    int up = strcmp(key, slowdev_ro_keys[0]) == 0;
+    if (!up && strcmp(key, slowdev_ro_keys[1]) != 0)
+        return RN_NOT_FOUND;
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%" PRIuFAST64,
+             (uint_fast64_t)atomic_load(up ? &d->bytes_uploaded : &d->bytes_downloaded));
+    return plugin_property_string(key, tmp, buf, size);
 }
 
-/* Parses a test knob into k; false when `key` is not one. */
-static bool apply_knob(slowdev_knobs *k, const char *key, const char *value, rn_status *st)
+/* Whether SLOWDEV_UNSUPPORTED_OPS names op `op_type`. */
+static const char *slowdev_refuses(const void *own, const char *op_type)
 {
-    *st = RN_OK;
-    if (strcmp(key, "SLOWDEV_UNSUPPORTED_OPS") == 0) {
-        if (strlen(value) + 3 > sizeof k->unsupported_ops)
-            *st = rn_set_error(RN_INVALID_ARG, "property %s: the list is too long", key);
-        else if (value[0] == '\0')
-            k->unsupported_ops[0] = '\0';
-        else
-            snprintf(k->unsupported_ops, sizeof k->unsupported_ops, ",%s,", value);
-        return true;
-    }
-    if (strcmp(key, "SLOWDEV_FAIL_REQUESTS") == 0) {
-        if (strcmp(value, "YES") != 0 && strcmp(value, "NO") != 0)
-            *st = rn_set_error(RN_INVALID_ARG, "property %s: bad value '%s' (accepted: YES, NO)",
-                               key, value);
-        else
-            k->fail_requests = strcmp(value, "YES") == 0;
-        return true;
-    }
-    if (strcmp(key, "SLOWDEV_COMPILE_US") != 0)
-        return false;
-    char *end;
-    long v = strtol(value, &end, 10);
-    if (*value == '\0' || *end != '\0' || v < 0 || v > 60000000)
-        *st = rn_set_error(
-            RN_INVALID_ARG,
-            "property %s: bad value '%s' (accepted: microseconds from 0 to 60000000)", key, value);
-    else
-        k->compile_us = (uint32_t)v;
-    return true;
-}
-
-/* Whether SLOWDEV_UNSUPPORTED_OPS refuses op `op_type`. */
-static bool refused(const slowdev_knobs *k, const char *op_type)
-{
-    char needle[80];
+    const slowdev_own *o = own;
+    char list[sizeof o->unsupported_ops + 2], needle[80];
+    snprintf(list, sizeof list, ",%s,", o->unsupported_ops);
     snprintf(needle, sizeof needle, ",%s,", op_type);
-    return strstr(k->unsupported_ops, needle) != NULL;
+    return o->unsupported_ops[0] != '\0' && strstr(list, needle) != NULL ? "SLOWDEV_UNSUPPORTED_OPS"
+                                                                         : NULL;
 }
 
-/* Splits properties into SLOWDEV's cost keys and knobs and the shared ones. */
-static rn_status apply(plugin_properties *props, uint32_t *costs, slowdev_knobs *knobs,
-                       const rn_property *p, size_t n)
+/* The device stages after the kernels; a device keeps four requests in
+ * flight, one per engine (unless its requests are to run one at a time). */
+static rn_status slowdev_plan(plugin_compiled *c, plugin_plan_options *o)
 {
-    plugin_properties tmp = *props;
-    uint32_t c[N_ENGINES];
-    memcpy(c, costs, sizeof c);
-    slowdev_knobs k = *knobs;
-    for (size_t i = 0; i < n; i++) {
-        rn_status knob_st;
-        if (apply_knob(&k, p[i].key, p[i].value, &knob_st)) {
-            if (knob_st != RN_OK)
-                return knob_st;
-            continue;
-        }
-        int e = -1;
-        for (int k = 0; k < N_ENGINES; k++)
-            if (strcmp(p[i].key, cost_keys[k]) == 0)
-                e = k;
-        if (e < 0) {
-            rn_status st = plugin_properties_set(&tmp, p[i].key, p[i].value);
-            if (st != RN_OK)
-                return st;
-            continue;
-        }
-        char *end;
-        long v = strtol(p[i].value, &end, 10);
-        if (*p[i].value == '\0' || *end != '\0' || v < 0 || v > 10000000)
-            return rn_set_error(RN_INVALID_ARG,
-                                "property %s: bad value '%s' (accepted: microseconds from 0 to "
-                                "10000000)",
-                                p[i].key, p[i].value);
-        c[e] = (uint32_t)v;
-    }
-    *props = tmp;
-    memcpy(costs, c, sizeof c);
-    *knobs = k;
-    return RN_OK;
-}
-
-static rn_status slowdev_set_property(slowdev *plugin, const rn_property *p, size_t n)
-{
-    slowdev *d = plugin;
-    pthread_mutex_lock(&d->lock);
-    rn_status st = apply(&d->props, d->cost_us, &d->knobs, p, n);
-    pthread_mutex_unlock(&d->lock);
-    return st;
-}
-
-static rn_status slowdev_get_property(slowdev *plugin, const char *key, char *buf, size_t size)
-{
-    slowdev *d = plugin;
-    char tmp[32];
-    for (int e = 0; e < N_ENGINES; e++)
-        if (strcmp(key, cost_keys[e]) == 0) {
-            pthread_mutex_lock(&d->lock);
-            snprintf(tmp, sizeof tmp, "%u", d->cost_us[e]);
-            pthread_mutex_unlock(&d->lock);
-            return plugin_property_string(key, tmp, buf, size);
-        }
-    if (strcmp(key, "SLOWDEV_BYTES_UPLOADED") == 0 ||
-        strcmp(key, "SLOWDEV_BYTES_DOWNLOADED") == 0) {
-        bool up = strcmp(key, "SLOWDEV_BYTES_UPLOADED") == 0;
-        snprintf(tmp, sizeof tmp, "%" PRIuFAST64,
-                 (uint_fast64_t)atomic_load(up ? &d->bytes_uploaded : &d->bytes_downloaded));
-        return plugin_property_string(key, tmp, buf, size);
-    }
-    if (strcmp(key, "SLOWDEV_COMPILE_US") == 0) {
-        pthread_mutex_lock(&d->lock);
-        snprintf(tmp, sizeof tmp, "%u", d->knobs.compile_us);
-        pthread_mutex_unlock(&d->lock);
-        return plugin_property_string(key, tmp, buf, size);
-    }
-    if (strcmp(key, "FULL_DEVICE_NAME") == 0)
-        return plugin_property_string(key, "runnel simulated accelerator (tests)", buf, size);
-    if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
-        return plugin_property_string(key, "slowdev", buf, size);
-    pthread_mutex_lock(&d->lock);
-    rn_status st = plugin_properties_get(&d->props, key, buf, size);
-    pthread_mutex_unlock(&d->lock);
-    if (st == RN_NOT_FOUND)
-        return rn_set_error(RN_NOT_FOUND, "SLOWDEV: unknown property '%s'", key);
-    return st;
-}
-
-static rn_status slowdev_create_request(slowdev_compiled *compiled, rn_infer_request *owner,
-                                        rn_plugin_request **out)
-{
-    return plugin_request_create(compiled->plan, owner, out);
-}
-
-static rn_status slowdev_compiled_property(slowdev_compiled *compiled, const char *key, char *buf,
-                                           size_t size)
-{
-    slowdev_compiled *c = compiled;
-    char tmp[32];
-    if (strcmp(key, "OPTIMAL_NUMBER_OF_INFER_REQUESTS") == 0) {
-        snprintf(tmp, sizeof tmp, "%u", c->optimal_requests);
-        return plugin_property_string(key, tmp, buf, size);
-    }
-    if (plugin_plan_get_property(c->plan, key, buf, size) == RN_OK)
-        return RN_OK;
-    if (strcmp(key, "EXECUTION_DEVICES") == 0)
-        return plugin_property_string(key, "SLOWDEV", buf, size);
-    pthread_mutex_lock(&c->lock);
-    rn_status st = plugin_properties_get(&c->props, key, buf, size);
-    pthread_mutex_unlock(&c->lock);
-    if (st == RN_NOT_FOUND)
-        return rn_set_error(RN_NOT_FOUND, "SLOWDEV compiled model: unknown property '%s'", key);
-    return st;
-}
-
-static rn_status slowdev_compiled_set_property(slowdev_compiled *compiled, const rn_property *p,
-                                               size_t n)
-{
-    slowdev_compiled *c = compiled;
-    pthread_mutex_lock(&c->lock);
-    rn_status st = plugin_properties_set_compiled(&c->props, p, n);
-    if (st == RN_OK) {
-        plugin_plan_set_profiling(c->plan, c->props.enable_profiling);
-        plugin_plan_set_log_level(c->plan, c->props.log_level);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return st;
-}
-
-static rn_status slowdev_pipeline(slowdev_compiled *compiled, const rn_pipeline_stage **stages,
-                                  size_t *count)
-{
-    return plugin_plan_pipeline(((slowdev_compiled *)compiled)->plan, stages, count);
-}
-
-static rn_status slowdev_runtime_model(slowdev_compiled *compiled, const rn_runtime_node **nodes,
-                                       size_t *count)
-{
-    return plugin_plan_runtime_model(((slowdev_compiled *)compiled)->plan, nodes, count);
-}
-
-static rn_status slowdev_export(slowdev_compiled *compiled, void **data, size_t *size)
-{
-    slowdev_compiled *c = compiled;
-    pthread_mutex_lock(&c->lock);
-    plugin_properties props = c->props;
-    pthread_mutex_unlock(&c->lock);
-    return plugin_export(c->plan, "SLOWDEV", "slowdev", &props, data, size);
-}
-
-static rn_status slowdev_write_trace(slowdev_compiled *compiled, const char *path)
-{
-    return plugin_plan_write_trace(((slowdev_compiled *)compiled)->plan, path);
-}
-
-static void slowdev_compiled_free(slowdev_compiled *compiled)
-{
-    slowdev_compiled *c = compiled;
-    if (c == NULL)
-        return;
-    plugin_plan_free(c->plan);
-    pthread_mutex_destroy(&c->lock);
-    free(c);
-}
-
-static const rn_compiled_model_ops slowdev_compiled_ops = {
-    .abi_version = RN_PLUGIN_ABI_VERSION,
-    .create_request = slowdev_create_request,
-    .request_ops = &plugin_generic_request_ops,
-    .get_property = slowdev_compiled_property,
-    .get_runtime_model = slowdev_runtime_model,
-    .export_model = slowdev_export,
-    .write_trace = slowdev_write_trace,
-    .set_property = slowdev_compiled_set_property,
-    .get_pipeline = slowdev_pipeline,
-    .free = slowdev_compiled_free,
-};
-
-static rn_status slowdev_query(slowdev *plugin, const rn_graph *model, const rn_property *p,
-                               size_t n, char ***names, bool **supported, size_t *count)
-{
-    slowdev_knobs knobs;
-    pthread_mutex_lock(&plugin->lock);
-    knobs = plugin->knobs;
-    pthread_mutex_unlock(&plugin->lock);
-    plugin_properties props;
-    plugin_properties_default(&props);
-    uint32_t costs[N_ENGINES] = {0};
-    rn_status st = apply(&props, costs, &knobs, p, n);
-    if (st != RN_OK)
-        return st;
-    plugin_query_result q;
-    if ((st = plugin_query_model(model, plugin->kernels, &q)) != RN_OK)
-        return st;
-    /* The ops SLOWDEV_UNSUPPORTED_OPS refuses. */
-    for (int i = 0; i < model->n_nodes; i++)
-        for (int f = 0; refused(&knobs, model->nodes[i]->op_type) && f < model->nodes[i]->n_fused;
-             f++)
-            for (size_t e = 0; e < q.count; e++)
-                if (strcmp(q.names[e], model->nodes[i]->fused_names[f]) == 0)
-                    q.supported[e] = false;
-    *names = q.names;
-    *supported = q.supported;
-    *count = q.count;
-    return RN_OK;
-}
-
-/* Builds the plan of `g` with the compiled model's properties and costs. */
-static rn_status slowdev_build(slowdev_compiled *c, const graph *g)
-{
-    for (int i = 0; i < g->n_nodes; i++)
-        if (refused(&c->knobs, g->nodes[i]->op_type))
-            return rn_set_error(RN_UNSUPPORTED,
-                                "SLOWDEV: node '%s' (op %s) is refused by SLOWDEV_UNSUPPORTED_OPS",
-                                g->nodes[i]->name, g->nodes[i]->op_type);
-    plugin_plan_options o = {.profiling = c->props.enable_profiling,
-                             .trace = c->props.enable_trace,
-                             .stage_ctx = c,
-                             .context = c->context,
-                             .device = "SLOWDEV",
-                             .log_level = c->props.log_level,
-                             .n_stages = 4};
-    plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
-                              &c->optimal_requests);
-    o.stages[0] = (plugin_stage){EXECUTORS_STAGE_UPLOAD, EXECUTORS_ON_STREAM, stage_upload, false};
-    o.stages[1] =
+    o->n_stages = 4;
+    o->stages[0] = (plugin_stage){EXECUTORS_STAGE_UPLOAD, EXECUTORS_ON_STREAM, stage_upload, false};
+    o->stages[1] =
         (plugin_stage){EXECUTORS_STAGE_EXECUTE, EXECUTORS_ON_STREAM, stage_execute, false};
-    o.stages[2] = (plugin_stage){EXECUTORS_STAGE_WAIT, EXECUTORS_ON_DEVICE_WAIT, stage_wait, false};
-    o.stages[3] =
+    o->stages[2] =
+        (plugin_stage){EXECUTORS_STAGE_WAIT, EXECUTORS_ON_DEVICE_WAIT, stage_wait, false};
+    o->stages[3] =
         (plugin_stage){EXECUTORS_STAGE_DOWNLOAD, EXECUTORS_ON_STREAM, stage_download, false};
-    /* A device keeps four requests in flight, one per engine (unless its
-     * requests are to run one at a time). */
     if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
         c->optimal_requests = 4;
-    return plugin_plan_build(g, c->dev->kernels, &o, &c->plan);
-}
-
-/* A compiled model in `context` (NULL: the default) with the device's
- * properties and costs; NULL when out of memory. */
-static slowdev_compiled *slowdev_compiled_new(slowdev *d, rn_plugin_context *context)
-{
-    slowdev_compiled *c = calloc(1, sizeof *c);
-    if (c == NULL) {
-        rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
-        return NULL;
-    }
-    c->dev = d;
-    c->context = context != NULL ? context : d->default_context;
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_mutex_lock(&d->lock);
-    c->props = d->props;
-    memcpy(c->cost_us, d->cost_us, sizeof c->cost_us);
-    c->knobs = d->knobs;
-    pthread_mutex_unlock(&d->lock);
-    return c;
-}
-
-static rn_status slowdev_compile(slowdev *plugin, const rn_graph *model, rn_plugin_context *context,
-                                 const rn_property *p, size_t n, const rn_compiled_model_ops **ops,
-                                 slowdev_compiled **compiled)
-{
-    slowdev_compiled *c = slowdev_compiled_new(plugin, context);
-    if (c == NULL)
-        return RN_OUT_OF_MEMORY;
-    rn_status st = apply(&c->props, c->cost_us, &c->knobs, p, n);
-    if (st == RN_OK)
-        st = slowdev_build(c, model);
-    if (st == RN_OK) /* the kernel compiler of an accelerator (an import skips it) */
-        sleep_us(c->knobs.compile_us);
-    if (st != RN_OK) {
-        slowdev_compiled_free(c);
-        return st;
-    }
-    *ops = &slowdev_compiled_ops;
-    *compiled = c;
     return RN_OK;
 }
 
-static rn_status slowdev_import(slowdev *plugin, const void *data, size_t size,
-                                rn_plugin_context *context, const rn_property *p, size_t n,
-                                const rn_compiled_model_ops **ops, slowdev_compiled **compiled,
-                                const rn_graph **io)
+/* The kernel compiler of an accelerator takes SLOWDEV_COMPILE_US (an
+ * import skips it). */
+static rn_status slowdev_built(plugin_compiled *c, rn_status st)
 {
-    slowdev_compiled *c = slowdev_compiled_new(plugin, context);
-    if (c == NULL)
-        return RN_OUT_OF_MEMORY;
-    /* Cost keys are SLOWDEV's own: apply them, pass the rest to the import. */
-    rn_property shared[32];
-    size_t n_shared = 0;
-    rn_status st = RN_OK;
-    for (size_t i = 0; i < n && st == RN_OK; i++) {
-        if (strncmp(p[i].key, "SLOWDEV_", 8) == 0)
-            st = apply(&c->props, c->cost_us, &c->knobs, &p[i], 1);
-        else if (n_shared < 32)
-            shared[n_shared++] = p[i];
-        else
-            st = rn_set_error(RN_INVALID_ARG, "SLOWDEV: too many properties");
-    }
-    graph *g = NULL;
-    if (st == RN_OK)
-        st = plugin_import(data, size, "SLOWDEV", "slowdev", shared, n_shared, &c->props, &g);
-    if (st == RN_OK)
-        st = slowdev_build(c, g);
-    graph_free(g);
-    if (st != RN_OK) {
-        slowdev_compiled_free(c);
-        return st;
-    }
-    *ops = &slowdev_compiled_ops;
-    *compiled = c;
-    *io = plugin_plan_graph(c->plan);
-    return RN_OK;
+    if (st == RN_OK && !c->imported)
+        sleep_us(((const slowdev_own *)c->own)->compile_us);
+    return st;
 }
 
-const rn_plugin_ops slowdev_plugin_ops = {
-    .abi_version = RN_PLUGIN_ABI_VERSION,
-    .device_name = "SLOWDEV",
-    .version = RN_VERSION_STRING,
-    .create = slowdev_create,
-    .destroy = slowdev_destroy,
-    .set_property = slowdev_set_property,
-    .get_property = slowdev_get_property,
-    .query_model = slowdev_query,
-    .import_model = slowdev_import,
-    .create_context = slowdev_create_context,
-    .get_default_context = slowdev_default_context,
-    .compile_model = slowdev_compile,
+static const plugin_device_iface slowdev_device = {
+    .info =
+        {
+            .name = "SLOWDEV",
+            .full_name = "runnel simulated accelerator (tests)",
+            .architecture = "slowdev",
+        },
+    .context_kind = {"SLOWDEV", "SLOWDEV", "SLOWDEV_BUFFER"},
+    .own_keys = slowdev_keys,
+    .n_own_keys = sizeof slowdev_keys / sizeof slowdev_keys[0],
+    .own_size = sizeof(slowdev_own),
+    .ro_keys = slowdev_ro_keys,
+    .untransformed = true,
+    .open = slowdev_open,
+    .close = slowdev_close,
+    .register_kernels = slowdev_kernels,
+    .read = slowdev_read,
+    .refuses = slowdev_refuses,
+    .plan = slowdev_plan,
+    .built = slowdev_built,
 };
 
-const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)
-{
-    (void)abi_version;
-    return &slowdev_plugin_ops;
-}
+PLUGIN_DEVICE_DEFINE(slowdev_plugin_ops, "SLOWDEV", slowdev_device, NULL, NULL);
+
+PLUGIN_DEVICE_ENTRY(slowdev_plugin_ops);

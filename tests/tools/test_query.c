@@ -130,12 +130,13 @@ Test(query, lists_dynamic_devices_and_the_ones_that_failed_with_why)
     json_value *root = query_json(args, NULL);
     const json_value *slow = device(root, "SLOWDEV");
     cr_assert_not_null(slow, "SLOWDEV is not listed");
-    /* SLOWDEV does not answer SUPPORTED_PROPERTIES: query says so and lists
-     * the common keys it does answer. */
-    cr_expect_eq(json_member(slow, "supported_properties_reported")->boolean, false);
-    cr_expect_not_null(json_member(slow, "supported_properties_error"));
+    /* SLOWDEV, a descriptor on the generic device, answers
+     * SUPPORTED_PROPERTIES with the shared keys and its own. */
+    cr_expect_eq(json_member(slow, "supported_properties_reported")->boolean, true);
     cr_expect_str_eq(access_of(slow, "FULL_DEVICE_NAME"), "RO");
     cr_expect_str_eq(access_of(slow, "NUM_STREAMS"), "RW");
+    cr_expect_str_eq(access_of(slow, "SLOWDEV_UPLOAD_US"), "RW");
+    cr_expect_str_eq(access_of(slow, "SLOWDEV_BYTES_UPLOADED"), "RO");
     cr_expect_eq(json_member(device(root, "REF"), "supported_properties_reported")->boolean, true);
     cr_expect_null(device(root, "TESTDEV"));
     const json_value *failed = json_member(root, "failed_devices");

@@ -14,7 +14,9 @@
 #   server_infer: KServe v2 infer request bodies as tests/server sends them
 #                (JSON of every datatype, flat and nested data, the binary
 #                data extension, requested outputs, parameters), each after a
-#                u32 LE Inference-Header-Content-Length (0xffffffff: none).
+#                u32 LE Inference-Header-Content-Length (0xffffffff: none);
+#   grpc_infer:  KServe v2 ModelInferRequest messages serialized by tritonclient.grpc
+#                (below; needs scripts/test-server's venv, .cache/venv-server).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 cd "$root"
@@ -121,3 +123,66 @@ seed("bad_shape", {"inputs": [inp("x", "FP32", [2, 2], [1, 2, 3])]})
 seed("bad_datatype", {"inputs": [inp("x", "FLOAT", [1], [1])]})
 PY
 ls -l "$seeds"/npy_read "$seeds"/blob_import "$seeds"/ir_read "$seeds"/server_infer
+
+# grpc_infer: ModelInferRequest messages serialized by tritonclient.grpc's own
+# protobufs (tritonclient[grpc] from PyPI, scripts/test-server's venv
+# .cache/venv-server) as its client builds them: raw contents of every
+# datatype, typed contents, requested outputs, sequence and timeout
+# parameters; and ones the decoder refuses (a shape that does not match,
+# typed beside raw contents).
+rm -rf "$seeds"/grpc_infer
+mkdir -p "$seeds"/grpc_infer
+.cache/venv-server/bin/python - "$seeds/grpc_infer" <<'PY'
+import sys
+import numpy as np
+import tritonclient.grpc as g
+from tritonclient.grpc import _utils, service_pb2
+out = sys.argv[1]
+def req(inputs, outputs=None, **kw):
+    args = dict(model_version="", request_id="", sequence_id=0, sequence_start=False,
+                sequence_end=False, priority=0, timeout=None, parameters=None)
+    args.update(kw)
+    return _utils._get_inference_request("m", inputs, args.pop("model_version"),
+                                         args.pop("request_id"), outputs, **args)
+def inp(name, value, dt=None):
+    t = g.InferInput(name, list(value.shape), dt or g.np_to_triton_dtype(value.dtype))
+    t.set_data_from_numpy(value)
+    return t
+def save(name, message):
+    open(f"{out}/{name}.pb", "wb").write(message.SerializeToString())
+a = np.arange(6, dtype=np.float32).reshape(2, 3)
+save("fp32_raw", req([inp("x", a)]))
+save("two_inputs_outputs_id", req([inp("x", a), inp("y", a + 1)], [g.InferRequestedOutput("sum")],
+                                  model_version="2", request_id="7"))
+every = [inp("b", np.array([True, False])), inp("u8", np.array([255], np.uint8)),
+         inp("i8", np.array([-128], np.int8)), inp("u16", np.array([65535], np.uint16)),
+         inp("i16", np.array([-3], np.int16)), inp("u32", np.array([4294967295], np.uint32)),
+         inp("i32", np.array([-7], np.int32)), inp("u64", np.array([2**63 - 1], np.uint64)),
+         inp("i64", np.array([-2**62], np.int64)), inp("h", np.array([1.5], np.float16)),
+         inp("d", np.array([0.1], np.float64)),
+         inp("s", np.array([["h\u00e9".encode(), b""]], dtype=object), "BYTES")]
+save("every_datatype_raw", req(every))
+save("sequence_timeout", req([inp("x", a)], sequence_id=42, sequence_start=True, timeout=1000))
+save("sequence_string_end", req([inp("x", a)], sequence_id="s1", sequence_end=True))
+save("scalar_and_empty", req([inp("x", np.array(3.5, np.float32)),
+                              inp("e", np.zeros((0, 4), np.int64))]))
+# Typed contents (what other clients send): every list once.
+m = service_pb2.ModelInferRequest(model_name="m")
+for name, dt, field, values in [("f", "FP32", "fp32_contents", [1.0, -2.5]),
+                                ("d", "FP64", "fp64_contents", [0.25]),
+                                ("i", "INT32", "int_contents", [1, -2]),
+                                ("l", "INT64", "int64_contents", [-5]),
+                                ("u", "UINT32", "uint_contents", [7]),
+                                ("ul", "UINT64", "uint64_contents", [9]),
+                                ("b", "BOOL", "bool_contents", [True]),
+                                ("s", "BYTES", "bytes_contents", [b"ab", b""])]:
+    t = m.inputs.add(name=name, datatype=dt, shape=[len(values)])
+    getattr(t.contents, field).extend(values)
+save("typed_contents", m)
+bad = req([inp("x", a)])
+bad.inputs[0].shape[:] = [4, 4]
+save("bad_shape", bad)
+bad = req([inp("x", a)])
+bad.inputs[0].contents.fp32_contents.extend([1.0])
+save("typed_beside_raw", bad)
+PY
