@@ -238,6 +238,14 @@ float graph_node_attr_float(const graph_node *n, const char *name, float dflt);
 const char *graph_node_attr_string(const graph_node *n, const char *name, const char *dflt);
 /* Number of ints and *vals, or -1 (and *vals = NULL) when absent. */
 int graph_node_attr_ints(const graph_node *n, const char *name, const int64_t **vals);
+/* The attribute, or its default from the op's schema (graph/ops/attr_default.c,
+ * rn_node_attr_*_or_default); asking for an attribute without one is a bug
+ * inside runnel (an assert; NAN, 0 or NULL without asserts). */
+float graph_node_attr_float_or_default(const graph_node *n, const char *name);
+int64_t graph_node_attr_int_or_default(const graph_node *n, const char *name);
+const char *graph_node_attr_string_or_default(const graph_node *n, const char *name);
+/* Whether the node's op schema gives attribute `name` a default. */
+bool graph_node_attr_has_default(const graph_node *n, const char *name);
 int graph_node_attr_floats(const graph_node *n, const char *name, const float **vals);
 
 /* Sorts nodes topologically (stable with respect to the file's order) and

@@ -25,6 +25,18 @@ typedef rn_attr_spec graph_attr_spec;
 typedef rn_op_schema graph_op_schema;
 #define GRAPH_MAX_ATTR_SPECS RN_MAX_ATTR_SPECS
 
+/* An optional or required attribute of type t (INT, FLOATS, ...), and an
+ * optional attribute with its default, as ONNX's operator spec gives it
+ * (tests/graph:test_attr_defaults compares them with the onnx wheel's):
+ * kernels read it with graph_node_attr_*_or_default and restate nothing. */
+/* clang-format off */
+#define GRAPH_OPTIONAL(name, t)       {name, GRAPH_ATTR_##t, false, false, {0}}
+#define GRAPH_REQUIRED(name, t)       {name, GRAPH_ATTR_##t, true, false, {0}}
+#define GRAPH_DEFAULT_FLOAT(name, v)  {name, GRAPH_ATTR_FLOAT, false, true, {.f = (v)}}
+#define GRAPH_DEFAULT_INT(name, v)    {name, GRAPH_ATTR_INT, false, true, {.i = (v)}}
+#define GRAPH_DEFAULT_STRING(name, v) {name, GRAPH_ATTR_STRING, false, true, {.s = (v)}}
+/* clang-format on */
+
 /* The schema for (domain, op_type), or NULL when the runtime does not know
  * the op. domain "ai.onnx" is the default domain "". */
 const graph_op_schema *graph_op_find(const char *domain, const char *op_type);

@@ -43,10 +43,13 @@ rn_status rn_core_create(rn_core **out)
             runtime_core_release(core);
             return RN_OUT_OF_MEMORY;
         }
-    /* RUNNEL_PLUGINS names a plugins file to load at start (tools use it). */
+    /* RUNNEL_PLUGINS names a plugins file to load at start (tools use it);
+     * then the in-tree plugins, from the file installed beside the runtime
+     * (RUNNEL_PLUGINS's entries win over theirs). */
     const char *file = getenv("RUNNEL_PLUGINS");
     if (file != NULL && file[0] != '\0')
         rn_core_load_plugins_file(core, file);
+    runtime_load_installed_plugins(core);
     rn_clear_error();
     *out = core;
     return RN_OK;

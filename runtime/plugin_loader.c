@@ -1,14 +1,17 @@
 /* Registering device plugins: built-in ones, shared objects loaded with
- * dlopen (one entry point, rn_plugin_entry), and plugins files. Every way a
+ * dlopen (one entry point, rn_plugin_entry), plugins files, and the plugins
+ * file installed beside libruntime.so (device discovery). Every way a
  * plugin can fail to load is an error with its reason, recorded so that it
  * can be read back, and leaves the other devices working. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "graph/ops.h"
 #include "runnel/extension.h"
@@ -60,10 +63,20 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
         st = rn_set_error(RN_OUT_OF_MEMORY, "plugin %s: more than %d devices", label,
                           RUNTIME_MAX_DEVICES);
     } else {
-        for (int i = 0; i < core->n_devices; i++)
-            if (strcasecmp(core->devices[i].name, label) == 0)
-                st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device with that name exists",
-                                  label);
+        for (int i = 0; i < core->n_devices; i++) {
+            if (strcasecmp(core->devices[i].name, label) != 0)
+                continue;
+            if (library != NULL && core->devices[i].library == library &&
+                core->devices[i].installed) {
+                /* The same library under the same name, found in the
+                 * installed plugins file and loaded again by the user (a
+                 * program written before discovery): already there. */
+                pthread_mutex_unlock(&core->lock);
+                runtime_close_library(library); /* dlopen's extra reference */
+                return RN_OK;
+            }
+            st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device with that name exists", label);
+        }
     }
     rn_plugin *plugin = NULL;
     if (st == RN_OK && (st = ops->create(&plugin)) != RN_OK)
@@ -79,6 +92,7 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
     d->ops = ops;
     d->plugin = plugin;
     d->library = library;
+    d->installed = core->loading_installed;
     pthread_mutex_unlock(&core->lock);
     if (ops->attach_core != NULL)
         ops->attach_core(plugin, core);
@@ -114,10 +128,23 @@ rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path)
     return runtime_register_plugin(core, name, entry(RN_PLUGIN_ABI_VERSION), lib);
 }
 
-rn_status rn_core_load_plugins_file(rn_core *core, const char *path)
+/* Whether `name` is a device of the core or has failed to load in it. */
+static bool known_device(rn_core *core, const char *name)
 {
-    if (core == NULL || path == NULL)
-        return rn_set_error(RN_INVALID_ARG, "load_plugins_file: core and path must be set");
+    pthread_mutex_lock(&core->lock);
+    bool known = runtime_find_device(core, name) != NULL;
+    for (int i = 0; i < core->n_failures && !known; i++)
+        known = strcasecmp(core->failures[i].name, name) == 0;
+    pthread_mutex_unlock(&core->lock);
+    return known;
+}
+
+/* Loads a plugins file. `base` (the installed file's folder) or NULL: with
+ * it, a relative library path is taken from that folder, and a device the
+ * core already has or already failed to load (RUNNEL_PLUGINS named it) is
+ * left as it is. */
+static rn_status load_plugins_file(rn_core *core, const char *path, const char *base)
+{
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return rn_set_error(RN_IO_ERROR, "plugins file '%s': %s", path, strerror(errno));
@@ -133,18 +160,21 @@ rn_status rn_core_load_plugins_file(rn_core *core, const char *path)
             continue;
         /* "NAME PATH" or "NAME=PATH" */
         char *sep = p + strcspn(p, " \t=");
+        rn_status st = RN_OK;
         if (*sep == '\0') {
-            rn_status st = rn_set_error(
-                RN_PARSE_ERROR, "plugins file '%s', line %d: expected NAME PATH", path, lineno);
-            if (first == RN_OK) {
-                first = st;
-                snprintf(first_error, sizeof first_error, "%s", rn_last_error());
+            st = rn_set_error(RN_PARSE_ERROR, "plugins file '%s', line %d: expected NAME PATH",
+                              path, lineno);
+        } else {
+            *sep = '\0';
+            char *lib = sep + 1 + strspn(sep + 1, " \t=");
+            char joined[PATH_MAX + 2048];
+            if (base != NULL && lib[0] != '/') {
+                snprintf(joined, sizeof joined, "%s/%s", base, lib);
+                lib = joined;
             }
-            continue;
+            if (base == NULL || !known_device(core, p))
+                st = rn_core_load_plugin(core, p, lib);
         }
-        *sep = '\0';
-        char *lib = sep + 1 + strspn(sep + 1, " \t=");
-        rn_status st = rn_core_load_plugin(core, p, lib);
         if (st != RN_OK && first == RN_OK) {
             first = st;
             snprintf(first_error, sizeof first_error, "%s", rn_last_error());
@@ -154,6 +184,45 @@ rn_status rn_core_load_plugins_file(rn_core *core, const char *path)
     if (first != RN_OK)
         return rn_set_error(first, "%s", first_error);
     return RN_OK;
+}
+
+rn_status rn_core_load_plugins_file(rn_core *core, const char *path)
+{
+    if (core == NULL || path == NULL)
+        return rn_set_error(RN_INVALID_ARG, "load_plugins_file: core and path must be set");
+    return load_plugins_file(core, path, NULL);
+}
+
+bool runtime_installed_plugins_file(char *path, size_t size)
+{
+    Dl_info info;
+    char real[PATH_MAX];
+    if (dladdr((void *)&runtime_installed_plugins_file, &info) == 0 || info.dli_fname == NULL ||
+        realpath(info.dli_fname, real) == NULL)
+        return false;
+    char *slash = strrchr(real, '/');
+    if (slash == NULL)
+        return false;
+    *slash = '\0';
+    return snprintf(path, size, "%s/%s", real, RUNTIME_PLUGINS_FILE) < (int)size &&
+           access(path, R_OK) == 0;
+}
+
+void runtime_load_installed_plugins(rn_core *core)
+{
+    const char *off = getenv("RUNNEL_INSTALLED_PLUGINS");
+    if (off != NULL && strcmp(off, "0") == 0)
+        return;
+    char path[PATH_MAX];
+    if (!runtime_installed_plugins_file(path, sizeof path))
+        return;
+    char base[PATH_MAX];
+    snprintf(base, sizeof base, "%s", path);
+    *strrchr(base, '/') = '\0';
+    /* Each plugin that cannot start is recorded with its reason. */
+    core->loading_installed = true;
+    load_plugins_file(core, path, base);
+    core->loading_installed = false;
 }
 
 size_t rn_core_failed_device_count(const rn_core *core)

@@ -61,7 +61,8 @@ typedef struct runtime_device {
     char name[RUNTIME_NAME_MAX];
     const rn_plugin_ops *ops;
     rn_plugin *plugin;
-    void *library; /* dlopen handle, NULL for built-in plugins */
+    void *library;  /* dlopen handle, NULL for built-in plugins */
+    bool installed; /* loaded from the installed plugins file */
 } runtime_device;
 
 /* A device that could not be registered, and why. */
@@ -77,6 +78,7 @@ struct rn_core {
     runtime_device devices[RUNTIME_MAX_DEVICES];
     int n_failures;
     runtime_failure failures[RUNTIME_MAX_DEVICES];
+    bool loading_installed;    /* rn_core_create is loading the installed plugins file */
     char cache_dir[4096];      /* CACHE_DIR, "" when off */
     uint64_t max_tensor_bytes; /* MAX_TENSOR_BYTES, 0 for no limit (under lock) */
     /* Per device: its default context while referenced (under lock). */
@@ -122,6 +124,22 @@ rn_status runtime_with_device_list(const char *list, const char *id, const rn_pr
  * failure. */
 rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plugin_ops *ops,
                                   void *library);
+
+/* The plugins file installed beside libruntime.so, found from where this
+ * code was loaded (dladdr, symlinks resolved): "NAME PATH" lines as in any
+ * plugins file, relative paths taken from its folder (docs/plugins.md). */
+#define RUNTIME_PLUGINS_FILE "runnel-plugins.txt"
+
+/* Writes the installed plugins file's path into `path`; false where there
+ * is none (the runtime linked into a program, or installed without it). */
+bool runtime_installed_plugins_file(char *path, size_t size);
+
+/* Loads the installed plugins file into a new core, after RUNNEL_PLUGINS:
+ * a device that file named (loaded or failed) is left as it is; each plugin
+ * that cannot load or start is recorded with its reason. Nothing where
+ * RUNNEL_INSTALLED_PLUGINS is "0" (the test suite: its devices do not
+ * depend on what else was built). */
+void runtime_load_installed_plugins(rn_core *core);
 
 struct rn_model {
     graph *g;

@@ -107,10 +107,17 @@ static bool has_device(const rn_core *core, const char *name)
 
 const char *bench_cli_best_device(const rn_core *core)
 {
-    static const char *const preferred[] = {"NVIDIA", "GPU", "CPU", "REF"};
-    for (size_t i = 0; i < sizeof preferred / sizeof preferred[0]; i++)
-        if (has_device(core, preferred[i]))
-            return preferred[i];
+    /* AUTO's ranking (by what each device is: an NVIDIA or other discrete
+     * GPU, then CPU above an OpenCL device of CPU type, then REF). */
+    static char best[128];
+    char order[512];
+    if (rn_core_get_property(core, "AUTO", "DEFAULT_DEVICE_PRIORITIES", order, sizeof order) ==
+            RN_OK &&
+        order[0] != '\0') {
+        snprintf(best, sizeof best, "%.*s", (int)strcspn(order, ","), order);
+        return best;
+    }
+    rn_clear_error();
     return rn_core_device_count(core) > 0 ? rn_core_device_name(core, 0) : NULL;
 }
 

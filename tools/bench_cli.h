@@ -43,12 +43,15 @@ typedef struct bench_cli_props {
 rn_status bench_cli_add_property(bench_cli_props *props, const char *flag, const char *text);
 
 /* Creates a core and loads the plugins file `plugins` (NULL: none; the
- * core also loads $RUNNEL_PLUGINS itself). A plugin that fails to load is
- * not an error here: its device is absent and listed as failed. */
+ * core also loads $RUNNEL_PLUGINS and the plugins installed beside
+ * libruntime.so itself). A plugin that fails to load is not an error here:
+ * its device is absent and listed as failed. */
 rn_status bench_cli_core(const char *plugins, rn_core **out);
 
-/* The best device available: the first present of NVIDIA, GPU, CPU, REF,
- * else the first device. NULL when there is none. */
+/* The best device available: the first of AUTO's DEFAULT_DEVICE_PRIORITIES
+ * (NVIDIA or another discrete GPU, then CPU above an OpenCL device of CPU
+ * type, then REF), else the first device; a static buffer. NULL when there
+ * is none. */
 const char *bench_cli_best_device(const rn_core *core);
 
 /* RN_OK when `device` is available; otherwise RN_NOT_FOUND with a message

@@ -26,25 +26,15 @@
 
 /* ---- sliding windows (graph/ops/window.c) ---- */
 
-typedef enum graph_auto_pad {
-    GRAPH_AUTO_PAD_NOTSET, /* explicit pads (default 0) */
-    GRAPH_AUTO_PAD_VALID,  /* no padding; pads are ignored */
-    GRAPH_AUTO_PAD_SAME_UPPER,
-    GRAPH_AUTO_PAD_SAME_LOWER,
-} graph_auto_pad;
-
-/* The window attributes of a node over n spatial dims. */
-typedef struct graph_window {
-    int n; /* spatial dims */
-    graph_auto_pad auto_pad;
-    bool ceil_mode;                /* ceil_mode 1 (pools); Conv-like ops ignore it */
-    bool kernel_known;             /* kernel[] holds every size (else some are unknown) */
-    bool pads_given;               /* the pads attribute was written (not absent or empty) */
-    int64_t kernel[RN_MAX_RANK];   /* window size, undilated (kernel_shape or the weight's dims) */
-    int64_t stride[RN_MAX_RANK];   /* >= 1; default 1 */
-    int64_t dilation[RN_MAX_RANK]; /* >= 1; default 1 */
-    int64_t pads[2 * RN_MAX_RANK]; /* begins [0, n), then ends [n, 2n); >= 0; default 0 */
-} graph_window;
+/* The window attributes of a node over n spatial dims: the public
+ * rn_window and rn_auto_pad (runnel/kernel.h), which devices outside the
+ * graph library read through rn_node_window. */
+typedef rn_auto_pad graph_auto_pad;
+#define GRAPH_AUTO_PAD_NOTSET     RN_AUTO_PAD_NOTSET
+#define GRAPH_AUTO_PAD_VALID      RN_AUTO_PAD_VALID
+#define GRAPH_AUTO_PAD_SAME_UPPER RN_AUTO_PAD_SAME_UPPER
+#define GRAPH_AUTO_PAD_SAME_LOWER RN_AUTO_PAD_SAME_LOWER
+typedef rn_window graph_window;
 
 /* Reads the INTS attribute `name` of n entries, each >= min, into dst; an
  * absent or empty attribute (some exporters write empty lists) fills dst

@@ -233,8 +233,8 @@ static rn_status infer_multihead_attention(const graph_node *node, const graph_p
 /* Each entry: domain, op, input and output counts, the value_inputs mask,
  * the infer function, then the attributes. */
 /* clang-format off */
-#define A(name, t) {name, GRAPH_ATTR_##t, false}
-#define R(name, t) {name, GRAPH_ATTR_##t, true}
+#define A(name, t) GRAPH_OPTIONAL(name, t)
+#define R(name, t) GRAPH_REQUIRED(name, t)
 #define OP(op, in_lo, in_hi, out_lo, out_hi, fn, ...) \
     {"com.microsoft", op, in_lo, in_hi, out_lo, out_hi, 0, fn, {__VA_ARGS__}}
 #define ATTENTION_ATTRS \

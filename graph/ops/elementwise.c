@@ -357,18 +357,9 @@ static rn_status infer_clip(const graph_node *node, const graph_port *in, int n_
 
 /* ---- the table ---- */
 
-#define A_FLOAT(name)                                                                              \
-    {                                                                                              \
-        name, GRAPH_ATTR_FLOAT, false                                                              \
-    }
-#define A_INT(name)                                                                                \
-    {                                                                                              \
-        name, GRAPH_ATTR_INT, false                                                                \
-    }
-#define A_CONSUMED                                                                                 \
-    {                                                                                              \
-        "consumed_inputs", GRAPH_ATTR_INTS, false                                                  \
-    }
+#define A_FLOAT(name)  GRAPH_OPTIONAL(name, FLOAT)
+#define A_INT(name)    GRAPH_OPTIONAL(name, INT)
+#define A_CONSUMED     GRAPH_OPTIONAL("consumed_inputs", INTS)
 #define A_LEGACY_BCAST A_INT("broadcast"), A_INT("axis"), A_CONSUMED
 
 #define UNARY(op, fn, ...)                                                                         \
@@ -402,7 +393,7 @@ const graph_op_schema graph_ops_elementwise[] = {
     BINARY("Pow", infer_pow, A_INT("broadcast"), A_INT("axis")),
     BINARY("Mod", infer_mod, A_INT("fmod")),
     BINARY("PRelu", infer_arith, A_CONSUMED),
-    BINARY("BitShift", infer_bitshift, {"direction", GRAPH_ATTR_STRING, true}),
+    BINARY("BitShift", infer_bitshift, GRAPH_REQUIRED("direction", STRING)),
     BINARY("BitwiseAnd", infer_bitwise),
     BINARY("BitwiseOr", infer_bitwise),
     BINARY("BitwiseXor", infer_bitwise),
@@ -426,7 +417,7 @@ const graph_op_schema graph_ops_elementwise[] = {
     {"", "Where", 3, 3, 1, 1, 0, infer_where, {{NULL}}},
     {"", "Clip", 1, 3, 1, 1, 0, infer_clip, {A_FLOAT("min"), A_FLOAT("max"), A_CONSUMED}},
     /* type conversion and copies */
-    {"", "Cast", 1, 1, 1, 1, 0, infer_cast, {{"to", GRAPH_ATTR_INT, true}, A_INT("saturate")}},
+    {"", "Cast", 1, 1, 1, 1, 0, infer_cast, {GRAPH_REQUIRED("to", INT), A_INT("saturate")}},
     {"", "CastLike", 2, 2, 1, 1, 0, infer_castlike, {A_INT("saturate")}},
     UNARY("Identity", infer_identity),
     /* unary math */
@@ -459,15 +450,18 @@ const graph_op_schema graph_ops_elementwise[] = {
     UNARY("Sigmoid", infer_unary_float, A_CONSUMED),
     UNARY("Softplus", infer_unary_float),
     UNARY("Softsign", infer_unary_float),
-    UNARY("LeakyRelu", infer_unary_float, A_FLOAT("alpha"), A_CONSUMED),
-    UNARY("Elu", infer_unary_float, A_FLOAT("alpha"), A_CONSUMED),
-    UNARY("Selu", infer_unary_float, A_FLOAT("alpha"), A_FLOAT("gamma"), A_CONSUMED),
-    UNARY("Celu", infer_unary_float, A_FLOAT("alpha")),
-    UNARY("ThresholdedRelu", infer_unary_float, A_FLOAT("alpha")),
-    UNARY("HardSigmoid", infer_unary_float, A_FLOAT("alpha"), A_FLOAT("beta"), A_CONSUMED),
+    UNARY("LeakyRelu", infer_unary_float, GRAPH_DEFAULT_FLOAT("alpha", 0.01f), A_CONSUMED),
+    UNARY("Elu", infer_unary_float, GRAPH_DEFAULT_FLOAT("alpha", 1.0f), A_CONSUMED),
+    UNARY("Selu", infer_unary_float, GRAPH_DEFAULT_FLOAT("alpha", 1.67326319217681884765625f),
+          GRAPH_DEFAULT_FLOAT("gamma", 1.05070102214813232421875f), A_CONSUMED),
+    UNARY("Celu", infer_unary_float, GRAPH_DEFAULT_FLOAT("alpha", 1.0f)),
+    UNARY("ThresholdedRelu", infer_unary_float, GRAPH_DEFAULT_FLOAT("alpha", 1.0f)),
+    UNARY("HardSigmoid", infer_unary_float, GRAPH_DEFAULT_FLOAT("alpha", 0.2f),
+          GRAPH_DEFAULT_FLOAT("beta", 0.5f), A_CONSUMED),
     UNARY("HardSwish", infer_unary_float),
     UNARY("Mish", infer_unary_float),
-    UNARY("Gelu", infer_gelu, {"approximate", GRAPH_ATTR_STRING, false}),
-    UNARY("Shrink", infer_unary_numeric, A_FLOAT("bias"), A_FLOAT("lambd")),
+    UNARY("Gelu", infer_gelu, GRAPH_DEFAULT_STRING("approximate", "none")),
+    UNARY("Shrink", infer_unary_numeric, GRAPH_DEFAULT_FLOAT("bias", 0.0f),
+          GRAPH_DEFAULT_FLOAT("lambd", 0.5f)),
     {0},
 };

@@ -1119,29 +1119,33 @@ static rn_status infer_optimizer(const graph_node *node, const graph_port *in, i
  * mask, the infer function, then the attributes. (clang-format would break
  * these brace-initializer macros into one field a line.) */
 /* clang-format off */
-#define A(name, t) {name, GRAPH_ATTR_##t, false}
-#define R(name, t) {name, GRAPH_ATTR_##t, true}
+#define A(name, t) GRAPH_OPTIONAL(name, t)
+#define R(name, t) GRAPH_REQUIRED(name, t)
 #define OP(dom, op, in_lo, in_hi, out_lo, out_hi, values, fn, ...) \
     {dom, op, in_lo, in_hi, out_lo, out_hi, values, fn, {__VA_ARGS__}}
 /* clang-format on */
 #define WINDOW_ATTRS                                                                               \
-    A("auto_pad", STRING), A("kernel_shape", INTS), A("pads", INTS), A("strides", INTS),           \
-        A("dilations", INTS)
+    GRAPH_DEFAULT_STRING("auto_pad", "NOTSET"), A("kernel_shape", INTS), A("pads", INTS),          \
+        A("strides", INTS), A("dilations", INTS)
 
 const graph_op_schema graph_ops_image[] = {
-    OP("", "ConvTranspose", 2, 3, 1, 1, 0, infer_convtranspose, WINDOW_ATTRS, A("group", INT),
-       A("output_padding", INTS), A("output_shape", INTS)),
-    OP("", "DeformConv", 3, 5, 1, 1, 0, infer_deform_conv, WINDOW_ATTRS, A("group", INT),
-       A("offset_group", INT)),
-    OP("", "InstanceNormalization", 3, 3, 1, 1, 0, infer_float_like_x, A("epsilon", FLOAT)),
+    OP("", "ConvTranspose", 2, 3, 1, 1, 0, infer_convtranspose, WINDOW_ATTRS,
+       GRAPH_DEFAULT_INT("group", 1), A("output_padding", INTS), A("output_shape", INTS)),
+    /* DeformConv has no auto_pad (ONNX's spec): explicit pads only. */
+    OP("", "DeformConv", 3, 5, 1, 1, 0, infer_deform_conv, A("kernel_shape", INTS), A("pads", INTS),
+       A("strides", INTS), A("dilations", INTS), GRAPH_DEFAULT_INT("group", 1),
+       GRAPH_DEFAULT_INT("offset_group", 1)),
+    OP("", "InstanceNormalization", 3, 3, 1, 1, 0, infer_float_like_x,
+       GRAPH_DEFAULT_FLOAT("epsilon", 1e-5f)),
     OP("", "GroupNormalization", 3, 3, 1, 1, 0, infer_float_like_x, R("num_groups", INT),
-       A("epsilon", FLOAT), A("stash_type", INT)),
+       GRAPH_DEFAULT_FLOAT("epsilon", 1e-5f), GRAPH_DEFAULT_INT("stash_type", 1)),
     OP("", "RMSNormalization", 2, 2, 1, 1, 0, infer_float_like_x, A("axis", INT),
        A("epsilon", FLOAT), A("stash_type", INT)),
     OP("", "MeanVarianceNormalization", 1, 1, 1, 1, 0, infer_float_like_x, A("axes", INTS)),
     OP("", "LpNormalization", 1, 1, 1, 1, 0, infer_float_like_x, A("axis", INT), A("p", INT)),
     OP("", "Swish", 1, 1, 1, 1, 0, infer_float_like_x, A("alpha", FLOAT)),
-    OP("", "LpPool", 1, 1, 1, 1, 0, infer_lp_pool, WINDOW_ATTRS, A("p", INT), A("ceil_mode", INT)),
+    OP("", "LpPool", 1, 1, 1, 1, 0, infer_lp_pool, WINDOW_ATTRS, GRAPH_DEFAULT_INT("p", 2),
+       GRAPH_DEFAULT_INT("ceil_mode", 0)),
     OP("", "MaxUnpool", 2, 3, 1, 1, 1u << 2, infer_max_unpool, R("kernel_shape", INTS),
        A("pads", INTS), A("strides", INTS)),
     OP("", "Resize", 1, 4, 1, 1, 0xEu, infer_resize, A("mode", STRING),

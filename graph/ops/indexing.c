@@ -758,15 +758,9 @@ static rn_status infer_array_feature_extractor(const graph_node *node, const gra
 
 /* ---- the family's table ---- */
 
-#define A(name_, type_)                                                                            \
-    {                                                                                              \
-        name_, GRAPH_ATTR_##type_, false                                                           \
-    }
-#define A_REQ(name_, type_)                                                                        \
-    {                                                                                              \
-        name_, GRAPH_ATTR_##type_, true                                                            \
-    }
-#define VALUE_IN(i) (1u << (i))
+#define A(name_, type_)     GRAPH_OPTIONAL(name_, type_)
+#define A_REQ(name_, type_) GRAPH_REQUIRED(name_, type_)
+#define VALUE_IN(i)         (1u << (i))
 
 const graph_op_schema graph_ops_indexing[] = {
     {"",

@@ -149,7 +149,7 @@ static rn_status infer_det(const graph_node *node, const graph_port *in, int n_i
 }
 
 const graph_op_schema graph_ops_math[] = {
-    {"", "Einsum", 1, -1, 1, 1, 0, infer_einsum, {{"equation", GRAPH_ATTR_STRING, true}}},
+    {"", "Einsum", 1, -1, 1, 1, 0, infer_einsum, {GRAPH_REQUIRED("equation", STRING)}},
     {"", "Det", 1, 1, 1, 1, 0, infer_det, {{NULL}}},
     {0},
 };

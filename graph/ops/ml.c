@@ -196,7 +196,7 @@ static rn_status infer_zipmap(const graph_node *node, const graph_port *in, int 
 /* Each entry: domain, op, input and output counts, the value_inputs mask,
  * the infer function, then the attributes that must have their type. */
 /* clang-format off */
-#define A(name, t) {name, GRAPH_ATTR_##t, false}
+#define A(name, t) GRAPH_OPTIONAL(name, t)
 #define OP(op, in_lo, in_hi, out_lo, out_hi, fn, ...) \
     {"ai.onnx.ml", op, in_lo, in_hi, out_lo, out_hi, 0, fn, {__VA_ARGS__}}
 #define TREE_ATTRS \

@@ -350,9 +350,9 @@ static rn_status infer_qlinear_fused_gemm(const graph_node *node, const graph_po
 /* ---- the table ---- */
 
 #define CONV_ATTRS                                                                                 \
-    {"auto_pad", GRAPH_ATTR_STRING, false}, {"kernel_shape", GRAPH_ATTR_INTS, false},              \
-        {"pads", GRAPH_ATTR_INTS, false}, {"strides", GRAPH_ATTR_INTS, false},                     \
-        {"dilations", GRAPH_ATTR_INTS, false}, {"group", GRAPH_ATTR_INT, false},                   \
+    GRAPH_DEFAULT_STRING("auto_pad", "NOTSET"), GRAPH_OPTIONAL("kernel_shape", INTS),              \
+        GRAPH_OPTIONAL("pads", INTS), GRAPH_OPTIONAL("strides", INTS),                             \
+        GRAPH_OPTIONAL("dilations", INTS), GRAPH_DEFAULT_INT("group", 1),                          \
     {                                                                                              \
         NULL                                                                                       \
     }
@@ -366,11 +366,9 @@ const graph_op_schema graph_ops_quant[] = {
      1,
      0,
      infer_quantize,
-     {{"axis", GRAPH_ATTR_INT, false},
-      {"saturate", GRAPH_ATTR_INT, false},
-      {"block_size", GRAPH_ATTR_INT, false},
-      {"output_dtype", GRAPH_ATTR_INT, false},
-      {"precision", GRAPH_ATTR_INT, false}}},
+     {GRAPH_OPTIONAL("axis", INT), GRAPH_OPTIONAL("saturate", INT),
+      GRAPH_OPTIONAL("block_size", INT), GRAPH_OPTIONAL("output_dtype", INT),
+      GRAPH_OPTIONAL("precision", INT)}},
     {"",
      "DequantizeLinear",
      2,
@@ -379,9 +377,8 @@ const graph_op_schema graph_ops_quant[] = {
      1,
      0,
      infer_dequantize,
-     {{"axis", GRAPH_ATTR_INT, false},
-      {"block_size", GRAPH_ATTR_INT, false},
-      {"output_dtype", GRAPH_ATTR_INT, false}}},
+     {GRAPH_OPTIONAL("axis", INT), GRAPH_OPTIONAL("block_size", INT),
+      GRAPH_OPTIONAL("output_dtype", INT)}},
     {"", "DynamicQuantizeLinear", 1, 1, 3, 3, 0, infer_dynamic_quantize, {{NULL}}},
     {"", "ConvInteger", 2, 4, 1, 1, 0, infer_conv_integer, {CONV_ATTRS}},
     {"", "QLinearConv", 8, 9, 1, 1, 0, infer_qlinear_conv, {CONV_ATTRS}},
@@ -395,14 +392,10 @@ const graph_op_schema graph_ops_quant[] = {
      1,
      0,
      infer_qlinear_fused_conv,
-     {{"auto_pad", GRAPH_ATTR_STRING, false},
-      {"kernel_shape", GRAPH_ATTR_INTS, false},
-      {"pads", GRAPH_ATTR_INTS, false},
-      {"strides", GRAPH_ATTR_INTS, false},
-      {"dilations", GRAPH_ATTR_INTS, false},
-      {"group", GRAPH_ATTR_INT, false},
-      {"activation", GRAPH_ATTR_STRING, false},
-      {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+     {GRAPH_DEFAULT_STRING("auto_pad", "NOTSET"), GRAPH_OPTIONAL("kernel_shape", INTS),
+      GRAPH_OPTIONAL("pads", INTS), GRAPH_OPTIONAL("strides", INTS),
+      GRAPH_OPTIONAL("dilations", INTS), GRAPH_DEFAULT_INT("group", 1),
+      GRAPH_OPTIONAL("activation", STRING), GRAPH_OPTIONAL("activation_params", FLOATS)}},
     {"runnel",
      "QLinearFusedMatMul",
      6,
@@ -411,7 +404,7 @@ const graph_op_schema graph_ops_quant[] = {
      1,
      0,
      infer_qlinear_fused_matmul,
-     {{"activation", GRAPH_ATTR_STRING, false}, {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+     {GRAPH_OPTIONAL("activation", STRING), GRAPH_OPTIONAL("activation_params", FLOATS)}},
     {"runnel",
      "QLinearFusedGemm",
      6,
@@ -420,11 +413,8 @@ const graph_op_schema graph_ops_quant[] = {
      1,
      0,
      infer_qlinear_fused_gemm,
-     {{"alpha", GRAPH_ATTR_FLOAT, false},
-      {"beta", GRAPH_ATTR_FLOAT, false},
-      {"transA", GRAPH_ATTR_INT, false},
-      {"transB", GRAPH_ATTR_INT, false},
-      {"activation", GRAPH_ATTR_STRING, false},
-      {"activation_params", GRAPH_ATTR_FLOATS, false}}},
+     {GRAPH_DEFAULT_FLOAT("alpha", 1.0f), GRAPH_DEFAULT_FLOAT("beta", 1.0f),
+      GRAPH_DEFAULT_INT("transA", 0), GRAPH_DEFAULT_INT("transB", 0),
+      GRAPH_OPTIONAL("activation", STRING), GRAPH_OPTIONAL("activation_params", FLOATS)}},
     {0},
 };

@@ -126,10 +126,7 @@ static rn_status infer_arg(const graph_node *node, const graph_port *in, int n_i
     return RN_OK;
 }
 
-#define A(name_, type_)                                                                            \
-    {                                                                                              \
-        name_, GRAPH_ATTR_##type_, false                                                           \
-    }
+#define A(name_, type_) GRAPH_OPTIONAL(name_, type_)
 #define REDUCE(op_)                                                                                \
     {                                                                                              \
         "", op_, 1, 2, 1, 1, 1u << 1, infer_reduce,                                                \

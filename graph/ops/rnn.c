@@ -148,24 +148,14 @@ static rn_status infer_rnn(const graph_node *node, const graph_port *in, int n_i
 }
 
 #define RNN_ATTRS                                                                                  \
-    {"activation_alpha", GRAPH_ATTR_FLOATS, false}, {"activation_beta", GRAPH_ATTR_FLOATS, false}, \
-        {"activations", GRAPH_ATTR_STRINGS, false}, {"clip", GRAPH_ATTR_FLOAT, false},             \
-        {"direction", GRAPH_ATTR_STRING, false}, {"hidden_size", GRAPH_ATTR_INT, false},           \
-    {                                                                                              \
-        "layout", GRAPH_ATTR_INT, false                                                            \
-    }
+    GRAPH_OPTIONAL("activation_alpha", FLOATS), GRAPH_OPTIONAL("activation_beta", FLOATS),         \
+        GRAPH_OPTIONAL("activations", STRINGS), GRAPH_OPTIONAL("clip", FLOAT),                     \
+        GRAPH_OPTIONAL("direction", STRING), GRAPH_OPTIONAL("hidden_size", INT),                   \
+        GRAPH_OPTIONAL("layout", INT)
 
 const graph_op_schema graph_ops_rnn[] = {
     {"", "RNN", 3, 6, 0, 2, 0, infer_rnn, {RNN_ATTRS}},
-    {"",
-     "GRU",
-     3,
-     6,
-     0,
-     2,
-     0,
-     infer_rnn,
-     {RNN_ATTRS, {"linear_before_reset", GRAPH_ATTR_INT, false}}},
-    {"", "LSTM", 3, 8, 0, 3, 0, infer_rnn, {RNN_ATTRS, {"input_forget", GRAPH_ATTR_INT, false}}},
+    {"", "GRU", 3, 6, 0, 2, 0, infer_rnn, {RNN_ATTRS, GRAPH_OPTIONAL("linear_before_reset", INT)}},
+    {"", "LSTM", 3, 8, 0, 3, 0, infer_rnn, {RNN_ATTRS, GRAPH_OPTIONAL("input_forget", INT)}},
     {0},
 };

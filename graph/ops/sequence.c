@@ -285,7 +285,7 @@ static rn_status infer_sequence_map(const graph_node *node, const graph_port *in
 }
 
 const graph_op_schema graph_ops_sequence[] = {
-    {"", "SequenceEmpty", 0, 0, 1, 1, 0, infer_sequence_empty, {{"dtype", GRAPH_ATTR_INT, false}}},
+    {"", "SequenceEmpty", 0, 0, 1, 1, 0, infer_sequence_empty, {GRAPH_OPTIONAL("dtype", INT)}},
     {"", "SequenceConstruct", 1, -1, 1, 1, 0, infer_sequence_construct, {{NULL}}},
     {"", "SequenceInsert", 2, 3, 1, 1, 0, infer_sequence_insert, {{NULL}}},
     {"", "SequenceAt", 2, 2, 1, 1, 0, infer_sequence_at, {{NULL}}},
@@ -299,7 +299,7 @@ const graph_op_schema graph_ops_sequence[] = {
      1,
      0,
      infer_split_to_sequence,
-     {{"axis", GRAPH_ATTR_INT, false}, {"keepdims", GRAPH_ATTR_INT, false}}},
+     {GRAPH_OPTIONAL("axis", INT), GRAPH_OPTIONAL("keepdims", INT)}},
     {"",
      "ConcatFromSequence",
      1,
@@ -308,9 +308,9 @@ const graph_op_schema graph_ops_sequence[] = {
      1,
      0,
      infer_concat_from_sequence,
-     {{"axis", GRAPH_ATTR_INT, true}, {"new_axis", GRAPH_ATTR_INT, false}}},
-    {"", "SequenceMap", 1, -1, 1, -1, 0, infer_sequence_map, {{"body", GRAPH_ATTR_GRAPH, true}}},
-    {"", "Optional", 0, 1, 1, 1, 0, infer_optional, {{"type", GRAPH_ATTR_TYPE_PROTO, false}}},
+     {GRAPH_REQUIRED("axis", INT), GRAPH_OPTIONAL("new_axis", INT)}},
+    {"", "SequenceMap", 1, -1, 1, -1, 0, infer_sequence_map, {GRAPH_REQUIRED("body", GRAPH)}},
+    {"", "Optional", 0, 1, 1, 1, 0, infer_optional, {GRAPH_OPTIONAL("type", TYPE_PROTO)}},
     {"", "OptionalGetElement", 1, 1, 1, 1, 0, infer_optional_get_element, {{NULL}}},
     {"", "OptionalHasElement", 0, 1, 1, 1, 0, infer_optional_has_element, {{NULL}}},
     {0},

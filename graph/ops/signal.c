@@ -253,10 +253,7 @@ static rn_status infer_mel(const graph_node *node, const graph_port *in, int n_i
 
 #define WINDOW_ATTRS                                                                               \
     {                                                                                              \
-        {"output_datatype", GRAPH_ATTR_INT, false},                                                \
-        {                                                                                          \
-            "periodic", GRAPH_ATTR_INT, false                                                      \
-        }                                                                                          \
+        GRAPH_OPTIONAL("output_datatype", INT), GRAPH_OPTIONAL("periodic", INT)                    \
     }
 
 const graph_op_schema graph_ops_signal[] = {
@@ -268,10 +265,9 @@ const graph_op_schema graph_ops_signal[] = {
      1,
      1u << 1 | 1u << 2,
      infer_dft,
-     {{"axis", GRAPH_ATTR_INT, false},
-      {"inverse", GRAPH_ATTR_INT, false},
-      {"onesided", GRAPH_ATTR_INT, false}}},
-    {"", "STFT", 2, 4, 1, 1, 1u << 1 | 1u << 3, infer_stft, {{"onesided", GRAPH_ATTR_INT, false}}},
+     {GRAPH_OPTIONAL("axis", INT), GRAPH_OPTIONAL("inverse", INT),
+      GRAPH_OPTIONAL("onesided", INT)}},
+    {"", "STFT", 2, 4, 1, 1, 1u << 1 | 1u << 3, infer_stft, {GRAPH_OPTIONAL("onesided", INT)}},
     {"", "HannWindow", 1, 1, 1, 1, 1u << 0, infer_window, WINDOW_ATTRS},
     {"", "HammingWindow", 1, 1, 1, 1, 1u << 0, infer_window, WINDOW_ATTRS},
     {"", "BlackmanWindow", 1, 1, 1, 1, 1u << 0, infer_window, WINDOW_ATTRS},
@@ -283,6 +279,6 @@ const graph_op_schema graph_ops_signal[] = {
      1,
      1u << 0 | 1u << 1,
      infer_mel,
-     {{"output_datatype", GRAPH_ATTR_INT, false}}},
+     {GRAPH_OPTIONAL("output_datatype", INT)}},
     {0},
 };

@@ -41,7 +41,15 @@ static rn_status window_auto_pad(const graph_node *node, graph_auto_pad *out)
         {"SAME_UPPER", GRAPH_AUTO_PAD_SAME_UPPER},
         {"SAME_LOWER", GRAPH_AUTO_PAD_SAME_LOWER},
     };
-    const char *ap = graph_node_attr_string(node, "auto_pad", "NOTSET");
+    /* The attribute, else the schema's default; an op without auto_pad
+     * (MaxUnpool) has explicit pads. */
+    const char *ap = graph_node_attr_string(node, "auto_pad", NULL);
+    if (ap == NULL && graph_node_attr_has_default(node, "auto_pad"))
+        ap = graph_node_attr_string_or_default(node, "auto_pad");
+    if (ap == NULL) {
+        *out = GRAPH_AUTO_PAD_NOTSET;
+        return RN_OK;
+    }
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         if (strcmp(ap, modes[i].name) == 0) {
             *out = modes[i].mode;
@@ -94,7 +102,10 @@ rn_status graph_window_read(const graph_node *node, int n, const int64_t *w_kern
     rn_status st = window_auto_pad(node, &w->auto_pad);
     if (st != RN_OK)
         return st;
-    int64_t ceil_mode = graph_node_attr_int(node, "ceil_mode", 0);
+    /* Conv-like ops have no ceil_mode: their windows never round up. */
+    int64_t ceil_mode = graph_node_attr_has_default(node, "ceil_mode")
+                            ? graph_node_attr_int_or_default(node, "ceil_mode")
+                            : 0;
     if (ceil_mode != 0 && ceil_mode != 1)
         return rn_set_error(RN_INVALID_ARG, NODE_FMT "ceil_mode is %lld; expected 0 or 1",
                             NODE_ARGS(node), (long long)ceil_mode);
@@ -173,4 +184,16 @@ void graph_window_pads(const graph_window *w, int i, int64_t in, int64_t out, in
         *end = w->pads[w->n + i];
         break;
     }
+}
+
+rn_status rn_node_window(const rn_node *node, int n, const int64_t *w_kernel, bool kernel_required,
+                         rn_window *w)
+{
+    return graph_window_read(node, n, w_kernel, kernel_required, w);
+}
+
+void rn_window_pads(const rn_window *w, int i, int64_t in, int64_t out, int64_t *begin,
+                    int64_t *end)
+{
+    graph_window_pads(w, i, in, out, begin, end);
 }

@@ -18,8 +18,9 @@
 extern "C" {
 #endif
 
-/* 2: schemas and kernels from runnel/kernel.h, kernel lists versioned. */
-#define RN_EXTENSION_ABI_VERSION 2
+/* 2: schemas and kernels from runnel/kernel.h, kernel lists versioned.
+ * 3: attribute specs carry their defaults (rn_attr_spec.dflt). */
+#define RN_EXTENSION_ABI_VERSION 3
 
 /* The kernels an extension provides for one device (NULL-terminated list). */
 typedef struct rn_extension_kernels {

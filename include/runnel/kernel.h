@@ -8,7 +8,9 @@
  *
  * Versioning: RN_KERNEL_ABI_VERSION changes whenever a struct below changes
  * its layout; kernel lists are registered with the version they were built
- * against (rn_kernel_list) and the runtime refuses another. */
+ * against (rn_kernel_list) and the runtime refuses another. Op schemas
+ * (rn_op_schema, rn_attr_spec) reach the runtime only in an rn_extension:
+ * RN_EXTENSION_ABI_VERSION versions them. */
 #ifndef RUNNEL_KERNEL_H
 #define RUNNEL_KERNEL_H
 
@@ -265,10 +267,23 @@ typedef enum rn_attr_type {
     RN_ATTR_TYPE_PROTO = 13,
 } rn_attr_type;
 
+/* An attribute's default: the member of its type (FLOAT f, INT i, STRING
+ * s), from ONNX's operator spec (the op's newest version). */
+typedef union rn_attr_default {
+    float f;
+    int64_t i;
+    const char *s;
+} rn_attr_default;
+
+/* An attribute an op accepts. An optional FLOAT, INT or STRING attribute
+ * whose absence means a value carries it (has_default): kernels read it
+ * with rn_node_attr_*_or_default and restate nothing. */
 typedef struct rn_attr_spec {
     const char *name;
     rn_attr_type type;
     bool required;
+    bool has_default;
+    rn_attr_default dflt;
 } rn_attr_spec;
 
 /* What shape inference sees of one input or output. */
@@ -329,6 +344,65 @@ RN_API const char *rn_node_attr_string(const rn_node *node, const char *name, co
 /* Number of values and *values, or -1 (and NULL) when absent. */
 RN_API int rn_node_attr_ints(const rn_node *node, const char *name, const int64_t **values);
 RN_API int rn_node_attr_floats(const rn_node *node, const char *name, const float **values);
+/* The attribute, or when absent (or of another type) its default from the
+ * op's schema (rn_attr_spec.dflt), so that no kernel restates ONNX's
+ * defaults. `name` must have a default in the schema of the node's op:
+ * anything else is the caller's bug, answered with NAN, 0 or NULL. */
+RN_API float rn_node_attr_float_or_default(const rn_node *node, const char *name);
+RN_API int64_t rn_node_attr_int_or_default(const rn_node *node, const char *name);
+RN_API const char *rn_node_attr_string_or_default(const rn_node *node, const char *name);
+/* The spec of attribute `name` of op (domain, op_type), or NULL: for a
+ * default read outside the op's own node (a fused activation's parameter,
+ * rn_op_attr_spec("", "LeakyRelu", "alpha")->dflt.f). */
+RN_API const rn_attr_spec *rn_op_attr_spec(const char *domain, const char *op_type,
+                                           const char *name);
+/* The parameters of the activation op `op` (an ONNX op: "LeakyRelu",
+ * "HardSigmoid") as a fused node's activation_params holds them, into
+ * out[0..max): params[0..n) as given, then the defaults of op's FLOAT
+ * attributes in its schema's order (LeakyRelu: alpha; HardSigmoid: alpha,
+ * beta) for those not given. Returns how many it wrote: fewer than the op
+ * has where one has no default (Clip's bounds). */
+RN_API int rn_activation_params(const char *op, const float *params, int n, float *out, int max);
+
+/* ---- sliding windows (Conv, ConvTranspose, the pools) ---- */
+
+typedef enum rn_auto_pad {
+    RN_AUTO_PAD_NOTSET, /* explicit pads (default 0) */
+    RN_AUTO_PAD_VALID,  /* no padding; pads are ignored */
+    RN_AUTO_PAD_SAME_UPPER,
+    RN_AUTO_PAD_SAME_LOWER,
+} rn_auto_pad;
+
+/* A node's window attributes over n spatial dims, parsed once
+ * (rn_node_window): every device reads this, never the attributes. */
+typedef struct rn_window {
+    int n; /* spatial dims */
+    rn_auto_pad auto_pad;
+    bool ceil_mode;                /* ceil_mode 1 (pools); Conv-like ops ignore it */
+    bool kernel_known;             /* kernel[] holds every size (else some are unknown) */
+    bool pads_given;               /* the pads attribute was written (not absent or empty) */
+    int64_t kernel[RN_MAX_RANK];   /* window size, undilated (kernel_shape or the weight's dims) */
+    int64_t stride[RN_MAX_RANK];   /* >= 1; default 1 */
+    int64_t dilation[RN_MAX_RANK]; /* >= 1; default 1 */
+    int64_t pads[2 * RN_MAX_RANK]; /* begins [0, n), then ends [n, 2n); >= 0; default 0 */
+} rn_window;
+
+/* Reads auto_pad, ceil_mode, strides, dilations, pads and kernel_shape of a
+ * node with n spatial dims (0 to RN_MAX_RANK - 2). w_kernel (the weight's
+ * spatial dims, RN_DIM_DYNAMIC where unknown; NULL for pools) stands in for
+ * an absent kernel_shape and must agree with a present one; with
+ * kernel_required (pools) kernel_shape must be given. An error names the
+ * node and the attribute (a bad auto_pad, a pads of another length). */
+RN_API rn_status rn_node_window(const rn_node *node, int n, const int64_t *w_kernel,
+                                bool kernel_required, rn_window *w);
+
+/* The padding of spatial dim i (< w->n, kernel known) before and after an
+ * input of size `in` that gives `out` windows: the explicit pads, none for
+ * VALID, and for SAME_* what ONNX derives (the total (out - 1) * stride +
+ * dilated kernel - in, never negative, split in half with the odd unit at
+ * the end for SAME_UPPER, at the start for SAME_LOWER). */
+RN_API void rn_window_pads(const rn_window *w, int i, int64_t in, int64_t out, int64_t *begin,
+                           int64_t *end);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,11 @@
 /* AUTO: the runtime choosing devices for the user (plugins/auto/).
  *
  * Compile: the candidates are the listed devices ("AUTO:D1,D2" or
- * MULTI_DEVICE_PRIORITIES) or every device of the core in the order NVIDIA,
- * GPU, CPU, REF, then the others, less those whose query_model refuses a
- * node of the model. With LATENCY (or THROUGHPUT) the first candidate runs
+ * MULTI_DEVICE_PRIORITIES) or every device of the core ranked by what it is
+ * (DEVICE_TYPE: discrete, then integrated or accelerator, then CPU, an
+ * OpenCL device of CPU type, REF, then the others; read back as
+ * DEFAULT_DEVICE_PRIORITIES), less those whose query_model refuses a node
+ * of the model. With LATENCY (or THROUGHPUT) the first candidate runs
  * the requests; while it compiles, a host device (CPU, else REF) that
  * compiles fast runs them (startup fallback, ENABLE_STARTUP_FALLBACK), and
  * new runs switch to the chosen device once it is ready. With

@@ -12,6 +12,61 @@ static rn_status oom(void)
     return rn_set_error(RN_OUT_OF_MEMORY, "AUTO: out of memory");
 }
 
+/* ---- ranking devices ---- */
+
+/* Rank of a device with no list, by what it is (its DEVICE_TYPE), as
+ * OpenVINO's AUTO ranks dGPU above iGPU above CPU: a discrete device
+ * (NVIDIA, a GPU with memory of its own) first, then an integrated GPU or
+ * an accelerator, then the host devices CPU and REF, with an OpenCL device
+ * of CPU type (PoCL's: the same cores through OpenCL, several times slower
+ * than CPU) between them; devices that answer no DEVICE_TYPE come last.
+ * Within a rank, the order the devices registered in (the installed
+ * plugins file lists NVIDIA before GPU, which on NVIDIA's OpenCL driver is
+ * discrete too). */
+enum { RANK_DISCRETE, RANK_INTEGRATED, RANK_CPU, RANK_OPENCL_CPU, RANK_REF, RANK_OTHER, N_RANKS };
+
+static int rank(const char *name, const rn_plugin_ops *ops, rn_plugin *plugin)
+{
+    if (strcasecmp(name, "CPU") == 0)
+        return RANK_CPU;
+    if (strcasecmp(name, "REF") == 0)
+        return RANK_REF;
+    char type[32];
+    if (ops->get_property == NULL ||
+        ops->get_property(plugin, "DEVICE_TYPE", type, sizeof type) != RN_OK) {
+        rn_clear_error();
+        return RANK_OTHER;
+    }
+    if (strcmp(type, "discrete") == 0)
+        return RANK_DISCRETE;
+    if (strcmp(type, "integrated") == 0 || strcmp(type, "accelerator") == 0)
+        return RANK_INTEGRATED;
+    return strcmp(type, "cpu") == 0 ? RANK_OPENCL_CPU : RANK_OTHER;
+}
+
+/* Every device but the meta ones, best first (see rank), comma-separated. */
+static void default_order(rn_core *core, char *names, size_t size)
+{
+    size_t n = rn_core_device_count(core), used = 0;
+    int ranks[64];
+    for (size_t i = 0; i < n && i < 64; i++) {
+        const rn_plugin_ops *ops;
+        rn_plugin *plugin;
+        const char *name = rn_core_device_name(core, i);
+        ranks[i] = rn_core_device_plugin(core, name, &ops, &plugin) != RN_OK ||
+                           plugin_device_is_meta(ops, plugin)
+                       ? N_RANKS
+                       : rank(name, ops, plugin);
+    }
+    names[0] = '\0';
+    for (int r = 0; r < N_RANKS; r++)
+        for (size_t i = 0; i < n && i < 64; i++) {
+            const char *name = rn_core_device_name(core, i);
+            if (ranks[i] == r && used + strlen(name) + 2 <= size)
+                used += (size_t)snprintf(names + used, size - used, "%s%s", used ? "," : "", name);
+        }
+}
+
 /* ---- properties ---- */
 
 static rn_status yes_no(const char *key, const char *value, bool *out)
@@ -27,6 +82,7 @@ static const char *const own_keys[] = {
     "MULTI_DEVICE_PRIORITIES",
     "ENABLE_STARTUP_FALLBACK",
     "ENABLE_RUNTIME_FALLBACK",
+    "DEFAULT_DEVICE_PRIORITIES", /* RO: the candidates with no list, best first */
     NULL,
 };
 
@@ -118,39 +174,23 @@ static rn_status auto_get_property(auto_plugin *p, const char *key, char *buf, s
         return plugin_property_string(key, "auto", buf, size);
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
         return plugin_meta_supported(own_keys, buf, size);
+    if (strcmp(key, "DEFAULT_DEVICE_PRIORITIES") == 0) {
+        char names[512];
+        default_order(p->core, names, sizeof names);
+        return plugin_property_string(key, names, buf, size);
+    }
     return get_settings(&p->lock, &p->cfg, &p->s.props, "AUTO", key, buf, size);
 }
 
 /* ---- the candidates ---- */
-
-/* Rank of a device with no list: accelerators first, REF last. */
-static int rank(const char *name)
-{
-    static const char *const order[] = {"NVIDIA", "GPU", "CPU", "REF"};
-    for (int i = 0; i < 4; i++)
-        if (strncasecmp(name, order[i], strlen(order[i])) == 0)
-            return i;
-    return 4;
-}
 
 /* The devices to choose from: the list, or every device by rank. */
 static rn_status candidates(rn_core *core, const char *list, plugin_devices *out)
 {
     if (list[0] != '\0')
         return plugin_devices_resolve(core, "AUTO", list, out);
-    char names[512] = "";
-    size_t used = 0;
-    for (int r = 0; r <= 4; r++)
-        for (size_t i = 0; i < rn_core_device_count(core); i++) {
-            const char *name = rn_core_device_name(core, i);
-            const rn_plugin_ops *ops;
-            rn_plugin *plugin;
-            if (rank(name) != r || rn_core_device_plugin(core, name, &ops, &plugin) != RN_OK ||
-                plugin_device_is_meta(ops, plugin) || used + strlen(name) + 2 > sizeof names)
-                continue;
-            used +=
-                (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? "," : "", name);
-        }
+    char names[512];
+    default_order(core, names, sizeof names);
     return plugin_devices_resolve(core, "AUTO", names, out);
 }
 

@@ -33,7 +33,7 @@ rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geo
     rn_partial_shape ys = rn_node_output_shape(node, 0);
     g->rank = xs.rank;
     int n = g->rank - 2;
-    int64_t group = rn_node_attr_int(node, "group", 1);
+    int64_t group = rn_node_attr_int_or_default(node, "group");
     graph_window win;
     rn_status st = graph_window_read(node, n, ws.dims + 2, false, &win);
     if (st != RN_OK)

@@ -40,7 +40,7 @@ static rn_status deconv_geometry_read(const rn_node *node, deconv_geometry *g)
     rn_partial_shape xs = rn_node_input_shape(node, 0), ws = rn_node_input_shape(node, 1);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
     g->n = xs.rank - 2;
-    g->group = rn_node_attr_int(node, "group", 1);
+    g->group = rn_node_attr_int_or_default(node, "group");
     graph_window win;
     rn_status st = graph_window_read(node, g->n, ws.dims + 2, false, &win);
     if (st != RN_OK)
@@ -78,7 +78,7 @@ static bool deconv_supports(const rn_node *node, const char **why)
     if (!cpu_static_node(node, why))
         return false;
     rn_partial_shape x = rn_node_input_shape(node, 0), ws = rn_node_input_shape(node, 1);
-    int64_t group = rn_node_attr_int(node, "group", 1);
+    int64_t group = rn_node_attr_int_or_default(node, "group");
     if (ws.rank != x.rank || group < 1 || x.dims[1] % group != 0 || ws.dims[0] != x.dims[1]) {
         *why = "weights' shape does not match the input's channels and group";
         return false;
@@ -150,7 +150,7 @@ static rn_status deconv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_typ
 static rn_status deconv_plain_weights(const rn_node *node, const cpu_weighted *w,
                                       dnnl_memory_desc_t *plain)
 {
-    int64_t group = rn_node_attr_int(node, "group", 1);
+    int64_t group = rn_node_attr_int_or_default(node, "group");
     int rank = w->wei.ndims, lead = group > 1 ? 1 : 0;
     int64_t dims[DNNL_MAX_NDIMS];
     for (int i = 0; i < rank; i++)

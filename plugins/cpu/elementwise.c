@@ -22,17 +22,21 @@ typedef struct activation {
  * (params: LeakyRelu/Elu alpha; Clip min, max). oneDNN's log and its
  * linear-then-clip HardSigmoid miss ONNX's results by more than its
  * tolerance: those run REF's kernels. */
-static bool activation_of(const char *op, const float *params, int n, activation *a)
+static bool activation_of(const char *op, const float *given, int n_given, activation *a)
 {
     memset(a, 0, sizeof *a);
     a->n = 1;
+    /* The parameters with the op's defaults (its schema's) for those not
+     * given; Clip's bounds have none. */
+    float params[4];
+    int n = rn_activation_params(op, given, n_given < 0 ? 0 : n_given, params, 4);
 #define P(i, d) (n > (i) ? params[i] : (d))
     if (strcmp(op, "Relu") == 0)
         a->alg[0] = dnnl_eltwise_relu;
     else if (strcmp(op, "LeakyRelu") == 0)
-        a->alg[0] = dnnl_eltwise_relu, a->alpha[0] = P(0, 0.01f);
+        a->alg[0] = dnnl_eltwise_relu, a->alpha[0] = params[0];
     else if (strcmp(op, "Elu") == 0)
-        a->alg[0] = dnnl_eltwise_elu, a->alpha[0] = P(0, 1.0f);
+        a->alg[0] = dnnl_eltwise_elu, a->alpha[0] = params[0];
     else if (strcmp(op, "Sigmoid") == 0)
         a->alg[0] = dnnl_eltwise_logistic;
     else if (strcmp(op, "Tanh") == 0)
@@ -144,7 +148,7 @@ static bool unary_activation(const rn_node *node, activation *a)
     float params[2];
     int n = 0;
     if (strcmp(op, "LeakyRelu") == 0 || strcmp(op, "Elu") == 0) {
-        params[n++] = rn_node_attr_float(node, "alpha", strcmp(op, "Elu") == 0 ? 1.0f : 0.01f);
+        params[n++] = rn_node_attr_float_or_default(node, "alpha");
     } else if (strcmp(op, "Clip") == 0) {
         params[0] = rn_node_attr_float(node, "min", -3.402823466e38f);
         params[1] = rn_node_attr_float(node, "max", 3.402823466e38f);

@@ -242,17 +242,18 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
         } d;
         if (is_op(node, "LRN")) {
             int64_t size = rn_node_attr_int(node, "size", 1);
-            ds = dnnl_lrn_forward_desc_init(
-                &d.lrn, dnnl_forward_inference, dnnl_lrn_across_channels, &s->src[0], size,
-                rn_node_attr_float(node, "alpha", 1e-4f), rn_node_attr_float(node, "beta", 0.75f),
-                rn_node_attr_float(node, "bias", 1.0f));
+            ds = dnnl_lrn_forward_desc_init(&d.lrn, dnnl_forward_inference,
+                                            dnnl_lrn_across_channels, &s->src[0], size,
+                                            rn_node_attr_float_or_default(node, "alpha"),
+                                            rn_node_attr_float_or_default(node, "beta"),
+                                            rn_node_attr_float_or_default(node, "bias"));
         } else if (is_op(node, "LayerNormalization")) {
             unsigned flags = dnnl_use_scale;
             if (s->ln_shift)
                 flags |= dnnl_use_shift;
             ds = dnnl_layer_normalization_forward_desc_init(
                 &d.ln, dnnl_forward_inference, &s->src[0], NULL,
-                rn_node_attr_float(node, "epsilon", 1e-5f), flags);
+                rn_node_attr_float_or_default(node, "epsilon"), flags);
         } else if (is_op(node, "ShuffleChannels")) {
             int64_t axis = rn_node_attr_int(node, "axis", 1);
             if (axis < 0)
@@ -274,7 +275,7 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
                 flags |= dnnl_fuse_norm_relu; /* its one activation: Relu */
             ds = dnnl_batch_normalization_forward_desc_init(
                 &d.bn, dnnl_forward_inference, &s->src[0],
-                rn_node_attr_float(node, "epsilon", 1e-5f), flags);
+                rn_node_attr_float_or_default(node, "epsilon"), flags);
         } else {
             dnnl_alg_kind_t alg;
             if ((st = pool_desc(node, s, &alg, &d.pool)) != RN_OK) {

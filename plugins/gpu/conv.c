@@ -50,7 +50,7 @@ static rn_status conv_prepare(const rn_node *node, void **out)
     s->N = (int)x.dims[0], s->C = (int)x.dims[1], s->H = (int)x.dims[2], s->W = (int)x.dims[3];
     s->M = (int)w.dims[0], s->KH = (int)w.dims[2], s->KW = (int)w.dims[3];
     s->OH = (int)y.dims[2], s->OW = (int)y.dims[3];
-    s->group = (int)rn_node_attr_int(node, "group", 1);
+    s->group = (int)rn_node_attr_int_or_default(node, "group");
     gpu_window_parse(node, 2, &why, &s->win);
     gpu_window_resolve(&s->win, s->H, s->W, s->OH, s->OW, s->KH, s->KW);
     s->fused = strcmp(rn_node_op_type(node), "FusedConv") == 0;

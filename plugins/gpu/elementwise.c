@@ -111,14 +111,12 @@ static rn_status unary_prepare(const rn_node *node, void **out)
     s->n = output_count(node);
     switch (s->act) {
     case GPU_ACT_LEAKY_RELU:
-        s->p0 = rn_node_attr_float(node, "alpha", 0.01f);
-        break;
     case GPU_ACT_ELU:
-        s->p0 = rn_node_attr_float(node, "alpha", 1.0f);
+        s->p0 = rn_node_attr_float_or_default(node, "alpha");
         break;
     case GPU_ACT_HARD_SIGMOID:
-        s->p0 = rn_node_attr_float(node, "alpha", 0.2f);
-        s->p1 = rn_node_attr_float(node, "beta", 0.5f);
+        s->p0 = rn_node_attr_float_or_default(node, "alpha");
+        s->p1 = rn_node_attr_float_or_default(node, "beta");
         break;
     case GPU_ACT_CLIP:
         clip_bounds(node, &s->p0, &s->p1, &why);
@@ -336,7 +334,7 @@ static rn_status batchnorm_prepare(const rn_node *node, void **out)
                     *beta = rn_node_input_constant(node, 2)->data,
                     *mean = rn_node_input_constant(node, 3)->data,
                     *var = rn_node_input_constant(node, 4)->data;
-        float eps = rn_node_attr_float(node, "epsilon", 1e-5f);
+        float eps = rn_node_attr_float_or_default(node, "epsilon");
         for (int c = 0; c < s->C; c++) {
             host[c] = gamma[c] / sqrtf(var[c] + eps);
             host[s->C + c] = beta[c] - mean[c] * host[c];

@@ -44,10 +44,10 @@ static rn_status gemm_prepare(const rn_node *node, void **out)
     if (st != RN_OK)
         return st;
     rn_partial_shape a = rn_node_input_shape(node, 0), y = rn_node_output_shape(node, 0);
-    s->trans_a = rn_node_attr_int(node, "transA", 0) != 0;
-    s->trans_b = rn_node_attr_int(node, "transB", 0) != 0;
-    s->alpha = rn_node_attr_float(node, "alpha", 1.0f);
-    s->beta = rn_node_attr_float(node, "beta", 1.0f);
+    s->trans_a = rn_node_attr_int_or_default(node, "transA") != 0;
+    s->trans_b = rn_node_attr_int_or_default(node, "transB") != 0;
+    s->alpha = rn_node_attr_float_or_default(node, "alpha");
+    s->beta = rn_node_attr_float_or_default(node, "beta");
     s->M = (size_t)y.dims[0], s->N = (size_t)y.dims[1];
     s->K = (size_t)(s->trans_a ? a.dims[0] : a.dims[1]);
     s->batch = 1;

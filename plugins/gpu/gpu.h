@@ -45,6 +45,10 @@ typedef struct gpu_device {
     cl_device_id device;
     cl_context context;
     cl_device_type type;
+    /* DEVICE_TYPE: "discrete" (a GPU with memory of its own), "integrated"
+     * (a GPU sharing the host's memory), "cpu" (an OpenCL device of CPU type,
+     * such as PoCL's: the host's own cores) or "accelerator". AUTO ranks by it. */
+    const char *device_type;
     char name[256];             /* FULL_DEVICE_NAME */
     char architecture[512];     /* DEVICE_ARCHITECTURE: vendor, device, driver */
     bool fp16;                  /* cl_khr_fp16 */

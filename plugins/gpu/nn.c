@@ -147,9 +147,9 @@ static rn_status lrn_prepare(const rn_node *node, void **out)
     s->iargs[1] = (int)count(x, 2, x.rank);
     s->iargs[2] = (int)rn_node_attr_int(node, "size", 1);
     s->n_args = 3;
-    s->fargs[0] = rn_node_attr_float(node, "alpha", 1e-4f);
-    s->fargs[1] = rn_node_attr_float(node, "beta", 0.75f);
-    s->fargs[2] = rn_node_attr_float(node, "bias", 1.0f);
+    s->fargs[0] = rn_node_attr_float_or_default(node, "alpha");
+    s->fargs[1] = rn_node_attr_float_or_default(node, "beta");
+    s->fargs[2] = rn_node_attr_float_or_default(node, "bias");
     s->n_fargs = 3;
     s->global = count(x, 0, x.rank);
     *out = s;
@@ -234,7 +234,7 @@ static rn_status layernorm_prepare(const rn_node *node, void **out)
     rn_partial_shape x = rn_node_input_shape(node, 0);
     s->D = (int)x.dims[x.rank - 1];
     s->rows = count(x, 0, x.rank - 1);
-    s->eps = rn_node_attr_float(node, "epsilon", 1e-5f);
+    s->eps = rn_node_attr_float_or_default(node, "epsilon");
     *out = s;
     return RN_OK;
 }

@@ -109,6 +109,12 @@ static void describe(gpu_device *d)
     clGetDeviceInfo(d->device, CL_DRIVER_VERSION, sizeof driver - 1, driver, NULL);
     clGetDeviceInfo(d->device, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
     clGetDeviceInfo(d->device, CL_DEVICE_TYPE, sizeof d->type, &d->type, NULL);
+    cl_bool unified = CL_FALSE;
+    clGetDeviceInfo(d->device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    if (d->type & CL_DEVICE_TYPE_GPU)
+        d->device_type = unified ? "integrated" : "discrete";
+    else
+        d->device_type = d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "accelerator";
     d->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
     snprintf(d->architecture, sizeof d->architecture, "%s; %s; %s; driver %s", vendor, d->name,
              version, driver);

@@ -318,7 +318,7 @@ static rn_status gpu_read(void *context, const char *id, const char *key, char *
     else if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
         value = d->architecture;
     else if (strcmp(key, "DEVICE_TYPE") == 0)
-        value = d->type & CL_DEVICE_TYPE_GPU ? "discrete" : "integrated";
+        value = d->device_type;
     return value != NULL ? plugin_property_string(key, value, buf, size) : RN_NOT_FOUND;
 }
 

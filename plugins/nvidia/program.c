@@ -122,7 +122,9 @@ static nv_act parse_act(const char *name, const float *params, int n_params, flo
     if (strcmp(name, "Tanh") == 0)
         return NV_ACT_TANH;
     if (strcmp(name, "LeakyRelu") == 0) {
-        *alpha = n_params > 0 ? params[0] : 0.01f;
+        float p[1];
+        rn_activation_params(name, params, n_params < 0 ? 0 : n_params, p, 1);
+        *alpha = p[0]; /* activation_params, else LeakyRelu's default */
         return NV_ACT_LEAKY_RELU;
     }
     if (strcmp(name, "Clip") == 0) {
@@ -162,22 +164,27 @@ static float const_scalar(const rn_node *n, int i, float dflt)
     return *(const float *)c->data;
 }
 
+/* The window as parsed once (rn_node_window; shape inference has read it
+ * already, so it parses): strides, dilations, the explicit pads (none for
+ * VALID; SAME_* is refused by nv_supports) and kernel_shape when given. */
 static void conv_attrs(const rn_node *n, nv_step *s)
 {
-    const int64_t *v;
+    rn_window w;
     s->strides[0] = s->strides[1] = 1;
     s->dilations[0] = s->dilations[1] = 1;
-    if (rn_node_attr_ints(n, "strides", &v) == 2)
-        s->strides[0] = v[0], s->strides[1] = v[1];
-    if (rn_node_attr_ints(n, "dilations", &v) == 2)
-        s->dilations[0] = v[0], s->dilations[1] = v[1];
-    if (rn_node_attr_ints(n, "pads", &v) == 4 &&
-        strcmp(rn_node_attr_string(n, "auto_pad", "NOTSET"), "NOTSET") == 0)
+    if (rn_node_window(n, 2, NULL, false, &w) != RN_OK) {
+        rn_clear_error();
+        return;
+    }
+    for (int d = 0; d < 2; d++) {
+        s->strides[d] = w.stride[d];
+        s->dilations[d] = w.dilation[d];
+        if (w.kernel_known)
+            s->kernel[d] = w.kernel[d];
+    }
+    if (w.auto_pad == RN_AUTO_PAD_NOTSET)
         for (int i = 0; i < 4; i++)
-            s->pads[i] = v[i];
-    const int64_t *k;
-    if (rn_node_attr_ints(n, "kernel_shape", &k) == 2)
-        s->kernel[0] = k[0], s->kernel[1] = k[1];
+            s->pads[i] = w.pads[i];
 }
 
 static rn_status lower_node(lowering *l, const rn_node *n)
@@ -219,15 +226,15 @@ static rn_status lower_node(lowering *l, const rn_node *n)
             fused_act(n, &s);
     } else if (strcmp(op, "Gemm") == 0 || strcmp(op, "FusedGemm") == 0) {
         s.kind = NV_STEP_GEMM;
-        s.trans_a = rn_node_attr_int(n, "transA", 0) != 0;
-        s.trans_b = rn_node_attr_int(n, "transB", 0) != 0;
+        s.trans_a = rn_node_attr_int_or_default(n, "transA") != 0;
+        s.trans_b = rn_node_attr_int_or_default(n, "transB") != 0;
         s.m = y->dims[0];
         s.n = y->dims[1];
         s.k = s.trans_a ? x->dims[0] : x->dims[1];
         s.batch = 1;
-        s.gemm_alpha = rn_node_attr_float(n, "alpha", 1.0f);
+        s.gemm_alpha = rn_node_attr_float_or_default(n, "alpha");
         bool has_c = s.n_in > 2 && s.in[2] >= 0;
-        s.gemm_beta = has_c ? rn_node_attr_float(n, "beta", 1.0f) : 0.0f;
+        s.gemm_beta = has_c ? rn_node_attr_float_or_default(n, "beta") : 0.0f;
         if (strcmp(op, "FusedGemm") == 0)
             fused_act(n, &s);
     } else if (strcmp(op, "MatMul") == 0) {
@@ -253,9 +260,9 @@ static rn_status lower_node(lowering *l, const rn_node *n)
     } else if (strcmp(op, "LRN") == 0) {
         s.kind = NV_STEP_LRN;
         s.size = rn_node_attr_int(n, "size", 1);
-        s.alpha = rn_node_attr_float(n, "alpha", 1e-4f);
-        s.beta = rn_node_attr_float(n, "beta", 0.75f);
-        s.epsilon = rn_node_attr_float(n, "bias", 1.0f);
+        s.alpha = rn_node_attr_float_or_default(n, "alpha");
+        s.beta = rn_node_attr_float_or_default(n, "beta");
+        s.epsilon = rn_node_attr_float_or_default(n, "bias");
     } else if (strcmp(op, "Softmax") == 0) {
         s.kind = NV_STEP_SOFTMAX;
         int64_t axis = rn_node_attr_int(n, "axis", rn_node_opset(n) >= 13 ? -1 : 1);
@@ -303,7 +310,7 @@ static rn_status lower_node(lowering *l, const rn_node *n)
         s.kind = NV_STEP_LAYERNORM;
         s.cols = x->dims[x->rank - 1];
         s.rows = (int64_t)(x->count / (size_t)(s.cols ? s.cols : 1));
-        s.epsilon = rn_node_attr_float(n, "epsilon", 1e-5f);
+        s.epsilon = rn_node_attr_float_or_default(n, "epsilon");
         if (s.n_in < 3)
             s.in[2] = -1, s.n_in = 3;
     } else if (strcmp(op, "Gather") == 0) {
@@ -324,7 +331,7 @@ static rn_status lower_node(lowering *l, const rn_node *n)
     } else if (strcmp(op, "BatchNormalization") == 0 ||
                strcmp(op, "FusedBatchNormalization") == 0) {
         s.kind = NV_STEP_BATCHNORM;
-        s.epsilon = rn_node_attr_float(n, "epsilon", 1e-5f);
+        s.epsilon = rn_node_attr_float_or_default(n, "epsilon");
         s.rows = x->dims[0];
         s.cols = x->dims[1];
         s.inner = prod(x->dims, 2, x->rank);
@@ -345,7 +352,7 @@ static rn_status lower_node(lowering *l, const rn_node *n)
             if (names[a] != NULL && strcmp(op, names[a]) == 0)
                 s.act = (nv_act)a;
         if (s.act == NV_ACT_LEAKY_RELU)
-            s.alpha = rn_node_attr_float(n, "alpha", 0.01f);
+            s.alpha = rn_node_attr_float_or_default(n, "alpha");
         if (s.act == NV_ACT_CLIP) {
             s.alpha = rn_node_has_attr(n, "min") ? rn_node_attr_float(n, "min", 0)
                                                  : const_scalar(n, 1, -3.4e38f);

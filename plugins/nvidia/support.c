@@ -130,6 +130,16 @@ static bool activation_ok(const char *a)
     return false;
 }
 
+/* Whether the node's window has explicit pads (auto_pad NOTSET or VALID,
+ * as parsed once by rn_node_window). */
+static bool explicit_pads(const rn_node *n)
+{
+    rn_window w;
+    bool parsed = rn_node_window(n, 2, NULL, false, &w) == RN_OK;
+    rn_clear_error();
+    return parsed && (w.auto_pad == RN_AUTO_PAD_NOTSET || w.auto_pad == RN_AUTO_PAD_VALID);
+}
+
 static bool conv_ok(const rn_node *n, const char **why)
 {
     if (!need(rn_node_input_shape(n, 0).rank == 4, "only 2D convolutions (NCHW) run on NVIDIA",
@@ -137,8 +147,7 @@ static bool conv_ok(const rn_node *n, const char **why)
         !need(f32_io(n, 4), "f32 tensors only", why) ||
         !need(rn_node_input_constant(n, 1) != NULL, "the weights must be a constant", why))
         return false;
-    const char *pad = rn_node_attr_string(n, "auto_pad", "NOTSET");
-    if (!need(strcmp(pad, "NOTSET") == 0 || strcmp(pad, "VALID") == 0,
+    if (!need(explicit_pads(n),
               "auto_pad SAME_UPPER / SAME_LOWER is not supported (explicit pads are)", why))
         return false;
     if (rn_node_input_count(n) > 2 && rn_node_input_name(n, 2)[0] != '\0' &&
@@ -196,18 +205,16 @@ static bool pool_ok(const rn_node *n, const char **why)
         return false;
     if (is(n, "", "GlobalAveragePool") || is(n, "", "GlobalMaxPool"))
         return true;
-    const char *pad = rn_node_attr_string(n, "auto_pad", "NOTSET");
-    if (!need(strcmp(pad, "NOTSET") == 0 || strcmp(pad, "VALID") == 0,
+    rn_window w;
+    bool parsed = rn_node_window(n, 2, NULL, false, &w) == RN_OK;
+    rn_clear_error();
+    if (!need(explicit_pads(n),
               "auto_pad SAME_UPPER / SAME_LOWER is not supported (explicit pads are)", why) ||
-        !need(rn_node_attr_int(n, "storage_order", 0) == 0, "storage_order 1 is not supported",
-              why))
+        !need(!is(n, "", "MaxPool") || rn_node_attr_int_or_default(n, "storage_order") == 0,
+              "storage_order 1 is not supported", why))
         return false;
-    const int64_t *dil;
-    int nd = rn_node_attr_ints(n, "dilations", &dil);
-    for (int i = 0; i < nd; i++)
-        if (!need(dil[i] == 1, "dilated pooling is not supported", why))
-            return false;
-    return true;
+    return need(parsed && w.dilation[0] == 1 && w.dilation[1] == 1,
+                "dilated pooling is not supported", why);
 }
 
 static bool softmax_ok(const rn_node *n, const char **why)

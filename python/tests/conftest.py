@@ -53,6 +53,19 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("device", [d for d in devices if not _takes_device_list(core, d)])
 
 
+def compile_or_skip(core, model, device, config=None):
+    """Compiles on `device`; an accelerator (GPU, NVIDIA: found with no setup,
+    docs/plugins.md) that refuses the model as unsupported at compile time
+    (GPU: dynamic shapes, ZipMap's maps) skips the test saying why. REF and
+    CPU run everything: their refusal fails."""
+    try:
+        return core.compile_model(model, device, config)
+    except runnel.Unsupported as e:
+        if device in ("REF", "CPU"):
+            raise
+        pytest.skip(f"{device} does not run this model: {e}")
+
+
 @pytest.fixture
 def relu(core, device):
     return core.compile_model(need(RELU), device, F32)

@@ -1,5 +1,6 @@
 """Core, Model and CompiledModel: devices, properties, reading, compiling,
 reshaping, export/import, and the errors of bad input with their messages."""
+import json
 import os
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 import runnel
-from conftest import F32, ADD, RELU, SLOW, need
+from conftest import F32, ADD, RELU, SLOW, compile_or_skip, need
 
 
 def test_available_devices_and_versions(core):
@@ -90,7 +91,7 @@ def test_reshape(core, device):
     assert model.input(0).partial_shape == (-1, 4, 5)
     with pytest.raises(runnel.InvalidArgument):
         model.input(0).shape
-    compiled = core.compile_model(model, device, F32)
+    compiled = compile_or_skip(core, model, device, F32)
     x = np.linspace(-1, 1, 7 * 20, dtype=np.float32).reshape(7, 4, 5)
     np.testing.assert_array_equal(compiled(x)[0], np.maximum(x, 0))
     with pytest.raises(runnel.RunnelError) as e:
@@ -127,3 +128,48 @@ def test_query_module_lists_devices(core):
         assert f"\n{d}\n" in out
     assert "FULL_DEVICE_NAME (RO)" in out and "PERFORMANCE_HINT (RW)" in out
     assert "Devices that failed to load" in out
+
+
+# What a Core made with no environment variable lists: its devices, the failed
+# ones with why, and AUTO's order with each device's DEVICE_TYPE.
+DISCOVERY = """
+import json, runnel
+c = runnel.Core()
+types = {}
+for d in c.available_devices:
+    try:
+        types[d] = c.get_property(d, "DEVICE_TYPE")
+    except runnel.RunnelError:
+        pass
+order = c.get_property("AUTO", "DEFAULT_DEVICE_PRIORITIES").split(",")
+print(json.dumps([c.available_devices, c.failed_devices, types, order]))
+"""
+
+
+def discovered(python=sys.executable, cwd=None):
+    """Runs DISCOVERY with no RUNNEL_PLUGINS (nor RUNNEL_INSTALLED_PLUGINS)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RUNNEL_PLUGINS", "RUNNEL_INSTALLED_PLUGINS")}
+    p = subprocess.run([python, "-c", DISCOVERY], env=env, cwd=cwd, capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def check_discovered(devices, failed, types, order):
+    """GPU and NVIDIA are found by the package's plugins file: each a device or
+    a failed device with its reason; AUTO ranks by DEVICE_TYPE (an OpenCL
+    device of CPU type, PoCL's, below CPU)."""
+    assert "GPU" in devices or "OpenCL" in failed.get("GPU", ""), (devices, failed)
+    assert "NVIDIA" in devices or "NVIDIA" in failed.get("NVIDIA", ""), (devices, failed)
+    for d, t in types.items():
+        if d in ("CPU", "REF") or d not in order:
+            continue
+        if t == "cpu":
+            assert order.index("CPU") < order.index(d) < order.index("REF"), (order, types)
+        else:
+            assert order.index(d) < order.index("CPU"), (order, types)
+
+
+def test_gpu_and_nvidia_are_found_with_no_environment_variable():
+    check_discovered(*discovered())

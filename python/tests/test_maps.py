@@ -4,6 +4,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from conftest import compile_or_skip
+
 
 def _varint(v):
     out = bytearray()
@@ -49,7 +51,7 @@ def test_zipmap_is_a_list_of_dicts_as_onnxruntime_returns(core, device, tmp_path
     path = tmp_path / "zipmap.onnx"
     path.write_bytes(zipmap_model(labels))
     x = np.array([[0.1, 0.2, 0.7], [0.6, 0.3, 0.1]], np.float32)
-    got = core.compile_model(str(path), device)({"X": x})["Z"]
+    got = compile_or_skip(core, str(path), device)({"X": x})["Z"]
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     want = sess.run(None, {"X": x})[0]
     assert isinstance(got, list) and len(got) == len(want) == 2

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from conftest import RELU, ROOT, need
+from test_core import check_discovered, discovered
 
 WHEEL = os.environ.get("RUNNEL_WHEEL")
 
@@ -45,3 +46,6 @@ def test_wheel_in_fresh_venv_runs_the_doc_example(tmp_path):
     installed = where.stdout.strip()
     assert installed.startswith(str(venv))
     assert os.path.exists(os.path.join(installed, "libruntime.so"))
+    # The plugins and the file naming them came too: GPU and NVIDIA are found.
+    assert os.path.exists(os.path.join(installed, "runnel-plugins.txt"))
+    check_discovered(*discovered(str(venv / "bin" / "python"), cwd=work))

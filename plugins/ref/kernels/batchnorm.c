@@ -52,8 +52,8 @@ static rn_status batchnorm_run(plugin_kernel_args *args)
                             node->name, node->op_type, x->rank);
     bool spatial = graph_node_attr_int(node, "spatial", 1) != 0;
     bool training = batchnorm_training(node);
-    double eps = graph_node_attr_float(node, "epsilon", 1e-5f);
-    double momentum = graph_node_attr_float(node, "momentum", 0.9f);
+    double eps = graph_node_attr_float_or_default(node, "epsilon");
+    double momentum = graph_node_attr_float_or_default(node, "momentum");
     int64_t batch = x->dims[0], channels = x->dims[1];
     int64_t inner = ref_nn_span(x->dims, 2, x->rank);
     int64_t n_params = spatial ? channels : channels * inner;

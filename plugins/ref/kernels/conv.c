@@ -50,7 +50,7 @@ static bool conv_supports(const graph_node *node, const char **why)
         if (!ref_nn_window_attrs_ok(node, x->shape.rank - 2, why))
             return false;
     }
-    if (graph_node_attr_int(node, "group", 1) < 1) {
+    if (graph_node_attr_int_or_default(node, "group") < 1) {
         *why = "group < 1";
         return false;
     }
@@ -73,7 +73,7 @@ static rn_status conv_shape_init(const plugin_kernel_args *args, conv_shape *cs)
     cs->c = x->dims[1];
     cs->m = w->dims[0];
     cs->cg = w->dims[1];
-    cs->group = graph_node_attr_int(node, "group", 1);
+    cs->group = graph_node_attr_int_or_default(node, "group");
     if (cs->group < 1 || cs->m % cs->group != 0 || cs->c != cs->cg * cs->group ||
         y->dims[0] != cs->batch || y->dims[1] != cs->m)
         return rn_set_error(RN_SHAPE_MISMATCH,

@@ -41,7 +41,7 @@ static bool convt_supports(const graph_node *node, const char **why)
         if (!ref_nn_window_attrs_ok(node, x->shape.rank - 2, why))
             return false;
     }
-    if (graph_node_attr_int(node, "group", 1) < 1) {
+    if (graph_node_attr_int_or_default(node, "group") < 1) {
         *why = "group < 1";
         return false;
     }
@@ -67,7 +67,7 @@ static rn_status convt_shape_init(const plugin_kernel_args *args, convt_shape *c
     memset(cs, 0, sizeof *cs);
     cs->batch = x->dims[0];
     cs->c = x->dims[1];
-    cs->group = graph_node_attr_int(node, "group", 1);
+    cs->group = graph_node_attr_int_or_default(node, "group");
     cs->mg = w->dims[1];
     cs->m = cs->mg * cs->group;
     if (cs->group < 1 || w->dims[0] != cs->c || cs->c % cs->group != 0 || y->dims[0] != cs->batch ||

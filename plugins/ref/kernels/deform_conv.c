@@ -87,7 +87,7 @@ static rn_status deform_conv_run(plugin_kernel_args *args)
     if (st != RN_OK)
         return st;
     int64_t batch = x->dims[0], c = x->dims[1], m = w->dims[0], cg = w->dims[1];
-    int64_t group = graph_node_attr_int(node, "group", 1);
+    int64_t group = graph_node_attr_int_or_default(node, "group");
     int64_t og = graph_node_attr_int(node, "offset_group", 1);
     int64_t k_n = ref_nn_span(w->dims, 2, r), in_n = ref_nn_span(x->dims, 2, r);
     int64_t out_n = ref_nn_span(y->dims, 2, r);

@@ -14,21 +14,23 @@ extern const plugin_kernel ref_kernel_gemm;
 extern const plugin_kernel ref_kernel_batchnorm;
 extern const plugin_kernel ref_kernel_matmul;
 
+/* p[0..n): the activation's parameters, completed with its op's defaults
+ * (rn_activation_params); only Clip's bounds may be missing. */
 static float activate(const char *op, const float *p, int n, float x)
 {
 #define P(i, d) (n > (i) ? p[i] : (d))
     if (strcmp(op, "Relu") == 0)
         return x > 0.0f ? x : 0.0f;
     if (strcmp(op, "LeakyRelu") == 0)
-        return x >= 0.0f ? x : P(0, 0.01f) * x;
+        return x >= 0.0f ? x : p[0] * x;
     if (strcmp(op, "Elu") == 0)
-        return x >= 0.0f ? x : P(0, 1.0f) * (expf(x) - 1.0f);
+        return x >= 0.0f ? x : p[0] * (expf(x) - 1.0f);
     if (strcmp(op, "Sigmoid") == 0)
         return 1.0f / (1.0f + expf(-x));
     if (strcmp(op, "Tanh") == 0)
         return tanhf(x);
     if (strcmp(op, "HardSigmoid") == 0)
-        return fmaxf(0.0f, fminf(1.0f, P(0, 0.2f) * x + P(1, 0.5f)));
+        return fmaxf(0.0f, fminf(1.0f, p[0] * x + p[1]));
     if (strcmp(op, "HardSwish") == 0)
         return x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f));
     if (strcmp(op, "Clip") == 0)
@@ -102,8 +104,10 @@ static void epilogue(const plugin_kernel_args *args, int sum)
     const char *act = graph_node_attr_string(node, "activation", NULL);
     if (act == NULL)
         return;
-    const float *p = NULL;
-    int n = graph_node_attr_floats(node, "activation_params", &p);
+    const float *given = NULL;
+    float p[4];
+    int n = graph_node_attr_floats(node, "activation_params", &given);
+    n = rn_activation_params(act, given, n < 0 ? 0 : n, p, 4);
     for (size_t i = 0; i < count; i++)
         y[i] = activate(act, p, n, y[i]);
 }

@@ -27,8 +27,8 @@ static bool gemm_supports(const graph_node *node, const char **why)
         return false;
     }
     if (ref_nn_is_gemm_int(t)) {
-        float alpha = graph_node_attr_float(node, "alpha", 1.0f);
-        float beta = graph_node_attr_float(node, "beta", 1.0f);
+        float alpha = graph_node_attr_float_or_default(node, "alpha");
+        float beta = graph_node_attr_float_or_default(node, "beta");
         if (alpha != floorf(alpha) || beta != floorf(beta)) {
             *why = "alpha or beta is not an integer for an integer Gemm";
             return false;
@@ -65,10 +65,10 @@ static rn_status gemm_run(plugin_kernel_args *args)
     const graph_tensor *a = &args->inputs[0], *b = &args->inputs[1];
     const graph_tensor *c = args->n_inputs > 2 && args->inputs[2].data ? &args->inputs[2] : NULL;
     graph_tensor *y = &args->outputs[0];
-    bool ta = graph_node_attr_int(node, "transA", 0) != 0;
-    bool tb = graph_node_attr_int(node, "transB", 0) != 0;
-    float alpha = graph_node_attr_float(node, "alpha", 1.0f);
-    float beta = graph_node_attr_float(node, "beta", 1.0f);
+    bool ta = graph_node_attr_int_or_default(node, "transA") != 0;
+    bool tb = graph_node_attr_int_or_default(node, "transB") != 0;
+    float alpha = graph_node_attr_float_or_default(node, "alpha");
+    float beta = graph_node_attr_float_or_default(node, "beta");
     if (a->rank != 2 || b->rank != 2 || y->rank != 2)
         return rn_set_error(RN_SHAPE_MISMATCH, "node '%s' (%s): A, B and Y must be 2-D", node->name,
                             node->op_type);

@@ -50,7 +50,7 @@ static rn_status group_norm_run(plugin_kernel_args *args)
                             node->name, node->op_type, x->rank);
     int64_t batch = x->dims[0], c = x->dims[1], spatial = ref_nn_span(x->dims, 2, x->rank);
     int64_t groups = instance ? c : graph_node_attr_int(node, "num_groups", 0);
-    double eps = graph_node_attr_float(node, "epsilon", 1e-5f);
+    double eps = graph_node_attr_float_or_default(node, "epsilon");
     if (groups < 1 || c % groups != 0)
         return rn_set_error(RN_INVALID_ARG,
                             "node '%s' (%s): num_groups %lld does not divide %lld channels",

@@ -79,8 +79,8 @@ static rn_status layernorm_run(plugin_kernel_args *args)
         args->n_outputs > 1 && args->outputs[1].data ? &args->outputs[1] : NULL;
     graph_tensor *inv_out = args->n_outputs > 2 && args->outputs[2].data ? &args->outputs[2] : NULL;
     int r = x->rank;
-    int64_t axis = graph_node_attr_int(node, "axis", -1);
-    double eps = graph_node_attr_float(node, "epsilon", 1e-5f);
+    int64_t axis = graph_node_attr_int_or_default(node, "axis");
+    double eps = graph_node_attr_float_or_default(node, "epsilon");
     if (r < 1 || axis < -r || axis >= r)
         return rn_set_error(RN_INVALID_ARG, "node '%s' (%s): axis %lld is out of range for rank %d",
                             node->name, node->op_type, (long long)axis, r);

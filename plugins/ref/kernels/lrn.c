@@ -35,9 +35,9 @@ static rn_status lrn_run(plugin_kernel_args *args)
         return rn_set_error(RN_SHAPE_MISMATCH, "node '%s' (%s): input rank %d; at least 2 needed",
                             node->name, node->op_type, x->rank);
     int64_t size = graph_node_attr_int(node, "size", 0);
-    double alpha = graph_node_attr_float(node, "alpha", 1e-4f);
-    double beta = graph_node_attr_float(node, "beta", 0.75f);
-    double bias = graph_node_attr_float(node, "bias", 1.0f);
+    double alpha = graph_node_attr_float_or_default(node, "alpha");
+    double beta = graph_node_attr_float_or_default(node, "beta");
+    double bias = graph_node_attr_float_or_default(node, "bias");
     int64_t batch = x->dims[0], channels = x->dims[1];
     int64_t inner = ref_nn_span(x->dims, 2, x->rank);
     int64_t before = (size - 1) / 2, after = size - 1 - before;

@@ -149,13 +149,12 @@ UNARY_OP(op_mish, REF_TYPES_FLOAT)
 UNARY_OP(op_gelu, REF_TYPES_FLOAT)
 UNARY_OP(op_shrink, REF_TYPES_NUMERIC)
 
-/* An op: its row functions by type and its attribute defaults (ONNX's).
- * alpha and beta are read from attributes of those names unless the op names
- * them otherwise (Shrink: lambd, bias). */
+/* An op: its row functions by type. alpha and beta are read from
+ * attributes of those names unless the op names them otherwise (Shrink:
+ * lambd, bias); their defaults are the op schema's (graph/ops). */
 typedef struct unary_op {
     const char *op_type;
     const unary_row_fn *fns;
-    float alpha, beta, gamma;
     const char *alpha_name, *beta_name;
 } unary_op;
 
@@ -187,23 +186,16 @@ static const unary_op unary_ops[] = {
     {.op_type = "Sigmoid", .fns = op_sigmoid_fns},
     {.op_type = "Softplus", .fns = op_softplus_fns},
     {.op_type = "Softsign", .fns = op_softsign_fns},
-    {.op_type = "LeakyRelu", .fns = op_leakyrelu_fns, .alpha = 0.01f},
-    {.op_type = "Elu", .fns = op_elu_fns, .alpha = 1.0f},
-    {.op_type = "Selu",
-     .fns = op_selu_fns,
-     .alpha = 1.67326319217681884765625f,
-     .gamma = 1.05070102214813232421875f},
-    {.op_type = "Celu", .fns = op_celu_fns, .alpha = 1.0f},
-    {.op_type = "ThresholdedRelu", .fns = op_thresholdedrelu_fns, .alpha = 1.0f},
-    {.op_type = "HardSigmoid", .fns = op_hardsigmoid_fns, .alpha = 0.2f, .beta = 0.5f},
+    {.op_type = "LeakyRelu", .fns = op_leakyrelu_fns},
+    {.op_type = "Elu", .fns = op_elu_fns},
+    {.op_type = "Selu", .fns = op_selu_fns},
+    {.op_type = "Celu", .fns = op_celu_fns},
+    {.op_type = "ThresholdedRelu", .fns = op_thresholdedrelu_fns},
+    {.op_type = "HardSigmoid", .fns = op_hardsigmoid_fns},
     {.op_type = "HardSwish", .fns = op_hardswish_fns},
     {.op_type = "Mish", .fns = op_mish_fns},
     {.op_type = "Gelu", .fns = op_gelu_fns},
-    {.op_type = "Shrink",
-     .fns = op_shrink_fns,
-     .alpha = 0.5f,
-     .alpha_name = "lambd",
-     .beta_name = "bias"},
+    {.op_type = "Shrink", .fns = op_shrink_fns, .alpha_name = "lambd", .beta_name = "bias"},
 };
 
 static const unary_op *find_op(const char *op_type)
@@ -231,13 +223,22 @@ typedef struct unary_state {
     unary_params p;
 } unary_state;
 
+/* A FLOAT parameter: the attribute or its schema default; 0 for an op
+ * without it. */
+static float param(const graph_node *node, const char *name)
+{
+    return graph_node_attr_has_default(node, name) ? graph_node_attr_float_or_default(node, name)
+                                                   : 0.0f;
+}
+
 static unary_params unary_params_of(const graph_node *node, const unary_op *op)
 {
     return (unary_params){
-        .alpha = graph_node_attr_float(node, op->alpha_name ? op->alpha_name : "alpha", op->alpha),
-        .beta = graph_node_attr_float(node, op->beta_name ? op->beta_name : "beta", op->beta),
-        .gamma = graph_node_attr_float(node, "gamma", op->gamma),
-        .mode = strcmp(graph_node_attr_string(node, "approximate", "none"), "tanh") == 0,
+        .alpha = param(node, op->alpha_name ? op->alpha_name : "alpha"),
+        .beta = param(node, op->beta_name ? op->beta_name : "beta"),
+        .gamma = param(node, "gamma"),
+        .mode = graph_node_attr_has_default(node, "approximate") &&
+                strcmp(graph_node_attr_string_or_default(node, "approximate"), "tanh") == 0,
     };
 }
 
