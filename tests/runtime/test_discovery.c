@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "runnel/runnel.h"
+#include "tests/runtime/core_devices.h"
 #include "tests/gpu/pocl_lsan.h"
 
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
@@ -20,26 +21,6 @@
         rn_status st_ = (expr);                                                                    \
         cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
     } while (0)
-
-static bool has_device(const rn_core *core, const char *name)
-{
-    for (size_t i = 0; i < rn_core_device_count(core); i++)
-        if (strcmp(rn_core_device_name(core, i), name) == 0)
-            return true;
-    return false;
-}
-
-/* The reason recorded for a failed device, or NULL. */
-static const char *failure_of(const rn_core *core, const char *name)
-{
-    for (size_t i = 0; i < rn_core_failed_device_count(core); i++) {
-        const char *n, *reason;
-        OK(rn_core_failed_device(core, i, &n, &reason));
-        if (strcmp(n, name) == 0)
-            return reason;
-    }
-    return NULL;
-}
 
 /* A core as a user gets it: no RUNNEL_PLUGINS, discovery on. */
 static rn_core *discovering_core(void)

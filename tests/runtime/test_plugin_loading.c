@@ -5,29 +5,10 @@
 #include <unistd.h>
 
 #include "runnel/runnel.h"
+#include "tests/runtime/core_devices.h"
 
 #define PLUGINS  "tests/plugins/"
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
-
-static bool has_device(const rn_core *core, const char *name)
-{
-    for (size_t i = 0; i < rn_core_device_count(core); i++)
-        if (strcmp(rn_core_device_name(core, i), name) == 0)
-            return true;
-    return false;
-}
-
-/* The reason recorded for a failed device, or NULL. */
-static const char *failure_of(const rn_core *core, const char *name)
-{
-    for (size_t i = 0; i < rn_core_failed_device_count(core); i++) {
-        const char *n, *reason;
-        rn_core_failed_device(core, i, &n, &reason);
-        if (strcmp(n, name) == 0)
-            return reason;
-    }
-    return NULL;
-}
 
 static void run_add_on(rn_core *core, const char *device)
 {
