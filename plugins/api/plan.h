@@ -54,6 +54,12 @@ typedef struct plugin_stage {
 
 struct rn_plugin_context;
 
+/* The name of the executor pools plans run on (executors_acquire): one for
+ * every device, so that plans of any device with the same streams and
+ * threads share their workers (and their callback and device-wait
+ * executors). */
+#define PLUGIN_HOST_WORKERS "host"
+
 typedef struct plugin_plan_options {
     bool profiling;              /* record per-node real time */
     bool trace;                  /* record every task of the pool (plugin_plan_write_trace) */
