@@ -583,14 +583,19 @@ static bool grouped_weights(const char *layouts)
  * not whole SIMD blocks (28, 34, 68 channels per group on AVX2), whose sum
  * post-op is a scalar pass ten times the convolution's own time, so conv.c
  * describes them over channels-last, where the direct jit kernel takes them
- * (plugins/cpu/conv.c, conv_desc). None of them may run gemm; the grouped
- * 1x1 convolutions without a residual on AVX2's direct jit kernel take gemm
- * instead (2.3x faster there); the output is REF's. */
+ * (plugins/cpu/conv.c, conv_desc). Where oneDNN runs AVX2 (where that was
+ * measured: bench/LOG.md "Grouped 1x1 convolutions on AVX2") none of them
+ * may run gemm, and no grouped one without a residual AVX2's direct jit
+ * kernel (gemm is 2.3x faster there); on other ISAs the kernels are logged,
+ * not asserted. The output is REF's everywhere. */
 Test(cpu, shufflenet_grouped_convs_take_the_fast_kernels_and_match_ref, .timeout = 300)
 {
     rn_core *core;
     rn_model *model;
     rn_compiled_model *cm = compile_light_f32("shufflenet", &core, &model);
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    bool measured = strncmp(isa, "avx2", 4) == 0;
     const rn_runtime_node *nodes;
     size_t n;
     OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
@@ -603,10 +608,14 @@ Test(cpu, shufflenet_grouped_convs_take_the_fast_kernels_and_match_ref, .timeout
             inputs += *c == ',';
         if (inputs == 4) {
             residual++;
-            cr_assert_null(strstr(nodes[i].impl_type, "gemm"),
-                           "FusedConv '%s' with a residual runs %s (reads %s)", nodes[i].name,
-                           nodes[i].impl_type, nodes[i].input_layouts);
-        } else if (strcmp(nodes[i].impl_type, "jit:avx2") == 0) {
+            if (!measured)
+                cr_log_info("%s: FusedConv '%s' with a residual runs %s (reads %s)", isa,
+                            nodes[i].name, nodes[i].impl_type, nodes[i].input_layouts);
+            else
+                cr_assert_null(strstr(nodes[i].impl_type, "gemm"),
+                               "FusedConv '%s' with a residual runs %s (reads %s)", nodes[i].name,
+                               nodes[i].impl_type, nodes[i].input_layouts);
+        } else if (measured && strcmp(nodes[i].impl_type, "jit:avx2") == 0) {
             cr_assert(!grouped_weights(nodes[i].input_layouts),
                       "grouped FusedConv '%s' runs jit:avx2 (reads %s)", nodes[i].name,
                       nodes[i].input_layouts);
