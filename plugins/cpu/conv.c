@@ -59,10 +59,18 @@ rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geo
     return RN_OK;
 }
 
-/* Creates the primitive descriptor for element type dt; *pd NULL when
- * oneDNN has no implementation. */
-static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
-                           dnnl_primitive_desc_t *pd)
+/* Gives md (its dims and type kept) the format tag. */
+static bool set_tag(dnnl_memory_desc_t *md, dnnl_format_tag_t tag)
+{
+    dnnl_dims_t dims;
+    memcpy(dims, md->dims, sizeof dims);
+    return dnnl_memory_desc_init_by_tag(md, md->ndims, dims, md->data_type, tag) == dnnl_success;
+}
+
+/* The descriptor over activations in format tag (any: the primitive's
+ * pick); *pd NULL when oneDNN has no implementation. */
+static rn_status conv_desc_any(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                               dnnl_format_tag_t tag, dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape xs = rn_node_input_shape(node, 0), ws = rn_node_input_shape(node, 1);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -77,6 +85,8 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         (st = cpu_any_md(rank, ys.dims, cpu_dst_type(node, dt), &s->dst)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, 1, bdims, &s->bias)) != RN_OK)
         return st;
+    if (tag != dnnl_format_tag_any && (!set_tag(&s->src, tag) || !set_tag(&s->dst, tag)))
+        return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe the convolution's activations");
     dnnl_convolution_desc_t cd;
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
         &cd, dnnl_forward_inference, dnnl_convolution_direct, &s->src, &s->wei,
@@ -84,6 +94,98 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     if (ds != dnnl_success)
         return cpu_error(node, "describing the convolution", ds);
     return cpu_weighted_pd(node, &cd, is_fused(node), s->sum >= 0, pd);
+}
+
+/* pd's implementation name ("" when oneDNN gives none). */
+static const char *impl_name(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+        impl == NULL)
+        return "";
+    return impl;
+}
+
+static bool is_gemm(const_dnnl_primitive_desc_t pd)
+{
+    return strstr(impl_name(pd), "gemm") != NULL;
+}
+
+/* A grouped (not depthwise) convolution whose every kernel extent is 1. */
+static bool grouped_1x1(const rn_node *node, const cpu_conv_geometry *g)
+{
+    int64_t group = rn_node_attr_int_or_default(node, "group");
+    if (group <= 1 || g->weights_dims[1] == 1 || g->weights_dims[2] == 1)
+        return false;
+    for (int i = 3; i < g->weights_rank; i++)
+        if (g->weights_dims[i] != 1)
+            return false;
+    return true;
+}
+
+/* The channels-last tag of a rank-3 to rank-5 activation (undef otherwise). */
+static dnnl_format_tag_t channels_last(int rank)
+{
+    return rank == 3   ? dnnl_nwc
+           : rank == 4 ? dnnl_nhwc
+           : rank == 5 ? dnnl_ndhwc
+                       : dnnl_format_tag_undef;
+}
+
+/* The plain (row-major) tag of a rank-3 to rank-5 activation. */
+static dnnl_format_tag_t plain_tag(int rank)
+{
+    return rank == 3 ? dnnl_abc : rank == 4 ? dnnl_abcd : dnnl_abcde;
+}
+
+/* Describes the convolution again over activations in tag; *pd becomes
+ * that descriptor when it exists and its implementation is gemm-based
+ * exactly when gemm is true. */
+static rn_status conv_desc_prefer(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                                  dnnl_format_tag_t tag, bool gemm, dnnl_primitive_desc_t *pd)
+{
+    dnnl_primitive_desc_t alt = NULL;
+    rn_status st = conv_desc_any(node, s, dt, tag, &alt);
+    if (st != RN_OK || alt == NULL)
+        return st;
+    if (is_gemm(alt) == gemm) {
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = alt;
+    } else {
+        dnnl_primitive_desc_destroy(alt);
+    }
+    return RN_OK;
+}
+
+/* Creates the primitive descriptor for element type dt; *pd NULL when
+ * oneDNN has no implementation. Where oneDNN's first pick over format
+ * "any" is slow for what it is asked (measured on oneDNN 2.6.3, AVX2, f32;
+ * docs/cpu.md "Grouped convolutions"), another implementation is taken:
+ * - a gemm convolution with a sum post-op (a FusedConv's residual): its
+ *   post-op pass is scalar (a grouped 1x1 conv, 136 channels at 28x28:
+ *   980 us with sum+relu, 90 us without), while the direct jit kernel over
+ *   channels-last takes any channels per group with free post-ops (220 us):
+ *   described again over channels-last, kept when that is not gemm;
+ * - the AVX2 direct jit kernel on a grouped 1x1 convolution (whole 8-channel
+ *   groups: oneDNN 2.6 has no grouped 1x1 jit kernel) without a sum: 2.3x
+ *   slower than the gemm one oneDNN takes over plain activations (544
+ *   channels, 4 groups, 7x7: 225 us vs 100 us), described again over plain
+ *   activations, kept when that is gemm. */
+static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                           dnnl_primitive_desc_t *pd)
+{
+    rn_status st = conv_desc_any(node, s, dt, dnnl_format_tag_any, pd);
+    if (st != RN_OK || *pd == NULL || dt != dnnl_f32)
+        return st;
+    cpu_conv_geometry g;
+    if ((st = cpu_conv_geometry_read(node, 0, 1, &g)) != RN_OK)
+        return st;
+    dnnl_format_tag_t last = channels_last(g.rank);
+    if (s->sum >= 0 && is_gemm(*pd) && last != dnnl_format_tag_undef)
+        return conv_desc_prefer(node, s, dt, last, false, pd);
+    if (s->sum < 0 && grouped_1x1(node, &g) && strcmp(impl_name(*pd), "jit:avx2") == 0)
+        return conv_desc_prefer(node, s, dt, plain_tag(g.rank), true, pd);
+    return RN_OK;
 }
 
 static rn_status conv_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
