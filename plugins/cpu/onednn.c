@@ -168,8 +168,8 @@ cpu_thread_state cpu_enter(int threads, bool denormals)
     /* ThreadSanitizer cannot see libgomp's synchronisation: no teams. */
     threads = 1;
 #endif
-    if (threads < 1)
-        threads = 1;
+    if (threads < 1 || omp_in_parallel())
+        threads = 1; /* inside a branch fork (team.c): on this thread alone */
     cpu_thread_state saved = {.saved = sched_current_stream() < 0};
     if (saved.saved) {
         saved.csr = _mm_getcsr();
