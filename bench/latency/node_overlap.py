@@ -17,7 +17,9 @@ and the most tasks seen running at once.
 
 --skip drops each request's first N runs (warm-up: the first run of a
 request creates its memory objects). Device events (cat "device", the GPU's
-OpenCL commands) are left out: they are not DAG nodes.
+OpenCL commands) are left out: they are not DAG nodes. Under branch
+parallelism (the CPU device under LATENCY, plugins/api/branch.c) the chains
+of nodes are "branch" events of their own: then only those count.
 """
 import argparse
 import json
@@ -28,9 +30,16 @@ import sys
 def runs_of(path):
     with open(path) as f:
         events = json.load(f)["traceEvents"]
+    # Branch parallelism (plugins/api/branch.c): the request's chains of
+    # nodes run inside one scheduler task and are events of their own, cat
+    # "branch" (instance the request, run a process-wide count); where there
+    # are any, they are the nodes, and the scheduler's tasks are left out.
+    branches = any(e.get("cat") == "branch" for e in events)
     runs = {}
     for e in events:
         if e.get("ph") != "X" or e.get("cat") == "device":
+            continue
+        if branches and e.get("cat") != "branch":
             continue
         args = e.get("args", {})
         if "instance" not in args or "run" not in args:

@@ -22,8 +22,9 @@
  * nodes) until none is ready, and leaves when none is or the other thread
  * has left (what becomes ready then is the runner's again: one chain on the
  * whole team, two or more in a new fork). A fork pays when the ready chains
- * are comparable: when the costliest is more than BALANCE times the rest
- * together, it runs alone on the whole team first.
+ * are comparable or small (fork_pays): when the costliest outweighs the
+ * rest (Inception-v1's 3b 3x3 branch: 185 of 286 M multiply-adds), it runs
+ * alone on the whole team first, and the others then side by side.
  *
  * With tracing on, every chain's run is an event of category "branch"
  * (bench/latency/node_overlap.py measures how much of a request's time ran
@@ -35,9 +36,21 @@
 
 #include "plugins/api/plan_internal.h"
 
-/* A fork only when the costliest ready chain is at most this many times the
- * others' cost together. */
-#define BALANCE 4
+/* Whether to fork, from the ready chains' costs (the device's units; the
+ * CPU device's: multiply-adds, about 50 per ns on a core with AVX2 f32):
+ * side by side, each chain on one thread, they take the longest thread's
+ * share when the costliest go first (LPT); on the whole team, each
+ * primitive takes its cost over the team's speed-up (TEAM_SPEEDUP_NUM /
+ * TEAM_SPEEDUP_DEN on 2 threads: 1.63-1.72 measured for whole models,
+ * docs/performance.md) plus its fork and join (TEAM_FORK: about 20 us, the
+ * CPU device's 2^20 multiply-adds, plugins/cpu/team.c). A fork itself costs
+ * one TEAM_FORK. */
+#define TEAM_SPEEDUP_NUM 17
+#define TEAM_SPEEDUP_DEN 10
+#define TEAM_FORK        (1ll << 20)
+/* A chain a fork's thread runs beside another's even when fork_pays says
+ * no: about 160 us on one core. */
+#define SMALL_CHAIN (8 * TEAM_FORK)
 /* At most this many chain events are kept per plan (about 16 MiB). */
 #define TRACE_MAX_EVENTS (1u << 18)
 
@@ -240,6 +253,7 @@ typedef struct branch_run {
     int *ready;
     int n_ready;
     int left; /* threads of the current fork that have left it */
+    int busy; /* threads of the current fork running a chain */
 } branch_run;
 
 /* The costliest ready task (lock held), or -1. */
@@ -281,19 +295,58 @@ static void run_task(branch_run *br, int t, int thread)
     }
 }
 
-/* Whether the ready tasks (lock held) are worth a fork: two or more, none
- * costing more than BALANCE times the others together. */
+/* Whether the ready tasks (lock held) are worth a fork: two or more, and
+ * side by side (thread loads filled costliest first) sooner than one after
+ * the other on the whole team. */
 static bool fork_pays(const branch_run *br)
 {
     if (br->n_ready < 2)
         return false;
-    int64_t most = 0, all = 0;
-    for (int k = 0; k < br->n_ready; k++) {
-        int64_t c = br->b->cost[br->ready[k]];
-        all += c;
-        most = c > most ? c : most;
+    const plan_branches *b = br->b;
+    const plan_spec *s = br->r->rs->spec;
+    enum { MAX_LOADS = 16 };
+    int threads = b->threads < MAX_LOADS ? b->threads : MAX_LOADS;
+    int64_t load[MAX_LOADS] = {0}, team = 0;
+    bool taken[64] = {false};
+    int n = br->n_ready < 64 ? br->n_ready : 64;
+    for (int k = 0; k < n; k++) {
+        int t = br->ready[k];
+        team += b->cost[t] * TEAM_SPEEDUP_DEN / (TEAM_SPEEDUP_NUM * (b->threads / 2)) +
+                TEAM_FORK * (s->task_begin[t + 1] - s->task_begin[t]);
     }
-    return most <= BALANCE * (all - most);
+    for (int done = 0; done < n; done++) {
+        int best = -1, least = 0;
+        for (int k = 0; k < n; k++)
+            if (!taken[k] && (best < 0 || b->cost[br->ready[k]] > b->cost[br->ready[best]]))
+                best = k;
+        for (int q = 1; q < threads; q++)
+            if (load[q] < load[least])
+                least = q;
+        taken[best] = true;
+        load[least] += b->cost[br->ready[best]];
+    }
+    int64_t span = 0;
+    for (int q = 0; q < threads; q++)
+        span = load[q] > span ? load[q] : span;
+    return span + TEAM_FORK <= team;
+}
+
+/* Whether a thread of the fork takes another ready chain (lock held):
+ * while the ready ones are still worth a fork, or, beside another thread's
+ * chain, a small one (up to SMALL_CHAIN). Else it leaves, and the others
+ * after their chain: a chain that outweighs the rest (or one alone) is the
+ * runner's, on the whole team. A fork's thread that starts late (preempted
+ * on a busy machine) finds the others' choices made. */
+static bool stay(const branch_run *br)
+{
+    if (br->n_ready == 0)
+        return false;
+    if (fork_pays(br))
+        return true;
+    int64_t most = 0;
+    for (int k = 0; k < br->n_ready; k++)
+        most = br->b->cost[br->ready[k]] > most ? br->b->cost[br->ready[k]] : most;
+    return br->busy > 0 && most <= SMALL_CHAIN;
 }
 
 /* One thread of a fork. */
@@ -302,15 +355,17 @@ static void branch_thread(void *arg, int thread)
     branch_run *br = arg;
     for (;;) {
         pthread_mutex_lock(&br->lock);
-        int t = br->left > 0 ? -1 : pop(br);
+        int t = br->left == 0 && stay(br) ? pop(br) : -1;
         if (t < 0) {
             br->left++;
             pthread_mutex_unlock(&br->lock);
             return;
         }
+        br->busy++;
         pthread_mutex_unlock(&br->lock);
         run_task(br, t, thread);
         pthread_mutex_lock(&br->lock);
+        br->busy--;
         complete(br, t);
         pthread_mutex_unlock(&br->lock);
     }
