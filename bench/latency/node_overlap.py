@@ -46,14 +46,14 @@ def runs_of(path):
             continue
         start = float(e["ts"])
         runs.setdefault((args["instance"], args["run"]), []).append(
-            (start, start + float(e["dur"])))
+            (start, start + float(e["dur"]), args.get("forked", 0)))
     return runs
 
 
 def overlap(intervals):
     """(span, busy, two_or_more, most) of a list of (start, end) in µs."""
     points = []
-    for s, e in intervals:
+    for s, e, _ in intervals:
         points.append((s, 1))
         points.append((e, -1))
     points.sort(key=lambda p: (p[0], p[1]))  # ends before starts at a tie
@@ -68,7 +68,7 @@ def overlap(intervals):
         running += d
         most = max(most, running)
         last = t
-    span = max(e for _, e in intervals) - min(s for s, _ in intervals)
+    span = max(e for _, e, _ in intervals) - min(s for s, _, _ in intervals)
     return span, busy, two, most
 
 
@@ -92,6 +92,9 @@ def main():
         "busy_us": statistics.median(s[1] for s in stats),
         "two_or_more_share": statistics.median(s[2] / s[0] if s[0] > 0 else 0.0 for s in stats),
         "most_at_once": max(s[3] for s in stats),
+        # Branch events: the share of chains run in a fork (one thread of
+        # the team each; the others ran alone on the whole team).
+        "forked_share": statistics.median(sum(1 for x in v if x[2]) / len(v) for v in kept),
     }
     if a.json:
         print(json.dumps(out))
@@ -100,6 +103,9 @@ def main():
               "%.1f %% of the span (median), at most %d at once"
               % (out["runs"], out["tasks_per_run"], out["span_us"], out["busy_us"],
                  100 * out["two_or_more_share"], out["most_at_once"]))
+        if any(x[2] for v in kept for x in v):
+            print("chains run in a fork (one thread each): %.1f %% (median)"
+                  % (100 * out["forked_share"]))
     return 0
 
 

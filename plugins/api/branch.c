@@ -69,6 +69,7 @@ typedef struct branch_event {
     uint64_t run;
     uint64_t start_ns, end_ns;
     int thread;
+    bool forked; /* ran in a fork (else alone, on the whole team) */
 } branch_event;
 
 struct plan_branch_trace {
@@ -221,9 +222,10 @@ rn_status plan_branch_trace_append(plan_branch_trace *t, const char *path, uint6
         sched_trace_put_string(f, e->name);
         fprintf(f,
                 ",\"cat\":\"branch\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
-                "\"dur\":%.3f,\"args\":{\"instance\":%llu,\"run\":%llu,\"thread\":%d}}",
+                "\"dur\":%.3f,\"args\":{\"instance\":%llu,\"run\":%llu,\"thread\":%d,"
+                "\"forked\":%d}}",
                 1000, e->thread, ts, (double)(e->end_ns - e->start_ns) / 1000.0,
-                (unsigned long long)e->request, (unsigned long long)e->run, e->thread);
+                (unsigned long long)e->request, (unsigned long long)e->run, e->thread, e->forked);
     }
     if (t->dropped > 0)
         fprintf(f,
@@ -279,7 +281,7 @@ static void complete(branch_run *br, int t)
             br->ready[br->n_ready++] = b->succ[k];
 }
 
-static void run_task(branch_run *br, int t, int thread)
+static void run_task(branch_run *br, int t, int thread, bool forked)
 {
     uint64_t t0 = br->trace != NULL ? plugin_now_ns() : 0;
     plugin_run_task(br->r, t);
@@ -289,7 +291,8 @@ static void run_task(branch_run *br, int t, int thread)
                           .run = br->run,
                           .start_ns = t0,
                           .end_ns = plugin_now_ns(),
-                          .thread = thread};
+                          .thread = thread,
+                          .forked = forked};
         snprintf(e.name, sizeof e.name, "%s", s->nodes[s->task_nodes[s->task_begin[t]]].name);
         trace_add(br->trace, &e);
     }
@@ -363,7 +366,7 @@ static void branch_thread(void *arg, int thread)
         }
         br->busy++;
         pthread_mutex_unlock(&br->lock);
-        run_task(br, t, thread);
+        run_task(br, t, thread, true);
         pthread_mutex_lock(&br->lock);
         br->busy--;
         complete(br, t);
@@ -408,7 +411,7 @@ int plugin_task_branches(const sched_task_ctx *ctx, void *arg)
         pthread_mutex_unlock(&br.lock);
         if (t < 0)
             break;
-        run_task(&br, t, 0);
+        run_task(&br, t, 0, false);
         pthread_mutex_lock(&br.lock);
         complete(&br, t);
         pthread_mutex_unlock(&br.lock);
