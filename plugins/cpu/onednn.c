@@ -168,12 +168,19 @@ cpu_thread_state cpu_enter(int threads, bool denormals)
     /* ThreadSanitizer cannot see libgomp's synchronisation: no teams. */
     threads = 1;
 #endif
-    if (threads < 1 || omp_in_parallel())
-        threads = 1; /* inside a branch fork (team.c): on this thread alone */
+    if (threads < 1)
+        threads = 1;
     cpu_thread_state saved = {.saved = sched_current_stream() < 0};
     if (saved.saved) {
         saved.csr = _mm_getcsr();
         saved.max_threads = omp_get_max_threads();
+    }
+    if (omp_in_parallel()) {
+        /* Inside a branch fork (team.c): the primitive runs on this thread
+         * alone (oneDNN does not nest teams); the team's state, kept for
+         * the runs outside the fork, is left as it is. */
+        set_denormals(denormals);
+        return saved;
     }
     if (threads != tls_threads) {
         tls_threads = threads;
