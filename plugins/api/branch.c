@@ -108,10 +108,17 @@ rn_status plan_branches_build(plan_spec *s, const int *task_of)
     b->n_pred = calloc((size_t)n, sizeof *b->n_pred);
     b->succ_begin = calloc((size_t)n + 1, sizeof *b->succ_begin);
     b->cost = calloc((size_t)n, sizeof *b->cost);
-    /* Edges: (producer task, consumer task), distinct, from the nodes. */
+    /* Edges: (producer task, consumer task), distinct, from the nodes:
+     * only a chain's first node reads other chains (each later one has one
+     * producer, its chain's previous node: build_tasks), so an edge is
+     * distinct when its node has not added it already (seen[p]: the last
+     * node that added an edge from task p). */
     size_t n_edges = 0, cap = 64;
     int(*edges)[2] = malloc(cap * sizeof *edges);
-    rn_status st = b->n_pred && b->succ_begin && b->cost && edges ? RN_OK : oom();
+    int *seen = malloc((size_t)n * sizeof *seen);
+    rn_status st = b->n_pred && b->succ_begin && b->cost && edges && seen ? RN_OK : oom();
+    for (int t = 0; t < n && seen != NULL; t++)
+        seen[t] = -1;
     for (int i = 0; i < s->n_nodes && st == RN_OK; i++) {
         const plan_node *nd = &s->nodes[i];
         if (o->branch_work != NULL && nd->node != NULL)
@@ -121,13 +128,9 @@ rn_status plan_branches_build(plan_spec *s, const int *task_of)
         for (int k = 0; k < nd->n_in + nd->n_implicit && st == RN_OK; k++) {
             int v = k < nd->n_in ? nd->in[k] : nd->implicit[k - nd->n_in];
             int p = v >= 0 ? s->values[v].producer : -1;
-            if (p < 0 || task_of[p] == task_of[i])
+            if (p < 0 || task_of[p] == task_of[i] || seen[task_of[p]] == i)
                 continue;
-            bool seen = false;
-            for (size_t e = 0; e < n_edges && !seen; e++)
-                seen = edges[e][0] == task_of[p] && edges[e][1] == task_of[i];
-            if (seen)
-                continue;
+            seen[task_of[p]] = i;
             if (n_edges == cap) {
                 void *more = realloc(edges, 2 * cap * sizeof *edges);
                 if (more == NULL) {
@@ -156,6 +159,7 @@ rn_status plan_branches_build(plan_spec *s, const int *task_of)
         free(fill);
     }
     free(edges);
+    free(seen);
     if (st != RN_OK) {
         plan_branches_free(b);
         return st;
