@@ -320,3 +320,26 @@ Test(cpu_branches, outputs_equal_one_chain_at_a_time)
     free_compiled(&on);
     free_compiled(&off);
 }
+
+/* THROUGHPUT's streams are single-core, and LATENCY with one thread has no
+ * team: neither forks (no chain events), and the outputs are the same. */
+Test(cpu_branches, single_core_streams_never_fork)
+{
+    const rn_property hints[][2] = {
+        {{"PERFORMANCE_HINT", "THROUGHPUT"}, {"INFERENCE_PRECISION_HINT", "f32"}},
+        {{"PERFORMANCE_HINT", "LATENCY"}, {"INFERENCE_NUM_THREADS", "1"}},
+    };
+    for (int h = 0; h < 2; h++) {
+        compiled c = {0};
+        OK(rn_core_create(&c.core));
+        OK(rn_core_read_model(c.core, model_path, &c.model));
+        rn_property p[3] = {hints[h][0], hints[h][1], {"ENABLE_TRACE", "YES"}};
+        OK(rn_core_compile_model(c.core, c.model, "CPU", p, 3, &c.cm));
+        OK(rn_compiled_model_create_infer_request(c.cm, &c.rq));
+        run_once(&c, false);
+        run_once(&c, true);
+        cr_expect_eq(read_trace(&c).events, 0, "%s=%s, %s=%s: chains ran in forks", hints[h][0].key,
+                     hints[h][0].value, hints[h][1].key, hints[h][1].value);
+        free_compiled(&c);
+    }
+}
