@@ -19,6 +19,7 @@
 
 #include "plugins/api/plan.h"
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/wait.h"
 #include "sched/sched.h"
 
 /* Below these a primitive is single-threaded: about 20 us of single-core
@@ -174,6 +175,7 @@ void cpu_branch_fork(void (*fn)(void *arg, int thread), void *arg, int threads)
     for (int k = 1; k < started; k++)
         pthread_join(tid[k], NULL);
 #else
+    cpu_wait_check(); /* a team like a primitive's: spin or sleep (wait.c) */
 #pragma omp parallel num_threads(threads)
     fn(arg, omp_get_thread_num());
 #endif
