@@ -17,7 +17,9 @@ and the most tasks seen running at once.
 
 --skip drops each request's first N runs (warm-up: the first run of a
 request creates its memory objects). Device events (cat "device", the GPU's
-OpenCL commands) are left out: they are not DAG nodes.
+OpenCL commands) are left out: they are not DAG nodes. Under branch
+parallelism (the CPU device under LATENCY, plugins/api/branch.c) the chains
+of nodes are "branch" events of their own: then only those count.
 """
 import argparse
 import json
@@ -28,23 +30,30 @@ import sys
 def runs_of(path):
     with open(path) as f:
         events = json.load(f)["traceEvents"]
+    # Branch parallelism (plugins/api/branch.c): the request's chains of
+    # nodes run inside one scheduler task and are events of their own, cat
+    # "branch" (instance the request, run a process-wide count); where there
+    # are any, they are the nodes, and the scheduler's tasks are left out.
+    branches = any(e.get("cat") == "branch" for e in events)
     runs = {}
     for e in events:
         if e.get("ph") != "X" or e.get("cat") == "device":
+            continue
+        if branches and e.get("cat") != "branch":
             continue
         args = e.get("args", {})
         if "instance" not in args or "run" not in args:
             continue
         start = float(e["ts"])
         runs.setdefault((args["instance"], args["run"]), []).append(
-            (start, start + float(e["dur"])))
+            (start, start + float(e["dur"]), args.get("forked", 0)))
     return runs
 
 
 def overlap(intervals):
     """(span, busy, two_or_more, most) of a list of (start, end) in µs."""
     points = []
-    for s, e in intervals:
+    for s, e, _ in intervals:
         points.append((s, 1))
         points.append((e, -1))
     points.sort(key=lambda p: (p[0], p[1]))  # ends before starts at a tie
@@ -59,7 +68,7 @@ def overlap(intervals):
         running += d
         most = max(most, running)
         last = t
-    span = max(e for _, e in intervals) - min(s for s, _ in intervals)
+    span = max(e for _, e, _ in intervals) - min(s for s, _, _ in intervals)
     return span, busy, two, most
 
 
@@ -83,6 +92,9 @@ def main():
         "busy_us": statistics.median(s[1] for s in stats),
         "two_or_more_share": statistics.median(s[2] / s[0] if s[0] > 0 else 0.0 for s in stats),
         "most_at_once": max(s[3] for s in stats),
+        # Branch events: the share of chains run in a fork (one thread of
+        # the team each; the others ran alone on the whole team).
+        "forked_share": statistics.median(sum(1 for x in v if x[2]) / len(v) for v in kept),
     }
     if a.json:
         print(json.dumps(out))
@@ -91,6 +103,9 @@ def main():
               "%.1f %% of the span (median), at most %d at once"
               % (out["runs"], out["tasks_per_run"], out["span_us"], out["busy_us"],
                  100 * out["two_or_more_share"], out["most_at_once"]))
+        if any(x[2] for v in kept for x in v):
+            print("chains run in a fork (one thread each): %.1f %% (median)"
+                  % (100 * out["forked_share"]))
     return 0
 
 

@@ -34,6 +34,7 @@ void plugin_plan_free(plugin_plan *plan)
     free(plan->capture_ids);
     free(plan->outer_values);
     free(plan->runtime_nodes);
+    plan_branch_trace_free(plan->branch_trace);
     pthread_mutex_destroy(&plan->runtime_lock);
     pthread_mutex_destroy(&plan->cache_lock);
     free(plan);
@@ -111,6 +112,9 @@ rn_status plugin_plan_build_owned(graph *g, const plugin_kernel_registry *regist
         .trace = o->trace,
     };
     if ((st = executors_acquire(&ec, &plan->pool)) != RN_OK)
+        goto fail;
+    if (o->trace && o->branch_threads > 1 &&
+        (st = plan_branch_trace_new(&plan->branch_trace)) != RN_OK)
         goto fail;
     st = build_base(plan, g);
     g = NULL; /* the plan's (freed by build_base on failure) */
@@ -401,7 +405,7 @@ rn_status plugin_plan_write_trace(const plugin_plan *plan, const char *path)
     int rc = sched_trace_write_json(executors_sched(plan->pool), path);
     if (rc != 0)
         return rn_set_error(RN_IO_ERROR, "trace '%s': cannot write (error %d)", path, rc);
-    return RN_OK;
+    return plan_branch_trace_append(plan->branch_trace, path, plugin_plan_trace_origin_ns(plan));
 }
 
 uint64_t plugin_plan_trace_origin_ns(const plugin_plan *plan)

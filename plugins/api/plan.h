@@ -111,6 +111,17 @@ typedef struct plugin_plan_options {
      * lets the producers write into their slices, as it does for plain
      * tensors. NULL: Concats in a device's layout copy. */
     bool (*concat_dense)(const rn_layout *whole, const rn_layout *const *parts, int n, int axis);
+    /* (optional) Branch parallelism (plugins/api/branch.c): with
+     * branch_threads > 1 a request's chains of nodes run as one task that,
+     * when two or more are ready, calls branch_fork(fn, arg, branch_threads)
+     * to run fn(arg, thread) on that many threads of the stream's cores
+     * (thread 0 the caller), each running chains side by side. branch_work
+     * estimates a node's cost (NULL: 1 per node), to take the costliest
+     * ready chain first and to run a chain alone when it outweighs the
+     * others. 0 or NULL: one chain at a time. */
+    int branch_threads;
+    void (*branch_fork)(void (*fn)(void *arg, int thread), void *arg, int threads);
+    int64_t (*branch_work)(const rn_node *node);
 } plugin_plan_options;
 
 /* Builds a plan for `model` (cloned; the caller keeps its graph) and

@@ -113,6 +113,8 @@ typedef struct plan_node {
 } plan_node;
 
 typedef struct plan_spec plan_spec;
+typedef struct plan_branches plan_branches;
+typedef struct plan_branch_trace plan_branch_trace;
 struct plan_spec {
     const plugin_plan *plan;
     graph *g; /* owned: the graph with this spec's shapes */
@@ -144,6 +146,9 @@ struct plan_spec {
      * a user callback complete on the worker that ran the last task, with
      * no hop to the callback executor. */
     executors_pipeline *pipeline_direct;
+    /* Branch parallelism (branch.c): the tasks' DAG, run by one task; NULL
+     * when the options ask for none or there is one task. */
+    plan_branches *branches;
     /* Per exec node: time of the last profiled run (-1 never). */
     _Atomic int64_t *last_us;
     plan_spec *lru_prev, *lru_next; /* in the plan's cache */
@@ -172,6 +177,8 @@ struct plugin_plan {
     executors_pool *pool;
     size_t n_pipeline;
     rn_pipeline_stage pipeline[PLUGIN_MAX_STAGES + 4];
+    /* Branch parallelism with tracing on: the chains' events (branch.c). */
+    plan_branch_trace *branch_trace;
 };
 
 /* Builds the spec of `g` (taken over, freed on failure): kernels, layouts,
@@ -293,6 +300,19 @@ rn_status plugin_move_output(plugin_kernel_args *args, int index, graph_tensor *
 
 /* Runs exec node i of the request's current spec (request_run.c). */
 rn_status plugin_run_node(plugin_request *r, int i);
+/* Runs task t's nodes in order, none after an error (recorded as the
+ * request's) or a cancel (request_run.c). */
+void plugin_run_task(plugin_request *r, int t);
+
+/* Branch parallelism (branch.c): the tasks' DAG of a spec whose options ask
+ * for it (task_of: each exec node's task), its runner (the one kernels task
+ * of such a spec), and the chains' trace events. */
+rn_status plan_branches_build(plan_spec *s, const int *task_of);
+void plan_branches_free(plan_branches *b);
+int plugin_task_branches(const sched_task_ctx *ctx, void *arg);
+rn_status plan_branch_trace_new(plan_branch_trace **out);
+void plan_branch_trace_free(plan_branch_trace *t);
+rn_status plan_branch_trace_append(plan_branch_trace *t, const char *path, uint64_t origin_ns);
 
 /* The request's state for `spec`, made on first use (request.c). */
 rn_status plugin_request_use_spec(plugin_request *r, plan_spec *spec);

@@ -56,6 +56,7 @@ static void spec_free(plan_spec *s)
     free(s->consumers);
     free(s->task_begin);
     free(s->task_nodes);
+    plan_branches_free(s->branches);
     free(s->input_shapes);
     free((void *)s->last_us);
     graph_free(s->g);
@@ -1190,6 +1191,8 @@ static rn_status build_tasks(plan_spec *s)
     free(fill);
     if (s->plan->nested)
         goto done;
+    if ((st = plan_branches_build(s, task_of)) != RN_OK)
+        goto done;
     /* The pipeline: the plan's stages around the tasks. */
     const plugin_plan *plan = s->plan;
     const plugin_plan_options *o = &plan->options;
@@ -1207,11 +1210,13 @@ static rn_status build_tasks(plan_spec *s)
     if (st == RN_OK)
         st = executors_pipeline_add_stage(b, EXECUTORS_STAGE_CALLBACK, EXECUTORS_ON_CALLBACK,
                                           plugin_task_callback, NULL);
-    for (int t = 0; t < n_tasks && st == RN_OK; t++)
+    if (s->branches != NULL && st == RN_OK)
+        st = executors_pipeline_add_task(b, "(branches)", plugin_task_branches, NULL, NULL);
+    for (int t = 0; t < n_tasks && st == RN_OK && s->branches == NULL; t++)
         st = executors_pipeline_add_task(b, s->nodes[s->task_nodes[s->task_begin[t]]].name,
                                          plugin_task_kernels, (void *)(intptr_t)t, NULL);
     /* Edges between tasks from the nodes' data dependencies. */
-    for (int i = 0; i < n && st == RN_OK; i++) {
+    for (int i = 0; i < n && st == RN_OK && s->branches == NULL; i++) {
         const plan_node *nd = &s->nodes[i];
         for (int k = 0; k < nd->n_in + nd->n_implicit && st == RN_OK; k++) {
             int v = k < nd->n_in ? nd->in[k] : nd->implicit[k - nd->n_in];

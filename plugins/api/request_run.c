@@ -661,23 +661,26 @@ int plugin_task_preprocess(const sched_task_ctx *ctx, void *arg)
     return SCHED_OK;
 }
 
-int plugin_task_kernels(const sched_task_ctx *ctx, void *arg)
+void plugin_run_task(plugin_request *r, int t)
 {
-    plugin_request *r = ctx->user_arg;
     const plan_spec *s = r->rs->spec;
-    int t = (int)(intptr_t)arg;
     for (int k = s->task_begin[t]; k < s->task_begin[t + 1]; k++) {
         /* After an error or a cancel, kernels not yet started are skipped;
          * their buffers are cleared by postprocess. */
         if (atomic_load_explicit(&r->status, memory_order_relaxed) != RN_OK ||
             atomic_load_explicit(&r->cancel, memory_order_relaxed))
-            return SCHED_OK;
+            return;
         rn_status st = plugin_run_node(r, s->task_nodes[k]);
         if (st != RN_OK) {
             record_error(r, st);
-            return SCHED_OK;
+            return;
         }
     }
+}
+
+int plugin_task_kernels(const sched_task_ctx *ctx, void *arg)
+{
+    plugin_run_task(ctx->user_arg, (int)(intptr_t)arg);
     return SCHED_OK;
 }
 

@@ -176,6 +176,13 @@ cpu_thread_state cpu_enter(int threads, bool denormals)
         saved.csr = _mm_getcsr();
         saved.max_threads = omp_get_max_threads();
     }
+    if (omp_in_parallel()) {
+        /* Inside a branch fork (team.c): the primitive runs on this thread
+         * alone (oneDNN does not nest teams); the team's state, kept for
+         * the runs outside the fork, is left as it is. */
+        set_denormals(denormals);
+        return saved;
+    }
     if (threads != tls_threads) {
         tls_threads = threads;
         tls_team_denormals = -1; /* a new team: set its threads' mode too */

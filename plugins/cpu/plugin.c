@@ -92,6 +92,13 @@ static void cpu_configure(plugin_compiled *compiled, plugin_plan_options *option
     cpu_config_set(&c);
     options->compute_threads_per_stream = (uint32_t)c.threads;
     options->threads_per_stream = 1;
+    /* A stream of several cores runs independent branches side by side on
+     * its team's threads (team.c, cpu_branch_fork; docs/cpu.md). */
+    if (c.threads > 1 && cpu_branches_enabled()) {
+        options->branch_threads = c.threads;
+        options->branch_fork = cpu_branch_fork;
+        options->branch_work = cpu_work;
+    }
     options->concat_dense = cpu_concat_dense;
 }
 

@@ -13,10 +13,13 @@
  * node at compile time: multiply-adds for convolutions and products,
  * elements written (times the window for pooling) for the rest. */
 #include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plugins/api/plan.h"
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/wait.h"
 #include "sched/sched.h"
 
 /* Below these a primitive is single-threaded: about 20 us of single-core
@@ -131,4 +134,49 @@ void cpu_team_end(int previous)
     if (previous > 0)
         omp_set_num_threads(previous);
     release_compiling_pool();
+}
+
+bool cpu_branches_enabled(void)
+{
+    const char *v = getenv("RN_CPU_BRANCHES");
+    return v == NULL || strcmp(v, "0") != 0;
+}
+
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer cannot see libgomp's synchronisation (cpu_enter runs no
+ * teams under it): the fork's other threads are plain threads, which it
+ * sees, so that it checks the runner (plugins/api/branch.c). */
+typedef struct fork_arg {
+    void (*fn)(void *arg, int thread);
+    void *arg;
+    int thread;
+} fork_arg;
+
+static void *fork_main(void *p)
+{
+    fork_arg *a = p;
+    a->fn(a->arg, a->thread);
+    return NULL;
+}
+#endif
+
+void cpu_branch_fork(void (*fn)(void *arg, int thread), void *arg, int threads)
+{
+#if defined(__SANITIZE_THREAD__)
+    pthread_t tid[8];
+    fork_arg a[8];
+    int n = threads > 8 ? 8 : threads, started = 1;
+    for (int k = 1; k < n; k++) {
+        a[k] = (fork_arg){fn, arg, k};
+        if (pthread_create(&tid[started], NULL, fork_main, &a[k]) == 0)
+            started++;
+    }
+    fn(arg, 0);
+    for (int k = 1; k < started; k++)
+        pthread_join(tid[k], NULL);
+#else
+    cpu_wait_check(); /* a team like a primitive's: spin or sleep (wait.c) */
+#pragma omp parallel num_threads(threads)
+    fn(arg, omp_get_thread_num());
+#endif
 }
