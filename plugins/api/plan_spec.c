@@ -1188,9 +1188,8 @@ static rn_status build_tasks(plan_spec *s)
     for (int i = 0; i < n; i++)
         s->task_nodes[s->task_begin[task_of[i]] + fill[task_of[i]]++] = i;
     free(fill);
-    if (s->plan->nested)
-        goto done;
-    /* The pipeline: the plan's stages around the tasks. */
+    /* The pipeline: the plan's stages around the tasks (a nested plan has
+     * none of its own and no pool: its runs are inline). */
     const plugin_plan *plan = s->plan;
     const plugin_plan_options *o = &plan->options;
     executors_pipeline_builder *b = NULL;
@@ -1222,9 +1221,9 @@ static rn_status build_tasks(plan_spec *s)
     }
     if (st == RN_OK)
         st = executors_pipeline_build(b, &s->pipeline);
-    if (st == RN_OK)
+    if (st == RN_OK && !plan->nested)
         st = executors_pipeline_move_stage(b, EXECUTORS_STAGE_CALLBACK, EXECUTORS_ON_STREAM);
-    if (st == RN_OK)
+    if (st == RN_OK && !plan->nested)
         st = executors_pipeline_build(b, &s->pipeline_direct);
     executors_pipeline_builder_free(b);
 done:
