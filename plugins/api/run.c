@@ -31,8 +31,13 @@ void plugin_run_init(plugin_run *run, rn_infer_request *owner)
 
 void plugin_run_destroy(plugin_run *run)
 {
-    if (plugin_run_busy(run))
-        plugin_run_wait(run);
+    /* An async run is idle before its callback is called, and done only
+     * once its outcome is published and waiters released: wait for that
+     * (a run started, or one whose completion is still under way). */
+    pthread_mutex_lock(&run->lock);
+    while (run->completed < run->started)
+        pthread_cond_wait(&run->done, &run->lock);
+    pthread_mutex_unlock(&run->lock);
     pthread_cond_destroy(&run->done);
     pthread_mutex_destroy(&run->lock);
 }

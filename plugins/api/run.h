@@ -64,7 +64,9 @@ typedef struct plugin_run {
 } plugin_run;
 
 void plugin_run_init(plugin_run *run, rn_infer_request *owner);
-/* Waits for a run in flight, then frees the lock. */
+/* Waits for an async run to be done (its completion published and waiters
+ * released; its DAG instance may still be finishing: free the instances
+ * after), then frees the lock. */
 void plugin_run_destroy(plugin_run *run);
 
 /* Two instances of p's DAG whose tasks get ctx->user_arg = user_arg. */
