@@ -1,11 +1,13 @@
 """Shared compiler options. The warning set and -std=c17 live in .bazelrc."""
 
-# Symbols are hidden unless declared RN_API (include/runnel/api.h): a shared
-# object built from runnel's code exports the public API and the plugin ABI
-# only (tests/runtime:test_exports checks it). So runnel's libraries cannot be
-# linked as per-library shared objects (cc_test's default): programs that use
-# the public API only link //runtime:runnel (libruntime.so), and tests and
-# plugins that use internal APIs set linkstatic = True.
+# Symbols are hidden unless declared RN_API (include/runnel/api.h) or RN_KIT
+# (base/kit.h, the device kit): libruntime.so exports the public API, the
+# plugin ABI and the kit only (tests/runtime:test_exports checks it). So
+# runnel's libraries cannot be linked as per-library shared objects
+# (cc_test's default): programs that use the public API only link
+# //runtime:runnel (libruntime.so), in-tree plugins build against
+# //plugins/api:kit and link //runtime:runtime_shared, and tests that use
+# internal APIs set linkstatic = True.
 RN_COPTS = [
     "-fvisibility=hidden",
     "-pthread",

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/kit.h"
 #include "runnel/status.h"
 #include "runnel/kernel.h"
 #include "runnel/tensor.h"
@@ -200,7 +201,7 @@ void graph_add_warning(graph *g, const char *fmt, ...) __attribute__((format(pri
 rn_status graph_create(const char *name, graph **out);
 
 /* Frees the graph with its values, nodes, constants and subgraphs. NULL is a no-op. */
-void graph_free(graph *g);
+RN_KIT void graph_free(graph *g);
 
 /* Adds a value named `name` (copied; must be unique in g). */
 rn_status graph_add_value(graph *g, const char *name, graph_value **out);

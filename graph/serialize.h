@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/kit.h"
 #include "graph/graph.h"
 #include "runnel/status.h"
 
@@ -123,7 +124,7 @@ rn_status graph_blob_read(const void *data, size_t size, const graph_blob_expect
 
 /* XXH64 of `size` bytes with `seed` (the checksum of blobs). Stable across
  * hosts and builds. */
-uint64_t graph_hash_bytes(const void *data, size_t size, uint64_t seed);
+RN_KIT uint64_t graph_hash_bytes(const void *data, size_t size, uint64_t seed);
 
 /* A stable 64-bit cache key for compiling g for (device, arch) with the
  * given properties: a hash of g's encoding, the device, the architecture
@@ -146,12 +147,12 @@ rn_status graph_cache_path(const char *dir, uint64_t key, char *buf, size_t size
  * missing (with its parents). An existing entry is replaced. Errors are
  * RN_IO_ERROR naming the path and the system's reason; no temporary file is
  * left behind. */
-rn_status graph_cache_store(const char *dir, uint64_t key, const void *bytes, size_t size);
+RN_KIT rn_status graph_cache_store(const char *dir, uint64_t key, const void *bytes, size_t size);
 
 /* Reads the cache entry for key into *bytes (malloc'ed, the caller frees) and
  * *size. No entry is RN_NOT_FOUND; a read failure RN_IO_ERROR. Whether the
  * bytes are a usable blob is for graph_blob_read to say; on a bad or stale
  * entry the caller recompiles and stores again. */
-rn_status graph_cache_load(const char *dir, uint64_t key, void **bytes, size_t *size);
+RN_KIT rn_status graph_cache_load(const char *dir, uint64_t key, void **bytes, size_t *size);
 
 #endif /* RUNNEL_GRAPH_SERIALIZE_H */

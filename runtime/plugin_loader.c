@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "graph/ops.h"
+#include "plugins/api/kit_id.h"
 #include "runnel/extension.h"
 #include "runtime/runtime.h"
 
@@ -114,6 +115,22 @@ rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path)
         return st;
     }
     dlerror();
+    /* A plugin built against the device kit (in-tree ones) calls libruntime.so's
+     * RN_KIT functions and sees its structs: only the kit it was built with
+     * will do. One built on include/runnel only carries no kit id. */
+    const char *kit = dlsym(lib, PLUGIN_KIT_SYMBOL);
+    if (kit != NULL && strncmp(kit, PLUGIN_KIT_ID, sizeof PLUGIN_KIT_ID) != 0) {
+        rn_status st =
+            rn_set_error(RN_UNSUPPORTED,
+                         "plugin %s: '%s' was built against runnel device kit %.16s, "
+                         "this runtime's kit is %s: rebuild the plugin with this runtime",
+                         label, path, kit, PLUGIN_KIT_ID);
+        pthread_mutex_lock(&core->lock);
+        record_failure(core, label, st);
+        pthread_mutex_unlock(&core->lock);
+        dlclose(lib);
+        return st;
+    }
     rn_plugin_entry_fn entry;
     *(void **)&entry = dlsym(lib, RN_PLUGIN_ENTRY_NAME);
     if (entry == NULL) {

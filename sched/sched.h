@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/kit.h"
+
 typedef struct sched sched;
 typedef struct sched_dag sched_dag;
 typedef struct sched_dag_builder sched_dag_builder;
@@ -241,6 +243,6 @@ uint64_t sched_trace_origin_ns(const sched *s);
 
 /* Writes `str` as a JSON string (quoted, escaped) the way the trace writes names: for another
  * writer of events into the same file. */
-void sched_trace_put_string(FILE *f, const char *str);
+RN_KIT void sched_trace_put_string(FILE *f, const char *str);
 
 #endif /* RN_SCHED_SCHED_H */

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/kit.h"
 #include "graph/graph.h"
 
 /* ---- passes ---- */
@@ -91,7 +92,7 @@ rn_status transforms_fold_constants(graph *g, void *ctx, int *changes);
 
 /* Removes nodes whose outputs reach no result and values nothing uses
  * (graph_prune); *changes counts removed nodes and values. ctx: unused. */
-rn_status transforms_eliminate_dead_nodes(graph *g, void *ctx, int *changes);
+RN_KIT rn_status transforms_eliminate_dead_nodes(graph *g, void *ctx, int *changes);
 
 /* ---- preprocessing ---- */
 
@@ -162,16 +163,16 @@ rn_status transforms_add_preprocessing(graph *g, void *ctx, int *changes);
  *     Elu alpha; Clip min, max; HardSigmoid alpha, beta).
  *   gemm_transpose_b: Gemm with a constant f32 B and transB 0 gets B
  *     transposed into a new constant and transB 1. */
-rn_status transforms_fold_batchnorm(graph *g, void *ctx, int *changes);
-rn_status transforms_fuse_conv_add(graph *g, void *ctx, int *changes);
-rn_status transforms_fuse_activation(graph *g, void *ctx, int *changes);
+RN_KIT rn_status transforms_fold_batchnorm(graph *g, void *ctx, int *changes);
+RN_KIT rn_status transforms_fuse_conv_add(graph *g, void *ctx, int *changes);
+RN_KIT rn_status transforms_fuse_activation(graph *g, void *ctx, int *changes);
 rn_status transforms_gemm_transpose_b(graph *g, void *ctx, int *changes);
 /*   fold_scale_shift: Conv (constant weights) or BatchNormalization
  *     (inference) -> Mul or Add by an f32 constant of one value per channel
  *     (or one value): folded into the weights and bias, or the scale and
  *     bias. fuse_activation also turns BatchNormalization -> Relu into
  *     runnel's FusedBatchNormalization (activation "Relu"). */
-rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes);
+RN_KIT rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes);
 /*   fuse_matmul_bias: MatMul (constant f32 [K, N] weights) -> Add of a
  *     constant of N values over the last axis becomes runnel's
  *     FusedMatMul(A, B, bias), to which fuse_activation adds the
@@ -211,8 +212,8 @@ rn_status transforms_keep_f32(graph *g, void *ctx, int *changes);
  *   fuse_layernorm: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div
  *     over the last axis (then Mul gamma, Add beta) -> LayerNormalization
  *     (axis -1, epsilon eps). */
-rn_status transforms_fuse_gelu(graph *g, void *ctx, int *changes);
-rn_status transforms_fuse_layernorm(graph *g, void *ctx, int *changes);
+RN_KIT rn_status transforms_fuse_gelu(graph *g, void *ctx, int *changes);
+RN_KIT rn_status transforms_fuse_layernorm(graph *g, void *ctx, int *changes);
 
 /* MatMul(Q, Kt) -> [Mul/Div by a constant] -> [Add mask] -> Softmax (last
  * axis) -> MatMul(., V), Q and Kt optionally scaled by constants too ->
@@ -262,8 +263,8 @@ void transforms_pipeline_free(transforms_pipeline *p);
 /* Appends a pass. `name` is copied and must be unique in p; `ctx` is borrowed
  * and handed to every run of fn. A bad or duplicate name, or a full pipeline,
  * is RN_INVALID_ARG. */
-rn_status transforms_pipeline_add(transforms_pipeline *p, const char *name, transforms_pass_fn fn,
-                                  void *ctx, unsigned flags);
+RN_KIT rn_status transforms_pipeline_add(transforms_pipeline *p, const char *name,
+                                         transforms_pass_fn fn, void *ctx, unsigned flags);
 
 /* As transforms_pipeline_add, but the pass goes just before the pass
  * named `before` (RN_NOT_FOUND naming it when there is none). */

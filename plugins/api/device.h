@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 
+#include "base/kit.h"
 #include "plugins/api/plan.h"
 #include "plugins/api/properties.h"
 #include "plugins/api/remote.h"
@@ -158,34 +159,38 @@ struct rn_plugin_compiled {
 };
 
 /* The device's functions (rn_plugin_ops), for its table. */
-rn_status plugin_device_create(const plugin_device_iface *iface, plugin_device **out);
-void plugin_device_destroy(plugin_device *p);
-rn_status plugin_device_set_property(plugin_device *p, const rn_property *props, size_t n);
-rn_status plugin_device_get_property(plugin_device *p, const char *key, char *buf, size_t size);
-rn_status plugin_device_get_device_property(plugin_device *p, const char *id, const char *key,
-                                            char *buf, size_t size);
-rn_status plugin_device_query(plugin_device *p, const rn_graph *model, const rn_property *props,
-                              size_t n, char ***names, bool **supported, size_t *count);
-rn_status plugin_device_add_extension(plugin_device *p, const rn_kernel_list *kernels);
-rn_status plugin_device_compile(plugin_device *p, const rn_graph *model, rn_plugin_context *context,
-                                const rn_property *props, size_t n,
-                                const rn_compiled_model_ops **ops, plugin_compiled **out);
-rn_status plugin_device_import(plugin_device *p, const void *data, size_t size,
-                               rn_plugin_context *context, const rn_property *props, size_t n,
-                               const rn_compiled_model_ops **ops, plugin_compiled **out,
-                               const rn_graph **io);
-rn_status plugin_device_create_context(plugin_device *p, const rn_property *params, size_t n,
-                                       const rn_remote_context_ops **ops, rn_plugin_context **out);
-rn_status plugin_device_default_context(plugin_device *p, const rn_remote_context_ops **ops,
-                                        rn_plugin_context **out);
+RN_KIT rn_status plugin_device_create(const plugin_device_iface *iface, plugin_device **out);
+RN_KIT void plugin_device_destroy(plugin_device *p);
+RN_KIT rn_status plugin_device_set_property(plugin_device *p, const rn_property *props, size_t n);
+RN_KIT rn_status plugin_device_get_property(plugin_device *p, const char *key, char *buf,
+                                            size_t size);
+RN_KIT rn_status plugin_device_get_device_property(plugin_device *p, const char *id,
+                                                   const char *key, char *buf, size_t size);
+RN_KIT rn_status plugin_device_query(plugin_device *p, const rn_graph *model,
+                                     const rn_property *props, size_t n, char ***names,
+                                     bool **supported, size_t *count);
+RN_KIT rn_status plugin_device_add_extension(plugin_device *p, const rn_kernel_list *kernels);
+RN_KIT rn_status plugin_device_compile(plugin_device *p, const rn_graph *model,
+                                       rn_plugin_context *context, const rn_property *props,
+                                       size_t n, const rn_compiled_model_ops **ops,
+                                       plugin_compiled **out);
+RN_KIT rn_status plugin_device_import(plugin_device *p, const void *data, size_t size,
+                                      rn_plugin_context *context, const rn_property *props,
+                                      size_t n, const rn_compiled_model_ops **ops,
+                                      plugin_compiled **out, const rn_graph **io);
+RN_KIT rn_status plugin_device_create_context(plugin_device *p, const rn_property *params, size_t n,
+                                              const rn_remote_context_ops **ops,
+                                              rn_plugin_context **out);
+RN_KIT rn_status plugin_device_default_context(plugin_device *p, const rn_remote_context_ops **ops,
+                                               rn_plugin_context **out);
 
 /* What the device compiles for `model` with `props`: a clone through the
  * default pass pipeline and the device's add_passes (constant folding with
  * p->folding; only preprocessing under DISABLE_TRANSFORMATIONS); the clone
  * alone for an untransformed device. Needs only p->iface, p->context and
  * p->folding (a device's unit tests may fill just those). */
-rn_status plugin_device_transform(const plugin_device *p, const plugin_properties *props,
-                                  const graph *model, graph **out);
+RN_KIT rn_status plugin_device_transform(const plugin_device *p, const plugin_properties *props,
+                                         const graph *model, graph **out);
 
 /* Defines `const rn_plugin_ops ops_name` of the device `iface` (a
  * plugin_device_iface) named `device`, with a create that opens it;
@@ -216,8 +221,10 @@ rn_status plugin_device_transform(const plugin_device *p, const plugin_propertie
     }
 
 /* The entry point of a device in a shared object (rn_plugin_entry),
- * returning `ops_name`. */
+ * returning `ops_name`, and the device kit's id it was built against
+ * (PLUGIN_KIT_STAMP: the file includes plugins/api/kit_id.h). */
 #define PLUGIN_DEVICE_ENTRY(ops_name)                                                              \
+    PLUGIN_KIT_STAMP;                                                                              \
     const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version)                                     \
     {                                                                                              \
         (void)abi_version;                                                                         \

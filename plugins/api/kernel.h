@@ -12,6 +12,7 @@
 
 #include <stdatomic.h>
 
+#include "base/kit.h"
 #include "runnel/kernel.h"
 
 #include "graph/graph.h"
@@ -29,13 +30,13 @@ typedef rn_kernel plugin_kernel;
 /* A registry of kernels, searched by (domain, op_type); several kernels may
  * serve one op, tried in registration order until one supports the node. */
 
-rn_status plugin_kernel_registry_create(plugin_kernel_registry **out);
-void plugin_kernel_registry_free(plugin_kernel_registry *r);
+RN_KIT rn_status plugin_kernel_registry_create(plugin_kernel_registry **out);
+RN_KIT void plugin_kernel_registry_free(plugin_kernel_registry *r);
 /* Registers a kernel (not copied: it must outlive the registry). */
-rn_status plugin_kernel_registry_add(plugin_kernel_registry *r, const plugin_kernel *k);
+RN_KIT rn_status plugin_kernel_registry_add(plugin_kernel_registry *r, const plugin_kernel *k);
 /* Registers every kernel of a NULL-terminated list. */
-rn_status plugin_kernel_registry_add_list(plugin_kernel_registry *r,
-                                          const plugin_kernel *const *list);
+RN_KIT rn_status plugin_kernel_registry_add_list(plugin_kernel_registry *r,
+                                                 const plugin_kernel *const *list);
 /* Registers a versioned list (from outside runnel: extensions, plugins);
  * another ABI version is RN_INVALID_ARG naming both. */
 rn_status plugin_kernel_registry_add_versioned(plugin_kernel_registry *r,
@@ -67,11 +68,11 @@ bool plugin_kernel_may_fall_back(rn_status st);
 /* ---- helpers for kernel authors ---- */
 
 /* Row-major strides (in elements) of a shape into strides[rank]. */
-void plugin_strides(int rank, const int64_t *dims, int64_t *strides);
+RN_KIT void plugin_strides(int rank, const int64_t *dims, int64_t *strides);
 
 /* Converts between f16/bf16 and f32 (round to nearest even). */
 float plugin_f16_to_f32(uint16_t h);
-uint16_t plugin_f32_to_f16(float f);
+RN_KIT uint16_t plugin_f32_to_f16(float f);
 float plugin_bf16_to_f32(uint16_t h);
 uint16_t plugin_f32_to_bf16(float f);
 

@@ -99,8 +99,13 @@ rn_status plugin_plan_build_owned(graph *g, const plugin_kernel_registry *regist
         uint32_t cpus = executors_cpu_count();
         o->threads_per_stream = cpus > o->n_streams ? cpus / o->n_streams : 1;
     }
+    /* The process's host workers, not the device's: every plan-based device
+     * (REF, CPU, GPU, NVIDIA, SLOWDEV; the dlopen'ed ones link libruntime.so
+     * and so acquire from the same table) asking for this configuration
+     * shares one pool, so that devices used together (HETERO, AUTO) do not
+     * each start a worker per core. */
     executors_config ec = {
-        .name = o->device,
+        .name = PLUGIN_HOST_WORKERS,
         .n_streams = o->n_streams,
         .threads_per_stream = o->threads_per_stream,
         .trace = o->trace,

@@ -22,6 +22,7 @@
 
 #include <stdatomic.h>
 
+#include "base/kit.h"
 #include "executors/pipeline.h"
 #include "plugins/api/kernel.h"
 #include "runnel/plugin.h"
@@ -52,6 +53,12 @@ typedef struct plugin_stage {
 #define PLUGIN_MAX_STAGES 8
 
 struct rn_plugin_context;
+
+/* The name of the executor pools plans run on (executors_acquire): one for
+ * every device, so that plans of any device with the same streams and
+ * threads share their workers (and their callback and device-wait
+ * executors). */
+#define PLUGIN_HOST_WORKERS "host"
 
 typedef struct plugin_plan_options {
     bool profiling;              /* record per-node real time */
@@ -108,13 +115,13 @@ typedef struct plugin_plan_options {
 
 /* Builds a plan for `model` (cloned; the caller keeps its graph) and
  * acquires its executor pool. The registry must outlive the plan. */
-rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *registry,
-                            const plugin_plan_options *options, plugin_plan **out);
+RN_KIT rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *registry,
+                                   const plugin_plan_options *options, plugin_plan **out);
 /* The same with the caller's graph taken over (freed on failure): no copy
  * of its weights. */
 rn_status plugin_plan_build_owned(graph *g, const plugin_kernel_registry *registry,
                                   const plugin_plan_options *options, plugin_plan **out);
-void plugin_plan_free(plugin_plan *plan);
+RN_KIT void plugin_plan_free(plugin_plan *plan);
 
 /* The plan's transformed graph (owned by the plan). */
 const graph *plugin_plan_graph(const plugin_plan *plan);
@@ -175,15 +182,15 @@ rn_status plugin_plan_write_trace(const plugin_plan *plan, const char *path);
 /* The CLOCK_MONOTONIC instant in ns the trace's "ts" count from (0 without
  * options.trace): a device appending events of its own clock to the trace
  * converts them with it. */
-uint64_t plugin_plan_trace_origin_ns(const plugin_plan *plan);
+RN_KIT uint64_t plugin_plan_trace_origin_ns(const plugin_plan *plan);
 
 /* The runtime model of the plan (owned by the plan, rebuilt by each call). */
 rn_status plugin_plan_runtime_model(plugin_plan *plan, const rn_runtime_node **nodes,
                                     size_t *count);
 
 /* `owner` (may be NULL) is what the callback receives. */
-rn_status plugin_request_create(const plugin_plan *plan, rn_infer_request *owner,
-                                plugin_request **out);
+RN_KIT rn_status plugin_request_create(const plugin_plan *plan, rn_infer_request *owner,
+                                       plugin_request **out);
 /* Frees the request; a run in flight is waited for first. */
 void plugin_request_free(plugin_request *request);
 rn_status plugin_request_set_input(plugin_request *request, size_t index, const graph_tensor *t);
@@ -197,11 +204,11 @@ rn_status plugin_request_set_remote_output(plugin_request *request, size_t index
 /* Bytes of the inputs (outputs true: of the results) of the current run
  * that live in host memory rather than in remote tensors: what a device
  * stage has to upload (download). */
-size_t plugin_request_host_bytes(const plugin_request *request, bool outputs);
+RN_KIT size_t plugin_request_host_bytes(const plugin_request *request, bool outputs);
 /* The arena of the current run as the plan's allocator made it (its
  * `buffer`): where a device stage finds the request's device memory and
  * the queue it belongs to. NULL before the first run. */
-void *plugin_request_arena(const plugin_request *request);
+RN_KIT void *plugin_request_arena(const plugin_request *request);
 rn_status plugin_request_infer(plugin_request *request);
 rn_status plugin_request_get_output(plugin_request *request, size_t index, graph_tensor *out);
 /* Stage entries ("input preprocessing", "transfer to device", "execution",
@@ -212,11 +219,11 @@ rn_status plugin_request_profiling(plugin_request *request, const rn_profiling_i
 /* The same entries of the run in progress, writable, for a device stage of
  * that run (a device that times its nodes itself overwrites their
  * real_time_us); NULL when the run is not profiled. */
-rn_profiling_info *plugin_request_profile_entries(plugin_request *request, size_t *count);
+RN_KIT rn_profiling_info *plugin_request_profile_entries(plugin_request *request, size_t *count);
 /* The name of the node (kernel or layout conversion) the calling thread is
  * running for a request, NULL outside one: a conversion's device commands
  * can be attributed to its node. */
-const char *plugin_running_node(void);
+RN_KIT const char *plugin_running_node(void);
 
 /* Starts an async run (RN_REQUEST_BUSY while one is in flight). Inputs are
  * read during the run: the caller must not change them until it completes. */
@@ -231,7 +238,8 @@ rn_status plugin_request_wait_for(plugin_request *request, int64_t timeout_ms);
 rn_status plugin_request_cancel(plugin_request *request);
 /* Completes device stage `stage` (its index in options.stages) of the run in
  * flight, which returned PLUGIN_STAGE_PENDING; `status` is its result. */
-void plugin_request_complete_stage(plugin_request *request, uint32_t stage, rn_status status);
+RN_KIT void plugin_request_complete_stage(plugin_request *request, uint32_t stage,
+                                          rn_status status);
 
 /* Sets (or clears, with fn NULL) the completion callback. */
 rn_status plugin_request_set_callback(plugin_request *request, rn_infer_callback fn,
@@ -273,10 +281,10 @@ rn_status plugin_request_set_capture(plugin_request *request, int i, const graph
 void plugin_request_set_cancel_source(plugin_request *request, const atomic_bool *cancel);
 
 /* rn_request_ops of the generic request (its functions are the ops). */
-extern const rn_request_ops plugin_generic_request_ops;
+RN_KIT extern const rn_request_ops plugin_generic_request_ops;
 
 /* Bytes a dense tensor of `count` elements of `type` needs (STRING: one
  * char* per element). */
-size_t plugin_tensor_nbytes(rn_element_type type, size_t count);
+RN_KIT size_t plugin_tensor_nbytes(rn_element_type type, size_t count);
 
 #endif /* RUNNEL_PLUGINS_API_PLAN_H */

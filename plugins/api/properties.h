@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/kit.h"
 #include "runnel/core.h"
 #include "runnel/tensor.h"
 
@@ -220,22 +221,23 @@ rn_status plugin_property_parse(const plugin_property_def *def, void *base, cons
 rn_status plugin_property_format(const plugin_property_def *def, const void *base, char *buf,
                                  size_t size);
 /* Parses every row's default into `base` (zeroed first, `size` bytes). */
-void plugin_property_defaults(const plugin_property_def *defs, size_t n, void *base, size_t size);
+RN_KIT void plugin_property_defaults(const plugin_property_def *defs, size_t n, void *base,
+                                     size_t size);
 
 /* Applies properties to the shared values and a device's own ones (the n_rows
  * rows `rows` over `own_size` bytes at `own`): the first bad one is the
  * error, naming the key, and neither is changed. */
-rn_status plugin_properties_apply_own(const plugin_property_def *rows, size_t n_rows,
-                                      size_t own_size, plugin_properties *shared, void *own,
-                                      const rn_property *props, size_t n);
+RN_KIT rn_status plugin_properties_apply_own(const plugin_property_def *rows, size_t n_rows,
+                                             size_t own_size, plugin_properties *shared, void *own,
+                                             const rn_property *props, size_t n);
 /* Reads a shared read-write key or one of the own rows; RN_NOT_FOUND for
  * others. */
-rn_status plugin_properties_get_own(const plugin_property_def *rows, size_t n_rows,
-                                    const plugin_properties *shared, const void *own,
-                                    const char *key, char *buf, size_t size);
+RN_KIT rn_status plugin_properties_get_own(const plugin_property_def *rows, size_t n_rows,
+                                           const plugin_properties *shared, const void *own,
+                                           const char *key, char *buf, size_t size);
 
 /* The defaults: profiling off, no hint, one stream, f32, MEDIUM priority. */
-void plugin_properties_default(plugin_properties *p);
+RN_KIT void plugin_properties_default(plugin_properties *p);
 
 /* Parses and stores one read-write property. */
 rn_status plugin_properties_set(plugin_properties *p, const char *key, const char *value);
@@ -267,10 +269,11 @@ extern const char *const plugin_cpu_property_keys[];
  * all of them with one stream of one thread, shared by every compiled model
  * that asks for it. Also the number of requests that keeps every stream
  * busy. */
-void plugin_properties_streams(const plugin_properties *p, uint32_t cpus, uint32_t *n_streams,
-                               uint32_t *threads_per_stream, uint32_t *optimal_requests);
+RN_KIT void plugin_properties_streams(const plugin_properties *p, uint32_t cpus,
+                                      uint32_t *n_streams, uint32_t *threads_per_stream,
+                                      uint32_t *optimal_requests);
 
 /* Copies `value` into buf (NUL-terminated) or fails with RN_INVALID_ARG. */
-rn_status plugin_property_string(const char *key, const char *value, char *buf, size_t size);
+RN_KIT rn_status plugin_property_string(const char *key, const char *value, char *buf, size_t size);
 
 #endif /* RUNNEL_PLUGINS_API_PROPERTIES_H */

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 
+#include "base/kit.h"
 #include "graph/graph.h"
 #include "runnel/plugin.h"
 
@@ -46,6 +47,7 @@ rn_status plugin_host_tensor_view(const rn_plugin_tensor *tensor,
 /* Parses a handle parameter (MEM_HANDLE, OCL_CONTEXT, ...): an address,
  * "0x..." or decimal, not 0; RN_INVALID_ARG "<what>: <key> '<value>' is not
  * an address" otherwise. */
-rn_status plugin_parse_handle(const char *what, const char *key, const char *value, void **out);
+RN_KIT rn_status plugin_parse_handle(const char *what, const char *key, const char *value,
+                                     void **out);
 
 #endif /* RUNNEL_PLUGINS_API_REMOTE_H */

@@ -11,6 +11,7 @@
 #include "plugins/api/plan.h"
 #include "plugins/cpu/blob.h"
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/wait.h"
 #include "sched/sched.h"
 
 /* ---- config ---- */
@@ -181,6 +182,8 @@ cpu_thread_state cpu_enter(int threads, bool denormals)
     }
     if (omp_get_max_threads() != threads)
         omp_set_num_threads(threads);
+    if (threads > 1)
+        cpu_wait_check();
     if (threads > 1 && (int)denormals != tls_team_denormals) {
         int stream = sched_current_stream();
 #pragma omp parallel num_threads(threads)

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "plugins/api/device.h"
+#include "plugins/api/kit_id.h"
 #include "plugins/gpu/export.h"
 #include "plugins/gpu/gpu.h"
 #include "plugins/ref/ref.h"

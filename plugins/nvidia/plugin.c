@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "plugins/api/device.h"
+#include "plugins/api/kit_id.h"
 #include "plugins/nvidia/exec.h"
 #include "plugins/nvidia/nvidia.h"
 #include "plugins/ref/ref.h"

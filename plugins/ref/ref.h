@@ -4,6 +4,7 @@
 #ifndef RUNNEL_PLUGINS_REF_REF_H
 #define RUNNEL_PLUGINS_REF_REF_H
 
+#include "base/kit.h"
 #include "plugins/api/kernel.h"
 #include "runnel/plugin.h"
 
@@ -11,7 +12,7 @@
 extern const rn_plugin_ops ref_plugin_ops;
 
 /* Registers every REF kernel into r. */
-rn_status ref_register_kernels(plugin_kernel_registry *r);
+RN_KIT rn_status ref_register_kernels(plugin_kernel_registry *r);
 
 /* The kernel families, each a NULL-terminated list defined in
  * plugins/ref/kernels/list_<family>.c. Adding a kernel: its file under

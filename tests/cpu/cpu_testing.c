@@ -51,3 +51,28 @@ float *cpu_testing_run_once(rn_compiled_model *cm, size_t *count)
     rn_infer_request_free(r);
     return copy;
 }
+
+void cpu_testing_compile_latency(const char *path, cpu_testing_compiled *c)
+{
+    OK(rn_core_create(&c->core));
+    OK(rn_core_read_model(c->core, path, &c->model));
+    rn_property p[] = {{"PERFORMANCE_HINT", "LATENCY"}};
+    OK(rn_core_compile_model(c->core, c->model, "CPU", p, 1, &c->cm));
+}
+
+void cpu_testing_free(cpu_testing_compiled *c)
+{
+    rn_infer_request_free(c->rq);
+    rn_compiled_model_free(c->cm);
+    rn_model_free(c->model);
+    rn_core_free(c->core);
+}
+
+void cpu_testing_skip_without_teams(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    cr_skip_test("no OpenMP teams under ThreadSanitizer (cpu_enter)");
+#endif
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        cr_skip_test("one CPU: LATENCY's team is one thread");
+}

@@ -21,4 +21,21 @@ rn_infer_request *cpu_testing_infer(rn_compiled_model *cm);
  * element count. Fails the test on any error. */
 float *cpu_testing_run_once(rn_compiled_model *cm, size_t *count);
 
+/* A model compiled for the CPU device under the LATENCY hint
+ * (cpu_testing_compile_latency), and a request the test may create;
+ * cpu_testing_free frees what is there. */
+typedef struct cpu_testing_compiled {
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm;
+    rn_infer_request *rq;
+} cpu_testing_compiled;
+
+void cpu_testing_compile_latency(const char *path, cpu_testing_compiled *c);
+void cpu_testing_free(cpu_testing_compiled *c);
+
+/* Skips the test, saying why, where the CPU device's LATENCY stream has no
+ * OpenMP team: under ThreadSanitizer (cpu_enter) or on one CPU. */
+void cpu_testing_skip_without_teams(void);
+
 #endif /* RUNNEL_TESTS_CPU_CPU_TESTING_H */

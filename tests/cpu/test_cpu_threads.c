@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "runnel/runnel.h"
+#include "tests/cpu/cpu_testing.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
@@ -79,40 +80,8 @@ static census take_census(void)
     return c;
 }
 
-static void skip_without_teams(void)
-{
-#if defined(__SANITIZE_THREAD__)
-    cr_skip_test("no OpenMP teams under ThreadSanitizer (cpu_enter)");
-#endif
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-        cr_skip_test("one CPU: LATENCY's team is one thread, there is no team to place");
-}
-
-typedef struct compiled {
-    rn_core *core;
-    rn_model *model;
-    rn_compiled_model *cm;
-    rn_infer_request *rq;
-} compiled;
-
-static void compile_latency(const char *path, compiled *c)
-{
-    OK(rn_core_create(&c->core));
-    OK(rn_core_read_model(c->core, path, &c->model));
-    rn_property p[] = {{"PERFORMANCE_HINT", "LATENCY"}};
-    OK(rn_core_compile_model(c->core, c->model, "CPU", p, 1, &c->cm));
-}
-
-static void free_compiled(compiled *c)
-{
-    rn_infer_request_free(c->rq);
-    rn_compiled_model_free(c->cm);
-    rn_model_free(c->model);
-    rn_core_free(c->core);
-}
-
 /* The OpenMP team of LATENCY's one stream: INFERENCE_NUM_THREADS. */
-static int team_size(const compiled *c)
+static int team_size(const cpu_testing_compiled *c)
 {
     char streams[32], threads[32];
     OK(rn_compiled_model_get_property(c->cm, "NUM_STREAMS", streams, sizeof streams));
@@ -126,8 +95,8 @@ static int team_size(const compiled *c)
 static void check_compile_then_async(const char *model, int async_runs)
 {
     census before = take_census();
-    compiled c = {0};
-    compile_latency(model, &c);
+    cpu_testing_compiled c = {0};
+    cpu_testing_compile_latency(model, &c);
     census after = take_census();
     cr_expect_eq(after.caller_team, before.caller_team,
                  "%s: compiling left %d OpenMP thread(s) on the compiling thread", model,
@@ -148,29 +117,29 @@ static void check_compile_then_async(const char *model, int async_runs)
                      "INFERENCE_NUM_THREADS is %d",
                      model, after.worker_team, team_size(&c));
     }
-    free_compiled(&c);
+    cpu_testing_free(&c);
 }
 
 Test(cpu_threads, compiling_leaves_no_openmp_thread_on_the_caller)
 {
-    skip_without_teams();
+    cpu_testing_skip_without_teams();
     for (size_t m = 0; m < sizeof models / sizeof *models; m++)
         check_compile_then_async(models[m], 0);
 }
 
 Test(cpu_threads, async_latency_runs_on_the_stream_workers_team_only)
 {
-    skip_without_teams();
+    cpu_testing_skip_without_teams();
     for (size_t m = 0; m < sizeof models / sizeof *models; m++)
         check_compile_then_async(models[m], 4);
 }
 
 Test(cpu_threads, sync_runs_on_the_callers_team_only)
 {
-    skip_without_teams();
+    cpu_testing_skip_without_teams();
     census before = take_census();
-    compiled c = {0};
-    compile_latency(models[0], &c);
+    cpu_testing_compiled c = {0};
+    cpu_testing_compile_latency(models[0], &c);
     OK(rn_compiled_model_create_infer_request(c.cm, &c.rq));
     for (int i = 0; i < 4; i++)
         OK(rn_infer_request_infer(c.rq));
@@ -180,5 +149,5 @@ Test(cpu_threads, sync_runs_on_the_callers_team_only)
                  "the caller's team has %d thread(s) besides the caller, INFERENCE_NUM_THREADS "
                  "is %d",
                  after.caller_team - before.caller_team, team_size(&c));
-    free_compiled(&c);
+    cpu_testing_free(&c);
 }

@@ -9,6 +9,7 @@
 #include "third_party/onnx_proto/onnx.pb-c.h"
 
 #define EXTENSION "tests/extensions/libtwice.so"
+#define SLOWDEV   "tests/slowdev/libslowdev.so"
 
 /* Writes a model with one com.example.runnel.Twice node (x [2,3] f32 -> y) to
  * a temporary file; returns its path (static buffer). */
@@ -125,6 +126,50 @@ Test(extensions, custom_op_runs_on_ref_after_loading)
     cr_assert_str_eq(nodes[0].impl_type, "extension");
     /* Loading it again (another core, or twice) is harmless. */
     cr_assert_eq(rn_core_add_extension(core, EXTENSION), RN_OK, "%s", rn_last_error());
+    rn_infer_request_free(r);
+    rn_compiled_model_free(cm);
+    rn_model_free(m);
+    rn_core_free(core);
+}
+
+/* SLOWDEV is a dlopen'ed plugin that links libruntime.so: the schema the
+ * extension registers is in the one op table its query and plan read, so
+ * HETERO places the custom op on it and it runs there. */
+Test(extensions, custom_op_runs_inside_hetero_on_a_dlopened_device)
+{
+    rn_core *core;
+    rn_core_create(&core);
+    cr_assert_eq(rn_core_load_plugin(core, NULL, SLOWDEV), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_core_add_extension(core, EXTENSION), RN_OK, "%s", rn_last_error());
+    rn_model *m;
+    cr_assert_eq(rn_core_read_model(core, write_twice_model(), &m), RN_OK, "%s", rn_last_error());
+    rn_compiled_model *cm;
+    cr_assert_eq(rn_core_compile_model(core, m, "HETERO:SLOWDEV,REF", NULL, 0, &cm), RN_OK, "%s",
+                 rn_last_error());
+    char devices[64];
+    cr_assert_eq(rn_compiled_model_get_property(cm, "EXECUTION_DEVICES", devices, sizeof devices),
+                 RN_OK, "%s", rn_last_error());
+    cr_expect_str_eq(devices, "SLOWDEV");
+    const rn_runtime_node *nodes;
+    size_t n;
+    cr_assert_eq(rn_compiled_model_runtime_model(cm, &nodes, &n), RN_OK);
+    bool on_slowdev = false;
+    for (size_t i = 0; i < n; i++)
+        on_slowdev = on_slowdev || (strcmp(nodes[i].original_names, "twice0") == 0 &&
+                                    strncmp(nodes[i].impl_type, "SLOWDEV:", 8) == 0);
+    cr_expect(on_slowdev, "twice0 does not run on SLOWDEV");
+    rn_infer_request *r;
+    cr_assert_eq(rn_compiled_model_create_infer_request(cm, &r), RN_OK, "%s", rn_last_error());
+    rn_tensor *x, *y;
+    rn_infer_request_get_input_tensor(r, 0, &x);
+    float *xd = rn_tensor_data(x);
+    for (int i = 0; i < 6; i++)
+        xd[i] = (float)i * 0.75f - 1.0f;
+    cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
+    rn_infer_request_get_output_tensor(r, 0, &y);
+    const float *yd = rn_tensor_data(y);
+    for (int i = 0; i < 6; i++)
+        cr_expect_float_eq(yd[i], 2.0f * ((float)i * 0.75f - 1.0f), 1e-6, "y[%d] = %g", i, yd[i]);
     rn_infer_request_free(r);
     rn_compiled_model_free(cm);
     rn_model_free(m);

@@ -59,8 +59,11 @@ static const rn_kernel twice_kernel = {
 
 static const rn_op_schema *const ops[] = {&twice_schema, NULL};
 static const rn_kernel *const ref_kernels[] = {&twice_kernel, NULL};
+/* SLOWDEV (tests/slowdev, a dlopen'ed plugin) runs its kernels on the host
+ * too: the same kernel serves it. */
 static const rn_extension_kernels devices[] = {
     {.device = "REF", .kernels = {RN_KERNEL_ABI_VERSION, ref_kernels}},
+    {.device = "SLOWDEV", .kernels = {RN_KERNEL_ABI_VERSION, ref_kernels}},
     {.device = "NO_SUCH_DEVICE", .kernels = {RN_KERNEL_ABI_VERSION, ref_kernels}},
 };
 
@@ -68,7 +71,7 @@ static const rn_extension extension = {
     .abi_version = RN_EXTENSION_ABI_VERSION,
     .name = "twice",
     .ops = ops,
-    .n_devices = 2,
+    .n_devices = 3,
     .devices = devices,
 };
 

@@ -3,10 +3,13 @@
  *   TESTDEV_BAD_ABI       reports a plugin ABI version this runtime does not have
  *   TESTDEV_FAILING       a device whose backend cannot start
  *   TESTDEV_NO_ENTRY      exports no rn_plugin_entry
+ *   TESTDEV_OTHER_KIT     TESTDEV built against another device kit (its kit id
+ *                         is not the runtime's: the loader refuses it)
  * They exercise the Core's plugin loading, not device behaviour. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/api/kit_id.h"
 #include "plugins/api/plan.h"
 #include "plugins/ref/ref.h"
 #include "runnel/plugin.h"
@@ -104,6 +107,13 @@ static const rn_plugin_ops testdev_ops = {
     .destroy = testdev_destroy,
     .compile_model = testdev_compile,
 };
+
+#ifdef TESTDEV_OTHER_KIT
+/* What a plugin built against an older runtime's kit headers carries. */
+RN_KIT const char rn_plugin_kit[] = "0123456789abcdef";
+#else
+PLUGIN_KIT_STAMP;
+#endif
 
 #ifndef TESTDEV_NO_ENTRY
 const rn_plugin_ops *rn_plugin_entry(uint32_t abi_version);

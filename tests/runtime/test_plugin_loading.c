@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plugins/api/kit_id.h"
 #include "runnel/runnel.h"
 #include "tests/runtime/core_devices.h"
 
@@ -89,6 +90,28 @@ Test(plugin_loading, each_failure_names_its_reason)
               failure_of(core, "FAILING"));
     cr_assert(!has_device(core, "FAILING"));
     run_add_on(core, "REF");
+    rn_core_free(core);
+}
+
+/* An in-tree plugin calls libruntime.so's device kit (RN_KIT) and sees its
+ * structs: one built against another kit's headers is refused before its
+ * entry point runs, the message naming both kit ids. */
+Test(plugin_loading, a_plugin_built_against_another_device_kit_is_refused_naming_both)
+{
+    rn_core *core;
+    rn_core_create(&core);
+    cr_assert_eq(rn_core_load_plugin(core, "OTHERKIT", PLUGINS "libtestdev_other_kit.so"),
+                 RN_UNSUPPORTED);
+    const char *why = rn_last_error();
+    cr_assert(strstr(why, "device kit 0123456789abcdef") != NULL, "%s", why);
+    cr_assert(strstr(why, "this runtime's kit is " PLUGIN_KIT_ID) != NULL, "%s", why);
+    cr_assert(!has_device(core, "OTHERKIT"));
+    cr_assert_not_null(failure_of(core, "OTHERKIT"));
+    cr_assert(strstr(failure_of(core, "OTHERKIT"), PLUGIN_KIT_ID) != NULL);
+    /* The same plugin built against this runtime's kit loads and runs. */
+    cr_assert_eq(rn_core_load_plugin(core, NULL, PLUGINS "libtestdev.so"), RN_OK, "%s",
+                 rn_last_error());
+    run_add_on(core, "TESTDEV");
     rn_core_free(core);
 }
 

@@ -51,6 +51,14 @@ def cases(ctx):
         assert "[$ORIGIN/../lib]" in dynamic, dynamic
         ldd = subprocess.run(["ldd", server_bin], capture_output=True, text=True).stdout
         assert f"{prefix}/bin/../lib/libruntime.so" in ldd, ldd
+        # The plugins link libruntime.so (the device kit, docs/plugins.md
+        # section 9): the moved prefix's own copy, not one in Bazel's tree.
+        gpu = os.path.join(prefix, "lib", "runnel", "libgpu.so")
+        dynamic = subprocess.run(["readelf", "-d", gpu], capture_output=True, text=True,
+                                 check=True).stdout
+        assert "[libruntime.so]" in dynamic and "[$ORIGIN/..]" in dynamic, dynamic
+        ldd = subprocess.run(["ldd", gpu], capture_output=True, text=True).stdout
+        assert f"{prefix}/lib/runnel/../libruntime.so" in ldd, ldd
         # The installed plugins file names them relative to itself: found with
         # no environment variable, also after the move.
         plugins = open(os.path.join(prefix, "lib", "runnel-plugins.txt")).read()

@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "plugins/api/device.h"
+#include "plugins/api/kit_id.h"
 #include "plugins/ref/ref.h"
 #include "tests/slowdev/slowdev.h"
 
@@ -354,6 +355,8 @@ static const plugin_device_iface slowdev_device = {
     .built = slowdev_built,
 };
 
-PLUGIN_DEVICE_DEFINE(slowdev_plugin_ops, "SLOWDEV", slowdev_device, NULL, NULL);
+/* Its kernels run on the host (REF's): it takes extensions' kernels. */
+PLUGIN_DEVICE_DEFINE(slowdev_plugin_ops, "SLOWDEV", slowdev_device, plugin_device_add_extension,
+                     NULL);
 
 PLUGIN_DEVICE_ENTRY(slowdev_plugin_ops);
