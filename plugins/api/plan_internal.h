@@ -23,6 +23,7 @@
 
 #include "executors/pipeline.h"
 #include "plugins/api/plan.h"
+#include "plugins/api/run.h"
 
 /* The stage entries at the head of a request's profiling info. */
 enum {
@@ -141,10 +142,12 @@ struct plan_spec {
     int n_tasks;
     int *task_begin;
     int *task_nodes;
-    executors_pipeline *pipeline; /* NULL for nested plans */
+    /* The tasks between the plan's stages; a nested plan's (a subgraph
+     * body's) has no device stages and no pool: it runs inline. */
+    executors_pipeline *pipeline;
     /* The same pipeline with the callback stage on the stream: runs without
      * a user callback complete on the worker that ran the last task, with
-     * no hop to the callback executor. */
+     * no hop to the callback executor (NULL for nested plans). */
     executors_pipeline *pipeline_direct;
     /* Branch parallelism (branch.c): the tasks' DAG, run by one task; NULL
      * when the options ask for none or there is one task. */
@@ -235,18 +238,16 @@ typedef struct request_spec {
     int n_zo;
     int *zo_node;
     bool *skip_node;
-    sched_instance *instances[2];        /* of pipeline */
-    sched_instance *direct_instances[2]; /* of pipeline_direct */
+    plugin_run_instances instances;        /* of pipeline */
+    plugin_run_instances direct_instances; /* of pipeline_direct */
     uint64_t last_used;
 } request_spec;
 
 #define REQUEST_SPECS 4
 
-enum { REQUEST_IDLE = 0, REQUEST_RUNNING = 1 };
-
 struct rn_plugin_request {
     const plugin_plan *plan;
-    rn_infer_request *owner;
+    plugin_run run; /* state, error, cancel, callback, waiting (run.h) */
     request_spec *specs[REQUEST_SPECS];
     request_spec *rs; /* the spec of the current (or last) run */
     uint64_t use_clock;
@@ -263,28 +264,8 @@ struct rn_plugin_request {
     uint64_t run_start_ns;
     rn_profiling_info *profile; /* stage entries, then per exec node (of rs) */
     size_t profile_cap;
-
-    atomic_int state;
-    atomic_int status;
-    atomic_bool cancel;
-    char error[1024];
-    const atomic_bool *outer_cancel;
-    bool inline_run; /* this run executes in the caller's thread */
-    int current;
-    pthread_mutex_t lock;
-    pthread_cond_t done;
-    uint64_t started, completed;
-    atomic_uint_fast64_t done_runs; /* completed, read by waiters spinning */
-    sched_instance *running;        /* the instance of the async run in flight */
-    const executors_pipeline *running_pipeline;
-    rn_status last_status;
-    char last_error[1024];
     uint64_t stage_start[PLUGIN_STAGES];
     uint64_t device_stage_start[PLUGIN_MAX_STAGES];
-    bool sync_stage_pending;
-    rn_status sync_stage_status;
-    rn_infer_callback callback;
-    void *callback_data;
 };
 
 /* DAG task functions (request_run.c). */

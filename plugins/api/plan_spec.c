@@ -1189,11 +1189,12 @@ static rn_status build_tasks(plan_spec *s)
     for (int i = 0; i < n; i++)
         s->task_nodes[s->task_begin[task_of[i]] + fill[task_of[i]]++] = i;
     free(fill);
-    if (s->plan->nested)
+    /* Branches side by side (branch.c): top-level plans only; a nested
+     * plan's runs are inline in the kernel that runs it. */
+    if (!s->plan->nested && (st = plan_branches_build(s, task_of)) != RN_OK)
         goto done;
-    if ((st = plan_branches_build(s, task_of)) != RN_OK)
-        goto done;
-    /* The pipeline: the plan's stages around the tasks. */
+    /* The pipeline: the plan's stages around the tasks (a nested plan has
+     * none of its own and no pool: its runs are inline). */
     const plugin_plan *plan = s->plan;
     const plugin_plan_options *o = &plan->options;
     executors_pipeline_builder *b = NULL;
@@ -1227,9 +1228,9 @@ static rn_status build_tasks(plan_spec *s)
     }
     if (st == RN_OK)
         st = executors_pipeline_build(b, &s->pipeline);
-    if (st == RN_OK)
+    if (st == RN_OK && !plan->nested)
         st = executors_pipeline_move_stage(b, EXECUTORS_STAGE_CALLBACK, EXECUTORS_ON_STREAM);
-    if (st == RN_OK)
+    if (st == RN_OK && !plan->nested)
         st = executors_pipeline_build(b, &s->pipeline_direct);
     executors_pipeline_builder_free(b);
 done:

@@ -12,9 +12,6 @@
 #include "plugins/api/plan_internal.h"
 #include "plugins/api/remote.h"
 
-rn_status plugin_run_nested(plugin_request *r);
-rn_status plugin_run_inline(plugin_request *r);
-
 static rn_status oom(void)
 {
     return rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
@@ -26,10 +23,8 @@ static void request_spec_free(request_spec *rs, const rn_allocator *alloc)
 {
     if (rs == NULL)
         return;
-    for (int i = 0; i < 2; i++) {
-        sched_instance_free(rs->instances[i]); /* waits for a completion in progress */
-        sched_instance_free(rs->direct_instances[i]);
-    }
+    plugin_run_instances_free(&rs->instances);
+    plugin_run_instances_free(&rs->direct_instances);
     const plan_spec *s = rs->spec;
     for (int v = 0; rs->slots != NULL && v < s->n_values; v++)
         if (rs->slots[v].owned)
@@ -213,19 +208,16 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
             .move_output = plugin_move_output,
             .implicit = n->n_implicit > 0 ? impl : NULL,
             .n_implicit = n->n_implicit,
-            .cancel = r->outer_cancel != NULL ? r->outer_cancel : &r->cancel,
+            .cancel = plugin_run_cancel_flag(&r->run),
         };
         if (n->scratch >= 0)
             static_desc(rs, n->scratch, &rs->args[i].scratch);
     }
-    for (int i = 0; !plan->nested && i < 2; i++)
-        if (sched_instance_create(executors_pipeline_dag(spec->pipeline), r, &rs->instances[i]) !=
-                0 ||
-            sched_instance_create(executors_pipeline_dag(spec->pipeline_direct), r,
-                                  &rs->direct_instances[i]) != 0) {
-            st = oom();
-            goto fail;
-        }
+    if (!plan->nested &&
+        ((st = plugin_run_instances_create(spec->pipeline, r, &rs->instances)) != RN_OK ||
+         (st = plugin_run_instances_create(spec->pipeline_direct, r, &rs->direct_instances)) !=
+             RN_OK))
+        goto fail;
     *out = rs;
     return RN_OK;
 fail:
@@ -308,12 +300,9 @@ void plugin_request_free(plugin_request *r)
 {
     if (r == NULL)
         return;
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        plugin_request_wait(r);
+    plugin_run_destroy(&r->run); /* waits for a run in flight */
     for (int k = 0; k < REQUEST_SPECS; k++)
         request_spec_free(r->specs[k], r->plan->options.allocator);
-    pthread_mutex_destroy(&r->lock);
-    pthread_cond_destroy(&r->done);
     free(r->inputs);
     free(r->input_bound);
     free(r->user_out);
@@ -332,9 +321,7 @@ rn_status plugin_request_create(const plugin_plan *plan, rn_infer_request *owner
     if (r == NULL)
         return oom();
     r->plan = plan;
-    r->owner = owner;
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_cond_init(&r->done, NULL);
+    plugin_run_init(&r->run, owner);
     r->inputs = calloc((size_t)g->n_inputs + 1, sizeof *r->inputs);
     r->input_bound = calloc((size_t)g->n_inputs + 1, sizeof *r->input_bound);
     r->user_out = calloc((size_t)g->n_outputs + 1, sizeof *r->user_out);
@@ -355,11 +342,6 @@ rn_status plugin_request_create(const plugin_plan *plan, rn_infer_request *owner
     profile_template(r);
     *out = r;
     return RN_OK;
-}
-
-static rn_status busy_error(const char *what)
-{
-    return rn_set_error(RN_REQUEST_BUSY, "%s: the infer request is running", what);
 }
 
 /* Checks a value bound to v (an input or a capture): its kind must be one
@@ -431,8 +413,9 @@ static rn_status bind_input(plugin_request *r, const graph_value *v, int index,
 rn_status plugin_request_set_input(plugin_request *r, size_t index, const graph_tensor *t)
 {
     const graph *g = r->plan->g;
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("set_input");
+    rn_status busy = plugin_run_check_idle(&r->run, "set_input");
+    if (busy != RN_OK)
+        return busy;
     if (index >= (size_t)g->n_inputs)
         return rn_set_error(RN_INVALID_ARG, "input index %zu is out of range (%d inputs)", index,
                             g->n_inputs);
@@ -463,17 +446,18 @@ rn_status plugin_request_set_capture(plugin_request *r, int i, const graph_tenso
 
 void plugin_request_set_cancel_source(plugin_request *r, const atomic_bool *cancel)
 {
-    r->outer_cancel = cancel;
+    plugin_run_set_cancel_source(&r->run, cancel);
     for (int k = 0; k < REQUEST_SPECS; k++)
         for (int i = 0; r->specs[k] != NULL && i < r->specs[k]->spec->n_nodes; i++)
-            r->specs[k]->args[i].cancel = cancel != NULL ? cancel : &r->cancel;
+            r->specs[k]->args[i].cancel = plugin_run_cancel_flag(&r->run);
 }
 
 rn_status plugin_request_set_output(plugin_request *r, size_t index, const graph_tensor *t)
 {
     const graph *g = r->plan->g;
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("set_output");
+    rn_status busy = plugin_run_check_idle(&r->run, "set_output");
+    if (busy != RN_OK)
+        return busy;
     if (index >= (size_t)g->n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%d outputs)", index,
                             g->n_outputs);
@@ -599,30 +583,20 @@ static rn_status begin_run(plugin_request *r)
         }
         profile_template(r);
     }
-    atomic_store(&r->status, RN_OK);
-    atomic_store(&r->cancel, false);
     r->ran = true;
     return RN_OK;
 }
 
 rn_status plugin_request_infer(plugin_request *r)
 {
-    int idle = REQUEST_IDLE;
-    if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
-        return busy_error("infer");
-    rn_status st = begin_run(r);
-    if (st == RN_OK) {
-        r->inline_run = true;
-        st = r->plan->nested ? plugin_run_nested(r) : plugin_run_inline(r);
-        r->inline_run = false;
-        if (st != RN_OK)
-            st = rn_set_error(st, "%s",
-                              st == RN_CANCELLED && r->error[0] == '\0'
-                                  ? "the infer request was cancelled"
-                                  : r->error);
+    rn_status st = plugin_run_begin(&r->run, "infer");
+    if (st != RN_OK)
+        return st;
+    if ((st = begin_run(r)) != RN_OK) {
+        plugin_run_end(&r->run);
+        return st;
     }
-    atomic_store(&r->state, REQUEST_IDLE);
-    return st;
+    return plugin_run_inline(&r->run, r->rs->spec->pipeline, r);
 }
 
 rn_status plugin_request_start_async(plugin_request *r)
@@ -630,119 +604,46 @@ rn_status plugin_request_start_async(plugin_request *r)
     if (r->plan->nested)
         return rn_set_error(RN_NOT_IMPLEMENTED, "start_async: a subgraph's request runs with "
                                                 "infer only");
-    int idle = REQUEST_IDLE;
-    if (!atomic_compare_exchange_strong(&r->state, &idle, REQUEST_RUNNING))
-        return busy_error("start_async");
-    rn_status st = begin_run(r);
-    if (st != RN_OK) {
-        atomic_store(&r->state, REQUEST_IDLE);
+    rn_status st = plugin_run_begin(&r->run, "start_async");
+    if (st != RN_OK)
+        return st;
+    if ((st = begin_run(r)) != RN_OK) {
+        plugin_run_end(&r->run);
         return st;
     }
-    pthread_mutex_lock(&r->lock);
-    r->current ^= 1;
-    bool direct = r->callback == NULL;
-    sched_instance *inst = (direct ? r->rs->direct_instances : r->rs->instances)[r->current];
-    const executors_pipeline *pipe = direct ? r->rs->spec->pipeline_direct : r->rs->spec->pipeline;
-    r->running = inst;
-    r->running_pipeline = pipe;
-    r->started++;
-    pthread_mutex_unlock(&r->lock);
-    /* The other run of this request may still be finishing its completion
-     * (after its callback returned): wait for it, it is not blocked on us. */
-    if (sched_instance_running(inst))
-        sched_instance_wait(inst);
-    int rc = executors_pipeline_start(pipe, inst);
-    if (rc != 0) {
-        pthread_mutex_lock(&r->lock);
-        r->started--;
-        pthread_mutex_unlock(&r->lock);
-        atomic_store(&r->state, REQUEST_IDLE);
-        if (rc == -EAGAIN)
-            return rn_set_error(RN_REQUEST_BUSY,
-                                "start_async: the stream's queue is full, try again later");
-        return rn_set_error(RN_INTERNAL, "start_async: scheduler error %d", rc);
-    }
-    return RN_OK;
-}
-
-#define WAIT_SPIN_NS 30000u
-
-/* Waits until the run started last has completed, or until `deadline_ns`
- * (0: no deadline). */
-static rn_status wait_until(plugin_request *r, uint64_t deadline_ns)
-{
-    /* Spin a little first: a short run completes sooner than a sleep and a
-     * wake-up take. */
-    pthread_mutex_lock(&r->lock);
-    uint64_t target = r->started;
-    pthread_mutex_unlock(&r->lock);
-    uint64_t spin_end = plugin_now_ns() + WAIT_SPIN_NS;
-    if (deadline_ns != 0 && deadline_ns < spin_end)
-        spin_end = deadline_ns;
-    for (unsigned i = 1; atomic_load_explicit(&r->done_runs, memory_order_acquire) < target; i++)
-        if ((i & 63) == 0 && plugin_now_ns() >= spin_end)
-            break;
-    pthread_mutex_lock(&r->lock);
-    while (r->completed < r->started) {
-        if (deadline_ns == 0) {
-            pthread_cond_wait(&r->done, &r->lock);
-            continue;
-        }
-        if (plugin_now_ns() >= deadline_ns) {
-            pthread_mutex_unlock(&r->lock);
-            return rn_set_error(RN_RESULT_NOT_READY, "the infer request is still running");
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t left = deadline_ns - plugin_now_ns();
-        uint64_t abs_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + left;
-        ts.tv_sec = (time_t)(abs_ns / 1000000000u);
-        ts.tv_nsec = (long)(abs_ns % 1000000000u);
-        pthread_cond_timedwait(&r->done, &r->lock, &ts);
-    }
-    rn_status st = r->started == 0 ? RN_OK : r->last_status;
-    char message[sizeof r->last_error];
-    snprintf(message, sizeof message, "%s", r->last_error);
-    pthread_mutex_unlock(&r->lock);
-    if (st != RN_OK)
-        return rn_set_error(st, "%s", message);
-    return RN_OK;
+    /* Runs without a user callback complete on the stream (pipeline_direct). */
+    pthread_mutex_lock(&r->run.lock);
+    bool direct = r->run.callback == NULL;
+    pthread_mutex_unlock(&r->run.lock);
+    request_spec *rs = r->rs;
+    return direct ? plugin_run_start(&r->run, rs->spec->pipeline_direct, &rs->direct_instances)
+                  : plugin_run_start(&r->run, rs->spec->pipeline, &rs->instances);
 }
 
 rn_status plugin_request_wait(plugin_request *r)
 {
-    return wait_until(r, 0);
+    return plugin_run_wait(&r->run);
 }
 
 rn_status plugin_request_wait_for(plugin_request *r, int64_t timeout_ms)
 {
-    if (timeout_ms < 0)
-        return rn_set_error(RN_INVALID_ARG, "wait_for: negative timeout %lld ms",
-                            (long long)timeout_ms);
-    return wait_until(r, plugin_now_ns() + (uint64_t)timeout_ms * 1000000u + 1);
+    return plugin_run_wait_for(&r->run, timeout_ms);
 }
 
 rn_status plugin_request_cancel(plugin_request *r)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        atomic_store(&r->cancel, true);
+    plugin_run_cancel(&r->run);
     return RN_OK;
 }
 
 rn_status plugin_request_set_callback(plugin_request *r, rn_infer_callback fn, void *user_data)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("set_callback");
-    pthread_mutex_lock(&r->lock);
-    r->callback = fn;
-    r->callback_data = user_data;
-    pthread_mutex_unlock(&r->lock);
-    return RN_OK;
+    return plugin_run_set_callback(&r->run, fn, user_data);
 }
 
 bool plugin_request_busy(const plugin_request *r)
 {
-    return atomic_load(&((plugin_request *)r)->state) == REQUEST_RUNNING;
+    return plugin_run_busy(&r->run);
 }
 
 /* ---- results ---- */
@@ -750,8 +651,9 @@ bool plugin_request_busy(const plugin_request *r)
 rn_status plugin_request_get_output(plugin_request *r, size_t index, graph_tensor *out)
 {
     const graph *g = r->plan->g;
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("get_output");
+    rn_status busy = plugin_run_check_idle(&r->run, "get_output");
+    if (busy != RN_OK)
+        return busy;
     if (index >= (size_t)g->n_outputs)
         return rn_set_error(RN_INVALID_ARG, "output index %zu is out of range (%d outputs)", index,
                             g->n_outputs);
@@ -771,8 +673,9 @@ rn_status plugin_request_get_output(plugin_request *r, size_t index, graph_tenso
 
 rn_status plugin_request_profiling(plugin_request *r, const rn_profiling_info **info, size_t *count)
 {
-    if (atomic_load(&r->state) == REQUEST_RUNNING)
-        return busy_error("profiling");
+    rn_status busy = plugin_run_check_idle(&r->run, "profiling");
+    if (busy != RN_OK)
+        return busy;
     if (!plugin_plan_profiling(r->plan))
         return rn_set_error(RN_INVALID_ARG,
                             "profiling is off: compile with ENABLE_PROFILING=YES (or set it on "

@@ -41,14 +41,6 @@ static void slot_clear(value_slot *s)
     s->has_value = false;
 }
 
-/* Records the first error of a run with its message (from this thread). */
-static void record_error(plugin_request *r, rn_status st)
-{
-    int expected = RN_OK;
-    if (atomic_compare_exchange_strong(&r->status, &expected, (int)st))
-        snprintf(r->error, sizeof r->error, "%s", rn_last_error());
-}
-
 /* The caller's buffer for result value v when it has exactly the size the
  * kernel will write; else NULL. */
 static void *user_buffer_for(plugin_request *r, int v, const graph_tensor *t)
@@ -507,9 +499,7 @@ static rn_status postprocess_results(plugin_request *r)
 {
     request_spec *rs = r->rs;
     const plan_spec *s = rs->spec;
-    rn_status st = (rn_status)atomic_load(&r->status);
-    if (st == RN_OK && atomic_load(&r->cancel))
-        st = RN_CANCELLED;
+    rn_status st = plugin_run_status(&r->run);
     if (st != RN_OK) {
         clear_dynamic(r); /* leave no stale intermediates or partial results */
         r->outputs_valid = false;
@@ -528,7 +518,7 @@ static rn_status postprocess_results(plugin_request *r)
                               "set for it (%s, %zu bytes)",
                               s->values[s->results[o]].name, rn_element_type_name(t->type),
                               t->nbytes, rn_element_type_name(u->type), u->nbytes);
-            record_error(r, st);
+            plugin_run_record_error(&r->run, st);
             r->outputs_valid = false;
             return st;
         }
@@ -549,7 +539,7 @@ static rn_status postprocess(plugin_request *r)
         plugin_log(r->log_level, PLUGIN_LOG_INFO, device, "request %p: run cancelled", (void *)r);
     else if (st != RN_OK)
         plugin_log(r->log_level, PLUGIN_LOG_ERROR, device, "request %p: run failed: %s", (void *)r,
-                   r->error);
+                   r->run.error);
     else if (r->log_level >= PLUGIN_LOG_DEBUG)
         plugin_log(r->log_level, PLUGIN_LOG_DEBUG, device, "request %p: run done in %llu us",
                    (void *)r, (unsigned long long)((plugin_now_ns() - r->run_start_ns) / 1000));
@@ -578,7 +568,7 @@ static void device_stage_done(plugin_request *r, int k)
 static int start_stage(plugin_request *r, int k)
 {
     const plugin_plan_options *o = &r->plan->options;
-    if ((atomic_load(&r->status) != RN_OK || atomic_load(&r->cancel)) && !o->stages[k].always)
+    if (plugin_run_stopping(&r->run) && !o->stages[k].always)
         return RN_OK;
     if (r->profiling)
         r->device_stage_start[k] = plugin_now_ns();
@@ -587,7 +577,7 @@ static int start_stage(plugin_request *r, int k)
     if (rc != PLUGIN_STAGE_PENDING)
         device_stage_done(r, k);
     if (rc < 0)
-        record_error(r, (rn_status)rc);
+        plugin_run_record_error(&r->run, (rn_status)rc);
     return rc;
 }
 
@@ -595,61 +585,28 @@ int plugin_task_stage(const sched_task_ctx *ctx, void *arg)
 {
     plugin_request *r = ctx->user_arg;
     int k = (int)(intptr_t)arg;
-    if (!r->inline_run) {
+    if (!r->run.inline_run) {
         int rc = start_stage(r, k);
         return rc == PLUGIN_STAGE_PENDING ? SCHED_PENDING : SCHED_OK;
     }
     /* Inline: a pending stage is waited for in the caller's thread. */
-    pthread_mutex_lock(&r->lock);
-    r->sync_stage_pending = true;
-    pthread_mutex_unlock(&r->lock);
-    int rc = start_stage(r, k);
-    pthread_mutex_lock(&r->lock);
-    if (rc == PLUGIN_STAGE_PENDING) {
-        while (r->sync_stage_pending)
-            pthread_cond_wait(&r->done, &r->lock);
-        if (r->sync_stage_status != RN_OK) {
-            rn_status st = r->sync_stage_status;
-            pthread_mutex_unlock(&r->lock);
-            rn_set_error(st, "device stage '%s' failed",
-                         executors_stage_name(r->plan->options.stages[k].stage));
-            record_error(r, st);
-            return SCHED_OK;
-        }
+    plugin_run_expect(&r->run);
+    rn_status st = plugin_run_await(&r->run, start_stage(r, k) == PLUGIN_STAGE_PENDING);
+    if (st != RN_OK) {
+        rn_set_error(st, "device stage '%s' failed",
+                     executors_stage_name(r->plan->options.stages[k].stage));
+        plugin_run_record_error(&r->run, st);
     }
-    r->sync_stage_pending = false;
-    pthread_mutex_unlock(&r->lock);
     return SCHED_OK;
 }
 
 void plugin_request_complete_stage(plugin_request *r, uint32_t stage, rn_status status)
 {
     device_stage_done(r, (int)stage);
-    pthread_mutex_lock(&r->lock);
-    if (r->sync_stage_pending) {
-        r->sync_stage_pending = false;
-        r->sync_stage_status = status;
-        pthread_cond_broadcast(&r->done);
-        pthread_mutex_unlock(&r->lock);
-        return;
-    }
-    sched_instance *inst = r->running;
-    const executors_pipeline *pipe = r->running_pipeline;
-    pthread_mutex_unlock(&r->lock);
     executors_stage kind = r->plan->options.stages[stage].stage;
-    if (status != RN_OK) {
+    if (status != RN_OK)
         rn_set_error(status, "device stage '%s' failed", executors_stage_name(kind));
-        record_error(r, status);
-    }
-    /* Errors travel in the request's status; the DAG always runs on to the
-     * callback stage, so the node completes with SCHED_OK. */
-    /* The run may complete inside this call, and its owner then free the
-     * request, the plan and, with the last compiled model, the executor
-     * pool while this thread is still in the scheduler: hold the pool. */
-    executors_pool *pool = r->plan->pool;
-    executors_retain(pool);
-    sched_instance_complete_node(inst, executors_pipeline_stage_node(pipe, kind), SCHED_OK);
-    executors_release(pool);
+    plugin_run_complete_node(&r->run, true, kind, status, r->plan->pool);
 }
 
 /* ---- task functions ---- */
@@ -667,12 +624,11 @@ void plugin_run_task(plugin_request *r, int t)
     for (int k = s->task_begin[t]; k < s->task_begin[t + 1]; k++) {
         /* After an error or a cancel, kernels not yet started are skipped;
          * their buffers are cleared by postprocess. */
-        if (atomic_load_explicit(&r->status, memory_order_relaxed) != RN_OK ||
-            atomic_load_explicit(&r->cancel, memory_order_relaxed))
+        if (plugin_run_stopping(&r->run))
             return;
         rn_status st = plugin_run_node(r, s->task_nodes[k]);
         if (st != RN_OK) {
-            record_error(r, st);
+            plugin_run_record_error(&r->run, st);
             return;
         }
     }
@@ -691,69 +647,13 @@ int plugin_task_postprocess(const sched_task_ctx *ctx, void *arg)
     return SCHED_OK;
 }
 
-/* The last stage, on the callback executor: publish the status, call the
- * user's callback (which may start the request again), then release
- * waiters. Inline (sync) runs call no callback. */
+/* The last stage, on the callback executor (or the stream): publish the
+ * status, call the user's callback (which may start the request again),
+ * then release waiters. Inline (sync) runs call no callback. */
 int plugin_task_callback(const sched_task_ctx *ctx, void *arg)
 {
     (void)arg;
     plugin_request *r = ctx->user_arg;
-    if (r->inline_run)
-        return SCHED_OK;
-    rn_status st = (rn_status)atomic_load(&r->status);
-    if (st == RN_OK && atomic_load(&r->cancel))
-        st = RN_CANCELLED;
-    char message[sizeof r->error];
-    if (st == RN_CANCELLED && atomic_load(&r->status) == RN_OK)
-        snprintf(message, sizeof message, "the infer request was cancelled");
-    else
-        snprintf(message, sizeof message, "%s", st == RN_OK ? "" : r->error);
-    pthread_mutex_lock(&r->lock);
-    uint64_t run = r->started;
-    rn_infer_callback cb = r->callback;
-    void *cb_data = r->callback_data;
-    pthread_mutex_unlock(&r->lock);
-    atomic_store(&r->state, REQUEST_IDLE);
-    if (cb != NULL) {
-        if (st != RN_OK)
-            rn_set_error(st, "%s", message);
-        cb(r->owner, st, cb_data);
-    }
-    pthread_mutex_lock(&r->lock);
-    if (r->completed < run) {
-        r->completed = run;
-        r->last_status = st;
-        snprintf(r->last_error, sizeof r->last_error, "%s", message);
-        atomic_store_explicit(&r->done_runs, run, memory_order_release);
-    }
-    pthread_cond_broadcast(&r->done);
-    pthread_mutex_unlock(&r->lock);
+    plugin_run_finish(&r->run);
     return SCHED_OK;
-}
-
-/* ---- nested plans: run in order, inline ---- */
-
-rn_status plugin_run_nested(plugin_request *r)
-{
-    const plan_spec *s = r->rs->spec;
-    preprocess(r);
-    for (int i = 0; i < s->n_nodes && atomic_load(&r->status) == RN_OK; i++) {
-        if (r->outer_cancel != NULL && atomic_load(r->outer_cancel)) {
-            record_error(r, rn_set_error(RN_CANCELLED, "the infer request was cancelled"));
-            break;
-        }
-        rn_status st = plugin_run_node(r, i);
-        if (st != RN_OK)
-            record_error(r, st);
-    }
-    return postprocess(r);
-}
-
-rn_status plugin_run_inline(plugin_request *r)
-{
-    executors_pipeline_run_inline(r->rs->spec->pipeline, r);
-    rn_status st = (rn_status)atomic_load(&r->status);
-    if (st == RN_OK && atomic_load(&r->cancel))
-        st = RN_CANCELLED;
-    return st;
 }

@@ -1,19 +1,20 @@
 /* AUTO's requests: a request runs on the device AUTO picks for the run (or,
  * with CUMULATIVE_THROUGHPUT, the one with the most of its optimal number
- * of runs free when the run starts), through that
- * device's own request; a failed run is retried on the next device
- * (ENABLE_RUNTIME_FALLBACK). */
+ * of runs free when the run starts), through that device's own request; a
+ * failed run is retried on the next device (ENABLE_RUNTIME_FALLBACK), in
+ * one place (run_from) for sync runs, async starts and async completions.
+ * Its run object (plugins/api/run.h) has no pipeline of its own: a run is
+ * its device request's run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "plugins/api/run_state.h"
+#include "plugins/api/run.h"
 #include "plugins/auto/auto.h"
 
 typedef struct rn_plugin_request {
     auto_compiled *c;
-    rn_infer_request *owner;
     rn_plugin_request *sub[PLUGIN_MAX_DEVICES]; /* per target, made on first use */
     int n_inputs, n_outputs;
     rn_kernel_tensor *inputs, *outputs; /* the bindings, to repeat on any device */
@@ -21,8 +22,7 @@ typedef struct rn_plugin_request {
     int dispatched;    /* CUMULATIVE_THROUGHPUT: the target the run counts on, or -1 */
     atomic_int target; /* of the run in progress, then of the last run (-1: none) */
     uint32_t tried;    /* the targets the run in progress has tried */
-    atomic_bool cancel;
-    plugin_run_state run;
+    plugin_run run;    /* state, error, cancel, callback, waiting */
 } auto_request;
 
 static const rn_request_ops *ops_of(const auto_request *r, int t)
@@ -38,7 +38,8 @@ static rn_status prepare(auto_request *r, int t)
     const auto_target *target = &r->c->targets[t];
     rn_status st = RN_OK;
     if (r->sub[t] == NULL) {
-        if ((st = target->ops->create_request(target->compiled, r->owner, &r->sub[t])) != RN_OK) {
+        if ((st = target->ops->create_request(target->compiled, r->run.owner, &r->sub[t])) !=
+            RN_OK) {
             r->sub[t] = NULL;
             return st;
         }
@@ -90,53 +91,45 @@ static bool may_retry(const auto_request *r, rn_status st)
 {
     bool device = st == RN_DEVICE_ERROR || st == RN_INTERNAL || st == RN_OUT_OF_MEMORY ||
                   st == RN_UNSUPPORTED || st == RN_NOT_IMPLEMENTED || st == RN_IO_ERROR;
-    return device && r->c->cfg.runtime_fallback && !atomic_load(&r->cancel);
+    return device && r->c->cfg.runtime_fallback && !atomic_load(&r->run.cancel);
 }
 
-/* The next device for a run that failed on t, or -1 when every one has
- * been tried. */
-static int retry_target(auto_request *r, rn_status st, int t)
+/* Runs the run on target t (sync: the device's infer; async: its
+ * start_async, which completes in auto_done) and, while that fails in a way
+ * another device may fix, on the next device not tried yet. `failed`: the
+ * run already failed on t with that status (an async completion). The one
+ * place a run moves to another device. Returns RN_OK when the run is done
+ * (sync) or started (async), else the last failure (its message the
+ * thread's last error). */
+static rn_status run_from(auto_request *r, int t, rn_status failed, bool sync)
 {
-    r->tried |= 1u << t;
-    return may_retry(r, st) ? auto_next_target(r->c, t, r->tried) : -1;
-}
-
-/* Starts the run on target t, or on the next ones while that fails. */
-static rn_status start_on(auto_request *r, int t)
-{
-    for (;;) {
-        rn_status st = prepare(r, t);
+    for (rn_status st = failed;;) {
+        if (st != RN_OK) {
+            r->tried |= 1u << t;
+            if (!may_retry(r, st) || (t = auto_next_target(r->c, t, r->tried)) < 0)
+                return st;
+        }
+        st = prepare(r, t);
         atomic_store(&r->target, t); /* before the device may complete */
         if (st == RN_OK)
-            st = ops_of(r, t)->start_async(r->sub[t]);
+            st = sync ? ops_of(r, t)->infer(r->sub[t]) : ops_of(r, t)->start_async(r->sub[t]);
         if (st == RN_OK)
             return RN_OK;
-        int next = retry_target(r, st, t);
-        if (next < 0)
-            return st;
-        t = next;
     }
 }
 
-/* A device finished the run: retry it on the next device when it failed. */
+/* A device finished the run: on to the next device when it failed, else
+ * the run ends. */
 static void auto_done(rn_infer_request *owner, rn_status st, void *data)
 {
     (void)owner;
     auto_request *r = data;
-    char message[512];
-    snprintf(message, sizeof message, "%s", st == RN_OK ? "" : rn_last_error());
-    int next = st == RN_OK ? -1 : retry_target(r, st, atomic_load(&r->target));
-    if (next >= 0) {
-        rn_status again = start_on(r, next);
-        if (again == RN_OK)
-            return;
-        st = again;
-        snprintf(message, sizeof message, "%s", rn_last_error());
-    }
-    if (st == RN_OK && atomic_load(&r->cancel))
-        st = RN_CANCELLED;
+    if (st != RN_OK && (st = run_from(r, atomic_load(&r->target), st, false)) == RN_OK)
+        return;
+    if (st != RN_OK)
+        plugin_run_record_error(&r->run, st);
     release(r);
-    plugin_run_finish(&r->run, r->owner, st, message);
+    plugin_run_finish(&r->run);
 }
 
 static void request_free(auto_request *r);
@@ -147,10 +140,9 @@ rn_status auto_request_create(auto_compiled *c, rn_infer_request *owner, rn_plug
     if (r == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "AUTO: out of memory");
     r->c = c;
-    r->owner = owner;
     atomic_init(&r->target, -1);
     r->dispatched = -1;
-    plugin_run_state_init(&r->run);
+    plugin_run_init(&r->run, owner);
     r->n_inputs = c->model->n_inputs;
     r->n_outputs = c->model->n_outputs;
     r->inputs = calloc((size_t)r->n_inputs + 1, sizeof *r->inputs);
@@ -169,8 +161,7 @@ static void request_free(auto_request *r)
 {
     if (r == NULL)
         return;
-    if (plugin_run_busy(&r->run))
-        plugin_run_wait(&r->run);
+    plugin_run_destroy(&r->run); /* waits for a run in flight */
     for (int t = 0; t < PLUGIN_MAX_DEVICES; t++)
         if (r->sub[t] != NULL)
             ops_of(r, t)->free(r->sub[t]);
@@ -178,7 +169,6 @@ static void request_free(auto_request *r)
     free(r->outputs);
     free(r->has_input);
     free(r->has_output);
-    plugin_run_state_destroy(&r->run);
     free(r);
 }
 
@@ -210,37 +200,26 @@ static rn_status request_set_output(auto_request *r, size_t index, const rn_kern
 
 static rn_status request_infer(auto_request *r)
 {
-    rn_status st = plugin_run_begin(&r->run, "infer", false);
+    rn_status st = plugin_run_begin(&r->run, "infer");
     if (st != RN_OK)
         return st;
-    atomic_store(&r->cancel, false);
     r->tried = 0;
-    int t = pick(r);
-    for (;;) {
-        st = prepare(r, t);
-        if (st == RN_OK)
-            st = ops_of(r, t)->infer(r->sub[t]);
-        atomic_store(&r->target, t);
-        int next = st == RN_OK ? -1 : retry_target(r, st, t);
-        if (next < 0)
-            break;
-        t = next;
-    }
+    st = run_from(r, pick(r), RN_OK, true);
     release(r);
-    plugin_run_abort(&r->run, false);
+    plugin_run_end(&r->run);
     return st;
 }
 
 static rn_status request_start_async(auto_request *r)
 {
-    rn_status st = plugin_run_begin(&r->run, "start_async", true);
+    rn_status st = plugin_run_begin(&r->run, "start_async");
     if (st != RN_OK)
         return st;
-    atomic_store(&r->cancel, false);
     r->tried = 0;
-    if ((st = start_on(r, pick(r))) != RN_OK) {
+    plugin_run_start_external(&r->run);
+    if ((st = run_from(r, pick(r), RN_OK, false)) != RN_OK) {
         release(r);
-        plugin_run_abort(&r->run, true);
+        plugin_run_start_failed(&r->run, st);
     }
     return st;
 }
@@ -257,9 +236,8 @@ static rn_status request_wait_for(auto_request *r, int64_t timeout_ms)
 
 static rn_status request_cancel(auto_request *r)
 {
-    if (!plugin_run_busy(&r->run))
+    if (!plugin_run_cancel(&r->run))
         return RN_OK;
-    atomic_store(&r->cancel, true);
     int t = atomic_load(&r->target);
     if (t >= 0 && r->sub[t] != NULL && ops_of(r, t)->cancel != NULL)
         return ops_of(r, t)->cancel(r->sub[t]);

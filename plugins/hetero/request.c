@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "plugins/api/run_state.h"
+#include "plugins/api/run.h"
 #include "plugins/hetero/hetero.h"
 
 /* A part's node in one request: what its device's completion needs. */
@@ -20,19 +20,11 @@ typedef struct part_slot {
 
 typedef struct rn_plugin_request {
     hetero_compiled *c;
-    rn_infer_request *owner;
     rn_plugin_request **sub; /* per part, on its device */
     part_slot *slots;
-    sched_instance *instances[2]; /* two, so that a callback may restart the request */
-    int current;
-    sched_instance *running; /* under lock */
-    pthread_mutex_t lock;
-    atomic_int status; /* of the run in progress; its message in error (under lock) */
-    char error[512];
-    atomic_bool cancel;
-    bool inline_run;
+    plugin_run runs;                /* state, error, cancel, callback, waiting (run.h) */
+    plugin_run_instances instances; /* of c->pipeline */
     bool outputs_valid, ran;
-    plugin_run_state runs; /* idle or running, callback, waiting */
     uint64_t id, run;
     rn_profiling_info *profile;
     size_t n_profile;
@@ -50,19 +42,9 @@ static const rn_request_ops *sub_ops(const hetero_request *r, int p)
     return r->c->split.parts[p].ops->request_ops;
 }
 
-/* Keeps the first error of a run (the current last error message). */
-static void record_error(hetero_request *r, rn_status st)
-{
-    pthread_mutex_lock(&r->lock);
-    int ok = RN_OK;
-    if (atomic_compare_exchange_strong(&r->status, &ok, (int)st))
-        snprintf(r->error, sizeof r->error, "%s", rn_last_error());
-    pthread_mutex_unlock(&r->lock);
-}
-
 static bool skipping(hetero_request *r)
 {
-    return atomic_load(&r->status) != RN_OK || atomic_load(&r->cancel);
+    return plugin_run_stopping(&r->runs);
 }
 
 /* ---- trace ---- */
@@ -139,21 +121,11 @@ static void part_done(rn_infer_request *owner, rn_status st, void *data)
     hetero_request *r = slot->request;
     hetero_compiled *c = r->c;
     int device = c->split.parts[slot->part].device;
-    if (st != RN_OK) {
+    if (st != RN_OK)
         rn_wrap_error(st, "HETERO: part %d on %s: ", slot->part, c->devs.at[device].name);
-        record_error(r, st);
-    }
     hetero_trace_event(c, c->part_names[slot->part], device, r->id, r->run, slot->start_ns,
                        hetero_now_ns());
-    pthread_mutex_lock(&r->lock);
-    sched_instance *inst = r->running;
-    pthread_mutex_unlock(&r->lock);
-    /* The run may complete inside this call and its owner free everything:
-     * hold the pool through it. */
-    executors_pool *pool = c->pool;
-    executors_retain(pool);
-    sched_instance_complete_node(inst, (uint32_t)slot->part, SCHED_OK);
-    executors_release(pool);
+    plugin_run_complete_node(&r->runs, false, (uint32_t)slot->part, st, c->pool);
 }
 
 static int task_part(const sched_task_ctx *ctx, void *arg)
@@ -165,12 +137,12 @@ static int task_part(const sched_task_ctx *ctx, void *arg)
     part_slot *slot = &r->slots[p];
     slot->start_ns = hetero_now_ns();
     const rn_request_ops *ops = sub_ops(r, p);
-    if (r->inline_run || ops->start_async == NULL) {
+    if (r->runs.inline_run || ops->start_async == NULL) {
         rn_status st = ops->infer(r->sub[p]);
         int device = r->c->split.parts[p].device;
         if (st != RN_OK) {
             rn_wrap_error(st, "HETERO: part %d on %s: ", p, r->c->devs.at[device].name);
-            record_error(r, st);
+            plugin_run_record_error(&r->runs, st);
         }
         hetero_trace_event(r->c, r->c->part_names[p], device, r->id, r->run, slot->start_ns,
                            hetero_now_ns());
@@ -178,7 +150,7 @@ static int task_part(const sched_task_ctx *ctx, void *arg)
     }
     rn_status st = ops->start_async(r->sub[p]);
     if (st != RN_OK) {
-        record_error(r, st);
+        plugin_run_record_error(&r->runs, st);
         return SCHED_OK;
     }
     return SCHED_PENDING;
@@ -199,7 +171,7 @@ static int task_transfer(const sched_task_ctx *ctx, void *arg)
     if (st == RN_OK)
         st = sub_ops(r, t->to_part)->set_input(r->sub[t->to_part], (size_t)t->to_input, &value);
     if (st != RN_OK)
-        record_error(r, rn_wrap_error(st, "HETERO: %s: ", t->name));
+        plugin_run_record_error(&r->runs, rn_wrap_error(st, "HETERO: %s: ", t->name));
     hetero_trace_event(r->c, t->name, r->c->devs.n, r->id, r->run, start, hetero_now_ns());
     return SCHED_OK;
 }
@@ -218,20 +190,7 @@ static int task_callback(const sched_task_ctx *ctx, void *arg)
 {
     (void)arg;
     hetero_request *r = ctx->user_arg;
-    if (r->inline_run)
-        return SCHED_OK;
-    rn_status st = (rn_status)atomic_load(&r->status);
-    char message[sizeof r->error];
-    pthread_mutex_lock(&r->lock);
-    if (st == RN_OK && atomic_load(&r->cancel))
-        st = RN_CANCELLED;
-    snprintf(message, sizeof message, "%s",
-             st == RN_OK ? ""
-             : st == RN_CANCELLED && atomic_load(&r->status) == RN_OK
-                 ? "the infer request was cancelled"
-                 : r->error);
-    pthread_mutex_unlock(&r->lock);
-    plugin_run_finish(&r->runs, r->owner, st, message);
+    plugin_run_finish(&r->runs);
     return SCHED_OK;
 }
 
@@ -308,9 +267,7 @@ rn_status hetero_request_create(hetero_compiled *c, rn_infer_request *owner,
     if (r == NULL)
         return oom();
     r->c = c;
-    r->owner = owner;
-    pthread_mutex_init(&r->lock, NULL);
-    plugin_run_state_init(&r->runs);
+    plugin_run_init(&r->runs, owner);
     r->id = atomic_fetch_add(&c->next_request, 1);
     r->sub = calloc((size_t)n, sizeof *r->sub);
     r->slots = calloc((size_t)n, sizeof *r->slots);
@@ -326,9 +283,8 @@ rn_status hetero_request_create(hetero_compiled *c, rn_infer_request *owner,
         if (part->ops->request_ops->set_callback != NULL)
             st = part->ops->request_ops->set_callback(r->sub[p], part_done, &r->slots[p]);
     }
-    for (int i = 0; i < 2 && st == RN_OK; i++)
-        if (sched_instance_create(executors_pipeline_dag(c->pipeline), r, &r->instances[i]) != 0)
-            st = oom();
+    if (st == RN_OK)
+        st = plugin_run_instances_create(c->pipeline, r, &r->instances);
     if (st != RN_OK) {
         request_free(r);
         return st;
@@ -341,10 +297,8 @@ static void request_free(hetero_request *r)
 {
     if (r == NULL)
         return;
-    if (plugin_run_busy(&r->runs))
-        plugin_run_wait(&r->runs);
-    for (int i = 0; i < 2; i++)
-        sched_instance_free(r->instances[i]);
+    plugin_run_destroy(&r->runs); /* waits for a run in flight */
+    plugin_run_instances_free(&r->instances);
     for (int p = 0; r->sub != NULL && p < r->c->split.n_parts; p++)
         if (r->sub[p] != NULL)
             sub_ops(r, p)->free(r->sub[p]);
@@ -354,8 +308,6 @@ static void request_free(hetero_request *r)
     for (size_t i = 0; i < r->n_profile_strings; i++)
         free(r->profile_strings[i]);
     free(r->profile_strings);
-    plugin_run_state_destroy(&r->runs);
-    pthread_mutex_destroy(&r->lock);
     free(r);
 }
 
@@ -395,57 +347,27 @@ static rn_status request_set_output(hetero_request *r, size_t index, const rn_ke
     return ops->set_output(r->sub[src.part], (size_t)src.index, t);
 }
 
-static void begin_run(hetero_request *r)
+static rn_status begin_run(hetero_request *r, const char *what)
 {
-    atomic_store(&r->status, RN_OK);
-    atomic_store(&r->cancel, false);
+    rn_status st = plugin_run_begin(&r->runs, what);
+    if (st != RN_OK)
+        return st;
     r->outputs_valid = false;
     r->ran = true;
     r->run++;
+    return RN_OK;
 }
 
 static rn_status request_infer(hetero_request *r)
 {
-    rn_status busy = plugin_run_begin(&r->runs, "infer", false);
-    if (busy != RN_OK)
-        return busy;
-    begin_run(r);
-    r->inline_run = true;
-    executors_pipeline_run_inline(r->c->pipeline, r);
-    r->inline_run = false;
-    rn_status st = (rn_status)atomic_load(&r->status);
-    if (st != RN_OK) {
-        pthread_mutex_lock(&r->lock);
-        st = rn_set_error(st, "%s", r->error);
-        pthread_mutex_unlock(&r->lock);
-    }
-    plugin_run_abort(&r->runs, false);
-    return st;
+    rn_status st = begin_run(r, "infer");
+    return st != RN_OK ? st : plugin_run_inline(&r->runs, r->c->pipeline, r);
 }
 
 static rn_status request_start_async(hetero_request *r)
 {
-    rn_status busy = plugin_run_begin(&r->runs, "start_async", true);
-    if (busy != RN_OK)
-        return busy;
-    begin_run(r);
-    pthread_mutex_lock(&r->lock);
-    r->current ^= 1;
-    sched_instance *inst = r->instances[r->current];
-    r->running = inst;
-    pthread_mutex_unlock(&r->lock);
-    /* The other run may still be finishing after its callback returned. */
-    if (sched_instance_running(inst))
-        sched_instance_wait(inst);
-    int rc = executors_pipeline_start(r->c->pipeline, inst);
-    if (rc != 0) {
-        plugin_run_abort(&r->runs, true);
-        if (rc == -EAGAIN)
-            return rn_set_error(RN_REQUEST_BUSY,
-                                "start_async: the stream's queue is full, try again later");
-        return rn_set_error(RN_INTERNAL, "start_async: scheduler error %d", rc);
-    }
-    return RN_OK;
+    rn_status st = begin_run(r, "start_async");
+    return st != RN_OK ? st : plugin_run_start(&r->runs, r->c->pipeline, &r->instances);
 }
 
 static rn_status request_wait(hetero_request *r)
@@ -460,9 +382,8 @@ static rn_status request_wait_for(hetero_request *r, int64_t timeout_ms)
 
 static rn_status request_cancel(hetero_request *r)
 {
-    if (!plugin_run_busy(&r->runs))
+    if (!plugin_run_cancel(&r->runs))
         return RN_OK;
-    atomic_store(&r->cancel, true);
     for (int p = 0; p < r->c->split.n_parts; p++)
         if (sub_ops(r, p)->cancel != NULL)
             sub_ops(r, p)->cancel(r->sub[p]);
