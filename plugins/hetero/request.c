@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "plugins/api/plan.h"
 #include "plugins/api/run.h"
 #include "plugins/hetero/hetero.h"
 
@@ -220,7 +221,15 @@ rn_status hetero_pipeline_build(hetero_compiled *c)
                      c->devs.at[part->device].name);
         }
     }
-    executors_config cfg = {.name = "HETERO", .n_streams = 1, .threads_per_stream = 1};
+    /* HETERO's own tasks (preprocess, starting parts, transfers) run on the
+     * process's host workers, with the stream configuration its parts' plans
+     * get from the same properties: the pool they run on (plugins/api/
+     * plan.c), not a pool of its own whose worker would be busy beside them
+     * (more busy threads than cores; tests/runtime:test_workers). */
+    uint32_t streams = 1, threads = 1, optimal = 1;
+    plugin_properties_streams(&c->s.props, executors_cpu_count(), &streams, &threads, &optimal);
+    executors_config cfg = {
+        .name = PLUGIN_HOST_WORKERS, .n_streams = streams, .threads_per_stream = threads};
     rn_status st = executors_acquire(&cfg, &c->pool);
     executors_pipeline_builder *b = NULL;
     if (st == RN_OK)

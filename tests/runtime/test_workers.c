@@ -186,14 +186,10 @@ static void run_under_load(rn_compiled_model *cm, int n, int rounds)
                   cores());
 }
 
-/* Disabled: it fails, and says what is left of issue 25. The devices' plans
- * share the host workers, but HETERO runs its own pool (plugins/hetero/
- * request.c, executors "HETERO", 1 x 1) whose worker preprocesses, starts
- * parts and copies transfers while the host workers run the parts: 3 busy
- * runnel threads on 2 cores. HETERO's request is being rewritten onto the
- * one run object (issue 25, fault 2); its DAG should run on the host pool
- * (PLUGIN_HOST_WORKERS) too, and then this runs. */
-Test(workers, hetero_gpu_cpu_under_load_never_busies_more_threads_than_cores, .disabled = true)
+/* HETERO's own tasks (preprocess, starting parts, transfers) run on the
+ * host workers its parts' plans run on (plugins/hetero/request.c), not on a
+ * pool of its own (with one: 3 busy runnel threads on 2 cores). */
+Test(workers, hetero_gpu_cpu_under_load_never_busies_more_threads_than_cores)
 {
     rn_core *core = core_with_gpu();
     rn_model *m;
