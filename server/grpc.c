@@ -65,6 +65,7 @@ typedef struct infer_call {
     rpc *call;
     server_model *model; /* held while the job is in flight */
     server_grpc_infer request;
+    grpc_slice bytes; /* the request's message, which its raw inputs wrap */
     server_job job;
     grpc_byte_buffer *message; /* a stream's answer, once made */
     size_t reserved;           /* of the byte budget, given back when freed */
@@ -120,11 +121,22 @@ static void free_infer_call(infer_call *ic)
         return;
     server_byte_budget_give(ic->call->g->budget, ic->reserved);
     server_grpc_infer_clear(&ic->request);
+    grpc_slice_unref(ic->bytes); /* after the tensors that wrap it */
     if (ic->message != NULL)
         grpc_byte_buffer_destroy(ic->message);
     free(ic->job.response.body);
     free(ic->job.error);
     free(ic);
+}
+
+static infer_call *new_infer_call(rpc *c)
+{
+    infer_call *ic = calloc(1, sizeof *ic);
+    if (ic != NULL) {
+        ic->call = c;
+        ic->bytes = grpc_empty_slice();
+    }
+    return ic;
 }
 
 static void free_rpc(rpc *c)
@@ -220,12 +232,14 @@ static void infer_done(server_job *job)
     atomic_fetch_sub(&g->in_flight, 1);
 }
 
-/* Decodes, binds and submits one infer request. 0 with the job submitted
+/* Decodes, binds and submits one infer request, the message in `bytes`
+ * (its raw inputs wrap it: ic keeps a reference). 0 with the job submitted
  * (infer_done will run); else the gRPC status, the message in `message`. */
-static int submit_infer(server_grpc *g, infer_call *ic, const uint8_t *data, size_t size,
-                        char *message, size_t message_size)
+static int submit_infer(server_grpc *g, infer_call *ic, grpc_slice bytes, char *message,
+                        size_t message_size)
 {
     uint64_t received = server_now_ns();
+    size_t size = GRPC_SLICE_LENGTH(bytes);
     if (!server_byte_budget_take(g->budget, size)) {
         snprintf(message, message_size,
                  "the server is busy: it holds %zu bytes of requests, and %zu more would pass its "
@@ -234,7 +248,10 @@ static int submit_infer(server_grpc *g, infer_call *ic, const uint8_t *data, siz
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     }
     ic->reserved = size;
-    rn_status st = server_grpc_infer_decode(data, size, &ic->request);
+    /* The data of ic's reference: a small slice holds its bytes inline. */
+    ic->bytes = grpc_slice_ref(bytes);
+    rn_status st =
+        server_grpc_infer_decode_view(GRPC_SLICE_START_PTR(ic->bytes), size, &ic->request);
     if (st != RN_OK) {
         snprintf(message, message_size, "%s", rn_last_error());
         return GRPC_STATUS_INVALID_ARGUMENT;
@@ -355,7 +372,7 @@ static void stream_sent(rpc *c)
 }
 
 /* A request of the stream arrived (data), or the client half-closed (NULL). */
-static void stream_received(rpc *c, const uint8_t *data, size_t size, int more)
+static void stream_received(rpc *c, grpc_slice bytes, int more)
 {
     if (!more) {
         pthread_mutex_lock(&c->lock);
@@ -366,12 +383,11 @@ static void stream_received(rpc *c, const uint8_t *data, size_t size, int more)
             finish(c, GRPC_STATUS_OK, NULL, NULL);
         return;
     }
-    infer_call *ic = calloc(1, sizeof *ic);
+    infer_call *ic = new_infer_call(c);
     if (ic == NULL) {
         finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "no memory for the request", NULL);
         return;
     }
-    ic->call = c;
     pthread_mutex_lock(&c->lock);
     c->open++; /* before the submit: its answer may come first */
     pthread_mutex_unlock(&c->lock);
@@ -382,7 +398,7 @@ static void stream_received(rpc *c, const uint8_t *data, size_t size, int more)
     if (atomic_load(&c->g->stopping))
         snprintf(message, sizeof message, "the server is shutting down");
     else
-        code = submit_infer(c->g, ic, data, size, message, sizeof message);
+        code = submit_infer(c->g, ic, bytes, message, sizeof message);
     if (code != GRPC_STATUS_OK) {
         ic->job.http_status = 400;
         ic->job.error = strdup(message);
@@ -934,7 +950,13 @@ static void received(rpc *c, int ok)
 {
     grpc_slice slice = grpc_empty_slice();
     int have = ok && c->received != NULL;
-    if (have) {
+    const grpc_byte_buffer *b = c->received;
+    if (have && b->type == GRPC_BB_RAW && b->data.raw.compression == GRPC_COMPRESS_NONE &&
+        b->data.raw.slice_buffer.count == 1) {
+        slice = grpc_slice_ref(b->data.raw.slice_buffer.slices[0]); /* one piece: no copy */
+        grpc_byte_buffer_destroy(c->received);
+        c->received = NULL;
+    } else if (have) {
         grpc_byte_buffer_reader reader;
         if (grpc_byte_buffer_reader_init(&reader, c->received)) {
             slice = grpc_byte_buffer_reader_readall(&reader);
@@ -949,19 +971,18 @@ static void received(rpc *c, int ok)
     size_t size = GRPC_SLICE_LENGTH(slice);
     char message[2048] = "";
     if (c->kind == METHOD_STREAM) {
-        stream_received(c, data, size, have);
+        stream_received(c, slice, have);
         if (have)
             start_recv(c);
     } else if (!have) {
         finish(c, GRPC_STATUS_INVALID_ARGUMENT, "the call carried no request message", NULL);
     } else if (c->kind == METHOD_INFER) {
-        infer_call *ic = calloc(1, sizeof *ic);
+        infer_call *ic = new_infer_call(c);
         int code = GRPC_STATUS_RESOURCE_EXHAUSTED;
         snprintf(message, sizeof message, "no memory for the request");
         if (ic != NULL) {
-            ic->call = c;
             c->unary = ic;
-            code = submit_infer(c->g, ic, data, size, message, sizeof message);
+            code = submit_infer(c->g, ic, slice, message, sizeof message);
         }
         if (code != GRPC_STATUS_OK) /* else c may be answered and gone already */
             finish(c, code, message, NULL);

@@ -182,7 +182,8 @@ static rn_status from_raw(rn_element_type type, const int64_t *dims, size_t rank
     return rn_tensor_wrap(type, dims, rank, raw->data, raw->len, out);
 }
 
-static rn_status decode_input(const Inference__ModelInferRequest *m, size_t i, server_input *out)
+static rn_status decode_input(const Inference__ModelInferRequest *m, const ProtobufCBinaryData *raw,
+                              size_t n_raw, size_t i, server_input *out)
 {
     const Inference__ModelInferRequest__InferInputTensor *in = m->inputs[i];
     rn_element_type type = server_datatype_parse(in->datatype);
@@ -193,11 +194,11 @@ static rn_status decode_input(const Inference__ModelInferRequest *m, size_t i, s
     if (st != RN_OK)
         return st;
     rn_tensor *t = NULL;
-    if (m->n_raw_input_contents > 0) {
+    if (n_raw > 0) {
         if (in->contents != NULL)
             return rn_set_error(RN_INVALID_ARG, "has typed contents while the request carries "
                                                 "raw_input_contents (one or the other)");
-        st = from_raw(type, in->shape, in->n_shape, count, &m->raw_input_contents[i], &t);
+        st = from_raw(type, in->shape, in->n_shape, count, &raw[i], &t);
     } else {
         if (in->contents == NULL)
             return rn_set_error(RN_INVALID_ARG,
@@ -276,14 +277,15 @@ static rn_status decode_outputs(const Inference__ModelInferRequest *m, server_in
     return RN_OK;
 }
 
-static rn_status decode(const Inference__ModelInferRequest *m, server_infer *infer)
+static rn_status decode(const Inference__ModelInferRequest *m, const ProtobufCBinaryData *raw,
+                        size_t n_raw, server_infer *infer)
 {
     if (m->n_inputs == 0)
         return rn_set_error(RN_INVALID_ARG, "the request has no inputs");
-    if (m->n_raw_input_contents > 0 && m->n_raw_input_contents != m->n_inputs)
+    if (n_raw > 0 && n_raw != m->n_inputs)
         return rn_set_error(RN_INVALID_ARG,
                             "raw_input_contents has %zu entries for %zu inputs (one per input)",
-                            m->n_raw_input_contents, m->n_inputs);
+                            n_raw, m->n_inputs);
     if (*m->id != '\0' && (infer->id = strdup(m->id)) == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the id");
     rn_status st = decode_parameters(m, infer);
@@ -296,27 +298,178 @@ static rn_status decode(const Inference__ModelInferRequest *m, server_infer *inf
             if (strcmp(m->inputs[j]->name, m->inputs[i]->name) == 0)
                 return rn_set_error(RN_INVALID_ARG, "input '%s' is given twice",
                                     m->inputs[i]->name);
-        if ((st = decode_input(m, i, &infer->inputs[i])) != RN_OK)
+        if ((st = decode_input(m, raw, n_raw, i, &infer->inputs[i])) != RN_OK)
             return rn_wrap_error(st, "input '%s': ", m->inputs[i]->name);
         infer->n_inputs = i + 1;
     }
     return decode_outputs(m, infer);
 }
 
-rn_status server_grpc_infer_decode(const uint8_t *data, size_t size, server_grpc_infer *out)
+/* ---- raw_input_contents without a copy ----
+ *
+ * protobuf-c copies every bytes field it unpacks: for raw_input_contents
+ * (field 7, the tensors: most of the message) that is a second copy of the
+ * request and an allocation of its size. split() walks the message's
+ * top-level fields instead, keeps each raw_input_contents as a view into
+ * the bytes, and leaves the other fields (names, shapes, parameters: a few
+ * hundred bytes) to protobuf-c. Anything it does not expect (a group, a
+ * field 7 that is not length-delimited, a bad varint or length) leaves the
+ * whole message to protobuf-c, which decides. */
+
+#define RAW_INPUT_CONTENTS 7
+
+static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
 {
-    Inference__ModelInferRequest *m = inference__model_infer_request__unpack(NULL, size, data);
-    if (m == NULL)
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Skips one field's value of wire type `wire`; 0 when it cannot. */
+static int skip_value(const uint8_t **p, const uint8_t *end, unsigned wire)
+{
+    uint64_t v;
+    switch (wire) {
+    case 0:
+        return read_varint(p, end, &v);
+    case 1:
+    case 5: {
+        size_t n = wire == 1 ? 8 : 4;
+        if ((size_t)(end - *p) < n)
+            return 0;
+        *p += n;
+        return 1;
+    }
+    case 2:
+        if (!read_varint(p, end, &v) || v > (uint64_t)(end - *p))
+            return 0;
+        *p += v;
+        return 1;
+    default:
+        return 0; /* groups: protobuf-c's to refuse */
+    }
+}
+
+/* The message's raw_input_contents as views into data (r->raw, r->n_raw)
+ * and its other fields: *rest (in data when they all come before the first
+ * raw_input_contents, as clients write them; else in r->rest). 0: not a
+ * message it walks (left to protobuf-c), or no memory. */
+static int split(const uint8_t *data, size_t size, server_grpc_infer *r, const uint8_t **rest,
+                 size_t *rest_size)
+{
+    const uint8_t *p = data, *end = data + size, *first_raw = NULL;
+    size_t n_raw = 0, raw_bytes = 0;
+    int after_raw = 0; /* another field after a raw_input_contents */
+    while (p < end) {
+        const uint8_t *field = p;
+        uint64_t tag;
+        if (!read_varint(&p, end, &tag) || tag >> 3 == 0 || tag >> 32 != 0)
+            return 0;
+        unsigned wire = (unsigned)(tag & 7);
+        if (tag >> 3 == RAW_INPUT_CONTENTS && wire != 2)
+            return 0;
+        if (!skip_value(&p, end, wire))
+            return 0;
+        if (tag >> 3 == RAW_INPUT_CONTENTS) {
+            if (first_raw == NULL)
+                first_raw = field;
+            n_raw++;
+            raw_bytes += (size_t)(p - field);
+        } else if (first_raw != NULL) {
+            after_raw = 1;
+        }
+    }
+    ProtobufCBinaryData *raw = calloc(n_raw ? n_raw : 1, sizeof *raw);
+    uint8_t *copy = after_raw ? malloc(size - raw_bytes + 1) : NULL;
+    if (raw == NULL || (after_raw && copy == NULL)) {
+        free(raw);
+        free(copy);
+        return 0;
+    }
+    size_t k = 0, n_copy = 0;
+    for (p = data; p < end;) {
+        const uint8_t *field = p;
+        uint64_t tag = 0, len = 0;
+        read_varint(&p, end, &tag); /* checked above */
+        if (tag >> 3 == RAW_INPUT_CONTENTS) {
+            read_varint(&p, end, &len);
+            raw[k++] = (ProtobufCBinaryData){(size_t)len, (uint8_t *)p};
+            p += len;
+            continue;
+        }
+        skip_value(&p, end, (unsigned)(tag & 7));
+        if (copy != NULL) {
+            memcpy(copy + n_copy, field, (size_t)(p - field));
+            n_copy += (size_t)(p - field);
+        }
+    }
+    r->raw = raw;
+    r->n_raw = n_raw;
+    r->rest = copy;
+    *rest = copy != NULL ? copy : data;
+    *rest_size = copy != NULL ? n_copy : first_raw != NULL ? (size_t)(first_raw - data) : size;
+    return 1;
+}
+
+/* Frees what a decode made beside the message. */
+static void free_decoded(server_grpc_infer *r)
+{
+    free(r->raw);
+    free(r->rest);
+    free(r->owned);
+}
+
+rn_status server_grpc_infer_decode_view(const uint8_t *data, size_t size, server_grpc_infer *out)
+{
+    server_grpc_infer r = {0};
+    const uint8_t *rest = data;
+    size_t rest_size = size;
+    if (!split(data, size, &r, &rest, &rest_size)) {
+        rest = data;
+        rest_size = size;
+    }
+    Inference__ModelInferRequest *m = inference__model_infer_request__unpack(NULL, rest_size, rest);
+    if (m == NULL) {
+        free_decoded(&r);
         return rn_set_error(RN_INVALID_ARG, "the message (%zu bytes) is not a ModelInferRequest",
                             size);
-    server_infer infer = {0};
-    rn_status st = decode(m, &infer);
+    }
+    const ProtobufCBinaryData *raw = r.raw ? r.raw : m->raw_input_contents;
+    size_t n_raw = r.raw ? r.n_raw : m->n_raw_input_contents;
+    rn_status st = decode(m, raw, n_raw, &r.infer);
     if (st != RN_OK) {
-        server_infer_clear(&infer);
+        server_infer_clear(&r.infer);
         inference__model_infer_request__free_unpacked(m, NULL);
+        free_decoded(&r);
         return st;
     }
-    *out = (server_grpc_infer){m, m->model_name, m->model_version, infer};
+    r.message = m;
+    r.model = m->model_name;
+    r.version = m->model_version;
+    *out = r;
+    return RN_OK;
+}
+
+rn_status server_grpc_infer_decode(const uint8_t *data, size_t size, server_grpc_infer *out)
+{
+    uint8_t *copy = malloc(size ? size : 1);
+    if (copy == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for a %zu-byte request", size);
+    if (size > 0)
+        memcpy(copy, data, size);
+    rn_status st = server_grpc_infer_decode_view(copy, size, out);
+    if (st != RN_OK) {
+        free(copy);
+        return st;
+    }
+    out->owned = copy;
     return RN_OK;
 }
 
@@ -327,6 +480,7 @@ void server_grpc_infer_clear(server_grpc_infer *r)
     server_infer_clear(&r->infer); /* the wrappers go before the bytes they wrap */
     if (r->message != NULL)
         inference__model_infer_request__free_unpacked(r->message, NULL);
+    free_decoded(r);
     memset(r, 0, sizeof *r);
 }
 

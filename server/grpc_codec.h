@@ -17,12 +17,19 @@
 #include "server/codec.h"
 
 /* A decoded ModelInferRequest. The inputs given as raw_input_contents wrap
- * the message's bytes without copying, so `message` lives as long as they. */
+ * the request's bytes without copying: the decoder's copy of them
+ * (server_grpc_infer_decode), or the caller's
+ * (server_grpc_infer_decode_view), which must outlive the request. */
 typedef struct server_grpc_infer {
-    struct Inference__ModelInferRequest *message; /* owned */
+    struct Inference__ModelInferRequest *message; /* owned; its fields but raw_input_contents */
     const char *model;                            /* model_name, in message */
     const char *version;                          /* model_version ("" when none), in message */
     server_infer infer;
+    /* The decoder's: raw_input_contents' views, the other fields when they
+     * had to be gathered, and its copy of the bytes. */
+    struct ProtobufCBinaryData *raw;
+    size_t n_raw;
+    uint8_t *rest, *owned;
 } server_grpc_infer;
 
 /* Decodes a ModelInferRequest. Bytes that are not the message, an unknown
@@ -32,6 +39,10 @@ typedef struct server_grpc_infer {
  * unknown request parameter are RN_INVALID_ARG naming the input or key.
  * Parameters read: "timeout" (microseconds in the queue, Triton's). */
 rn_status server_grpc_infer_decode(const uint8_t *data, size_t size, server_grpc_infer *out);
+
+/* The same without copying the tensors' bytes: the raw inputs wrap `data`,
+ * which the caller keeps (unchanged) until server_grpc_infer_clear. */
+rn_status server_grpc_infer_decode_view(const uint8_t *data, size_t size, server_grpc_infer *out);
 
 /* Frees what a decode made (the struct itself is the caller's). */
 void server_grpc_infer_clear(server_grpc_infer *request);

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&request, 0xa5, sizeof request);
     untouched = request;
     rn_clear_error();
-    rn_status st = server_grpc_infer_decode(copy, size, &request);
+    rn_status st = server_grpc_infer_decode_view(copy, size, &request); /* copy outlives it */
     if (st != RN_OK) {
         fuzz_check_failure("server_grpc_infer_decode", st,
                            memcmp(&request, &untouched, sizeof request));

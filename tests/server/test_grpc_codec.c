@@ -141,6 +141,95 @@ Test(grpc_codec, raw_inputs_decode_to_tensors)
     cr_assert_null(q.message);
 }
 
+/* Packs the request into a malloc'ed buffer of *size bytes. */
+static uint8_t *pack(builder *b, size_t *size)
+{
+    *size = inference__model_infer_request__get_packed_size(&b->r);
+    uint8_t *bytes = malloc(*size + 64); /* room for fields appended by hand */
+    cr_assert_not_null(bytes);
+    inference__model_infer_request__pack(&b->r, bytes);
+    return bytes;
+}
+
+/* The view decoder wraps the caller's bytes: each raw input's data lies in
+ * the message, with the values sent; fields written after the
+ * raw_input_contents (which clients write last) still decode. */
+Test(grpc_codec, view_decode_wraps_the_message_bytes)
+{
+    builder b;
+    init(&b, "add");
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    int32_t y[2] = {-7, 9};
+    int64_t shape[2] = {2, 3}, two[1] = {2};
+    add_input(&b, "x", "FP32", shape, 2);
+    add_raw(&b, x, sizeof x);
+    add_input(&b, "y", "INT32", two, 1);
+    add_raw(&b, y, sizeof y);
+    size_t size;
+    uint8_t *bytes = pack(&b, &size);
+    for (int after = 0; after < 2; after++) {
+        size_t n = size;
+        if (after) { /* id = "late" (field 3, length-delimited) after the raw contents */
+            const uint8_t id[] = {3 << 3 | 2, 4, 'l', 'a', 't', 'e'};
+            memcpy(bytes + n, id, sizeof id);
+            n += sizeof id;
+        }
+        server_grpc_infer q;
+        cr_assert_eq(server_grpc_infer_decode_view(bytes, n, &q), RN_OK, "%s", rn_last_error());
+        cr_assert_str_eq(q.model, "add");
+        if (after)
+            cr_assert_str_eq(q.infer.id, "late");
+        else
+            cr_assert_null(q.infer.id);
+        cr_assert_eq(q.infer.n_inputs, 2);
+        const uint8_t *px = rn_tensor_data(q.infer.inputs[0].tensor);
+        const uint8_t *py = rn_tensor_data(q.infer.inputs[1].tensor);
+        cr_assert(px >= bytes && px + sizeof x <= bytes + n, "x was copied out of the message");
+        cr_assert(py >= bytes && py + sizeof y <= bytes + n, "y was copied out of the message");
+        cr_assert_eq(memcmp(px, x, sizeof x), 0);
+        cr_assert_eq(memcmp(py, y, sizeof y), 0);
+        server_grpc_infer_clear(&q);
+    }
+    free(bytes);
+}
+
+/* Messages the field walk does not take are protobuf-c's to judge: a
+ * raw_input_contents that is not length-delimited, or a length past the
+ * end, are refused as not a ModelInferRequest. */
+Test(grpc_codec, view_decode_refuses_broken_raw_contents)
+{
+    builder b;
+    init(&b, "add");
+    float x[2] = {1, 2};
+    int64_t two[1] = {2};
+    add_input(&b, "x", "FP32", two, 1);
+    size_t size;
+    uint8_t *bytes = pack(&b, &size);
+    const uint8_t varint7[] = {7 << 3 | 0, 5};
+    const uint8_t too_long[] = {7 << 3 | 2, 100, 0, 0, 0, 0};
+    const uint8_t *tails[] = {varint7, too_long};
+    size_t lens[] = {sizeof varint7, sizeof too_long};
+    for (size_t i = 0; i < 2; i++) {
+        memcpy(bytes + size, tails[i], lens[i]);
+        server_grpc_infer q;
+        memset(&q, 0x5a, sizeof q);
+        cr_assert_eq(server_grpc_infer_decode_view(bytes, size + lens[i], &q), RN_INVALID_ARG);
+        cr_assert(strstr(rn_last_error(), "not a ModelInferRequest") != NULL, "%s",
+                  rn_last_error());
+        cr_assert_eq(q.message, (void *)0x5a5a5a5a5a5a5a5a, "out written on error");
+    }
+    /* With the contents given properly it decodes. */
+    const uint8_t good[] = {7 << 3 | 2, 8};
+    memcpy(bytes + size, good, sizeof good);
+    memcpy(bytes + size + sizeof good, x, sizeof x);
+    server_grpc_infer q;
+    cr_assert_eq(server_grpc_infer_decode_view(bytes, size + sizeof good + sizeof x, &q), RN_OK,
+                 "%s", rn_last_error());
+    cr_assert_eq(memcmp(rn_tensor_data(q.infer.inputs[0].tensor), x, sizeof x), 0);
+    server_grpc_infer_clear(&q);
+    free(bytes);
+}
+
 Test(grpc_codec, typed_contents_of_every_list)
 {
     builder b;
