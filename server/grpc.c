@@ -22,6 +22,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,10 @@ struct server_grpc {
     atomic_int ready;
     atomic_int stopping;
     atomic_long in_flight; /* infer requests submitted and not yet answered */
+    /* Unary infer answers started and not yet sent (FINISH): the drain
+     * waits for them too (a while) before it cancels what is left, which
+     * would cut an answer gRPC is still writing. */
+    atomic_long sending;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int shut_down; /* the server's shutdown tag came back */
@@ -65,7 +70,6 @@ typedef struct infer_call {
     rpc *call;
     server_model *model; /* held while the job is in flight */
     server_grpc_infer request;
-    grpc_slice bytes; /* the request's message, which its raw inputs wrap */
     server_job job;
     grpc_byte_buffer *message; /* a stream's answer, once made */
     size_t reserved;           /* of the byte budget, given back when freed */
@@ -88,6 +92,7 @@ struct rpc {
     grpc_slice status_details;
     int has_status_details;
     int cancelled;
+    int counted; /* a unary infer answer started: counted in g->sending until freed */
     method_kind kind;
     sync_handler handler;
     infer_call *unary; /* a unary ModelInfer's request */
@@ -121,7 +126,6 @@ static void free_infer_call(infer_call *ic)
         return;
     server_byte_budget_give(ic->call->g->budget, ic->reserved);
     server_grpc_infer_clear(&ic->request);
-    grpc_slice_unref(ic->bytes); /* after the tensors that wrap it */
     if (ic->message != NULL)
         grpc_byte_buffer_destroy(ic->message);
     free(ic->job.response.body);
@@ -132,15 +136,15 @@ static void free_infer_call(infer_call *ic)
 static infer_call *new_infer_call(rpc *c)
 {
     infer_call *ic = calloc(1, sizeof *ic);
-    if (ic != NULL) {
+    if (ic != NULL)
         ic->call = c;
-        ic->bytes = grpc_empty_slice();
-    }
     return ic;
 }
 
 static void free_rpc(rpc *c)
 {
+    if (c->counted)
+        atomic_fetch_sub(&c->g->sending, 1);
     if (c->call != NULL)
         grpc_call_unref(c->call);
     grpc_call_details_destroy(&c->details);
@@ -221,6 +225,10 @@ static void infer_done(server_job *job)
     server_grpc *g = c->g;
     server_model_release(ic->model);
     ic->model = NULL;
+    if (c->kind != METHOD_STREAM) { /* counted as sending before: finished, c may go */
+        c->counted = 1;
+        atomic_fetch_add(&g->sending, 1);
+    }
     if (c->kind == METHOD_STREAM) {
         stream_answered(c, ic);
     } else if (job->http_status == 200) {
@@ -232,14 +240,13 @@ static void infer_done(server_job *job)
     atomic_fetch_sub(&g->in_flight, 1);
 }
 
-/* Decodes, binds and submits one infer request, the message in `bytes`
- * (its raw inputs wrap it: ic keeps a reference). 0 with the job submitted
- * (infer_done will run); else the gRPC status, the message in `message`. */
-static int submit_infer(server_grpc *g, infer_call *ic, grpc_slice bytes, char *message,
-                        size_t message_size)
+/* Decodes, binds and submits one infer request, its message in pieces. 0
+ * with the job submitted (infer_done will run); else the gRPC status, the
+ * message in `message`. */
+static int submit_infer(server_grpc *g, infer_call *ic, const server_grpc_piece *pieces,
+                        size_t n_pieces, size_t size, char *message, size_t message_size)
 {
     uint64_t received = server_now_ns();
-    size_t size = GRPC_SLICE_LENGTH(bytes);
     if (!server_byte_budget_take(g->budget, size)) {
         snprintf(message, message_size,
                  "the server is busy: it holds %zu bytes of requests, and %zu more would pass its "
@@ -248,10 +255,7 @@ static int submit_infer(server_grpc *g, infer_call *ic, grpc_slice bytes, char *
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     }
     ic->reserved = size;
-    /* The data of ic's reference: a small slice holds its bytes inline. */
-    ic->bytes = grpc_slice_ref(bytes);
-    rn_status st =
-        server_grpc_infer_decode_view(GRPC_SLICE_START_PTR(ic->bytes), size, &ic->request);
+    rn_status st = server_grpc_infer_decode_pieces(pieces, n_pieces, &ic->request);
     if (st != RN_OK) {
         snprintf(message, message_size, "%s", rn_last_error());
         return GRPC_STATUS_INVALID_ARGUMENT;
@@ -372,7 +376,8 @@ static void stream_sent(rpc *c)
 }
 
 /* A request of the stream arrived (data), or the client half-closed (NULL). */
-static void stream_received(rpc *c, grpc_slice bytes, int more)
+static void stream_received(rpc *c, const server_grpc_piece *pieces, size_t n_pieces, size_t size,
+                            int more)
 {
     if (!more) {
         pthread_mutex_lock(&c->lock);
@@ -398,7 +403,7 @@ static void stream_received(rpc *c, grpc_slice bytes, int more)
     if (atomic_load(&c->g->stopping))
         snprintf(message, sizeof message, "the server is shutting down");
     else
-        code = submit_infer(c->g, ic, bytes, message, sizeof message);
+        code = submit_infer(c->g, ic, pieces, n_pieces, size, message, sizeof message);
     if (code != GRPC_STATUS_OK) {
         ic->job.http_status = 400;
         ic->job.error = strdup(message);
@@ -945,33 +950,47 @@ static void accepted(rpc *c)
     start_recv(c);
 }
 
+/* The pieces of a received message: its slices when gRPC holds it
+ * uncompressed (an infer request's tensors are copied once, from there, by
+ * the decoder), else one piece, `joined` by gRPC's reader (a sync method
+ * always: its handlers take one buffer). 0 when it cannot be read. */
+#define MAX_PIECES 64
+static int message_pieces(grpc_byte_buffer *b, int joined_only, grpc_slice *joined,
+                          server_grpc_piece pieces[MAX_PIECES], size_t *n)
+{
+    const grpc_slice_buffer *sb = &b->data.raw.slice_buffer;
+    if (!joined_only && b->type == GRPC_BB_RAW && b->data.raw.compression == GRPC_COMPRESS_NONE &&
+        sb->count <= MAX_PIECES) {
+        for (size_t i = 0; i < sb->count; i++)
+            pieces[i] = (server_grpc_piece){GRPC_SLICE_START_PTR(sb->slices[i]),
+                                            GRPC_SLICE_LENGTH(sb->slices[i])};
+        *n = sb->count;
+        return 1;
+    }
+    grpc_byte_buffer_reader reader;
+    if (!grpc_byte_buffer_reader_init(&reader, b))
+        return 0;
+    *joined = grpc_byte_buffer_reader_readall(&reader);
+    grpc_byte_buffer_reader_destroy(&reader);
+    pieces[0] = (server_grpc_piece){GRPC_SLICE_START_PTR(*joined), GRPC_SLICE_LENGTH(*joined)};
+    *n = 1;
+    return 1;
+}
+
 /* A request message arrived (ok and c->received set), or none will. */
 static void received(rpc *c, int ok)
 {
-    grpc_slice slice = grpc_empty_slice();
-    int have = ok && c->received != NULL;
-    const grpc_byte_buffer *b = c->received;
-    if (have && b->type == GRPC_BB_RAW && b->data.raw.compression == GRPC_COMPRESS_NONE &&
-        b->data.raw.slice_buffer.count == 1) {
-        slice = grpc_slice_ref(b->data.raw.slice_buffer.slices[0]); /* one piece: no copy */
-        grpc_byte_buffer_destroy(c->received);
-        c->received = NULL;
-    } else if (have) {
-        grpc_byte_buffer_reader reader;
-        if (grpc_byte_buffer_reader_init(&reader, c->received)) {
-            slice = grpc_byte_buffer_reader_readall(&reader);
-            grpc_byte_buffer_reader_destroy(&reader);
-        } else {
-            have = 0;
-        }
-        grpc_byte_buffer_destroy(c->received);
-        c->received = NULL;
-    }
-    const uint8_t *data = GRPC_SLICE_START_PTR(slice);
-    size_t size = GRPC_SLICE_LENGTH(slice);
+    grpc_slice joined = grpc_empty_slice();
+    server_grpc_piece pieces[MAX_PIECES];
+    size_t n = 0, size = 0;
+    grpc_byte_buffer *b = c->received;
+    c->received = NULL;
+    int have = ok && b != NULL && message_pieces(b, c->kind == METHOD_SYNC, &joined, pieces, &n);
+    for (size_t i = 0; i < n; i++)
+        size += pieces[i].size;
     char message[2048] = "";
     if (c->kind == METHOD_STREAM) {
-        stream_received(c, slice, have);
+        stream_received(c, pieces, n, size, have);
         if (have)
             start_recv(c);
     } else if (!have) {
@@ -982,17 +1001,19 @@ static void received(rpc *c, int ok)
         snprintf(message, sizeof message, "no memory for the request");
         if (ic != NULL) {
             c->unary = ic;
-            code = submit_infer(c->g, ic, slice, message, sizeof message);
+            code = submit_infer(c->g, ic, pieces, n, size, message, sizeof message);
         }
         if (code != GRPC_STATUS_OK) /* else c may be answered and gone already */
             finish(c, code, message, NULL);
     } else {
         server_response out = {0};
-        int code = c->handler(c->g, data, size, &out, message, sizeof message);
+        int code = c->handler(c->g, pieces[0].data, pieces[0].size, &out, message, sizeof message);
         finish(c, code, message, code == GRPC_STATUS_OK ? byte_buffer_of(&out) : NULL);
         free(out.body);
     }
-    grpc_slice_unref(slice);
+    grpc_slice_unref(joined);
+    if (b != NULL)
+        grpc_byte_buffer_destroy(b);
 }
 
 static void request_next_call(server_grpc *g)
@@ -1063,6 +1084,14 @@ rn_status server_grpc_start(server_registry *registry, const server_grpc_config 
     snprintf(address, sizeof address, "%s:%d", config->address, config->port);
     server_grpc *g = calloc(1, sizeof *g);
     unsigned n_threads = config->threads ? config->threads : 1;
+    /* No more queue threads than CPUs it may run on: the queue's threads
+     * take turns polling and hand events to each other, so one without a
+     * CPU of its own only adds futex wake-ups to every call (on one CPU,
+     * four threads made twice the futex calls per request of one). */
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0 &&
+        (unsigned)CPU_COUNT(&cpus) < n_threads)
+        n_threads = (unsigned)CPU_COUNT(&cpus);
     if (g == NULL || (g->threads = calloc(n_threads, sizeof *g->threads)) == NULL) {
         free(g);
         return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the gRPC server");
@@ -1142,6 +1171,10 @@ void server_grpc_stop(server_grpc *g)
     atomic_store(&g->stopping, 1);
     grpc_server_shutdown_and_notify(g->server, g->cq, &shutdown_tag); /* no new calls */
     while (atomic_load(&g->in_flight) > 0)
+        usleep(1000);
+    /* The unary answers being written: a client that stopped reading keeps
+     * one from finishing, so at most 5 s. */
+    for (int ms = 0; ms < 5000 && atomic_load(&g->sending) > 0; ms++)
         usleep(1000);
     grpc_server_cancel_all_calls(g->server); /* streams still open */
     pthread_mutex_lock(&g->lock);

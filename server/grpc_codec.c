@@ -305,24 +305,73 @@ static rn_status decode(const Inference__ModelInferRequest *m, const ProtobufCBi
     return decode_outputs(m, infer);
 }
 
-/* ---- raw_input_contents without a copy ----
+/* ---- raw_input_contents in one copy ----
  *
- * protobuf-c copies every bytes field it unpacks: for raw_input_contents
- * (field 7, the tensors: most of the message) that is a second copy of the
- * request and an allocation of its size. split() walks the message's
- * top-level fields instead, keeps each raw_input_contents as a view into
- * the bytes, and leaves the other fields (names, shapes, parameters: a few
- * hundred bytes) to protobuf-c. Anything it does not expect (a group, a
- * field 7 that is not length-delimited, a bad varint or length) leaves the
+ * protobuf-c copies every bytes field it unpacks into a block of its own,
+ * and gRPC hands a message over as several slices that its reader would
+ * first join into one: two copies of the tensors (most of the message). The
+ * decoder walks the message's top-level fields over the pieces instead,
+ * copies each raw_input_contents once, from the pieces, to a 64-byte aligned
+ * place in one block the request keeps (r->owned: what its tensors wrap;
+ * the bytes of a message have no alignment, and the kernels want their
+ * element type's), and gathers the other fields (names, shapes, parameters:
+ * a few hundred bytes) for protobuf-c. Anything it does not expect (a group,
+ * a field 7 that is not length-delimited, a bad varint or length) leaves the
  * whole message to protobuf-c, which decides. */
 
 #define RAW_INPUT_CONTENTS 7
+#define RAW_ALIGN          64
 
-static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+/* A read position in the pieces. */
+typedef struct cursor {
+    const server_grpc_piece *pieces;
+    size_t n, i, off; /* piece i, offset in it */
+    size_t left;      /* bytes from here to the end */
+} cursor;
+
+static int next_byte(cursor *c, uint8_t *out)
+{
+    while (c->i < c->n && c->off == c->pieces[c->i].size) {
+        c->i++;
+        c->off = 0;
+    }
+    if (c->left == 0 || c->i == c->n)
+        return 0;
+    *out = c->pieces[c->i].data[c->off++];
+    c->left--;
+    return 1;
+}
+
+/* Copies (to `to`, or skips when NULL) n bytes; the caller checked n <= left. */
+static void take(cursor *c, uint8_t *to, size_t n)
+{
+    c->left -= n;
+    while (n > 0) {
+        size_t here = c->pieces[c->i].size - c->off;
+        if (here == 0) {
+            c->i++;
+            c->off = 0;
+            continue;
+        }
+        size_t k = here < n ? here : n;
+        if (to != NULL) {
+            memcpy(to, c->pieces[c->i].data + c->off, k);
+            to += k;
+        }
+        c->off += k;
+        n -= k;
+    }
+}
+
+/* Reads a varint, appending its bytes to head (*n of them). */
+static int read_varint(cursor *c, uint64_t *out, uint8_t *head, size_t *n)
 {
     uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
-        uint8_t b = *(*p)++;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        uint8_t b;
+        if (!next_byte(c, &b))
+            return 0;
+        head[(*n)++] = b;
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80)) {
             *out = v;
@@ -332,145 +381,139 @@ static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
     return 0;
 }
 
-/* Skips one field's value of wire type `wire`; 0 when it cannot. */
-static int skip_value(const uint8_t **p, const uint8_t *end, unsigned wire)
+static size_t round_up(size_t n)
 {
-    uint64_t v;
-    switch (wire) {
-    case 0:
-        return read_varint(p, end, &v);
-    case 1:
-    case 5: {
-        size_t n = wire == 1 ? 8 : 4;
-        if ((size_t)(end - *p) < n)
-            return 0;
-        *p += n;
-        return 1;
-    }
-    case 2:
-        if (!read_varint(p, end, &v) || v > (uint64_t)(end - *p))
-            return 0;
-        *p += v;
-        return 1;
-    default:
-        return 0; /* groups: protobuf-c's to refuse */
-    }
+    return (n + RAW_ALIGN - 1) / RAW_ALIGN * RAW_ALIGN;
 }
 
-/* The message's raw_input_contents as views into data (r->raw, r->n_raw)
- * and its other fields: *rest (in data when they all come before the first
- * raw_input_contents, as clients write them; else in r->rest). 0: not a
- * message it walks (left to protobuf-c), or no memory. */
-static int split(const uint8_t *data, size_t size, server_grpc_infer *r, const uint8_t **rest,
-                 size_t *rest_size)
+/* What a walk found, or (with `copy`) filled: the raw contents' views into
+ * owned, and the other fields' bytes in rest. */
+typedef struct walk {
+    size_t n_raw, raw_size, rest_size;
+    ProtobufCBinaryData *raw;
+    uint8_t *owned, *rest;
+} walk;
+
+/* Walks every top-level field: counts (copy 0) or copies (copy 1, into the
+ * blocks a counting walk sized). 0: not a message it walks. */
+static int walk_fields(cursor c, walk *w, int copy)
 {
-    const uint8_t *p = data, *end = data + size, *first_raw = NULL;
-    size_t n_raw = 0, raw_bytes = 0;
-    int after_raw = 0; /* another field after a raw_input_contents */
-    while (p < end) {
-        const uint8_t *field = p;
-        uint64_t tag;
-        if (!read_varint(&p, end, &tag) || tag >> 3 == 0 || tag >> 32 != 0)
+    size_t k = 0, raw_off = 0, rest_off = 0;
+    while (c.left > 0) {
+        uint8_t head[20]; /* the tag, and a varint value or a length */
+        size_t nh = 0;
+        uint64_t tag, len = 0;
+        if (!read_varint(&c, &tag, head, &nh) || tag >> 3 == 0 || tag >> 32 != 0)
             return 0;
         unsigned wire = (unsigned)(tag & 7);
-        if (tag >> 3 == RAW_INPUT_CONTENTS && wire != 2)
+        int raw = tag >> 3 == RAW_INPUT_CONTENTS;
+        if (raw && wire != 2)
             return 0;
-        if (!skip_value(&p, end, wire))
+        if (wire == 1 || wire == 5)
+            len = wire == 1 ? 8 : 4;
+        else if (wire > 2 || !read_varint(&c, &len, head, &nh))
+            return 0; /* groups (protobuf-c's to refuse), or a bad varint */
+        else if (wire == 0)
+            len = 0; /* the value is in head */
+        if (len > c.left)
             return 0;
-        if (tag >> 3 == RAW_INPUT_CONTENTS) {
-            if (first_raw == NULL)
-                first_raw = field;
-            n_raw++;
-            raw_bytes += (size_t)(p - field);
-        } else if (first_raw != NULL) {
-            after_raw = 1;
+        if (raw) {
+            if (copy) {
+                w->raw[k] = (ProtobufCBinaryData){(size_t)len, w->owned + raw_off};
+                take(&c, w->owned + raw_off, (size_t)len);
+            } else {
+                take(&c, NULL, (size_t)len);
+            }
+            k++;
+            raw_off += round_up((size_t)len);
+        } else {
+            if (copy) {
+                memcpy(w->rest + rest_off, head, nh);
+                take(&c, w->rest + rest_off + nh, (size_t)len);
+            } else {
+                take(&c, NULL, (size_t)len);
+            }
+            rest_off += nh + (size_t)len;
         }
     }
-    ProtobufCBinaryData *raw = calloc(n_raw ? n_raw : 1, sizeof *raw);
-    uint8_t *copy = after_raw ? malloc(size - raw_bytes + 1) : NULL;
-    if (raw == NULL || (after_raw && copy == NULL)) {
-        free(raw);
-        free(copy);
-        return 0;
-    }
-    size_t k = 0, n_copy = 0;
-    for (p = data; p < end;) {
-        const uint8_t *field = p;
-        uint64_t tag = 0, len = 0;
-        read_varint(&p, end, &tag); /* checked above */
-        if (tag >> 3 == RAW_INPUT_CONTENTS) {
-            read_varint(&p, end, &len);
-            raw[k++] = (ProtobufCBinaryData){(size_t)len, (uint8_t *)p};
-            p += len;
-            continue;
-        }
-        skip_value(&p, end, (unsigned)(tag & 7));
-        if (copy != NULL) {
-            memcpy(copy + n_copy, field, (size_t)(p - field));
-            n_copy += (size_t)(p - field);
-        }
-    }
-    r->raw = raw;
-    r->n_raw = n_raw;
-    r->rest = copy;
-    *rest = copy != NULL ? copy : data;
-    *rest_size = copy != NULL ? n_copy : first_raw != NULL ? (size_t)(first_raw - data) : size;
+    w->n_raw = k;
+    w->raw_size = raw_off;
+    w->rest_size = rest_off;
     return 1;
 }
 
-/* Frees what a decode made beside the message. */
-static void free_decoded(server_grpc_infer *r)
+/* Splits the message: w->raw (views into w->owned) and w->rest. 0: not a
+ * message it walks (w untouched), or no memory (*no_memory set). */
+static int split(const server_grpc_piece *pieces, size_t n, size_t size, walk *w, int *no_memory)
 {
-    free(r->raw);
-    free(r->rest);
-    free(r->owned);
+    cursor c = {pieces, n, 0, 0, size};
+    walk sized = {0};
+    if (!walk_fields(c, &sized, 0))
+        return 0;
+    sized.raw = calloc(sized.n_raw ? sized.n_raw : 1, sizeof *sized.raw);
+    sized.owned = aligned_alloc(RAW_ALIGN, sized.raw_size ? sized.raw_size : RAW_ALIGN);
+    sized.rest = malloc(sized.rest_size ? sized.rest_size : 1);
+    if (sized.raw == NULL || sized.owned == NULL || sized.rest == NULL) {
+        free(sized.raw);
+        free(sized.owned);
+        free(sized.rest);
+        *no_memory = 1;
+        return 0;
+    }
+    walk_fields(c, &sized, 1);
+    *w = sized;
+    return 1;
 }
 
-rn_status server_grpc_infer_decode_view(const uint8_t *data, size_t size, server_grpc_infer *out)
+/* The pieces joined (a message split() would not walk goes whole to
+ * protobuf-c). */
+static uint8_t *join(const server_grpc_piece *pieces, size_t n, size_t size)
 {
-    server_grpc_infer r = {0};
-    const uint8_t *rest = data;
-    size_t rest_size = size;
-    if (!split(data, size, &r, &rest, &rest_size)) {
-        rest = data;
-        rest_size = size;
+    uint8_t *all = malloc(size ? size : 1);
+    for (size_t i = 0, at = 0; all != NULL && i < n; at += pieces[i].size, i++)
+        if (pieces[i].size > 0)
+            memcpy(all + at, pieces[i].data, pieces[i].size);
+    return all;
+}
+
+rn_status server_grpc_infer_decode_pieces(const server_grpc_piece *pieces, size_t n_pieces,
+                                          server_grpc_infer *out)
+{
+    size_t size = 0;
+    for (size_t i = 0; i < n_pieces; i++)
+        size += pieces[i].size;
+    walk w = {0};
+    int no_memory = 0;
+    if (!split(pieces, n_pieces, size, &w, &no_memory)) {
+        if (no_memory || (w.rest = join(pieces, n_pieces, size)) == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "no memory for a %zu-byte request", size);
+        w.rest_size = size;
     }
-    Inference__ModelInferRequest *m = inference__model_infer_request__unpack(NULL, rest_size, rest);
+    Inference__ModelInferRequest *m =
+        inference__model_infer_request__unpack(NULL, w.rest_size, w.rest);
+    free(w.rest); /* protobuf-c copied what it keeps */
     if (m == NULL) {
-        free_decoded(&r);
+        free(w.raw);
+        free(w.owned);
         return rn_set_error(RN_INVALID_ARG, "the message (%zu bytes) is not a ModelInferRequest",
                             size);
     }
-    const ProtobufCBinaryData *raw = r.raw ? r.raw : m->raw_input_contents;
-    size_t n_raw = r.raw ? r.n_raw : m->n_raw_input_contents;
+    server_grpc_infer r = {m, m->model_name, m->model_version, {0}, w.raw, w.owned};
+    const ProtobufCBinaryData *raw = w.raw ? w.raw : m->raw_input_contents;
+    size_t n_raw = w.raw ? w.n_raw : m->n_raw_input_contents;
     rn_status st = decode(m, raw, n_raw, &r.infer);
     if (st != RN_OK) {
-        server_infer_clear(&r.infer);
-        inference__model_infer_request__free_unpacked(m, NULL);
-        free_decoded(&r);
+        server_grpc_infer_clear(&r);
         return st;
     }
-    r.message = m;
-    r.model = m->model_name;
-    r.version = m->model_version;
     *out = r;
     return RN_OK;
 }
 
 rn_status server_grpc_infer_decode(const uint8_t *data, size_t size, server_grpc_infer *out)
 {
-    uint8_t *copy = malloc(size ? size : 1);
-    if (copy == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for a %zu-byte request", size);
-    if (size > 0)
-        memcpy(copy, data, size);
-    rn_status st = server_grpc_infer_decode_view(copy, size, out);
-    if (st != RN_OK) {
-        free(copy);
-        return st;
-    }
-    out->owned = copy;
-    return RN_OK;
+    server_grpc_piece one = {data, size};
+    return server_grpc_infer_decode_pieces(&one, 1, out);
 }
 
 void server_grpc_infer_clear(server_grpc_infer *r)
@@ -480,7 +523,8 @@ void server_grpc_infer_clear(server_grpc_infer *r)
     server_infer_clear(&r->infer); /* the wrappers go before the bytes they wrap */
     if (r->message != NULL)
         inference__model_infer_request__free_unpacked(r->message, NULL);
-    free_decoded(r);
+    free(r->raw);
+    free(r->owned);
     memset(r, 0, sizeof *r);
 }
 

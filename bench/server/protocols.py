@@ -13,12 +13,30 @@ For each --concurrency C (default 1,2,4,8), each for --seconds (default 3):
     HTTP side with less of the client's CPU in the price), C workers;
 
 printing rows/s, p50 and p99 per protocol, ratio= server / tools/bench at
-the same C, and grpc/http. Clients and server share the machine, so the
-client's CPU time is part of the price (and none of tools/bench's). Prints
-the CPU, its ISA and the load average before and after.
+the same C, and grpc/http; and CPU time per request: the server process's
+utime + stime (/proc/PID/stat, all its threads) over each timed window
+divided by the answers in it, against tools/bench's (its CPU over the run
+less that of a 16-iteration run, over the difference in iterations: the
+compile cancels out), cpu-ratio = tools/bench's / the server's. CPU time per
+request does not depend on what else the machine runs as much as rows/s
+does (contention still costs cache misses), so it is the number to read on
+a shared machine.
+
+Pinning (--pin SERVER:CLIENT, taskset CPU lists; default auto = 0:1 on a
+machine of 2 CPUs or more, `none` to share every CPU): runnel-server and
+tools/bench run on the SERVER CPUs, with the model compiled for that many
+threads in both (INFERENCE_NUM_THREADS; the CPU plugin otherwise counts the
+machine's CPUs), and the clients (this process's threads, and hey) on the
+CLIENT CPUs, so that the client's CPU is no part of the server's price, as
+in-process has no client. The server's front end (gRPC's and
+libmicrohttpd's threads, decoding, encoding, the kernel's socket work on
+its side) shares the SERVER CPUs with the model: it is what the ratio
+prices. Prints the CPU, its ISA, the load average before and after, and the
+pinning.
 
   bench/server/protocols [--model squeezenet|resnet50|PATH.onnx] [--device CPU]
-                         [--seconds 3] [--concurrency 1,2,4,8]
+                         [--seconds 3] [--concurrency 1,2,4,8] [--pin auto|S:C|none]
+                         [--no-hey]
 """
 
 import argparse
