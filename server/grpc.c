@@ -35,7 +35,8 @@
 #include "server/kserve.pb-c.h"
 #include "server/model.h"
 
-#define GRPC_SERVICE "/inference.GRPCInferenceService/"
+#define GRPC_SERVICE    "/inference.GRPCInferenceService/"
+#define WAITING_ACCEPTS 64
 
 struct server_grpc {
     server_registry *registry;
@@ -48,10 +49,12 @@ struct server_grpc {
     atomic_int ready;
     atomic_int stopping;
     atomic_long in_flight; /* infer requests submitted and not yet answered */
-    /* Unary infer answers started and not yet sent (FINISH): the drain
-     * waits for them too (a while) before it cancels what is left, which
-     * would cut an answer gRPC is still writing. */
-    atomic_long sending;
+    /* Unary infer calls from their accept until their status has gone
+     * (FINISH): the drain waits for them too (a while) before it cancels
+     * what is left, which would cut a call still being received, or one
+     * whose answer gRPC is still writing. */
+    atomic_long unary;
+    atomic_long live; /* rpcs not yet freed (waiting accepts included) */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int shut_down; /* the server's shutdown tag came back */
@@ -92,7 +95,7 @@ struct rpc {
     grpc_slice status_details;
     int has_status_details;
     int cancelled;
-    int counted; /* a unary infer answer started: counted in g->sending until freed */
+    int counted; /* a unary infer call: counted in g->unary until freed */
     method_kind kind;
     sync_handler handler;
     infer_call *unary; /* a unary ModelInfer's request */
@@ -143,8 +146,9 @@ static infer_call *new_infer_call(rpc *c)
 
 static void free_rpc(rpc *c)
 {
+    server_grpc *g = c->g;
     if (c->counted)
-        atomic_fetch_sub(&c->g->sending, 1);
+        atomic_fetch_sub(&c->g->unary, 1);
     if (c->call != NULL)
         grpc_call_unref(c->call);
     grpc_call_details_destroy(&c->details);
@@ -158,6 +162,7 @@ static void free_rpc(rpc *c)
     free_infer_call(c->unary);
     pthread_mutex_destroy(&c->lock);
     free(c);
+    atomic_fetch_sub(&g->live, 1); /* last: the stop may then destroy the server */
 }
 
 /* Sends the status (and `reply`, when not NULL) and ends the call; FINISH
@@ -225,10 +230,6 @@ static void infer_done(server_job *job)
     server_grpc *g = c->g;
     server_model_release(ic->model);
     ic->model = NULL;
-    if (c->kind != METHOD_STREAM) { /* counted as sending before: finished, c may go */
-        c->counted = 1;
-        atomic_fetch_add(&g->sending, 1);
-    }
     if (c->kind == METHOD_STREAM) {
         stream_answered(c, ic);
     } else if (job->http_status == 200) {
@@ -940,6 +941,10 @@ static void accepted(rpc *c)
             c->kind = methods[i].kind;
             c->handler = methods[i].handler;
         }
+    if (c->kind == METHOD_INFER) {
+        c->counted = 1;
+        atomic_fetch_add(&g->unary, 1);
+    }
     if (c->kind == METHOD_UNKNOWN) {
         char message[512];
         snprintf(message, sizeof message, "runnel-server does not serve %.*s",
@@ -1024,6 +1029,7 @@ static void request_next_call(server_grpc *g)
         return;
     }
     c->g = g;
+    atomic_fetch_add(&g->live, 1);
     c->accept = (rpc_tag){c, TAG_ACCEPT};
     c->recv = (rpc_tag){c, TAG_RECV};
     c->send = (rpc_tag){c, TAG_SEND};
@@ -1139,8 +1145,12 @@ rn_status server_grpc_start(server_registry *registry, const server_grpc_config 
                             address);
     }
     grpc_server_start(g->server);
+    /* Waiting accepts, each renewed when it is taken: a call that finds
+     * none waits in gRPC's own list, which its shutdown ends with
+     * CANCELLED instead of letting the drain answer it. */
+    for (unsigned i = 0; i < WAITING_ACCEPTS; i++)
+        request_next_call(g);
     for (unsigned i = 0; i < n_threads; i++) {
-        request_next_call(g); /* one waiting accept per thread */
         if (pthread_create(&g->threads[i], NULL, queue_main, g) != 0)
             break;
         g->n_threads = i + 1;
@@ -1170,17 +1180,31 @@ void server_grpc_stop(server_grpc *g)
         return;
     atomic_store(&g->stopping, 1);
     grpc_server_shutdown_and_notify(g->server, g->cq, &shutdown_tag); /* no new calls */
-    while (atomic_load(&g->in_flight) > 0)
+    /* Every infer request submitted is answered, however long it takes.
+     * Then the unary calls still open (being received, or their answers
+     * written: a client that stopped reading or sending holds one, so at
+     * most 5 s), until none has been for 20 ms (a call accepted just before
+     * the shutdown may still have its accept in the queue). */
+    for (int waited = 0, quiet = 0; quiet < 20 && waited < 5000;) {
         usleep(1000);
-    /* The unary answers being written: a client that stopped reading keeps
-     * one from finishing, so at most 5 s. */
-    for (int ms = 0; ms < 5000 && atomic_load(&g->sending) > 0; ms++)
-        usleep(1000);
+        if (atomic_load(&g->in_flight) > 0) {
+            quiet = 0;
+            continue;
+        }
+        waited++;
+        quiet = atomic_load(&g->unary) > 0 ? 0 : quiet + 1;
+    }
     grpc_server_cancel_all_calls(g->server); /* streams still open */
     pthread_mutex_lock(&g->lock);
     while (!g->shut_down)
         pthread_cond_wait(&g->cond, &g->lock);
     pthread_mutex_unlock(&g->lock);
+    /* The shutdown tag can come before the queue threads have taken the
+     * last events of the cancelled calls, which start the batches that end
+     * them: the queue must not shut down under those (gRPC aborts). Every
+     * call ends, cancelled; 10 s bounds a call left open by a failed batch. */
+    for (int ms = 0; ms < 10000 && atomic_load(&g->live) > 0; ms++)
+        usleep(1000);
     grpc_server_destroy(g->server);
     grpc_completion_queue_shutdown(g->cq);
     for (unsigned i = 0; i < g->n_threads; i++)
