@@ -22,7 +22,6 @@
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1090,14 +1089,6 @@ rn_status server_grpc_start(server_registry *registry, const server_grpc_config 
     snprintf(address, sizeof address, "%s:%d", config->address, config->port);
     server_grpc *g = calloc(1, sizeof *g);
     unsigned n_threads = config->threads ? config->threads : 1;
-    /* No more queue threads than CPUs it may run on: the queue's threads
-     * take turns polling and hand events to each other, so one without a
-     * CPU of its own only adds futex wake-ups to every call (on one CPU,
-     * four threads made twice the futex calls per request of one). */
-    cpu_set_t cpus;
-    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0 &&
-        (unsigned)CPU_COUNT(&cpus) < n_threads)
-        n_threads = (unsigned)CPU_COUNT(&cpus);
     if (g == NULL || (g->threads = calloc(n_threads, sizeof *g->threads)) == NULL) {
         free(g);
         return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the gRPC server");

@@ -17,7 +17,7 @@
 typedef struct server_grpc_config {
     const char *address;        /* IPv4 address to bind ("0.0.0.0") */
     int port;                   /* 0: any free port (server_grpc_port tells which) */
-    unsigned threads;           /* completion-queue threads (at most the CPUs it may run on) */
+    unsigned threads;           /* completion-queue threads */
     size_t max_message;         /* larger request messages are refused (RESOURCE_EXHAUSTED) */
     unsigned timeout_secs;      /* a connection that has not finished its HTTP/2 handshake by
                                    then is closed (0: gRPC's default, 120 s) */
