@@ -956,27 +956,30 @@ static void accepted(rpc *c)
 
 /* The pieces of a received message: its slices when gRPC holds it
  * uncompressed (an infer request's tensors are copied once, from there, by
- * the decoder), else one piece, `joined` by gRPC's reader (a sync method
- * always: its handlers take one buffer). 0 when it cannot be read. */
-#define MAX_PIECES 64
+ * the decoder; *pieces is `local` or, past LOCAL_PIECES slices, malloc'ed),
+ * else one piece, `joined` by gRPC's reader (a sync method always: its
+ * handlers take one buffer). 0 when it cannot be read. */
+#define LOCAL_PIECES 64
 static int message_pieces(grpc_byte_buffer *b, int joined_only, grpc_slice *joined,
-                          server_grpc_piece pieces[MAX_PIECES], size_t *n)
+                          server_grpc_piece *local, server_grpc_piece **pieces, size_t *n)
 {
     const grpc_slice_buffer *sb = &b->data.raw.slice_buffer;
+    *pieces = local;
     if (!joined_only && b->type == GRPC_BB_RAW && b->data.raw.compression == GRPC_COMPRESS_NONE &&
-        sb->count <= MAX_PIECES) {
+        (sb->count <= LOCAL_PIECES || (*pieces = malloc(sb->count * sizeof **pieces)) != NULL)) {
         for (size_t i = 0; i < sb->count; i++)
-            pieces[i] = (server_grpc_piece){GRPC_SLICE_START_PTR(sb->slices[i]),
-                                            GRPC_SLICE_LENGTH(sb->slices[i])};
+            (*pieces)[i] = (server_grpc_piece){GRPC_SLICE_START_PTR(sb->slices[i]),
+                                               GRPC_SLICE_LENGTH(sb->slices[i])};
         *n = sb->count;
         return 1;
     }
+    *pieces = local; /* no memory for the list: joined instead */
     grpc_byte_buffer_reader reader;
     if (!grpc_byte_buffer_reader_init(&reader, b))
         return 0;
     *joined = grpc_byte_buffer_reader_readall(&reader);
     grpc_byte_buffer_reader_destroy(&reader);
-    pieces[0] = (server_grpc_piece){GRPC_SLICE_START_PTR(*joined), GRPC_SLICE_LENGTH(*joined)};
+    local[0] = (server_grpc_piece){GRPC_SLICE_START_PTR(*joined), GRPC_SLICE_LENGTH(*joined)};
     *n = 1;
     return 1;
 }
@@ -985,11 +988,12 @@ static int message_pieces(grpc_byte_buffer *b, int joined_only, grpc_slice *join
 static void received(rpc *c, int ok)
 {
     grpc_slice joined = grpc_empty_slice();
-    server_grpc_piece pieces[MAX_PIECES];
+    server_grpc_piece local[LOCAL_PIECES], *pieces = local;
     size_t n = 0, size = 0;
     grpc_byte_buffer *b = c->received;
     c->received = NULL;
-    int have = ok && b != NULL && message_pieces(b, c->kind == METHOD_SYNC, &joined, pieces, &n);
+    int have =
+        ok && b != NULL && message_pieces(b, c->kind == METHOD_SYNC, &joined, local, &pieces, &n);
     for (size_t i = 0; i < n; i++)
         size += pieces[i].size;
     char message[2048] = "";
@@ -1015,6 +1019,8 @@ static void received(rpc *c, int ok)
         finish(c, code, message, code == GRPC_STATUS_OK ? byte_buffer_of(&out) : NULL);
         free(out.body);
     }
+    if (pieces != local)
+        free(pieces);
     grpc_slice_unref(joined);
     if (b != NULL)
         grpc_byte_buffer_destroy(b);

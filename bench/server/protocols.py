@@ -16,7 +16,7 @@ printing rows/s, p50 and p99 per protocol, ratio= server / tools/bench at
 the same C, and grpc/http; and CPU time per request: the server process's
 utime + stime (/proc/PID/stat, all its threads) over each timed window
 divided by the answers in it, against tools/bench's (its CPU over the run
-less that of a 16-iteration run, over the difference in iterations: the
+less that of a run of up to 16 iterations, over the difference in iterations: the
 compile cancels out), cpu-ratio = tools/bench's / the server's. CPU time per
 request does not depend on what else the machine runs as much as rows/s
 does (contention still costs cache misses), so it is the number to read on
@@ -165,8 +165,9 @@ def bench_peer_cpu(args, path, work, extra, label, prefix):
         r = json.load(open(report))["results"]
         return r, children_cpu() - before
     full, cpu_full = one(["-t", f"{max(int(args.seconds), 1)}"], "t")
-    short, cpu_short = one(["-niter", "16"], "n")
-    per = (cpu_full - cpu_short) / max(full["count"] - short["count"], 1)
+    short, cpu_short = one(["-niter", str(max(1, min(16, full["count"] // 4)))], "n")
+    extra = full["count"] - short["count"]
+    per = (cpu_full - cpu_short) / extra if extra > 0 else float("nan")  # too few to tell
     return full["count"] * 1e3 / full["duration_ms"], full["latency"], per
 
 
