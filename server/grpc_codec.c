@@ -277,18 +277,26 @@ static rn_status decode_outputs(const Inference__ModelInferRequest *m, server_in
     return RN_OK;
 }
 
+static rn_status check_raw_count(size_t n_raw, size_t n_inputs)
+{
+    if (n_raw > 0 && n_raw != n_inputs)
+        return rn_set_error(RN_INVALID_ARG,
+                            "raw_input_contents has %zu entries for %zu inputs (one per input)",
+                            n_raw, n_inputs);
+    return RN_OK;
+}
+
 static rn_status decode(const Inference__ModelInferRequest *m, const ProtobufCBinaryData *raw,
                         size_t n_raw, server_infer *infer)
 {
     if (m->n_inputs == 0)
         return rn_set_error(RN_INVALID_ARG, "the request has no inputs");
-    if (n_raw > 0 && n_raw != m->n_inputs)
-        return rn_set_error(RN_INVALID_ARG,
-                            "raw_input_contents has %zu entries for %zu inputs (one per input)",
-                            n_raw, m->n_inputs);
+    rn_status st = check_raw_count(n_raw, m->n_inputs);
+    if (st != RN_OK)
+        return st;
     if (*m->id != '\0' && (infer->id = strdup(m->id)) == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the id");
-    rn_status st = decode_parameters(m, infer);
+    st = decode_parameters(m, infer);
     if (st != RN_OK)
         return st;
     if ((infer->inputs = calloc(m->n_inputs, sizeof *infer->inputs)) == NULL)
@@ -394,8 +402,11 @@ typedef struct walk {
     uint8_t *owned, *rest;
 } walk;
 
-/* Walks every top-level field: counts (copy 0) or copies (copy 1, into the
- * blocks a counting walk sized). 0: not a message it walks. */
+enum { COUNT = 0, COPY_REST = 1, COPY_RAW = 2 };
+
+/* Walks every top-level field: counts (COUNT), or copies the other fields
+ * (COPY_REST) or the raw contents (COPY_RAW) into the blocks a counting
+ * walk sized. 0: not a message it walks. */
 static int walk_fields(cursor c, walk *w, int copy)
 {
     size_t k = 0, raw_off = 0, rest_off = 0;
@@ -418,7 +429,7 @@ static int walk_fields(cursor c, walk *w, int copy)
         if (len > c.left)
             return 0;
         if (raw) {
-            if (copy) {
+            if (copy & COPY_RAW) {
                 w->raw[k] = (ProtobufCBinaryData){(size_t)len, w->owned + raw_off};
                 take(&c, w->owned + raw_off, (size_t)len);
             } else {
@@ -427,7 +438,7 @@ static int walk_fields(cursor c, walk *w, int copy)
             k++;
             raw_off += round_up((size_t)len);
         } else {
-            if (copy) {
+            if (copy & COPY_REST) {
                 memcpy(w->rest + rest_off, head, nh);
                 take(&c, w->rest + rest_off + nh, (size_t)len);
             } else {
@@ -442,27 +453,35 @@ static int walk_fields(cursor c, walk *w, int copy)
     return 1;
 }
 
-/* Splits the message: w->raw (views into w->owned) and w->rest. 0: not a
- * message it walks (w untouched), or no memory (*no_memory set). */
-static int split(const server_grpc_piece *pieces, size_t n, size_t size, walk *w, int *no_memory)
+/* The message's other fields, in w->rest (and the sizes of its raw
+ * contents). 0: not a message it walks (w untouched), or no memory
+ * (*no_memory set). */
+static int split(cursor c, walk *w, int *no_memory)
 {
-    cursor c = {pieces, n, 0, 0, size};
     walk sized = {0};
-    if (!walk_fields(c, &sized, 0))
+    if (!walk_fields(c, &sized, COUNT))
         return 0;
-    sized.raw = calloc(sized.n_raw ? sized.n_raw : 1, sizeof *sized.raw);
-    sized.owned = aligned_alloc(RAW_ALIGN, sized.raw_size ? sized.raw_size : RAW_ALIGN);
-    sized.rest = malloc(sized.rest_size ? sized.rest_size : 1);
-    if (sized.raw == NULL || sized.owned == NULL || sized.rest == NULL) {
-        free(sized.raw);
-        free(sized.owned);
-        free(sized.rest);
+    if ((sized.rest = malloc(sized.rest_size ? sized.rest_size : 1)) == NULL) {
         *no_memory = 1;
         return 0;
     }
-    walk_fields(c, &sized, 1);
+    walk_fields(c, &sized, COPY_REST);
     *w = sized;
     return 1;
+}
+
+/* Copies the raw contents split() sized to w->owned, w->raw their views.
+ * Only once the message is known to have as many inputs: each takes up to
+ * 63 bytes of padding, which a message of many tiny ones must not get. */
+static rn_status fill_raw(cursor c, walk *w)
+{
+    w->raw = calloc(w->n_raw ? w->n_raw : 1, sizeof *w->raw);
+    w->owned = aligned_alloc(RAW_ALIGN, w->raw_size ? w->raw_size : RAW_ALIGN);
+    if (w->raw == NULL || w->owned == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for %zu bytes of raw_input_contents",
+                            w->raw_size);
+    walk_fields(c, w, COPY_RAW);
+    return RN_OK;
 }
 
 /* The pieces joined (a message split() would not walk goes whole to
@@ -482,9 +501,10 @@ rn_status server_grpc_infer_decode_pieces(const server_grpc_piece *pieces, size_
     size_t size = 0;
     for (size_t i = 0; i < n_pieces; i++)
         size += pieces[i].size;
+    cursor c = {pieces, n_pieces, 0, 0, size};
     walk w = {0};
-    int no_memory = 0;
-    if (!split(pieces, n_pieces, size, &w, &no_memory)) {
+    int no_memory = 0, walked = split(c, &w, &no_memory);
+    if (!walked) {
         if (no_memory || (w.rest = join(pieces, n_pieces, size)) == NULL)
             return rn_set_error(RN_OUT_OF_MEMORY, "no memory for a %zu-byte request", size);
         w.rest_size = size;
@@ -492,16 +512,18 @@ rn_status server_grpc_infer_decode_pieces(const server_grpc_piece *pieces, size_
     Inference__ModelInferRequest *m =
         inference__model_infer_request__unpack(NULL, w.rest_size, w.rest);
     free(w.rest); /* protobuf-c copied what it keeps */
-    if (m == NULL) {
-        free(w.raw);
-        free(w.owned);
+    if (m == NULL)
         return rn_set_error(RN_INVALID_ARG, "the message (%zu bytes) is not a ModelInferRequest",
                             size);
-    }
+    /* No inputs: decode() says so, with nothing copied. */
+    rn_status st = RN_OK;
+    if (walked && m->n_inputs > 0 && (st = check_raw_count(w.n_raw, m->n_inputs)) == RN_OK)
+        st = fill_raw(c, &w);
     server_grpc_infer r = {m, m->model_name, m->model_version, {0}, w.raw, w.owned};
-    const ProtobufCBinaryData *raw = w.raw ? w.raw : m->raw_input_contents;
-    size_t n_raw = w.raw ? w.n_raw : m->n_raw_input_contents;
-    rn_status st = decode(m, raw, n_raw, &r.infer);
+    const ProtobufCBinaryData *raw = walked ? w.raw : m->raw_input_contents;
+    size_t n_raw = walked ? w.n_raw : m->n_raw_input_contents;
+    if (st == RN_OK)
+        st = decode(m, raw, n_raw, &r.infer);
     if (st != RN_OK) {
         server_grpc_infer_clear(&r);
         return st;
