@@ -34,7 +34,8 @@
 #include "server/kserve.pb-c.h"
 #include "server/model.h"
 
-#define GRPC_SERVICE "/inference.GRPCInferenceService/"
+#define GRPC_SERVICE    "/inference.GRPCInferenceService/"
+#define WAITING_ACCEPTS 64
 
 struct server_grpc {
     server_registry *registry;
@@ -47,6 +48,12 @@ struct server_grpc {
     atomic_int ready;
     atomic_int stopping;
     atomic_long in_flight; /* infer requests submitted and not yet answered */
+    /* Unary infer calls from their accept until their status has gone
+     * (FINISH): the drain waits for them too (a while) before it cancels
+     * what is left, which would cut a call still being received, or one
+     * whose answer gRPC is still writing. */
+    atomic_long unary;
+    atomic_long live; /* rpcs not yet freed (waiting accepts included) */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int shut_down; /* the server's shutdown tag came back */
@@ -87,6 +94,7 @@ struct rpc {
     grpc_slice status_details;
     int has_status_details;
     int cancelled;
+    int counted; /* a unary infer call: counted in g->unary until freed */
     method_kind kind;
     sync_handler handler;
     infer_call *unary; /* a unary ModelInfer's request */
@@ -127,8 +135,19 @@ static void free_infer_call(infer_call *ic)
     free(ic);
 }
 
+static infer_call *new_infer_call(rpc *c)
+{
+    infer_call *ic = calloc(1, sizeof *ic);
+    if (ic != NULL)
+        ic->call = c;
+    return ic;
+}
+
 static void free_rpc(rpc *c)
 {
+    server_grpc *g = c->g;
+    if (c->counted)
+        atomic_fetch_sub(&c->g->unary, 1);
     if (c->call != NULL)
         grpc_call_unref(c->call);
     grpc_call_details_destroy(&c->details);
@@ -142,6 +161,7 @@ static void free_rpc(rpc *c)
     free_infer_call(c->unary);
     pthread_mutex_destroy(&c->lock);
     free(c);
+    atomic_fetch_sub(&g->live, 1); /* last: the stop may then destroy the server */
 }
 
 /* Sends the status (and `reply`, when not NULL) and ends the call; FINISH
@@ -220,10 +240,11 @@ static void infer_done(server_job *job)
     atomic_fetch_sub(&g->in_flight, 1);
 }
 
-/* Decodes, binds and submits one infer request. 0 with the job submitted
- * (infer_done will run); else the gRPC status, the message in `message`. */
-static int submit_infer(server_grpc *g, infer_call *ic, const uint8_t *data, size_t size,
-                        char *message, size_t message_size)
+/* Decodes, binds and submits one infer request, its message in pieces. 0
+ * with the job submitted (infer_done will run); else the gRPC status, the
+ * message in `message`. */
+static int submit_infer(server_grpc *g, infer_call *ic, const server_grpc_piece *pieces,
+                        size_t n_pieces, size_t size, char *message, size_t message_size)
 {
     uint64_t received = server_now_ns();
     if (!server_byte_budget_take(g->budget, size)) {
@@ -234,7 +255,7 @@ static int submit_infer(server_grpc *g, infer_call *ic, const uint8_t *data, siz
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
     }
     ic->reserved = size;
-    rn_status st = server_grpc_infer_decode(data, size, &ic->request);
+    rn_status st = server_grpc_infer_decode_pieces(pieces, n_pieces, &ic->request);
     if (st != RN_OK) {
         snprintf(message, message_size, "%s", rn_last_error());
         return GRPC_STATUS_INVALID_ARGUMENT;
@@ -355,7 +376,8 @@ static void stream_sent(rpc *c)
 }
 
 /* A request of the stream arrived (data), or the client half-closed (NULL). */
-static void stream_received(rpc *c, const uint8_t *data, size_t size, int more)
+static void stream_received(rpc *c, const server_grpc_piece *pieces, size_t n_pieces, size_t size,
+                            int more)
 {
     if (!more) {
         pthread_mutex_lock(&c->lock);
@@ -366,12 +388,11 @@ static void stream_received(rpc *c, const uint8_t *data, size_t size, int more)
             finish(c, GRPC_STATUS_OK, NULL, NULL);
         return;
     }
-    infer_call *ic = calloc(1, sizeof *ic);
+    infer_call *ic = new_infer_call(c);
     if (ic == NULL) {
         finish(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "no memory for the request", NULL);
         return;
     }
-    ic->call = c;
     pthread_mutex_lock(&c->lock);
     c->open++; /* before the submit: its answer may come first */
     pthread_mutex_unlock(&c->lock);
@@ -382,7 +403,7 @@ static void stream_received(rpc *c, const uint8_t *data, size_t size, int more)
     if (atomic_load(&c->g->stopping))
         snprintf(message, sizeof message, "the server is shutting down");
     else
-        code = submit_infer(c->g, ic, data, size, message, sizeof message);
+        code = submit_infer(c->g, ic, pieces, n_pieces, size, message, sizeof message);
     if (code != GRPC_STATUS_OK) {
         ic->job.http_status = 400;
         ic->job.error = strdup(message);
@@ -919,6 +940,10 @@ static void accepted(rpc *c)
             c->kind = methods[i].kind;
             c->handler = methods[i].handler;
         }
+    if (c->kind == METHOD_INFER) {
+        c->counted = 1;
+        atomic_fetch_add(&g->unary, 1);
+    }
     if (c->kind == METHOD_UNKNOWN) {
         char message[512];
         snprintf(message, sizeof message, "runnel-server does not serve %.*s",
@@ -929,49 +954,76 @@ static void accepted(rpc *c)
     start_recv(c);
 }
 
+/* The pieces of a received message: its slices when gRPC holds it
+ * uncompressed (an infer request's tensors are copied once, from there, by
+ * the decoder; *pieces is `local` or, past LOCAL_PIECES slices, malloc'ed),
+ * else one piece, `joined` by gRPC's reader (a sync method always: its
+ * handlers take one buffer). 0 when it cannot be read. */
+#define LOCAL_PIECES 64
+static int message_pieces(grpc_byte_buffer *b, int joined_only, grpc_slice *joined,
+                          server_grpc_piece *local, server_grpc_piece **pieces, size_t *n)
+{
+    const grpc_slice_buffer *sb = &b->data.raw.slice_buffer;
+    *pieces = local;
+    if (!joined_only && b->type == GRPC_BB_RAW && b->data.raw.compression == GRPC_COMPRESS_NONE &&
+        (sb->count <= LOCAL_PIECES || (*pieces = malloc(sb->count * sizeof **pieces)) != NULL)) {
+        for (size_t i = 0; i < sb->count; i++)
+            (*pieces)[i] = (server_grpc_piece){GRPC_SLICE_START_PTR(sb->slices[i]),
+                                               GRPC_SLICE_LENGTH(sb->slices[i])};
+        *n = sb->count;
+        return 1;
+    }
+    *pieces = local; /* no memory for the list: joined instead */
+    grpc_byte_buffer_reader reader;
+    if (!grpc_byte_buffer_reader_init(&reader, b))
+        return 0;
+    *joined = grpc_byte_buffer_reader_readall(&reader);
+    grpc_byte_buffer_reader_destroy(&reader);
+    local[0] = (server_grpc_piece){GRPC_SLICE_START_PTR(*joined), GRPC_SLICE_LENGTH(*joined)};
+    *n = 1;
+    return 1;
+}
+
 /* A request message arrived (ok and c->received set), or none will. */
 static void received(rpc *c, int ok)
 {
-    grpc_slice slice = grpc_empty_slice();
-    int have = ok && c->received != NULL;
-    if (have) {
-        grpc_byte_buffer_reader reader;
-        if (grpc_byte_buffer_reader_init(&reader, c->received)) {
-            slice = grpc_byte_buffer_reader_readall(&reader);
-            grpc_byte_buffer_reader_destroy(&reader);
-        } else {
-            have = 0;
-        }
-        grpc_byte_buffer_destroy(c->received);
-        c->received = NULL;
-    }
-    const uint8_t *data = GRPC_SLICE_START_PTR(slice);
-    size_t size = GRPC_SLICE_LENGTH(slice);
+    grpc_slice joined = grpc_empty_slice();
+    server_grpc_piece local[LOCAL_PIECES], *pieces = local;
+    size_t n = 0, size = 0;
+    grpc_byte_buffer *b = c->received;
+    c->received = NULL;
+    int have =
+        ok && b != NULL && message_pieces(b, c->kind == METHOD_SYNC, &joined, local, &pieces, &n);
+    for (size_t i = 0; i < n; i++)
+        size += pieces[i].size;
     char message[2048] = "";
     if (c->kind == METHOD_STREAM) {
-        stream_received(c, data, size, have);
+        stream_received(c, pieces, n, size, have);
         if (have)
             start_recv(c);
     } else if (!have) {
         finish(c, GRPC_STATUS_INVALID_ARGUMENT, "the call carried no request message", NULL);
     } else if (c->kind == METHOD_INFER) {
-        infer_call *ic = calloc(1, sizeof *ic);
+        infer_call *ic = new_infer_call(c);
         int code = GRPC_STATUS_RESOURCE_EXHAUSTED;
         snprintf(message, sizeof message, "no memory for the request");
         if (ic != NULL) {
-            ic->call = c;
             c->unary = ic;
-            code = submit_infer(c->g, ic, data, size, message, sizeof message);
+            code = submit_infer(c->g, ic, pieces, n, size, message, sizeof message);
         }
         if (code != GRPC_STATUS_OK) /* else c may be answered and gone already */
             finish(c, code, message, NULL);
     } else {
         server_response out = {0};
-        int code = c->handler(c->g, data, size, &out, message, sizeof message);
+        int code = c->handler(c->g, pieces[0].data, pieces[0].size, &out, message, sizeof message);
         finish(c, code, message, code == GRPC_STATUS_OK ? byte_buffer_of(&out) : NULL);
         free(out.body);
     }
-    grpc_slice_unref(slice);
+    if (pieces != local)
+        free(pieces);
+    grpc_slice_unref(joined);
+    if (b != NULL)
+        grpc_byte_buffer_destroy(b);
 }
 
 static void request_next_call(server_grpc *g)
@@ -982,6 +1034,7 @@ static void request_next_call(server_grpc *g)
         return;
     }
     c->g = g;
+    atomic_fetch_add(&g->live, 1);
     c->accept = (rpc_tag){c, TAG_ACCEPT};
     c->recv = (rpc_tag){c, TAG_RECV};
     c->send = (rpc_tag){c, TAG_SEND};
@@ -1089,8 +1142,12 @@ rn_status server_grpc_start(server_registry *registry, const server_grpc_config 
                             address);
     }
     grpc_server_start(g->server);
+    /* Waiting accepts, each renewed when it is taken: a call that finds
+     * none waits in gRPC's own list, which its shutdown ends with
+     * CANCELLED instead of letting the drain answer it. */
+    for (unsigned i = 0; i < WAITING_ACCEPTS; i++)
+        request_next_call(g);
     for (unsigned i = 0; i < n_threads; i++) {
-        request_next_call(g); /* one waiting accept per thread */
         if (pthread_create(&g->threads[i], NULL, queue_main, g) != 0)
             break;
         g->n_threads = i + 1;
@@ -1120,13 +1177,31 @@ void server_grpc_stop(server_grpc *g)
         return;
     atomic_store(&g->stopping, 1);
     grpc_server_shutdown_and_notify(g->server, g->cq, &shutdown_tag); /* no new calls */
-    while (atomic_load(&g->in_flight) > 0)
+    /* Every infer request submitted is answered, however long it takes.
+     * Then the unary calls still open (being received, or their answers
+     * written: a client that stopped reading or sending holds one, so at
+     * most 5 s), until none has been for 20 ms (a call accepted just before
+     * the shutdown may still have its accept in the queue). */
+    for (int waited = 0, quiet = 0; quiet < 20 && waited < 5000;) {
         usleep(1000);
+        if (atomic_load(&g->in_flight) > 0) {
+            quiet = 0;
+            continue;
+        }
+        waited++;
+        quiet = atomic_load(&g->unary) > 0 ? 0 : quiet + 1;
+    }
     grpc_server_cancel_all_calls(g->server); /* streams still open */
     pthread_mutex_lock(&g->lock);
     while (!g->shut_down)
         pthread_cond_wait(&g->cond, &g->lock);
     pthread_mutex_unlock(&g->lock);
+    /* The shutdown tag can come before the queue threads have taken the
+     * last events of the cancelled calls, which start the batches that end
+     * them: the queue must not shut down under those (gRPC aborts). Every
+     * call ends, cancelled; 10 s bounds a call left open by a failed batch. */
+    for (int ms = 0; ms < 10000 && atomic_load(&g->live) > 0; ms++)
+        usleep(1000);
     grpc_server_destroy(g->server);
     grpc_completion_queue_shutdown(g->cq);
     for (unsigned i = 0; i < g->n_threads; i++)

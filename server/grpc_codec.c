@@ -182,7 +182,8 @@ static rn_status from_raw(rn_element_type type, const int64_t *dims, size_t rank
     return rn_tensor_wrap(type, dims, rank, raw->data, raw->len, out);
 }
 
-static rn_status decode_input(const Inference__ModelInferRequest *m, size_t i, server_input *out)
+static rn_status decode_input(const Inference__ModelInferRequest *m, const ProtobufCBinaryData *raw,
+                              size_t n_raw, size_t i, server_input *out)
 {
     const Inference__ModelInferRequest__InferInputTensor *in = m->inputs[i];
     rn_element_type type = server_datatype_parse(in->datatype);
@@ -193,11 +194,11 @@ static rn_status decode_input(const Inference__ModelInferRequest *m, size_t i, s
     if (st != RN_OK)
         return st;
     rn_tensor *t = NULL;
-    if (m->n_raw_input_contents > 0) {
+    if (n_raw > 0) {
         if (in->contents != NULL)
             return rn_set_error(RN_INVALID_ARG, "has typed contents while the request carries "
                                                 "raw_input_contents (one or the other)");
-        st = from_raw(type, in->shape, in->n_shape, count, &m->raw_input_contents[i], &t);
+        st = from_raw(type, in->shape, in->n_shape, count, &raw[i], &t);
     } else {
         if (in->contents == NULL)
             return rn_set_error(RN_INVALID_ARG,
@@ -276,17 +277,26 @@ static rn_status decode_outputs(const Inference__ModelInferRequest *m, server_in
     return RN_OK;
 }
 
-static rn_status decode(const Inference__ModelInferRequest *m, server_infer *infer)
+static rn_status check_raw_count(size_t n_raw, size_t n_inputs)
+{
+    if (n_raw > 0 && n_raw != n_inputs)
+        return rn_set_error(RN_INVALID_ARG,
+                            "raw_input_contents has %zu entries for %zu inputs (one per input)",
+                            n_raw, n_inputs);
+    return RN_OK;
+}
+
+static rn_status decode(const Inference__ModelInferRequest *m, const ProtobufCBinaryData *raw,
+                        size_t n_raw, server_infer *infer)
 {
     if (m->n_inputs == 0)
         return rn_set_error(RN_INVALID_ARG, "the request has no inputs");
-    if (m->n_raw_input_contents > 0 && m->n_raw_input_contents != m->n_inputs)
-        return rn_set_error(RN_INVALID_ARG,
-                            "raw_input_contents has %zu entries for %zu inputs (one per input)",
-                            m->n_raw_input_contents, m->n_inputs);
+    rn_status st = check_raw_count(n_raw, m->n_inputs);
+    if (st != RN_OK)
+        return st;
     if (*m->id != '\0' && (infer->id = strdup(m->id)) == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the id");
-    rn_status st = decode_parameters(m, infer);
+    st = decode_parameters(m, infer);
     if (st != RN_OK)
         return st;
     if ((infer->inputs = calloc(m->n_inputs, sizeof *infer->inputs)) == NULL)
@@ -296,28 +306,236 @@ static rn_status decode(const Inference__ModelInferRequest *m, server_infer *inf
             if (strcmp(m->inputs[j]->name, m->inputs[i]->name) == 0)
                 return rn_set_error(RN_INVALID_ARG, "input '%s' is given twice",
                                     m->inputs[i]->name);
-        if ((st = decode_input(m, i, &infer->inputs[i])) != RN_OK)
+        if ((st = decode_input(m, raw, n_raw, i, &infer->inputs[i])) != RN_OK)
             return rn_wrap_error(st, "input '%s': ", m->inputs[i]->name);
         infer->n_inputs = i + 1;
     }
     return decode_outputs(m, infer);
 }
 
-rn_status server_grpc_infer_decode(const uint8_t *data, size_t size, server_grpc_infer *out)
+/* ---- raw_input_contents in one copy ----
+ *
+ * protobuf-c copies every bytes field it unpacks into a block of its own,
+ * and gRPC hands a message over as several slices that its reader would
+ * first join into one: two copies of the tensors (most of the message). The
+ * decoder walks the message's top-level fields over the pieces instead,
+ * copies each raw_input_contents once, from the pieces, to a 64-byte aligned
+ * place in one block the request keeps (r->owned: what its tensors wrap;
+ * the bytes of a message have no alignment, and the kernels want their
+ * element type's), and gathers the other fields (names, shapes, parameters:
+ * a few hundred bytes) for protobuf-c. Anything it does not expect (a group,
+ * a field 7 that is not length-delimited, a bad varint or length) leaves the
+ * whole message to protobuf-c, which decides. */
+
+#define RAW_INPUT_CONTENTS 7
+#define RAW_ALIGN          64
+
+/* A read position in the pieces. */
+typedef struct cursor {
+    const server_grpc_piece *pieces;
+    size_t n, i, off; /* piece i, offset in it */
+    size_t left;      /* bytes from here to the end */
+} cursor;
+
+static int next_byte(cursor *c, uint8_t *out)
 {
-    Inference__ModelInferRequest *m = inference__model_infer_request__unpack(NULL, size, data);
+    while (c->i < c->n && c->off == c->pieces[c->i].size) {
+        c->i++;
+        c->off = 0;
+    }
+    if (c->left == 0 || c->i == c->n)
+        return 0;
+    *out = c->pieces[c->i].data[c->off++];
+    c->left--;
+    return 1;
+}
+
+/* Copies (to `to`, or skips when NULL) n bytes; the caller checked n <= left. */
+static void take(cursor *c, uint8_t *to, size_t n)
+{
+    c->left -= n;
+    while (n > 0) {
+        size_t here = c->pieces[c->i].size - c->off;
+        if (here == 0) {
+            c->i++;
+            c->off = 0;
+            continue;
+        }
+        size_t k = here < n ? here : n;
+        if (to != NULL) {
+            memcpy(to, c->pieces[c->i].data + c->off, k);
+            to += k;
+        }
+        c->off += k;
+        n -= k;
+    }
+}
+
+/* Reads a varint, appending its bytes to head (*n of them). */
+static int read_varint(cursor *c, uint64_t *out, uint8_t *head, size_t *n)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        uint8_t b;
+        if (!next_byte(c, &b))
+            return 0;
+        head[(*n)++] = b;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static size_t round_up(size_t n)
+{
+    return (n + RAW_ALIGN - 1) / RAW_ALIGN * RAW_ALIGN;
+}
+
+/* What a walk found, or (with `copy`) filled: the raw contents' views into
+ * owned, and the other fields' bytes in rest. */
+typedef struct walk {
+    size_t n_raw, raw_size, rest_size;
+    ProtobufCBinaryData *raw;
+    uint8_t *owned, *rest;
+} walk;
+
+enum { COUNT = 0, COPY_REST = 1, COPY_RAW = 2 };
+
+/* Walks every top-level field: counts (COUNT), or copies the other fields
+ * (COPY_REST) or the raw contents (COPY_RAW) into the blocks a counting
+ * walk sized. 0: not a message it walks. */
+static int walk_fields(cursor c, walk *w, int copy)
+{
+    size_t k = 0, raw_off = 0, rest_off = 0;
+    while (c.left > 0) {
+        uint8_t head[20]; /* the tag, and a varint value or a length */
+        size_t nh = 0;
+        uint64_t tag, len = 0;
+        if (!read_varint(&c, &tag, head, &nh) || tag >> 3 == 0 || tag >> 32 != 0)
+            return 0;
+        unsigned wire = (unsigned)(tag & 7);
+        int raw = tag >> 3 == RAW_INPUT_CONTENTS;
+        if (raw && wire != 2)
+            return 0;
+        if (wire == 1 || wire == 5)
+            len = wire == 1 ? 8 : 4;
+        else if (wire > 2 || !read_varint(&c, &len, head, &nh))
+            return 0; /* groups (protobuf-c's to refuse), or a bad varint */
+        else if (wire == 0)
+            len = 0; /* the value is in head */
+        if (len > c.left)
+            return 0;
+        if (raw) {
+            if (copy & COPY_RAW) {
+                w->raw[k] = (ProtobufCBinaryData){(size_t)len, w->owned + raw_off};
+                take(&c, w->owned + raw_off, (size_t)len);
+            } else {
+                take(&c, NULL, (size_t)len);
+            }
+            k++;
+            raw_off += round_up((size_t)len);
+        } else {
+            if (copy & COPY_REST) {
+                memcpy(w->rest + rest_off, head, nh);
+                take(&c, w->rest + rest_off + nh, (size_t)len);
+            } else {
+                take(&c, NULL, (size_t)len);
+            }
+            rest_off += nh + (size_t)len;
+        }
+    }
+    w->n_raw = k;
+    w->raw_size = raw_off;
+    w->rest_size = rest_off;
+    return 1;
+}
+
+/* The message's other fields, in w->rest (and the sizes of its raw
+ * contents). 0: not a message it walks (w untouched), or no memory
+ * (*no_memory set). */
+static int split(cursor c, walk *w, int *no_memory)
+{
+    walk sized = {0};
+    if (!walk_fields(c, &sized, COUNT))
+        return 0;
+    if ((sized.rest = malloc(sized.rest_size ? sized.rest_size : 1)) == NULL) {
+        *no_memory = 1;
+        return 0;
+    }
+    walk_fields(c, &sized, COPY_REST);
+    *w = sized;
+    return 1;
+}
+
+/* Copies the raw contents split() sized to w->owned, w->raw their views.
+ * Only once the message is known to have as many inputs: each takes up to
+ * 63 bytes of padding, which a message of many tiny ones must not get. */
+static rn_status fill_raw(cursor c, walk *w)
+{
+    w->raw = calloc(w->n_raw ? w->n_raw : 1, sizeof *w->raw);
+    w->owned = aligned_alloc(RAW_ALIGN, w->raw_size ? w->raw_size : RAW_ALIGN);
+    if (w->raw == NULL || w->owned == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "no memory for %zu bytes of raw_input_contents",
+                            w->raw_size);
+    walk_fields(c, w, COPY_RAW);
+    return RN_OK;
+}
+
+/* The pieces joined (a message split() would not walk goes whole to
+ * protobuf-c). */
+static uint8_t *join(const server_grpc_piece *pieces, size_t n, size_t size)
+{
+    uint8_t *all = malloc(size ? size : 1);
+    for (size_t i = 0, at = 0; all != NULL && i < n; at += pieces[i].size, i++)
+        if (pieces[i].size > 0)
+            memcpy(all + at, pieces[i].data, pieces[i].size);
+    return all;
+}
+
+rn_status server_grpc_infer_decode_pieces(const server_grpc_piece *pieces, size_t n_pieces,
+                                          server_grpc_infer *out)
+{
+    size_t size = 0;
+    for (size_t i = 0; i < n_pieces; i++)
+        size += pieces[i].size;
+    cursor c = {pieces, n_pieces, 0, 0, size};
+    walk w = {0};
+    int no_memory = 0, walked = split(c, &w, &no_memory);
+    if (!walked) {
+        if (no_memory || (w.rest = join(pieces, n_pieces, size)) == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "no memory for a %zu-byte request", size);
+        w.rest_size = size;
+    }
+    Inference__ModelInferRequest *m =
+        inference__model_infer_request__unpack(NULL, w.rest_size, w.rest);
+    free(w.rest); /* protobuf-c copied what it keeps */
     if (m == NULL)
         return rn_set_error(RN_INVALID_ARG, "the message (%zu bytes) is not a ModelInferRequest",
                             size);
-    server_infer infer = {0};
-    rn_status st = decode(m, &infer);
+    /* No inputs: decode() says so, with nothing copied. */
+    rn_status st = RN_OK;
+    if (walked && m->n_inputs > 0 && (st = check_raw_count(w.n_raw, m->n_inputs)) == RN_OK)
+        st = fill_raw(c, &w);
+    server_grpc_infer r = {m, m->model_name, m->model_version, {0}, w.raw, w.owned};
+    const ProtobufCBinaryData *raw = walked ? w.raw : m->raw_input_contents;
+    size_t n_raw = walked ? w.n_raw : m->n_raw_input_contents;
+    if (st == RN_OK)
+        st = decode(m, raw, n_raw, &r.infer);
     if (st != RN_OK) {
-        server_infer_clear(&infer);
-        inference__model_infer_request__free_unpacked(m, NULL);
+        server_grpc_infer_clear(&r);
         return st;
     }
-    *out = (server_grpc_infer){m, m->model_name, m->model_version, infer};
+    *out = r;
     return RN_OK;
+}
+
+rn_status server_grpc_infer_decode(const uint8_t *data, size_t size, server_grpc_infer *out)
+{
+    server_grpc_piece one = {data, size};
+    return server_grpc_infer_decode_pieces(&one, 1, out);
 }
 
 void server_grpc_infer_clear(server_grpc_infer *r)
@@ -327,6 +545,8 @@ void server_grpc_infer_clear(server_grpc_infer *r)
     server_infer_clear(&r->infer); /* the wrappers go before the bytes they wrap */
     if (r->message != NULL)
         inference__model_infer_request__free_unpacked(r->message, NULL);
+    free(r->raw);
+    free(r->owned);
     memset(r, 0, sizeof *r);
 }
 

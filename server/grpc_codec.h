@@ -16,14 +16,23 @@
 #include "runnel/runnel.h"
 #include "server/codec.h"
 
-/* A decoded ModelInferRequest. The inputs given as raw_input_contents wrap
- * the message's bytes without copying, so `message` lives as long as they. */
+/* A decoded ModelInferRequest. Each input given in raw_input_contents wraps
+ * its bytes where the decoder copied them, once, from the message (`owned`,
+ * 64-byte aligned), so `owned` lives as long as they. */
 typedef struct server_grpc_infer {
-    struct Inference__ModelInferRequest *message; /* owned */
+    struct Inference__ModelInferRequest *message; /* owned; every field but raw_input_contents */
     const char *model;                            /* model_name, in message */
     const char *version;                          /* model_version ("" when none), in message */
     server_infer infer;
+    struct ProtobufCBinaryData *raw; /* raw_input_contents: views into owned */
+    uint8_t *owned;
 } server_grpc_infer;
+
+/* A message in pieces, as gRPC receives it (its slices, in order). */
+typedef struct server_grpc_piece {
+    const uint8_t *data;
+    size_t size;
+} server_grpc_piece;
 
 /* Decodes a ModelInferRequest. Bytes that are not the message, an unknown
  * datatype, a shape whose element count does not match the contents, raw
@@ -32,6 +41,11 @@ typedef struct server_grpc_infer {
  * unknown request parameter are RN_INVALID_ARG naming the input or key.
  * Parameters read: "timeout" (microseconds in the queue, Triton's). */
 rn_status server_grpc_infer_decode(const uint8_t *data, size_t size, server_grpc_infer *out);
+
+/* The same from a message in pieces, the tensors' bytes copied straight
+ * from them (nothing of the pieces is kept: they may go when it returns). */
+rn_status server_grpc_infer_decode_pieces(const server_grpc_piece *pieces, size_t n_pieces,
+                                          server_grpc_infer *out);
 
 /* Frees what a decode made (the struct itself is the caller's). */
 void server_grpc_infer_clear(server_grpc_infer *request);

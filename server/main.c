@@ -16,6 +16,7 @@
  * gRPC (KServe v2's GRPCInferenceService) is served only with --grpc-port
  * (0: any free port), on the HTTP address. */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,14 @@ int main(int argc, char **argv)
     sigaddset(&signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A request's buffers (its body, a gRPC message: 600 KB for one
+     * 224x224 image) are allocated and freed once per request. glibc maps
+     * such blocks anew, or trims the heap after them, so each request paid
+     * a page fault per 4 KB touched (~150 for that image); keeping them in
+     * the heap reuses warm pages. The byte budget still bounds what is
+     * held at once; freed memory is kept up to 128 MiB per heap. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
 
     options o;
     server_model_control control;

@@ -197,14 +197,16 @@ def metric(url, name, model):
     return int(m.group(1)) if m else 0
 
 
-def serve(args, work, model_path, batching, grpc=False):
+def serve(args, work, model_path, batching, grpc=False, prefix=(), properties=None):
     """Starts runnel-server on model_path as model "m": (process, HTTP url),
-    and with grpc also its gRPC url: (process, HTTP url, gRPC url)."""
+    and with grpc also its gRPC url: (process, HTTP url, gRPC url). `prefix`
+    goes before the command (taskset -c CPUS); `properties` are added to the
+    model's (INFERENCE_NUM_THREADS)."""
     repo = f"{work}/repo-{int(batching)}"
     os.makedirs(f"{repo}/m/1", exist_ok=True)
     shutil.copy(model_path, f"{repo}/m/1/model.onnx")
     config = {"device": args.device, "max_queue_size": 1024,
-              "properties": {"PERFORMANCE_HINT": "THROUGHPUT"}}
+              "properties": {"PERFORMANCE_HINT": "THROUGHPUT", **(properties or {})}}
     if batching:
         config.update(max_batch_size=args.max_batch, max_queue_delay_us=args.delay_us,
                       preferred_batch_size=[args.max_batch])
@@ -215,7 +217,7 @@ def serve(args, work, model_path, batching, grpc=False):
         os.remove(port_file)  # a server before this one wrote its port there
     grpc_file = f"{work}/grpc-port-{int(batching)}"
     grpc_flags = ["--grpc-port", "0", "--grpc-port-file", grpc_file] if grpc else []
-    proc = subprocess.Popen([args.server, "--model-repository", repo,
+    proc = subprocess.Popen([*prefix, args.server, "--model-repository", repo,
                              "--http-address", "127.0.0.1", "--http-port", "0",
                              "--port-file", port_file, "--drain-secs", "0", *grpc_flags],
                             stderr=open(f"{work}/server-{int(batching)}.log", "w"))

@@ -13,18 +13,37 @@ For each --concurrency C (default 1,2,4,8), each for --seconds (default 3):
     HTTP side with less of the client's CPU in the price), C workers;
 
 printing rows/s, p50 and p99 per protocol, ratio= server / tools/bench at
-the same C, and grpc/http. Clients and server share the machine, so the
-client's CPU time is part of the price (and none of tools/bench's). Prints
-the CPU, its ISA and the load average before and after.
+the same C, and grpc/http; and CPU time per request: the server process's
+utime + stime (/proc/PID/stat, all its threads) over each timed window
+divided by the answers in it, against tools/bench's (its CPU over the run
+less that of a run of up to 16 iterations, over the difference in iterations: the
+compile cancels out), cpu-ratio = tools/bench's / the server's. CPU time per
+request does not depend on what else the machine runs as much as rows/s
+does (contention still costs cache misses), so it is the number to read on
+a shared machine.
+
+Pinning (--pin SERVER:CLIENT, taskset CPU lists; default auto = 0:1 on a
+machine of 2 CPUs or more, `none` to share every CPU): runnel-server and
+tools/bench run on the SERVER CPUs, with the model compiled for that many
+threads in both (INFERENCE_NUM_THREADS; the CPU plugin otherwise counts the
+machine's CPUs), and the clients (this process's threads, and hey) on the
+CLIENT CPUs, so that the client's CPU is no part of the server's price, as
+in-process has no client. The server's front end (gRPC's and
+libmicrohttpd's threads, decoding, encoding, the kernel's socket work on
+its side) shares the SERVER CPUs with the model: it is what the ratio
+prices. Prints the CPU, its ISA, the load average before and after, and the
+pinning.
 
   bench/server/protocols [--model squeezenet|resnet50|PATH.onnx] [--device CPU]
-                         [--seconds 3] [--concurrency 1,2,4,8]
+                         [--seconds 3] [--concurrency 1,2,4,8] [--pin auto|S:C|none]
+                         [--no-hey]
 """
 
 import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import signal
@@ -38,7 +57,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_server import (batch_agnostic, bench_peer, closed_loop, host_line,  # noqa: E402
+from bench_server import (batch_agnostic, closed_loop, host_line,  # noqa: E402
                           make_inputs, npy_flags, serve)
 
 
@@ -73,10 +92,11 @@ def grpc_closed_loop(url, model, inputs, concurrency, seconds):
     return len(latencies) / elapsed, latencies
 
 
-def hey(url, model, inputs, concurrency, seconds, work):
+def hey(url, model, inputs, concurrency, seconds, work, cpus=None):
     """Debian's hey (a Go client, lighter than Python's) posting binary v2
-    requests for `seconds` with `concurrency` workers: (requests/s, p50 ms,
-    p99 ms, nan under 100 answers), or a string saying why there is none."""
+    requests for `seconds` with `concurrency` workers (on `cpus`, taskset's
+    list, when given): (requests/s, p50 ms, p99 ms, nan under 100 answers,
+    answers), or a string saying why there is none."""
     if shutil.which("hey") is None:
         return "not installed (Debian's hey)"
     parts, header = [], {"inputs": []}
@@ -89,7 +109,8 @@ def hey(url, model, inputs, concurrency, seconds, work):
     path = f"{work}/hey-body.bin"
     with open(path, "wb") as f:
         f.write(head + b"".join(parts))
-    out = subprocess.run(["hey", "-z", f"{seconds:g}s", "-c", str(concurrency), "-m", "POST",
+    pin = ["taskset", "-c", cpus] if cpus else []
+    out = subprocess.run([*pin, "hey", "-z", f"{seconds:g}s", "-c", str(concurrency), "-m", "POST",
                           "-T", "application/octet-stream", "-H",
                           f"Inference-Header-Content-Length: {len(head)}", "-D", path,
                           f"http://{url}/v2/models/{model}/infer"],
@@ -102,7 +123,72 @@ def hey(url, model, inputs, concurrency, seconds, work):
         return "no answers it could read: " + " ".join(out.split())[-300:]
     # hey prints no 99% line (a "0% in 0.0000") under 100 answers.
     return (float(rate.group(1)), float(p50.group(1)) * 1e3,
-            float(p99.group(1)) * 1e3 if p99 else float("nan"))
+            float(p99.group(1)) * 1e3 if p99 else float("nan"), int(ok.group(1)))
+
+
+def cpu_ticks(pid):
+    """utime + stime of a process (all its threads) in clock ticks."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def timed(server_pid, run):
+    """Runs `run` (-> (rate, latencies, requests)) and adds the server's CPU
+    seconds per request over it, and the client's (this process: its
+    threads are the Python clients)."""
+    t0, c0 = cpu_ticks(server_pid), time.process_time()
+    rate, lat, n = run()
+    server = (cpu_ticks(server_pid) - t0) / TICK
+    client = time.process_time() - c0
+    return rate, lat, server / max(n, 1), client / max(n, 1)
+
+
+def children_cpu():
+    """CPU seconds (user + system) of the children reaped so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def bench_peer_cpu(args, path, work, extra, label, prefix):
+    """tools/bench in process, timed for --seconds: (rows/s, latency, CPU
+    seconds per request). Its CPU per request leaves the compile out: a
+    second run of 16 iterations is subtracted (CPU and count)."""
+    def one(budget, tag):
+        report = f"{work}/bench-{label}-{tag}.json"
+        before = children_cpu()
+        subprocess.run([*prefix, args.bench, "-m", path, "-d", args.device, "-hint", "throughput",
+                   *budget, "-json", report, *extra],
+                       check=True, capture_output=True, timeout=600)
+        r = json.load(open(report))["results"]
+        return r, children_cpu() - before
+    full, cpu_full = one(["-t", f"{max(int(args.seconds), 1)}"], "t")
+    short, cpu_short = one(["-niter", str(max(1, min(16, full["count"] // 4)))], "n")
+    extra = full["count"] - short["count"]
+    per = (cpu_full - cpu_short) / extra if extra > 0 else float("nan")  # too few to tell
+    return full["count"] * 1e3 / full["duration_ms"], full["latency"], per
+
+
+def parse_pin(text):
+    """--pin SERVER:CLIENT (CPU lists for taskset -c), or none."""
+    if text == "none":
+        return None
+    if text == "auto":
+        if (os.cpu_count() or 1) < 2:
+            return None
+        return "0", "1"
+    server, client = text.split(":")
+    return server, client
+
+
+def cpu_list(text):
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
 
 
 def main():
@@ -114,11 +200,28 @@ def main():
     ap.add_argument("--device", default="CPU")
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--concurrency", default="1,2,4,8")
+    ap.add_argument("--pin", default="auto",
+                    help="SERVER_CPUS:CLIENT_CPUS for taskset -c (auto: 0:1), or none")
+    ap.add_argument("--no-hey", action="store_true", help="skip Debian's hey")
     args = ap.parse_args()
     args.max_batch, args.delay_us = 1, 0  # serve() reads them only with batching on
+    pin = parse_pin(args.pin)
+    prefix, props, extra = (), {}, []
+    if pin is not None:
+        n = len(cpu_list(pin[0]))
+        prefix = ("taskset", "-c", pin[0])
+        # The model is compiled for the server's cores in both, whatever
+        # the machine has (the CPU plugin counts the online CPUs).
+        props = {"INFERENCE_NUM_THREADS": str(n)}
+        extra = ["-nthreads", str(n)]
+        os.sched_setaffinity(0, cpu_list(pin[1]))
 
     work = tempfile.mkdtemp(prefix="rn_bench_protocols_")
     print(host_line(), flush=True)
+    print("pinning: " + (f"runnel-server and tools/bench on CPU {pin[0]} (INFERENCE_NUM_THREADS "
+                         f"{props['INFERENCE_NUM_THREADS']}), the clients on CPU {pin[1]}"
+                         if pin else "none (server, tools/bench and clients share every CPU)"),
+          flush=True)
     try:
         if args.model == "squeezenet":
             path = f"{args.onnx_data}/light/light_squeezenet.onnx"
@@ -127,30 +230,48 @@ def main():
             batch_agnostic(f"{args.onnx_data}/light/light_resnet50.onnx", path)
         else:
             path = args.model
-        proc, url, grpc_url = serve(args, work, path, False, grpc=True)
+        proc, url, grpc_url = serve(args, work, path, False, grpc=True, prefix=prefix,
+                                    properties=props)
         try:
             inputs = make_inputs(httpclient.InferenceServerClient(url=url), "m")
             feed = npy_flags(inputs, 1, work, "one")
             grpc_closed_loop(grpc_url, "m", inputs, 2, 1)  # warm-up, both protocols
             closed_loop(url, "m", inputs, 2, 1)
             print(f"== {args.model} ({os.path.basename(path)}) on {args.device}, "
-                  f"{args.seconds:g} s per point", flush=True)
+                  f"{args.seconds:g} s per point; cpu= CPU ms per request of the server "
+                  f"process (utime+stime, /proc) or of tools/bench (less its compile); "
+                  f"ratio= rows/s over tools/bench's; cpu-ratio= tools/bench's CPU per "
+                  f"request over the server's (>= 1: as cheap)", flush=True)
             for c in [int(x) for x in args.concurrency.split(",")]:
-                peer, peer_lat = bench_peer(args, path, work, ["-nireq", str(c), *feed],
-                                            f"peer-{c}")
-                g, g_lat = grpc_closed_loop(grpc_url, "m", inputs, c, args.seconds)
-                h, h_lat = closed_loop(url, "m", inputs, c, args.seconds)
+                peer, peer_lat, peer_cpu = bench_peer_cpu(args, path, work,
+                                                          ["-nireq", str(c), *feed, *extra],
+                                                          f"peer-{c}", prefix)
+                g, g_lat, g_cpu, g_client = timed(proc.pid, lambda: with_count(
+                    grpc_closed_loop(grpc_url, "m", inputs, c, args.seconds)))
+                h, h_lat, h_cpu, h_client = timed(proc.pid, lambda: with_count(
+                    closed_loop(url, "m", inputs, c, args.seconds)))
                 gp = np.percentile(g_lat, [50, 99])
                 hp = np.percentile(h_lat, [50, 99])
-                hy = hey(url, "m", inputs, c, args.seconds, work)
-                print(f"concurrency={c}: tools/bench {peer:.1f} rows/s (p50 "
-                      f"{peer_lat['median_ms']:.1f} ms, p99 {peer_lat['p99_ms']:.1f} ms) | "
-                      f"gRPC {g:.1f} rows/s (p50 {gp[0]:.1f}, p99 {gp[1]:.1f} ms) "
-                      f"ratio={g / peer:.2f} | HTTP {h:.1f} rows/s (p50 {hp[0]:.1f}, "
-                      f"p99 {hp[1]:.1f} ms) ratio={h / peer:.2f} | grpc/http={g / h:.2f}"
-                      + (f" | hey (HTTP) {hy[0]:.1f} rows/s (p50 {hy[1]:.1f}, p99 {hy[2]:.1f} ms) "
-                         f"ratio={hy[0] / peer:.2f}" if not isinstance(hy, str) else f" | hey: {hy}"),
-                      flush=True)
+                line = (f"c={c}: tools/bench {peer:.1f} rows/s (p50 {peer_lat['median_ms']:.1f}, "
+                        f"p99 {peer_lat['p99_ms']:.1f} ms) cpu {peer_cpu * 1e3:.2f} | "
+                        f"gRPC {g:.1f} rows/s (p50 {gp[0]:.1f}, p99 {gp[1]:.1f} ms) "
+                        f"ratio={g / peer:.2f} cpu {g_cpu * 1e3:.2f} cpu-ratio="
+                        f"{peer_cpu / g_cpu:.2f} | HTTP {h:.1f} rows/s (p50 {hp[0]:.1f}, "
+                        f"p99 {hp[1]:.1f} ms) ratio={h / peer:.2f} cpu {h_cpu * 1e3:.2f} "
+                        f"cpu-ratio={peer_cpu / h_cpu:.2f} | grpc/http rows/s={g / h:.2f} "
+                        f"cpu={h_cpu / g_cpu:.2f} | client cpu gRPC {g_client * 1e3:.2f}, "
+                        f"HTTP {h_client * 1e3:.2f}")
+                if not args.no_hey:
+                    t0 = cpu_ticks(proc.pid)
+                    hy = hey(url, "m", inputs, c, args.seconds, work, pin[1] if pin else None)
+                    if isinstance(hy, str):
+                        line += f" | hey: {hy}"
+                    else:
+                        hy_cpu = (cpu_ticks(proc.pid) - t0) / TICK / max(hy[3], 1)
+                        line += (f" | hey (HTTP) {hy[0]:.1f} rows/s (p50 {hy[1]:.1f}, p99 "
+                                 f"{hy[2]:.1f} ms) ratio={hy[0] / peer:.2f} cpu "
+                                 f"{hy_cpu * 1e3:.2f} cpu-ratio={peer_cpu / hy_cpu:.2f}")
+                print(line, flush=True)
         except Exception:
             print(open(f"{work}/server-0.log").read()[-3000:])
             raise
@@ -160,6 +281,11 @@ def main():
         print(host_line(), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def with_count(result):
+    rate, latencies = result
+    return rate, latencies, len(latencies)
 
 
 if __name__ == "__main__":

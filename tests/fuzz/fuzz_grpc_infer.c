@@ -1,7 +1,9 @@
 /* Fuzz target: runnel-server's gRPC infer request decoder
  * (server/grpc_codec.c: a KServe v2 ModelInferRequest, typed contents and
  * raw_input_contents, to the server_infer the model layer takes). An input
- * is the message's bytes. A request that decodes is encoded back as a
+ * is the message's bytes, handed over as gRPC does: in pieces (of 1 + size %
+ * 61 bytes, or whole when size % 7 == 0), each in a block of its own so that
+ * ASan sees a read past any of them. A request that decodes is encoded back as a
  * response (its inputs as the outputs; as a ModelInferResponse or, for
  * every other input, inside a ModelStreamInferResponse), and as a stream
  * error answer, which drives the encoders with whatever the decoder let
@@ -13,19 +15,30 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    uint8_t *copy = malloc(size ? size : 1); /* a copy: ASan sees reads past it */
-    if (copy == NULL)
+    size_t piece = size % 7 == 0 ? (size ? size : 1) : 1 + size % 61;
+    size_t n = (size + piece - 1) / piece;
+    server_grpc_piece *pieces = calloc(n ? n : 1, sizeof *pieces);
+    if (pieces == NULL)
         abort();
-    memcpy(copy, data, size);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = size - i * piece < piece ? size - i * piece : piece;
+        uint8_t *copy = malloc(len);
+        if (copy == NULL)
+            abort();
+        memcpy(copy, data + i * piece, len);
+        pieces[i] = (server_grpc_piece){copy, len};
+    }
     server_grpc_infer request, untouched;
     memset(&request, 0xa5, sizeof request);
     untouched = request;
     rn_clear_error();
-    rn_status st = server_grpc_infer_decode(copy, size, &request);
+    rn_status st = server_grpc_infer_decode_pieces(pieces, n, &request);
+    for (size_t i = 0; i < n; i++) /* the request keeps nothing of them */
+        free((void *)pieces[i].data);
+    free(pieces);
     if (st != RN_OK) {
-        fuzz_check_failure("server_grpc_infer_decode", st,
+        fuzz_check_failure("server_grpc_infer_decode_pieces", st,
                            memcmp(&request, &untouched, sizeof request));
-        free(copy);
         return 0;
     }
     const server_infer *infer = &request.infer;
@@ -53,6 +66,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(resp.body);
     free(outs);
     server_grpc_infer_clear(&request);
-    free(copy);
     return 0;
 }

@@ -3,6 +3,7 @@
  * refused with a message naming the problem, and responses that unpack
  * back to the outputs. */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,105 @@ Test(grpc_codec, raw_inputs_decode_to_tensors)
     cr_assert_eq(q.infer.n_outputs, 0);
     server_grpc_infer_clear(&q);
     cr_assert_null(q.message);
+}
+
+/* Packs the request into a malloc'ed buffer of *size bytes. */
+static uint8_t *pack(builder *b, size_t *size)
+{
+    *size = inference__model_infer_request__get_packed_size(&b->r);
+    uint8_t *bytes = malloc(*size + 64); /* room for fields appended by hand */
+    cr_assert_not_null(bytes);
+    inference__model_infer_request__pack(&b->r, bytes);
+    return bytes;
+}
+
+/* A message in pieces (as gRPC's slices) decodes as the whole one: split
+ * at every byte and at a few places, with a field written after the
+ * raw_input_contents (which clients write last); each raw input lands
+ * 64-byte aligned (a message's bytes have no alignment, kernels want it)
+ * with the values sent. */
+Test(grpc_codec, message_in_pieces_decodes_to_aligned_tensors)
+{
+    builder b;
+    init(&b, "add");
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    int32_t y[3] = {-7, 9, 11};
+    int64_t shape[2] = {2, 3}, three[1] = {3};
+    add_input(&b, "x", "FP32", shape, 2);
+    add_raw(&b, x, sizeof x);
+    add_input(&b, "y", "INT32", three, 1);
+    add_raw(&b, y, sizeof y);
+    size_t size;
+    uint8_t *bytes = pack(&b, &size);
+    const uint8_t id[] = {3 << 3 | 2, 4, 'l', 'a', 't', 'e'}; /* id = "late", field 3 */
+    memcpy(bytes + size, id, sizeof id);
+    size_t n_bytes = size + sizeof id;
+    server_grpc_piece pieces[256];
+    cr_assert(n_bytes <= 256);
+    for (int split = 0; split < 3; split++) {
+        size_t n = 0;
+        if (split == 0) { /* one piece */
+            pieces[n++] = (server_grpc_piece){bytes, n_bytes};
+        } else if (split == 1) { /* every byte */
+            for (size_t i = 0; i < n_bytes; i++)
+                pieces[n++] = (server_grpc_piece){bytes + i, 1};
+        } else { /* an empty piece, cuts after the first tag, before a length, in a tensor */
+            size_t cuts[] = {0, 0, 1, size - sizeof y - 1, size - 3, n_bytes};
+            for (size_t i = 0; i + 1 < sizeof cuts / sizeof *cuts; i++)
+                pieces[n++] = (server_grpc_piece){bytes + cuts[i], cuts[i + 1] - cuts[i]};
+        }
+        server_grpc_infer q;
+        cr_assert_eq(server_grpc_infer_decode_pieces(pieces, n, &q), RN_OK, "split %d: %s", split,
+                     rn_last_error());
+        cr_assert_str_eq(q.model, "add");
+        cr_assert_str_eq(q.infer.id, "late");
+        cr_assert_eq(q.infer.n_inputs, 2);
+        const void *px = rn_tensor_data(q.infer.inputs[0].tensor);
+        const void *py = rn_tensor_data(q.infer.inputs[1].tensor);
+        cr_assert_eq((uintptr_t)px % 64, 0, "x at %p", px);
+        cr_assert_eq((uintptr_t)py % 64, 0, "y at %p", py);
+        cr_assert_eq(memcmp(px, x, sizeof x), 0, "split %d", split);
+        cr_assert_eq(memcmp(py, y, sizeof y), 0, "split %d", split);
+        server_grpc_infer_clear(&q);
+    }
+    free(bytes);
+}
+
+/* Messages the field walk does not take are protobuf-c's to judge: a
+ * raw_input_contents that is not length-delimited, or a length past the
+ * end, are refused as not a ModelInferRequest. */
+Test(grpc_codec, view_decode_refuses_broken_raw_contents)
+{
+    builder b;
+    init(&b, "add");
+    float x[2] = {1, 2};
+    int64_t two[1] = {2};
+    add_input(&b, "x", "FP32", two, 1);
+    size_t size;
+    uint8_t *bytes = pack(&b, &size);
+    const uint8_t varint7[] = {7 << 3 | 0, 5};
+    const uint8_t too_long[] = {7 << 3 | 2, 100, 0, 0, 0, 0};
+    const uint8_t *tails[] = {varint7, too_long};
+    size_t lens[] = {sizeof varint7, sizeof too_long};
+    for (size_t i = 0; i < 2; i++) {
+        memcpy(bytes + size, tails[i], lens[i]);
+        server_grpc_infer q;
+        memset(&q, 0x5a, sizeof q);
+        cr_assert_eq(server_grpc_infer_decode(bytes, size + lens[i], &q), RN_INVALID_ARG);
+        cr_assert(strstr(rn_last_error(), "not a ModelInferRequest") != NULL, "%s",
+                  rn_last_error());
+        cr_assert_eq(q.message, (void *)0x5a5a5a5a5a5a5a5a, "out written on error");
+    }
+    /* With the contents given properly it decodes. */
+    const uint8_t good[] = {7 << 3 | 2, 8};
+    memcpy(bytes + size, good, sizeof good);
+    memcpy(bytes + size + sizeof good, x, sizeof x);
+    server_grpc_infer q;
+    cr_assert_eq(server_grpc_infer_decode(bytes, size + sizeof good + sizeof x, &q), RN_OK, "%s",
+                 rn_last_error());
+    cr_assert_eq(memcmp(rn_tensor_data(q.infer.inputs[0].tensor), x, sizeof x), 0);
+    server_grpc_infer_clear(&q);
+    free(bytes);
 }
 
 Test(grpc_codec, typed_contents_of_every_list)
