@@ -95,8 +95,8 @@ void cpu_team_end(int previous);
 /* Branch parallelism (plugin_plan_options.branch_fork): runs fn(arg, k) on
  * `threads` threads, k = 0 the caller: an OpenMP parallel region of the
  * calling thread's team, whose primitives run single-threaded (oneDNN runs
- * a primitive called inside a parallel region on the calling thread). Off
- * with RN_CPU_BRANCHES=0 in the environment (for A/B measurements). */
+ * a primitive called inside a parallel region on the calling thread). On
+ * only with RN_CPU_BRANCHES=1 in the environment (team.c says why). */
 void cpu_branch_fork(void (*fn)(void *arg, int thread), void *arg, int threads);
 bool cpu_branches_enabled(void);
 

@@ -136,10 +136,16 @@ void cpu_team_end(int previous)
     release_compiling_pool();
 }
 
+/* Off unless RN_CPU_BRANCHES=1: on a quiet 2-vCPU Zen 3 (AVX2, 2026-11-28)
+ * side by side was slower than one chain at a time on the whole team for
+ * every model measured (Inception-v1 sync 1.23x, SqueezeNet 1.15-1.21x,
+ * ShuffleNet 1.09-1.16x, ResNet-50 1.03-1.05x; bench/LOG.md, "Branch
+ * parallelism on a quiet machine"): the cost model does not yet know when
+ * it pays. */
 bool cpu_branches_enabled(void)
 {
     const char *v = getenv("RN_CPU_BRANCHES");
-    return v == NULL || strcmp(v, "0") != 0;
+    return v != NULL && strcmp(v, "1") == 0;
 }
 
 #if defined(__SANITIZE_THREAD__)

@@ -2,7 +2,8 @@
  * docs/cpu.md "Branches side by side"): a request of Inception-v1 (four
  * branches per module) runs two chains of nodes at once, on the threads of
  * the stream's OpenMP team and never more of them than its cores, with the
- * outputs of one chain at a time (RN_CPU_BRANCHES=0).
+ * outputs of one chain at a time. Branches are off by default (team.c):
+ * each case turns them on with RN_CPU_BRANCHES=1 at compile time.
  *
  * The chains' runs are read from the compiled model's trace
  * (ENABLE_TRACE=YES): events of category "branch" with the request and run
@@ -43,10 +44,7 @@ typedef struct compiled {
 
 static void compile_latency(compiled *c, bool branches)
 {
-    if (branches)
-        unsetenv("RN_CPU_BRANCHES");
-    else
-        setenv("RN_CPU_BRANCHES", "0", 1);
+    setenv("RN_CPU_BRANCHES", branches ? "1" : "0", 1);
     OK(rn_core_create(&c->core));
     OK(rn_core_read_model(c->core, model_path, &c->model));
     rn_property p[] = {{"PERFORMANCE_HINT", "LATENCY"}, {"ENABLE_TRACE", "YES"}};
@@ -334,7 +332,9 @@ Test(cpu_branches, single_core_streams_never_fork)
         OK(rn_core_create(&c.core));
         OK(rn_core_read_model(c.core, model_path, &c.model));
         rn_property p[3] = {hints[h][0], hints[h][1], {"ENABLE_TRACE", "YES"}};
+        setenv("RN_CPU_BRANCHES", "1", 1); /* on: only the streams may keep it from forking */
         OK(rn_core_compile_model(c.core, c.model, "CPU", p, 3, &c.cm));
+        unsetenv("RN_CPU_BRANCHES");
         OK(rn_compiled_model_create_infer_request(c.cm, &c.rq));
         run_once(&c, false);
         run_once(&c, true);
