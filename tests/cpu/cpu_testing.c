@@ -2,9 +2,11 @@
 #include "tests/cpu/cpu_testing.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define OK(expr)                                                                                   \
@@ -75,4 +77,41 @@ void cpu_testing_skip_without_teams(void)
 #endif
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
         cr_skip_test("one CPU: LATENCY's team is one thread");
+}
+
+static void read_line(const char *path, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    if (fgets(buf, (int)size, f) == NULL)
+        buf[0] = '\0';
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+cpu_testing_census cpu_testing_take_census(void)
+{
+    char self[32], comm[32], path[300];
+    read_line("/proc/self/comm", self, sizeof self);
+    long me = (long)syscall(SYS_gettid);
+    cpu_testing_census c = {0};
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || atol(e->d_name) == me)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        read_line(path, comm, sizeof comm);
+        unsigned s, k;
+        char tail;
+        if (sscanf(comm, "rn-s%ut%u%c", &s, &k, &tail) == 2)
+            c.worker_team++;
+        else if (strcmp(comm, self) == 0)
+            c.caller_team++;
+    }
+    closedir(d);
+    return c;
 }

@@ -38,4 +38,14 @@ void cpu_testing_free(cpu_testing_compiled *c);
  * OpenMP team: under ThreadSanitizer (cpu_enter) or on one CPU. */
 void cpu_testing_skip_without_teams(void);
 
+/* Which threads the process has (/proc/self/task): the caller's libgomp
+ * pool (threads named as the process, the calling thread left out) and the
+ * stream workers' OpenMP team threads (named rn-s<stream>t<k>). */
+typedef struct cpu_testing_census {
+    int caller_team;
+    int worker_team;
+} cpu_testing_census;
+
+cpu_testing_census cpu_testing_take_census(void);
+
 #endif /* RUNNEL_TESTS_CPU_CPU_TESTING_H */

@@ -13,15 +13,14 @@
  * (cpu_branch_fork), so the runner is checked there too; the thread census
  * needs OpenMP teams and is left out there (said in the test). */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runnel/runnel.h"
+#include "tests/cpu/cpu_testing.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
@@ -168,44 +167,13 @@ static trace_stats read_trace(const compiled *c)
     return s;
 }
 
-/* ---- thread census (test_cpu_threads) ---- */
+/* ---- thread census (cpu_testing) ---- */
 
-static void read_line(const char *path, char *buf, size_t size)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    if (fgets(buf, (int)size, f) == NULL)
-        buf[0] = '\0';
-    fclose(f);
-    buf[strcspn(buf, "\n")] = '\0';
-}
-
-/* Threads named as the process besides this one (the caller's libgomp
- * pool), and the stream workers' team threads (rn-s<stream>t<k>). */
 static void take_census(int *caller_team, int *worker_team)
 {
-    char self[32], comm[32], path[300];
-    read_line("/proc/self/comm", self, sizeof self);
-    long me = (long)syscall(SYS_gettid);
-    *caller_team = *worker_team = 0;
-    DIR *d = opendir("/proc/self/task");
-    cr_assert_not_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || atol(e->d_name) == me)
-            continue;
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        read_line(path, comm, sizeof comm);
-        unsigned s, k;
-        char tail;
-        if (sscanf(comm, "rn-s%ut%u%c", &s, &k, &tail) == 2)
-            (*worker_team)++;
-        else if (strcmp(comm, self) == 0)
-            (*caller_team)++;
-    }
-    closedir(d);
+    cpu_testing_census c = cpu_testing_take_census();
+    *caller_team = c.caller_team;
+    *worker_team = c.worker_team;
 }
 
 static void run_once(compiled *c, bool async)

@@ -15,11 +15,9 @@
  * The threads are read from /proc/self/task: a thread named as the process
  * (other than the test's own) is a libgomp pool thread of the caller. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runnel/runnel.h"
@@ -38,46 +36,11 @@ static const char *const models[] = {
     ".cache/onnx-1.22.0/light/light_shufflenet.onnx",
 };
 
-typedef struct census {
-    int caller_team; /* named as the process, not this thread */
-    int worker_team; /* rn-s<stream>t<k> */
-} census;
-
-static void read_line(const char *path, char *buf, size_t size)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return;
-    if (fgets(buf, (int)size, f) == NULL)
-        buf[0] = '\0';
-    fclose(f);
-    buf[strcspn(buf, "\n")] = '\0';
-}
+typedef cpu_testing_census census;
 
 static census take_census(void)
 {
-    char self[32], comm[32], path[300];
-    read_line("/proc/self/comm", self, sizeof self);
-    long me = (long)syscall(SYS_gettid);
-    census c = {0};
-    DIR *d = opendir("/proc/self/task");
-    cr_assert_not_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || atol(e->d_name) == me)
-            continue;
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        read_line(path, comm, sizeof comm);
-        unsigned s, k;
-        char tail;
-        if (sscanf(comm, "rn-s%ut%u%c", &s, &k, &tail) == 2)
-            c.worker_team++;
-        else if (strcmp(comm, self) == 0)
-            c.caller_team++;
-    }
-    closedir(d);
-    return c;
+    return cpu_testing_take_census();
 }
 
 /* The OpenMP team of LATENCY's one stream: INFERENCE_NUM_THREADS. */
