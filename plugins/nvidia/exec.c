@@ -50,6 +50,7 @@ struct nv_exec {
     nv_program *prog;
     int device;
     bool allow_tf32, cuda_graph;
+    int attention_mode; /* NVK_ATTENTION_*: RUNNEL_NV_ATTENTION=rows for A/B runs */
     void *weights;
     size_t workspace;
     cudnnHandle_t plan_handle; /* the handle the execution plans were made with */
@@ -63,6 +64,9 @@ struct nv_exec {
     char impl[96];
     _Atomic(bool) timing;       /* NVIDIA_STEP_TIMING: events between steps */
     _Atomic(uint64_t) steps_ns; /* sum of the steps' times in the last timed run */
+    /* Per step kind of the last timed run (under `lock`): time and count. */
+    double kind_ms[NV_STEP_KINDS];
+    int kind_steps[NV_STEP_KINDS];
 };
 
 static rn_status cuda_error(cudaError_t e, const char *node, const char *what)
@@ -210,10 +214,6 @@ static rn_status prepare_step(nv_exec *x, const nv_step *s, nv_step_dev *d)
                 CUDNN_STATUS_SUCCESS)
             e = nchw(&d->x, dnn_type(p), p->values[s->in[0]].dims);
         return dnn_status(e, s);
-    case NV_STEP_SOFTMAX: {
-        int64_t dims[4] = {s->rows, s->cols, 1, 1};
-        return dnn_status(nchw(&d->x, dnn_type(p), dims), s);
-    }
     default:
         return RN_OK;
     }
@@ -452,10 +452,12 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
                                                       &one, d->x, a, &zero, d->x, y),
                           s);
     case NV_STEP_SOFTMAX:
-        return dnn_status(cudnnSoftmaxForward(sl->dnn, CUDNN_SOFTMAX_ACCURATE,
-                                              CUDNN_SOFTMAX_MODE_CHANNEL, &one, d->x, a, &zero,
-                                              d->x, y),
-                          s);
+        return launch_error(nvk_softmax(sl->stream, half, a, y, s->rows, s->cols), s);
+    case NV_STEP_ATTENTION:
+        return launch_error(
+            nvk_attention(sl->stream, half, &s->att, a, ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]),
+                          s->n_in > 3 ? ptr(x, sl, s->in[3]) : NULL, y, x->attention_mode),
+            s);
     case NV_STEP_UNARY:
         return launch_error(
             nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, a, y, (int64_t)out->count), s);
@@ -464,8 +466,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         memcpy(b.dims, out->dims, (size_t)out->rank * sizeof b.dims[0]);
         broadcast_strides(in, out, b.a_strides);
         broadcast_strides(&p->values[s->in[1]], out, b.b_strides);
-        if (b.rank == 0)
-            b.rank = 1, b.dims[0] = 1, b.a_strides[0] = b.b_strides[0] = 0;
+        nv_collapse_broadcast(&b);
         return launch_error(
             nvk_binary(sl->stream, half, (int)s->bin, &b, a, ptr(x, sl, s->in[1]), y), s);
     }
@@ -491,13 +492,15 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         return RN_OK;
     }
     case NV_STEP_TRANSPOSE: {
-        int64_t in_strides[RN_MAX_RANK], perm_strides[RN_MAX_RANK];
+        int64_t in_strides[RN_MAX_RANK], perm_strides[RN_MAX_RANK], dims[RN_MAX_RANK];
         plugin_strides(in->rank, in->dims, in_strides);
-        for (int k = 0; k < out->rank; k++)
+        for (int k = 0; k < out->rank; k++) {
             perm_strides[k] = in_strides[s->perm[k]];
-        return launch_error(nvk_transpose(sl->stream, (int)rn_element_type_size(out->type), a, y,
-                                          out->rank, out->dims, perm_strides),
-                            s);
+            dims[k] = out->dims[k];
+        }
+        int esize = (int)rn_element_type_size(out->type);
+        int rank = nv_collapse_transpose(&esize, out->rank, dims, perm_strides);
+        return launch_error(nvk_transpose(sl->stream, esize, a, y, rank, dims, perm_strides), s);
     }
     case NV_STEP_LAYERNORM:
         return launch_error(nvk_layernorm(sl->stream, half, a, ptr(x, sl, s->in[1]),
@@ -626,13 +629,20 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
         st = cuda_error(e, NULL, "the run");
     if (timing && st == RN_OK) {
         /* Each step alone: the stream runs them one after the other. */
-        double ns = 0;
+        double ns = 0, kind_ms[NV_STEP_KINDS] = {0};
+        int kind_steps[NV_STEP_KINDS] = {0};
         for (int k = 0; k < p->n_steps; k++) {
             float ms = 0;
             if (cudaEventElapsedTime(&ms, sl->marks[k], sl->marks[k + 1]) == cudaSuccess)
                 ns += (double)ms * 1e6;
+            kind_ms[p->steps[k].kind] += ms;
+            kind_steps[p->steps[k].kind]++;
         }
         atomic_store(&x->steps_ns, (uint64_t)ns);
+        pthread_mutex_lock(&x->lock);
+        memcpy(x->kind_ms, kind_ms, sizeof kind_ms);
+        memcpy(x->kind_steps, kind_steps, sizeof kind_steps);
+        pthread_mutex_unlock(&x->lock);
     }
     for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
         const nv_value *v = &p->values[p->output_value[o]];
@@ -661,6 +671,9 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     x->device = o->device;
     x->allow_tf32 = o->allow_tf32;
     x->cuda_graph = o->cuda_graph;
+    const char *mode = getenv("RUNNEL_NV_ATTENTION");
+    x->attention_mode =
+        mode != NULL && strcmp(mode, "rows") == 0 ? NVK_ATTENTION_ROWS : NVK_ATTENTION_AUTO;
     x->max_slots = o->max_slots > 0 ? o->max_slots : 1;
     pthread_mutex_init(&x->lock, NULL);
     pthread_cond_init(&x->cond, NULL);
@@ -704,6 +717,32 @@ void nv_exec_set_timing(nv_exec *x, bool on)
 uint64_t nv_exec_steps_ns(const nv_exec *x)
 {
     return atomic_load(&x->steps_ns);
+}
+
+void nv_exec_step_profile(nv_exec *x, char *buf, size_t size)
+{
+    double ms[NV_STEP_KINDS];
+    int steps[NV_STEP_KINDS];
+    pthread_mutex_lock(&x->lock);
+    memcpy(ms, x->kind_ms, sizeof ms);
+    memcpy(steps, x->kind_steps, sizeof steps);
+    pthread_mutex_unlock(&x->lock);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (;;) { /* the costliest kind first */
+        int best = -1;
+        for (int k = 0; k < NV_STEP_KINDS; k++)
+            if (steps[k] > 0 && (best < 0 || ms[k] > ms[best]))
+                best = k;
+        if (best < 0 || used + 1 >= size)
+            break;
+        int w = snprintf(buf + used, size - used, "%s%s %dx %.3f ms", used ? "; " : "",
+                         nv_step_kind_name((nv_step_kind)best), steps[best], ms[best]);
+        if (w < 0)
+            break;
+        used += (size_t)w < size - used ? (size_t)w : size - used - 1;
+        steps[best] = 0;
+    }
 }
 
 const char *nv_exec_impl(const nv_exec *x)

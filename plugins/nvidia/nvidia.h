@@ -22,6 +22,7 @@
 #include "plugins/api/device.h"
 #include "plugins/api/kernel.h"
 #include "plugins/api/properties.h"
+#include "plugins/nvidia/kernels.h"
 #include "runnel/plugin.h"
 
 extern const rn_plugin_ops nvidia_plugin_ops;
@@ -87,7 +88,9 @@ typedef enum nv_step_kind {
     NV_STEP_GATHER,      /* runnel kernel */
     NV_STEP_REDUCE_MEAN, /* runnel kernel, last axis */
     NV_STEP_BATCHNORM,   /* runnel kernel: inference BatchNormalization (+ act) */
+    NV_STEP_ATTENTION,   /* runnel kernel: fused scaled dot-product attention */
 } nv_step_kind;
+#define NV_STEP_KINDS (NV_STEP_ATTENTION + 1)
 
 /* Activations fused into a step or run by NV_STEP_UNARY (the numbers are
  * the CUDA kernels', plugins/nvidia/kernels.h). */
@@ -171,6 +174,11 @@ typedef struct nv_step {
     int64_t perm[RN_MAX_RANK];
     nv_binary_op bin;
     float epsilon;
+    /* ATTENTION: in = Q, K, V[, mask]; the geometry and strides, and
+     * whether the output is written [B, S, H, D] (the Transpose after it a
+     * view). */
+    nvk_attention_args att;
+    bool att_out_bshd;
     void *device; /* what exec.c prepared (a cuDNN plan, descriptors) */
 } nv_step;
 
@@ -222,6 +230,14 @@ extern const plugin_device_iface nv_device_iface;
 /* nv_lower over a whole graph: every node, its parameters and constants as
  * inputs, its results as outputs. */
 rn_status nv_lower_graph(const graph *g, bool half, nv_program **out);
+
+/* Merges the dims of a broadcast that one index can walk (contiguous or
+ * broadcast in both operands) and drops dims of one: the new rank. */
+int nv_collapse_broadcast(nvk_broadcast *b);
+/* The same for a Transpose's output dims and permuted input strides; when
+ * the innermost dim is read contiguously its runs become wider elements
+ * (*esize 8 or 16 bytes). The new rank. */
+int nv_collapse_transpose(int *esize, int rank, int64_t *dims, int64_t *strides);
 
 /* Steps of a kind, for tests and the runtime model. */
 int nv_program_count(const nv_program *p, nv_step_kind kind);

@@ -217,13 +217,20 @@ static rn_status nvidia_built(plugin_compiled *c, rn_status st)
     return st;
 }
 
-static const char *const nvidia_compiled_keys[] = {"NVIDIA_STEP_TIME_US", NULL};
+static const char *const nvidia_compiled_keys[] = {"NVIDIA_STEP_TIME_US", "NVIDIA_STEP_PROFILE",
+                                                   NULL};
 
 static rn_status nvidia_compiled_read(plugin_compiled *c, const char *key, char *buf, size_t size)
 {
+    nvidia_compiled *x = state_of(c);
+    if (strcmp(key, nvidia_compiled_keys[1]) == 0) {
+        char tmp[1024] = "";
+        if (x != NULL && x->exec != NULL)
+            nv_exec_step_profile(x->exec, tmp, sizeof tmp);
+        return plugin_property_string(key, tmp, buf, size);
+    }
     if (strcmp(key, nvidia_compiled_keys[0]) != 0)
         return RN_NOT_FOUND;
-    nvidia_compiled *x = state_of(c);
     char tmp[32];
     snprintf(tmp, sizeof tmp, "%.1f",
              x != NULL && x->exec != NULL ? (double)nv_exec_steps_ns(x->exec) / 1e3 : 0.0);

@@ -22,6 +22,8 @@ typedef struct lowering {
     int cap_values, cap_steps;
     const rn_node *const *nodes;
     int n_nodes;
+    const char *const *output_names;
+    int n_outputs;
 } lowering;
 
 static rn_status oom(void)
@@ -187,6 +189,98 @@ static void conv_attrs(const rn_node *n, nv_step *s)
             s->pads[i] = w.pads[i];
 }
 
+/* How many inputs of the claimed nodes read `name` (outputs of the
+ * partition count as one more reader). */
+static int readers(const lowering *l, const char *name)
+{
+    int count = 0;
+    for (int k = 0; k < l->n_nodes; k++)
+        for (int j = 0; j < rn_node_input_count(l->nodes[k]); j++)
+            count += strcmp(rn_node_input_name(l->nodes[k], j), name) == 0;
+    for (int o = 0; o < l->n_outputs; o++)
+        count += strcmp(l->output_names[o], name) == 0;
+    return count;
+}
+
+/* The step that writes value v (its root), or -1. */
+static int producer_step(const nv_program *p, int v)
+{
+    for (int k = p->n_steps - 1; k >= 0; k--)
+        if (p->steps[k].out == v)
+            return k;
+    return -1;
+}
+
+static void contiguous_strides(const nv_value *v, int64_t *strides)
+{
+    int64_t stride = 1;
+    for (int d = v->rank - 1; d >= 0; d--) {
+        strides[d] = stride;
+        stride *= v->dims[d];
+    }
+}
+
+/* A value's strides over (batch, head, row, feature) of an attention whose
+ * batch dims are the first rank-2 of a BHSD tensor; `swap` reads rows and
+ * features the other way round (Kt [.., D, Sk]). */
+static void bhsd_strides(const nv_value *v, bool swap, int64_t *out)
+{
+    int64_t st[RN_MAX_RANK];
+    contiguous_strides(v, st);
+    int r = v->rank;
+    out[0] = r >= 3 ? st[0] : 0;
+    out[1] = r == 4 ? st[1] : 0;
+    out[2] = st[r - (swap ? 1 : 2)];
+    out[3] = st[r - (swap ? 2 : 1)];
+}
+
+/* ScaledDotProductAttention(Q, Kt, V[, mask]) as one step. */
+static void lower_attention(lowering *l, const rn_node *n, nv_step *s)
+{
+    const nv_program *p = l->p;
+    const nv_value *q = &p->values[s->in[0]], *k = &p->values[s->in[1]], *v = &p->values[s->in[2]],
+                   *y = &p->values[s->out];
+    nvk_attention_args *a = &s->att;
+    bool bshd = strcmp(rn_node_attr_string(n, "qkv_layout", "BHSD"), "BSHD") == 0;
+    a->scale = rn_node_attr_float(n, "scale", 1.0f);
+    int r = q->rank;
+    if (bshd) { /* [B, S, H, D]: the head split read with strides */
+        a->batch = q->dims[0], a->heads = q->dims[2];
+        a->sq = q->dims[1], a->sk = k->dims[1], a->d = q->dims[3], a->dv = v->dims[3];
+        const nv_value *x[3] = {q, k, v};
+        int64_t *out[3] = {a->q_strides, a->k_strides, a->v_strides};
+        for (int i = 0; i < 3; i++) {
+            int64_t st[RN_MAX_RANK];
+            contiguous_strides(x[i], st);
+            out[i][0] = st[0], out[i][1] = st[2], out[i][2] = st[1], out[i][3] = st[3];
+        }
+    } else {
+        a->batch = r >= 3 ? q->dims[0] : 1;
+        a->heads = r == 4 ? q->dims[1] : 1;
+        a->sq = q->dims[r - 2], a->d = q->dims[r - 1];
+        a->sk = k->dims[r - 1], a->dv = v->dims[r - 1];
+        bhsd_strides(q, false, a->q_strides);
+        bhsd_strides(k, true, a->k_strides);
+        bhsd_strides(v, false, a->v_strides);
+    }
+    bhsd_strides(y, false, a->o_strides);
+    if (s->n_in > 3 && s->in[3] >= 0) {
+        /* The mask broadcasts to the scores [batch dims.., Sq, Sk]. */
+        const nv_value *m = &p->values[s->in[3]];
+        int64_t st[RN_MAX_RANK], sc[4] = {0, 0, 0, 0};
+        contiguous_strides(m, st);
+        int sr = bshd ? 4 : r; /* the scores' rank */
+        for (int d = 0; d < sr; d++) {
+            int md = d - (sr - m->rank);
+            int64_t stride = md >= 0 && m->dims[md] != 1 ? st[md] : 0;
+            sc[d < sr - 2 ? d : d + (4 - sr)] = stride; /* onto (b, h, i, j) */
+        }
+        memcpy(a->mask_strides, sc, sizeof sc);
+    } else {
+        s->n_in = 3;
+    }
+}
+
 static rn_status lower_node(lowering *l, const rn_node *n)
 {
     const char *op = rn_node_op_type(n);
@@ -210,12 +304,65 @@ static rn_status lower_node(lowering *l, const rn_node *n)
         p->values[y].storage = p->values[p->values[y].root].storage;
         return RN_OK;
     }
+    /* The exporters' head merge after a fused attention: the attention
+     * writes [B, S, H, D] and the Transpose is a view. */
+    if (strcmp(op, "Transpose") == 0 && x != NULL && x->rank == 4) {
+        const int64_t *perm;
+        int k = producer_step(p, s.in[0]);
+        if (rn_node_attr_ints(n, "perm", &perm) == 4 && perm[0] == 0 && perm[1] == 2 &&
+            perm[2] == 1 && perm[3] == 3 && k >= 0 && p->steps[k].kind == NV_STEP_ATTENTION &&
+            !p->steps[k].att_out_bshd && readers(l, x->name) == 1) {
+            int y;
+            if ((st = output_value(l, n, &y)) != RN_OK)
+                return st;
+            nv_step *a = &p->steps[k];
+            const nv_value *o = &p->values[y]; /* [B, S, H, D] */
+            a->att_out_bshd = true;
+            a->att.o_strides[0] = o->dims[1] * o->dims[2] * o->dims[3];
+            a->att.o_strides[1] = o->dims[3];
+            a->att.o_strides[2] = o->dims[2] * o->dims[3];
+            a->att.o_strides[3] = 1;
+            p->values[y].root = p->values[s.in[0]].root;
+            return RN_OK;
+        }
+    }
+    /* A bias Add after a MatMul or Gemm that nothing else reads: Gemm's C
+     * (the product added to the broadcast bias). */
+    if (strcmp(op, "Add") == 0 && s.n_in == 2) {
+        for (int side = 0; side < 2; side++) {
+            const nv_value *prod_v = &p->values[s.in[side]], *b = &p->values[s.in[1 - side]];
+            int k = producer_step(p, s.in[side]);
+            if (k < 0 || p->steps[k].kind != NV_STEP_GEMM || p->steps[k].batch > 1 ||
+                p->steps[k].gemm_beta != 0.0f || p->steps[k].act != NV_ACT_NONE ||
+                prod_v->root != s.in[side] || b->storage != NV_CONST ||
+                readers(l, prod_v->name) != 1)
+                continue;
+            int64_t cols = p->steps[k].n;
+            bool row = (b->rank == 1 && b->dims[0] == cols) ||
+                       (b->rank == 2 && b->dims[0] == 1 && b->dims[1] == cols);
+            rn_partial_shape ys = rn_node_output_shape(n, 0);
+            if (!row || ys.rank != prod_v->rank || b->rank > 2)
+                continue;
+            int y;
+            if ((st = output_value(l, n, &y)) != RN_OK)
+                return st;
+            nv_step *g = &p->steps[k];
+            g->in[2] = s.in[1 - side];
+            g->n_in = 3;
+            g->gemm_beta = 1.0f;
+            p->values[y].root = p->values[s.in[side]].root;
+            return RN_OK;
+        }
+    }
     if ((st = output_value(l, n, &s.out)) != RN_OK)
         return st;
     x = &p->values[s.in[0]];
     const nv_value *y = &p->values[s.out];
 
-    if (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0) {
+    if (strcmp(op, "ScaledDotProductAttention") == 0) {
+        s.kind = NV_STEP_ATTENTION;
+        lower_attention(l, n, &s);
+    } else if (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0) {
         s.kind = NV_STEP_CONV;
         conv_attrs(n, &s);
         s.group = rn_node_attr_int(n, "group", 1);
@@ -247,6 +394,12 @@ static rn_status lower_node(lowering *l, const rn_node *n)
         s.a_batch_stride = prod(x->dims, 0, x->rank - 2) == 1 ? 0 : s.m * s.k;
         s.b_batch_stride = prod(b->dims, 0, b->rank - 2) == 1 ? 0 : s.k * s.n;
         s.gemm_alpha = 1.0f;
+        if (s.batch > 1 && s.b_batch_stride == 0 && s.a_batch_stride != 0) {
+            /* [batch, M, K] x [K, N]: one GEMM of batch * M rows. */
+            s.m *= s.batch;
+            s.batch = 1;
+            s.a_batch_stride = 0;
+        }
     } else if (strstr(op, "Pool") != NULL) {
         s.kind = NV_STEP_POOL;
         s.pool_mode = strstr(op, "Max") != NULL ? 0 : 1;
@@ -493,7 +646,11 @@ rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *
     if (p == NULL)
         return oom();
     p->half = half;
-    lowering l = {.p = p, .nodes = nodes, .n_nodes = n_nodes};
+    lowering l = {.p = p,
+                  .nodes = nodes,
+                  .n_nodes = n_nodes,
+                  .output_names = output_names,
+                  .n_outputs = n_outputs};
     rn_status st = RN_OK;
     for (int i = 0; i < n_nodes && st == RN_OK; i++) {
         const char *why = "";
@@ -641,6 +798,7 @@ const char *nv_step_kind_name(nv_step_kind kind)
         [NV_STEP_GATHER] = "cuda_gather",
         [NV_STEP_REDUCE_MEAN] = "cuda_reduce_mean",
         [NV_STEP_BATCHNORM] = "cuda_batchnorm",
+        [NV_STEP_ATTENTION] = "cuda_attention",
     };
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }

@@ -9,6 +9,7 @@
 const char *const nv_supported_ops[][2] = {
     {"", "Conv"},
     {"runnel", "FusedConv"},
+    {"runnel", "ScaledDotProductAttention"},
     {"", "Gemm"},
     {"runnel", "FusedGemm"},
     {"", "MatMul"},
@@ -303,6 +304,27 @@ static bool view_ok(const rn_node *n, const char **why)
     return need(rn_node_output_type(n, 0) != RN_STRING, "strings are not supported", why);
 }
 
+/* runnel's ScaledDotProductAttention (transforms/fuse_attention.c): Q, Kt,
+ * V of rank 2 to 4 (BHSD) or the rank-4 head split (BSHD), heads of up to
+ * 256 features, batch x heads within a grid's 65535 rows. */
+static bool attention_ok(const rn_node *n, const char **why)
+{
+    rn_partial_shape q = rn_node_input_shape(n, 0), v = rn_node_input_shape(n, 2);
+    const char *layout = rn_node_attr_string(n, "qkv_layout", "BHSD");
+    bool bshd = strcmp(layout, "BSHD") == 0;
+    if (!need(f32_io(n, 4), "f32 tensors only", why) ||
+        !need(q.rank >= 2 && q.rank <= 4, "attention over Q of rank 2 to 4 only", why) ||
+        !need(strcmp(layout, "BHSD") == 0 || (bshd && q.rank == 4),
+              "qkv_layout BHSD, or BSHD of rank-4 inputs", why))
+        return false;
+    int64_t d = bshd ? q.dims[3] : q.dims[q.rank - 1], dv = bshd ? v.dims[3] : v.dims[v.rank - 1];
+    int64_t bh = 1;
+    for (int k = 0; k < q.rank - 2; k++)
+        bh *= q.dims[bshd && k == 1 ? 2 : k];
+    return need(d <= 256 && dv <= 256, "attention heads of more than 256 features", why) &&
+           need(bh <= 65535, "more than 65535 batch x heads in one attention", why);
+}
+
 bool nv_supports(const rn_node *node, const char **why)
 {
     const char *op = rn_node_op_type(node);
@@ -319,6 +341,8 @@ bool nv_supports(const rn_node *node, const char **why)
         return conv_ok(node, why);
     if (is(node, "", "Gemm") || is(node, "runnel", "FusedGemm"))
         return gemm_ok(node, why);
+    if (is(node, "runnel", "ScaledDotProductAttention"))
+        return attention_ok(node, why);
     if (strcmp(op, "MatMul") == 0)
         return matmul_ok(node, why);
     if (strstr(op, "Pool") != NULL)

@@ -494,6 +494,8 @@ static void bench_one(rn_core *core, rn_model *m, const char *label, int batch,
         layers[i] = atof(buf) * 1e-6;
     }
     qsort(layers, 20, sizeof layers[0], cmp_double);
+    char profile[1024] = "";
+    rn_compiled_model_get_property(lat, "NVIDIA_STEP_PROFILE", profile, sizeof profile);
     double limit_fps = layers[10] > 0 ? batch / layers[10] : 0;
     rn_infer_request_free(r);
     rn_compiled_model_free(lat);
@@ -520,6 +522,8 @@ static void bench_one(rn_core *core, rn_model *m, const char *label, int batch,
            "fps=%.1f | steps-sum=%.3f ms (fps %.1f) ratio=%.3f\n",
            label, batch, precision, times[25] * 1e3, batch / times[25], nr, fps, layers[10] * 1e3,
            limit_fps, limit_fps > 0 ? fps / limit_fps : 0);
+    printf("profile %s batch=%d %s (last timed run, by step kind): %s\n", label, batch, precision,
+           profile);
     fflush(stdout);
     for (int i = 0; i < nr; i++)
         rn_infer_request_free(rs[i]);
@@ -528,7 +532,8 @@ static void bench_one(rn_core *core, rn_model *m, const char *label, int batch,
 
 /* ResNet-50 and the encoder exported on the machine (--extra), batch 1 and
  * 32, f32 and f16; the light ResNet-50 at batch 1 without them. */
-static void bench(rn_core *core, const char *dir, const char *extra, double seconds)
+static void bench(rn_core *core, const char *dir, const char *extra, double seconds,
+                  const char *only, const char *precision)
 {
     const char *precisions[] = {"f32", "f16"};
     int batches[] = {1, 32};
@@ -536,6 +541,9 @@ static void bench(rn_core *core, const char *dir, const char *extra, double seco
     for (int k = 0; k < 2; k++)
         for (int pi = 0; pi < 2; pi++)
             for (int bi = 0; bi < 2; bi++) {
+                if ((only != NULL && strcmp(only, names[k]) != 0) ||
+                    (strcmp(precision, "both") != 0 && strcmp(precision, precisions[pi]) != 0))
+                    continue;
                 rn_partial_shape shape;
                 rn_model *m = extra != NULL
                                   ? read_exported(core, extra, names[k], batches[bi], &shape)
@@ -650,7 +658,7 @@ int main(int argc, char **argv)
     if (only == NULL)
         check_async(core, dir);
     if (do_bench)
-        bench(core, dir, extra, seconds);
+        bench(core, dir, extra, seconds, only, precision);
     if (skipped > 0)
         printf("%d checks skipped (said why above)\n", skipped);
     printf("%d passed, %d failed\n", passed, failed);

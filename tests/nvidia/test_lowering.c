@@ -310,3 +310,60 @@ Test(nvidia_cudnn, backend_descriptors_of_resnet_convolutions)
     nv_program_free(p);
     graph_free(g);
 }
+
+/* Index arithmetic made short before a launch. */
+Test(nvidia_collapse, broadcast_dims_merge_where_every_operand_walks_them_as_one)
+{
+    /* BERT's mask: scores [B, H, S, S] + mask [B, 1, 1, S]: H and the query
+     * rows are broadcast in the mask and contiguous in the scores. */
+    nvk_broadcast b = {.rank = 4,
+                       .dims = {2, 12, 128, 128},
+                       .a_strides = {12 * 128 * 128, 128 * 128, 128, 1},
+                       .b_strides = {128, 0, 0, 1}};
+    cr_assert_eq(nv_collapse_broadcast(&b), 3);
+    cr_assert_eq(b.dims[0], 2);
+    cr_assert_eq(b.dims[1], 12 * 128);
+    cr_assert_eq(b.dims[2], 128);
+    cr_assert_eq(b.a_strides[1], 128);
+    cr_assert_eq(b.b_strides[0], 128);
+    cr_assert_eq(b.b_strides[1], 0);
+    cr_assert_eq(b.b_strides[2], 1);
+    /* Same shapes: one flat dim. A bias over the last dim: two. */
+    nvk_broadcast same = {
+        .rank = 3, .dims = {4, 5, 6}, .a_strides = {30, 6, 1}, .b_strides = {30, 6, 1}};
+    cr_assert_eq(nv_collapse_broadcast(&same), 1);
+    cr_assert_eq(same.dims[0], 120);
+    nvk_broadcast bias = {
+        .rank = 3, .dims = {4, 5, 6}, .a_strides = {30, 6, 1}, .b_strides = {0, 0, 1}};
+    cr_assert_eq(nv_collapse_broadcast(&bias), 2);
+    cr_assert_eq(bias.dims[0], 20);
+    cr_assert_eq(bias.b_strides[0], 0);
+    /* A scalar result keeps one dim of one. */
+    nvk_broadcast one = {.rank = 2, .dims = {1, 1}};
+    cr_assert_eq(nv_collapse_broadcast(&one), 1);
+    cr_assert_eq(one.dims[0], 1);
+}
+
+Test(nvidia_collapse, transpose_keeps_the_inner_run_as_wide_elements)
+{
+    /* [B, S, H, D] -> [B, H, S, D] in f16, D = 64: the last dim stays last,
+     * so runs of 64 halves copy as 8 vectors of 16 bytes. */
+    int esize = 2;
+    int64_t dims[4] = {2, 12, 128, 64};
+    int64_t strides[4] = {128 * 12 * 64, 64, 12 * 64, 1}; /* input strides, permuted */
+    cr_assert_eq(nv_collapse_transpose(&esize, 4, dims, strides), 4);
+    cr_assert_eq(esize, 16);
+    cr_assert_eq(dims[3], 8);
+    cr_assert_eq(strides[1], 8);
+    cr_assert_eq(strides[2], 12 * 8);
+    /* A full reversal of [3, 5] in f32 has no contiguous inner run. */
+    esize = 4;
+    int64_t d2[2] = {5, 3}, s2[2] = {1, 5};
+    cr_assert_eq(nv_collapse_transpose(&esize, 2, d2, s2), 2);
+    cr_assert_eq(esize, 4);
+    /* Dims of one drop and neighbours that stay neighbours merge. */
+    esize = 4;
+    int64_t d3[4] = {1, 6, 4, 5}, s3[4] = {120, 20, 5, 1};
+    cr_assert_eq(nv_collapse_transpose(&esize, 4, d3, s3), 1);
+    cr_assert_eq(d3[0] * esize, 120 * 4);
+}
