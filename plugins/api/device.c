@@ -215,7 +215,7 @@ rn_status plugin_device_create_context(plugin_device *p, const rn_property *para
 {
     if (p->iface->create_context != NULL)
         return p->iface->create_context(p->context, params, n, ops, out);
-    *ops = &plugin_host_context_ops;
+    *ops = plugin_host_context_ops_of(&p->iface->context_kind);
     return plugin_host_context_create(&p->iface->context_kind, params, n, out);
 }
 
@@ -224,7 +224,7 @@ rn_status plugin_device_default_context(plugin_device *p, const rn_remote_contex
 {
     if (p->iface->default_context != NULL)
         return p->iface->default_context(p->context, ops, out);
-    *ops = &plugin_host_context_ops;
+    *ops = plugin_host_context_ops_of(&p->iface->context_kind);
     *out = p->default_context;
     return RN_OK;
 }

@@ -31,5 +31,9 @@ void nv_exec_step_profile(nv_exec *x, char *buf, size_t size);
 const char *nv_exec_impl(const nv_exec *x);
 const nv_program *nv_exec_program(const nv_exec *x);
 void nv_exec_free(nv_exec *x);
+/* Pinned host memory (cudaHostAlloc, portable): NVIDIA's host tensors and
+ * request arenas, which the DMA engine copies without staging. */
+rn_status nv_host_alloc(size_t size, void **data);
+void nv_host_free(void *data);
 
 #endif /* RUNNEL_PLUGINS_NVIDIA_EXEC_H */

@@ -170,6 +170,27 @@ static rn_status nvidia_read(void *context, const char *id, const char *key, cha
     return nv_device_property(&((nvidia *)context)->info, key, buf, size);
 }
 
+static rn_status arena_alloc(void *ctx, size_t size, size_t alignment, void **buffer)
+{
+    (void)ctx, (void)alignment; /* pinned memory is page aligned */
+    return nv_host_alloc(size, buffer);
+}
+
+static void arena_free(void *ctx, void *buffer)
+{
+    (void)ctx;
+    nv_host_free(buffer);
+}
+
+/* Request arenas in pinned memory: the program's results are downloaded
+ * into them directly. */
+static const rn_allocator nv_pinned_arenas = {
+    .name = "cuda-pinned-host",
+    .host = true,
+    .alloc = arena_alloc,
+    .free = arena_free,
+};
+
 /* One partition, one stream worker per request in flight (each waits for
  * its slot's event while the GPU works), requests in flight = the slots. */
 static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
@@ -183,6 +204,7 @@ static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
                                   .compile = compile_partition,
                                   .ctx = c};
     o->partitions = &x->parts;
+    o->allocator = &nv_pinned_arenas;
     uint32_t max_slots = ((const nv_own *)c->own)->max_slots;
     uint32_t streams, threads;
     plugin_properties_streams(&c->props, 64, &streams, &threads, &c->optimal_requests);
@@ -246,7 +268,7 @@ const plugin_device_iface nv_device_iface = {
             .range_for_streams = "1 64",
             .caching_properties = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT NVIDIA_ALLOW_TF32",
         },
-    .context_kind = {"NVIDIA", "HOST", "HOST_BUFFER"},
+    .context_kind = {"NVIDIA", "HOST", "HOST_BUFFER", nv_host_alloc, nv_host_free},
     .own_keys = nv_property_keys,
     .n_own_keys = NV_N_PROPERTY_KEYS,
     .own_size = sizeof(nv_own),
