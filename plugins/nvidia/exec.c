@@ -395,7 +395,7 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
     bool half = p->half;
     void *a = ptr(x, sl, s->in[0]), *b = ptr(x, sl, s->in[1]), *y = ptr(x, sl, s->out);
     float beta = 0.0f;
-    if (s->gemm_beta != 0.0f && s->n_in > 2 && s->in[2] >= 0) {
+    if (s->gemm_beta != 0.0f && s->n_in > 2 && s->in[2] >= 0 && !s->bias_after) {
         const nv_value *c = &p->values[s->in[2]];
         int64_t rs = 0, cs = 0;
         if (c->rank == 2)
@@ -427,6 +427,10 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
                                        &beta, y, t, (int)s->n, s->m * s->n, (int)s->batch, compute,
                                        CUBLAS_GEMM_DEFAULT);
     rn_status st = blas_status(e, s);
+    if (st == RN_OK && s->bias_after) /* y = act(y + bias) in one pass */
+        return launch_error(nvk_bias_act(sl->stream, half, y, ptr(x, sl, s->in[2]), NULL, s->m,
+                                         s->n, 1, s->act, s->alpha, s->beta),
+                            s);
     if (st == RN_OK && s->act != NV_ACT_NONE)
         st = launch_error(nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, y, y,
                                     (int64_t)p->values[s->out].count),
@@ -542,8 +546,9 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         return launch_error(nvk_transpose(sl->stream, esize, a, y, rank, dims, perm_strides), s);
     }
     case NV_STEP_LAYERNORM:
-        return launch_error(nvk_layernorm(sl->stream, half, a, ptr(x, sl, s->in[1]),
-                                          ptr(x, sl, s->in[2]), s->epsilon, y, s->rows, s->cols),
+        return launch_error(nvk_layernorm(sl->stream, half, a, ptr(x, sl, s->in[3]),
+                                          ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]), s->epsilon, y,
+                                          s->rows, s->cols),
                             s);
     case NV_STEP_GATHER:
         return launch_error(nvk_gather(sl->stream, (int)rn_element_type_size(out->type), a,

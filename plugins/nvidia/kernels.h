@@ -55,9 +55,10 @@ int nvk_transpose(nvk_stream s, int esize, const void *x, void *y, int rank,
  * inner]. An index out of range writes zeros. */
 int nvk_gather(nvk_stream s, int esize, const void *x, const void *indices, int idx64, void *y,
                int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx);
-/* LayerNormalization over the last axis of [rows, cols]; bias may be NULL. */
-int nvk_layernorm(nvk_stream s, int half, const void *x, const void *scale, const void *bias,
-                  float epsilon, void *y, int64_t rows, int64_t cols);
+/* LayerNormalization over the last axis of [rows, cols] of x (+ residual,
+ * of x's shape, when not NULL); bias may be NULL. */
+int nvk_layernorm(nvk_stream s, int half, const void *x, const void *residual, const void *scale,
+                  const void *bias, float epsilon, void *y, int64_t rows, int64_t cols);
 /* Mean over the last axis: [rows, cols] -> [rows]. */
 int nvk_reduce_mean(nvk_stream s, int half, const void *x, void *y, int64_t rows, int64_t cols);
 /* 2D pooling of NCHW (mode 0 max, 1 average; count_include_pad), any pads:

@@ -84,7 +84,7 @@ typedef enum nv_step_kind {
     NV_STEP_BINARY,      /* runnel kernel: broadcast Add, Sub, Mul, Div, Pow, Sum of 2 */
     NV_STEP_CONCAT,      /* 2D copies (cudaMemcpy2DAsync) */
     NV_STEP_TRANSPOSE,   /* runnel kernel */
-    NV_STEP_LAYERNORM,   /* runnel kernel, last axis */
+    NV_STEP_LAYERNORM,   /* runnel kernel, last axis (in[3]: a residual added first) */
     NV_STEP_GATHER,      /* runnel kernel */
     NV_STEP_REDUCE_MEAN, /* runnel kernel, last axis */
     NV_STEP_BATCHNORM,   /* runnel kernel: inference BatchNormalization (+ act) */
@@ -162,6 +162,9 @@ typedef struct nv_step {
     int64_t m, n, k, batch, a_batch_stride, b_batch_stride;
     bool trans_a, trans_b;
     float gemm_alpha, gemm_beta; /* beta 0: no C */
+    /* GEMM: C (in[2]) is a bias row added with the activation after the
+     * product, one pass (an activation folded into a biased Gemm). */
+    bool bias_after;
     /* POOL: kind 0 max, 1 avg (count_include_pad in `flag`) */
     int pool_mode;
     int64_t kernel[2];

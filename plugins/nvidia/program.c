@@ -202,6 +202,16 @@ static int readers(const lowering *l, const char *name)
     return count;
 }
 
+static bool same_shape(const nv_value *a, const nv_value *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
 /* The step that writes value v (its root), or -1. */
 static int producer_step(const nv_program *p, int v)
 {
@@ -354,6 +364,51 @@ static rn_status lower_node(lowering *l, const rn_node *n)
             return RN_OK;
         }
     }
+    /* An activation after a GEMM that nothing else reads: applied by the
+     * GEMM's step, with its bias, in one pass after the product. */
+    nv_act folded = NV_ACT_NONE;
+    float fa = 0.0f, fb = 0.0f;
+    if (s.n_in >= 1 && s.in[0] >= 0 &&
+        (strcmp(op, "Relu") == 0 || strcmp(op, "Gelu") == 0 || strcmp(op, "Sigmoid") == 0 ||
+         strcmp(op, "Tanh") == 0))
+        folded = parse_act(op, NULL, 0, &fa, &fb);
+    if (folded == NV_ACT_GELU && strcmp(rn_node_attr_string(n, "approximate", "none"), "tanh") == 0)
+        folded = NV_ACT_GELU_TANH;
+    if (folded != NV_ACT_NONE) {
+        /* (through the view of a bias Add folded into the GEMM) */
+        int r = p->values[s.in[0]].root, k = producer_step(p, r);
+        if (k >= 0 && p->steps[k].kind == NV_STEP_GEMM && p->steps[k].act == NV_ACT_NONE &&
+            p->steps[k].batch <= 1 && readers(l, x->name) == 1 &&
+            (r == s.in[0] || readers(l, p->values[r].name) == 1) && rn_node_input_count(n) == 1) {
+            int y;
+            if ((st = output_value(l, n, &y)) != RN_OK)
+                return st;
+            nv_step *g = &p->steps[k];
+            g->act = folded, g->alpha = fa, g->beta = fb;
+            g->bias_after = g->gemm_beta == 1.0f && g->n_in > 2 && g->in[2] >= 0 &&
+                            p->values[g->in[2]].count == (size_t)g->n;
+            p->values[y].root = p->values[s.in[0]].root;
+            return RN_OK;
+        }
+    }
+    /* A residual Add read only by a LayerNormalization: the normalization
+     * adds it as it reads (one pass less). */
+    if (strcmp(op, "LayerNormalization") == 0 && s.in[0] >= 0) {
+        int k = producer_step(p, s.in[0]);
+        const nv_step *add = k >= 0 ? &p->steps[k] : NULL;
+        if (add != NULL && add->kind == NV_STEP_BINARY && add->bin == NV_BIN_ADD &&
+            add->n_in == 2 && add->act == NV_ACT_NONE && k == p->n_steps - 1 &&
+            p->values[s.in[0]].root == s.in[0] && readers(l, x->name) == 1 &&
+            same_shape(&p->values[add->in[0]], x) && same_shape(&p->values[add->in[1]], x)) {
+            int a = add->in[0], b = add->in[1];
+            p->n_steps--; /* the Add goes; its output value is never written */
+            s.in[0] = a;
+            if (s.n_in < 3)
+                s.in[2] = -1;
+            s.in[3] = b;
+            s.n_in = 4;
+        }
+    }
     if ((st = output_value(l, n, &s.out)) != RN_OK)
         return st;
     x = &p->values[s.in[0]];
@@ -466,6 +521,8 @@ static rn_status lower_node(lowering *l, const rn_node *n)
         s.epsilon = rn_node_attr_float_or_default(n, "epsilon");
         if (s.n_in < 3)
             s.in[2] = -1, s.n_in = 3;
+        if (s.n_in < 4)
+            s.in[3] = -1;
     } else if (strcmp(op, "Gather") == 0) {
         s.kind = NV_STEP_GATHER;
         int64_t axis = rn_node_attr_int(n, "axis", 0);

@@ -152,7 +152,7 @@ Test(nvidia_encoder, lowers_entirely_with_layernorm_and_gelu_fused)
     cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 1);
     cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 4);
     cr_assert_eq(nv_program_count(p, NV_STEP_LAYERNORM), 2, "both decompositions fused");
-    cr_assert_eq(nv_program_count(p, NV_STEP_UNARY), 1, "the Gelu");
+    cr_assert_eq(nv_program_count(p, NV_STEP_UNARY), 0, "the Gelu applied after its GEMM");
     cr_assert_eq(nv_program_count(p, NV_STEP_REDUCE_MEAN), 0);
     /* The attention's MatMuls are batched over the heads. */
     int batched = 0;
@@ -188,7 +188,17 @@ Test(nvidia_encoder, f16_attention_is_one_step_reading_the_heads_with_strides)
     cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 0);
     cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 0, "heads read and written with strides");
     cr_assert_eq(nv_program_count(p, NV_STEP_GEMM), 6, "the projections only");
-    cr_assert_eq(nv_program_count(p, NV_STEP_BINARY), 2, "the residuals; the biases are C");
+    cr_assert_eq(nv_program_count(p, NV_STEP_BINARY), 0,
+                 "the biases are C or added after the product, the residuals by the LayerNorms");
+    cr_assert_eq(nv_program_count(p, NV_STEP_UNARY), 0, "the Gelu applied by its GEMM");
+    int residual_norms = 0, gelu_gemms = 0;
+    for (int k = 0; k < p->n_steps; k++) {
+        residual_norms += p->steps[k].kind == NV_STEP_LAYERNORM && p->steps[k].in[3] >= 0;
+        gelu_gemms += p->steps[k].kind == NV_STEP_GEMM && p->steps[k].act == NV_ACT_GELU &&
+                      p->steps[k].bias_after;
+    }
+    cr_assert_eq(residual_norms, 2);
+    cr_assert_eq(gelu_gemms, 1);
     const nv_step *a = NULL;
     for (int k = 0; k < p->n_steps; k++) {
         if (p->steps[k].kind == NV_STEP_ATTENTION)

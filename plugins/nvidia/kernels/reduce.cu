@@ -20,25 +20,33 @@ __device__ float block_sum(float v, float *shared)
     return r;
 }
 
+// A row's value at c: x plus the residual when there is one.
 template <typename T>
-__global__ void layernorm_kernel(const T *x, const T *scale, const T *bias, float eps, T *y,
-                                 int64_t cols)
+__device__ __forceinline__ float row_at(const T *row, const T *res, int64_t c)
+{
+    return res != nullptr ? load(row, c) + load(res, c) : load(row, c);
+}
+
+template <typename T>
+__global__ void layernorm_kernel(const T *x, const T *residual, const T *scale, const T *bias,
+                                 float eps, T *y, int64_t cols)
 {
     __shared__ float shared[kThreads];
     const T *row = x + (int64_t)blockIdx.x * cols;
+    const T *res = residual != nullptr ? residual + (int64_t)blockIdx.x * cols : nullptr;
     T *out = y + (int64_t)blockIdx.x * cols;
     float sum = 0.0f;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-        sum += load(row, c);
+        sum += row_at(row, res, c);
     float mean = block_sum(sum, shared) / (float)cols;
     float sq = 0.0f;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-        float d = load(row, c) - mean;
+        float d = row_at(row, res, c) - mean;
         sq += d * d;
     }
     float inv = rsqrtf(block_sum(sq, shared) / (float)cols + eps);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-        float v = (load(row, c) - mean) * inv * load(scale, c);
+        float v = (row_at(row, res, c) - mean) * inv * load(scale, c);
         if (bias != nullptr)
             v += load(bias, c);
         store(out, c, v);
@@ -57,21 +65,22 @@ __device__ __forceinline__ float warp_sum(float v)
 }
 
 template <typename T, int PER_LANE>
-__global__ void layernorm_warp_kernel(const T *x, const T *scale, const T *bias, float eps, T *y,
-                                      int64_t rows, int cols)
+__global__ void layernorm_warp_kernel(const T *x, const T *residual, const T *scale,
+                                      const T *bias, float eps, T *y, int64_t rows, int cols)
 {
     int64_t row = (int64_t)blockIdx.x * kRowWarps + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
     if (row >= rows)
         return;
     const T *in = x + row * cols;
+    const T *res = residual != nullptr ? residual + row * cols : nullptr;
     T *out = y + row * cols;
     float v[PER_LANE];
     float sum = 0.0f;
 #pragma unroll
     for (int t = 0; t < PER_LANE; t++) {
         int c = lane + 32 * t;
-        v[t] = c < cols ? load(in, c) : 0.0f;
+        v[t] = c < cols ? row_at(in, res, c) : 0.0f;
         sum += v[t];
     }
     float mean = warp_sum(sum) / (float)cols;
@@ -96,31 +105,33 @@ __global__ void layernorm_warp_kernel(const T *x, const T *scale, const T *bias,
 }
 
 template <typename T>
-static void layernorm_typed(nvk_stream s, const void *x, const void *scale, const void *bias,
-                            float eps, void *y, int64_t rows, int64_t cols)
+static void layernorm_typed(nvk_stream s, const void *x, const void *residual, const void *scale,
+                            const void *bias, float eps, void *y, int64_t rows, int64_t cols)
 {
-    const T *xt = (const T *)x, *st = (const T *)scale, *bt = (const T *)bias;
+    const T *xt = (const T *)x, *rt = (const T *)residual, *st = (const T *)scale,
+            *bt = (const T *)bias;
     T *yt = (T *)y;
     unsigned grid = (unsigned)((rows + kRowWarps - 1) / kRowWarps);
     if (cols <= 256)
-        layernorm_warp_kernel<T, 8><<<grid, kRowWarps * 32, 0, s>>>(xt, st, bt, eps, yt, rows,
+        layernorm_warp_kernel<T, 8><<<grid, kRowWarps * 32, 0, s>>>(xt, rt, st, bt, eps, yt, rows,
                                                                    (int)cols);
     else if (cols <= 1024)
-        layernorm_warp_kernel<T, 32><<<grid, kRowWarps * 32, 0, s>>>(xt, st, bt, eps, yt, rows,
+        layernorm_warp_kernel<T, 32><<<grid, kRowWarps * 32, 0, s>>>(xt, rt, st, bt, eps, yt, rows,
                                                                     (int)cols);
     else
-        layernorm_kernel<<<(unsigned)rows, kThreads, 0, s>>>(xt, st, bt, eps, yt, cols);
+        layernorm_kernel<<<(unsigned)rows, kThreads, 0, s>>>(xt, rt, st, bt, eps, yt, cols);
 }
 
-extern "C" int nvk_layernorm(nvk_stream s, int half, const void *x, const void *scale,
-                             const void *bias, float eps, void *y, int64_t rows, int64_t cols)
+extern "C" int nvk_layernorm(nvk_stream s, int half, const void *x, const void *residual,
+                             const void *scale, const void *bias, float eps, void *y,
+                             int64_t rows, int64_t cols)
 {
     if (rows <= 0)
         return 0;
     if (half)
-        layernorm_typed<__half>(s, x, scale, bias, eps, y, rows, cols);
+        layernorm_typed<__half>(s, x, residual, scale, bias, eps, y, rows, cols);
     else
-        layernorm_typed<float>(s, x, scale, bias, eps, y, rows, cols);
+        layernorm_typed<float>(s, x, residual, scale, bias, eps, y, rows, cols);
     return launched();
 }
 
