@@ -1,4 +1,6 @@
-/* A program on the device: weights uploaded once, each step prepared once
+/* A program on the device: weights uploaded once per compiled model (one
+ * copy per constant, shared by the programs of its input shapes: weights.c),
+ * each step prepared once
  * (a cuDNN execution plan chosen by heuristics, pooling / LRN / softmax
  * descriptors), and request slots — an arena laid out by the program's
  * memory plan plus the largest workspace, pinned staging, a non-blocking

@@ -127,7 +127,7 @@ typedef enum nv_binary_op {
 /* Where a value's bytes are. */
 typedef enum nv_storage {
     NV_ARENA, /* the slot's arena at `offset` */
-    NV_CONST, /* the compiled model's weights buffer at `offset` */
+    NV_CONST, /* a constant: its own device copy (weights.c), shared by the model's programs */
 } nv_storage;
 
 typedef struct nv_value {
