@@ -1,4 +1,6 @@
-/* A program on the device: weights uploaded once, each step prepared once
+/* A program on the device: weights uploaded once per compiled model (one
+ * copy per constant, shared by the programs of its input shapes: weights.c),
+ * each step prepared once
  * (a cuDNN execution plan chosen by heuristics, pooling / LRN / softmax
  * descriptors), and request slots — an arena laid out by the program's
  * memory plan plus the largest workspace, pinned staging, a non-blocking
@@ -51,8 +53,9 @@ struct nv_exec {
     nv_program *prog;
     int device;
     bool allow_tf32, cuda_graph;
-    int attention_mode; /* NVK_ATTENTION_*: RUNNEL_NV_ATTENTION=rows for A/B runs */
-    void *weights;
+    int attention_mode;  /* NVK_ATTENTION_*: RUNNEL_NV_ATTENTION=rows for A/B runs */
+    nv_weights *weights; /* the compiled model's (shared) or the program's own */
+    void **const_dev;    /* per value: the device copy of an NV_CONST root */
     size_t workspace;
     cudnnHandle_t plan_handle; /* the handle the execution plans were made with */
     nv_step_dev *dev;
@@ -140,33 +143,28 @@ static rn_status blas_status(cublasStatus_t e, const nv_step *s)
 
 /* ---- compile: weights and steps ---- */
 
-static rn_status upload_weights(nv_exec *x)
+/* Each constant's device copy, from the compiled model's shared weights
+ * when it gives the constant an identity (the programs of its input shapes
+ * share one copy), else the program's own. */
+static rn_status upload_weights(nv_exec *x, const nv_exec_options *o)
 {
     const nv_program *p = x->prog;
-    if (p->weights_bytes == 0)
-        return RN_OK;
-    cudaError_t e = cudaMalloc(&x->weights, p->weights_bytes);
-    if (e != cudaSuccess)
-        return cuda_error(e, NULL, "cannot allocate the weights");
-    for (int v = 0; v < p->n_values; v++) {
+    rn_status st = RN_OK;
+    if (o->weights != NULL)
+        x->weights = nv_weights_retain(o->weights);
+    else
+        st = nv_weights_create(o->device, &x->weights);
+    if (st == RN_OK &&
+        (x->const_dev = calloc((size_t)p->n_values + 1, sizeof *x->const_dev)) == NULL)
+        st = rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    for (int v = 0; v < p->n_values && st == RN_OK; v++) {
         const nv_value *c = &p->values[v];
-        if (c->root != v || c->storage != NV_CONST || c->nbytes == 0)
+        if (c->root != v || c->storage != NV_CONST)
             continue;
-        const void *src = c->host_data;
-        uint16_t *half = NULL;
-        if (c->type == RN_F16 && c->host_type == RN_F32) {
-            if ((half = malloc(c->nbytes)) == NULL)
-                return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
-            for (size_t i = 0; i < c->count; i++)
-                half[i] = plugin_f32_to_f16(((const float *)c->host_data)[i]);
-            src = half;
-        }
-        e = cudaMemcpy((char *)x->weights + c->offset, src, c->nbytes, cudaMemcpyHostToDevice);
-        free(half);
-        if (e != cudaSuccess)
-            return cuda_error(e, NULL, "uploading the weights");
+        const void *key = o->weight_key != NULL ? o->weight_key(o->weight_ctx, c) : NULL;
+        st = nv_weights_get(x->weights, key, c, &x->const_dev[v]);
     }
-    return RN_OK;
+    return st;
 }
 
 static cudnnDataType_t dnn_type(const nv_program *p)
@@ -386,7 +384,9 @@ static void *ptr(const nv_exec *x, const nv_slot *s, int v)
     if (v < 0)
         return NULL;
     const nv_value *r = &x->prog->values[x->prog->values[v].root];
-    return (char *)(r->storage == NV_CONST ? x->weights : s->arena) + r->offset;
+    if (r->storage == NV_CONST)
+        return x->const_dev[x->prog->values[v].root];
+    return (char *)s->arena + r->offset;
 }
 
 static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
@@ -765,7 +765,7 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     if (st == RN_OK && cudnnCreate(&x->plan_handle) != CUDNN_STATUS_SUCCESS)
         st = rn_set_error(RN_DEVICE_ERROR, "NVIDIA: cannot create a cuDNN handle");
     if (st == RN_OK)
-        st = upload_weights(x);
+        st = upload_weights(x, o);
     for (int k = 0; k < prog->n_steps && st == RN_OK; k++)
         st = prepare_step(x, &prog->steps[k], &x->dev[k]);
     if (st != RN_OK) {
@@ -833,8 +833,11 @@ void nv_exec_free(nv_exec *x)
         slot_release(&x->slots[i], x->prog->n_steps + 1);
     for (int k = 0; x->dev != NULL && k < x->prog->n_steps; k++)
         release_step(&x->dev[k]);
-    if (x->weights)
-        cudaFree(x->weights);
+    for (int v = 0; x->const_dev != NULL && v < x->prog->n_values; v++)
+        if (x->const_dev[v] != NULL)
+            nv_weights_put(x->weights, x->const_dev[v]);
+    free(x->const_dev);
+    nv_weights_release(x->weights);
     if (x->plan_handle)
         cudnnDestroy(x->plan_handle);
     pthread_mutex_destroy(&x->lock);

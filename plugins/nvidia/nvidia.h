@@ -127,7 +127,7 @@ typedef enum nv_binary_op {
 /* Where a value's bytes are. */
 typedef enum nv_storage {
     NV_ARENA, /* the slot's arena at `offset` */
-    NV_CONST, /* the compiled model's weights buffer at `offset` */
+    NV_CONST, /* a constant: its own device copy (weights.c), shared by the model's programs */
 } nv_storage;
 
 typedef struct nv_value {
@@ -204,9 +204,12 @@ typedef struct nv_program {
 } nv_program;
 
 /* Whether NVIDIA runs `node` (op, types, attributes, static shapes); on
- * false *why says what it lacks. Pure: used by the registry that answers
- * query_model and by nv_lower. */
+ * false *why says what it lacks. Pure: used by nv_lower. */
 bool nv_supports(const rn_node *node, const char **why);
+/* The same with dynamic dims accepted (known ranks): the registry that
+ * answers query_model, since a run's plan is specialised for its input
+ * shapes before it is lowered. */
+bool nv_supports_op(const rn_node *node, const char **why);
 
 /* The ops nv_supports knows (domain, op_type), NULL-terminated pairs. */
 extern const char *const nv_supported_ops[][2];
@@ -233,6 +236,11 @@ extern const plugin_device_iface nv_device_iface;
 /* nv_lower over a whole graph: every node, its parameters and constants as
  * inputs, its results as outputs. */
 rn_status nv_lower_graph(const graph *g, bool half, nv_program **out);
+/* plugin_device_iface.check_specialized: the graph of a model with dynamic
+ * inputs as a run with every dynamic dim 1 specialises it
+ * (plugin_specialize_at_one) lowers; else the lowering's error (the node,
+ * its op, why), saying so. Needs no device. */
+rn_status nv_check_lowering(const graph *g, bool half);
 
 /* Merges the dims of a broadcast that one index can walk (contiguous or
  * broadcast in both operands) and drops dims of one: the new rank. */

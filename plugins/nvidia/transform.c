@@ -82,3 +82,13 @@ rn_status nv_lower_graph(const graph *g, bool half, nv_program **out)
     free(outs);
     return st;
 }
+
+rn_status nv_check_lowering(const graph *g, bool half)
+{
+    nv_program *p = NULL;
+    rn_status st = nv_lower_graph(g, half, &p);
+    nv_program_free(p);
+    if (st != RN_OK)
+        return rn_wrap_error(st, "the model with its dynamic dims 1 (as a run specialises it): ");
+    return RN_OK;
+}

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "graph/ops.h"
 #include "graph/onnx/onnx_reader.h"
+#include "plugins/api/plan.h"
 #include "plugins/nvidia/nvidia.h"
 #include "plugins/ref/ref.h"
 
@@ -366,4 +368,121 @@ Test(nvidia_collapse, transpose_keeps_the_inner_run_as_wide_elements)
     int64_t d3[4] = {1, 6, 4, 5}, s3[4] = {120, 20, 5, 1};
     cr_assert_eq(nv_collapse_transpose(&esize, 4, d3, s3), 1);
     cr_assert_eq(d3[0] * esize, 120 * 4);
+}
+
+/* ---- dynamic shapes: the base graph, and the graph a run specialises ---- */
+
+/* The model of `rel` with dim `dim` of its first input dynamic, as NVIDIA
+ * compiles it; the REF registry that folds (for the caller to free). */
+static graph *dynamic(const char *rel, int dim, plugin_kernel_registry **ref)
+{
+    char path[512];
+    if (!find(rel, path, sizeof path))
+        cr_skip_test("%s is missing: run scripts/setup", rel);
+    graph *model, *open, *g;
+    OK(onnx_read_file(path, &model));
+    graph_shape *shapes = calloc((size_t)model->n_inputs + 1, sizeof *shapes);
+    cr_assert_not_null(shapes);
+    for (int i = 0; i < model->n_inputs; i++)
+        shapes[i] = model->inputs[i]->shape;
+    cr_assert(shapes[0].rank > dim && shapes[0].dims[dim] > 0);
+    shapes[0].dims[dim] = RN_DIM_DYNAMIC;
+    OK(plugin_graph_with_shapes(model, shapes, &open));
+    free(shapes);
+    OK(plugin_kernel_registry_create(ref));
+    OK(ref_register_kernels(*ref));
+    plugin_properties props;
+    plugin_properties_default(&props);
+    OK(nv_transform(open, *ref, &props, &g));
+    graph_free(open);
+    graph_free(model);
+    cr_assert(plugin_graph_has_dynamic_inputs(g));
+    return g;
+}
+
+/* A copy of g specialised for input 0 of batch `batch` (dim 0), as a run's
+ * plan is (plugin_plan_spec_for with the device's specialize). */
+static graph *specialised(const graph *g, const plugin_kernel_registry *ref, int64_t batch)
+{
+    graph *one, *b;
+    OK(plugin_specialize_at_one(g, ref, true, &one));
+    graph_shape s = one->inputs[0]->shape;
+    s.dims[0] = batch;
+    OK(plugin_graph_with_shapes(one, &s, &b));
+    graph_free(one);
+    OK(graph_infer_shapes(b));
+    return b;
+}
+
+Test(nvidia_dynamic, squeezenet_with_a_dynamic_batch_lowers_once_specialised)
+{
+    plugin_kernel_registry *ref;
+    /* SqueezeNet has no Reshape to a fixed batch (ResNet-50's light model
+     * reshapes to [1, 2048]). */
+    graph *g = dynamic("light/light_squeezenet.onnx", 0, &ref);
+    /* query_model's answer: every node runs (dims known at run time)... */
+    for (int k = 0; k < g->n_nodes; k++) {
+        const char *why = "";
+        cr_assert(nv_supports_op(g->nodes[k], &why), "node '%s' (%s): %s", g->nodes[k]->name,
+                  g->nodes[k]->op_type, why);
+    }
+    /* ...but the lowering needs the shapes of a run. */
+    nv_program *p = NULL;
+    cr_assert_eq(nv_lower_graph(g, false, &p), RN_UNSUPPORTED);
+    cr_assert(strstr(rn_last_error(), "dynamic shape") != NULL, "%s", rn_last_error());
+    /* The compile's check: the model with its dynamic dims 1. */
+    graph *one;
+    OK(plugin_specialize_at_one(g, ref, true, &one));
+    OK(nv_check_lowering(one, true));
+    graph_free(one);
+    /* A run of batch 7: the program of batch 1 over 7 images. */
+    OK(plugin_specialize_at_one(g, ref, true, &one));
+    nv_program *p1;
+    OK(nv_lower_graph(one, false, &p1));
+    graph *b7 = specialised(g, ref, 7);
+    OK(nv_lower_graph(b7, false, &p));
+    cr_assert_eq(p->n_steps, p1->n_steps);
+    cr_assert_gt(nv_program_count(p, NV_STEP_CONV), 20);
+    cr_assert_eq(nv_program_count(p, NV_STEP_CONV), nv_program_count(p1, NV_STEP_CONV));
+    cr_assert_eq(p->weights_bytes, p1->weights_bytes);
+    const nv_value *in = &p->values[p->input_value[0]];
+    const nv_value *out = &p->values[p->output_value[0]];
+    const nv_value *out1 = &p1->values[p1->output_value[0]];
+    cr_assert_eq(in->dims[0], 7);
+    cr_assert_eq(out->rank, out1->rank);
+    cr_assert_eq(out->dims[0], 7);
+    cr_assert_eq(out1->dims[0], 1);
+    cr_assert_eq(out->count, 7 * out1->count);
+    nv_program_free(p1);
+    graph_free(one);
+    check_memory_plan(p);
+    nv_program_free(p);
+    graph_free(b7);
+    graph_free(g);
+    plugin_kernel_registry_free(ref);
+}
+
+Test(nvidia_dynamic, refuses_an_unsupported_op_of_a_dynamic_model_naming_the_node)
+{
+    plugin_kernel_registry *ref;
+    /* LSTM's X is [seq, batch, input]: the batch dynamic. */
+    graph *g = dynamic("node/test_lstm_defaults/model.onnx", 1, &ref);
+    const char *lstm = NULL;
+    for (int k = 0; k < g->n_nodes; k++)
+        if (strcmp(g->nodes[k]->op_type, "LSTM") == 0)
+            lstm = g->nodes[k]->name;
+    cr_assert_not_null(lstm);
+    graph *one;
+    OK(plugin_specialize_at_one(g, ref, true, &one));
+    cr_assert_eq(one->inputs[0]->shape.dims[1], 1);
+    cr_assert_eq(nv_check_lowering(one, false), RN_UNSUPPORTED);
+    const char *e = rn_last_error();
+    char want[256];
+    snprintf(want, sizeof want, "node '%s' (LSTM)", lstm);
+    cr_assert(strstr(e, want) != NULL, "%s (wanted %s)", e, want);
+    cr_assert(strstr(e, "no kernel for this op") != NULL, "%s", e);
+    cr_assert(strstr(e, "dynamic dims 1") != NULL, "%s", e);
+    graph_free(one);
+    graph_free(g);
+    plugin_kernel_registry_free(ref);
 }
