@@ -193,12 +193,15 @@ static rn_status prepare_conv(nv_exec *x, const nv_step *s, nv_step_dev *d)
     return RN_OK;
 }
 
-static cudnnStatus_t nchw(cudnnTensorDescriptor_t *d, cudnnDataType_t t, const int64_t *dims)
+/* A legacy 4-D descriptor of value v (NCHW, or NHWC when v is channels-
+ * last; a 1x1 value reads the same either way). */
+static cudnnStatus_t nchw(cudnnTensorDescriptor_t *d, cudnnDataType_t t, const nv_value *v)
 {
     cudnnStatus_t s = cudnnCreateTensorDescriptor(d);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NCHW, t, (int)dims[0], (int)dims[1],
-                                       (int)dims[2], (int)dims[3]);
+        s = cudnnSetTensor4dDescriptor(*d, v->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, t,
+                                       (int)v->dims[0], (int)v->dims[1], (int)v->dims[2],
+                                       (int)v->dims[3]);
     return s;
 }
 
@@ -218,7 +221,7 @@ static rn_status prepare_pool(nv_exec *x, const nv_step *s, nv_step_dev *d)
                                          (int)s->kernel[1], (int)s->pads[0], (int)s->pads[1],
                                          (int)s->strides[0], (int)s->strides[1])) !=
             CUDNN_STATUS_SUCCESS ||
-        (e = nchw(&d->x, dnn_type(x->prog), in->dims)) != CUDNN_STATUS_SUCCESS)
+        (e = nchw(&d->x, dnn_type(x->prog), in)) != CUDNN_STATUS_SUCCESS)
         return dnn_status(e, s);
     int n, c, h, w;
     if ((e = cudnnGetPooling2dForwardOutputDim(d->pool, d->x, &n, &c, &h, &w)) !=
@@ -226,7 +229,11 @@ static rn_status prepare_pool(nv_exec *x, const nv_step *s, nv_step_dev *d)
         return dnn_status(e, s);
     if (h != out->dims[2] || w != out->dims[3])
         return RN_OK; /* ceil_mode: runnel's kernel */
-    if ((e = nchw(&d->y, dnn_type(x->prog), out->dims)) != CUDNN_STATUS_SUCCESS)
+    /* A 1x1 result takes the input's layout (the same bytes either way). */
+    nv_value y = *out;
+    if (out->dims[2] == 1 && out->dims[3] == 1)
+        y.nhwc = in->nhwc;
+    if ((e = nchw(&d->y, dnn_type(x->prog), &y)) != CUDNN_STATUS_SUCCESS)
         return dnn_status(e, s);
     d->cudnn_pool = true;
     return RN_OK;
@@ -249,7 +256,7 @@ static rn_status prepare_step(nv_exec *x, const nv_step *s, nv_step_dev *d)
         if ((e = cudnnCreateLRNDescriptor(&d->lrn)) == CUDNN_STATUS_SUCCESS &&
             (e = cudnnSetLRNDescriptor(d->lrn, (unsigned)s->size, s->alpha, s->beta, s->epsilon)) ==
                 CUDNN_STATUS_SUCCESS)
-            e = nchw(&d->x, dnn_type(p), p->values[s->in[0]].dims);
+            e = nchw(&d->x, dnn_type(p), &p->values[s->in[0]]);
         return dnn_status(e, s);
     default:
         return RN_OK;
@@ -474,8 +481,10 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
                                              ptr(x, sl, s->in[1]), y, bias, res, ws);
         if (st != RN_OK || d->conv_fused || (bias == NULL && res == NULL && s->act == NV_ACT_NONE))
             return st;
-        return launch_error(nvk_bias_act(sl->stream, half, y, bias, res, out->dims[0], out->dims[1],
-                                         out->dims[2] * out->dims[3], s->act, s->alpha, s->beta),
+        int64_t hw = out->dims[2] * out->dims[3];
+        return launch_error(nvk_bias_act(sl->stream, half, y, bias, res,
+                                         out->nhwc ? out->dims[0] * hw : out->dims[0], out->dims[1],
+                                         out->nhwc ? 1 : hw, s->act, s->alpha, s->beta),
                             s);
     }
     case NV_STEP_GEMM:
@@ -520,6 +529,9 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
             outer *= (size_t)out->dims[k];
         for (int k = s->axis; k < out->rank; k++)
             out_chunk *= (size_t)out->dims[k];
+        if (out->nhwc) /* channels-last over C: a run of C_i per pixel */
+            outer = (size_t)(out->dims[0] * out->dims[2] * out->dims[3]),
+            out_chunk = es * (size_t)out->dims[1];
         for (int i = 0; i < s->n_in; i++) {
             const nv_value *v = &p->values[s->in[i]];
             size_t chunk = outer ? v->nbytes / outer : 0;
@@ -535,11 +547,20 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         return RN_OK;
     }
     case NV_STEP_TRANSPOSE: {
+        /* Output dim k (logical) is input dim perm[k]; the output is
+         * walked in its storage order (channels-last for NHWC values), the
+         * input read with its layout's strides: a layout conversion is the
+         * identity permutation between layouts. */
         int64_t in_strides[RN_MAX_RANK], perm_strides[RN_MAX_RANK], dims[RN_MAX_RANK];
-        plugin_strides(in->rank, in->dims, in_strides);
+        int order[RN_MAX_RANK];
+        for (int k = 0; k < out->rank; k++)
+            order[k] = k;
+        if (out->nhwc && out->rank == 4)
+            order[1] = 2, order[2] = 3, order[3] = 1;
+        nv_value_strides(in, in_strides);
         for (int k = 0; k < out->rank; k++) {
-            perm_strides[k] = in_strides[s->perm[k]];
-            dims[k] = out->dims[k];
+            perm_strides[k] = in_strides[s->perm[order[k]]];
+            dims[k] = out->dims[order[k]];
         }
         int esize = (int)rn_element_type_size(out->type);
         int rank = nv_collapse_transpose(&esize, out->rank, dims, perm_strides);

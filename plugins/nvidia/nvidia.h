@@ -143,6 +143,10 @@ typedef struct nv_value {
     int first, last;       /* steps that write it first and read it last */
     const void *host_data; /* NV_CONST: the constant (host type), the graph's */
     int input, output;     /* index among the partition's inputs / outputs, or -1 */
+    /* A rank-4 value (dims N, C, H, W) stored channels-last (NHWC): f16
+     * convolutions and what runs between them (nv_choose_layouts); a
+     * convolution's weights then are KRSC. */
+    bool nhwc;
 } nv_value;
 
 #define NV_MAX_STEP_IN 8
@@ -222,6 +226,12 @@ extern const char *const nv_supported_ops[][2];
 rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
                    int n_inputs, const char *const *output_names, int n_outputs, bool half,
                    nv_program **out);
+/* nv_lower with channels-last layouts chosen or not (nv_lower: chosen). */
+rn_status nv_lower_layouts(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
+                           int n_inputs, const char *const *output_names, int n_outputs, bool half,
+                           bool channels_last, nv_program **out);
+/* Whether a value of p is stored channels-last. */
+bool nv_program_channels_last(const nv_program *p);
 void nv_program_free(nv_program *p);
 
 /* The model as NVIDIA compiles it (a clone): the generic device's
@@ -241,6 +251,10 @@ rn_status nv_lower_graph(const graph *g, bool half, nv_program **out);
  * (plugin_specialize_at_one) lowers; else the lowering's error (the node,
  * its op, why), saying so. Needs no device. */
 rn_status nv_check_lowering(const graph *g, bool half);
+
+/* Element strides of a value over its logical dims, for its layout
+ * (NHWC values: {H*W*C, 1, W*C, C}). */
+void nv_value_strides(const nv_value *v, int64_t *strides);
 
 /* Merges the dims of a broadcast that one index can walk (contiguous or
  * broadcast in both operands) and drops dims of one: the new rank. */

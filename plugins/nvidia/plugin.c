@@ -13,6 +13,7 @@
 
 #include "plugins/api/device.h"
 #include "plugins/api/kit_id.h"
+#include "plugins/api/log.h"
 #include "plugins/nvidia/exec.h"
 #include "plugins/nvidia/nvidia.h"
 #include "plugins/ref/ref.h"
@@ -217,7 +218,18 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
                          .weights = m->weights,
                          .weight_key = weight_key,
                          .weight_ctx = c};
-    if ((st = nv_exec_create(prog, input_names, n_inputs, &o, &p->exec)) != RN_OK) {
+    bool channels_last = nv_program_channels_last(prog);
+    st = nv_exec_create(prog, input_names, n_inputs, &o, &p->exec);
+    if (st != RN_OK && st != RN_OUT_OF_MEMORY && channels_last) {
+        /* cuDNN found no engine for a channels-last convolution here:
+         * the whole program in NCHW, as before layouts were chosen. */
+        plugin_log(c->props.log_level, PLUGIN_LOG_WARNING, "NVIDIA",
+                   "channels-last program refused (%s); compiling it NCHW", rn_last_error());
+        if ((st = nv_lower_layouts(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs,
+                                   true, false, &prog)) == RN_OK)
+            st = nv_exec_create(prog, input_names, n_inputs, &o, &p->exec);
+    }
+    if (st != RN_OK) {
         free(p);
         return st;
     }

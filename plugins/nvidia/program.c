@@ -24,6 +24,7 @@ typedef struct lowering {
     int n_nodes;
     const char *const *output_names;
     int n_outputs;
+    bool channels_last; /* NHWC around f16 convolutions (choose_layouts) */
 } lowering;
 
 static rn_status oom(void)
@@ -695,9 +696,249 @@ static rn_status plan_memory(nv_program *p)
     return RN_OK;
 }
 
+/* ---- layouts: channels-last (NHWC) around f16 convolutions ---- */
+
+void nv_value_strides(const nv_value *v, int64_t *strides)
+{
+    if (v->nhwc && v->rank == 4) {
+        int64_t c = v->dims[1], h = v->dims[2], w = v->dims[3];
+        strides[0] = h * w * c, strides[1] = 1, strides[2] = w * c, strides[3] = c;
+        return;
+    }
+    int64_t stride = 1;
+    for (int d = v->rank - 1; d >= 0; d--) {
+        strides[d] = stride;
+        stride *= v->dims[d];
+    }
+}
+
+/* A rank-4 value whose layout matters (H or W above one). */
+static bool spatial(const nv_value *v)
+{
+    return v->rank == 4 && (v->dims[2] != 1 || v->dims[3] != 1);
+}
+
+/* Whether a pooling step runs on cuDNN (symmetric pads, floor rounding):
+ * the rule exec.c's prepare_pool applies. */
+static bool cudnn_pool(const nv_program *p, const nv_step *s)
+{
+    const nv_value *in = &p->values[s->in[0]], *out = &p->values[s->out];
+    if (s->pads[0] != s->pads[2] || s->pads[1] != s->pads[3] || in->rank != 4)
+        return false;
+    for (int d = 0; d < 2; d++) {
+        int64_t stride = s->strides[d] > 0 ? s->strides[d] : 1;
+        if ((in->dims[2 + d] + 2 * s->pads[d] - s->kernel[d]) / stride + 1 != out->dims[2 + d])
+            return false;
+    }
+    return true;
+}
+
+/* Clears value v's root from the candidates; true when it changed. */
+static bool drop(const nv_program *p, bool *cand, int v)
+{
+    if (v < 0 || !cand[p->values[v].root])
+        return false;
+    cand[p->values[v].root] = false;
+    return true;
+}
+
+static bool is_cand(const nv_program *p, const bool *cand, int v)
+{
+    return v >= 0 && cand[p->values[v].root];
+}
+
+/* Operands that must share one layout (elementwise over equal shapes, a
+ * Concat over channels): all channels-last or none. */
+static bool unify(const nv_program *p, bool *cand, const int *vals, int n)
+{
+    bool all = true, changed = false;
+    for (int i = 0; i < n; i++)
+        if (vals[i] >= 0 && spatial(&p->values[vals[i]]))
+            all &= is_cand(p, cand, vals[i]);
+    for (int i = 0; i < n && !all; i++)
+        changed |= drop(p, cand, vals[i]);
+    return changed;
+}
+
+/* One pass of the constraints; true when a candidate was dropped. */
+static bool constrain(const nv_program *p, bool *cand)
+{
+    bool changed = false;
+    for (int k = 0; k < p->n_steps; k++) {
+        const nv_step *s = &p->steps[k];
+        int ops[NV_MAX_STEP_IN + 1];
+        int n = 0;
+        for (int i = 0; i < s->n_in; i++)
+            ops[n++] = s->in[i];
+        ops[n++] = s->out;
+        switch (s->kind) {
+        case NV_STEP_CONV: {
+            /* X converts to Y's layout, the residual is Y's; Y goes
+             * channels-last only from an NHWC X or from a model input
+             * (converted once): no conversion inside the model buys it. */
+            int pair[2] = {s->in[3], s->out};
+            if (s->in[3] >= 0)
+                changed |= unify(p, cand, pair, 2);
+            const nv_value *x = &p->values[s->in[0]];
+            if (!is_cand(p, cand, s->in[0]) && p->values[x->root].input < 0)
+                changed |= drop(p, cand, s->out);
+            break;
+        }
+        case NV_STEP_POOL:
+            if (!cudnn_pool(p, s))
+                changed |= drop(p, cand, s->in[0]) | drop(p, cand, s->out);
+            else if (spatial(&p->values[s->out]))
+                changed |= unify(p, cand, (int[]){s->in[0], s->out}, 2);
+            break;
+        case NV_STEP_UNARY:
+            changed |= unify(p, cand, ops, n);
+            break;
+        case NV_STEP_BINARY: {
+            const nv_value *y = &p->values[s->out];
+            if (same_shape(&p->values[s->in[0]], y) && same_shape(&p->values[s->in[1]], y))
+                changed |= unify(p, cand, ops, n);
+            else
+                for (int i = 0; i < n; i++)
+                    changed |= drop(p, cand, ops[i]);
+            break;
+        }
+        case NV_STEP_CONCAT:
+            if (s->axis == 1 && p->values[s->out].rank == 4)
+                changed |= unify(p, cand, ops, n);
+            else
+                for (int i = 0; i < n; i++)
+                    changed |= drop(p, cand, ops[i]);
+            break;
+        default:
+            for (int i = 0; i < n; i++)
+                changed |= drop(p, cand, ops[i]);
+        }
+    }
+    return changed;
+}
+
+/* Inserts step `s` at index `at`. */
+static rn_status insert_step(lowering *l, int at, const nv_step *s)
+{
+    rn_status st = add_step(l, s);
+    if (st != RN_OK)
+        return st;
+    nv_program *p = l->p;
+    memmove(&p->steps[at + 1], &p->steps[at], (size_t)(p->n_steps - 1 - at) * sizeof *p->steps);
+    p->steps[at] = *s;
+    return RN_OK;
+}
+
+/* f16 convolutions and what runs between them in NHWC, cuDNN's fast
+ * layout on tensor cores: every spatial rank-4 value inside the program
+ * whose steps all take channels-last (convolutions, cuDNN pooling,
+ * elementwise over equal shapes, Concat over channels) and that no view
+ * reads; a convolution whose input has the other layout reads a converted
+ * copy (a Transpose step). The weights of a convolution with an NHWC input
+ * are KRSC. RUNNEL_NV_LAYOUT=nchw keeps every value NCHW (A/B runs). */
+static rn_status choose_layouts(lowering *l)
+{
+    nv_program *p = l->p;
+    const char *env = getenv("RUNNEL_NV_LAYOUT");
+    if (!p->half || !l->channels_last || (env != NULL && strcmp(env, "nchw") == 0) ||
+        nv_program_count(p, NV_STEP_CONV) == 0)
+        return RN_OK;
+    int nv = p->n_values;
+    bool *cand = calloc((size_t)nv + 1, sizeof *cand);
+    int *converted = malloc(((size_t)nv + 1) * sizeof *converted);
+    if (cand == NULL || converted == NULL) {
+        free(cand);
+        free(converted);
+        return oom();
+    }
+    for (int v = 0; v < nv; v++) {
+        const nv_value *x = &p->values[v];
+        cand[v] = x->root == v && x->storage == NV_ARENA && spatial(x) && x->input < 0 &&
+                  x->output < 0 && x->type == RN_F16;
+        converted[v] = -1;
+    }
+    for (int v = 0; v < nv; v++)
+        if (p->values[v].root != v || p->values[v].output >= 0)
+            cand[p->values[v].root] = false; /* a view would read other bytes */
+    for (bool again = true; again;) {
+        while (constrain(p, cand))
+            ;
+        /* A weight read by convolutions of both layouts: those inputs NCHW. */
+        again = false;
+        for (int k = 0; k < p->n_steps; k++) {
+            const nv_step *a = &p->steps[k];
+            if (a->kind != NV_STEP_CONV)
+                continue;
+            for (int j = 0; j < p->n_steps; j++) {
+                const nv_step *b = &p->steps[j];
+                if (b->kind == NV_STEP_CONV && b->in[1] == a->in[1] &&
+                    is_cand(p, cand, a->out) != is_cand(p, cand, b->out))
+                    again |= drop(p, cand, a->out) | drop(p, cand, b->out);
+            }
+        }
+    }
+    for (int v = 0; v < nv; v++)
+        p->values[v].nhwc = cand[p->values[v].root];
+    rn_status st = RN_OK;
+    for (int k = 0; k < p->n_steps && st == RN_OK; k++) {
+        nv_step *c = &p->steps[k];
+        if (c->kind != NV_STEP_CONV)
+            continue;
+        bool want = p->values[c->out].nhwc;
+        p->values[c->in[1]].nhwc = want; /* KRSC weights */
+        p->values[p->values[c->in[1]].root].nhwc = want;
+        int x = c->in[0];
+        if (p->values[x].nhwc == want)
+            continue;
+        /* A copy of X in Y's layout, made once per value and layout. */
+        int key = p->values[x].root;
+        if (converted[key] < 0 || p->values[converted[key]].nhwc != want) {
+            char name[512];
+            snprintf(name, sizeof name, "%s#%s", p->values[x].name, want ? "nhwc" : "nchw");
+            rn_partial_shape sh = {.rank = 4};
+            memcpy(sh.dims, p->values[x].dims, sizeof sh.dims);
+            int t;
+            if ((st = add_value(l, name, p->values[x].host_type, &sh, &t)) != RN_OK)
+                break;
+            p->values[t].nhwc = want;
+            nv_step tr = {.kind = NV_STEP_TRANSPOSE,
+                          .node = c->node,
+                          .op = "Transpose",
+                          .in = {x},
+                          .n_in = 1,
+                          .out = t,
+                          .perm = {0, 1, 2, 3}};
+            if ((st = insert_step(l, k, &tr)) != RN_OK)
+                break;
+            c = &p->steps[++k]; /* the convolution moved one on */
+            converted[key] = t;
+        }
+        c->in[0] = converted[key];
+    }
+    free(cand);
+    free(converted);
+    return st;
+}
+
 rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
                    int n_inputs, const char *const *output_names, int n_outputs, bool half,
                    nv_program **out)
+{
+    return nv_lower_layouts(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs, half,
+                            true, out);
+}
+
+bool nv_program_channels_last(const nv_program *p)
+{
+    for (int v = 0; v < p->n_values; v++)
+        if (p->values[v].nhwc)
+            return true;
+    return false;
+}
+
+rn_status nv_lower_layouts(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
+                           int n_inputs, const char *const *output_names, int n_outputs, bool half,
+                           bool channels_last, nv_program **out)
 {
     nv_program *p = calloc(1, sizeof *p);
     if (p == NULL)
@@ -707,7 +948,8 @@ rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *
                   .nodes = nodes,
                   .n_nodes = n_nodes,
                   .output_names = output_names,
-                  .n_outputs = n_outputs};
+                  .n_outputs = n_outputs,
+                  .channels_last = channels_last};
     rn_status st = RN_OK;
     for (int i = 0; i < n_nodes && st == RN_OK; i++) {
         const char *why = "";
@@ -770,6 +1012,8 @@ rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *
                                          .n_in = 1,
                                          .out = stage_out[o]});
     }
+    if (st == RN_OK)
+        st = choose_layouts(&l);
     if (st == RN_OK) {
         /* Inputs live from the start (upload), outputs to the end (download). */
         for (int i = 0; i < p->n_inputs; i++)

@@ -18,6 +18,7 @@
 typedef struct nv_weight {
     const void *key; /* NULL: one program's own copy */
     rn_element_type type;
+    bool nhwc; /* a filter stored KRSC */
     size_t nbytes;
     void *dev;
     int refs;
@@ -75,18 +76,36 @@ static rn_status upload(const nv_value *c, void **dev)
     }
     const void *src = c->host_data;
     uint16_t *half = NULL;
+    float *krsc = NULL;
+    if (c->nhwc && c->rank == 4 && c->host_type == RN_F32) {
+        /* A filter KCRS -> KRSC, for channels-last convolutions. */
+        int64_t k = c->dims[0], ch = c->dims[1], rs = c->dims[2] * c->dims[3];
+        if ((krsc = malloc(c->count * sizeof *krsc + 1)) == NULL) {
+            cudaFree(*dev);
+            *dev = NULL;
+            return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+        }
+        const float *w = c->host_data;
+        for (int64_t o = 0; o < k; o++)
+            for (int64_t i = 0; i < ch; i++)
+                for (int64_t r = 0; r < rs; r++)
+                    krsc[(o * rs + r) * ch + i] = w[(o * ch + i) * rs + r];
+        src = krsc;
+    }
     if (c->type == RN_F16 && c->host_type == RN_F32) {
         if ((half = malloc(c->nbytes + 1)) == NULL) {
+            free(krsc);
             cudaFree(*dev);
             *dev = NULL;
             return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
         }
         for (size_t i = 0; i < c->count; i++)
-            half[i] = plugin_f32_to_f16(((const float *)c->host_data)[i]);
+            half[i] = plugin_f32_to_f16(((const float *)src)[i]);
         src = half;
     }
     e = c->nbytes ? cudaMemcpy(*dev, src, c->nbytes, cudaMemcpyHostToDevice) : cudaSuccess;
     free(half);
+    free(krsc);
     if (e != cudaSuccess) {
         cudaFree(*dev);
         *dev = NULL;
@@ -101,7 +120,8 @@ rn_status nv_weights_get(nv_weights *w, const void *key, const nv_value *c, void
     pthread_mutex_lock(&w->lock);
     for (int i = 0; key != NULL && i < w->n; i++) {
         nv_weight *it = &w->items[i];
-        if (it->key == key && it->type == c->type && it->nbytes == c->nbytes) {
+        if (it->key == key && it->type == c->type && it->nbytes == c->nbytes &&
+            it->nhwc == c->nhwc) {
             it->refs++;
             w->reuses++;
             *dev = it->dev;
@@ -124,8 +144,12 @@ rn_status nv_weights_get(nv_weights *w, const void *key, const nv_value *c, void
     if (st == RN_OK)
         st = upload(c, dev);
     if (st == RN_OK) {
-        w->items[w->n++] =
-            (nv_weight){.key = key, .type = c->type, .nbytes = c->nbytes, .dev = *dev, .refs = 1};
+        w->items[w->n++] = (nv_weight){.key = key,
+                                       .type = c->type,
+                                       .nhwc = c->nhwc,
+                                       .nbytes = c->nbytes,
+                                       .dev = *dev,
+                                       .refs = 1};
         w->bytes += c->nbytes;
         w->uploads++;
     }

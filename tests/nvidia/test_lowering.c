@@ -101,6 +101,21 @@ Test(nvidia_lowering, runs_every_light_model_entirely)
         cr_assert_eq(nv_program_count(p, NV_STEP_CONVERT), 0);
         check_memory_plan(p);
         nv_program_free(p);
+        /* f16 too, with its layout conversions: each converts a value that
+         * is NCHW into a channels-last copy for a convolution, or back. */
+        OK(nv_lower_graph(g, true, &p));
+        check_memory_plan(p);
+        int convs = nv_program_count(p, NV_STEP_CONV), nhwc = 0;
+        for (int k = 0; k < p->n_steps; k++) {
+            const nv_step *s = &p->steps[k];
+            nhwc += s->kind == NV_STEP_CONV && p->values[s->out].nhwc;
+            if (s->kind == NV_STEP_TRANSPOSE && p->values[s->in[0]].rank == 4)
+                cr_assert_neq(p->values[s->in[0]].nhwc, p->values[s->out].nhwc, "%s",
+                              light_models[i]);
+        }
+        cr_log_info("%s f16: %d of %d convolutions channels-last, %d layout conversions",
+                    light_models[i], nhwc, convs, nv_program_count(p, NV_STEP_TRANSPOSE));
+        nv_program_free(p);
         graph_free(g);
     }
 }
@@ -136,6 +151,47 @@ Test(nvidia_lowering, resnet50_is_53_fused_convolutions)
     graph_free(g);
 }
 
+/* f16 convolutions run channels-last (cuDNN's layout on tensor cores):
+ * ResNet-50's input is converted once, every convolution reads and writes
+ * NHWC with KRSC weights, the pooling between them too; what follows the
+ * global pooling (1x1) is the same bytes in either layout. */
+Test(nvidia_lowering, f16_resnet50_runs_channels_last)
+{
+    graph *g = light("resnet50");
+    nv_program *p;
+    OK(nv_lower_graph(g, true, &p));
+    cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 1, "the input, once");
+    int convs = 0;
+    for (int k = 0; k < p->n_steps; k++) {
+        const nv_step *s = &p->steps[k];
+        if (s->kind == NV_STEP_TRANSPOSE) {
+            cr_assert_eq(k, 1, "right after the input's f32 -> f16 conversion");
+            cr_assert(!p->values[s->in[0]].nhwc);
+            cr_assert(p->values[s->out].nhwc);
+        }
+        if (s->kind != NV_STEP_CONV)
+            continue;
+        convs++;
+        cr_assert(p->values[s->in[0]].nhwc, "conv '%s' reads NHWC", s->node);
+        cr_assert(p->values[s->out].nhwc, "conv '%s' writes NHWC", s->node);
+        cr_assert(p->values[p->values[s->in[1]].root].nhwc, "conv '%s': KRSC weights", s->node);
+        if (s->in[3] >= 0)
+            cr_assert(p->values[s->in[3]].nhwc, "conv '%s': NHWC residual", s->node);
+    }
+    cr_assert_eq(convs, 53);
+    check_memory_plan(p);
+    nv_program_free(p);
+    /* RUNNEL_NV_LAYOUT=nchw keeps every value NCHW. */
+    setenv("RUNNEL_NV_LAYOUT", "nchw", 1);
+    OK(nv_lower_graph(g, true, &p));
+    unsetenv("RUNNEL_NV_LAYOUT");
+    cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 0);
+    for (int v = 0; v < p->n_values; v++)
+        cr_assert(!p->values[v].nhwc, "%s", p->values[v].name);
+    nv_program_free(p);
+    graph_free(g);
+}
+
 Test(nvidia_lowering, f16_converts_at_the_edges_and_halves_the_weights)
 {
     graph *g = light("squeezenet");
@@ -145,7 +201,13 @@ Test(nvidia_lowering, f16_converts_at_the_edges_and_halves_the_weights)
     cr_assert_eq(nv_program_count(f16, NV_STEP_CONVERT), 2, "input and output");
     cr_assert_eq(f16->steps[0].kind, NV_STEP_CONVERT);
     cr_assert_eq(f16->steps[f16->n_steps - 1].kind, NV_STEP_CONVERT);
-    cr_assert_eq(f16->n_steps, f32->n_steps + 2);
+    /* f16 adds the two conversions and, around its channels-last
+     * convolutions, layout conversions (Transposes) where a value changes
+     * layout. */
+    int layout16 =
+        nv_program_count(f16, NV_STEP_TRANSPOSE) - nv_program_count(f32, NV_STEP_TRANSPOSE);
+    cr_assert_eq(f16->n_steps, f32->n_steps + 2 + layout16);
+    cr_assert(layout16 >= 1, "the input becomes NHWC once");
     for (int v = 0; v < f16->n_values; v++) {
         const nv_value *x = &f16->values[v];
         if (x->host_type == RN_F32 && strchr(x->name, '#') == NULL)
