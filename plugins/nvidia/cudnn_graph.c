@@ -22,6 +22,7 @@ struct nv_conv_graph {
     int n_ops;
     cudnnBackendDescriptor_t plan, cfg; /* the chosen engine configuration */
     bool bias, residual, half;
+    bool nhwc; /* a tensor of the graph is channels-last */
     char engine[48];
 };
 
@@ -158,6 +159,7 @@ static cudnnStatus_t build(nv_conv_graph *g, const nv_program *p, const nv_step 
     cudnnBackendDescriptor_t tx, tw, ty, tc;
     cudnnStatus_t s;
     bool xl = x->nhwc, wl = p->values[w->root].nhwc, yl = y->nhwc;
+    g->nhwc = xl || wl || yl;
     if ((s = tensor(g, UID_X, dt, x->dims, false, xl, &tx)) != CUDNN_STATUS_SUCCESS ||
         (s = tensor(g, UID_W, dt, w->dims, false, wl, &tw)) != CUDNN_STATUS_SUCCESS ||
         (s = tensor(g, UID_Y, dt, y->dims, false, yl, &ty)) != CUDNN_STATUS_SUCCESS)
@@ -251,8 +253,9 @@ int nv_conv_graph_ops(const nv_conv_graph *g)
 
 /* Whether an engine configuration computes f32 through TF32 tensor cores
  * (or converts its inputs down); its engine's global index in *index. */
-static bool uses_tf32(cudnnBackendDescriptor_t cfg, int64_t *index)
+static bool uses_tf32(cudnnBackendDescriptor_t cfg, int64_t *index, bool *rtc)
 {
+    *rtc = true; /* unknown: not taken where runtime compilation is refused */
     cudnnBackendDescriptor_t eng;
     int64_t n = 0;
     bool tf32 = true; /* unknown: not taken when TF32 is off */
@@ -272,6 +275,13 @@ static bool uses_tf32(cudnnBackendDescriptor_t cfg, int64_t *index)
                 if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
                     notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
                     tf32 = true;
+        }
+        cudnnBackendBehaviorNote_t behavior[32];
+        if (cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                     32, &n, behavior) == CUDNN_STATUS_SUCCESS) {
+            *rtc = false;
+            for (int64_t i = 0; i < n; i++)
+                *rtc |= behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
         }
     }
     cudnnBackendDestroyDescriptor(eng);
@@ -314,9 +324,18 @@ static bool choose(nv_conv_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t g
         goto done;
     for (int64_t i = 0; i < count && i < made && !found; i++) {
         int64_t index;
+        bool rtc;
         ++*tried;
         /* f32 stays f32 unless NVIDIA_ALLOW_TF32 (f16 runs on tensor cores anyway). */
-        if (uses_tf32(cfgs[i], &index) && !g->half && !allow_tf32) {
+        if (uses_tf32(cfgs[i], &index, &rtc) && !g->half && !allow_tf32) {
+            ++*excluded;
+            continue;
+        }
+        /* Channels-last graphs take precompiled engines only: on an H200 a
+         * runtime-compiled engine's plan made at compile time could not be
+         * made again on a request slot's handle
+         * (CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED). */
+        if (rtc && g->nhwc) {
             ++*excluded;
             continue;
         }
