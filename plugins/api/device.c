@@ -518,6 +518,15 @@ static rn_status fold_shapes(const plugin_kernel_registry *folding, graph *g)
     return st;
 }
 
+/* Under DISABLE_TRANSFORMATIONS a device that lowers from inferred shapes
+ * still gets them (plugin_plan_spec_for infers before the hook), and
+ * nothing folded. */
+static rn_status specialize_shapes_only(void *ctx, graph *g)
+{
+    (void)ctx, (void)g;
+    return RN_OK;
+}
+
 static rn_status specialize(void *ctx, graph *g)
 {
     plugin_compiled *c = ctx;
@@ -595,7 +604,10 @@ static rn_status build(plugin_compiled *c, graph *g)
         .device = iface->info.name,
         .log_level = c->props.log_level,
         .stage_ctx = c,
-        .specialize = iface->specializes && !c->props.disable_transformations ? specialize : NULL,
+        .specialize = !iface->specializes                 ? NULL
+                      : !c->props.disable_transformations ? specialize
+                      : iface->infer_shapes               ? specialize_shapes_only
+                                                          : NULL,
         .specialize_ctx = c,
     };
     plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,

@@ -251,6 +251,13 @@ rn_status nv_lower_graph(const graph *g, bool half, nv_program **out);
  * (plugin_specialize_at_one) lowers; else the lowering's error (the node,
  * its op, why), saying so. Needs no device. */
 rn_status nv_check_lowering(const graph *g, bool half);
+/* The identity of constant `v` (an NV_CONST value of a program) in a
+ * compiled model whose plan's graph is `base`: the data of base's constant
+ * of that name when the bytes are the same, else NULL (a constant folded
+ * for one shape). A specialised plan's graph is a clone of base whose
+ * constants are copies (graph_clone copies them), so the host pointer alone
+ * would not say that two programs hold the same weight. */
+const void *nv_weight_identity(const graph *base, const nv_value *v);
 
 /* Element strides of a value over its logical dims, for its layout
  * (NHWC values: {H*W*C, 1, W*C, C}). */

@@ -162,29 +162,12 @@ static bool dynamic_inputs(const rn_node *const *nodes, int n_nodes, const char 
     return false;
 }
 
-/* A constant's identity in the compiled model: the data of the constant of
- * that name in the plan's graph when the bytes are the same (a specialised
- * plan's graph is a clone, constants copied; constants folded for its
- * shapes are its own: NULL). The plan's graph outlives every lookup, which
- * happens while a program is compiled. */
+/* A constant's identity in the compiled model (nv_weight_identity): the
+ * base plan is built on the plan's graph, whose constants are their own. */
 static const void *weight_key(void *ctx, const nv_value *v)
 {
     const plugin_compiled *c = ctx;
-    if (c->plan == NULL)
-        return v->host_data; /* the base plan, built on the plan's graph */
-    const graph *g = plugin_plan_graph(c->plan);
-    size_t bytes = v->count * rn_element_type_size(v->host_type);
-    for (int i = 0; i < g->n_values; i++) {
-        const graph_tensor *t = g->values[i]->constant;
-        if (t == NULL || strcmp(g->values[i]->name, v->name) != 0)
-            continue;
-        if (t->data == v->host_data ||
-            (t->type == v->host_type && t->nbytes == bytes && t->data != NULL &&
-             memcmp(t->data, v->host_data, bytes) == 0))
-            return t->data;
-        return NULL;
-    }
-    return NULL;
+    return c->plan == NULL ? v->host_data : nv_weight_identity(plugin_plan_graph(c->plan), v);
 }
 
 static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n_nodes,

@@ -92,3 +92,19 @@ rn_status nv_check_lowering(const graph *g, bool half)
         return rn_wrap_error(st, "the model with its dynamic dims 1 (as a run specialises it): ");
     return RN_OK;
 }
+
+const void *nv_weight_identity(const graph *base, const nv_value *v)
+{
+    size_t bytes = v->count * rn_element_type_size(v->host_type);
+    for (int i = 0; i < base->n_values; i++) {
+        const graph_tensor *t = base->values[i]->constant;
+        if (t == NULL || strcmp(base->values[i]->name, v->name) != 0)
+            continue;
+        if (t->data == v->host_data ||
+            (t->type == v->host_type && t->nbytes == bytes && t->data != NULL &&
+             memcmp(t->data, v->host_data, bytes) == 0))
+            return t->data;
+        return NULL;
+    }
+    return NULL;
+}

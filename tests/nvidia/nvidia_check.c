@@ -375,68 +375,156 @@ static bool read_programs(rn_compiled_model *cm, programs_line *p)
                   &p->uploads, &p->reuses) == 9;
 }
 
-/* One batch of the dynamic model: the input of `batch` rows, row i the
- * reference input's row i % ref_rows, run three times (eager, captured,
- * replayed); each output row compared with the reference's row i % ref_rows
- * (the rows of these models do not see each other). */
+/* Binds to input 0 of r an input of `batch` rows, row i the reference
+ * input's row i % its rows; the tensor (the request reads it in place) in
+ * *tensor, for the caller to free after the request. */
+static rn_status batch_input(rn_infer_request *r, rn_tensor **tensor, int64_t batch, const float *x,
+                             const rn_partial_shape *xs)
+{
+    size_t in_row = 1;
+    for (int d = 1; d < xs->rank; d++)
+        in_row *= (size_t)xs->dims[d];
+    int64_t dims[RN_MAX_RANK];
+    memcpy(dims, xs->dims, sizeof dims);
+    dims[0] = batch;
+    rn_status st = rn_tensor_create(RN_F32, dims, (size_t)xs->rank, tensor);
+    if (st != RN_OK)
+        return st;
+    float *d = rn_tensor_data(*tensor);
+    for (int64_t b = 0; b < batch; b++)
+        memcpy(d + (size_t)b * in_row, x + (size_t)(b % xs->dims[0]) * in_row, in_row * sizeof *d);
+    return rn_infer_request_set_input_tensor(r, 0, *tensor);
+}
+
+/* The output rows of r's last run against the reference's (row b against
+ * row b % its rows; the rows of these models do not see each other): the
+ * largest violation (INFINITY when the output is missing or of another
+ * size: *n says how many values came), the row where, and how many rows
+ * keep the reference's top-1 class when the output is [batch, classes]. */
+typedef struct rows_result {
+    double worst;
+    int64_t worst_row, top_same, top_rows;
+    size_t n;
+} rows_result;
+
+static rows_result compare_rows(rn_infer_request *r, int64_t batch, const float *want,
+                                const rn_partial_shape *ys, double rtol, double atol)
+{
+    rows_result q = {.worst = INFINITY};
+    size_t out_row = 1;
+    for (int d = 1; d < ys->rank; d++)
+        out_row *= (size_t)ys->dims[d];
+    const float *got = output(r, &q.n);
+    if (got == NULL || q.n != (size_t)batch * out_row)
+        return q;
+    q.worst = 0;
+    for (int64_t b = 0; b < batch; b++) {
+        double e = worst(got + (size_t)b * out_row, want + (size_t)(b % ys->dims[0]) * out_row,
+                         out_row, rtol, atol);
+        if (!(e <= q.worst))
+            q.worst = e, q.worst_row = b;
+    }
+    if (ys->rank == 2 && ys->dims[1] > 1) {
+        q.top_rows = batch;
+        q.top_same = same_top1(got, want, batch, ys->dims[0], ys->dims[1]);
+    }
+    return q;
+}
+
+/* One batch of the dynamic model run three times (eager, captured,
+ * replayed), each run's rows compared. */
 static void dynamic_batch(rn_infer_request *r, rn_tensor **tensor, const char *check, int64_t batch,
                           const float *x, const rn_partial_shape *xs, const float *want,
                           const rn_partial_shape *ys, double rtol, double atol)
 {
-    int64_t ref_rows = xs->dims[0];
-    size_t in_row = 1, out_row = 1;
-    for (int d = 1; d < xs->rank; d++)
-        in_row *= (size_t)xs->dims[d];
+    size_t out_row = 1;
     for (int d = 1; d < ys->rank; d++)
         out_row *= (size_t)ys->dims[d];
-    int64_t dims[RN_MAX_RANK];
-    memcpy(dims, xs->dims, sizeof dims);
-    dims[0] = batch;
-    rn_tensor *in = NULL;
-    /* The request reads the caller's tensor: kept until the request goes. */
-    if (rn_tensor_create(RN_F32, dims, (size_t)xs->rank, tensor) != RN_OK) {
-        result(false, check, "rn_tensor_create: %s", rn_last_error());
-        return;
-    }
-    in = *tensor;
-    float *d = rn_tensor_data(in);
-    for (int64_t b = 0; b < batch; b++)
-        memcpy(d + (size_t)b * in_row, x + (size_t)(b % ref_rows) * in_row, in_row * sizeof *d);
+    rn_status st = batch_input(r, tensor, batch, x, xs);
     double w = 0, t0 = now_s(), first_s = 0;
-    int64_t worst_row = 0, top_same = 0, top_rows = 0;
-    const float *got = NULL;
-    size_t n = 0;
-    rn_status st = rn_infer_request_set_input_tensor(r, 0, in);
+    rows_result q = {0}, worst_q = {0};
     for (int run = 0; run < 3 && st == RN_OK; run++) {
         if ((st = rn_infer_request_infer(r)) != RN_OK)
             break;
         if (run == 0)
             first_s = now_s() - t0;
-        if ((got = output(r, &n)) == NULL || n != (size_t)batch * out_row) {
+        q = compare_rows(r, batch, want, ys, rtol, atol);
+        if (q.worst == INFINITY && q.n != (size_t)batch * out_row) {
             st = RN_SHAPE_MISMATCH;
             break;
         }
-        for (int64_t b = 0; b < batch; b++) {
-            double e = worst(got + (size_t)b * out_row, want + (size_t)(b % ref_rows) * out_row,
-                             out_row, rtol, atol);
-            if (!(e <= w))
-                w = e, worst_row = b;
-        }
-    }
-    if (st == RN_OK && ys->rank == 2 && ys->dims[1] > 1) {
-        top_rows = batch;
-        top_same = same_top1(got, want, batch, ref_rows, ys->dims[1]);
+        if (!(q.worst <= w))
+            w = q.worst, worst_q = q;
     }
     if (st != RN_OK)
         result(false, check, "batch %lld: %s (output %zu values, expected %lld x %zu)",
-               (long long)batch, st == RN_SHAPE_MISMATCH ? "wrong output size" : rn_last_error(), n,
-               (long long)batch, out_row);
+               (long long)batch, st == RN_SHAPE_MISMATCH ? "wrong output size" : rn_last_error(),
+               q.n, (long long)batch, out_row);
     else
-        result(w <= 1.0 && top_same == top_rows, check,
+        result(w <= 1.0 && q.top_same == q.top_rows, check,
                "batch %lld: worst |diff| / (%g + %g |ref|) = %.3f (row %lld) over 3 runs, top-1 "
                "%lld/%lld rows, first run (compiles the shape's program) %.2f s",
-               (long long)batch, atol, rtol, w, (long long)worst_row, (long long)top_same,
-               (long long)top_rows, first_s);
+               (long long)batch, atol, rtol, w, (long long)worst_q.worst_row, (long long)q.top_same,
+               (long long)q.top_rows, first_s);
+}
+
+/* Requests of different batches in flight together on a THROUGHPUT
+ * compile: each one's program is compiled as it starts (sharing the
+ * weights), then they run together on their own slots and streams; two
+ * rounds, every row compared. */
+#define N_SHAPES 4
+
+static void dynamic_concurrent(rn_core *core, rn_model *m, const char *check, const float *x,
+                               const rn_partial_shape *xs, const float *want,
+                               const rn_partial_shape *ys, double rtol, double atol)
+{
+    const int64_t batches[N_SHAPES] = {2, 3, 5, 7};
+    rn_compiled_model *cm = compile(core, m, "f32", "THROUGHPUT");
+    rn_infer_request *r[N_SHAPES] = {0};
+    rn_tensor *t[N_SHAPES] = {0};
+    rn_status st = cm != NULL ? RN_OK : RN_DEVICE_ERROR;
+    for (int i = 0; i < N_SHAPES && st == RN_OK; i++)
+        if ((st = rn_compiled_model_create_infer_request(cm, &r[i])) == RN_OK)
+            st = batch_input(r[i], &t[i], batches[i], x, xs);
+    char text[1024] = "";
+    size_t used = 0;
+    double w = 0;
+    int bad = -1;
+    for (int round = 0; round < 2 && st == RN_OK; round++) {
+        for (int i = 0; i < N_SHAPES && st == RN_OK; i++)
+            st = rn_infer_request_start_async(r[i]);
+        for (int i = 0; i < N_SHAPES; i++) {
+            rn_status ws = r[i] != NULL ? rn_infer_request_wait(r[i]) : RN_OK;
+            if (ws != RN_OK && st == RN_OK)
+                st = ws, bad = i;
+        }
+        for (int i = 0; i < N_SHAPES && st == RN_OK; i++) {
+            rows_result q = compare_rows(r[i], batches[i], want, ys, rtol, atol);
+            w = q.worst > w || isnan(q.worst) ? q.worst : w;
+            if (round == 1 && used < sizeof text)
+                used += (size_t)snprintf(text + used, sizeof text - used,
+                                         "%sbatch %lld: %.3f (top-1 %lld/%lld)", i ? ", " : "",
+                                         (long long)batches[i], q.worst, (long long)q.top_same,
+                                         (long long)q.top_rows);
+            if (q.top_same != q.top_rows)
+                w = INFINITY;
+        }
+    }
+    programs_line pl;
+    bool parsed = cm != NULL && read_programs(cm, &pl);
+    if (st != RN_OK)
+        result(false, check, "%s%s",
+               bad >= 0 ? "a request's run: " : "compile or start: ", rn_last_error());
+    else
+        result(w <= 1.0 && parsed && pl.programs == N_SHAPES, check,
+               "batches 2, 3, 5, 7 in flight together, 2 rounds: worst |diff| / (%g + %g |ref|) "
+               "%s; %llu programs (want %d); NVIDIA_PROGRAMS %s",
+               atol, rtol, text, parsed ? pl.programs : 0ULL, N_SHAPES, pl.text);
+    for (int i = 0; i < N_SHAPES; i++) {
+        rn_infer_request_free(r[i]);
+        rn_tensor_free(t[i]);
+    }
+    rn_compiled_model_free(cm);
 }
 
 /* An exported model compiled once with its dynamic batch, run at batches 1,
@@ -508,6 +596,11 @@ static void check_dynamic(rn_core *core, const char *dir, const char *name, cons
     for (int k = 0; k < 4; k++)
         rn_tensor_free(inputs[k]);
     rn_compiled_model_free(cm);
+    if (!f16) {
+        char name_c[600];
+        snprintf(name_c, sizeof name_c, "%s_concurrent", check);
+        dynamic_concurrent(core, m, name_c, x, &xs, want, &ys, rtol, rtol * rms);
+    }
 done:
     rn_model_free(m);
     free(x);

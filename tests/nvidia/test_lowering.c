@@ -516,6 +516,43 @@ Test(nvidia_dynamic, squeezenet_with_a_dynamic_batch_lowers_once_specialised)
     cr_assert_eq(out->dims[0], 7);
     cr_assert_eq(out1->dims[0], 1);
     cr_assert_eq(out->count, 7 * out1->count);
+    /* The two programs' constants are copies of the base graph's (one
+     * clone each), and each has the base constant as its identity: the
+     * device copy the compiled model's programs share. */
+    int shared = 0;
+    for (int v = 0; v < p->n_values; v++) {
+        const nv_value *c = &p->values[v];
+        if (c->root != v || c->storage != NV_CONST)
+            continue;
+        const void *id = nv_weight_identity(g, c);
+        cr_assert_not_null(id, "constant '%s' has no identity in the base graph", c->name);
+        cr_assert_neq(id, c->host_data, "'%s': the clone shares the base's data", c->name);
+        bool found = false;
+        for (int u = 0; u < p1->n_values && !found; u++)
+            if (p1->values[u].storage == NV_CONST && p1->values[u].root == u &&
+                strcmp(p1->values[u].name, c->name) == 0) {
+                found = true;
+                cr_assert_neq(p1->values[u].host_data, c->host_data);
+                cr_assert_eq(nv_weight_identity(g, &p1->values[u]), id, "'%s'", c->name);
+            }
+        cr_assert(found, "'%s' only in the batch-7 program", c->name);
+        shared++;
+    }
+    cr_assert_gt(shared, 20);
+    /* Different bytes under the same name are not the same weight. */
+    nv_value changed = p->values[p->values[p->input_value[0]].root];
+    for (int v = 0; v < p->n_values; v++)
+        if (p->values[v].storage == NV_CONST && p->values[v].root == v && p->values[v].count > 1)
+            changed = p->values[v];
+    cr_assert_eq(changed.storage, NV_CONST);
+    size_t n = changed.count * rn_element_type_size(changed.host_type);
+    unsigned char *bytes = malloc(n);
+    cr_assert_not_null(bytes);
+    memcpy(bytes, changed.host_data, n);
+    bytes[n - 1] ^= 1;
+    changed.host_data = bytes;
+    cr_assert_null(nv_weight_identity(g, &changed));
+    free(bytes);
     nv_program_free(p1);
     graph_free(one);
     check_memory_plan(p);
