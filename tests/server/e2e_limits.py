@@ -146,6 +146,14 @@ def cases(ctx):
                   f"{gone:.1f} s later")
             close_all(idle + greedy)
 
+            # gRPC, with the same per-address limit: one address opening more than its share
+            # (whole prefaces, each a connection gRPC would keep) gets the rest closed at once.
+            greedy = open_idle(srv.grpc_port, PER_CLIENT + 44, 200, PER_CLIENT + 44,
+                               b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            time.sleep(0.5)
+            refused = closed_by_server_cumulative(greedy)
+            assert refused == 44, \
+                f"gRPC: {refused} of {PER_CLIENT + 44} from one address closed, want 44"
             # gRPC: half an HTTP/2 preface each, then ServerReady from a new channel.
             idle = open_idle(srv.grpc_port, IDLE, 2, 250, b"PRI * HTTP/2.0\r\n")
             time.sleep(1)
@@ -158,9 +166,10 @@ def cases(ctx):
             assert took < bound, f"ServerReady took {took:.2f} s beside {IDLE} idle connections"
             assert closed_by_server(idle) == 0, "idle connections were closed before the answer"
             gone = wait_all_closed(idle, TIMEOUT_SECS + 20)
-            print(f"  gRPC: ready in {took * 1000:.0f} ms beside {IDLE} half prefaces; all "
-                  f"closed {gone:.1f} s later")
-            close_all(idle)
+            print(f"  gRPC: ready in {took * 1000:.0f} ms beside {IDLE} half prefaces "
+                  f"({PER_CLIENT + 44} whole ones from one address: 44 refused); the half "
+                  f"prefaces all closed {gone:.1f} s later")
+            close_all(idle + greedy)
             hwm = srv.vm_hwm_kib()
             print(f"  VmHWM {hwm} KiB")
             # 70 MB plain; ASan's quarantine and shadow took it to 430 MB.
