@@ -27,7 +27,12 @@
 #include "server/limits.h"
 
 static const char PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"; /* RFC 9113, 3.4 */
-#define PREFACE_SIZE (sizeof PREFACE - 1)
+#define PREFACE_SIZE      (sizeof PREFACE - 1)
+#define FRAME_HEADER_SIZE 9
+#define FRAME_SETTINGS    0x4
+/* A client's first SETTINGS frame is a few 6-byte settings: one larger than
+ * this is handed over once its header is in. */
+#define PEEK_SIZE (PREFACE_SIZE + FRAME_HEADER_SIZE + 246)
 
 typedef struct pending {
     int fd;
@@ -106,17 +111,28 @@ static void accept_all(server_grpc_listener *l)
     }
 }
 
-/* Pending connection i has news: hands it to gRPC once its preface is in,
- * closes it if it closed or sent something else, or leaves it waiting. */
+/* Pending connection i has news: hands it to gRPC once its preface and the
+ * SETTINGS frame that must follow it (RFC 9113, 3.4) are in, closes it if
+ * it closed or sent something else, or leaves it waiting. */
 static void check_preface(server_grpc_listener *l, size_t i)
 {
-    char head[PREFACE_SIZE];
+    unsigned char head[PEEK_SIZE];
     ssize_t n = recv(l->pending[i].fd, head, sizeof head, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
-    if (n <= 0 || memcmp(head, PREFACE, (size_t)n) != 0)
+    size_t got = n > 0 ? (size_t)n : 0;
+    size_t compared = got < PREFACE_SIZE ? got : PREFACE_SIZE;
+    if (n <= 0 || memcmp(head, PREFACE, compared) != 0) {
         drop_pending(l, i, 0); /* gone, or not HTTP/2 */
-    else if ((size_t)n == PREFACE_SIZE)
+        return;
+    }
+    if (got < PREFACE_SIZE + FRAME_HEADER_SIZE)
+        return;
+    const unsigned char *frame = head + PREFACE_SIZE;
+    size_t length = (size_t)frame[0] << 16 | (size_t)frame[1] << 8 | frame[2];
+    if (frame[3] != FRAME_SETTINGS)
+        drop_pending(l, i, 0); /* not what HTTP/2 requires next */
+    else if (got >= PREFACE_SIZE + FRAME_HEADER_SIZE + length || got == sizeof head)
         drop_pending(l, i, 1);
 }
 

@@ -4,11 +4,11 @@
  * client: it admits each accepted socket into a server_conn_table
  * (limits.h), closes at once one that passes a limit (as libmicrohttpd does
  * on the HTTP side), waits (at most the client timeout) for the client's
- * HTTP/2 connection preface, and only then hands the socket to gRPC
- * (grpc_server_add_channel_from_fd), which owns and closes it from there.
- * A socket handed over with nothing read would wait for gRPC's idle
- * timeout (minutes): waiting for the preface here keeps the handshake
- * timeout that grpc_server_add_http2_port applies. */
+ * HTTP/2 connection preface and first SETTINGS frame, and only then hands
+ * the socket to gRPC (grpc_server_add_channel_from_fd), which owns and
+ * closes it from there. A socket handed over before would wait for gRPC's
+ * keepalive or idle timeout (minutes): waiting here keeps the handshake
+ * deadline that grpc_server_add_http2_port applies (preface and settings). */
 #ifndef RUNNEL_SERVER_GRPC_LISTEN_H
 #define RUNNEL_SERVER_GRPC_LISTEN_H
 

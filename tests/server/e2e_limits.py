@@ -147,13 +147,18 @@ def cases(ctx):
             close_all(idle + greedy)
 
             # gRPC, with the same per-address limit: one address opening more than its share
-            # (whole prefaces, each a connection gRPC would keep) gets the rest closed at once.
+            # (each the HTTP/2 preface and an empty SETTINGS frame: a connection gRPC keeps)
+            # gets the rest closed at once.
             greedy = open_idle(srv.grpc_port, PER_CLIENT + 44, 200, PER_CLIENT + 44,
-                               b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                               b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
             time.sleep(0.5)
             refused = closed_by_server_cumulative(greedy)
             assert refused == 44, \
                 f"gRPC: {refused} of {PER_CLIENT + 44} from one address closed, want 44"
+            # Something other than HTTP/2 is closed at once, not held until the timeout.
+            junk = open_idle(srv.grpc_port, 4, 210, 4, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            time.sleep(0.5)
+            assert closed_by_server_cumulative(junk) == 4, "gRPC held connections not HTTP/2"
             # gRPC: half an HTTP/2 preface each, then ServerReady from a new channel.
             idle = open_idle(srv.grpc_port, IDLE, 2, 250, b"PRI * HTTP/2.0\r\n")
             time.sleep(1)
@@ -167,7 +172,8 @@ def cases(ctx):
             assert closed_by_server(idle) == 0, "idle connections were closed before the answer"
             gone = wait_all_closed(idle, TIMEOUT_SECS + 20)
             print(f"  gRPC: ready in {took * 1000:.0f} ms beside {IDLE} half prefaces "
-                  f"({PER_CLIENT + 44} whole ones from one address: 44 refused); the half "
+                  f"({PER_CLIENT + 44} whole ones and SETTINGS from one address: 44 refused); "
+                  f"the half "
                   f"prefaces all closed {gone:.1f} s later")
             close_all(idle + greedy)
             hwm = srv.vm_hwm_kib()
