@@ -34,8 +34,12 @@ void sched_i_executor_push(sched_executor *e, sched_item it)
     }
     e->ring[(e->head + e->count) % e->cap] = it;
     e->count++;
-    pthread_cond_signal(&e->cond);
     pthread_mutex_unlock(&e->lock);
+    /* Signalled after the unlock: a thread woken under the lock runs at once where it shares
+     * the pusher's CPU (a stream worker finishing a request, and the callback thread), finds
+     * the mutex held and sleeps on it again: two more switches before the callback runs. The
+     * waiter rechecks the count under the lock, so nothing is lost. */
+    pthread_cond_signal(&e->cond);
 }
 
 static void *executor_main(void *arg)

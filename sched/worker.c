@@ -524,7 +524,12 @@ static bool search(sched_worker *w, sched_item *out)
             release_spinner(w);
             return false;
         }
-        if ((i & 7) == 0) {
+        /* The clock every 8 passes while spinning, after every pass once yielding: a
+         * sched_yield lasts as long as another thread's turn on the CPU, and 8 of them
+         * kept an idle worker yielding for milliseconds past spin_us on a CPU it shares
+         * with runnel-server's gRPC threads (about 20 sched_yields per request at
+         * concurrency 1, each a switch to the worker and back: now 4-5). */
+        if ((i & 7) == 0 || now >= yield_after) {
             now = sched_now_ns();
             if (now >= deadline) {
                 release_spinner(w);

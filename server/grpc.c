@@ -31,6 +31,7 @@
 #include "runnel/version.h"
 #include "server/extension.h"
 #include "server/grpc_codec.h"
+#include "server/grpc_listen.h"
 #include "server/kserve.pb-c.h"
 #include "server/model.h"
 
@@ -41,6 +42,7 @@ struct server_grpc {
     server_registry *registry;
     server_byte_budget *budget;
     grpc_server *server;
+    server_grpc_listener *listener; /* accepts connections, within the limits */
     grpc_completion_queue *cq;
     pthread_t *threads;
     unsigned n_threads;
@@ -1091,29 +1093,35 @@ static rpc_tag shutdown_tag = {NULL, TAG_SHUTDOWN};
 rn_status server_grpc_start(server_registry *registry, const server_grpc_config *config,
                             server_grpc **out)
 {
-    char address[128];
-    snprintf(address, sizeof address, "%s:%d", config->address, config->port);
     server_grpc *g = calloc(1, sizeof *g);
     unsigned n_threads = config->threads ? config->threads : 1;
     if (g == NULL || (g->threads = calloc(n_threads, sizeof *g->threads)) == NULL) {
         free(g);
         return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the gRPC server");
     }
+    server_grpc_listen_config listen = {config->address, config->port, config->timeout_secs,
+                                        config->max_connections, config->max_per_client};
+    rn_status st = server_grpc_listen(&listen, &g->listener);
+    if (st != RN_OK) {
+        free(g->threads);
+        free(g);
+        return st;
+    }
     grpc_init();
     g->registry = registry;
     g->budget = config->budget;
+    g->port = server_grpc_listener_port(g->listener);
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->cond, NULL);
     int max = config->max_message > INT32_MAX ? INT32_MAX : (int)config->max_message;
-    /* Slow and idle clients: a connection must finish its handshake within
-     * the timeout, one without calls for 5 minutes is sent GOAWAY (clients
-     * reconnect), a silent peer is found by keepalive pings, and one
-     * connection may run at most 1024 calls at once. */
-    int handshake_ms = config->timeout_secs ? (int)config->timeout_secs * 1000 : 120000;
+    /* Slow and idle clients: a connection must send its preface within the
+     * timeout and stay within the connection limits (grpc_listen.c), one
+     * without calls for 5 minutes is sent GOAWAY (clients reconnect), a
+     * silent peer is found by keepalive pings, and one connection may run
+     * at most 1024 calls at once. */
     grpc_arg args[] = {
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = max}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = -1}},
-        {GRPC_ARG_INTEGER, GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, {.integer = handshake_ms}},
         {GRPC_ARG_INTEGER, GRPC_ARG_MAX_CONNECTION_IDLE_MS, {.integer = 300000}},
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS, {.integer = 60000}},
         {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIMEOUT_MS, {.integer = 20000}},
@@ -1123,24 +1131,6 @@ rn_status server_grpc_start(server_registry *registry, const server_grpc_config 
     g->server = grpc_server_create(&channel_args, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(g->server, g->cq, NULL);
-    grpc_server_credentials *credentials = grpc_insecure_server_credentials_create();
-    g->port = grpc_server_add_http2_port(g->server, address, credentials);
-    grpc_server_credentials_release(credentials);
-    if (g->port == 0) {
-        grpc_server_destroy(g->server);
-        grpc_completion_queue_shutdown(g->cq);
-        while (grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-               GRPC_QUEUE_SHUTDOWN) {
-        }
-        grpc_completion_queue_destroy(g->cq);
-        grpc_shutdown();
-        pthread_cond_destroy(&g->cond);
-        pthread_mutex_destroy(&g->lock);
-        free(g->threads);
-        free(g);
-        return rn_set_error(RN_IO_ERROR, "gRPC: cannot listen on %s (in use, or not allowed)",
-                            address);
-    }
     grpc_server_start(g->server);
     /* Waiting accepts, each renewed when it is taken: a call that finds
      * none waits in gRPC's own list, which its shutdown ends with
@@ -1151,6 +1141,11 @@ rn_status server_grpc_start(server_registry *registry, const server_grpc_config 
         if (pthread_create(&g->threads[i], NULL, queue_main, g) != 0)
             break;
         g->n_threads = i + 1;
+    }
+    st = server_grpc_listener_start(g->listener, g->server);
+    if (st != RN_OK) {
+        server_grpc_stop(g); /* keeps the message: the stop sets none */
+        return st;
     }
     *out = g;
     return RN_OK;
@@ -1176,6 +1171,9 @@ void server_grpc_stop(server_grpc *g)
     if (g == NULL)
         return;
     atomic_store(&g->stopping, 1);
+    /* New clients are refused from here (the socket is closed); those
+     * connected are sent GOAWAY by the shutdown. */
+    server_grpc_listener_stop(g->listener);
     grpc_server_shutdown_and_notify(g->server, g->cq, &shutdown_tag); /* no new calls */
     /* Every infer request submitted is answered, however long it takes.
      * Then the unary calls still open (being received, or their answers

@@ -19,8 +19,10 @@ typedef struct server_grpc_config {
     int port;                   /* 0: any free port (server_grpc_port tells which) */
     unsigned threads;           /* completion-queue threads */
     size_t max_message;         /* larger request messages are refused (RESOURCE_EXHAUSTED) */
-    unsigned timeout_secs;      /* a connection that has not finished its HTTP/2 handshake by
-                                   then is closed (0: gRPC's default, 120 s) */
+    unsigned timeout_secs;      /* a connection that has not sent its HTTP/2 preface and
+                                   SETTINGS by then is closed (0: gRPC's default, 120 s) */
+    size_t max_connections;     /* open at once; more are closed when accepted (0: no limit) */
+    size_t max_per_client;      /* open at once from one client address (0: no limit) */
     server_byte_budget *budget; /* request messages held (NULL: no limit); RESOURCE_EXHAUSTED */
 } server_grpc_config;
 

@@ -263,8 +263,11 @@ int main(int argc, char **argv)
         rn_core_free(core);
         return 1;
     }
-    if (o.max_connections < 0 || o.max_connections > fds.connections)
-        o.max_connections = fds.connections > 65536 ? 65536 : fds.connections;
+    /* With gRPC on, each front may hold half of the connection budget:
+     * together they cannot use the reserve. */
+    long room = o.grpc_port >= 0 ? fds.connections / 2 : fds.connections;
+    if (o.max_connections < 0 || o.max_connections > room)
+        o.max_connections = room > 65536 ? 65536 : room;
     if (o.max_per_client < 0)
         o.max_per_client = o.max_connections / 4;
     server_byte_budget budget = {.limit = (size_t)(o.max_buffered >= 0       ? o.max_buffered
@@ -272,10 +275,10 @@ int main(int argc, char **argv)
                                                                              : 1L << 30)};
     fprintf(stderr,
             "runnel-server: file descriptors: %ld (RLIMIT_NOFILE, was %ld, hard %ld), %ld kept "
-            "free; HTTP connections at most %ld, %ld per client address; client timeout %ld s; "
+            "free; HTTP connections at most %ld, %ld per client address%s; client timeout %ld s; "
             "request bytes held at most %zu\n",
             fds.soft, fds.before, fds.hard, fds.reserve, o.max_connections, o.max_per_client,
-            o.client_timeout, budget.limit);
+            o.grpc_port >= 0 ? " (and as many gRPC ones)" : "", o.client_timeout, budget.limit);
     server_http_config config = {o.address,
                                  (int)o.port,
                                  (unsigned)o.threads,
@@ -284,9 +287,14 @@ int main(int argc, char **argv)
                                  (unsigned)o.max_connections,
                                  (unsigned)o.max_per_client,
                                  &budget};
-    server_grpc_config grpc_config = {
-        o.address,          (int)o.grpc_port,           (unsigned)o.threads,
-        (size_t)o.max_body, (unsigned)o.client_timeout, &budget};
+    server_grpc_config grpc_config = {.address = o.address,
+                                      .port = (int)o.grpc_port,
+                                      .threads = (unsigned)o.threads,
+                                      .max_message = (size_t)o.max_body,
+                                      .timeout_secs = (unsigned)o.client_timeout,
+                                      .max_connections = (size_t)o.max_connections,
+                                      .max_per_client = (size_t)o.max_per_client,
+                                      .budget = &budget};
     st = server_registry_open(core, o.repository, device, (size_t)o.max_queue_size, control,
                               o.load_models, &registry);
     if (st == RN_OK)

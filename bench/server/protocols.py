@@ -9,15 +9,22 @@ For each --concurrency C (default 1,2,4,8), each for --seconds (default 3):
     tensor contents);
   - the same by tritonclient.http with binary tensor data (C in flight on
     its connection pool);
-  - and by Debian's hey (a Go client, lighter than Python's: the server's
+  - by Debian's hey (a Go client, lighter than Python's: the server's
     HTTP side with less of the client's CPU in the price), C workers;
+  - and by bench/server/grpc_load (gRPC's C core, C threads over one
+    channel sending one serialized ModelInferRequest as is, answers checked
+    for status OK only): gRPC's counterpart of hey;
 
 printing rows/s, p50 and p99 per protocol, ratio= server / tools/bench at
 the same C, and grpc/http; and CPU time per request: the server process's
 utime + stime (/proc/PID/stat, all its threads) over each timed window
 divided by the answers in it, against tools/bench's (its CPU over the run
 less that of a run of up to 16 iterations, over the difference in iterations: the
-compile cancels out), cpu-ratio = tools/bench's / the server's. CPU time per
+compile cancels out), cpu-ratio = tools/bench's / the server's; front= the
+part of the server's CPU per request spent outside the model's threads
+(rn-s*: stream workers and their teams), that is in gRPC's or libmicrohttpd's
+threads, the runtime's callback thread (which encodes and writes the
+answer) and the main thread. CPU time per
 request does not depend on what else the machine runs as much as rows/s
 does (contention still costs cache misses), so it is the number to read on
 a shared machine.
@@ -36,7 +43,7 @@ pinning.
 
   bench/server/protocols [--model squeezenet|resnet50|PATH.onnx] [--device CPU]
                          [--seconds 3] [--concurrency 1,2,4,8] [--pin auto|S:C|none]
-                         [--no-hey]
+                         [--no-hey] [--grpc-load PATH]
 """
 
 import argparse
@@ -132,18 +139,72 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def front_ticks(pid):
+    """utime + stime, in clock ticks, of the process's threads that are not
+    the model's (named rn-s<stream>w<worker> or rn-s<stream>t<thread>)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            text = open(f"/proc/{pid}/task/{task}/stat").read()
+        except OSError:
+            continue  # ended meanwhile
+        name = text[text.index("(") + 1:text.rindex(")")]
+        if re.fullmatch(r"rn-s\d+[wt]\d+", name):
+            continue
+        fields = text.rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def grpc_load(binary, url, message, concurrency, seconds, cpus=None):
+    """bench/server/grpc_load sending `message` (a serialized
+    ModelInferRequest) for `seconds` from `concurrency` threads (on `cpus`
+    when given): its JSON report, or a string saying why there is none."""
+    if not binary or not os.path.exists(binary):
+        return "not built (bazel build -c opt //bench/server:grpc_load)"
+    pin = ["taskset", "-c", cpus] if cpus else []
+    out = subprocess.run([*pin, binary, url, message, str(concurrency), f"{seconds:g}"],
+                         capture_output=True, text=True, timeout=seconds + 60)
+    try:
+        report = json.loads(out.stdout)
+    except ValueError:
+        return "no report: " + " ".join((out.stdout + out.stderr).split())[-300:]
+    if report["errors"]:
+        return f"{report['errors']} errors, the first {report.get('first_status')}: " \
+               f"{report.get('first_error')}"
+    return report
+
+
+def infer_message(model, inputs, path):
+    """Writes the ModelInferRequest tritonclient.grpc would send for
+    `inputs` (raw contents) to path, as grpc_load sends it."""
+    from tritonclient.grpc import service_pb2
+    request = service_pb2.ModelInferRequest(model_name=model)
+    for name, value in inputs.items():
+        tensor = request.inputs.add()
+        tensor.name = name
+        tensor.datatype = grpcclient.np_to_triton_dtype(value.dtype)
+        tensor.shape.extend(value.shape)
+        request.raw_input_contents.append(np.ascontiguousarray(value).tobytes())
+    with open(path, "wb") as f:
+        f.write(request.SerializeToString())
+    return path
+
+
 TICK = os.sysconf("SC_CLK_TCK")
 
 
 def timed(server_pid, run):
     """Runs `run` (-> (rate, latencies, requests)) and adds the server's CPU
-    seconds per request over it, and the client's (this process: its
-    threads are the Python clients)."""
-    t0, c0 = cpu_ticks(server_pid), time.process_time()
+    seconds per request over it, the part of it outside the model's threads
+    (front_ticks), and the client's (this process: its threads are the
+    Python clients)."""
+    t0, f0, c0 = cpu_ticks(server_pid), front_ticks(server_pid), time.process_time()
     rate, lat, n = run()
     server = (cpu_ticks(server_pid) - t0) / TICK
+    front = (front_ticks(server_pid) - f0) / TICK
     client = time.process_time() - c0
-    return rate, lat, server / max(n, 1), client / max(n, 1)
+    return rate, lat, server / max(n, 1), client / max(n, 1), front / max(n, 1)
 
 
 def children_cpu():
@@ -203,6 +264,8 @@ def main():
     ap.add_argument("--pin", default="auto",
                     help="SERVER_CPUS:CLIENT_CPUS for taskset -c (auto: 0:1), or none")
     ap.add_argument("--no-hey", action="store_true", help="skip Debian's hey")
+    ap.add_argument("--grpc-load", default="",
+                    help="bench/server/grpc_load's binary (the light gRPC client); none: skipped")
     args = ap.parse_args()
     args.max_batch, args.delay_us = 1, 0  # serve() reads them only with batching on
     pin = parse_pin(args.pin)
@@ -235,6 +298,7 @@ def main():
         try:
             inputs = make_inputs(httpclient.InferenceServerClient(url=url), "m")
             feed = npy_flags(inputs, 1, work, "one")
+            message = infer_message("m", inputs, f"{work}/infer-request.bin")
             grpc_closed_loop(grpc_url, "m", inputs, 2, 1)  # warm-up, both protocols
             closed_loop(url, "m", inputs, 2, 1)
             print(f"== {args.model} ({os.path.basename(path)}) on {args.device}, "
@@ -246,18 +310,19 @@ def main():
                 peer, peer_lat, peer_cpu = bench_peer_cpu(args, path, work,
                                                           ["-nireq", str(c), *feed, *extra],
                                                           f"peer-{c}", prefix)
-                g, g_lat, g_cpu, g_client = timed(proc.pid, lambda: with_count(
+                g, g_lat, g_cpu, g_client, g_front = timed(proc.pid, lambda: with_count(
                     grpc_closed_loop(grpc_url, "m", inputs, c, args.seconds)))
-                h, h_lat, h_cpu, h_client = timed(proc.pid, lambda: with_count(
+                h, h_lat, h_cpu, h_client, h_front = timed(proc.pid, lambda: with_count(
                     closed_loop(url, "m", inputs, c, args.seconds)))
                 gp = np.percentile(g_lat, [50, 99])
                 hp = np.percentile(h_lat, [50, 99])
                 line = (f"c={c}: tools/bench {peer:.1f} rows/s (p50 {peer_lat['median_ms']:.1f}, "
                         f"p99 {peer_lat['p99_ms']:.1f} ms) cpu {peer_cpu * 1e3:.2f} | "
                         f"gRPC {g:.1f} rows/s (p50 {gp[0]:.1f}, p99 {gp[1]:.1f} ms) "
-                        f"ratio={g / peer:.2f} cpu {g_cpu * 1e3:.2f} cpu-ratio="
-                        f"{peer_cpu / g_cpu:.2f} | HTTP {h:.1f} rows/s (p50 {hp[0]:.1f}, "
-                        f"p99 {hp[1]:.1f} ms) ratio={h / peer:.2f} cpu {h_cpu * 1e3:.2f} "
+                        f"ratio={g / peer:.2f} cpu {g_cpu * 1e3:.2f} (front {g_front * 1e3:.2f}) "
+                        f"cpu-ratio={peer_cpu / g_cpu:.2f} | HTTP {h:.1f} rows/s (p50 "
+                        f"{hp[0]:.1f}, p99 {hp[1]:.1f} ms) ratio={h / peer:.2f} cpu "
+                        f"{h_cpu * 1e3:.2f} (front {h_front * 1e3:.2f}) "
                         f"cpu-ratio={peer_cpu / h_cpu:.2f} | grpc/http rows/s={g / h:.2f} "
                         f"cpu={h_cpu / g_cpu:.2f} | client cpu gRPC {g_client * 1e3:.2f}, "
                         f"HTTP {h_client * 1e3:.2f}")
@@ -271,6 +336,21 @@ def main():
                         line += (f" | hey (HTTP) {hy[0]:.1f} rows/s (p50 {hy[1]:.1f}, p99 "
                                  f"{hy[2]:.1f} ms) ratio={hy[0] / peer:.2f} cpu "
                                  f"{hy_cpu * 1e3:.2f} cpu-ratio={peer_cpu / hy_cpu:.2f}")
+                if args.grpc_load != "none":
+                    t0, f0 = cpu_ticks(proc.pid), front_ticks(proc.pid)
+                    gl = grpc_load(args.grpc_load, grpc_url, message, c, args.seconds,
+                                   pin[1] if pin else None)
+                    if isinstance(gl, str):
+                        line += f" | grpc_load: {gl}"
+                    else:
+                        n = max(gl["answers"], 1)
+                        gl_cpu = (cpu_ticks(proc.pid) - t0) / TICK / n
+                        gl_front = (front_ticks(proc.pid) - f0) / TICK / n
+                        line += (f" | grpc_load (gRPC, C client) {gl['rate']:.1f} rows/s (p50 "
+                                 f"{gl['p50_ms']:.1f}, p99 {gl['p99_ms']:.1f} ms) ratio="
+                                 f"{gl['rate'] / peer:.2f} cpu {gl_cpu * 1e3:.2f} (front "
+                                 f"{gl_front * 1e3:.2f}) cpu-ratio={peer_cpu / gl_cpu:.2f} "
+                                 f"client cpu {gl['cpu_ms']:.2f}")
                 print(line, flush=True)
         except Exception:
             print(open(f"{work}/server-0.log").read()[-3000:])

@@ -146,6 +146,19 @@ def cases(ctx):
                   f"{gone:.1f} s later")
             close_all(idle + greedy)
 
+            # gRPC, with the same per-address limit: one address opening more than its share
+            # (each the HTTP/2 preface and an empty SETTINGS frame: a connection gRPC keeps)
+            # gets the rest closed at once.
+            greedy = open_idle(srv.grpc_port, PER_CLIENT + 44, 200, PER_CLIENT + 44,
+                               b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+            time.sleep(0.5)
+            refused = closed_by_server_cumulative(greedy)
+            assert refused == 44, \
+                f"gRPC: {refused} of {PER_CLIENT + 44} from one address closed, want 44"
+            # Something other than HTTP/2 is closed at once, not held until the timeout.
+            junk = open_idle(srv.grpc_port, 4, 210, 4, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            time.sleep(0.5)
+            assert closed_by_server_cumulative(junk) == 4, "gRPC held connections not HTTP/2"
             # gRPC: half an HTTP/2 preface each, then ServerReady from a new channel.
             idle = open_idle(srv.grpc_port, IDLE, 2, 250, b"PRI * HTTP/2.0\r\n")
             time.sleep(1)
@@ -158,9 +171,11 @@ def cases(ctx):
             assert took < bound, f"ServerReady took {took:.2f} s beside {IDLE} idle connections"
             assert closed_by_server(idle) == 0, "idle connections were closed before the answer"
             gone = wait_all_closed(idle, TIMEOUT_SECS + 20)
-            print(f"  gRPC: ready in {took * 1000:.0f} ms beside {IDLE} half prefaces; all "
-                  f"closed {gone:.1f} s later")
-            close_all(idle)
+            print(f"  gRPC: ready in {took * 1000:.0f} ms beside {IDLE} half prefaces "
+                  f"({PER_CLIENT + 44} whole ones and SETTINGS from one address: 44 refused); "
+                  f"the half "
+                  f"prefaces all closed {gone:.1f} s later")
+            close_all(idle + greedy)
             hwm = srv.vm_hwm_kib()
             print(f"  VmHWM {hwm} KiB")
             # 70 MB plain; ASan's quarantine and shadow took it to 430 MB.
@@ -359,6 +374,42 @@ def cases(ctx):
                    for e in stream_errors), stream_errors[:3]
         srv.stop()
 
+    def grpc_connections_past_the_limit_are_refused_until_some_close():
+        # gRPC's connections over --max-connections are closed as they arrive, and room comes
+        # back as clients leave: gRPC closes the socket of a client that went, and the
+        # listener's count (descriptor and inode) finds it gone without being told.
+        limit = 24
+        settle = 3.0 if ctx.sanitized else 1.0
+        hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+        srv = ctx.start_server("--max-connections", str(limit), "--max-connections-per-client", "0")
+        try:
+            first = open_idle(srv.grpc_port, limit + 6, 2, 8, hello)  # 4 addresses
+            time.sleep(settle)
+            refused = closed_by_server_cumulative(first)
+            assert refused == 6, f"{refused} of {limit + 6} refused at a limit of {limit}, want 6"
+            kept = [s for s in first if s.fileno() >= 0]
+            close_all(kept[:10])  # ten clients leave
+            time.sleep(settle)
+            second = open_idle(srv.grpc_port, 10, 20, 10, hello)
+            time.sleep(settle)
+            refused = closed_by_server_cumulative(second)
+            assert refused == 0, f"{refused} of 10 refused after 10 connections closed"
+            third = open_idle(srv.grpc_port, 3, 21, 3, hello)
+            time.sleep(settle)
+            refused = closed_by_server_cumulative(third)
+            assert refused == 3, f"{refused} of 3 refused with the limit reached again, want 3"
+            close_all(first + second + third)
+            time.sleep(settle)
+            with grpc.insecure_channel(srv.grpc_url) as channel:
+                stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+                assert stub.ServerReady(service_pb2.ServerReadyRequest(), timeout=10).ready
+            print(f"  gRPC at most {limit} connections: 6 of {limit + 6} refused; 10 closed, "
+                  f"10 new admitted; 3 more refused; served again once all closed")
+        finally:
+            rc = srv.stop()
+        assert rc == 0, f"exit {rc}"
+
     return [slow_and_idle_clients_cannot_starve_it,
+            grpc_connections_past_the_limit_are_refused_until_some_close,
             more_request_bytes_than_it_holds_get_503_and_resource_exhausted,
             sigterm_under_continuous_load_answers_or_refuses]
