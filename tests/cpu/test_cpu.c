@@ -566,6 +566,44 @@ Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
     rn_core_free(core);
 }
 
+/* LRN across channels over a channel-blocked producer runs over plain nchw
+ * between two reorders inside the node (plugins/cpu/nn.c lrn_over_plain:
+ * oneDNN 2.6's LRN over nChw8c is 5-6x slower): Inception-v1's two LRNs,
+ * after a pooling and a convolution that write a blocked layout, keep that
+ * layout as their input (no conversion by the plan) and say so in their
+ * impl; an LRN whose producer writes plain is logged. The output is REF's. */
+Test(cpu, inception_v1_lrn_runs_over_plain_and_matches_ref, .timeout = 300)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("inception_v1", &core, &model);
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int lrns = 0, plain = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].layer_type, "LRN") != 0)
+            continue;
+        lrns++;
+        bool blocked = strchr(nodes[i].input_layouts, 'B') != NULL;
+        if (!blocked) {
+            cr_log_info("LRN '%s' reads %s (not blocked along C): runs %s", nodes[i].name,
+                        nodes[i].input_layouts, nodes[i].impl_type);
+            continue;
+        }
+        cr_assert_not_null(strstr(nodes[i].impl_type, "(plain)"),
+                           "LRN '%s' reads %s and runs %s, not over plain", nodes[i].name,
+                           nodes[i].input_layouts, nodes[i].impl_type);
+        plain++;
+    }
+    cr_assert_eq(lrns, 2, "%d LRNs", lrns);
+    cr_log_info("%d of Inception-v1's LRNs run over plain", plain);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    compare_with_ref("inception_v1", "f32", 1e-3f);
+}
+
 /* Whether a convolution's input layouts ("x,weights,...") give its weights
  * in a 5-D layout (the axes before the block sizes: "aBCde8c8b", groups
  * first); "plain" when gemm's. */
