@@ -231,16 +231,6 @@ static rn_status engine_and_attr(const rn_node *node, dnnl_engine_t *eng,
     return st != RN_OK ? st : cpu_attr(node, NULL, attr);
 }
 
-/* oneDNN's name of pd's implementation ("" when it gives none). */
-static const char *pd_impl(const_dnnl_primitive_desc_t pd)
-{
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-        impl == NULL)
-        return "";
-    return impl;
-}
-
 /* An f32 MaxPool or AveragePool that oneDNN gives its AVX or AVX2 kernel
  * (jit:avx, jit:avx2) takes its SSE4.1 kernel instead where oneDNN has one
  * for the layout: oneDNN 2.6.3's AVX kernels set each output's start value
@@ -255,7 +245,7 @@ static const char *pd_impl(const_dnnl_primitive_desc_t pd)
 static void prefer_sse41_pooling(const void *desc, const_dnnl_primitive_attr_t attr,
                                  dnnl_engine_t eng, dnnl_primitive_desc_t *pd)
 {
-    const char *impl = pd_impl(*pd);
+    const char *impl = cpu_pd_impl(*pd);
     if (strncmp(impl, "jit:avx", 7) != 0 || strncmp(impl, "jit:avx512", 10) == 0)
         return;
     dnnl_primitive_desc_iterator_t it;
@@ -263,7 +253,7 @@ static void prefer_sse41_pooling(const void *desc, const_dnnl_primitive_attr_t a
         return;
     do {
         dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
-        if (c != NULL && strcmp(pd_impl(c), "jit:sse41") == 0) {
+        if (c != NULL && strcmp(cpu_pd_impl(c), "jit:sse41") == 0) {
             dnnl_primitive_desc_destroy(*pd);
             *pd = c;
             break;
@@ -421,9 +411,7 @@ static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
     s->src[0] = blocked;
     if (st != RN_OK || pd == NULL)
         return st;
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-        impl == NULL || strncmp(impl, "ref", 3) == 0) {
+    if (strncmp(cpu_pd_impl(pd), "ref", 3) == 0 || cpu_pd_impl(pd)[0] == '\0') {
         dnnl_primitive_desc_destroy(pd);
         return RN_OK;
     }
