@@ -33,6 +33,7 @@ rn_status rn_core_create(rn_core **out)
     if (core == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "core: out of memory");
     pthread_mutex_init(&core->lock, NULL);
+    pthread_mutex_init(&core->start_lock, NULL);
     atomic_init(&core->refs, 1);
     core->max_tensor_bytes = RUNTIME_DEFAULT_MAX_TENSOR_BYTES;
     /* A built-in device that cannot start is absent, with its reason
@@ -45,7 +46,8 @@ rn_status rn_core_create(rn_core **out)
         }
     /* RUNNEL_PLUGINS names a plugins file to load at start (tools use it);
      * then the in-tree plugins, from the file installed beside the runtime
-     * (RUNNEL_PLUGINS's entries win over theirs). */
+     * (RUNNEL_PLUGINS's entries win over theirs), registered only: each is
+     * loaded when its device is first used (docs/plugins.md). */
     const char *file = getenv("RUNNEL_PLUGINS");
     if (file != NULL && file[0] != '\0')
         rn_core_load_plugins_file(core, file);
@@ -66,31 +68,43 @@ void runtime_core_release(rn_core *core)
     if (atomic_fetch_sub(&core->refs, 1) != 1)
         return;
     for (int i = 0; i < core->n_devices; i++) {
-        core->devices[i].ops->destroy(core->devices[i].plugin);
-        runtime_close_library(core->devices[i].library);
+        runtime_device *d = &core->devices[i];
+        if (atomic_load_explicit(&d->state, memory_order_acquire) == RUNTIME_DEVICE_READY) {
+            d->ops->destroy(d->plugin);
+            runtime_close_library(d->library);
+        }
+        free(d->path);
     }
+    pthread_mutex_destroy(&core->start_lock);
     pthread_mutex_destroy(&core->lock);
     free(core);
 }
 
+/* The index-th device that started (NULL past the last), once every
+ * pending device has been tried: a listing says which devices can run. */
+static const runtime_device *started_device(const rn_core *core, size_t index)
+{
+    runtime_start_all_devices(core);
+    for (int i = 0; i < core->n_devices; i++)
+        if (atomic_load_explicit(&core->devices[i].state, memory_order_acquire) ==
+                RUNTIME_DEVICE_READY &&
+            index-- == 0)
+            return &core->devices[i];
+    return NULL;
+}
+
 size_t rn_core_device_count(const rn_core *core)
 {
-    return (size_t)core->n_devices;
+    size_t n = 0;
+    while (started_device(core, n) != NULL)
+        n++;
+    return n;
 }
 
 const char *rn_core_device_name(const rn_core *core, size_t index)
 {
-    if (index >= (size_t)core->n_devices)
-        return NULL;
-    return core->devices[index].name;
-}
-
-const runtime_device *runtime_find_device(const rn_core *core, const char *device)
-{
-    for (int i = 0; i < core->n_devices; i++)
-        if (strcasecmp(core->devices[i].name, device) == 0)
-            return &core->devices[i];
-    return NULL;
+    const runtime_device *d = started_device(core, index);
+    return d != NULL ? d->name : NULL;
 }
 
 rn_status rn_core_device_plugin(rn_core *core, const char *device, const rn_plugin_ops **ops,
@@ -101,7 +115,7 @@ rn_status rn_core_device_plugin(rn_core *core, const char *device, const rn_plug
                             "device_plugin: core, device, ops and plugin must be set");
     const runtime_device *dev = runtime_find_device(core, device);
     if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+        return runtime_not_available(core, device, device);
     *ops = dev->ops;
     *plugin = dev->plugin;
     return RN_OK;
@@ -117,7 +131,7 @@ rn_status runtime_route_device(const rn_core *core, const char *device, const ru
         snprintf(name, sizeof name, "%.*s",
                  id != NULL ? (int)(id - 1 - device) : (int)strlen(device), device);
         if ((*dev = runtime_find_device(core, name)) == NULL)
-            return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+            return runtime_not_available(core, device, name);
         *list = NULL;
         return RN_OK;
     }

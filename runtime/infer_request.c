@@ -43,6 +43,26 @@ static rn_status check_idle(const rn_infer_request *r, const char *what)
     return RN_OK;
 }
 
+/* A request's own input tensor: in the host memory the device copies
+ * fastest when its context has some (NVIDIA's pinned memory, as OpenVINO's
+ * GPU plugin gives USM host tensors), so that the upload reads it without a
+ * staging copy; plain host memory otherwise. */
+static rn_status input_tensor(const rn_compiled_model *cm, rn_element_type type,
+                              const int64_t *dims, size_t rank, rn_tensor **out)
+{
+    rn_remote_context *ctx = NULL;
+    if (type != RN_STRING && rn_compiled_model_get_context(cm, &ctx) == RN_OK) {
+        rn_status st = ctx->ops->alloc_host != NULL
+                           ? rn_remote_context_create_host_tensor(ctx, type, dims, rank, out)
+                           : RN_NOT_FOUND;
+        rn_remote_context_free(ctx);
+        if (st == RN_OK)
+            return RN_OK;
+    }
+    rn_clear_error();
+    return rn_tensor_create(type, dims, rank, out);
+}
+
 rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer_request **out)
 {
     if (cm == NULL || out == NULL)
@@ -75,7 +95,7 @@ rn_status rn_compiled_model_create_infer_request(rn_compiled_model *cm, rn_infer
         for (int d = 0; d < rank; d++)
             dims[d] = p->shape.dims[d] < 0 ? 0 : p->shape.dims[d];
         rn_element_type type = p->element_type == RN_UNDEFINED ? RN_F32 : p->element_type;
-        if ((st = rn_tensor_create(type, dims, (size_t)rank, &r->inputs[i])) != RN_OK)
+        if ((st = input_tensor(cm, type, dims, (size_t)rank, &r->inputs[i])) != RN_OK)
             goto fail;
         r->own_input[i] = true;
     }

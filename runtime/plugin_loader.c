@@ -35,50 +35,76 @@ static rn_status record_failure(rn_core *core, const char *name, rn_status st)
     return st;
 }
 
+/* Checks a device name: RN_OK, or RN_INVALID_ARG naming it. */
+static rn_status check_name(const char *label)
+{
+    if (strlen(label) == 0 || strlen(label) >= RUNTIME_NAME_MAX)
+        return rn_set_error(RN_INVALID_ARG, "plugin %s: a device name needs 1 to %d characters",
+                            label, RUNTIME_NAME_MAX - 1);
+    return RN_OK;
+}
+
+/* Checks a plugin's vtable and the name it registers under: RN_OK, or an
+ * error naming the plugin. */
+static rn_status check_plugin(const char *label, const rn_plugin_ops *ops)
+{
+    if (ops == NULL)
+        return rn_set_error(RN_INVALID_ARG, "plugin %s: the entry point returned no plugin", label);
+    if (ops->abi_version != RN_PLUGIN_ABI_VERSION)
+        return rn_set_error(RN_UNSUPPORTED,
+                            "plugin %s: built for plugin ABI version %u, this runtime uses %u",
+                            label, ops->abi_version, RN_PLUGIN_ABI_VERSION);
+    if (ops->create == NULL || ops->destroy == NULL || ops->compile_model == NULL ||
+        ops->device_name == NULL || ops->version == NULL)
+        return rn_set_error(RN_INVALID_ARG,
+                            "plugin %s: device_name, version, create, destroy and compile_model "
+                            "are required",
+                            label);
+    if ((ops->create_context == NULL) != (ops->get_default_context == NULL))
+        return rn_set_error(RN_INVALID_ARG,
+                            "plugin %s: create_context and get_default_context come together",
+                            label);
+    return check_name(label);
+}
+
+/* The slot of device `name` (any case) that is or may become a device (not
+ * FAILED), or NULL; starts nothing. */
+static runtime_device *find_slot(const rn_core *core, const char *name)
+{
+    for (int i = 0; i < core->n_devices; i++) {
+        runtime_device *d = (runtime_device *)&core->devices[i];
+        if (strcasecmp(d->name, name) == 0 &&
+            atomic_load_explicit(&d->state, memory_order_acquire) != RUNTIME_DEVICE_FAILED)
+            return d;
+    }
+    return NULL;
+}
+
 rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plugin_ops *ops,
                                   void *library)
 {
     const char *label =
         name != NULL ? name : (ops != NULL && ops->device_name ? ops->device_name : "(unnamed)");
-    rn_status st = RN_OK;
+    /* An installed device of that name not started yet starts now: it is
+     * either the same library (then already there) or a device that
+     * exists. */
+    runtime_find_device(core, label);
     pthread_mutex_lock(&core->lock);
-    if (ops == NULL) {
-        st = rn_set_error(RN_INVALID_ARG, "plugin %s: the entry point returned no plugin", label);
-    } else if (ops->abi_version != RN_PLUGIN_ABI_VERSION) {
-        st = rn_set_error(RN_UNSUPPORTED,
-                          "plugin %s: built for plugin ABI version %u, this runtime uses %u", label,
-                          ops->abi_version, RN_PLUGIN_ABI_VERSION);
-    } else if (ops->create == NULL || ops->destroy == NULL || ops->compile_model == NULL ||
-               ops->device_name == NULL || ops->version == NULL) {
-        st = rn_set_error(RN_INVALID_ARG,
-                          "plugin %s: device_name, version, create, destroy and compile_model are "
-                          "required",
-                          label);
-    } else if ((ops->create_context == NULL) != (ops->get_default_context == NULL)) {
-        st = rn_set_error(RN_INVALID_ARG,
-                          "plugin %s: create_context and get_default_context come together", label);
-    } else if (strlen(label) == 0 || strlen(label) >= RUNTIME_NAME_MAX) {
-        st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device name needs 1 to %d characters",
-                          label, RUNTIME_NAME_MAX - 1);
-    } else if (core->n_devices == RUNTIME_MAX_DEVICES) {
+    rn_status st = check_plugin(label, ops);
+    if (st == RN_OK && core->n_devices == RUNTIME_MAX_DEVICES)
         st = rn_set_error(RN_OUT_OF_MEMORY, "plugin %s: more than %d devices", label,
                           RUNTIME_MAX_DEVICES);
-    } else {
-        for (int i = 0; i < core->n_devices; i++) {
-            if (strcasecmp(core->devices[i].name, label) != 0)
-                continue;
-            if (library != NULL && core->devices[i].library == library &&
-                core->devices[i].installed) {
-                /* The same library under the same name, found in the
-                 * installed plugins file and loaded again by the user (a
-                 * program written before discovery): already there. */
-                pthread_mutex_unlock(&core->lock);
-                runtime_close_library(library); /* dlopen's extra reference */
-                return RN_OK;
-            }
-            st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device with that name exists", label);
-        }
+    runtime_device *same = st == RN_OK ? find_slot(core, label) : NULL;
+    if (same != NULL && library != NULL && same->library == library && same->installed) {
+        /* The same library under the same name, found in the installed
+         * plugins file and loaded again by the user (a program written
+         * before discovery): already there. */
+        pthread_mutex_unlock(&core->lock);
+        runtime_close_library(library); /* dlopen's extra reference */
+        return RN_OK;
     }
+    if (same != NULL)
+        st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device with that name exists", label);
     rn_plugin *plugin = NULL;
     if (st == RN_OK && (st = ops->create(&plugin)) != RN_OK)
         rn_wrap_error(st, "device %s cannot start: ", label);
@@ -88,32 +114,28 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
         runtime_close_library(library);
         return st;
     }
-    runtime_device *d = &core->devices[core->n_devices++];
+    runtime_device *d = &core->devices[core->n_devices];
     snprintf(d->name, sizeof d->name, "%s", label);
     d->ops = ops;
     d->plugin = plugin;
     d->library = library;
-    d->installed = core->loading_installed;
+    atomic_store_explicit(&d->state, RUNTIME_DEVICE_READY, memory_order_release);
+    core->n_devices++;
     pthread_mutex_unlock(&core->lock);
     if (ops->attach_core != NULL)
         ops->attach_core(plugin, core);
     return RN_OK;
 }
 
-rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path)
+/* Opens a plugin's shared object and gets its vtable from its entry point;
+ * on failure the error names `label` and `path`, and nothing is left open. */
+static rn_status open_plugin(const char *label, const char *path, void **library,
+                             const rn_plugin_ops **ops)
 {
-    if (core == NULL || path == NULL)
-        return rn_set_error(RN_INVALID_ARG, "load_plugin: core and path must be set");
-    const char *label = name != NULL ? name : path;
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        rn_status st =
-            rn_set_error(RN_NOT_FOUND, "plugin %s: cannot load '%s': %s", label, path, dlerror());
-        pthread_mutex_lock(&core->lock);
-        record_failure(core, label, st);
-        pthread_mutex_unlock(&core->lock);
-        return st;
-    }
+    if (lib == NULL)
+        return rn_set_error(RN_NOT_FOUND, "plugin %s: cannot load '%s': %s", label, path,
+                            dlerror());
     dlerror();
     /* A plugin built against the device kit (in-tree ones) calls libruntime.so's
      * RN_KIT functions and sees its structs: only the kit it was built with
@@ -125,31 +147,143 @@ rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path)
                          "plugin %s: '%s' was built against runnel device kit %.16s, "
                          "this runtime's kit is %s: rebuild the plugin with this runtime",
                          label, path, kit, PLUGIN_KIT_ID);
-        pthread_mutex_lock(&core->lock);
-        record_failure(core, label, st);
-        pthread_mutex_unlock(&core->lock);
         dlclose(lib);
         return st;
     }
     rn_plugin_entry_fn entry;
     *(void **)&entry = dlsym(lib, RN_PLUGIN_ENTRY_NAME);
     if (entry == NULL) {
-        rn_status st = rn_set_error(RN_NOT_FOUND, "plugin %s: '%s' has no entry point %s()", label,
-                                    path, RN_PLUGIN_ENTRY_NAME);
+        dlclose(lib);
+        return rn_set_error(RN_NOT_FOUND, "plugin %s: '%s' has no entry point %s()", label, path,
+                            RN_PLUGIN_ENTRY_NAME);
+    }
+    *library = lib;
+    *ops = entry(RN_PLUGIN_ABI_VERSION);
+    return RN_OK;
+}
+
+rn_status rn_core_load_plugin(rn_core *core, const char *name, const char *path)
+{
+    if (core == NULL || path == NULL)
+        return rn_set_error(RN_INVALID_ARG, "load_plugin: core and path must be set");
+    const char *label = name != NULL ? name : path;
+    void *lib;
+    const rn_plugin_ops *ops;
+    rn_status st = open_plugin(label, path, &lib, &ops);
+    if (st != RN_OK) {
         pthread_mutex_lock(&core->lock);
         record_failure(core, label, st);
         pthread_mutex_unlock(&core->lock);
-        dlclose(lib);
         return st;
     }
-    return runtime_register_plugin(core, name, entry(RN_PLUGIN_ABI_VERSION), lib);
+    return runtime_register_plugin(core, name, ops, lib);
+}
+
+void runtime_start_device(rn_core *core, runtime_device *d)
+{
+    if (atomic_load_explicit(&d->state, memory_order_acquire) != RUNTIME_DEVICE_PENDING)
+        return;
+    pthread_mutex_lock(&core->start_lock);
+    if (atomic_load_explicit(&d->state, memory_order_acquire) != RUNTIME_DEVICE_PENDING) {
+        pthread_mutex_unlock(&core->start_lock); /* another thread started it */
+        return;
+    }
+    void *lib = NULL;
+    const rn_plugin_ops *ops = NULL;
+    rn_plugin *plugin = NULL;
+    rn_status st = open_plugin(d->name, d->path, &lib, &ops);
+    if (st == RN_OK)
+        st = check_plugin(d->name, ops);
+    if (st == RN_OK && (st = ops->create(&plugin)) != RN_OK)
+        rn_wrap_error(st, "device %s cannot start: ", d->name);
+    if (st == RN_OK) {
+        d->ops = ops;
+        d->plugin = plugin;
+        d->library = lib;
+        if (ops->attach_core != NULL)
+            ops->attach_core(plugin, core);
+        atomic_store_explicit(&d->state, RUNTIME_DEVICE_READY, memory_order_release);
+    } else {
+        runtime_close_library(lib);
+        pthread_mutex_lock(&core->lock);
+        record_failure(core, d->name, st);
+        pthread_mutex_unlock(&core->lock);
+        atomic_store_explicit(&d->state, RUNTIME_DEVICE_FAILED, memory_order_release);
+    }
+    pthread_mutex_unlock(&core->start_lock);
+}
+
+const runtime_device *runtime_find_device(const rn_core *core, const char *device)
+{
+    runtime_device *d = find_slot(core, device);
+    if (d == NULL)
+        return NULL;
+    runtime_start_device((rn_core *)core, d);
+    return atomic_load_explicit(&d->state, memory_order_acquire) == RUNTIME_DEVICE_READY ? d : NULL;
+}
+
+void runtime_start_all_devices(const rn_core *core)
+{
+    bool failed = false;
+    for (int i = 0; i < core->n_devices; i++) {
+        runtime_device *d = (runtime_device *)&core->devices[i];
+        if (atomic_load_explicit(&d->state, memory_order_acquire) != RUNTIME_DEVICE_PENDING)
+            continue;
+        runtime_start_device((rn_core *)core, d);
+        failed |= atomic_load_explicit(&d->state, memory_order_acquire) == RUNTIME_DEVICE_FAILED;
+    }
+    if (failed)
+        rn_clear_error(); /* recorded: a listing reports it, it does not fail */
+}
+
+rn_status runtime_not_available(const rn_core *core, const char *device, const char *name)
+{
+    char reason[sizeof core->failures[0].reason] = "";
+    pthread_mutex_lock((pthread_mutex_t *)&core->lock);
+    for (int i = 0; i < core->n_failures; i++)
+        if (strcasecmp(core->failures[i].name, name) == 0)
+            snprintf(reason, sizeof reason, "%s", core->failures[i].reason);
+    pthread_mutex_unlock((pthread_mutex_t *)&core->lock);
+    if (reason[0] != '\0')
+        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available: it failed to load: %s",
+                            device, reason);
+    return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+}
+
+/* Registers an installed plugin as a PENDING device (see
+ * runtime_device_state): its library is loaded at the device's first use. */
+static rn_status register_pending(rn_core *core, const char *name, const char *path)
+{
+    pthread_mutex_lock(&core->lock);
+    rn_status st = check_name(name);
+    if (st == RN_OK && core->n_devices == RUNTIME_MAX_DEVICES)
+        st = rn_set_error(RN_OUT_OF_MEMORY, "plugin %s: more than %d devices", name,
+                          RUNTIME_MAX_DEVICES);
+    if (st == RN_OK && find_slot(core, name) != NULL)
+        st = rn_set_error(RN_INVALID_ARG, "plugin %s: a device with that name exists", name);
+    char *copy = NULL;
+    if (st == RN_OK && (copy = strdup(path)) == NULL)
+        st = rn_set_error(RN_OUT_OF_MEMORY, "plugin %s: out of memory", name);
+    if (st != RN_OK) {
+        record_failure(core, name, st);
+        pthread_mutex_unlock(&core->lock);
+        return st;
+    }
+    runtime_device *d = &core->devices[core->n_devices];
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->path = copy;
+    d->installed = true;
+    atomic_store_explicit(&d->state, RUNTIME_DEVICE_PENDING, memory_order_release);
+    core->n_devices++;
+    pthread_mutex_unlock(&core->lock);
+    return RN_OK;
 }
 
 /* Whether `name` is a device of the core or has failed to load in it. */
 static bool known_device(rn_core *core, const char *name)
 {
     pthread_mutex_lock(&core->lock);
-    bool known = runtime_find_device(core, name) != NULL;
+    bool known = find_slot(core, name) != NULL;
     for (int i = 0; i < core->n_failures && !known; i++)
         known = strcasecmp(core->failures[i].name, name) == 0;
     pthread_mutex_unlock(&core->lock);
@@ -189,8 +323,10 @@ static rn_status load_plugins_file(rn_core *core, const char *path, const char *
                 snprintf(joined, sizeof joined, "%s/%s", base, lib);
                 lib = joined;
             }
-            if (base == NULL || !known_device(core, p))
+            if (base == NULL)
                 st = rn_core_load_plugin(core, p, lib);
+            else if (!known_device(core, p))
+                st = register_pending(core, p, lib);
         }
         if (st != RN_OK && first == RN_OK) {
             first = st;
@@ -227,32 +363,47 @@ bool runtime_installed_plugins_file(char *path, size_t size)
 
 void runtime_load_installed_plugins(rn_core *core)
 {
-    const char *off = getenv("RUNNEL_INSTALLED_PLUGINS");
-    if (off != NULL && strcmp(off, "0") == 0)
+    const char *env = getenv("RUNNEL_INSTALLED_PLUGINS");
+    if (env != NULL && strcmp(env, "0") == 0)
         return;
     char path[PATH_MAX];
-    if (!runtime_installed_plugins_file(path, sizeof path))
+    if (env != NULL && strchr(env, '/') != NULL) {
+        /* A path: that file stands in for the installed one (tests). */
+        if (snprintf(path, sizeof path, "%s", env) >= (int)sizeof path || access(path, R_OK) != 0)
+            return;
+    } else if (!runtime_installed_plugins_file(path, sizeof path)) {
         return;
+    }
     char base[PATH_MAX];
     snprintf(base, sizeof base, "%s", path);
     *strrchr(base, '/') = '\0';
-    /* Each plugin that cannot start is recorded with its reason. */
-    core->loading_installed = true;
+    /* Registered, not loaded: each device starts at its first use. */
     load_plugins_file(core, path, base);
-    core->loading_installed = false;
+}
+
+/* The failures, once every pending device has been tried: whoever asks
+ * which devices failed gets the installed ones' reasons too. Records are
+ * only appended, so an index stays valid. */
+static int failure_count(const rn_core *core)
+{
+    runtime_start_all_devices(core);
+    pthread_mutex_lock((pthread_mutex_t *)&core->lock);
+    int n = core->n_failures;
+    pthread_mutex_unlock((pthread_mutex_t *)&core->lock);
+    return n;
 }
 
 size_t rn_core_failed_device_count(const rn_core *core)
 {
-    return (size_t)core->n_failures;
+    return (size_t)failure_count(core);
 }
 
 rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **name,
                                 const char **reason)
 {
-    if (index >= (size_t)core->n_failures)
-        return rn_set_error(RN_INVALID_ARG, "failed device %zu is out of range (%d)", index,
-                            core->n_failures);
+    int n = failure_count(core);
+    if (index >= (size_t)n)
+        return rn_set_error(RN_INVALID_ARG, "failed device %zu is out of range (%d)", index, n);
     *name = core->failures[index].name;
     *reason = core->failures[index].reason;
     return RN_OK;

@@ -138,7 +138,7 @@ rn_status rn_core_get_default_context(rn_core *core, const char *device, rn_remo
                             "first device's); create one with DEVICE_ID for another",
                             device);
     if (dev == NULL)
-        return rn_set_error(RN_NOT_FOUND, "device '%s' is not available", device);
+        return runtime_not_available(core, device, device);
     return default_context(core, dev, out);
 }
 

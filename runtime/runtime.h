@@ -55,14 +55,29 @@ struct rn_remote_context {
 #define RUNTIME_MAX_DEVICES 32
 #define RUNTIME_NAME_MAX    64
 
+/* Where a device of a core stands. A device of the installed plugins file
+ * is registered PENDING (its name and library path only) and started at
+ * its first use (runtime_find_device); the others are READY from their
+ * registration. FAILED is a pending device that could not start (its
+ * reason is among the core's failures). READY and FAILED are final. */
+typedef enum runtime_device_state {
+    RUNTIME_DEVICE_READY,
+    RUNTIME_DEVICE_PENDING,
+    RUNTIME_DEVICE_FAILED,
+} runtime_device_state;
+
 /* A device registered in a core: its plugin, the plugin's context and, for
- * a plugin loaded from a shared object, the library handle. */
+ * a plugin loaded from a shared object, the library handle. ops, plugin and
+ * library are set once `state` reads READY (stored with release order by
+ * the thread that started the device). */
 typedef struct runtime_device {
     char name[RUNTIME_NAME_MAX];
     const rn_plugin_ops *ops;
     rn_plugin *plugin;
-    void *library;  /* dlopen handle, NULL for built-in plugins */
-    bool installed; /* loaded from the installed plugins file */
+    void *library;    /* dlopen handle, NULL for built-in plugins */
+    bool installed;   /* from the installed plugins file */
+    atomic_int state; /* runtime_device_state */
+    char *path;       /* PENDING: the library to load (malloc'ed) */
 } runtime_device;
 
 /* A device that could not be registered, and why. */
@@ -74,11 +89,14 @@ typedef struct runtime_failure {
 struct rn_core {
     atomic_int refs;      /* the user's, plus one per compiled model and context */
     pthread_mutex_t lock; /* guards the registry */
+    /* Held while a pending device starts (dlopen, its create): one start at
+     * a time, and a device is started once. Taken before `lock`, never
+     * while holding it. */
+    pthread_mutex_t start_lock;
     int n_devices;
     runtime_device devices[RUNTIME_MAX_DEVICES];
     int n_failures;
     runtime_failure failures[RUNTIME_MAX_DEVICES];
-    bool loading_installed;    /* rn_core_create is loading the installed plugins file */
     char cache_dir[4096];      /* CACHE_DIR, "" when off */
     uint64_t max_tensor_bytes; /* MAX_TENSOR_BYTES, 0 for no limit (under lock) */
     /* Per device: its default context while referenced (under lock). */
@@ -94,8 +112,19 @@ struct rn_core {
  * both sizes. Values of dynamic shape are checked when they have one. */
 rn_status runtime_check_tensor_sizes(rn_core *core, const graph *g, const char *what);
 
-/* The registered device called `device` (any case), or NULL. */
+/* The registered device called `device` (any case), or NULL. A pending
+ * device of that name (installed plugins file) is started first: NULL when
+ * it cannot start, its reason then recorded as a failure. Never call it
+ * holding core->lock. */
 const runtime_device *runtime_find_device(const rn_core *core, const char *device);
+
+/* Starts every pending device, in the order they were registered (what a
+ * listing of the core's devices or failures needs to be complete). */
+void runtime_start_all_devices(const rn_core *core);
+
+/* Sets RN_NOT_FOUND "device '<device>' is not available", with the reason
+ * recorded for `name` when that device failed to load or start. */
+rn_status runtime_not_available(const rn_core *core, const char *device, const char *name);
 
 /* Resolves a device name as the user writes it: "NAME", "NAME.ID" (one
  * of the device's devices, OpenVINO's "GPU.1": see runtime_device_id), or
@@ -134,12 +163,18 @@ rn_status runtime_register_plugin(rn_core *core, const char *name, const rn_plug
  * is none (the runtime linked into a program, or installed without it). */
 bool runtime_installed_plugins_file(char *path, size_t size);
 
-/* Loads the installed plugins file into a new core, after RUNNEL_PLUGINS:
- * a device that file named (loaded or failed) is left as it is; each plugin
- * that cannot load or start is recorded with its reason. Nothing where
+/* Registers the installed plugins file's devices in a new core, after
+ * RUNNEL_PLUGINS, as PENDING: names and library paths only, each library
+ * loaded and its plugin created at the device's first use (a device that
+ * cannot start is then recorded with its reason). A device RUNNEL_PLUGINS
+ * named (loaded or failed) is left as it is. Nothing where
  * RUNNEL_INSTALLED_PLUGINS is "0" (the test suite: its devices do not
- * depend on what else was built). */
+ * depend on what else was built); where it is a path (it has a '/'), that
+ * file is read in place of the one beside libruntime.so. */
 void runtime_load_installed_plugins(rn_core *core);
+
+/* Starts a pending device (see runtime_device_state); no-op otherwise. */
+void runtime_start_device(rn_core *core, runtime_device *device);
 
 struct rn_model {
     graph *g;

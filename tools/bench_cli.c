@@ -97,12 +97,17 @@ rn_status bench_cli_core(const char *plugins, rn_core **out)
     return RN_OK;
 }
 
+/* Whether `name` (a plain device name) is a device that starts. Asked of
+ * the Core by name, not by listing: a listing starts every installed
+ * plugin, and a run on CPU must not load NVIDIA's libraries. */
 static bool has_device(const rn_core *core, const char *name)
 {
-    for (size_t i = 0; i < rn_core_device_count(core); i++)
-        if (strcasecmp(rn_core_device_name(core, i), name) == 0)
-            return true;
-    return false;
+    const char *version;
+    if (strpbrk(name, ".:") != NULL || rn_core_get_version(core, name, &version) != RN_OK) {
+        rn_clear_error();
+        return false;
+    }
+    return true;
 }
 
 const char *bench_cli_best_device(const rn_core *core)

@@ -222,7 +222,7 @@ RN_KIT rn_status transforms_fuse_layernorm(graph *g, void *ctx, int *changes);
  * intermediate has another reader and the shapes fit. The exporters' head
  * Transposes of Q, K and V (from [B, S, H, D]) join it as qkv_layout
  * "BSHD" when the pattern alone reads them. ctx: unused. */
-rn_status transforms_fuse_attention(graph *g, void *ctx, int *changes);
+RN_KIT rn_status transforms_fuse_attention(graph *g, void *ctx, int *changes);
 
 /* QDQ (DequantizeLinear -> Conv / Gemm -> QuantizeLinear, with the
  * residual Add and Relu of ONNX Runtime's quantize_static) -> runnel

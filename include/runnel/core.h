@@ -27,7 +27,10 @@ typedef struct rn_property {
     const char *value;
 } rn_property;
 
-/* Creates a core with the built-in devices registered. */
+/* Creates a core with the built-in devices registered, RUNNEL_PLUGINS's
+ * plugins loaded, and the devices of the plugins file installed beside the
+ * runtime registered: each of those is loaded when it is first used
+ * (docs/plugins.md, "Device discovery"). */
 RN_API rn_status rn_core_create(rn_core **out);
 
 /* Releases the core. Compiled models made with it keep it (and their
@@ -35,7 +38,9 @@ RN_API rn_status rn_core_create(rn_core **out);
 RN_API void rn_core_free(rn_core *core);
 
 /* Number of available devices and the i-th device's name ("REF"). The name
- * is owned by the core. */
+ * is owned by the core. Both first load every installed device not yet
+ * used, so that the list holds those that start (the others become failed
+ * devices). */
 RN_API size_t rn_core_device_count(const rn_core *core);
 RN_API const char *rn_core_device_name(const rn_core *core, size_t index);
 
@@ -91,7 +96,10 @@ RN_API rn_status rn_core_add_extension(rn_core *core, const char *path);
  * RN_NOT_FOUND for an unknown device. */
 RN_API rn_status rn_core_get_version(const rn_core *core, const char *device, const char **version);
 
-/* Devices that failed to register, with why. Strings are owned by the core. */
+/* Devices that failed to register or start, with why. Strings are owned by
+ * the core. Both first load every installed device not yet used, so that
+ * the list is complete; a device that fails at its first use otherwise is
+ * listed from then on. */
 RN_API size_t rn_core_failed_device_count(const rn_core *core);
 RN_API rn_status rn_core_failed_device(const rn_core *core, size_t index, const char **name,
                                        const char **reason);

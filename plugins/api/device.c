@@ -215,7 +215,7 @@ rn_status plugin_device_create_context(plugin_device *p, const rn_property *para
 {
     if (p->iface->create_context != NULL)
         return p->iface->create_context(p->context, params, n, ops, out);
-    *ops = &plugin_host_context_ops;
+    *ops = plugin_host_context_ops_of(&p->iface->context_kind);
     return plugin_host_context_create(&p->iface->context_kind, params, n, out);
 }
 
@@ -224,7 +224,7 @@ rn_status plugin_device_default_context(plugin_device *p, const rn_remote_contex
 {
     if (p->iface->default_context != NULL)
         return p->iface->default_context(p->context, ops, out);
-    *ops = &plugin_host_context_ops;
+    *ops = plugin_host_context_ops_of(&p->iface->context_kind);
     *out = p->default_context;
     return RN_OK;
 }
@@ -506,19 +506,78 @@ rn_status plugin_device_query(plugin_device *p, const rn_graph *model, const rn_
  * (Shape, Size and the shape arithmetic they feed) on the host, then drop
  * what no result needs; kernels prepared in this thread are set up as the
  * device's enter says. */
+static rn_status fold_shapes(const plugin_kernel_registry *folding, graph *g)
+{
+    transforms_fold_options fold = {.eval = plugin_const_eval,
+                                    .eval_ctx = (void *)folding,
+                                    .max_tensor_bytes = (size_t)1 << 30};
+    int changes = 0;
+    rn_status st = transforms_fold_constants(g, &fold, &changes);
+    if (st == RN_OK && changes > 0)
+        st = transforms_eliminate_dead_nodes(g, NULL, &changes);
+    return st;
+}
+
+/* Under DISABLE_TRANSFORMATIONS a device that lowers from inferred shapes
+ * still gets them (plugin_plan_spec_for infers before the hook), and
+ * nothing folded. */
+static rn_status specialize_shapes_only(void *ctx, graph *g)
+{
+    (void)ctx, (void)g;
+    return RN_OK;
+}
+
 static rn_status specialize(void *ctx, graph *g)
 {
     plugin_compiled *c = ctx;
     plugin_plan_options options = c->options;
     if (c->device->iface->enter != NULL)
         c->device->iface->enter(c, &options);
-    transforms_fold_options fold = {.eval = plugin_const_eval,
-                                    .eval_ctx = c->device->folding,
-                                    .max_tensor_bytes = (size_t)1 << 30};
-    int changes = 0;
-    rn_status st = transforms_fold_constants(g, &fold, &changes);
-    if (st == RN_OK && changes > 0)
-        st = transforms_eliminate_dead_nodes(g, NULL, &changes);
+    return fold_shapes(c->device->folding, g);
+}
+
+rn_status plugin_specialize_at_one(const graph *model, const plugin_kernel_registry *folding,
+                                   bool fold, graph **out)
+{
+    graph_shape *shapes = calloc((size_t)model->n_inputs + 1, sizeof *shapes);
+    if (shapes == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "compile: out of memory");
+    for (int i = 0; i < model->n_inputs; i++) {
+        shapes[i] = model->inputs[i]->shape;
+        for (int d = 0; d < shapes[i].rank; d++)
+            if (shapes[i].dims[d] < 0)
+                shapes[i].dims[d] = 1;
+    }
+    graph *g = NULL;
+    rn_status st = plugin_graph_with_shapes(model, shapes, &g);
+    free(shapes);
+    if (st == RN_OK && (st = graph_infer_shapes(g)) == RN_OK && fold)
+        st = fold_shapes(folding, g);
+    if (st != RN_OK) {
+        graph_free(g);
+        return rn_wrap_error(st, "specialising the model with its dynamic dims 1: ");
+    }
+    *out = g;
+    return RN_OK;
+}
+
+/* The device's check of the model as a run would specialise it (the base
+ * plan of a model with dynamic inputs never runs): with every dynamic input
+ * dim 1. Skipped when an input's rank is unknown. */
+static rn_status check_specialized(plugin_compiled *c)
+{
+    const graph *g = plugin_plan_graph(c->plan);
+    if (c->device->iface->check_specialized == NULL || !plugin_graph_has_dynamic_inputs(g))
+        return RN_OK;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i]->kind == GRAPH_KIND_TENSOR && g->inputs[i]->shape.rank < 0)
+            return RN_OK;
+    graph *one;
+    rn_status st =
+        plugin_specialize_at_one(g, c->device->folding, !c->props.disable_transformations, &one);
+    if (st == RN_OK)
+        st = c->device->iface->check_specialized(c, one);
+    graph_free(one);
     return st;
 }
 
@@ -545,7 +604,10 @@ static rn_status build(plugin_compiled *c, graph *g)
         .device = iface->info.name,
         .log_level = c->props.log_level,
         .stage_ctx = c,
-        .specialize = iface->specializes && !c->props.disable_transformations ? specialize : NULL,
+        .specialize = !iface->specializes                 ? NULL
+                      : !c->props.disable_transformations ? specialize
+                      : iface->infer_shapes               ? specialize_shapes_only
+                                                          : NULL,
         .specialize_ctx = c,
     };
     plugin_properties_streams(&c->props, executors_cpu_count(), &o.n_streams, &o.threads_per_stream,
@@ -560,6 +622,8 @@ static rn_status build(plugin_compiled *c, graph *g)
         iface->enter(c, &o);
     snprintf(c->network_name, sizeof c->network_name, "%s", g->name);
     st = plugin_plan_build_owned(g, p->kernels, &o, &c->plan);
+    if (st == RN_OK)
+        st = check_specialized(c);
     return iface->built != NULL ? iface->built(c, st) : st;
 }
 

@@ -107,6 +107,12 @@ typedef struct plugin_device_iface {
      * before it builds: how the kernels are prepared (CPU's threads, the
      * GPU's current device). May change the options. */
     void (*enter)(plugin_compiled *c, plugin_plan_options *o);
+    /* (optional, with specializes) Checks, at compile, the model as a run
+     * whose dynamic input dims are all 1 would specialise it
+     * (plugin_specialize_at_one): the base plan of a model with dynamic
+     * inputs never runs, so a node no run could run is refused here, named,
+     * instead of at the first run. An error fails the compile. */
+    rn_status (*check_specialized)(plugin_compiled *c, const graph *g);
     /* (optional) After the plan was built (st: whether it was). */
     rn_status (*built)(plugin_compiled *c, rn_status st);
     /* (optional) The compiled model's own read-only keys: RN_NOT_FOUND (no
@@ -191,6 +197,14 @@ RN_KIT rn_status plugin_device_default_context(plugin_device *p, const rn_remote
  * p->folding (a device's unit tests may fill just those). */
 RN_KIT rn_status plugin_device_transform(const plugin_device *p, const plugin_properties *props,
                                          const graph *model, graph **out);
+
+/* A copy of `model` (a transformed graph) as a run whose dynamic input dims
+ * are all 1 would specialise it (plugin_plan_spec_for with the device's
+ * specialize): shapes inferred again, then, with `fold`, what they decide
+ * (Shape, Size and the arithmetic they feed) folded with `folding`'s
+ * kernels and dead nodes dropped. */
+rn_status plugin_specialize_at_one(const graph *model, const plugin_kernel_registry *folding,
+                                   bool fold, graph **out);
 
 /* Defines `const rn_plugin_ops ops_name` of the device `iface` (a
  * plugin_device_iface) named `device`, with a create that opens it;

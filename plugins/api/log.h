@@ -7,6 +7,8 @@
 #ifndef RUNNEL_PLUGINS_API_LOG_H
 #define RUNNEL_PLUGINS_API_LOG_H
 
+#include "base/kit.h"
+
 /* The values of LOG_LEVEL, in plugin_properties.log_level. */
 enum {
     PLUGIN_LOG_NONE = 0,
@@ -20,7 +22,7 @@ enum {
 /* Prints one message at `level` when `threshold` (the LOG_LEVEL in force)
  * lets it through. One write per message, so lines of concurrent requests
  * do not interleave. */
-void plugin_log(int threshold, int level, const char *device, const char *fmt, ...)
+RN_KIT void plugin_log(int threshold, int level, const char *device, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 #endif /* RUNNEL_PLUGINS_API_LOG_H */

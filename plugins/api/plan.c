@@ -60,10 +60,16 @@ static rn_status build_base(plugin_plan *plan, graph *g)
         plan->g = NULL; /* freed by plan_spec_build */
         return st;
     }
+    plan->dynamic_inputs = plugin_graph_has_dynamic_inputs(g);
+    return RN_OK;
+}
+
+bool plugin_graph_has_dynamic_inputs(const graph *g)
+{
     for (int i = 0; i < g->n_inputs; i++)
         if (g->inputs[i]->kind == GRAPH_KIND_TENSOR && !graph_shape_is_static(&g->inputs[i]->shape))
-            plan->dynamic_inputs = true;
-    return RN_OK;
+            return true;
+    return false;
 }
 
 rn_status plugin_plan_build(const graph *model, const plugin_kernel_registry *registry,
@@ -217,6 +223,27 @@ static void lru_push(plugin_plan *plan, plan_spec *s)
     plan->cache_head = s;
 }
 
+rn_status plugin_graph_with_shapes(const graph *model, const graph_shape *shapes, graph **out)
+{
+    graph *g;
+    rn_status st = graph_clone(model, &g);
+    if (st != RN_OK)
+        return st;
+    for (int i = 0; i < g->n_inputs; i++)
+        g->inputs[i]->shape = shapes[i];
+    /* Drop what inference wrote for the declared shapes. */
+    for (int v = 0; v < g->n_values; v++) {
+        graph_value *gv = g->values[v];
+        if (gv->producer != NULL && gv->kind == GRAPH_KIND_TENSOR)
+            gv->shape.rank = -1;
+    }
+    for (int r = 0; r < g->n_outputs; r++)
+        if (g->outputs[r]->producer != NULL)
+            g->outputs[r]->shape.rank = -1;
+    *out = g;
+    return RN_OK;
+}
+
 rn_status plugin_plan_spec_for(plugin_plan *plan, const graph_shape *shapes, plan_spec **out)
 {
     if (!plan->dynamic_inputs || plan_spec_matches(plan->base, shapes)) {
@@ -238,25 +265,9 @@ rn_status plugin_plan_spec_for(plugin_plan *plan, const graph_shape *shapes, pla
     pthread_mutex_unlock(&plan->cache_lock);
     /* Build outside the lock: a clone of the model with these input shapes. */
     graph *g;
-    rn_status st = graph_clone(plan->g, &g);
+    rn_status st = plugin_graph_with_shapes(plan->g, shapes, &g);
     if (st != RN_OK)
         return st;
-    for (int i = 0; i < g->n_inputs; i++)
-        g->inputs[i]->shape = shapes[i];
-    /* Drop what inference wrote for the declared shapes. */
-    for (int v = 0; v < g->n_values; v++) {
-        graph_value *gv = g->values[v];
-        if (gv->producer != NULL && gv->kind == GRAPH_KIND_TENSOR) {
-            bool is_result = false;
-            for (int r = 0; r < g->n_outputs; r++)
-                is_result |= g->outputs[r] == gv;
-            if (!is_result)
-                gv->shape.rank = -1;
-        }
-    }
-    for (int r = 0; r < g->n_outputs; r++)
-        if (g->outputs[r]->producer != NULL)
-            g->outputs[r]->shape.rank = -1;
     const plugin_plan_options *o = &plan->options;
     if (o->specialize != NULL) {
         if ((st = graph_infer_shapes(g)) == RN_OK)

@@ -135,7 +135,14 @@ rn_status plugin_plan_build_owned(graph *g, const plugin_kernel_registry *regist
 RN_KIT void plugin_plan_free(plugin_plan *plan);
 
 /* The plan's transformed graph (owned by the plan). */
-const graph *plugin_plan_graph(const plugin_plan *plan);
+RN_KIT const graph *plugin_plan_graph(const plugin_plan *plan);
+
+/* A clone of `model` whose inputs have `shapes` (one per input) and whose
+ * other values have the shapes inference is to find again: the graph a
+ * plan specialised for those shapes starts from. */
+rn_status plugin_graph_with_shapes(const graph *model, const graph_shape *shapes, graph **out);
+/* Whether a tensor input of g has a dynamic dim or an unknown rank. */
+bool plugin_graph_has_dynamic_inputs(const graph *g);
 
 /* The constants the base plan converted into kernels' layouts at compile
  * time: fn(ctx, plain, converted) for each (descriptors with their data,
@@ -156,7 +163,7 @@ typedef struct plugin_plan_stats {
     uint64_t shape_builds, shape_hits;
     int shape_cached;
 } plugin_plan_stats;
-void plugin_plan_get_stats(plugin_plan *plan, plugin_plan_stats *out);
+RN_KIT void plugin_plan_get_stats(plugin_plan *plan, plugin_plan_stats *out);
 
 /* The options the plan was built with (streams resolved). */
 const plugin_plan_options *plugin_plan_get_options(const plugin_plan *plan);

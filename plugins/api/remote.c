@@ -147,6 +147,33 @@ const rn_remote_context_ops plugin_host_context_ops = {
     .free = context_free,
 };
 
+static rn_status context_alloc_host(rn_plugin_context *context, size_t size, void **data)
+{
+    const plugin_host_context *c = context;
+    return c->kind->alloc_host(size, data);
+}
+
+static void context_free_host(rn_plugin_context *context, void *data)
+{
+    const plugin_host_context *c = context;
+    c->kind->free_host(data);
+}
+
+const rn_remote_context_ops plugin_host_pinned_context_ops = {
+    .abi_version = RN_PLUGIN_ABI_VERSION,
+    .get_property = context_get_property,
+    .create_tensor = context_create_tensor,
+    .alloc_host = context_alloc_host,
+    .free_host = context_free_host,
+    .free = context_free,
+};
+
+const rn_remote_context_ops *plugin_host_context_ops_of(const plugin_host_context_kind *kind)
+{
+    return kind->alloc_host != NULL && kind->free_host != NULL ? &plugin_host_pinned_context_ops
+                                                               : &plugin_host_context_ops;
+}
+
 static rn_status tensor_get_property(rn_plugin_tensor *tensor, const char *key, char *buf,
                                      size_t size)
 {

@@ -26,6 +26,11 @@ typedef struct plugin_host_context_kind {
     const char *device;       /* "REF" (in messages) */
     const char *context_type; /* CONTEXT_TYPE ("HOST") */
     const char *mem_type;     /* SHARED_MEM_TYPE of its tensors ("HOST_BUFFER") */
+    /* (optional) Host memory the device copies fastest (NVIDIA's pinned
+     * memory): rn_remote_context_create_host_tensor allocates with it.
+     * Contexts of such a kind have plugin_host_pinned_context_ops. */
+    rn_status (*alloc_host)(size_t size, void **data);
+    void (*free_host)(void *data);
 } plugin_host_context_kind;
 
 /* Creates a context from parameters; `kind` must outlive it. */
@@ -36,6 +41,9 @@ void plugin_host_context_free(plugin_host_context *context);
 
 /* The vtables of host contexts and their tensors. */
 extern const rn_remote_context_ops plugin_host_context_ops;
+extern const rn_remote_context_ops plugin_host_pinned_context_ops;
+/* The vtable of a kind's contexts: pinned when it allocates host memory. */
+const rn_remote_context_ops *plugin_host_context_ops_of(const plugin_host_context_kind *kind);
 extern const rn_remote_tensor_ops plugin_host_tensor_ops;
 
 /* Describes remote tensor `tensor` (a handle of plugin_host_tensor_ops) as

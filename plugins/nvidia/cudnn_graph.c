@@ -22,6 +22,7 @@ struct nv_conv_graph {
     int n_ops;
     cudnnBackendDescriptor_t plan, cfg; /* the chosen engine configuration */
     bool bias, residual, half;
+    bool nhwc; /* a tensor of the graph is channels-last */
     char engine[48];
 };
 
@@ -48,10 +49,17 @@ static cudnnStatus_t make(nv_conv_graph *g, cudnnBackendDescriptorType_t type,
             return s_;                                                                             \
     } while (0)
 
+/* A rank-4 tensor of dims (N, C, H, W), NCHW or channels-last (NHWC;
+ * for a filter (K, C, R, S) that is KRSC). */
 static cudnnStatus_t tensor(nv_conv_graph *g, int64_t uid, cudnnDataType_t dt, const int64_t *dims,
-                            bool is_virtual, cudnnBackendDescriptor_t *out)
+                            bool is_virtual, bool nhwc, cudnnBackendDescriptor_t *out)
 {
     int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+    if (nhwc) {
+        strides[1] = 1;
+        strides[3] = dims[1];
+        strides[2] = dims[3] * dims[1];
+    }
     int64_t alignment = 16;
     cudnnStatus_t s = make(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out);
     if (s != CUDNN_STATUS_SUCCESS)
@@ -150,14 +158,16 @@ static cudnnStatus_t build(nv_conv_graph *g, const nv_program *p, const nv_step 
     int chained = (int)g->bias + (int)g->residual + (int)act;
     cudnnBackendDescriptor_t tx, tw, ty, tc;
     cudnnStatus_t s;
-    if ((s = tensor(g, UID_X, dt, x->dims, false, &tx)) != CUDNN_STATUS_SUCCESS ||
-        (s = tensor(g, UID_W, dt, w->dims, false, &tw)) != CUDNN_STATUS_SUCCESS ||
-        (s = tensor(g, UID_Y, dt, y->dims, false, &ty)) != CUDNN_STATUS_SUCCESS)
+    bool xl = x->nhwc, wl = p->values[w->root].nhwc, yl = y->nhwc;
+    g->nhwc = xl || wl || yl;
+    if ((s = tensor(g, UID_X, dt, x->dims, false, xl, &tx)) != CUDNN_STATUS_SUCCESS ||
+        (s = tensor(g, UID_W, dt, w->dims, false, wl, &tw)) != CUDNN_STATUS_SUCCESS ||
+        (s = tensor(g, UID_Y, dt, y->dims, false, yl, &ty)) != CUDNN_STATUS_SUCCESS)
         return s;
     /* The convolution writes Y, or a virtual f32 tensor the chain reads. */
     if (chained == 0)
         tc = ty;
-    else if ((s = tensor(g, UID_VIRTUAL, acc, y->dims, true, &tc)) != CUDNN_STATUS_SUCCESS)
+    else if ((s = tensor(g, UID_VIRTUAL, acc, y->dims, true, yl, &tc)) != CUDNN_STATUS_SUCCESS)
         return s;
     cudnnBackendDescriptor_t conv, op;
     int64_t spatial = 2, pre[2] = {st->pads[0], st->pads[1]}, post[2] = {st->pads[2], st->pads[3]};
@@ -194,9 +204,10 @@ static cudnnStatus_t build(nv_conv_graph *g, const nv_program *p, const nv_step 
     if (g->bias) {
         int64_t bd[4] = {1, y->dims[1], 1, 1};
         cudnnBackendDescriptor_t tb, next = ty;
-        if ((s = tensor(g, UID_B, dt, bd, false, &tb)) != CUDNN_STATUS_SUCCESS)
+        if ((s = tensor(g, UID_B, dt, bd, false, false, &tb)) != CUDNN_STATUS_SUCCESS)
             return s;
-        if (--left > 0 && (s = tensor(g, uid++, acc, y->dims, true, &next)) != CUDNN_STATUS_SUCCESS)
+        if (--left > 0 &&
+            (s = tensor(g, uid++, acc, y->dims, true, yl, &next)) != CUDNN_STATUS_SUCCESS)
             return s;
         if ((s = pointwise(g, CUDNN_POINTWISE_ADD, NULL, cur, tb, next)) != CUDNN_STATUS_SUCCESS)
             return s;
@@ -204,9 +215,10 @@ static cudnnStatus_t build(nv_conv_graph *g, const nv_program *p, const nv_step 
     }
     if (g->residual) {
         cudnnBackendDescriptor_t tr, next = ty;
-        if ((s = tensor(g, UID_R, dt, y->dims, false, &tr)) != CUDNN_STATUS_SUCCESS)
+        if ((s = tensor(g, UID_R, dt, y->dims, false, yl, &tr)) != CUDNN_STATUS_SUCCESS)
             return s;
-        if (--left > 0 && (s = tensor(g, uid++, acc, y->dims, true, &next)) != CUDNN_STATUS_SUCCESS)
+        if (--left > 0 &&
+            (s = tensor(g, uid++, acc, y->dims, true, yl, &next)) != CUDNN_STATUS_SUCCESS)
             return s;
         if ((s = pointwise(g, CUDNN_POINTWISE_ADD, NULL, cur, tr, next)) != CUDNN_STATUS_SUCCESS)
             return s;
@@ -241,8 +253,9 @@ int nv_conv_graph_ops(const nv_conv_graph *g)
 
 /* Whether an engine configuration computes f32 through TF32 tensor cores
  * (or converts its inputs down); its engine's global index in *index. */
-static bool uses_tf32(cudnnBackendDescriptor_t cfg, int64_t *index)
+static bool uses_tf32(cudnnBackendDescriptor_t cfg, int64_t *index, bool *rtc)
 {
+    *rtc = true; /* unknown: not taken where runtime compilation is refused */
     cudnnBackendDescriptor_t eng;
     int64_t n = 0;
     bool tf32 = true; /* unknown: not taken when TF32 is off */
@@ -262,6 +275,13 @@ static bool uses_tf32(cudnnBackendDescriptor_t cfg, int64_t *index)
                 if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
                     notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
                     tf32 = true;
+        }
+        cudnnBackendBehaviorNote_t behavior[32];
+        if (cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                     32, &n, behavior) == CUDNN_STATUS_SUCCESS) {
+            *rtc = false;
+            for (int64_t i = 0; i < n; i++)
+                *rtc |= behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
         }
     }
     cudnnBackendDestroyDescriptor(eng);
@@ -304,9 +324,18 @@ static bool choose(nv_conv_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t g
         goto done;
     for (int64_t i = 0; i < count && i < made && !found; i++) {
         int64_t index;
+        bool rtc;
         ++*tried;
         /* f32 stays f32 unless NVIDIA_ALLOW_TF32 (f16 runs on tensor cores anyway). */
-        if (uses_tf32(cfgs[i], &index) && !g->half && !allow_tf32) {
+        if (uses_tf32(cfgs[i], &index, &rtc) && !g->half && !allow_tf32) {
+            ++*excluded;
+            continue;
+        }
+        /* Channels-last graphs take precompiled engines only: on an H200 a
+         * runtime-compiled engine's plan made at compile time could not be
+         * made again on a request slot's handle
+         * (CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED). */
+        if (rtc && g->nhwc) {
             ++*excluded;
             continue;
         }

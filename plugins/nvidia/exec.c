@@ -1,4 +1,6 @@
-/* A program on the device: weights uploaded once, each step prepared once
+/* A program on the device: weights uploaded once per compiled model (one
+ * copy per constant, shared by the programs of its input shapes: weights.c),
+ * each step prepared once
  * (a cuDNN execution plan chosen by heuristics, pooling / LRN / softmax
  * descriptors), and request slots — an arena laid out by the program's
  * memory plan plus the largest workspace, pinned staging, a non-blocking
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugins/nvidia/exec.h"
 #include "plugins/nvidia/kernels.h"
@@ -50,7 +53,9 @@ struct nv_exec {
     nv_program *prog;
     int device;
     bool allow_tf32, cuda_graph;
-    void *weights;
+    int attention_mode;  /* NVK_ATTENTION_*: RUNNEL_NV_ATTENTION=rows for A/B runs */
+    nv_weights *weights; /* the compiled model's (shared) or the program's own */
+    void **const_dev;    /* per value: the device copy of an NV_CONST root */
     size_t workspace;
     cudnnHandle_t plan_handle; /* the handle the execution plans were made with */
     nv_step_dev *dev;
@@ -63,7 +68,48 @@ struct nv_exec {
     char impl[96];
     _Atomic(bool) timing;       /* NVIDIA_STEP_TIMING: events between steps */
     _Atomic(uint64_t) steps_ns; /* sum of the steps' times in the last timed run */
+    /* Per step kind of the last timed run (under `lock`): time and count. */
+    double kind_ms[NV_STEP_KINDS];
+    int kind_steps[NV_STEP_KINDS];
+    double host_in_ms, host_out_ms; /* the copies through the pinned staging */
 };
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* Whether p is page-locked host memory the DMA engine reads directly. */
+static bool host_pinned(const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
+
+rn_status nv_host_alloc(size_t size, void **data)
+{
+    cudaError_t e = cudaHostAlloc(data, size ? size : 64, cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        *data = NULL;
+        return rn_set_error(RN_OUT_OF_MEMORY,
+                            "NVIDIA: cannot allocate %zu bytes of pinned memory: %s", size,
+                            cudaGetErrorString(e));
+    }
+    return RN_OK;
+}
+
+void nv_host_free(void *data)
+{
+    if (data != NULL)
+        cudaFreeHost(data);
+}
 
 static rn_status cuda_error(cudaError_t e, const char *node, const char *what)
 {
@@ -97,33 +143,28 @@ static rn_status blas_status(cublasStatus_t e, const nv_step *s)
 
 /* ---- compile: weights and steps ---- */
 
-static rn_status upload_weights(nv_exec *x)
+/* Each constant's device copy, from the compiled model's shared weights
+ * when it gives the constant an identity (the programs of its input shapes
+ * share one copy), else the program's own. */
+static rn_status upload_weights(nv_exec *x, const nv_exec_options *o)
 {
     const nv_program *p = x->prog;
-    if (p->weights_bytes == 0)
-        return RN_OK;
-    cudaError_t e = cudaMalloc(&x->weights, p->weights_bytes);
-    if (e != cudaSuccess)
-        return cuda_error(e, NULL, "cannot allocate the weights");
-    for (int v = 0; v < p->n_values; v++) {
+    rn_status st = RN_OK;
+    if (o->weights != NULL)
+        x->weights = nv_weights_retain(o->weights);
+    else
+        st = nv_weights_create(o->device, &x->weights);
+    if (st == RN_OK &&
+        (x->const_dev = calloc((size_t)p->n_values + 1, sizeof *x->const_dev)) == NULL)
+        st = rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    for (int v = 0; v < p->n_values && st == RN_OK; v++) {
         const nv_value *c = &p->values[v];
-        if (c->root != v || c->storage != NV_CONST || c->nbytes == 0)
+        if (c->root != v || c->storage != NV_CONST)
             continue;
-        const void *src = c->host_data;
-        uint16_t *half = NULL;
-        if (c->type == RN_F16 && c->host_type == RN_F32) {
-            if ((half = malloc(c->nbytes)) == NULL)
-                return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
-            for (size_t i = 0; i < c->count; i++)
-                half[i] = plugin_f32_to_f16(((const float *)c->host_data)[i]);
-            src = half;
-        }
-        e = cudaMemcpy((char *)x->weights + c->offset, src, c->nbytes, cudaMemcpyHostToDevice);
-        free(half);
-        if (e != cudaSuccess)
-            return cuda_error(e, NULL, "uploading the weights");
+        const void *key = o->weight_key != NULL ? o->weight_key(o->weight_ctx, c) : NULL;
+        st = nv_weights_get(x->weights, key, c, &x->const_dev[v]);
     }
-    return RN_OK;
+    return st;
 }
 
 static cudnnDataType_t dnn_type(const nv_program *p)
@@ -152,12 +193,15 @@ static rn_status prepare_conv(nv_exec *x, const nv_step *s, nv_step_dev *d)
     return RN_OK;
 }
 
-static cudnnStatus_t nchw(cudnnTensorDescriptor_t *d, cudnnDataType_t t, const int64_t *dims)
+/* A legacy 4-D descriptor of value v (NCHW, or NHWC when v is channels-
+ * last; a 1x1 value reads the same either way). */
+static cudnnStatus_t nchw(cudnnTensorDescriptor_t *d, cudnnDataType_t t, const nv_value *v)
 {
     cudnnStatus_t s = cudnnCreateTensorDescriptor(d);
     if (s == CUDNN_STATUS_SUCCESS)
-        s = cudnnSetTensor4dDescriptor(*d, CUDNN_TENSOR_NCHW, t, (int)dims[0], (int)dims[1],
-                                       (int)dims[2], (int)dims[3]);
+        s = cudnnSetTensor4dDescriptor(*d, v->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, t,
+                                       (int)v->dims[0], (int)v->dims[1], (int)v->dims[2],
+                                       (int)v->dims[3]);
     return s;
 }
 
@@ -177,7 +221,7 @@ static rn_status prepare_pool(nv_exec *x, const nv_step *s, nv_step_dev *d)
                                          (int)s->kernel[1], (int)s->pads[0], (int)s->pads[1],
                                          (int)s->strides[0], (int)s->strides[1])) !=
             CUDNN_STATUS_SUCCESS ||
-        (e = nchw(&d->x, dnn_type(x->prog), in->dims)) != CUDNN_STATUS_SUCCESS)
+        (e = nchw(&d->x, dnn_type(x->prog), in)) != CUDNN_STATUS_SUCCESS)
         return dnn_status(e, s);
     int n, c, h, w;
     if ((e = cudnnGetPooling2dForwardOutputDim(d->pool, d->x, &n, &c, &h, &w)) !=
@@ -185,7 +229,11 @@ static rn_status prepare_pool(nv_exec *x, const nv_step *s, nv_step_dev *d)
         return dnn_status(e, s);
     if (h != out->dims[2] || w != out->dims[3])
         return RN_OK; /* ceil_mode: runnel's kernel */
-    if ((e = nchw(&d->y, dnn_type(x->prog), out->dims)) != CUDNN_STATUS_SUCCESS)
+    /* A 1x1 result takes the input's layout (the same bytes either way). */
+    nv_value y = *out;
+    if (out->dims[2] == 1 && out->dims[3] == 1)
+        y.nhwc = in->nhwc;
+    if ((e = nchw(&d->y, dnn_type(x->prog), &y)) != CUDNN_STATUS_SUCCESS)
         return dnn_status(e, s);
     d->cudnn_pool = true;
     return RN_OK;
@@ -208,12 +256,8 @@ static rn_status prepare_step(nv_exec *x, const nv_step *s, nv_step_dev *d)
         if ((e = cudnnCreateLRNDescriptor(&d->lrn)) == CUDNN_STATUS_SUCCESS &&
             (e = cudnnSetLRNDescriptor(d->lrn, (unsigned)s->size, s->alpha, s->beta, s->epsilon)) ==
                 CUDNN_STATUS_SUCCESS)
-            e = nchw(&d->x, dnn_type(p), p->values[s->in[0]].dims);
+            e = nchw(&d->x, dnn_type(p), &p->values[s->in[0]]);
         return dnn_status(e, s);
-    case NV_STEP_SOFTMAX: {
-        int64_t dims[4] = {s->rows, s->cols, 1, 1};
-        return dnn_status(nchw(&d->x, dnn_type(p), dims), s);
-    }
     default:
         return RN_OK;
     }
@@ -347,7 +391,9 @@ static void *ptr(const nv_exec *x, const nv_slot *s, int v)
     if (v < 0)
         return NULL;
     const nv_value *r = &x->prog->values[x->prog->values[v].root];
-    return (char *)(r->storage == NV_CONST ? x->weights : s->arena) + r->offset;
+    if (r->storage == NV_CONST)
+        return x->const_dev[x->prog->values[v].root];
+    return (char *)s->arena + r->offset;
 }
 
 static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
@@ -356,7 +402,7 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
     bool half = p->half;
     void *a = ptr(x, sl, s->in[0]), *b = ptr(x, sl, s->in[1]), *y = ptr(x, sl, s->out);
     float beta = 0.0f;
-    if (s->gemm_beta != 0.0f && s->n_in > 2 && s->in[2] >= 0) {
+    if (s->gemm_beta != 0.0f && s->n_in > 2 && s->in[2] >= 0 && !s->bias_after) {
         const nv_value *c = &p->values[s->in[2]];
         int64_t rs = 0, cs = 0;
         if (c->rank == 2)
@@ -388,6 +434,10 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
                                        &beta, y, t, (int)s->n, s->m * s->n, (int)s->batch, compute,
                                        CUBLAS_GEMM_DEFAULT);
     rn_status st = blas_status(e, s);
+    if (st == RN_OK && s->bias_after) /* y = act(y + bias) in one pass */
+        return launch_error(nvk_bias_act(sl->stream, half, y, ptr(x, sl, s->in[2]), NULL, s->m,
+                                         s->n, 1, s->act, s->alpha, s->beta),
+                            s);
     if (st == RN_OK && s->act != NV_ACT_NONE)
         st = launch_error(nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, y, y,
                                     (int64_t)p->values[s->out].count),
@@ -431,8 +481,10 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
                                              ptr(x, sl, s->in[1]), y, bias, res, ws);
         if (st != RN_OK || d->conv_fused || (bias == NULL && res == NULL && s->act == NV_ACT_NONE))
             return st;
-        return launch_error(nvk_bias_act(sl->stream, half, y, bias, res, out->dims[0], out->dims[1],
-                                         out->dims[2] * out->dims[3], s->act, s->alpha, s->beta),
+        int64_t hw = out->dims[2] * out->dims[3];
+        return launch_error(nvk_bias_act(sl->stream, half, y, bias, res,
+                                         out->nhwc ? out->dims[0] * hw : out->dims[0], out->dims[1],
+                                         out->nhwc ? 1 : hw, s->act, s->alpha, s->beta),
                             s);
     }
     case NV_STEP_GEMM:
@@ -452,10 +504,12 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
                                                       &one, d->x, a, &zero, d->x, y),
                           s);
     case NV_STEP_SOFTMAX:
-        return dnn_status(cudnnSoftmaxForward(sl->dnn, CUDNN_SOFTMAX_ACCURATE,
-                                              CUDNN_SOFTMAX_MODE_CHANNEL, &one, d->x, a, &zero,
-                                              d->x, y),
-                          s);
+        return launch_error(nvk_softmax(sl->stream, half, a, y, s->rows, s->cols), s);
+    case NV_STEP_ATTENTION:
+        return launch_error(
+            nvk_attention(sl->stream, half, &s->att, a, ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]),
+                          s->n_in > 3 ? ptr(x, sl, s->in[3]) : NULL, y, x->attention_mode),
+            s);
     case NV_STEP_UNARY:
         return launch_error(
             nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, a, y, (int64_t)out->count), s);
@@ -464,8 +518,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         memcpy(b.dims, out->dims, (size_t)out->rank * sizeof b.dims[0]);
         broadcast_strides(in, out, b.a_strides);
         broadcast_strides(&p->values[s->in[1]], out, b.b_strides);
-        if (b.rank == 0)
-            b.rank = 1, b.dims[0] = 1, b.a_strides[0] = b.b_strides[0] = 0;
+        nv_collapse_broadcast(&b);
         return launch_error(
             nvk_binary(sl->stream, half, (int)s->bin, &b, a, ptr(x, sl, s->in[1]), y), s);
     }
@@ -476,6 +529,9 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
             outer *= (size_t)out->dims[k];
         for (int k = s->axis; k < out->rank; k++)
             out_chunk *= (size_t)out->dims[k];
+        if (out->nhwc) /* channels-last over C: a run of C_i per pixel */
+            outer = (size_t)(out->dims[0] * out->dims[2] * out->dims[3]),
+            out_chunk = es * (size_t)out->dims[1];
         for (int i = 0; i < s->n_in; i++) {
             const nv_value *v = &p->values[s->in[i]];
             size_t chunk = outer ? v->nbytes / outer : 0;
@@ -491,17 +547,29 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         return RN_OK;
     }
     case NV_STEP_TRANSPOSE: {
-        int64_t in_strides[RN_MAX_RANK], perm_strides[RN_MAX_RANK];
-        plugin_strides(in->rank, in->dims, in_strides);
+        /* Output dim k (logical) is input dim perm[k]; the output is
+         * walked in its storage order (channels-last for NHWC values), the
+         * input read with its layout's strides: a layout conversion is the
+         * identity permutation between layouts. */
+        int64_t in_strides[RN_MAX_RANK], perm_strides[RN_MAX_RANK], dims[RN_MAX_RANK];
+        int order[RN_MAX_RANK];
         for (int k = 0; k < out->rank; k++)
-            perm_strides[k] = in_strides[s->perm[k]];
-        return launch_error(nvk_transpose(sl->stream, (int)rn_element_type_size(out->type), a, y,
-                                          out->rank, out->dims, perm_strides),
-                            s);
+            order[k] = k;
+        if (out->nhwc && out->rank == 4)
+            order[1] = 2, order[2] = 3, order[3] = 1;
+        nv_value_strides(in, in_strides);
+        for (int k = 0; k < out->rank; k++) {
+            perm_strides[k] = in_strides[s->perm[order[k]]];
+            dims[k] = out->dims[order[k]];
+        }
+        int esize = (int)rn_element_type_size(out->type);
+        int rank = nv_collapse_transpose(&esize, out->rank, dims, perm_strides);
+        return launch_error(nvk_transpose(sl->stream, esize, a, y, rank, dims, perm_strides), s);
     }
     case NV_STEP_LAYERNORM:
-        return launch_error(nvk_layernorm(sl->stream, half, a, ptr(x, sl, s->in[1]),
-                                          ptr(x, sl, s->in[2]), s->epsilon, y, s->rows, s->cols),
+        return launch_error(nvk_layernorm(sl->stream, half, a, ptr(x, sl, s->in[3]),
+                                          ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]), s->epsilon, y,
+                                          s->rows, s->cols),
                             s);
     case NV_STEP_GATHER:
         return launch_error(nvk_gather(sl->stream, (int)rn_element_type_size(out->type), a,
@@ -578,6 +646,8 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
     if (st != RN_OK)
         return st;
     cudaError_t e = cudaSuccess;
+    double host_in = 0;
+    uint64_t direct_out = 0;
     for (int k = 0; k < args->n_inputs && st == RN_OK; k++) {
         int i = x->arg_input[k];
         if (i < 0)
@@ -591,9 +661,18 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
                               v->name, bytes);
             break;
         }
-        char *pin = (char *)sl->pinned + p->input_pinned[i];
-        memcpy(pin, args->inputs[k].data, bytes);
-        e = cudaMemcpyAsync((char *)sl->arena + p->input_stage[i], pin, bytes,
+        /* Pinned memory (a host tensor of NVIDIA's context) is copied by
+         * the DMA engine directly; other memory through the slot's
+         * pinned staging. */
+        const void *src = args->inputs[k].data;
+        if (!host_pinned(src)) {
+            char *pin = (char *)sl->pinned + p->input_pinned[i];
+            double t0 = now_ns();
+            memcpy(pin, src, bytes);
+            host_in += now_ns() - t0;
+            src = pin;
+        }
+        e = cudaMemcpyAsync((char *)sl->arena + p->input_stage[i], src, bytes,
                             cudaMemcpyHostToDevice, sl->stream);
         if (e != cudaSuccess)
             st = cuda_error(e, NULL, "upload");
@@ -612,9 +691,18 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
     for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
         const nv_value *v = &p->values[p->output_value[o]];
         size_t bytes = v->count * rn_element_type_size(v->host_type);
-        e = cudaMemcpyAsync((char *)sl->pinned + p->output_pinned[o],
-                            (char *)sl->arena + p->output_stage[o], bytes, cudaMemcpyDeviceToHost,
-                            sl->stream);
+        if (args->outputs[o].data == NULL || args->outputs[o].nbytes != bytes) {
+            st = rn_set_error(RN_INTERNAL, "NVIDIA: output '%s' has no %zu-byte host buffer",
+                              v->name, bytes);
+            break;
+        }
+        void *dst = args->outputs[o].data;
+        if (!host_pinned(dst))
+            dst = (char *)sl->pinned + p->output_pinned[o];
+        else
+            direct_out |= 1ull << (o < 63 ? o : 63);
+        e = cudaMemcpyAsync(dst, (char *)sl->arena + p->output_stage[o], bytes,
+                            cudaMemcpyDeviceToHost, sl->stream);
         if (e != cudaSuccess)
             st = cuda_error(e, NULL, "download");
     }
@@ -626,22 +714,34 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
         st = cuda_error(e, NULL, "the run");
     if (timing && st == RN_OK) {
         /* Each step alone: the stream runs them one after the other. */
-        double ns = 0;
+        double ns = 0, kind_ms[NV_STEP_KINDS] = {0};
+        int kind_steps[NV_STEP_KINDS] = {0};
         for (int k = 0; k < p->n_steps; k++) {
             float ms = 0;
             if (cudaEventElapsedTime(&ms, sl->marks[k], sl->marks[k + 1]) == cudaSuccess)
                 ns += (double)ms * 1e6;
+            kind_ms[p->steps[k].kind] += ms;
+            kind_steps[p->steps[k].kind]++;
         }
         atomic_store(&x->steps_ns, (uint64_t)ns);
+        pthread_mutex_lock(&x->lock);
+        memcpy(x->kind_ms, kind_ms, sizeof kind_ms);
+        memcpy(x->kind_steps, kind_steps, sizeof kind_steps);
+        pthread_mutex_unlock(&x->lock);
     }
+    double t_out = now_ns();
     for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
         const nv_value *v = &p->values[p->output_value[o]];
         size_t bytes = v->count * rn_element_type_size(v->host_type);
-        if (args->outputs[o].data == NULL || args->outputs[o].nbytes != bytes)
-            st = rn_set_error(RN_INTERNAL, "NVIDIA: output '%s' has no %zu-byte host buffer",
-                              v->name, bytes);
-        else
-            memcpy(args->outputs[o].data, (char *)sl->pinned + p->output_pinned[o], bytes);
+        if (o < 63 && (direct_out >> o & 1))
+            continue; /* the DMA wrote it */
+        memcpy(args->outputs[o].data, (char *)sl->pinned + p->output_pinned[o], bytes);
+    }
+    if (timing) {
+        pthread_mutex_lock(&x->lock);
+        x->host_in_ms = host_in * 1e-6;
+        x->host_out_ms = (now_ns() - t_out) * 1e-6;
+        pthread_mutex_unlock(&x->lock);
     }
     slot_give_back(x, sl);
     return st;
@@ -661,6 +761,9 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     x->device = o->device;
     x->allow_tf32 = o->allow_tf32;
     x->cuda_graph = o->cuda_graph;
+    const char *mode = getenv("RUNNEL_NV_ATTENTION");
+    x->attention_mode =
+        mode != NULL && strcmp(mode, "rows") == 0 ? NVK_ATTENTION_ROWS : NVK_ATTENTION_AUTO;
     x->max_slots = o->max_slots > 0 ? o->max_slots : 1;
     pthread_mutex_init(&x->lock, NULL);
     pthread_cond_init(&x->cond, NULL);
@@ -683,7 +786,7 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     if (st == RN_OK && cudnnCreate(&x->plan_handle) != CUDNN_STATUS_SUCCESS)
         st = rn_set_error(RN_DEVICE_ERROR, "NVIDIA: cannot create a cuDNN handle");
     if (st == RN_OK)
-        st = upload_weights(x);
+        st = upload_weights(x, o);
     for (int k = 0; k < prog->n_steps && st == RN_OK; k++)
         st = prepare_step(x, &prog->steps[k], &x->dev[k]);
     if (st != RN_OK) {
@@ -706,6 +809,33 @@ uint64_t nv_exec_steps_ns(const nv_exec *x)
     return atomic_load(&x->steps_ns);
 }
 
+void nv_exec_step_profile(nv_exec *x, char *buf, size_t size)
+{
+    double ms[NV_STEP_KINDS];
+    int steps[NV_STEP_KINDS];
+    pthread_mutex_lock(&x->lock);
+    memcpy(ms, x->kind_ms, sizeof ms);
+    memcpy(steps, x->kind_steps, sizeof steps);
+    double in_ms = x->host_in_ms, out_ms = x->host_out_ms;
+    pthread_mutex_unlock(&x->lock);
+    int w0 = snprintf(buf, size, "host copies in %.3f ms, out %.3f ms", in_ms, out_ms);
+    size_t used = w0 > 0 && (size_t)w0 < size ? (size_t)w0 : 0;
+    for (;;) { /* the costliest kind first */
+        int best = -1;
+        for (int k = 0; k < NV_STEP_KINDS; k++)
+            if (steps[k] > 0 && (best < 0 || ms[k] > ms[best]))
+                best = k;
+        if (best < 0 || used + 1 >= size)
+            break;
+        int w = snprintf(buf + used, size - used, "%s%s %dx %.3f ms", used ? "; " : "",
+                         nv_step_kind_name((nv_step_kind)best), steps[best], ms[best]);
+        if (w < 0)
+            break;
+        used += (size_t)w < size - used ? (size_t)w : size - used - 1;
+        steps[best] = 0;
+    }
+}
+
 const char *nv_exec_impl(const nv_exec *x)
 {
     return x->impl;
@@ -724,8 +854,11 @@ void nv_exec_free(nv_exec *x)
         slot_release(&x->slots[i], x->prog->n_steps + 1);
     for (int k = 0; x->dev != NULL && k < x->prog->n_steps; k++)
         release_step(&x->dev[k]);
-    if (x->weights)
-        cudaFree(x->weights);
+    for (int v = 0; x->const_dev != NULL && v < x->prog->n_values; v++)
+        if (x->const_dev[v] != NULL)
+            nv_weights_put(x->weights, x->const_dev[v]);
+    free(x->const_dev);
+    nv_weights_release(x->weights);
     if (x->plan_handle)
         cudnnDestroy(x->plan_handle);
     pthread_mutex_destroy(&x->lock);

@@ -7,11 +7,41 @@
 
 typedef struct nv_exec nv_exec;
 
+/* The device copies of a compiled model's constants, shared by its programs
+ * (one per input shape its runs specialise for): one copy per constant
+ * identity and device type, counted per program that uses it and freed
+ * with the last; the table goes with its last reference (weights.c). */
+typedef struct nv_weights nv_weights;
+
+rn_status nv_weights_create(int device, nv_weights **out);
+nv_weights *nv_weights_retain(nv_weights *w);
+void nv_weights_release(nv_weights *w);
+/* The device copy of constant `c` (an NV_CONST root: its host data as
+ * c->type), uploaded on first use. `key`: the constant's identity in the
+ * compiled model (the same key, type and size are one copy); NULL: a copy
+ * of the caller's own. Each get is matched by a put of *dev. */
+rn_status nv_weights_get(nv_weights *w, const void *key, const nv_value *c, void **dev);
+void nv_weights_put(nv_weights *w, void *dev);
+
+typedef struct nv_weights_stats {
+    int copies;               /* on the device now */
+    size_t bytes;             /* their size */
+    uint64_t uploads, reuses; /* gets that uploaded, gets that shared a copy */
+} nv_weights_stats;
+void nv_weights_get_stats(nv_weights *w, nv_weights_stats *out);
+
 typedef struct nv_exec_options {
     int device;
     bool allow_tf32;
     bool cuda_graph; /* capture each slot's steps into a CUDA graph after a warm-up run */
     int max_slots;   /* request slots made on demand (arena, stream, handles) */
+    /* (optional) The compiled model's weights, shared with its other
+     * programs (retained by the program); NULL: the program's own. */
+    nv_weights *weights;
+    /* (optional) A constant's identity in the compiled model, for sharing
+     * its device copy (NULL: not shared). NULL: none is shared. */
+    const void *(*weight_key)(void *ctx, const nv_value *c);
+    void *weight_ctx;
 } nv_exec_options;
 
 /* Takes `prog` over (freed on failure too). input_names are the
@@ -25,8 +55,15 @@ rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args);
  * limit the benchmark compares with. */
 void nv_exec_set_timing(nv_exec *x, bool on);
 uint64_t nv_exec_steps_ns(const nv_exec *x);
+/* The last timed run's time per step kind, costliest first:
+ * "cublas_gemm 72x 5.120 ms; cuda_attention 12x 0.800 ms; ...". */
+void nv_exec_step_profile(nv_exec *x, char *buf, size_t size);
 const char *nv_exec_impl(const nv_exec *x);
 const nv_program *nv_exec_program(const nv_exec *x);
 void nv_exec_free(nv_exec *x);
+/* Pinned host memory (cudaHostAlloc, portable): NVIDIA's host tensors and
+ * request arenas, which the DMA engine copies without staging. */
+rn_status nv_host_alloc(size_t size, void **data);
+void nv_host_free(void *data);
 
 #endif /* RUNNEL_PLUGINS_NVIDIA_EXEC_H */

@@ -55,9 +55,10 @@ int nvk_transpose(nvk_stream s, int esize, const void *x, void *y, int rank,
  * inner]. An index out of range writes zeros. */
 int nvk_gather(nvk_stream s, int esize, const void *x, const void *indices, int idx64, void *y,
                int64_t outer, int64_t axis_dim, int64_t inner, int64_t n_idx);
-/* LayerNormalization over the last axis of [rows, cols]; bias may be NULL. */
-int nvk_layernorm(nvk_stream s, int half, const void *x, const void *scale, const void *bias,
-                  float epsilon, void *y, int64_t rows, int64_t cols);
+/* LayerNormalization over the last axis of [rows, cols] of x (+ residual,
+ * of x's shape, when not NULL); bias may be NULL. */
+int nvk_layernorm(nvk_stream s, int half, const void *x, const void *residual, const void *scale,
+                  const void *bias, float epsilon, void *y, int64_t rows, int64_t cols);
 /* Mean over the last axis: [rows, cols] -> [rows]. */
 int nvk_reduce_mean(nvk_stream s, int half, const void *x, void *y, int64_t rows, int64_t cols);
 /* 2D pooling of NCHW (mode 0 max, 1 average; count_include_pad), any pads:
@@ -66,6 +67,25 @@ int nvk_pool2d(nvk_stream s, int half, int mode, int count_include_pad, const vo
                int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
                int64_t kw, int64_t sh, int64_t sw, int64_t pad_top, int64_t pad_left,
                int64_t pad_bottom, int64_t pad_right);
+
+/* Scaled dot-product attention: o = Softmax(scale * q k^T + mask) v for
+ * each of batch x heads, q [sq, d], k [sk, d], v [sk, dv], the mask (NULL:
+ * none) broadcast to [sq, sk], o [sq, dv]; every tensor addressed with
+ * element strides over (batch, head, row, feature) (the mask's: batch,
+ * head, query, key; 0 where broadcast). f16 with d, dv <= 128 runs on
+ * tensor cores (mode NVK_ATTENTION_AUTO); any type with d, dv <= 256 on
+ * the scalar kernel (or with mode NVK_ATTENTION_ROWS). */
+typedef struct nvk_attention_args {
+    int64_t batch, heads, sq, sk, d, dv;
+    int64_t q_strides[4], k_strides[4], v_strides[4], o_strides[4], mask_strides[4];
+    float scale;
+} nvk_attention_args;
+#define NVK_ATTENTION_AUTO 0
+#define NVK_ATTENTION_ROWS 1
+int nvk_attention(nvk_stream s, int half, const nvk_attention_args *a, const void *q, const void *k,
+                  const void *v, const void *mask, void *o, int mode);
+/* Softmax over the last axis of [rows, cols] (one warp per row). */
+int nvk_softmax(nvk_stream s, int half, const void *x, void *y, int64_t rows, int64_t cols);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@
 #include "plugins/api/device.h"
 #include "plugins/api/kernel.h"
 #include "plugins/api/properties.h"
+#include "plugins/nvidia/kernels.h"
 #include "runnel/plugin.h"
 
 extern const rn_plugin_ops nvidia_plugin_ops;
@@ -83,11 +84,13 @@ typedef enum nv_step_kind {
     NV_STEP_BINARY,      /* runnel kernel: broadcast Add, Sub, Mul, Div, Pow, Sum of 2 */
     NV_STEP_CONCAT,      /* 2D copies (cudaMemcpy2DAsync) */
     NV_STEP_TRANSPOSE,   /* runnel kernel */
-    NV_STEP_LAYERNORM,   /* runnel kernel, last axis */
+    NV_STEP_LAYERNORM,   /* runnel kernel, last axis (in[3]: a residual added first) */
     NV_STEP_GATHER,      /* runnel kernel */
     NV_STEP_REDUCE_MEAN, /* runnel kernel, last axis */
     NV_STEP_BATCHNORM,   /* runnel kernel: inference BatchNormalization (+ act) */
+    NV_STEP_ATTENTION,   /* runnel kernel: fused scaled dot-product attention */
 } nv_step_kind;
+#define NV_STEP_KINDS (NV_STEP_ATTENTION + 1)
 
 /* Activations fused into a step or run by NV_STEP_UNARY (the numbers are
  * the CUDA kernels', plugins/nvidia/kernels.h). */
@@ -124,7 +127,7 @@ typedef enum nv_binary_op {
 /* Where a value's bytes are. */
 typedef enum nv_storage {
     NV_ARENA, /* the slot's arena at `offset` */
-    NV_CONST, /* the compiled model's weights buffer at `offset` */
+    NV_CONST, /* a constant: its own device copy (weights.c), shared by the model's programs */
 } nv_storage;
 
 typedef struct nv_value {
@@ -140,6 +143,10 @@ typedef struct nv_value {
     int first, last;       /* steps that write it first and read it last */
     const void *host_data; /* NV_CONST: the constant (host type), the graph's */
     int input, output;     /* index among the partition's inputs / outputs, or -1 */
+    /* A rank-4 value (dims N, C, H, W) stored channels-last (NHWC): f16
+     * convolutions and what runs between them (nv_choose_layouts); a
+     * convolution's weights then are KRSC. */
+    bool nhwc;
 } nv_value;
 
 #define NV_MAX_STEP_IN 8
@@ -159,6 +166,9 @@ typedef struct nv_step {
     int64_t m, n, k, batch, a_batch_stride, b_batch_stride;
     bool trans_a, trans_b;
     float gemm_alpha, gemm_beta; /* beta 0: no C */
+    /* GEMM: C (in[2]) is a bias row added with the activation after the
+     * product, one pass (an activation folded into a biased Gemm). */
+    bool bias_after;
     /* POOL: kind 0 max, 1 avg (count_include_pad in `flag`) */
     int pool_mode;
     int64_t kernel[2];
@@ -171,6 +181,11 @@ typedef struct nv_step {
     int64_t perm[RN_MAX_RANK];
     nv_binary_op bin;
     float epsilon;
+    /* ATTENTION: in = Q, K, V[, mask]; the geometry and strides, and
+     * whether the output is written [B, S, H, D] (the Transpose after it a
+     * view). */
+    nvk_attention_args att;
+    bool att_out_bshd;
     void *device; /* what exec.c prepared (a cuDNN plan, descriptors) */
 } nv_step;
 
@@ -193,9 +208,12 @@ typedef struct nv_program {
 } nv_program;
 
 /* Whether NVIDIA runs `node` (op, types, attributes, static shapes); on
- * false *why says what it lacks. Pure: used by the registry that answers
- * query_model and by nv_lower. */
+ * false *why says what it lacks. Pure: used by nv_lower. */
 bool nv_supports(const rn_node *node, const char **why);
+/* The same with dynamic dims accepted (known ranks): the registry that
+ * answers query_model, since a run's plan is specialised for its input
+ * shapes before it is lowered. */
+bool nv_supports_op(const rn_node *node, const char **why);
 
 /* The ops nv_supports knows (domain, op_type), NULL-terminated pairs. */
 extern const char *const nv_supported_ops[][2];
@@ -208,6 +226,12 @@ extern const char *const nv_supported_ops[][2];
 rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
                    int n_inputs, const char *const *output_names, int n_outputs, bool half,
                    nv_program **out);
+/* nv_lower with channels-last layouts chosen or not (nv_lower: chosen). */
+rn_status nv_lower_layouts(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
+                           int n_inputs, const char *const *output_names, int n_outputs, bool half,
+                           bool channels_last, nv_program **out);
+/* Whether a value of p is stored channels-last. */
+bool nv_program_channels_last(const nv_program *p);
 void nv_program_free(nv_program *p);
 
 /* The model as NVIDIA compiles it (a clone): the generic device's
@@ -222,6 +246,30 @@ extern const plugin_device_iface nv_device_iface;
 /* nv_lower over a whole graph: every node, its parameters and constants as
  * inputs, its results as outputs. */
 rn_status nv_lower_graph(const graph *g, bool half, nv_program **out);
+/* plugin_device_iface.check_specialized: the graph of a model with dynamic
+ * inputs as a run with every dynamic dim 1 specialises it
+ * (plugin_specialize_at_one) lowers; else the lowering's error (the node,
+ * its op, why), saying so. Needs no device. */
+rn_status nv_check_lowering(const graph *g, bool half);
+/* The identity of constant `v` (an NV_CONST value of a program) in a
+ * compiled model whose plan's graph is `base`: the data of base's constant
+ * of that name when the bytes are the same, else NULL (a constant folded
+ * for one shape). A specialised plan's graph is a clone of base whose
+ * constants are copies (graph_clone copies them), so the host pointer alone
+ * would not say that two programs hold the same weight. */
+const void *nv_weight_identity(const graph *base, const nv_value *v);
+
+/* Element strides of a value over its logical dims, for its layout
+ * (NHWC values: {H*W*C, 1, W*C, C}). */
+void nv_value_strides(const nv_value *v, int64_t *strides);
+
+/* Merges the dims of a broadcast that one index can walk (contiguous or
+ * broadcast in both operands) and drops dims of one: the new rank. */
+int nv_collapse_broadcast(nvk_broadcast *b);
+/* The same for a Transpose's output dims and permuted input strides; when
+ * the innermost dim is read contiguously its runs become wider elements
+ * (*esize 8 or 16 bytes). The new rank. */
+int nv_collapse_transpose(int *esize, int rank, int64_t *dims, int64_t *strides);
 
 /* Steps of a kind, for tests and the runtime model. */
 int nv_program_count(const nv_program *p, nv_step_kind kind);

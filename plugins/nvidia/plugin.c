@@ -5,12 +5,15 @@
  * kernels that answer query_model, the partition, its own properties
  * (properties.c) and step timing. Requests are the generic request
  * (plugins/api/plan.h). */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugins/api/device.h"
 #include "plugins/api/kit_id.h"
+#include "plugins/api/log.h"
 #include "plugins/nvidia/exec.h"
 #include "plugins/nvidia/nvidia.h"
 #include "plugins/ref/ref.h"
@@ -22,12 +25,44 @@ typedef struct nvidia {
     rn_kernel *claim_kernels;
 } nvidia;
 
-/* What a compiled model holds: the partition's program (owned by the
- * plan) and how the plan asks for it. */
+/* What a compiled model's programs share: the weights on the device, the
+ * live programs (one per input shape its runs were specialised for, while
+ * the plan's shape cache or a request holds it) and whether they time their
+ * steps. Counted by the compiled model and by each program, since a program
+ * goes when the plan lets go of its shape, which may be after the compiled
+ * model's state. */
+typedef struct nv_prog nv_prog;
+
+typedef struct nv_model {
+    atomic_int refs;
+    pthread_mutex_t lock;
+    nv_weights *weights;
+    nv_prog *progs; /* live, newest first */
+    int live;
+    uint64_t built; /* programs compiled */
+    bool timing;    /* NVIDIA_STEP_TIMING */
+} nv_model;
+
+/* The partition kernel's state: a program and its place among the model's. */
+struct nv_prog {
+    nv_model *model;
+    nv_exec *exec;
+    nv_prog *prev, *next;
+};
+
 typedef struct nvidia_compiled {
     rn_partition_ops parts;
-    nv_exec *exec;
+    nv_model *model;
 } nvidia_compiled;
+
+static void model_release(nv_model *m)
+{
+    if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
+        return;
+    nv_weights_release(m->weights);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
 
 /* ---- the partition: the whole model as one program ---- */
 
@@ -39,17 +74,30 @@ static bool claimed(const rn_node *node, const char **why)
 
 static rn_status program_run(rn_kernel_args *args)
 {
-    return nv_exec_run(args->state, args);
+    return nv_exec_run(((nv_prog *)args->state)->exec, args);
 }
 
 static void program_release(void *state)
 {
-    nv_exec_free(state);
+    nv_prog *p = state;
+    nv_model *m = p->model;
+    pthread_mutex_lock(&m->lock);
+    if (p->prev != NULL)
+        p->prev->next = p->next;
+    else
+        m->progs = p->next;
+    if (p->next != NULL)
+        p->next->prev = p->prev;
+    m->live--;
+    pthread_mutex_unlock(&m->lock);
+    nv_exec_free(p->exec);
+    free(p);
+    model_release(m);
 }
 
 static const char *program_impl(const void *state)
 {
-    return nv_exec_impl(state);
+    return nv_exec_impl(((const nv_prog *)state)->exec);
 }
 
 static const rn_kernel nvidia_program_kernel = {
@@ -60,6 +108,26 @@ static const rn_kernel nvidia_program_kernel = {
     .run = program_run,
     .release = program_release,
     .impl_name = program_impl,
+};
+
+/* The base plan of a model with dynamic input dims: never run, since every
+ * run takes the plan specialised for its input shapes, whose program is
+ * compiled then (check_specialized refused at compile what none could
+ * run). */
+static rn_status dynamic_run(rn_kernel_args *args)
+{
+    (void)args;
+    return rn_set_error(RN_INTERNAL,
+                        "NVIDIA: the program of the model's dynamic shapes ran; a run takes the "
+                        "program specialised for its input shapes");
+}
+
+static const rn_kernel nvidia_dynamic_kernel = {
+    .domain = "runnel",
+    .op_type = "NvidiaProgram",
+    .impl_type = "cudnn:dynamic shapes",
+    .supports = claimed,
+    .run = dynamic_run,
 };
 
 static rn_status claim_all(void *ctx, const rn_node *const *nodes, int n_nodes, int *group)
@@ -75,6 +143,33 @@ static nvidia_compiled *state_of(const plugin_compiled *c)
     return c->state;
 }
 
+/* Whether a partition input that is not a constant has a dynamic dim (the
+ * base plan of a model with dynamic inputs). */
+static bool dynamic_inputs(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
+                           int n_inputs)
+{
+    for (int i = 0; i < n_inputs; i++)
+        for (int k = 0; k < n_nodes; k++)
+            for (int j = 0; j < rn_node_input_count(nodes[k]); j++) {
+                if (strcmp(rn_node_input_name(nodes[k], j), input_names[i]) != 0 ||
+                    rn_node_input_constant(nodes[k], j) != NULL)
+                    continue;
+                rn_partial_shape s = rn_node_input_shape(nodes[k], j);
+                for (int d = 0; d < s.rank; d++)
+                    if (s.dims[d] < 0)
+                        return true;
+            }
+    return false;
+}
+
+/* A constant's identity in the compiled model (nv_weight_identity): the
+ * base plan is built on the plan's graph, whose constants are their own. */
+static const void *weight_key(void *ctx, const nv_value *v)
+{
+    const plugin_compiled *c = ctx;
+    return c->plan == NULL ? v->host_data : nv_weight_identity(plugin_plan_graph(c->plan), v);
+}
+
 static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n_nodes,
                                    const char *const *input_names, int n_inputs,
                                    const char *const *output_names, int n_outputs,
@@ -83,22 +178,66 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
     plugin_compiled *c = ctx;
     const nvidia *d = c->device->context;
     const nv_own *own = c->own;
+    nv_model *m = state_of(c)->model;
+    if (dynamic_inputs(nodes, n_nodes, input_names, n_inputs)) {
+        *kernel = &nvidia_dynamic_kernel;
+        *state = NULL;
+        return RN_OK;
+    }
     nv_program *prog;
     rn_status st = nv_lower(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs,
                             c->props.inference_precision == RN_F16, &prog);
     if (st != RN_OK)
         return st;
+    nv_prog *p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        nv_program_free(prog);
+        return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    }
     nv_exec_options o = {.device = d->info.device_id,
                          .allow_tf32 = own->allow_tf32,
                          .cuda_graph = own->cuda_graph,
-                         .max_slots = (int)own->max_slots};
-    nv_exec *x;
-    if ((st = nv_exec_create(prog, input_names, n_inputs, &o, &x)) != RN_OK)
+                         .max_slots = (int)own->max_slots,
+                         .weights = m->weights,
+                         .weight_key = weight_key,
+                         .weight_ctx = c};
+    bool channels_last = nv_program_channels_last(prog);
+    st = nv_exec_create(prog, input_names, n_inputs, &o, &p->exec);
+    if (st != RN_OK && st != RN_OUT_OF_MEMORY && channels_last) {
+        /* cuDNN found no engine for a channels-last convolution here:
+         * the whole program in NCHW, as before layouts were chosen. */
+        plugin_log(c->props.log_level, PLUGIN_LOG_WARNING, "NVIDIA",
+                   "channels-last program refused (%s); compiling it NCHW", rn_last_error());
+        if ((st = nv_lower_layouts(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs,
+                                   true, false, &prog)) == RN_OK)
+            st = nv_exec_create(prog, input_names, n_inputs, &o, &p->exec);
+    }
+    if (st != RN_OK) {
+        free(p);
         return st;
-    state_of(c)->exec = x;
+    }
+    atomic_fetch_add(&m->refs, 1);
+    p->model = m;
+    pthread_mutex_lock(&m->lock);
+    nv_exec_set_timing(p->exec, m->timing);
+    p->next = m->progs;
+    if (m->progs != NULL)
+        m->progs->prev = p;
+    m->progs = p;
+    m->live++;
+    m->built++;
+    pthread_mutex_unlock(&m->lock);
     *kernel = &nvidia_program_kernel;
-    *state = x;
+    *state = p;
     return RN_OK;
+}
+
+/* The model as a run whose dynamic input dims are all 1 would specialise
+ * it lowers (no device needed): an op NVIDIA does not run fails the compile
+ * naming the node. */
+static rn_status nvidia_check_specialized(plugin_compiled *c, const graph *g)
+{
+    return nv_check_lowering(g, c->props.inference_precision == RN_F16);
 }
 
 /* Nodes are claimed whole, so a kernel of this registry never runs: it
@@ -142,7 +281,7 @@ static rn_status nvidia_open(void **context)
         d->claim_kernels[i] = (rn_kernel){.domain = nv_supported_ops[i][0],
                                           .op_type = nv_supported_ops[i][1],
                                           .impl_type = "cudnn",
-                                          .supports = nv_supports,
+                                          .supports = nv_supports_op,
                                           .run = claimed_only};
     *context = d;
     return RN_OK;
@@ -170,6 +309,27 @@ static rn_status nvidia_read(void *context, const char *id, const char *key, cha
     return nv_device_property(&((nvidia *)context)->info, key, buf, size);
 }
 
+static rn_status arena_alloc(void *ctx, size_t size, size_t alignment, void **buffer)
+{
+    (void)ctx, (void)alignment; /* pinned memory is page aligned */
+    return nv_host_alloc(size, buffer);
+}
+
+static void arena_free(void *ctx, void *buffer)
+{
+    (void)ctx;
+    nv_host_free(buffer);
+}
+
+/* Request arenas in pinned memory: the program's results are downloaded
+ * into them directly. */
+static const rn_allocator nv_pinned_arenas = {
+    .name = "cuda-pinned-host",
+    .host = true,
+    .alloc = arena_alloc,
+    .free = arena_free,
+};
+
 /* One partition, one stream worker per request in flight (each waits for
  * its slot's event while the GPU works), requests in flight = the slots. */
 static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
@@ -178,11 +338,24 @@ static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
     if (x == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
     c->state = x;
+    nv_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    rn_status st =
+        nv_weights_create(((const nvidia *)c->device->context)->info.device_id, &m->weights);
+    if (st != RN_OK) {
+        free(m);
+        return st;
+    }
+    atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->lock, NULL);
+    x->model = m;
     x->parts = (rn_partition_ops){.abi_version = RN_KERNEL_ABI_VERSION,
                                   .claim = claim_all,
                                   .compile = compile_partition,
                                   .ctx = c};
     o->partitions = &x->parts;
+    o->allocator = &nv_pinned_arenas;
     uint32_t max_slots = ((const nv_own *)c->own)->max_slots;
     uint32_t streams, threads;
     plugin_properties_streams(&c->props, 64, &streams, &threads, &c->optimal_requests);
@@ -199,15 +372,25 @@ static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
 
 static void nvidia_unplace(plugin_compiled *c)
 {
-    free(c->state);
+    nvidia_compiled *x = state_of(c);
+    if (x != NULL)
+        model_release(x->model);
+    free(x);
 }
 
-/* NVIDIA_STEP_TIMING turns the events between steps on or off. */
+/* NVIDIA_STEP_TIMING turns the events between steps on or off, in every
+ * program of the model and those compiled later. */
 static void nvidia_timing(plugin_compiled *c)
 {
     nvidia_compiled *x = state_of(c);
-    if (x != NULL && x->exec != NULL)
-        nv_exec_set_timing(x->exec, ((const nv_own *)c->own)->step_timing);
+    if (x == NULL || x->model == NULL)
+        return;
+    nv_model *m = x->model;
+    pthread_mutex_lock(&m->lock);
+    m->timing = ((const nv_own *)c->own)->step_timing;
+    for (nv_prog *p = m->progs; p != NULL; p = p->next)
+        nv_exec_set_timing(p->exec, m->timing);
+    pthread_mutex_unlock(&m->lock);
 }
 
 static rn_status nvidia_built(plugin_compiled *c, rn_status st)
@@ -217,16 +400,55 @@ static rn_status nvidia_built(plugin_compiled *c, rn_status st)
     return st;
 }
 
-static const char *const nvidia_compiled_keys[] = {"NVIDIA_STEP_TIME_US", NULL};
+static const char *const nvidia_compiled_keys[] = {"NVIDIA_STEP_TIME_US", "NVIDIA_STEP_PROFILE",
+                                                   "NVIDIA_PROGRAMS", NULL};
+
+/* NVIDIA_PROGRAMS: the programs compiled for the model's input shapes and
+ * live now, the plan's shape cache (specialised plans built and reused),
+ * and the weights on the device with how often a program uploaded or
+ * shared one. */
+static void programs_line(plugin_compiled *c, nv_model *m, char *buf, size_t size)
+{
+    plugin_plan_stats ps = {0};
+    if (c->plan != NULL)
+        plugin_plan_get_stats(c->plan, &ps);
+    nv_weights_stats ws;
+    nv_weights_get_stats(m->weights, &ws);
+    pthread_mutex_lock(&m->lock);
+    snprintf(buf, size,
+             "programs=%llu live=%d shape_builds=%llu shape_hits=%llu shape_cached=%d "
+             "weights=%d bytes=%zu uploads=%llu reuses=%llu",
+             (unsigned long long)m->built, m->live, (unsigned long long)ps.shape_builds,
+             (unsigned long long)ps.shape_hits, ps.shape_cached, ws.copies, ws.bytes,
+             (unsigned long long)ws.uploads, (unsigned long long)ws.reuses);
+    pthread_mutex_unlock(&m->lock);
+}
 
 static rn_status nvidia_compiled_read(plugin_compiled *c, const char *key, char *buf, size_t size)
 {
-    if (strcmp(key, nvidia_compiled_keys[0]) != 0)
-        return RN_NOT_FOUND;
     nvidia_compiled *x = state_of(c);
-    char tmp[32];
-    snprintf(tmp, sizeof tmp, "%.1f",
-             x != NULL && x->exec != NULL ? (double)nv_exec_steps_ns(x->exec) / 1e3 : 0.0);
+    char tmp[1024] = "";
+    int k = 0;
+    while (nvidia_compiled_keys[k] != NULL && strcmp(key, nvidia_compiled_keys[k]) != 0)
+        k++;
+    if (nvidia_compiled_keys[k] == NULL)
+        return RN_NOT_FOUND;
+    if (k == 2 && x != NULL) {
+        programs_line(c, x->model, tmp, sizeof tmp);
+        return plugin_property_string(key, tmp, buf, size);
+    }
+    /* The step times of the newest program that ran timed (each input shape
+     * has its own). */
+    uint64_t ns = 0;
+    if (x != NULL) {
+        pthread_mutex_lock(&x->model->lock);
+        for (nv_prog *p = x->model->progs; p != NULL && ns == 0; p = p->next)
+            if ((ns = nv_exec_steps_ns(p->exec)) != 0 && k == 1)
+                nv_exec_step_profile(p->exec, tmp, sizeof tmp);
+        pthread_mutex_unlock(&x->model->lock);
+    }
+    if (k == 0)
+        snprintf(tmp, sizeof tmp, "%.1f", (double)ns / 1e3);
     return plugin_property_string(key, tmp, buf, size);
 }
 
@@ -239,13 +461,14 @@ const plugin_device_iface nv_device_iface = {
             .range_for_streams = "1 64",
             .caching_properties = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT NVIDIA_ALLOW_TF32",
         },
-    .context_kind = {"NVIDIA", "HOST", "HOST_BUFFER"},
+    .context_kind = {"NVIDIA", "HOST", "HOST_BUFFER", nv_host_alloc, nv_host_free},
     .own_keys = nv_property_keys,
     .n_own_keys = NV_N_PROPERTY_KEYS,
     .own_size = sizeof(nv_own),
     .ro_keys = nv_device_keys,
     .compiled_ro_keys = nvidia_compiled_keys,
     .infer_shapes = true,
+    .specializes = true,
     .open = nvidia_open,
     .close = nvidia_close,
     .register_kernels = nvidia_register_kernels,
@@ -255,6 +478,7 @@ const plugin_device_iface nv_device_iface = {
     .add_passes = nv_add_passes,
     .plan = nvidia_plan,
     .unplace = nvidia_unplace,
+    .check_specialized = nvidia_check_specialized,
     .built = nvidia_built,
     .compiled_read = nvidia_compiled_read,
     .compiled_changed = nvidia_timing,

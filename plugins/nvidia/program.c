@@ -22,6 +22,9 @@ typedef struct lowering {
     int cap_values, cap_steps;
     const rn_node *const *nodes;
     int n_nodes;
+    const char *const *output_names;
+    int n_outputs;
+    bool channels_last; /* NHWC around f16 convolutions (choose_layouts) */
 } lowering;
 
 static rn_status oom(void)
@@ -187,6 +190,108 @@ static void conv_attrs(const rn_node *n, nv_step *s)
             s->pads[i] = w.pads[i];
 }
 
+/* How many inputs of the claimed nodes read `name` (outputs of the
+ * partition count as one more reader). */
+static int readers(const lowering *l, const char *name)
+{
+    int count = 0;
+    for (int k = 0; k < l->n_nodes; k++)
+        for (int j = 0; j < rn_node_input_count(l->nodes[k]); j++)
+            count += strcmp(rn_node_input_name(l->nodes[k], j), name) == 0;
+    for (int o = 0; o < l->n_outputs; o++)
+        count += strcmp(l->output_names[o], name) == 0;
+    return count;
+}
+
+static bool same_shape(const nv_value *a, const nv_value *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d])
+            return false;
+    return true;
+}
+
+/* The step that writes value v (its root), or -1. */
+static int producer_step(const nv_program *p, int v)
+{
+    for (int k = p->n_steps - 1; k >= 0; k--)
+        if (p->steps[k].out == v)
+            return k;
+    return -1;
+}
+
+static void contiguous_strides(const nv_value *v, int64_t *strides)
+{
+    int64_t stride = 1;
+    for (int d = v->rank - 1; d >= 0; d--) {
+        strides[d] = stride;
+        stride *= v->dims[d];
+    }
+}
+
+/* A value's strides over (batch, head, row, feature) of an attention whose
+ * batch dims are the first rank-2 of a BHSD tensor; `swap` reads rows and
+ * features the other way round (Kt [.., D, Sk]). */
+static void bhsd_strides(const nv_value *v, bool swap, int64_t *out)
+{
+    int64_t st[RN_MAX_RANK];
+    contiguous_strides(v, st);
+    int r = v->rank;
+    out[0] = r >= 3 ? st[0] : 0;
+    out[1] = r == 4 ? st[1] : 0;
+    out[2] = st[r - (swap ? 1 : 2)];
+    out[3] = st[r - (swap ? 2 : 1)];
+}
+
+/* ScaledDotProductAttention(Q, Kt, V[, mask]) as one step. */
+static void lower_attention(lowering *l, const rn_node *n, nv_step *s)
+{
+    const nv_program *p = l->p;
+    const nv_value *q = &p->values[s->in[0]], *k = &p->values[s->in[1]], *v = &p->values[s->in[2]],
+                   *y = &p->values[s->out];
+    nvk_attention_args *a = &s->att;
+    bool bshd = strcmp(rn_node_attr_string(n, "qkv_layout", "BHSD"), "BSHD") == 0;
+    a->scale = rn_node_attr_float(n, "scale", 1.0f);
+    int r = q->rank;
+    if (bshd) { /* [B, S, H, D]: the head split read with strides */
+        a->batch = q->dims[0], a->heads = q->dims[2];
+        a->sq = q->dims[1], a->sk = k->dims[1], a->d = q->dims[3], a->dv = v->dims[3];
+        const nv_value *x[3] = {q, k, v};
+        int64_t *out[3] = {a->q_strides, a->k_strides, a->v_strides};
+        for (int i = 0; i < 3; i++) {
+            int64_t st[RN_MAX_RANK];
+            contiguous_strides(x[i], st);
+            out[i][0] = st[0], out[i][1] = st[2], out[i][2] = st[1], out[i][3] = st[3];
+        }
+    } else {
+        a->batch = r >= 3 ? q->dims[0] : 1;
+        a->heads = r == 4 ? q->dims[1] : 1;
+        a->sq = q->dims[r - 2], a->d = q->dims[r - 1];
+        a->sk = k->dims[r - 1], a->dv = v->dims[r - 1];
+        bhsd_strides(q, false, a->q_strides);
+        bhsd_strides(k, true, a->k_strides);
+        bhsd_strides(v, false, a->v_strides);
+    }
+    bhsd_strides(y, false, a->o_strides);
+    if (s->n_in > 3 && s->in[3] >= 0) {
+        /* The mask broadcasts to the scores [batch dims.., Sq, Sk]. */
+        const nv_value *m = &p->values[s->in[3]];
+        int64_t st[RN_MAX_RANK], sc[4] = {0, 0, 0, 0};
+        contiguous_strides(m, st);
+        int sr = bshd ? 4 : r; /* the scores' rank */
+        for (int d = 0; d < sr; d++) {
+            int md = d - (sr - m->rank);
+            int64_t stride = md >= 0 && m->dims[md] != 1 ? st[md] : 0;
+            sc[d < sr - 2 ? d : d + (4 - sr)] = stride; /* onto (b, h, i, j) */
+        }
+        memcpy(a->mask_strides, sc, sizeof sc);
+    } else {
+        s->n_in = 3;
+    }
+}
+
 static rn_status lower_node(lowering *l, const rn_node *n)
 {
     const char *op = rn_node_op_type(n);
@@ -210,12 +315,110 @@ static rn_status lower_node(lowering *l, const rn_node *n)
         p->values[y].storage = p->values[p->values[y].root].storage;
         return RN_OK;
     }
+    /* The exporters' head merge after a fused attention: the attention
+     * writes [B, S, H, D] and the Transpose is a view. */
+    if (strcmp(op, "Transpose") == 0 && x != NULL && x->rank == 4) {
+        const int64_t *perm;
+        int k = producer_step(p, s.in[0]);
+        if (rn_node_attr_ints(n, "perm", &perm) == 4 && perm[0] == 0 && perm[1] == 2 &&
+            perm[2] == 1 && perm[3] == 3 && k >= 0 && p->steps[k].kind == NV_STEP_ATTENTION &&
+            !p->steps[k].att_out_bshd && readers(l, x->name) == 1) {
+            int y;
+            if ((st = output_value(l, n, &y)) != RN_OK)
+                return st;
+            nv_step *a = &p->steps[k];
+            const nv_value *o = &p->values[y]; /* [B, S, H, D] */
+            a->att_out_bshd = true;
+            a->att.o_strides[0] = o->dims[1] * o->dims[2] * o->dims[3];
+            a->att.o_strides[1] = o->dims[3];
+            a->att.o_strides[2] = o->dims[2] * o->dims[3];
+            a->att.o_strides[3] = 1;
+            p->values[y].root = p->values[s.in[0]].root;
+            return RN_OK;
+        }
+    }
+    /* A bias Add after a MatMul or Gemm that nothing else reads: Gemm's C
+     * (the product added to the broadcast bias). */
+    if (strcmp(op, "Add") == 0 && s.n_in == 2) {
+        for (int side = 0; side < 2; side++) {
+            const nv_value *prod_v = &p->values[s.in[side]], *b = &p->values[s.in[1 - side]];
+            int k = producer_step(p, s.in[side]);
+            if (k < 0 || p->steps[k].kind != NV_STEP_GEMM || p->steps[k].batch > 1 ||
+                p->steps[k].gemm_beta != 0.0f || p->steps[k].act != NV_ACT_NONE ||
+                prod_v->root != s.in[side] || b->storage != NV_CONST ||
+                readers(l, prod_v->name) != 1)
+                continue;
+            int64_t cols = p->steps[k].n;
+            bool row = (b->rank == 1 && b->dims[0] == cols) ||
+                       (b->rank == 2 && b->dims[0] == 1 && b->dims[1] == cols);
+            rn_partial_shape ys = rn_node_output_shape(n, 0);
+            if (!row || ys.rank != prod_v->rank || b->rank > 2)
+                continue;
+            int y;
+            if ((st = output_value(l, n, &y)) != RN_OK)
+                return st;
+            nv_step *g = &p->steps[k];
+            g->in[2] = s.in[1 - side];
+            g->n_in = 3;
+            g->gemm_beta = 1.0f;
+            p->values[y].root = p->values[s.in[side]].root;
+            return RN_OK;
+        }
+    }
+    /* An activation after a GEMM that nothing else reads: applied by the
+     * GEMM's step, with its bias, in one pass after the product. */
+    nv_act folded = NV_ACT_NONE;
+    float fa = 0.0f, fb = 0.0f;
+    if (s.n_in >= 1 && s.in[0] >= 0 &&
+        (strcmp(op, "Relu") == 0 || strcmp(op, "Gelu") == 0 || strcmp(op, "Sigmoid") == 0 ||
+         strcmp(op, "Tanh") == 0))
+        folded = parse_act(op, NULL, 0, &fa, &fb);
+    if (folded == NV_ACT_GELU && strcmp(rn_node_attr_string(n, "approximate", "none"), "tanh") == 0)
+        folded = NV_ACT_GELU_TANH;
+    if (folded != NV_ACT_NONE) {
+        /* (through the view of a bias Add folded into the GEMM) */
+        int r = p->values[s.in[0]].root, k = producer_step(p, r);
+        if (k >= 0 && p->steps[k].kind == NV_STEP_GEMM && p->steps[k].act == NV_ACT_NONE &&
+            p->steps[k].batch <= 1 && readers(l, x->name) == 1 &&
+            (r == s.in[0] || readers(l, p->values[r].name) == 1) && rn_node_input_count(n) == 1) {
+            int y;
+            if ((st = output_value(l, n, &y)) != RN_OK)
+                return st;
+            nv_step *g = &p->steps[k];
+            g->act = folded, g->alpha = fa, g->beta = fb;
+            g->bias_after = g->gemm_beta == 1.0f && g->n_in > 2 && g->in[2] >= 0 &&
+                            p->values[g->in[2]].count == (size_t)g->n;
+            p->values[y].root = p->values[s.in[0]].root;
+            return RN_OK;
+        }
+    }
+    /* A residual Add read only by a LayerNormalization: the normalization
+     * adds it as it reads (one pass less). */
+    if (strcmp(op, "LayerNormalization") == 0 && s.in[0] >= 0) {
+        int k = producer_step(p, s.in[0]);
+        const nv_step *add = k >= 0 ? &p->steps[k] : NULL;
+        if (add != NULL && add->kind == NV_STEP_BINARY && add->bin == NV_BIN_ADD &&
+            add->n_in == 2 && add->act == NV_ACT_NONE && k == p->n_steps - 1 &&
+            p->values[s.in[0]].root == s.in[0] && readers(l, x->name) == 1 &&
+            same_shape(&p->values[add->in[0]], x) && same_shape(&p->values[add->in[1]], x)) {
+            int a = add->in[0], b = add->in[1];
+            p->n_steps--; /* the Add goes; its output value is never written */
+            s.in[0] = a;
+            if (s.n_in < 3)
+                s.in[2] = -1;
+            s.in[3] = b;
+            s.n_in = 4;
+        }
+    }
     if ((st = output_value(l, n, &s.out)) != RN_OK)
         return st;
     x = &p->values[s.in[0]];
     const nv_value *y = &p->values[s.out];
 
-    if (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0) {
+    if (strcmp(op, "ScaledDotProductAttention") == 0) {
+        s.kind = NV_STEP_ATTENTION;
+        lower_attention(l, n, &s);
+    } else if (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0) {
         s.kind = NV_STEP_CONV;
         conv_attrs(n, &s);
         s.group = rn_node_attr_int(n, "group", 1);
@@ -247,6 +450,12 @@ static rn_status lower_node(lowering *l, const rn_node *n)
         s.a_batch_stride = prod(x->dims, 0, x->rank - 2) == 1 ? 0 : s.m * s.k;
         s.b_batch_stride = prod(b->dims, 0, b->rank - 2) == 1 ? 0 : s.k * s.n;
         s.gemm_alpha = 1.0f;
+        if (s.batch > 1 && s.b_batch_stride == 0 && s.a_batch_stride != 0) {
+            /* [batch, M, K] x [K, N]: one GEMM of batch * M rows. */
+            s.m *= s.batch;
+            s.batch = 1;
+            s.a_batch_stride = 0;
+        }
     } else if (strstr(op, "Pool") != NULL) {
         s.kind = NV_STEP_POOL;
         s.pool_mode = strstr(op, "Max") != NULL ? 0 : 1;
@@ -313,6 +522,8 @@ static rn_status lower_node(lowering *l, const rn_node *n)
         s.epsilon = rn_node_attr_float_or_default(n, "epsilon");
         if (s.n_in < 3)
             s.in[2] = -1, s.n_in = 3;
+        if (s.n_in < 4)
+            s.in[3] = -1;
     } else if (strcmp(op, "Gather") == 0) {
         s.kind = NV_STEP_GATHER;
         int64_t axis = rn_node_attr_int(n, "axis", 0);
@@ -485,15 +696,261 @@ static rn_status plan_memory(nv_program *p)
     return RN_OK;
 }
 
+/* ---- layouts: channels-last (NHWC) around f16 convolutions ---- */
+
+void nv_value_strides(const nv_value *v, int64_t *strides)
+{
+    if (v->nhwc && v->rank == 4) {
+        int64_t c = v->dims[1], h = v->dims[2], w = v->dims[3];
+        strides[0] = h * w * c, strides[1] = 1, strides[2] = w * c, strides[3] = c;
+        return;
+    }
+    int64_t stride = 1;
+    for (int d = v->rank - 1; d >= 0; d--) {
+        strides[d] = stride;
+        stride *= v->dims[d];
+    }
+}
+
+/* A rank-4 value whose layout matters (H or W above one). */
+static bool spatial(const nv_value *v)
+{
+    return v->rank == 4 && (v->dims[2] != 1 || v->dims[3] != 1);
+}
+
+/* Whether a pooling step runs on cuDNN (symmetric pads, floor rounding):
+ * the rule exec.c's prepare_pool applies. */
+static bool cudnn_pool(const nv_program *p, const nv_step *s)
+{
+    const nv_value *in = &p->values[s->in[0]], *out = &p->values[s->out];
+    if (s->pads[0] != s->pads[2] || s->pads[1] != s->pads[3] || in->rank != 4)
+        return false;
+    for (int d = 0; d < 2; d++) {
+        int64_t stride = s->strides[d] > 0 ? s->strides[d] : 1;
+        if ((in->dims[2 + d] + 2 * s->pads[d] - s->kernel[d]) / stride + 1 != out->dims[2 + d])
+            return false;
+    }
+    return true;
+}
+
+/* Clears value v's root from the candidates; true when it changed. */
+static bool drop(const nv_program *p, bool *cand, int v)
+{
+    if (v < 0 || !cand[p->values[v].root])
+        return false;
+    cand[p->values[v].root] = false;
+    return true;
+}
+
+static bool is_cand(const nv_program *p, const bool *cand, int v)
+{
+    return v >= 0 && cand[p->values[v].root];
+}
+
+/* Operands that must share one layout (elementwise over equal shapes, a
+ * Concat over channels): all channels-last or none. */
+static bool unify(const nv_program *p, bool *cand, const int *vals, int n)
+{
+    bool all = true, changed = false;
+    for (int i = 0; i < n; i++)
+        if (vals[i] >= 0 && spatial(&p->values[vals[i]]))
+            all &= is_cand(p, cand, vals[i]);
+    for (int i = 0; i < n && !all; i++)
+        changed |= drop(p, cand, vals[i]);
+    return changed;
+}
+
+/* One pass of the constraints; true when a candidate was dropped. */
+static bool constrain(const nv_program *p, bool *cand)
+{
+    bool changed = false;
+    for (int k = 0; k < p->n_steps; k++) {
+        const nv_step *s = &p->steps[k];
+        int ops[NV_MAX_STEP_IN + 1];
+        int n = 0;
+        for (int i = 0; i < s->n_in; i++)
+            ops[n++] = s->in[i];
+        ops[n++] = s->out;
+        switch (s->kind) {
+        case NV_STEP_CONV: {
+            /* X converts to Y's layout, the residual is Y's; Y goes
+             * channels-last only from an NHWC X or from a model input
+             * (converted once): no conversion inside the model buys it. */
+            int pair[2] = {s->in[3], s->out};
+            if (s->in[3] >= 0)
+                changed |= unify(p, cand, pair, 2);
+            const nv_value *x = &p->values[s->in[0]];
+            if (!is_cand(p, cand, s->in[0]) && p->values[x->root].input < 0)
+                changed |= drop(p, cand, s->out);
+            break;
+        }
+        case NV_STEP_POOL:
+            if (!cudnn_pool(p, s))
+                changed |= drop(p, cand, s->in[0]) | drop(p, cand, s->out);
+            else if (spatial(&p->values[s->out]))
+                changed |= unify(p, cand, (int[]){s->in[0], s->out}, 2);
+            break;
+        case NV_STEP_UNARY:
+            changed |= unify(p, cand, ops, n);
+            break;
+        case NV_STEP_BINARY: {
+            const nv_value *y = &p->values[s->out];
+            if (same_shape(&p->values[s->in[0]], y) && same_shape(&p->values[s->in[1]], y))
+                changed |= unify(p, cand, ops, n);
+            else
+                for (int i = 0; i < n; i++)
+                    changed |= drop(p, cand, ops[i]);
+            break;
+        }
+        case NV_STEP_CONCAT:
+            if (s->axis == 1 && p->values[s->out].rank == 4)
+                changed |= unify(p, cand, ops, n);
+            else
+                for (int i = 0; i < n; i++)
+                    changed |= drop(p, cand, ops[i]);
+            break;
+        default:
+            for (int i = 0; i < n; i++)
+                changed |= drop(p, cand, ops[i]);
+        }
+    }
+    return changed;
+}
+
+/* Inserts step `s` at index `at`. */
+static rn_status insert_step(lowering *l, int at, const nv_step *s)
+{
+    rn_status st = add_step(l, s);
+    if (st != RN_OK)
+        return st;
+    nv_program *p = l->p;
+    memmove(&p->steps[at + 1], &p->steps[at], (size_t)(p->n_steps - 1 - at) * sizeof *p->steps);
+    p->steps[at] = *s;
+    return RN_OK;
+}
+
+/* f16 convolutions and what runs between them in NHWC, cuDNN's fast
+ * layout on tensor cores (ResNet-50 batch 32 on an H200: 2.5 ms against
+ * 4.0 ms NCHW): every spatial rank-4 value inside the program
+ * whose steps all take channels-last (convolutions, cuDNN pooling,
+ * elementwise over equal shapes, Concat over channels) and that no view
+ * reads; a convolution whose input has the other layout reads a converted
+ * copy (a Transpose step). The weights of a convolution with an NHWC input
+ * are KRSC. RUNNEL_NV_LAYOUT=nchw keeps every value NCHW (A/B runs). */
+static rn_status choose_layouts(lowering *l)
+{
+    nv_program *p = l->p;
+    const char *env = getenv("RUNNEL_NV_LAYOUT");
+    if (!p->half || !l->channels_last || (env != NULL && strcmp(env, "nchw") == 0) ||
+        nv_program_count(p, NV_STEP_CONV) == 0)
+        return RN_OK;
+    int nv = p->n_values;
+    bool *cand = calloc((size_t)nv + 1, sizeof *cand);
+    int *converted = malloc(((size_t)nv + 1) * sizeof *converted);
+    if (cand == NULL || converted == NULL) {
+        free(cand);
+        free(converted);
+        return oom();
+    }
+    for (int v = 0; v < nv; v++) {
+        const nv_value *x = &p->values[v];
+        cand[v] = x->root == v && x->storage == NV_ARENA && spatial(x) && x->input < 0 &&
+                  x->output < 0 && x->type == RN_F16;
+        converted[v] = -1;
+    }
+    for (int v = 0; v < nv; v++)
+        if (p->values[v].root != v || p->values[v].output >= 0)
+            cand[p->values[v].root] = false; /* a view would read other bytes */
+    for (bool again = true; again;) {
+        while (constrain(p, cand))
+            ;
+        /* A weight read by convolutions of both layouts: those inputs NCHW. */
+        again = false;
+        for (int k = 0; k < p->n_steps; k++) {
+            const nv_step *a = &p->steps[k];
+            if (a->kind != NV_STEP_CONV)
+                continue;
+            for (int j = 0; j < p->n_steps; j++) {
+                const nv_step *b = &p->steps[j];
+                if (b->kind == NV_STEP_CONV && b->in[1] == a->in[1] &&
+                    is_cand(p, cand, a->out) != is_cand(p, cand, b->out))
+                    again |= drop(p, cand, a->out) | drop(p, cand, b->out);
+            }
+        }
+    }
+    for (int v = 0; v < nv; v++)
+        p->values[v].nhwc = cand[p->values[v].root];
+    rn_status st = RN_OK;
+    for (int k = 0; k < p->n_steps && st == RN_OK; k++) {
+        nv_step *c = &p->steps[k];
+        if (c->kind != NV_STEP_CONV)
+            continue;
+        bool want = p->values[c->out].nhwc;
+        p->values[c->in[1]].nhwc = want; /* KRSC weights */
+        p->values[p->values[c->in[1]].root].nhwc = want;
+        int x = c->in[0];
+        if (p->values[x].nhwc == want)
+            continue;
+        /* A copy of X in Y's layout, made once per value and layout. */
+        int key = p->values[x].root;
+        if (converted[key] < 0 || p->values[converted[key]].nhwc != want) {
+            char name[512];
+            snprintf(name, sizeof name, "%s#%s", p->values[x].name, want ? "nhwc" : "nchw");
+            rn_partial_shape sh = {.rank = 4};
+            memcpy(sh.dims, p->values[x].dims, sizeof sh.dims);
+            int t;
+            if ((st = add_value(l, name, p->values[x].host_type, &sh, &t)) != RN_OK)
+                break;
+            p->values[t].nhwc = want;
+            nv_step tr = {.kind = NV_STEP_TRANSPOSE,
+                          .node = c->node,
+                          .op = "Transpose",
+                          .in = {x},
+                          .n_in = 1,
+                          .out = t,
+                          .perm = {0, 1, 2, 3}};
+            if ((st = insert_step(l, k, &tr)) != RN_OK)
+                break;
+            c = &p->steps[++k]; /* the convolution moved one on */
+            converted[key] = t;
+        }
+        c->in[0] = converted[key];
+    }
+    free(cand);
+    free(converted);
+    return st;
+}
+
 rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
                    int n_inputs, const char *const *output_names, int n_outputs, bool half,
                    nv_program **out)
+{
+    return nv_lower_layouts(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs, half,
+                            true, out);
+}
+
+bool nv_program_channels_last(const nv_program *p)
+{
+    for (int v = 0; v < p->n_values; v++)
+        if (p->values[v].nhwc)
+            return true;
+    return false;
+}
+
+rn_status nv_lower_layouts(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
+                           int n_inputs, const char *const *output_names, int n_outputs, bool half,
+                           bool channels_last, nv_program **out)
 {
     nv_program *p = calloc(1, sizeof *p);
     if (p == NULL)
         return oom();
     p->half = half;
-    lowering l = {.p = p, .nodes = nodes, .n_nodes = n_nodes};
+    lowering l = {.p = p,
+                  .nodes = nodes,
+                  .n_nodes = n_nodes,
+                  .output_names = output_names,
+                  .n_outputs = n_outputs,
+                  .channels_last = channels_last};
     rn_status st = RN_OK;
     for (int i = 0; i < n_nodes && st == RN_OK; i++) {
         const char *why = "";
@@ -556,6 +1013,8 @@ rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *
                                          .n_in = 1,
                                          .out = stage_out[o]});
     }
+    if (st == RN_OK)
+        st = choose_layouts(&l);
     if (st == RN_OK) {
         /* Inputs live from the start (upload), outputs to the end (download). */
         for (int i = 0; i < p->n_inputs; i++)
@@ -641,6 +1100,7 @@ const char *nv_step_kind_name(nv_step_kind kind)
         [NV_STEP_GATHER] = "cuda_gather",
         [NV_STEP_REDUCE_MEAN] = "cuda_reduce_mean",
         [NV_STEP_BATCHNORM] = "cuda_batchnorm",
+        [NV_STEP_ATTENTION] = "cuda_attention",
     };
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }

@@ -1,5 +1,7 @@
 /* Which nodes NVIDIA runs: the ops of the light CNNs and of a transformer
- * encoder, in f32 (computed in f32 or f16), with static shapes. Everything
+ * encoder, in f32 (computed in f32 or f16). Dynamic dims are accepted by
+ * nv_supports_op (query_model; a run's plan is specialised for its shapes
+ * before it is lowered) and refused by nv_supports (the lowering). Everything
  * else is refused with the reason, so that HETERO and query_model can place
  * it elsewhere. */
 #include <string.h>
@@ -9,6 +11,7 @@
 const char *const nv_supported_ops[][2] = {
     {"", "Conv"},
     {"runnel", "FusedConv"},
+    {"runnel", "ScaledDotProductAttention"},
     {"", "Gemm"},
     {"runnel", "FusedGemm"},
     {"", "MatMul"},
@@ -71,14 +74,18 @@ static bool static_shape(rn_partial_shape s)
     return true;
 }
 
-/* Every present input and output has a static shape; floats are f32. */
-static bool check_ports(const rn_node *n, const char **why)
+/* Every present input and output has a known rank, and with `fixed` a
+ * static shape; floats are f32. */
+static bool check_ports(const rn_node *n, bool fixed, const char **why)
 {
     for (int i = 0; i < rn_node_input_count(n); i++) {
         if (rn_node_input_name(n, i)[0] == '\0')
             continue;
-        if (!static_shape(rn_node_input_shape(n, i))) {
-            *why = "dynamic shapes are not supported (compile with static input shapes)";
+        rn_partial_shape s = rn_node_input_shape(n, i);
+        if (s.rank < 0 || (fixed && !static_shape(s))) {
+            *why = s.rank < 0 ? "an input of unknown rank"
+                              : "a dynamic shape reached the lowering (a run's plan is "
+                                "specialised for its input shapes first)";
             return false;
         }
         rn_element_type t = rn_node_input_type(n, i);
@@ -90,8 +97,10 @@ static bool check_ports(const rn_node *n, const char **why)
     for (int i = 0; i < rn_node_output_count(n); i++) {
         if (rn_node_output_name(n, i)[0] == '\0')
             continue;
-        if (!static_shape(rn_node_output_shape(n, i))) {
-            *why = "dynamic output shapes are not supported";
+        rn_partial_shape s = rn_node_output_shape(n, i);
+        if (s.rank < 0 || (fixed && !static_shape(s))) {
+            *why = s.rank < 0 ? "an output of unknown rank (a data-dependent shape)"
+                              : "a dynamic output shape reached the lowering";
             return false;
         }
     }
@@ -191,6 +200,8 @@ static bool matmul_ok(const rn_node *n, const char **why)
     int64_t by = 1;
     for (int d = 0; d < y.rank - 2; d++)
         by *= y.dims[d];
+    if (!static_shape(a) || !static_shape(b) || !static_shape(y))
+        return true; /* checked again on the shapes of a run */
     return need((ba == by || ba == 1) && (bb == by || bb == 1),
                 "MatMul broadcasting other than a shared batch or a batch of one is not "
                 "supported",
@@ -303,7 +314,33 @@ static bool view_ok(const rn_node *n, const char **why)
     return need(rn_node_output_type(n, 0) != RN_STRING, "strings are not supported", why);
 }
 
+/* runnel's ScaledDotProductAttention (transforms/fuse_attention.c): Q, Kt,
+ * V of rank 2 to 4 (BHSD) or the rank-4 head split (BSHD), heads of up to
+ * 256 features, batch x heads within a grid's 65535 rows. */
+static bool attention_ok(const rn_node *n, const char **why)
+{
+    rn_partial_shape q = rn_node_input_shape(n, 0), v = rn_node_input_shape(n, 2);
+    const char *layout = rn_node_attr_string(n, "qkv_layout", "BHSD");
+    bool bshd = strcmp(layout, "BSHD") == 0;
+    if (!need(f32_io(n, 4), "f32 tensors only", why) ||
+        !need(q.rank >= 2 && q.rank <= 4, "attention over Q of rank 2 to 4 only", why) ||
+        !need(strcmp(layout, "BHSD") == 0 || (bshd && q.rank == 4),
+              "qkv_layout BHSD, or BSHD of rank-4 inputs", why))
+        return false;
+    int64_t d = bshd ? q.dims[3] : q.dims[q.rank - 1], dv = bshd ? v.dims[3] : v.dims[v.rank - 1];
+    int64_t bh = 1;
+    for (int k = 0; k < q.rank - 2; k++)
+        bh *= q.dims[bshd && k == 1 ? 2 : k];
+    return need(d <= 256 && dv <= 256, "attention heads of more than 256 features", why) &&
+           need(bh <= 65535, "more than 65535 batch x heads in one attention", why);
+}
+
 bool nv_supports(const rn_node *node, const char **why)
+{
+    return nv_supports_op(node, why) && check_ports(node, true, why);
+}
+
+bool nv_supports_op(const rn_node *node, const char **why)
 {
     const char *op = rn_node_op_type(node);
     bool known = false;
@@ -313,12 +350,14 @@ bool nv_supports(const rn_node *node, const char **why)
         *why = "NVIDIA has no kernel for this op";
         return false;
     }
-    if (!check_ports(node, why))
+    if (!check_ports(node, false, why))
         return false;
     if (is(node, "", "Conv") || is(node, "runnel", "FusedConv"))
         return conv_ok(node, why);
     if (is(node, "", "Gemm") || is(node, "runnel", "FusedGemm"))
         return gemm_ok(node, why);
+    if (is(node, "runnel", "ScaledDotProductAttention"))
+        return attention_ok(node, why);
     if (strcmp(op, "MatMul") == 0)
         return matmul_ok(node, why);
     if (strstr(op, "Pool") != NULL)

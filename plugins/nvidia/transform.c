@@ -11,9 +11,20 @@
 #include "plugins/nvidia/nvidia.h"
 #include "transforms/transforms.h"
 
+/* Attention fused in f16 (tensor cores; RUNNEL_NV_ATTENTION=unfused keeps
+ * the matrix products, softmax and transposes, for A/B runs); in f32 the
+ * unfused steps are cuBLAS's and faster than a scalar fused kernel. */
+static bool fuse_attention(const plugin_properties *props)
+{
+    const char *mode = getenv("RUNNEL_NV_ATTENTION");
+    if (mode != NULL && strcmp(mode, "unfused") == 0)
+        return false;
+    return props != NULL && props->inference_precision == RN_F16;
+}
+
 rn_status nv_add_passes(void *context, transforms_pipeline *tp, const plugin_properties *props)
 {
-    (void)context, (void)props;
+    (void)context;
     struct {
         const char *name;
         transforms_pass_fn fn;
@@ -23,13 +34,15 @@ rn_status nv_add_passes(void *context, transforms_pipeline *tp, const plugin_pro
         {"fold_scale_shift", transforms_fold_scale_shift, TRANSFORMS_REPEAT},
         {"fuse_gelu", transforms_fuse_gelu, 0},
         {"fuse_layernorm", transforms_fuse_layernorm, 0},
+        {"fuse_attention", fuse_attention(props) ? transforms_fuse_attention : NULL, 0},
         {"fuse_conv_add", transforms_fuse_conv_add, 0},
         {"fuse_activation", transforms_fuse_activation, 0},
         {"eliminate_dead_nodes_after_fusion", transforms_eliminate_dead_nodes, 0},
     };
     rn_status st = RN_OK;
     for (size_t i = 0; i < sizeof passes / sizeof passes[0] && st == RN_OK; i++)
-        st = transforms_pipeline_add(tp, passes[i].name, passes[i].fn, NULL, passes[i].flags);
+        if (passes[i].fn != NULL)
+            st = transforms_pipeline_add(tp, passes[i].name, passes[i].fn, NULL, passes[i].flags);
     return st;
 }
 
@@ -68,4 +81,30 @@ rn_status nv_lower_graph(const graph *g, bool half, nv_program **out)
     free(in);
     free(outs);
     return st;
+}
+
+rn_status nv_check_lowering(const graph *g, bool half)
+{
+    nv_program *p = NULL;
+    rn_status st = nv_lower_graph(g, half, &p);
+    nv_program_free(p);
+    if (st != RN_OK)
+        return rn_wrap_error(st, "the model with its dynamic dims 1 (as a run specialises it): ");
+    return RN_OK;
+}
+
+const void *nv_weight_identity(const graph *base, const nv_value *v)
+{
+    size_t bytes = v->count * rn_element_type_size(v->host_type);
+    for (int i = 0; i < base->n_values; i++) {
+        const graph_tensor *t = base->values[i]->constant;
+        if (t == NULL || strcmp(base->values[i]->name, v->name) != 0)
+            continue;
+        if (t->data == v->host_data ||
+            (t->type == v->host_type && t->nbytes == bytes && t->data != NULL &&
+             memcmp(t->data, v->host_data, bytes) == 0))
+            return t->data;
+        return NULL;
+    }
+    return NULL;
 }

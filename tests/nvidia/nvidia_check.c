@@ -4,7 +4,8 @@
  * with dlopen and prints one line per check and "N passed, N failed".
  *
  *   nvidia_check --plugin libnvidia.so --models DIR [--precision f32|f16|both]
- *                [--only MODEL] [--extra DIR] [--bench [--seconds S]] [--allow-skip]
+ *                [--only MODEL] [--extra DIR] [--no-dynamic] [--bench [--seconds S]]
+ *                [--allow-skip]
  *
  * Checks: each light model of DIR (light_X.onnx, whose input is arange(n)/n,
  * against light_X_output_0.pb, ONNX's output) in f32 (rtol 1e-3) and f16
@@ -12,7 +13,10 @@
  * ONNX Runtime's peaks in --extra's light_peaks.txt, runs but is not
  * compared); with --extra DIR, the models tests/nvidia/export_models.py
  * exported on the machine (torchvision's ResNet-50, a BERT-base encoder)
- * against ONNX Runtime's outputs; async requests giving the sync result; the callback receiving
+ * against ONNX Runtime's outputs, and (unless --no-dynamic) each compiled
+ * once with its dynamic batch and run at batches 1, 7, 32 and 1 again, every
+ * row against the reference's, with the programs and weights that made
+ * (NVIDIA_PROGRAMS); async requests giving the sync result; the callback receiving
  * the status; cancel, then the request reused; wait_for; a stress of
  * requests in flight. --bench: the exported ResNet-50 and encoder at batch 1
  * and 32, f32 and f16,
@@ -230,6 +234,33 @@ static void check_model(rn_core *core, const char *dir, const char *name, const 
     free(want);
 }
 
+/* The root mean square of the reference (its typical magnitude). */
+static double rms_of(const float *want, size_t n)
+{
+    double rms = 0;
+    for (size_t i = 0; i < n; i++)
+        rms += (double)want[i] * want[i];
+    return sqrt(rms / (double)(n ? n : 1));
+}
+
+/* Rows of `got` ([rows, classes]) whose top-1 class is that of the
+ * reference's row (row b against want's row b % ref_rows). */
+static int64_t same_top1(const float *got, const float *want, int64_t rows, int64_t ref_rows,
+                         int64_t classes)
+{
+    int64_t same = 0;
+    for (int64_t b = 0; b < rows; b++) {
+        const float *g = got + b * classes, *e = want + (b % ref_rows) * classes;
+        int64_t ag = 0, ae = 0;
+        for (int64_t c = 1; c < classes; c++) {
+            ag = g[c] > g[ag] ? c : ag;
+            ae = e[c] > e[ae] ? c : ae;
+        }
+        same += ag == ae;
+    }
+    return same;
+}
+
 /* ---- models exported on the GPU machine (tests/nvidia/export_models.py) ---- */
 
 /* Reads NAME.onnx and reshapes its input to the dims of NAME_input_0.pb
@@ -294,10 +325,7 @@ static void check_exported(rn_core *core, const char *dir, const char *name, con
     } else {
         memcpy(rn_tensor_data(in), x, n_in * sizeof *x);
         bool f16 = strcmp(precision, "f16") == 0;
-        double rtol = f16 ? 1e-2 : 1e-3, rms = 0, w = 0;
-        for (size_t i = 0; i < n_want; i++)
-            rms += (double)want[i] * want[i];
-        rms = sqrt(rms / (double)(n_want ? n_want : 1));
+        double rtol = f16 ? 1e-2 : 1e-3, rms = rms_of(want, n_want), w = 0;
         size_t n = 0;
         const float *got = NULL;
         bool ran = run_three(r, want, n_want, rtol, rtol * rms, &got, &n, &w);
@@ -307,16 +335,10 @@ static void check_exported(rn_core *core, const char *dir, const char *name, con
         } else {
             /* Top-1 of each row when the output is [batch, classes]. */
             int rows = 0, same = 0;
-            if (yshape.rank == 2 && yshape.dims[1] > 1)
-                for (int64_t b = 0; b < yshape.dims[0]; b++, rows++) {
-                    const float *g = got + b * yshape.dims[1], *e = want + b * yshape.dims[1];
-                    int64_t ag = 0, ae = 0;
-                    for (int64_t c = 1; c < yshape.dims[1]; c++) {
-                        ag = g[c] > g[ag] ? c : ag;
-                        ae = e[c] > e[ae] ? c : ae;
-                    }
-                    same += ag == ae;
-                }
+            if (yshape.rank == 2 && yshape.dims[1] > 1) {
+                rows = (int)yshape.dims[0];
+                same = (int)same_top1(got, want, rows, rows, yshape.dims[1]);
+            }
             result(w <= 1.0 && same == rows, check,
                    "worst |diff| / (%g rms + %g |ref|) = %.3f over 3 runs (rms %.3g), top-1 "
                    "%d/%d rows, compiled in %.2f s",
@@ -325,6 +347,261 @@ static void check_exported(rn_core *core, const char *dir, const char *name, con
     }
     rn_infer_request_free(r);
     rn_compiled_model_free(cm);
+    rn_model_free(m);
+    free(x);
+    free(want);
+}
+
+/* ---- dynamic batch (docs/nvidia.md, "Dynamic batch") ---- */
+
+/* NVIDIA_PROGRAMS of a compiled model, parsed; false when it cannot be read. */
+typedef struct programs_line {
+    unsigned long long programs, builds, hits, bytes, uploads, reuses;
+    int live, cached, weights;
+    char text[256];
+} programs_line;
+
+static bool read_programs(rn_compiled_model *cm, programs_line *p)
+{
+    memset(p, 0, sizeof *p);
+    if (rn_compiled_model_get_property(cm, "NVIDIA_PROGRAMS", p->text, sizeof p->text) != RN_OK) {
+        snprintf(p->text, sizeof p->text, "(NVIDIA_PROGRAMS: %s)", rn_last_error());
+        return false;
+    }
+    return sscanf(p->text,
+                  "programs=%llu live=%d shape_builds=%llu shape_hits=%llu shape_cached=%d "
+                  "weights=%d bytes=%llu uploads=%llu reuses=%llu",
+                  &p->programs, &p->live, &p->builds, &p->hits, &p->cached, &p->weights, &p->bytes,
+                  &p->uploads, &p->reuses) == 9;
+}
+
+/* Binds to input 0 of r an input of `batch` rows, row i the reference
+ * input's row i % its rows; the tensor (the request reads it in place) in
+ * *tensor, for the caller to free after the request. */
+static rn_status batch_input(rn_infer_request *r, rn_tensor **tensor, int64_t batch, const float *x,
+                             const rn_partial_shape *xs)
+{
+    size_t in_row = 1;
+    for (int d = 1; d < xs->rank; d++)
+        in_row *= (size_t)xs->dims[d];
+    int64_t dims[RN_MAX_RANK];
+    memcpy(dims, xs->dims, sizeof dims);
+    dims[0] = batch;
+    rn_status st = rn_tensor_create(RN_F32, dims, (size_t)xs->rank, tensor);
+    if (st != RN_OK)
+        return st;
+    float *d = rn_tensor_data(*tensor);
+    for (int64_t b = 0; b < batch; b++)
+        memcpy(d + (size_t)b * in_row, x + (size_t)(b % xs->dims[0]) * in_row, in_row * sizeof *d);
+    return rn_infer_request_set_input_tensor(r, 0, *tensor);
+}
+
+/* The output rows of r's last run against the reference's (row b against
+ * row b % its rows; the rows of these models do not see each other): the
+ * largest violation (INFINITY when the output is missing or of another
+ * size: *n says how many values came), the row where, and how many rows
+ * keep the reference's top-1 class when the output is [batch, classes]. */
+typedef struct rows_result {
+    double worst;
+    int64_t worst_row, top_same, top_rows;
+    size_t n;
+} rows_result;
+
+static rows_result compare_rows(rn_infer_request *r, int64_t batch, const float *want,
+                                const rn_partial_shape *ys, double rtol, double atol)
+{
+    rows_result q = {.worst = INFINITY};
+    size_t out_row = 1;
+    for (int d = 1; d < ys->rank; d++)
+        out_row *= (size_t)ys->dims[d];
+    const float *got = output(r, &q.n);
+    if (got == NULL || q.n != (size_t)batch * out_row)
+        return q;
+    q.worst = 0;
+    for (int64_t b = 0; b < batch; b++) {
+        double e = worst(got + (size_t)b * out_row, want + (size_t)(b % ys->dims[0]) * out_row,
+                         out_row, rtol, atol);
+        if (!(e <= q.worst))
+            q.worst = e, q.worst_row = b;
+    }
+    if (ys->rank == 2 && ys->dims[1] > 1) {
+        q.top_rows = batch;
+        q.top_same = same_top1(got, want, batch, ys->dims[0], ys->dims[1]);
+    }
+    return q;
+}
+
+/* One batch of the dynamic model run three times (eager, captured,
+ * replayed), each run's rows compared. */
+static void dynamic_batch(rn_infer_request *r, rn_tensor **tensor, const char *check, int64_t batch,
+                          const float *x, const rn_partial_shape *xs, const float *want,
+                          const rn_partial_shape *ys, double rtol, double atol)
+{
+    size_t out_row = 1;
+    for (int d = 1; d < ys->rank; d++)
+        out_row *= (size_t)ys->dims[d];
+    rn_status st = batch_input(r, tensor, batch, x, xs);
+    double w = 0, t0 = now_s(), first_s = 0;
+    rows_result q = {0}, worst_q = {0};
+    for (int run = 0; run < 3 && st == RN_OK; run++) {
+        if ((st = rn_infer_request_infer(r)) != RN_OK)
+            break;
+        if (run == 0)
+            first_s = now_s() - t0;
+        q = compare_rows(r, batch, want, ys, rtol, atol);
+        if (q.worst == INFINITY && q.n != (size_t)batch * out_row) {
+            st = RN_SHAPE_MISMATCH;
+            break;
+        }
+        if (!(q.worst <= w))
+            w = q.worst, worst_q = q;
+    }
+    if (st != RN_OK)
+        result(false, check, "batch %lld: %s (output %zu values, expected %lld x %zu)",
+               (long long)batch, st == RN_SHAPE_MISMATCH ? "wrong output size" : rn_last_error(),
+               q.n, (long long)batch, out_row);
+    else
+        result(w <= 1.0 && q.top_same == q.top_rows, check,
+               "batch %lld: worst |diff| / (%g + %g |ref|) = %.3f (row %lld) over 3 runs, top-1 "
+               "%lld/%lld rows, first run (compiles the shape's program) %.2f s",
+               (long long)batch, atol, rtol, w, (long long)worst_q.worst_row, (long long)q.top_same,
+               (long long)q.top_rows, first_s);
+}
+
+/* Requests of different batches in flight together on a THROUGHPUT
+ * compile: each one's program is compiled as it starts (sharing the
+ * weights), then they run together on their own slots and streams; two
+ * rounds, every row compared. */
+#define N_SHAPES 4
+
+static void dynamic_concurrent(rn_core *core, rn_model *m, const char *check, const float *x,
+                               const rn_partial_shape *xs, const float *want,
+                               const rn_partial_shape *ys, double rtol, double atol)
+{
+    const int64_t batches[N_SHAPES] = {2, 3, 5, 7};
+    rn_compiled_model *cm = compile(core, m, "f32", "THROUGHPUT");
+    rn_infer_request *r[N_SHAPES] = {0};
+    rn_tensor *t[N_SHAPES] = {0};
+    rn_status st = cm != NULL ? RN_OK : RN_DEVICE_ERROR;
+    for (int i = 0; i < N_SHAPES && st == RN_OK; i++)
+        if ((st = rn_compiled_model_create_infer_request(cm, &r[i])) == RN_OK)
+            st = batch_input(r[i], &t[i], batches[i], x, xs);
+    char text[1024] = "";
+    size_t used = 0;
+    double w = 0;
+    int bad = -1;
+    for (int round = 0; round < 2 && st == RN_OK; round++) {
+        for (int i = 0; i < N_SHAPES && st == RN_OK; i++)
+            st = rn_infer_request_start_async(r[i]);
+        for (int i = 0; i < N_SHAPES; i++) {
+            rn_status ws = r[i] != NULL ? rn_infer_request_wait(r[i]) : RN_OK;
+            if (ws != RN_OK && st == RN_OK)
+                st = ws, bad = i;
+        }
+        for (int i = 0; i < N_SHAPES && st == RN_OK; i++) {
+            rows_result q = compare_rows(r[i], batches[i], want, ys, rtol, atol);
+            w = q.worst > w || isnan(q.worst) ? q.worst : w;
+            if (round == 1 && used < sizeof text)
+                used += (size_t)snprintf(text + used, sizeof text - used,
+                                         "%sbatch %lld: %.3f (top-1 %lld/%lld)", i ? ", " : "",
+                                         (long long)batches[i], q.worst, (long long)q.top_same,
+                                         (long long)q.top_rows);
+            if (q.top_same != q.top_rows)
+                w = INFINITY;
+        }
+    }
+    programs_line pl;
+    bool parsed = cm != NULL && read_programs(cm, &pl);
+    if (st != RN_OK)
+        result(false, check, "%s%s",
+               bad >= 0 ? "a request's run: " : "compile or start: ", rn_last_error());
+    else
+        result(w <= 1.0 && parsed && pl.programs == N_SHAPES, check,
+               "batches 2, 3, 5, 7 in flight together, 2 rounds: worst |diff| / (%g + %g |ref|) "
+               "%s; %llu programs (want %d); NVIDIA_PROGRAMS %s",
+               atol, rtol, text, parsed ? pl.programs : 0ULL, N_SHAPES, pl.text);
+    for (int i = 0; i < N_SHAPES; i++) {
+        rn_infer_request_free(r[i]);
+        rn_tensor_free(t[i]);
+    }
+    rn_compiled_model_free(cm);
+}
+
+/* An exported model compiled once with its dynamic batch, run at batches 1,
+ * 7, 32 and 1 again (the shape cache) against ONNX Runtime's batch-2
+ * reference; then the programs it compiled (one per batch, the last from
+ * the cache) and the weights they share (one copy). */
+static void check_dynamic(rn_core *core, const char *dir, const char *name, const char *precision)
+{
+    char path[1024], check[512];
+    snprintf(check, sizeof check, "dynamic_%s_%s", name, precision);
+    size_t n_in = 0, n_want = 0;
+    rn_partial_shape xs, ys;
+    snprintf(path, sizeof path, "%s/%s_input_0.pb", dir, name);
+    float *x = read_tensor(path, &n_in, &xs);
+    snprintf(path, sizeof path, "%s/%s_output_0.pb", dir, name);
+    float *want = read_tensor(path, &n_want, &ys);
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    rn_model *m = NULL;
+    rn_port port;
+    if (x == NULL || want == NULL || rn_core_read_model(core, path, &m) != RN_OK ||
+        rn_model_input(m, 0, &port) != RN_OK) {
+        result(false, check, "cannot read %s or its data: %s", path, rn_last_error());
+        goto done;
+    }
+    if (port.shape.rank != xs.rank || port.shape.dims[0] >= 0) {
+        result(false, check, "input '%s' has no dynamic batch (rank %d, dim 0 %lld)", port.name,
+               port.shape.rank, port.shape.rank > 0 ? (long long)port.shape.dims[0] : -2LL);
+        goto done;
+    }
+    double t0 = now_s();
+    rn_compiled_model *cm = compile(core, m, precision, "LATENCY");
+    double compile_s = now_s() - t0;
+    rn_infer_request *r = NULL;
+    if (cm == NULL || rn_compiled_model_create_infer_request(cm, &r) != RN_OK) {
+        result(false, check, "compile with the dynamic batch: %s", rn_last_error());
+        rn_compiled_model_free(cm);
+        goto done;
+    }
+    printf("%s: compiled with input %s dynamic in %.2f s\n", check, port.name, compile_s);
+    bool f16 = strcmp(precision, "f16") == 0;
+    double rtol = f16 ? 1e-2 : 1e-3, rms = rms_of(want, n_want);
+    const int64_t batches[] = {1, 7, 32, 1};
+    programs_line first = {0}, last = {0};
+    rn_tensor *inputs[4] = {0};
+    for (size_t k = 0; k < sizeof batches / sizeof batches[0]; k++) {
+        char name_b[600];
+        snprintf(name_b, sizeof name_b, "%s_b%lld%s", check, (long long)batches[k],
+                 k == 3 ? "_again" : "");
+        dynamic_batch(r, &inputs[k], name_b, batches[k], x, &xs, want, &ys, rtol, rtol * rms);
+        if (k == 0)
+            read_programs(cm, &first);
+    }
+    bool parsed = read_programs(cm, &last);
+    printf("%s: NVIDIA_PROGRAMS after batch 1: %s\n", check, first.text);
+    printf("%s: NVIDIA_PROGRAMS after 1, 7, 32, 1: %s\n", check, last.text);
+    /* One program per batch (3), the return to 1 from the cache; the
+     * weights uploaded once: what batch 1 put on the device, give or take
+     * the constants folded for a batch (a mask of its rows). */
+    /* Shared: no second copy of the weights (constants that folding made
+     * for one shape, a batch's token-type embeddings, are that shape's). */
+    bool shared = last.bytes < first.bytes + first.bytes / 2 && last.reuses > 0;
+    result(parsed && last.programs == 3 && shared, check,
+           "%llu programs for batches 1, 7, 32, 1 (want 3), %llu shape-cache builds, %llu hits; "
+           "weights %llu bytes after batch 1, %llu after all (want under 1.5x: shared), "
+           "%llu uploads, %llu reuses",
+           last.programs, last.builds, last.hits, first.bytes, last.bytes, last.uploads,
+           last.reuses);
+    rn_infer_request_free(r);
+    for (int k = 0; k < 4; k++)
+        rn_tensor_free(inputs[k]);
+    rn_compiled_model_free(cm);
+    if (!f16) {
+        char name_c[600];
+        snprintf(name_c, sizeof name_c, "%s_concurrent", check);
+        dynamic_concurrent(core, m, name_c, x, &xs, want, &ys, rtol, rtol * rms);
+    }
+done:
     rn_model_free(m);
     free(x);
     free(want);
@@ -494,8 +771,52 @@ static void bench_one(rn_core *core, rn_model *m, const char *label, int batch,
         layers[i] = atof(buf) * 1e-6;
     }
     qsort(layers, 20, sizeof layers[0], cmp_double);
+    char profile[1024] = "";
+    rn_compiled_model_get_property(lat, "NVIDIA_STEP_PROFILE", profile, sizeof profile);
+    /* The same with the input in a host tensor of NVIDIA's context (pinned
+     * memory: the DMA engine reads it without the staging copy), as a user
+     * who allocates inputs from the context gets it. */
+    double pinned_ms = 0;
+    rn_remote_context *ctx = NULL;
+    rn_tensor *in = NULL, *host = NULL;
+    rn_property off = {"NVIDIA_STEP_TIMING", "NO"};
+    rn_compiled_model_set_property(lat, &off, 1);
+    size_t n_before = 0;
+    const float *o = output(r, &n_before);
+    float *before = o != NULL ? malloc(n_before * sizeof *before) : NULL;
+    if (before != NULL)
+        memcpy(before, o, n_before * sizeof *before);
+    if (before != NULL && rn_core_get_default_context(core, "NVIDIA", &ctx) == RN_OK &&
+        rn_infer_request_get_input_tensor(r, 0, &in) == RN_OK &&
+        rn_remote_context_create_host_tensor(ctx, rn_tensor_element_type(in), rn_tensor_dims(in),
+                                             rn_tensor_rank(in), &host) == RN_OK &&
+        rn_tensor_copy(in, host) == RN_OK &&
+        rn_infer_request_set_input_tensor(r, 0, host) == RN_OK) {
+        double pt[50];
+        rn_infer_request_infer(r);
+        for (int i = 0; i < 50; i++) {
+            double t0 = now_s();
+            rn_infer_request_infer(r);
+            pt[i] = now_s() - t0;
+        }
+        qsort(pt, 50, sizeof pt[0], cmp_double);
+        pinned_ms = pt[25] * 1e3;
+        size_t n_after = 0;
+        const float *after = output(r, &n_after);
+        bool same = after != NULL && n_after == n_before &&
+                    memcmp(after, before, n_before * sizeof *before) == 0;
+        char name[160];
+        snprintf(name, sizeof name, "pinned input %s batch=%d %s", label, batch, precision);
+        result(same, name, "%s",
+               same ? "the output of a pinned host tensor equals the default's" : "outputs differ");
+    } else {
+        printf("bench %s: no pinned host tensor: %s\n", label, rn_last_error());
+    }
+    free(before);
     double limit_fps = layers[10] > 0 ? batch / layers[10] : 0;
     rn_infer_request_free(r);
+    rn_tensor_free(host);
+    rn_remote_context_free(ctx);
     rn_compiled_model_free(lat);
     rn_compiled_model *tp = compile(core, m, precision, "THROUGHPUT");
     rn_infer_request *rs[16] = {0};
@@ -520,6 +841,9 @@ static void bench_one(rn_core *core, rn_model *m, const char *label, int batch,
            "fps=%.1f | steps-sum=%.3f ms (fps %.1f) ratio=%.3f\n",
            label, batch, precision, times[25] * 1e3, batch / times[25], nr, fps, layers[10] * 1e3,
            limit_fps, limit_fps > 0 ? fps / limit_fps : 0);
+    printf("profile %s batch=%d %s: LATENCY with a pinned input tensor median=%.3f ms | last "
+           "timed run: %s\n",
+           label, batch, precision, pinned_ms, profile);
     fflush(stdout);
     for (int i = 0; i < nr; i++)
         rn_infer_request_free(rs[i]);
@@ -528,7 +852,8 @@ static void bench_one(rn_core *core, rn_model *m, const char *label, int batch,
 
 /* ResNet-50 and the encoder exported on the machine (--extra), batch 1 and
  * 32, f32 and f16; the light ResNet-50 at batch 1 without them. */
-static void bench(rn_core *core, const char *dir, const char *extra, double seconds)
+static void bench(rn_core *core, const char *dir, const char *extra, double seconds,
+                  const char *only, const char *precision)
 {
     const char *precisions[] = {"f32", "f16"};
     int batches[] = {1, 32};
@@ -536,6 +861,9 @@ static void bench(rn_core *core, const char *dir, const char *extra, double seco
     for (int k = 0; k < 2; k++)
         for (int pi = 0; pi < 2; pi++)
             for (int bi = 0; bi < 2; bi++) {
+                if ((only != NULL && strcmp(only, names[k]) != 0) ||
+                    (strcmp(precision, "both") != 0 && strcmp(precision, precisions[pi]) != 0))
+                    continue;
                 rn_partial_shape shape;
                 rn_model *m = extra != NULL
                                   ? read_exported(core, extra, names[k], batches[bi], &shape)
@@ -568,7 +896,7 @@ int main(int argc, char **argv)
 {
     const char *plugin = "libnvidia.so", *dir = "models", *precision = "both", *only = NULL;
     const char *extra = NULL;
-    bool do_bench = false, allow_skip = false;
+    bool do_bench = false, allow_skip = false, dynamic = true;
     double seconds = 10;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
@@ -587,10 +915,13 @@ int main(int argc, char **argv)
             do_bench = true;
         else if (strcmp(argv[i], "--allow-skip") == 0)
             allow_skip = true;
+        else if (strcmp(argv[i], "--no-dynamic") == 0)
+            dynamic = false;
         else {
             fprintf(stderr,
                     "usage: %s [--plugin PATH] [--models DIR] [--precision f32|f16|both] "
-                    "[--only MODEL] [--extra DIR] [--bench [--seconds S]] [--allow-skip]\n",
+                    "[--only MODEL] [--extra DIR] [--no-dynamic] [--bench [--seconds S]] "
+                    "[--allow-skip]\n",
                     argv[0]);
             return 2;
         }
@@ -643,6 +974,12 @@ int main(int argc, char **argv)
                     (only == NULL || strcmp(only, line) == 0))
                     check_exported(core, extra, line, prec);
             }
+            for (int p = 0; p < 2 && line[0] != 0 && dynamic; p++) {
+                const char *prec = p == 0 ? "f32" : "f16";
+                if ((strcmp(precision, "both") == 0 || strcmp(precision, prec) == 0) &&
+                    (only == NULL || strcmp(only, line) == 0))
+                    check_dynamic(core, extra, line, prec);
+            }
         }
         if (f != NULL)
             fclose(f);
@@ -650,7 +987,7 @@ int main(int argc, char **argv)
     if (only == NULL)
         check_async(core, dir);
     if (do_bench)
-        bench(core, dir, extra, seconds);
+        bench(core, dir, extra, seconds, only, precision);
     if (skipped > 0)
         printf("%d checks skipped (said why above)\n", skipped);
     printf("%d passed, %d failed\n", passed, failed);

@@ -152,7 +152,7 @@ Test(nvidia_encoder, lowers_entirely_with_layernorm_and_gelu_fused)
     cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 1);
     cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 4);
     cr_assert_eq(nv_program_count(p, NV_STEP_LAYERNORM), 2, "both decompositions fused");
-    cr_assert_eq(nv_program_count(p, NV_STEP_UNARY), 1, "the Gelu");
+    cr_assert_eq(nv_program_count(p, NV_STEP_UNARY), 0, "the Gelu applied after its GEMM");
     cr_assert_eq(nv_program_count(p, NV_STEP_REDUCE_MEAN), 0);
     /* The attention's MatMuls are batched over the heads. */
     int batched = 0;
@@ -164,6 +164,76 @@ Test(nvidia_encoder, lowers_entirely_with_layernorm_and_gelu_fused)
     OK(nv_lower_graph(g, true, &h));
     cr_assert_eq(nv_program_count(h, NV_STEP_CONVERT), 1, "i64 ids stay, the f32 output converts");
     nv_program_free(h);
+    nv_program_free(p);
+    graph_free(g);
+    graph_free(model);
+}
+
+/* In f16 the attention is one step on tensor cores: the head split's three
+ * Transposes read with strides, the head merge after it a view (the step
+ * writes [B, S, H, D]), the scale folded in; each projection's bias is
+ * cuBLAS's C. */
+Test(nvidia_encoder, f16_attention_is_one_step_reading_the_heads_with_strides)
+{
+    graph *model = encoder();
+    plugin_kernel_registry *ref = tt_registry();
+    plugin_properties props;
+    plugin_properties_default(&props);
+    props.inference_precision = RN_F16;
+    graph *g;
+    OK(nv_transform(model, ref, &props, &g));
+    nv_program *p;
+    OK(nv_lower_graph(g, true, &p));
+    cr_assert_eq(nv_program_count(p, NV_STEP_ATTENTION), 1);
+    cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 0);
+    cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 0, "heads read and written with strides");
+    cr_assert_eq(nv_program_count(p, NV_STEP_GEMM), 6, "the projections only");
+    cr_assert_eq(nv_program_count(p, NV_STEP_BINARY), 0,
+                 "the biases are C or added after the product, the residuals by the LayerNorms");
+    cr_assert_eq(nv_program_count(p, NV_STEP_UNARY), 0, "the Gelu applied by its GEMM");
+    int residual_norms = 0, gelu_gemms = 0;
+    for (int k = 0; k < p->n_steps; k++) {
+        residual_norms += p->steps[k].kind == NV_STEP_LAYERNORM && p->steps[k].in[3] >= 0;
+        gelu_gemms += p->steps[k].kind == NV_STEP_GEMM && p->steps[k].act == NV_ACT_GELU &&
+                      p->steps[k].bias_after;
+    }
+    cr_assert_eq(residual_norms, 2);
+    cr_assert_eq(gelu_gemms, 1);
+    const nv_step *a = NULL;
+    for (int k = 0; k < p->n_steps; k++) {
+        if (p->steps[k].kind == NV_STEP_ATTENTION)
+            a = &p->steps[k];
+        if (p->steps[k].kind == NV_STEP_GEMM)
+            cr_assert_eq(p->steps[k].gemm_beta, 1.0f, "step %d: the bias added by cuBLAS", k);
+    }
+    cr_assert_not_null(a);
+    cr_assert_eq(a->att.batch, 1);
+    cr_assert_eq(a->att.heads, HEADS);
+    cr_assert_eq(a->att.sq, SEQ);
+    cr_assert_eq(a->att.sk, SEQ);
+    cr_assert_eq(a->att.d, DH);
+    cr_assert_eq(a->att.dv, DH);
+    cr_assert_float_eq(a->att.scale, 1.0f / sqrtf((float)DH), 1e-6f);
+    /* [B, S, H, D]: batch, head, row, feature strides. */
+    const int64_t bshd[4] = {SEQ * HID, DH, HID, 1};
+    for (int d = 0; d < 4; d++) {
+        cr_assert_eq(a->att.q_strides[d], bshd[d], "q stride %d", d);
+        cr_assert_eq(a->att.k_strides[d], bshd[d], "k stride %d", d);
+        cr_assert_eq(a->att.v_strides[d], bshd[d], "v stride %d", d);
+        cr_assert_eq(a->att.o_strides[d], bshd[d], "output stride %d", d);
+    }
+    cr_assert(a->att_out_bshd);
+    cr_assert_eq(a->n_in, 3, "no mask");
+    nv_program_free(p);
+    graph_free(g);
+
+    /* f32 keeps the unfused products (cuBLAS's tensor-free f32 is faster
+     * than a scalar fused kernel). */
+    props.inference_precision = RN_F32;
+    OK(nv_transform(model, ref, &props, &g));
+    OK(nv_lower_graph(g, false, &p));
+    cr_assert_eq(nv_program_count(p, NV_STEP_ATTENTION), 0);
+    cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 1);
     nv_program_free(p);
     graph_free(g);
     graph_free(model);

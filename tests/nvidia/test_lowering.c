@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "graph/ops.h"
 #include "graph/onnx/onnx_reader.h"
+#include "plugins/api/plan.h"
 #include "plugins/nvidia/nvidia.h"
 #include "plugins/ref/ref.h"
 
@@ -99,6 +101,22 @@ Test(nvidia_lowering, runs_every_light_model_entirely)
         cr_assert_eq(nv_program_count(p, NV_STEP_CONVERT), 0);
         check_memory_plan(p);
         nv_program_free(p);
+        /* f16 channels-last too, with its layout conversions: each converts
+         * a value that is NCHW into a channels-last copy for a convolution,
+         * or back. */
+        OK(nv_lower_graph(g, true, &p));
+        check_memory_plan(p);
+        int convs = nv_program_count(p, NV_STEP_CONV), nhwc = 0;
+        for (int k = 0; k < p->n_steps; k++) {
+            const nv_step *s = &p->steps[k];
+            nhwc += s->kind == NV_STEP_CONV && p->values[s->out].nhwc;
+            if (s->kind == NV_STEP_TRANSPOSE && p->values[s->in[0]].rank == 4)
+                cr_assert_neq(p->values[s->in[0]].nhwc, p->values[s->out].nhwc, "%s",
+                              light_models[i]);
+        }
+        cr_log_info("%s f16: %d of %d convolutions channels-last, %d layout conversions",
+                    light_models[i], nhwc, convs, nv_program_count(p, NV_STEP_TRANSPOSE));
+        nv_program_free(p);
         graph_free(g);
     }
 }
@@ -134,6 +152,47 @@ Test(nvidia_lowering, resnet50_is_53_fused_convolutions)
     graph_free(g);
 }
 
+/* f16 convolutions run channels-last (cuDNN's layout on tensor cores):
+ * ResNet-50's input is converted once, every convolution reads and writes
+ * NHWC with KRSC weights, the pooling between them too; what follows the
+ * global pooling (1x1) is the same bytes in either layout. */
+Test(nvidia_lowering, f16_resnet50_runs_channels_last)
+{
+    graph *g = light("resnet50");
+    nv_program *p;
+    OK(nv_lower_graph(g, true, &p));
+    cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 1, "the input, once");
+    int convs = 0;
+    for (int k = 0; k < p->n_steps; k++) {
+        const nv_step *s = &p->steps[k];
+        if (s->kind == NV_STEP_TRANSPOSE) {
+            cr_assert_eq(k, 1, "right after the input's f32 -> f16 conversion");
+            cr_assert(!p->values[s->in[0]].nhwc);
+            cr_assert(p->values[s->out].nhwc);
+        }
+        if (s->kind != NV_STEP_CONV)
+            continue;
+        convs++;
+        cr_assert(p->values[s->in[0]].nhwc, "conv '%s' reads NHWC", s->node);
+        cr_assert(p->values[s->out].nhwc, "conv '%s' writes NHWC", s->node);
+        cr_assert(p->values[p->values[s->in[1]].root].nhwc, "conv '%s': KRSC weights", s->node);
+        if (s->in[3] >= 0)
+            cr_assert(p->values[s->in[3]].nhwc, "conv '%s': NHWC residual", s->node);
+    }
+    cr_assert_eq(convs, 53);
+    check_memory_plan(p);
+    nv_program_free(p);
+    /* RUNNEL_NV_LAYOUT=nchw keeps every value NCHW. */
+    setenv("RUNNEL_NV_LAYOUT", "nchw", 1);
+    OK(nv_lower_graph(g, true, &p));
+    unsetenv("RUNNEL_NV_LAYOUT");
+    cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 0);
+    for (int v = 0; v < p->n_values; v++)
+        cr_assert(!p->values[v].nhwc, "%s", p->values[v].name);
+    nv_program_free(p);
+    graph_free(g);
+}
+
 Test(nvidia_lowering, f16_converts_at_the_edges_and_halves_the_weights)
 {
     graph *g = light("squeezenet");
@@ -143,7 +202,13 @@ Test(nvidia_lowering, f16_converts_at_the_edges_and_halves_the_weights)
     cr_assert_eq(nv_program_count(f16, NV_STEP_CONVERT), 2, "input and output");
     cr_assert_eq(f16->steps[0].kind, NV_STEP_CONVERT);
     cr_assert_eq(f16->steps[f16->n_steps - 1].kind, NV_STEP_CONVERT);
-    cr_assert_eq(f16->n_steps, f32->n_steps + 2);
+    /* f16 adds the two conversions and, around its channels-last
+     * convolutions, layout conversions (Transposes) where a value changes
+     * layout. */
+    int layout16 =
+        nv_program_count(f16, NV_STEP_TRANSPOSE) - nv_program_count(f32, NV_STEP_TRANSPOSE);
+    cr_assert_eq(f16->n_steps, f32->n_steps + 2 + layout16);
+    cr_assert(layout16 >= 1, "the input becomes NHWC once");
     for (int v = 0; v < f16->n_values; v++) {
         const nv_value *x = &f16->values[v];
         if (x->host_type == RN_F32 && strchr(x->name, '#') == NULL)
@@ -309,4 +374,215 @@ Test(nvidia_cudnn, backend_descriptors_of_resnet_convolutions)
     nv_program_free(h);
     nv_program_free(p);
     graph_free(g);
+}
+
+/* Index arithmetic made short before a launch. */
+Test(nvidia_collapse, broadcast_dims_merge_where_every_operand_walks_them_as_one)
+{
+    /* BERT's mask: scores [B, H, S, S] + mask [B, 1, 1, S]: H and the query
+     * rows are broadcast in the mask and contiguous in the scores. */
+    nvk_broadcast b = {.rank = 4,
+                       .dims = {2, 12, 128, 128},
+                       .a_strides = {12 * 128 * 128, 128 * 128, 128, 1},
+                       .b_strides = {128, 0, 0, 1}};
+    cr_assert_eq(nv_collapse_broadcast(&b), 3);
+    cr_assert_eq(b.dims[0], 2);
+    cr_assert_eq(b.dims[1], 12 * 128);
+    cr_assert_eq(b.dims[2], 128);
+    cr_assert_eq(b.a_strides[1], 128);
+    cr_assert_eq(b.b_strides[0], 128);
+    cr_assert_eq(b.b_strides[1], 0);
+    cr_assert_eq(b.b_strides[2], 1);
+    /* Same shapes: one flat dim. A bias over the last dim: two. */
+    nvk_broadcast same = {
+        .rank = 3, .dims = {4, 5, 6}, .a_strides = {30, 6, 1}, .b_strides = {30, 6, 1}};
+    cr_assert_eq(nv_collapse_broadcast(&same), 1);
+    cr_assert_eq(same.dims[0], 120);
+    nvk_broadcast bias = {
+        .rank = 3, .dims = {4, 5, 6}, .a_strides = {30, 6, 1}, .b_strides = {0, 0, 1}};
+    cr_assert_eq(nv_collapse_broadcast(&bias), 2);
+    cr_assert_eq(bias.dims[0], 20);
+    cr_assert_eq(bias.b_strides[0], 0);
+    /* A scalar result keeps one dim of one. */
+    nvk_broadcast one = {.rank = 2, .dims = {1, 1}};
+    cr_assert_eq(nv_collapse_broadcast(&one), 1);
+    cr_assert_eq(one.dims[0], 1);
+}
+
+Test(nvidia_collapse, transpose_keeps_the_inner_run_as_wide_elements)
+{
+    /* [B, S, H, D] -> [B, H, S, D] in f16, D = 64: the last dim stays last,
+     * so runs of 64 halves copy as 8 vectors of 16 bytes. */
+    int esize = 2;
+    int64_t dims[4] = {2, 12, 128, 64};
+    int64_t strides[4] = {128 * 12 * 64, 64, 12 * 64, 1}; /* input strides, permuted */
+    cr_assert_eq(nv_collapse_transpose(&esize, 4, dims, strides), 4);
+    cr_assert_eq(esize, 16);
+    cr_assert_eq(dims[3], 8);
+    cr_assert_eq(strides[1], 8);
+    cr_assert_eq(strides[2], 12 * 8);
+    /* A full reversal of [3, 5] in f32 has no contiguous inner run. */
+    esize = 4;
+    int64_t d2[2] = {5, 3}, s2[2] = {1, 5};
+    cr_assert_eq(nv_collapse_transpose(&esize, 2, d2, s2), 2);
+    cr_assert_eq(esize, 4);
+    /* Dims of one drop and neighbours that stay neighbours merge. */
+    esize = 4;
+    int64_t d3[4] = {1, 6, 4, 5}, s3[4] = {120, 20, 5, 1};
+    cr_assert_eq(nv_collapse_transpose(&esize, 4, d3, s3), 1);
+    cr_assert_eq(d3[0] * esize, 120 * 4);
+}
+
+/* ---- dynamic shapes: the base graph, and the graph a run specialises ---- */
+
+/* The model of `rel` with dim `dim` of its first input dynamic, as NVIDIA
+ * compiles it; the REF registry that folds (for the caller to free). */
+static graph *dynamic(const char *rel, int dim, plugin_kernel_registry **ref)
+{
+    char path[512];
+    if (!find(rel, path, sizeof path))
+        cr_skip_test("%s is missing: run scripts/setup", rel);
+    graph *model, *open, *g;
+    OK(onnx_read_file(path, &model));
+    graph_shape *shapes = calloc((size_t)model->n_inputs + 1, sizeof *shapes);
+    cr_assert_not_null(shapes);
+    for (int i = 0; i < model->n_inputs; i++)
+        shapes[i] = model->inputs[i]->shape;
+    cr_assert(shapes[0].rank > dim && shapes[0].dims[dim] > 0);
+    shapes[0].dims[dim] = RN_DIM_DYNAMIC;
+    OK(plugin_graph_with_shapes(model, shapes, &open));
+    free(shapes);
+    OK(plugin_kernel_registry_create(ref));
+    OK(ref_register_kernels(*ref));
+    plugin_properties props;
+    plugin_properties_default(&props);
+    OK(nv_transform(open, *ref, &props, &g));
+    graph_free(open);
+    graph_free(model);
+    cr_assert(plugin_graph_has_dynamic_inputs(g));
+    return g;
+}
+
+/* A copy of g specialised for input 0 of batch `batch` (dim 0), as a run's
+ * plan is (plugin_plan_spec_for with the device's specialize). */
+static graph *specialised(const graph *g, const plugin_kernel_registry *ref, int64_t batch)
+{
+    graph *one, *b;
+    OK(plugin_specialize_at_one(g, ref, true, &one));
+    graph_shape s = one->inputs[0]->shape;
+    s.dims[0] = batch;
+    OK(plugin_graph_with_shapes(one, &s, &b));
+    graph_free(one);
+    OK(graph_infer_shapes(b));
+    return b;
+}
+
+Test(nvidia_dynamic, squeezenet_with_a_dynamic_batch_lowers_once_specialised)
+{
+    plugin_kernel_registry *ref;
+    /* SqueezeNet has no Reshape to a fixed batch (ResNet-50's light model
+     * reshapes to [1, 2048]). */
+    graph *g = dynamic("light/light_squeezenet.onnx", 0, &ref);
+    /* query_model's answer: every node runs (dims known at run time)... */
+    for (int k = 0; k < g->n_nodes; k++) {
+        const char *why = "";
+        cr_assert(nv_supports_op(g->nodes[k], &why), "node '%s' (%s): %s", g->nodes[k]->name,
+                  g->nodes[k]->op_type, why);
+    }
+    /* ...but the lowering needs the shapes of a run. */
+    nv_program *p = NULL;
+    cr_assert_eq(nv_lower_graph(g, false, &p), RN_UNSUPPORTED);
+    cr_assert(strstr(rn_last_error(), "dynamic shape") != NULL, "%s", rn_last_error());
+    /* The compile's check: the model with its dynamic dims 1. */
+    graph *one;
+    OK(plugin_specialize_at_one(g, ref, true, &one));
+    OK(nv_check_lowering(one, true));
+    graph_free(one);
+    /* A run of batch 7: the program of batch 1 over 7 images. */
+    OK(plugin_specialize_at_one(g, ref, true, &one));
+    nv_program *p1;
+    OK(nv_lower_graph(one, false, &p1));
+    graph *b7 = specialised(g, ref, 7);
+    OK(nv_lower_graph(b7, false, &p));
+    cr_assert_eq(p->n_steps, p1->n_steps);
+    cr_assert_gt(nv_program_count(p, NV_STEP_CONV), 20);
+    cr_assert_eq(nv_program_count(p, NV_STEP_CONV), nv_program_count(p1, NV_STEP_CONV));
+    cr_assert_eq(p->weights_bytes, p1->weights_bytes);
+    const nv_value *in = &p->values[p->input_value[0]];
+    const nv_value *out = &p->values[p->output_value[0]];
+    const nv_value *out1 = &p1->values[p1->output_value[0]];
+    cr_assert_eq(in->dims[0], 7);
+    cr_assert_eq(out->rank, out1->rank);
+    cr_assert_eq(out->dims[0], 7);
+    cr_assert_eq(out1->dims[0], 1);
+    cr_assert_eq(out->count, 7 * out1->count);
+    /* The two programs' constants are copies of the base graph's (one
+     * clone each), and each has the base constant as its identity: the
+     * device copy the compiled model's programs share. */
+    int shared = 0;
+    for (int v = 0; v < p->n_values; v++) {
+        const nv_value *c = &p->values[v];
+        if (c->root != v || c->storage != NV_CONST)
+            continue;
+        const void *id = nv_weight_identity(g, c);
+        cr_assert_not_null(id, "constant '%s' has no identity in the base graph", c->name);
+        cr_assert_neq(id, c->host_data, "'%s': the clone shares the base's data", c->name);
+        bool found = false;
+        for (int u = 0; u < p1->n_values && !found; u++)
+            if (p1->values[u].storage == NV_CONST && p1->values[u].root == u &&
+                strcmp(p1->values[u].name, c->name) == 0) {
+                found = true;
+                cr_assert_neq(p1->values[u].host_data, c->host_data);
+                cr_assert_eq(nv_weight_identity(g, &p1->values[u]), id, "'%s'", c->name);
+            }
+        cr_assert(found, "'%s' only in the batch-7 program", c->name);
+        shared++;
+    }
+    cr_assert_gt(shared, 20);
+    /* Different bytes under the same name are not the same weight. */
+    nv_value changed = p->values[p->values[p->input_value[0]].root];
+    for (int v = 0; v < p->n_values; v++)
+        if (p->values[v].storage == NV_CONST && p->values[v].root == v && p->values[v].count > 1)
+            changed = p->values[v];
+    cr_assert_eq(changed.storage, NV_CONST);
+    size_t n = changed.count * rn_element_type_size(changed.host_type);
+    unsigned char *bytes = malloc(n);
+    cr_assert_not_null(bytes);
+    memcpy(bytes, changed.host_data, n);
+    bytes[n - 1] ^= 1;
+    changed.host_data = bytes;
+    cr_assert_null(nv_weight_identity(g, &changed));
+    free(bytes);
+    nv_program_free(p1);
+    graph_free(one);
+    check_memory_plan(p);
+    nv_program_free(p);
+    graph_free(b7);
+    graph_free(g);
+    plugin_kernel_registry_free(ref);
+}
+
+Test(nvidia_dynamic, refuses_an_unsupported_op_of_a_dynamic_model_naming_the_node)
+{
+    plugin_kernel_registry *ref;
+    /* LSTM's X is [seq, batch, input]: the batch dynamic. */
+    graph *g = dynamic("node/test_lstm_defaults/model.onnx", 1, &ref);
+    const char *lstm = NULL;
+    for (int k = 0; k < g->n_nodes; k++)
+        if (strcmp(g->nodes[k]->op_type, "LSTM") == 0)
+            lstm = g->nodes[k]->name;
+    cr_assert_not_null(lstm);
+    graph *one;
+    OK(plugin_specialize_at_one(g, ref, true, &one));
+    cr_assert_eq(one->inputs[0]->shape.dims[1], 1);
+    cr_assert_eq(nv_check_lowering(one, false), RN_UNSUPPORTED);
+    const char *e = rn_last_error();
+    char want[256];
+    snprintf(want, sizeof want, "node '%s' (LSTM)", lstm);
+    cr_assert(strstr(e, want) != NULL, "%s (wanted %s)", e, want);
+    cr_assert(strstr(e, "no kernel for this op") != NULL, "%s", e);
+    cr_assert(strstr(e, "dynamic dims 1") != NULL, "%s", e);
+    graph_free(one);
+    graph_free(g);
+    plugin_kernel_registry_free(ref);
 }

@@ -1,10 +1,12 @@
-/* Test helpers over a core's device lists (the public API only), shared by
- * the plugin-loading and discovery tests. */
+/* Test helpers over a core's device lists (the public API only) and over
+ * which plugin libraries are loaded, shared by the plugin-loading, lazy
+ * loading and discovery tests. */
 #ifndef RUNNEL_TESTS_RUNTIME_CORE_DEVICES_H
 #define RUNNEL_TESTS_RUNTIME_CORE_DEVICES_H
 
 #include <criterion/criterion.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "runnel/runnel.h"
@@ -29,6 +31,23 @@ static inline const char *failure_of(const rn_core *core, const char *name)
             return reason;
     }
     return NULL;
+}
+
+/* Whether a shared object called `file` is mapped into this process. */
+static inline bool library_mapped(const char *file)
+{
+    char want[256];
+    snprintf(want, sizeof want, "/%s\n", file);
+    FILE *f = fopen("/proc/self/maps", "r");
+    cr_assert_not_null(f, "/proc/self/maps cannot be read");
+    char line[4096];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f) != NULL) {
+        const char *slash = strrchr(line, '/');
+        found = slash != NULL && strcmp(slash, want) == 0;
+    }
+    fclose(f);
+    return found;
 }
 
 #endif

@@ -1,6 +1,7 @@
-/* Device discovery: a core created with no RUNNEL_PLUGINS loads the in-tree
- * plugins from the plugins file installed beside libruntime.so
- * (bazel-bin/runtime/runnel-plugins.txt here); one that cannot start is a
+/* Device discovery: a core created with no RUNNEL_PLUGINS finds the in-tree
+ * plugins in the plugins file installed beside libruntime.so
+ * (bazel-bin/runtime/runnel-plugins.txt here), each loaded at its device's
+ * first use; one that cannot start is a
  * failed device with its reason; RUNNEL_PLUGINS's entries win; AUTO ranks
  * the devices by their DEVICE_TYPE. The test suite turns discovery off
  * (.bazelrc: RUNNEL_INSTALLED_PLUGINS=0); these cases turn it on. */
@@ -69,6 +70,29 @@ Test(discovery, a_core_lists_gpu_and_nvidia_with_no_environment_variable)
     size_t n = rn_core_device_count(core);
     OK(rn_core_load_plugin(core, "GPU", "plugins/gpu/libgpu.so"));
     cr_assert_eq(rn_core_device_count(core), n);
+    rn_core_free(core);
+}
+
+Test(discovery, a_cpu_compile_loads_neither_gpu_nor_nvidia)
+{
+    rn_core *core = discovering_core();
+    rn_model *m;
+    rn_compiled_model *cm;
+    OK(rn_core_read_model(core, NODE_DIR "/test_add/model.onnx", &m));
+    OK(rn_core_compile_model(core, m, "CPU", NULL, 0, &cm));
+    rn_compiled_model_free(cm);
+    rn_model_free(m);
+    cr_assert(!library_mapped("libgpu.so"), "a CPU compile loaded the GPU plugin");
+    cr_assert(!library_mapped("libnvidia.so"), "a CPU compile loaded the NVIDIA plugin");
+    /* GPU's first use loads its plugin: it is a device then, or a failed
+     * device with its reason. */
+    char type[32];
+    if (rn_core_get_property(core, "GPU", "DEVICE_TYPE", type, sizeof type) == RN_OK)
+        cr_assert(library_mapped("libgpu.so"), "GPU answered without its plugin loaded");
+    else
+        cr_assert_not_null(failure_of(core, "GPU"), "GPU failed with no reason: %s",
+                           rn_last_error());
+    cr_assert(!library_mapped("libnvidia.so"), "GPU's first use loaded the NVIDIA plugin");
     rn_core_free(core);
 }
 

@@ -36,34 +36,55 @@ __device__ __forceinline__ float binary_op(int op, float a, float b)
     }
 }
 
-template <typename T>
-__global__ void binary_kernel(int op, nvk_broadcast bc, const T *a, const T *b, T *y, int64_t n)
+// Index arithmetic in I: int32 when every offset fits (the common case, and
+// several times cheaper than int64 division on the GPU). The host collapses
+// the dims first (nv_collapse_broadcast), so the loop is short.
+template <typename T, typename I>
+__global__ void binary_kernel(int op, nvk_broadcast bc, const T *a, const T *b, T *y, I n)
 {
-    NVK_FOR(i, n)
-    {
-        int64_t rest = i, ia = 0, ib = 0;
-        for (int d = bc.rank - 1; d >= 0; d--) {
-            int64_t c = rest % bc.dims[d];
-            rest /= bc.dims[d];
-            ia += c * bc.a_strides[d];
-            ib += c * bc.b_strides[d];
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        I rest = i, ia = 0, ib = 0;
+        for (int d = bc.rank - 1; d > 0; d--) {
+            I dim = (I)bc.dims[d];
+            I c = rest % dim;
+            rest /= dim;
+            ia += c * (I)bc.a_strides[d];
+            ib += c * (I)bc.b_strides[d];
         }
+        ia += rest * (I)bc.a_strides[0];
+        ib += rest * (I)bc.b_strides[0];
         store(y, i, binary_op(op, load(a, ia), load(b, ib)));
     }
+}
+
+template <typename T>
+static void binary_typed(nvk_stream s, int op, const nvk_broadcast *bc, const void *a,
+                         const void *b, void *y, int64_t n, bool small)
+{
+    if (small)
+        binary_kernel<T, int32_t><<<blocks(n), kThreads, 0, s>>>(op, *bc, (const T *)a,
+                                                                  (const T *)b, (T *)y, (int32_t)n);
+    else
+        binary_kernel<T, int64_t><<<blocks(n), kThreads, 0, s>>>(op, *bc, (const T *)a,
+                                                                  (const T *)b, (T *)y, n);
 }
 
 extern "C" int nvk_binary(nvk_stream s, int half, int op, const nvk_broadcast *bc, const void *a,
                           const void *b, void *y)
 {
-    int64_t n = 1;
-    for (int d = 0; d < bc->rank; d++)
+    int64_t n = 1, reach_a = 0, reach_b = 0;
+    for (int d = 0; d < bc->rank; d++) {
         n *= bc->dims[d];
+        reach_a += (bc->dims[d] - 1) * bc->a_strides[d];
+        reach_b += (bc->dims[d] - 1) * bc->b_strides[d];
+    }
+    if (n <= 0)
+        return 0;
+    bool small = n < INT32_MAX && reach_a < INT32_MAX && reach_b < INT32_MAX;
     if (half)
-        binary_kernel<<<blocks(n), kThreads, 0, s>>>(op, *bc, (const __half *)a, (const __half *)b,
-                                                      (__half *)y, n);
+        binary_typed<__half>(s, op, bc, a, b, y, n, small);
     else
-        binary_kernel<<<blocks(n), kThreads, 0, s>>>(op, *bc, (const float *)a, (const float *)b,
-                                                      (float *)y, n);
+        binary_typed<float>(s, op, bc, a, b, y, n, small);
     return launched();
 }
 
@@ -75,7 +96,8 @@ __global__ void bias_act_kernel(T *y, const T *bias, const T *residual, int64_t 
     {
         float v = load(y, i);
         if (bias != nullptr)
-            v += load(bias, i / inner % channels);
+            v += load(bias, n < INT32_MAX ? (int32_t)i / (int32_t)inner % (int32_t)channels
+                                          : i / inner % channels);
         if (residual != nullptr)
             v += load(residual, i);
         store(y, i, activate(act, v, alpha, beta));
@@ -139,7 +161,8 @@ __global__ void batchnorm_kernel(const T *x, const T *scale, const T *bias, cons
 {
     NVK_FOR(i, n)
     {
-        int64_t c = i / inner % channels;
+        int64_t c = n < INT32_MAX ? (int32_t)i / (int32_t)inner % (int32_t)channels
+                                  : i / inner % channels;
         float v = (load(x, i) - load(mean, c)) * rsqrtf(load(var, c) + eps) * load(scale, c) +
                   load(bias, c);
         store(y, i, activate(act, v, alpha, beta));

@@ -20,42 +20,196 @@ __device__ float block_sum(float v, float *shared)
     return r;
 }
 
+// A row's value at c: x plus the residual when there is one.
 template <typename T>
-__global__ void layernorm_kernel(const T *x, const T *scale, const T *bias, float eps, T *y,
-                                 int64_t cols)
+__device__ __forceinline__ float row_at(const T *row, const T *res, int64_t c)
+{
+    return res != nullptr ? load(row, c) + load(res, c) : load(row, c);
+}
+
+template <typename T>
+__global__ void layernorm_kernel(const T *x, const T *residual, const T *scale, const T *bias,
+                                 float eps, T *y, int64_t cols)
 {
     __shared__ float shared[kThreads];
     const T *row = x + (int64_t)blockIdx.x * cols;
+    const T *res = residual != nullptr ? residual + (int64_t)blockIdx.x * cols : nullptr;
     T *out = y + (int64_t)blockIdx.x * cols;
     float sum = 0.0f;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-        sum += load(row, c);
+        sum += row_at(row, res, c);
     float mean = block_sum(sum, shared) / (float)cols;
     float sq = 0.0f;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-        float d = load(row, c) - mean;
+        float d = row_at(row, res, c) - mean;
         sq += d * d;
     }
     float inv = rsqrtf(block_sum(sq, shared) / (float)cols + eps);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-        float v = (load(row, c) - mean) * inv * load(scale, c);
+        float v = (row_at(row, res, c) - mean) * inv * load(scale, c);
         if (bias != nullptr)
             v += load(bias, c);
         store(out, c, v);
     }
 }
 
-extern "C" int nvk_layernorm(nvk_stream s, int half, const void *x, const void *scale,
-                             const void *bias, float eps, void *y, int64_t rows, int64_t cols)
+// Rows of up to 32 x 32 features: one warp per row, the row in registers,
+// mean and variance by shuffles (no shared memory, no block barriers).
+constexpr int kRowWarps = 4;
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int off = 16; off > 0; off /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+template <typename T, int PER_LANE>
+__global__ void layernorm_warp_kernel(const T *x, const T *residual, const T *scale,
+                                      const T *bias, float eps, T *y, int64_t rows, int cols)
+{
+    int64_t row = (int64_t)blockIdx.x * kRowWarps + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= rows)
+        return;
+    const T *in = x + row * cols;
+    const T *res = residual != nullptr ? residual + row * cols : nullptr;
+    T *out = y + row * cols;
+    float v[PER_LANE];
+    float sum = 0.0f;
+#pragma unroll
+    for (int t = 0; t < PER_LANE; t++) {
+        int c = lane + 32 * t;
+        v[t] = c < cols ? row_at(in, res, c) : 0.0f;
+        sum += v[t];
+    }
+    float mean = warp_sum(sum) / (float)cols;
+    float sq = 0.0f;
+#pragma unroll
+    for (int t = 0; t < PER_LANE; t++) {
+        int c = lane + 32 * t;
+        float d = c < cols ? v[t] - mean : 0.0f;
+        sq += d * d;
+    }
+    float inv = rsqrtf(warp_sum(sq) / (float)cols + eps);
+#pragma unroll
+    for (int t = 0; t < PER_LANE; t++) {
+        int c = lane + 32 * t;
+        if (c < cols) {
+            float r = (v[t] - mean) * inv * load(scale, c);
+            if (bias != nullptr)
+                r += load(bias, c);
+            store(out, c, r);
+        }
+    }
+}
+
+template <typename T>
+static void layernorm_typed(nvk_stream s, const void *x, const void *residual, const void *scale,
+                            const void *bias, float eps, void *y, int64_t rows, int64_t cols)
+{
+    const T *xt = (const T *)x, *rt = (const T *)residual, *st = (const T *)scale,
+            *bt = (const T *)bias;
+    T *yt = (T *)y;
+    unsigned grid = (unsigned)((rows + kRowWarps - 1) / kRowWarps);
+    if (cols <= 256)
+        layernorm_warp_kernel<T, 8><<<grid, kRowWarps * 32, 0, s>>>(xt, rt, st, bt, eps, yt, rows,
+                                                                   (int)cols);
+    else if (cols <= 1024)
+        layernorm_warp_kernel<T, 32><<<grid, kRowWarps * 32, 0, s>>>(xt, rt, st, bt, eps, yt, rows,
+                                                                    (int)cols);
+    else
+        layernorm_kernel<<<(unsigned)rows, kThreads, 0, s>>>(xt, rt, st, bt, eps, yt, cols);
+}
+
+extern "C" int nvk_layernorm(nvk_stream s, int half, const void *x, const void *residual,
+                             const void *scale, const void *bias, float eps, void *y,
+                             int64_t rows, int64_t cols)
 {
     if (rows <= 0)
         return 0;
     if (half)
-        layernorm_kernel<<<(unsigned)rows, kThreads, 0, s>>>(
-            (const __half *)x, (const __half *)scale, (const __half *)bias, eps, (__half *)y, cols);
+        layernorm_typed<__half>(s, x, residual, scale, bias, eps, y, rows, cols);
     else
-        layernorm_kernel<<<(unsigned)rows, kThreads, 0, s>>>(
-            (const float *)x, (const float *)scale, (const float *)bias, eps, (float *)y, cols);
+        layernorm_typed<float>(s, x, residual, scale, bias, eps, y, rows, cols);
+    return launched();
+}
+
+// Softmax over rows of up to 1024 values: one warp per row in registers;
+// longer rows loop over memory three times.
+template <typename T, int PER_LANE>
+__global__ void softmax_warp_kernel(const T *x, T *y, int64_t rows, int64_t cols)
+{
+    int64_t row = (int64_t)blockIdx.x * kRowWarps + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= rows)
+        return;
+    const T *in = x + row * cols;
+    T *out = y + row * cols;
+    if (PER_LANE == 0) {
+        float m = -INFINITY;
+        for (int64_t c = lane; c < cols; c += 32)
+            m = fmaxf(m, load(in, c));
+        for (int off = 16; off > 0; off /= 2)
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+        float sum = 0.0f;
+        for (int64_t c = lane; c < cols; c += 32)
+            sum += __expf(load(in, c) - m);
+        float inv = 1.0f / warp_sum(sum);
+        for (int64_t c = lane; c < cols; c += 32)
+            store(out, c, __expf(load(in, c) - m) * inv);
+        return;
+    }
+    float v[PER_LANE > 0 ? PER_LANE : 1];
+    float m = -INFINITY;
+#pragma unroll
+    for (int t = 0; t < PER_LANE; t++) {
+        int64_t c = lane + 32 * t;
+        v[t] = c < cols ? load(in, c) : -INFINITY;
+        m = fmaxf(m, v[t]);
+    }
+    for (int off = 16; off > 0; off /= 2)
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float sum = 0.0f;
+#pragma unroll
+    for (int t = 0; t < PER_LANE; t++) {
+        v[t] = lane + 32 * t < cols ? __expf(v[t] - m) : 0.0f;
+        sum += v[t];
+    }
+    float inv = 1.0f / warp_sum(sum);
+#pragma unroll
+    for (int t = 0; t < PER_LANE; t++) {
+        int64_t c = lane + 32 * t;
+        if (c < cols)
+            store(out, c, v[t] * inv);
+    }
+}
+
+template <typename T>
+static void softmax_typed(nvk_stream s, const void *x, void *y, int64_t rows, int64_t cols)
+{
+    unsigned grid = (unsigned)((rows + kRowWarps - 1) / kRowWarps);
+    const T *xt = (const T *)x;
+    T *yt = (T *)y;
+    if (cols <= 128)
+        softmax_warp_kernel<T, 4><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols);
+    else if (cols <= 512)
+        softmax_warp_kernel<T, 16><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols);
+    else if (cols <= 1024)
+        softmax_warp_kernel<T, 32><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols);
+    else
+        softmax_warp_kernel<T, 0><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols);
+}
+
+extern "C" int nvk_softmax(nvk_stream s, int half, const void *x, void *y, int64_t rows,
+                           int64_t cols)
+{
+    if (rows <= 0 || cols <= 0)
+        return 0;
+    if (half)
+        softmax_typed<__half>(s, x, y, rows, cols);
+    else
+        softmax_typed<float>(s, x, y, rows, cols);
     return launched();
 }
 
