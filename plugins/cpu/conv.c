@@ -96,19 +96,9 @@ static rn_status conv_desc_any(const rn_node *node, cpu_weighted *s, dnnl_data_t
     return cpu_weighted_pd(node, &cd, is_fused(node), s->sum >= 0, pd);
 }
 
-/* pd's implementation name ("" when oneDNN gives none). */
-static const char *impl_name(const_dnnl_primitive_desc_t pd)
-{
-    const char *impl = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-        impl == NULL)
-        return "";
-    return impl;
-}
-
 static bool is_gemm(const_dnnl_primitive_desc_t pd)
 {
-    return strstr(impl_name(pd), "gemm") != NULL;
+    return strstr(cpu_pd_impl(pd), "gemm") != NULL;
 }
 
 /* A grouped (not depthwise) convolution whose every kernel extent is 1. */
@@ -183,7 +173,7 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     dnnl_format_tag_t last = channels_last(g.rank);
     if (s->sum >= 0 && is_gemm(*pd) && last != dnnl_format_tag_undef)
         return conv_desc_prefer(node, s, dt, last, false, pd);
-    if (s->sum < 0 && grouped_1x1(node, &g) && strcmp(impl_name(*pd), "jit:avx2") == 0)
+    if (s->sum < 0 && grouped_1x1(node, &g) && strcmp(cpu_pd_impl(*pd), "jit:avx2") == 0)
         return conv_desc_prefer(node, s, dt, plain_tag(g.rank), true, pd);
     return RN_OK;
 }

@@ -156,6 +156,8 @@ typedef struct cpu_prim {
 
 /* An attribute with a user scratchpad (and post-ops `po`, may be NULL). */
 rn_status cpu_attr(const rn_node *node, dnnl_post_ops_t po, dnnl_primitive_attr_t *out);
+/* oneDNN's name of pd's implementation ("jit:avx2"; "" when it gives none). */
+const char *cpu_pd_impl(const_dnnl_primitive_desc_t pd);
 /* Creates the primitive of `pd` (taken over, also on error) for the
  * current config. */
 rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd);

@@ -18,6 +18,14 @@ typedef struct nn_state {
     bool ln_shift;           /* LayerNormalization has a bias */
     cpu_layout src_l[MAX_CONCAT], dst_l;
     const rn_layout *src_layout[MAX_CONCAT], *dst_layout;
+    /* LRN over a channel-blocked producer (lrn_over_plain): p runs over
+     * `plain`, between a reorder into it and one out of it, its source and
+     * destination in the scratch at plain_at[0] and plain_at[1]. */
+    bool lrn_plain;
+    cpu_prim to_plain, from_plain;
+    dnnl_memory_desc_t plain;
+    size_t plain_at[2];
+    size_t scratch; /* bytes: the primitives' scratchpad (and the plain tensors) */
 } nn_state;
 
 static void nn_release(void *state)
@@ -26,6 +34,8 @@ static void nn_release(void *state)
     if (s == NULL)
         return;
     cpu_prim_release(&s->p);
+    cpu_prim_release(&s->to_plain);
+    cpu_prim_release(&s->from_plain);
     free(s);
 }
 
@@ -42,7 +52,7 @@ static const rn_layout *nn_output_layout(const void *state, int i)
 
 static size_t nn_scratch(const void *state)
 {
-    return ((const nn_state *)state)->p.scratch;
+    return ((const nn_state *)state)->scratch;
 }
 
 static const char *nn_impl(const void *state)
@@ -213,13 +223,54 @@ static bool concat_supports(const rn_node *node, const char **why)
     return cpu_static_node(node, why);
 }
 
+/* The engine, and an attribute with a user scratchpad (to destroy). */
+static rn_status engine_and_attr(const rn_node *node, dnnl_engine_t *eng,
+                                 dnnl_primitive_attr_t *attr)
+{
+    rn_status st = cpu_engine(eng);
+    return st != RN_OK ? st : cpu_attr(node, NULL, attr);
+}
+
+/* An f32 MaxPool or AveragePool that oneDNN gives its AVX or AVX2 kernel
+ * (jit:avx, jit:avx2) takes its SSE4.1 kernel instead where oneDNN has one
+ * for the layout: oneDNN 2.6.3's AVX kernels set each output's start value
+ * with a legacy-SSE movq amid VEX code, and the SSE/AVX transitions take
+ * most of their time (perf on 512 x 13x13: 77 % on that movq and the
+ * broadcast after it). jit:sse41 was 3-8x faster on every windowed pooling
+ * of the light models, nChw8c and nhwc, max and average (bench/onednn/run
+ * --pool; 64 x 112x112 3x3/2: 751 against 136 us), and on a window over the
+ * whole map over nChw8c (7x7 over 7x7: 27 against 13 us; nhwc 6 against 8).
+ * Where oneDNN picks another kernel (AVX-512's, over nChw16c, which SSE4.1
+ * does not take) nothing changes. *pd is replaced, or left. */
+static void prefer_sse41_pooling(const void *desc, const_dnnl_primitive_attr_t attr,
+                                 dnnl_engine_t eng, dnnl_primitive_desc_t *pd)
+{
+    const char *impl = cpu_pd_impl(*pd);
+    if (strncmp(impl, "jit:avx", 7) != 0 || strncmp(impl, "jit:avx512", 10) == 0)
+        return;
+    dnnl_primitive_desc_iterator_t it;
+    if (dnnl_primitive_desc_iterator_create(&it, desc, attr, eng, NULL) != dnnl_success)
+        return;
+    do {
+        dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
+        if (c != NULL && strcmp(cpu_pd_impl(c), "jit:sse41") == 0) {
+            dnnl_primitive_desc_destroy(*pd);
+            *pd = c;
+            break;
+        }
+        if (c != NULL)
+            dnnl_primitive_desc_destroy(c);
+    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+    dnnl_primitive_desc_iterator_destroy(it);
+}
+
 /* The op's primitive descriptor over s->src (NULL: unimplemented). */
 static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *pd)
 {
     dnnl_engine_t eng = NULL;
     dnnl_primitive_attr_t attr;
-    rn_status st = cpu_engine(&eng);
-    if (st != RN_OK || (st = cpu_attr(node, NULL, &attr)) != RN_OK)
+    rn_status st = engine_and_attr(node, &eng, &attr);
+    if (st != RN_OK)
         return st;
     dnnl_status_t ds = dnnl_success;
     *pd = NULL;
@@ -286,6 +337,9 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
         if (ds == dnnl_success) {
             int prev = cpu_team_begin(node);
             ds = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+            if (ds == dnnl_success && (is_op(node, "MaxPool") || is_op(node, "AveragePool")) &&
+                s->src[0].data_type == dnnl_f32)
+                prefer_sse41_pooling(&d, attr, eng, pd);
             cpu_team_end(prev);
         }
     }
@@ -295,6 +349,92 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
         if (ds != dnnl_unimplemented)
             return cpu_error(node, "creating the primitive", ds);
     }
+    return RN_OK;
+}
+
+/* Whether md blocks its channels (axis 1): nChw8c, nChw16c, ... */
+static bool channel_blocked(const dnnl_memory_desc_t *md)
+{
+    if (md->format_kind != dnnl_blocked || md->ndims < 3)
+        return false;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    for (int k = 0; k < b->inner_nblks; k++)
+        if (b->inner_idxs[k] == 1)
+            return true;
+    return false;
+}
+
+/* A reorder from `from` to `to` as a primitive of the node (its team). */
+static rn_status reorder_prim(const rn_node *node, const dnnl_memory_desc_t *from,
+                              const dnnl_memory_desc_t *to, cpu_prim *p)
+{
+    dnnl_engine_t eng = NULL;
+    dnnl_primitive_attr_t attr;
+    rn_status st = engine_and_attr(node, &eng, &attr);
+    if (st != RN_OK)
+        return st;
+    dnnl_primitive_desc_t pd = NULL;
+    int prev = cpu_team_begin(node);
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, from, eng, to, eng, attr);
+    cpu_team_end(prev);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success)
+        return cpu_error(node, "creating the LRN's reorder", ds);
+    return cpu_prim_init(p, node, pd);
+}
+
+/* LRN across channels over a channel-blocked producer (a convolution's or
+ * a pooling's nChw8c): oneDNN 2.6's LRN over nChw8c takes 3-6x as long as
+ * over plain nchw (AVX2, one thread: 192 channels 55x55 2034 us against
+ * 327 us, a reorder each way about 105 us; SSE4.1 2117 against 631 us;
+ * bench/onednn/run --lrn), so the node keeps its producer's layout on both
+ * sides and runs the LRN over plain in its scratch, between two reorders,
+ * as OpenVINO's CPU plugin reorders to planar for LRN. Left as it is (s->p
+ * over the blocked layout) when oneDNN has no LRN over plain but its
+ * reference one (bf16 where no jit kernel takes it). Not measured on
+ * AVX-512 (nChw16c). */
+static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
+{
+    dnnl_memory_desc_t blocked = s->src[0];
+    dnnl_dims_t strides;
+    int64_t n = 1;
+    for (int i = blocked.ndims - 1; i >= 0; i--) {
+        strides[i] = n;
+        n *= blocked.dims[i];
+    }
+    if (dnnl_memory_desc_init_by_strides(&s->plain, blocked.ndims, blocked.dims, blocked.data_type,
+                                         strides) != dnnl_success)
+        return RN_OK;
+    s->src[0] = s->plain;
+    dnnl_primitive_desc_t pd = NULL;
+    rn_status st = nn_pd(node, s, &pd);
+    s->src[0] = blocked;
+    if (st != RN_OK || pd == NULL)
+        return st;
+    if (strncmp(cpu_pd_impl(pd), "ref", 3) == 0 || cpu_pd_impl(pd)[0] == '\0') {
+        dnnl_primitive_desc_destroy(pd);
+        return RN_OK;
+    }
+    cpu_prim lrn;
+    if ((st = cpu_prim_init(&lrn, node, pd)) != RN_OK)
+        return st;
+    if ((st = reorder_prim(node, &blocked, &s->plain, &s->to_plain)) != RN_OK ||
+        (st = reorder_prim(node, &s->plain, &blocked, &s->from_plain)) != RN_OK) {
+        cpu_prim_release(&lrn);
+        return st;
+    }
+    cpu_prim_release(&s->p);
+    s->p = lrn;
+    s->lrn_plain = true;
+    size_t len = strnlen(s->p.impl, sizeof s->p.impl - sizeof " (plain)");
+    memcpy(s->p.impl + len, " (plain)", sizeof " (plain)");
+    size_t pad = s->p.scratch;
+    pad = s->to_plain.scratch > pad ? s->to_plain.scratch : pad;
+    pad = s->from_plain.scratch > pad ? s->from_plain.scratch : pad;
+    size_t bytes = (dnnl_memory_desc_get_size(&s->plain) + 63) & ~(size_t)63;
+    s->plain_at[0] = (pad + 63) & ~(size_t)63;
+    s->plain_at[1] = s->plain_at[0] + bytes;
+    s->scratch = s->plain_at[1] + bytes;
     return RN_OK;
 }
 
@@ -331,6 +471,12 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
     }
     s->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
+    s->scratch = s->p.scratch;
+    if (is_op(node, "LRN") && channel_blocked(&s->src[0]) &&
+        (st = lrn_over_plain(node, s)) != RN_OK) {
+        nn_release(s);
+        return st;
+    }
     if (is_op(node, "BatchNormalization") || is_op(node, "FusedBatchNormalization")) {
         int64_t c = rn_node_input_shape(node, 0).dims[1];
         cpu_plain_md(RN_F32, 1, &c, &s->stat);
@@ -345,6 +491,24 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
 static rn_status nn_run(rn_kernel_args *args)
 {
     const nn_state *s = args->state;
+    if (s->lrn_plain) {
+        if (args->scratch.data == NULL || args->scratch.nbytes < s->scratch)
+            return rn_set_error(RN_INTERNAL, "node '%s': no scratch for the LRN's plain tensors",
+                                rn_node_name(args->node));
+        void *x = (char *)args->scratch.data + s->plain_at[0];
+        void *y = (char *)args->scratch.data + s->plain_at[1];
+        cpu_arg in[2] = {{DNNL_ARG_FROM, &s->src[0], args->inputs[0].data},
+                         {DNNL_ARG_TO, &s->plain, x}};
+        cpu_arg lrn[2] = {{DNNL_ARG_SRC, &s->plain, x}, {DNNL_ARG_DST, &s->plain, y}};
+        cpu_arg out[2] = {{DNNL_ARG_FROM, &s->plain, y},
+                          {DNNL_ARG_TO, &s->dst, args->outputs[0].data}};
+        rn_status st = cpu_execute(&s->to_plain, args, in, 2);
+        if (st == RN_OK)
+            st = cpu_execute(&s->p, args, lrn, 2);
+        if (st == RN_OK)
+            st = cpu_execute(&s->from_plain, args, out, 2);
+        return st;
+    }
     cpu_arg a[MAX_CONCAT + 1];
     int n = 0;
     /* Concat takes its sources as MULTIPLE_SRC, one input too. */

@@ -610,6 +610,15 @@ rn_status cpu_attr(const rn_node *node, dnnl_post_ops_t po, dnnl_primitive_attr_
     return RN_OK;
 }
 
+const char *cpu_pd_impl(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+        impl == NULL)
+        return "";
+    return impl;
+}
+
 rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd)
 {
     memset(p, 0, sizeof *p);

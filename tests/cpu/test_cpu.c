@@ -566,6 +566,64 @@ Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
     rn_core_free(core);
 }
 
+/* Inception-v1's LRNs and poolings (plugins/cpu/nn.c). LRN across channels
+ * over a channel-blocked producer runs over plain nchw between two reorders
+ * inside the node (lrn_over_plain: oneDNN 2.6's LRN over nChw8c is 3-6x
+ * slower): its two LRNs, after a pooling and a convolution that write a
+ * blocked layout, keep that layout as their input (no conversion by the
+ * plan) and say so in their impl; an LRN whose producer writes plain is
+ * logged. Its 13 MaxPools and its AveragePool run oneDNN's SSE4.1 kernel
+ * where oneDNN would give them its AVX2 one (prefer_sse41_pooling: 3-8x
+ * faster, measured on AVX2, bench/LOG.md); on other ISAs the kernels are
+ * logged. The output is REF's. */
+Test(cpu, inception_v1_lrn_and_pooling_kernels_match_ref, .timeout = 300)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("inception_v1", &core, &model);
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    bool measured = strncmp(isa, "avx2", 4) == 0;
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int lrns = 0, plain = 0, pools = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].layer_type, "MaxPool") == 0 ||
+            strcmp(nodes[i].layer_type, "AveragePool") == 0) {
+            pools++;
+            if (measured)
+                cr_assert_str_eq(nodes[i].impl_type, "jit:sse41", "%s '%s' runs %s (reads %s)",
+                                 nodes[i].layer_type, nodes[i].name, nodes[i].impl_type,
+                                 nodes[i].input_layouts);
+            else
+                cr_log_info("%s: %s '%s' runs %s (reads %s)", isa, nodes[i].layer_type,
+                            nodes[i].name, nodes[i].impl_type, nodes[i].input_layouts);
+            continue;
+        }
+        if (strcmp(nodes[i].layer_type, "LRN") != 0)
+            continue;
+        lrns++;
+        bool blocked = strchr(nodes[i].input_layouts, 'B') != NULL;
+        if (!blocked) {
+            cr_log_info("LRN '%s' reads %s (not blocked along C): runs %s", nodes[i].name,
+                        nodes[i].input_layouts, nodes[i].impl_type);
+            continue;
+        }
+        cr_assert_not_null(strstr(nodes[i].impl_type, "(plain)"),
+                           "LRN '%s' reads %s and runs %s, not over plain", nodes[i].name,
+                           nodes[i].input_layouts, nodes[i].impl_type);
+        plain++;
+    }
+    cr_assert_eq(lrns, 2, "%d LRNs", lrns);
+    cr_assert_eq(pools, 14, "%d MaxPools and AveragePools", pools);
+    cr_log_info("%d of Inception-v1's LRNs run over plain", plain);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    compare_with_ref("inception_v1", "f32", 1e-3f);
+}
+
 /* Whether a convolution's input layouts ("x,weights,...") give its weights
  * in a 5-D layout (the axes before the block sizes: "aBCde8c8b", groups
  * first); "plain" when gemm's. */
