@@ -85,6 +85,12 @@ rn_status graph_validate(const graph *g)
                                 n->name, n->op_type, n->n_outputs, s->min_outputs, s->max_outputs);
         for (int k = 0; k < n->n_inputs; k++) {
             const graph_value *v = n->inputs[k];
+            /* The schema's leading inputs are required in every opset:
+             * one given as "" (omitted) leaves the op without its data. */
+            if (v == NULL && k < s->min_inputs)
+                return rn_set_error(RN_PARSE_ERROR,
+                                    "node '%s' (%s): input %d is required but omitted (named \"\")",
+                                    n->name, n->op_type, k);
             if (v != NULL && !value_defined(g, v))
                 return rn_set_error(RN_PARSE_ERROR,
                                     "node '%s' (%s): input %d '%s' is not defined by any node, "

@@ -16,10 +16,14 @@ static rn_status oom(void)
 
 void plan_dense_strides(graph_tensor *t)
 {
+    /* Saturates instead of overflowing: a shape too large to be a real
+     * tensor (an imported blob's, say) keeps strides no index reaches, and
+     * its byte count refuses it where storage is planned. */
     int64_t s = 1;
     for (int d = t->rank - 1; d >= 0; d--) {
         t->strides[d] = s;
-        s *= t->dims[d];
+        if (t->dims[d] > 0 && __builtin_mul_overflow(s, t->dims[d], &s))
+            s = INT64_MAX;
     }
 }
 
