@@ -62,6 +62,14 @@ static rn_status check_node_names(const graph *g)
     return st;
 }
 
+static bool has_subgraph(const graph_node *n)
+{
+    for (int a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].g != NULL || n->attrs[a].graphs != NULL)
+            return true;
+    return false;
+}
+
 rn_status graph_validate(const graph *g)
 {
     for (int i = 0; i < g->n_values; i++)
@@ -85,9 +93,10 @@ rn_status graph_validate(const graph *g)
                                 n->name, n->op_type, n->n_outputs, s->min_outputs, s->max_outputs);
         for (int k = 0; k < n->n_inputs; k++) {
             const graph_value *v = n->inputs[k];
-            /* The schema's leading inputs are required in every opset:
-             * one given as "" (omitted) leaves the op without its data. */
-            if (v == NULL && k < s->min_inputs)
+            /* The schema's leading inputs are required in every opset (one
+             * given as "", omitted, leaves the op without its data), except
+             * for control flow: Loop's M and cond, Scan-8's sequence_lens. */
+            if (v == NULL && k < s->min_inputs && !has_subgraph(n))
                 return rn_set_error(RN_PARSE_ERROR,
                                     "node '%s' (%s): input %d is required but omitted (named \"\")",
                                     n->name, n->op_type, k);
