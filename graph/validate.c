@@ -62,6 +62,11 @@ static rn_status check_node_names(const graph *g)
     return st;
 }
 
+static bool onnx_domain(const graph_node *n)
+{
+    return n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0;
+}
+
 static bool has_subgraph(const graph_node *n)
 {
     for (int a = 0; a < n->n_attrs; a++)
@@ -93,10 +98,14 @@ rn_status graph_validate(const graph *g)
                                 n->name, n->op_type, n->n_outputs, s->min_outputs, s->max_outputs);
         for (int k = 0; k < n->n_inputs; k++) {
             const graph_value *v = n->inputs[k];
-            /* The schema's leading inputs are required in every opset (one
-             * given as "", omitted, leaves the op without its data), except
-             * for control flow: Loop's M and cond, Scan-8's sequence_lens. */
-            if (v == NULL && k < s->min_inputs && !has_subgraph(n))
+            /* An ONNX op's leading inputs (below the schema's minimum) are
+             * required in every opset: one given as "" (omitted) leaves the
+             * op without its data. Not for control flow (Loop's M and cond,
+             * Scan-8's sequence_lens may be omitted) nor other domains,
+             * whose schemas count optional inputs among the minimum
+             * (runnel's fused QLinear ops, com.microsoft's
+             * EmbedLayerNormalization). */
+            if (v == NULL && k < s->min_inputs && onnx_domain(n) && !has_subgraph(n))
                 return rn_set_error(RN_PARSE_ERROR,
                                     "node '%s' (%s): input %d is required but omitted (named \"\")",
                                     n->name, n->op_type, k);
