@@ -251,3 +251,45 @@ Test(cpu_qop, matmulinteger_runtime_zero_point_on_onednn_exactly)
 {
     check("qop_matmul_integer_dynamic", "QLinearFusedMatMul", true, 0);
 }
+
+/* The number of nodes of layer type `layer` in a compiled model. */
+static int count_of(rn_compiled_model *cm, const char *layer)
+{
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += strcmp(nodes[i].layer_type, layer) == 0;
+    return found;
+}
+
+/* The operator format's residual (ResNet-50 from quantize_static with
+ * QOperator): QLinearConv -> DequantizeLinear -> Sum(., an f32 residual: a
+ * projection shortcut's QLinearConv -> DequantizeLinear) -> Relu ->
+ * QuantizeLinear. On CPU the DequantizeLinears, the Sum and the Relu go
+ * into the two convolutions (y as their mid quantization, the residual as an
+ * f32 sum post-op); the output still matches onnx's evaluator and REF. */
+Test(cpu_qop, qlinearconv_residual_sum_relu_fused_into_the_convolutions)
+{
+    check("qop_conv_residual", "QuantizeLinear", true, 1);
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cpu;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, "tests/cpu/qop_conv_residual.onnx", &model));
+    OK(rn_core_compile_model(core, model, "CPU", NULL, 0, &cpu));
+    cr_expect_eq(count_of(cpu, "QLinearFusedConv"), 2);
+    cr_expect_eq(count_of(cpu, "DequantizeLinear"), 0, "the DequantizeLinears are fused");
+    cr_expect_eq(count_of(cpu, "Sum"), 0, "the Sum is fused");
+    cr_expect_eq(count_of(cpu, "Relu"), 0, "the Relu is fused");
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cpu, &nodes, &n));
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(nodes[i].layer_type, "QLinearFusedConv") == 0)
+            cr_expect_str_neq(nodes[i].impl_type, "ref", "%s runs REF's kernel", nodes[i].name);
+    rn_compiled_model_free(cpu);
+    rn_model_free(model);
+    rn_core_free(core);
+}
