@@ -162,38 +162,32 @@ save("qop_matmul_integer_dynamic", "MatMulInteger", [6, 40], np.float32,
 # of the sums (multiples of 0.05 plus multiples of 0.04) would be exact half steps of y, which
 # f32 and double arithmetic round either way.
 M = 8
-save("qop_conv_residual", "QLinearConv", [1, M, 6, 7], np.uint8,
-     [c(0.02, np.float32), c(37, np.uint8), weights_s8([M, M, 3, 3]).astype(np.int8),
-      rng.uniform(0.002, 0.01, M).astype(np.float32), np.zeros(M, np.int8),
-      c(0.05, np.float32), c(120, np.uint8), rng.integers(-2000, 2001, M).astype(np.int32)],
-     np.uint8, pads=[1, 1, 1, 1], opset=19,
-     after=([helper.make_node("DequantizeLinear", ["t", "c5", "c6"], ["td"]),
-             helper.make_node("QLinearConv", ["x", "c0", "c1", "w2", "ws2", "wz2", "s2", "z2"],
-                              ["t2"]),
-             helper.make_node("DequantizeLinear", ["t2", "s2", "z2"], ["xr"]),
-             helper.make_node("Sum", ["td", "xr"], ["s"]),
-             helper.make_node("Relu", ["s"], ["r"]),
-             helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["y"])],
-            {"w2": weights_s8([M, M, 1, 1]).astype(np.int8),
-             "ws2": rng.uniform(0.002, 0.01, M).astype(np.float32), "wz2": np.zeros(M, np.int8),
-             "s2": c(0.04, np.float32), "z2": c(128, np.uint8),
-             "ys": c(0.057, np.float32), "yz": c(5, np.uint8)}))
 
-# The same block on an i8 x (zero point -5, i8 y's): without VNNI the CPU device declines an i8 x
-# to oneDNN's convolution, and REF's kernel of the fused op runs it, f32 residual included.
-save("qop_conv_residual_s8", "QLinearConv", [1, M, 5, 6], np.int8,
-     [c(0.02, np.float32), c(-5, np.int8), weights_s8([M, M, 3, 3]).astype(np.int8),
-      rng.uniform(0.002, 0.01, M).astype(np.float32), np.zeros(M, np.int8),
-      c(0.05, np.float32), c(3, np.int8), rng.integers(-2000, 2001, M).astype(np.int32)],
-     np.uint8, pads=[1, 1, 1, 1], opset=19,
-     after=([helper.make_node("DequantizeLinear", ["t", "c5", "c6"], ["td"]),
-             helper.make_node("QLinearConv", ["x", "c0", "c1", "w2", "ws2", "wz2", "s2", "z2"],
-                              ["t2"]),
-             helper.make_node("DequantizeLinear", ["t2", "s2", "z2"], ["xr"]),
-             helper.make_node("Add", ["xr", "td"], ["s"]),
-             helper.make_node("Relu", ["s"], ["r"]),
-             helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["y"])],
-            {"w2": weights_s8([M, M, 1, 1]).astype(np.int8),
-             "ws2": rng.uniform(0.002, 0.01, M).astype(np.float32), "wz2": np.zeros(M, np.int8),
-             "s2": c(0.04, np.float32), "z2": c(-10, np.int8),
-             "ys": c(0.057, np.float32), "yz": c(5, np.uint8)}))
+
+def residual_block(name, x_shape, x_dtype, xz, mid_z, shortcut_z, add_op):
+    """x -> QLinearConv 3x3 -> DequantizeLinear -> add_op(., the 1x1 shortcut QLinearConv of x
+    -> DequantizeLinear) -> Relu -> QuantizeLinear (u8)."""
+    save(name, "QLinearConv", x_shape, x_dtype,
+         [c(0.02, np.float32), c(xz, x_dtype), weights_s8([M, M, 3, 3]).astype(np.int8),
+          rng.uniform(0.002, 0.01, M).astype(np.float32), np.zeros(M, np.int8),
+          c(0.05, np.float32), c(mid_z, x_dtype), rng.integers(-2000, 2001, M).astype(np.int32)],
+         np.uint8, pads=[1, 1, 1, 1], opset=19,
+         after=([helper.make_node("DequantizeLinear", ["t", "c5", "c6"], ["td"]),
+                 helper.make_node("QLinearConv",
+                                  ["x", "c0", "c1", "w2", "ws2", "wz2", "s2", "z2"], ["t2"]),
+                 helper.make_node("DequantizeLinear", ["t2", "s2", "z2"], ["xr"]),
+                 helper.make_node(add_op, ["td", "xr"] if add_op == "Sum" else ["xr", "td"],
+                                  ["s"]),
+                 helper.make_node("Relu", ["s"], ["r"]),
+                 helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["y"])],
+                {"w2": weights_s8([M, M, 1, 1]).astype(np.int8),
+                 "ws2": rng.uniform(0.002, 0.01, M).astype(np.float32),
+                 "wz2": np.zeros(M, np.int8), "s2": c(0.04, np.float32),
+                 "z2": c(shortcut_z, x_dtype), "ys": c(0.057, np.float32),
+                 "yz": c(5, np.uint8)}))
+
+
+residual_block("qop_conv_residual", [1, M, 6, 7], np.uint8, 37, 120, 128, "Sum")
+# The same block on an i8 x (zero points -5, 3, -10): without VNNI the CPU device declines an i8
+# x to oneDNN's convolution, and REF's kernel of the fused op runs it, f32 residual included.
+residual_block("qop_conv_residual_s8", [1, M, 5, 6], np.int8, -5, 3, -10, "Add")
