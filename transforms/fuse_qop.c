@@ -375,6 +375,10 @@ static rn_status fuse_residual(graph *g, graph_node *n, transforms_node_list *re
         n->inputs[QF_YS] == NULL || n->inputs[QF_YZ] == NULL || n->outputs[0] == NULL ||
         graph_node_attr_string(n, "activation", NULL) != NULL)
         return RN_OK;
+    /* fuse_qdq's fused nodes may already have a mid quantization or a sum. */
+    for (int i = QF_MS; i <= QF_SZ; i++)
+        if (n->inputs[i] != NULL)
+            return RN_OK;
     graph_node *dq = transforms_sole_reader(g, n->outputs[0]);
     if (dq == NULL || !is_onnx_op(dq, "DequantizeLinear") || dq->n_inputs < 2 ||
         dq->inputs[0] != n->outputs[0] || !same_scalar(dq->inputs[1], n->inputs[QF_YS]) ||
