@@ -550,7 +550,10 @@ Test(cpu, densenet121_bf16_is_close_to_ref, .timeout = 600)
 
 /* ShuffleNet's 16 channel shuffles (Reshape -> Transpose -> Reshape) are
  * one runnel ShuffleChannels each on oneDNN (fuse_shuffle_channels): no
- * Transpose left, one Reshape (the classifier's flatten). */
+ * Transpose left, one Reshape (the classifier's flatten). One that reads a
+ * plain tensor (after a gemm convolution) writes the channel-blocked layout
+ * itself, one reorder (plugins/cpu/nn.c, shuffle_into_blocked), and its
+ * depthwise convolution reads that: no conversion between them. */
 Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
 {
     rn_core *core;
@@ -561,6 +564,30 @@ Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
     cr_assert_eq(ref, 0, "a ShuffleChannels runs REF's kernel");
     cr_assert_eq(count_type(cm, "Transpose", NULL), 0, "a Transpose left");
     cr_assert_eq(count_type(cm, "Reshape", NULL), 1);
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int from_plain = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].layer_type, "ShuffleChannels") != 0 ||
+            strcmp(nodes[i].input_layouts, "plain") != 0)
+            continue;
+        from_plain++;
+        cr_assert(strncmp(nodes[i].output_layouts, "aB", 2) == 0, /* aBcd8b: nChw8c */
+                  "ShuffleChannels '%s' over plain writes %s (runs %s)", nodes[i].name,
+                  nodes[i].output_layouts, nodes[i].impl_type);
+        for (size_t k = 0; k < n; k++)
+            if (nodes[k].execution_order == nodes[i].execution_order + 1)
+                cr_assert(strcmp(nodes[k].layer_type, "Reorder") != 0,
+                          "a Reorder after ShuffleChannels '%s' (writes %s)", nodes[i].name,
+                          nodes[i].output_layouts);
+    }
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    if (strncmp(isa, "avx2", 4) == 0) /* gemm writes their inputs plain there (measured) */
+        cr_assert_eq(from_plain, 16, "%d channel shuffles read plain", from_plain);
+    else
+        cr_log_info("%s: %d of ShuffleNet's channel shuffles read plain", isa, from_plain);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);
