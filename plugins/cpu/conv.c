@@ -218,7 +218,7 @@ static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s,
  * binary add of the residual with the activation as its post-ops, or an
  * eltwise of its one activation in place (weighted.c). *pd is replaced and
  * s->epi_pd set, or both left, when either is not to be had (still gemm
- * over the same layouts, an epilogue oneDNN implements). */
+ * over the same layouts, an epilogue a jit kernel of oneDNN's runs). */
 static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt, int rank,
                                 dnnl_primitive_desc_t *pd)
 {
@@ -232,6 +232,10 @@ static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_
     rn_status st = conv_desc_ops(node, s, dt, tag, false, &bare);
     if (st == RN_OK && bare != NULL && is_gemm(bare))
         st = epilogue_pd(node, s, dnnl_primitive_desc_query_md(bare, dnnl_query_dst_md, 0), &epi);
+    if (epi != NULL && strncmp(cpu_pd_impl(epi), "ref", 3) == 0) {
+        dnnl_primitive_desc_destroy(epi); /* no jit kernel: not worth a pass */
+        epi = NULL;
+    }
     if (st != RN_OK || epi == NULL) {
         if (bare != NULL)
             dnnl_primitive_desc_destroy(bare);
