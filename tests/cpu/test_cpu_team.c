@@ -44,6 +44,10 @@ Test(cpu_team, small_conversions_and_epilogues_run_on_the_worker_alone, .timeout
 {
     cpu_testing_skip_without_teams();
     cpu_team_census c = one_inference("shufflenet");
+    cr_log_info("ShuffleNet, one inference: primitives %lld alone / %lld on the team, conversions "
+                "%lld / %lld, epilogues %lld / %lld",
+                c.alone[CPU_TEAM_PRIMITIVE], c.team[CPU_TEAM_PRIMITIVE], c.alone[CPU_TEAM_REORDER],
+                c.team[CPU_TEAM_REORDER], c.alone[CPU_TEAM_EPILOGUE], c.team[CPU_TEAM_EPILOGUE]);
     cr_expect_gt(c.alone[CPU_TEAM_REORDER], 0,
                  "ShuffleNet's layout conversions: %lld on one thread, %lld on the team",
                  c.alone[CPU_TEAM_REORDER], c.team[CPU_TEAM_REORDER]);
