@@ -252,3 +252,23 @@ rn_status plugin_meta_get(pthread_mutex_t *lock, const void *config, plugin_own_
         return rn_set_error(RN_NOT_FOUND, "%s: unknown property '%s'", who, key);
     return st;
 }
+
+rn_status plugin_meta_set_compiled(pthread_mutex_t *lock, plugin_properties *props, int n,
+                                   plugin_meta_part_fn part, void *ctx, const rn_property *p,
+                                   size_t n_props)
+{
+    pthread_mutex_lock(lock);
+    plugin_properties pp = *props;
+    rn_status st = plugin_properties_set_compiled(&pp, p, n_props);
+    for (int i = 0; i < n && st == RN_OK; i++) {
+        const rn_compiled_model_ops *ops = NULL;
+        rn_plugin_compiled *compiled = NULL;
+        part(ctx, i, &ops, &compiled);
+        if (ops != NULL && ops->set_property != NULL)
+            st = ops->set_property(compiled, p, n_props);
+    }
+    if (st == RN_OK)
+        *props = pp;
+    pthread_mutex_unlock(lock);
+    return st;
+}

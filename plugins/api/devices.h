@@ -103,6 +103,20 @@ rn_status plugin_meta_get(pthread_mutex_t *lock, const void *config, plugin_own_
                           const plugin_properties *props, const char *who, const char *key,
                           char *buf, size_t size);
 
+/* The compiled model i of a meta device's compiled model runs on (a part,
+ * a candidate device): *ops NULL when there is none now. */
+typedef void (*plugin_meta_part_fn)(void *ctx, int i, const rn_compiled_model_ops **ops,
+                                    rn_plugin_compiled **compiled);
+
+/* A meta device's compiled model's set_property, under `lock`: the keys
+ * are validated into a copy of *props (plugin_properties_set_compiled:
+ * LIVE keys only), passed on to each of the n compiled models `part` names
+ * that takes properties (stopping at the first error), and *props becomes
+ * the copy once every one took them. */
+rn_status plugin_meta_set_compiled(pthread_mutex_t *lock, plugin_properties *props, int n,
+                                   plugin_meta_part_fn part, void *ctx, const rn_property *p,
+                                   size_t n_props);
+
 /* dst (empty or holding settings) becomes a copy of src. */
 rn_status plugin_meta_copy(plugin_meta_settings *dst, const plugin_meta_settings *src);
 void plugin_meta_release(plugin_meta_settings *s);

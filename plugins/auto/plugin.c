@@ -472,19 +472,21 @@ static rn_status compiled_get_property(auto_compiled *c, const char *key, char *
                            size);
 }
 
+/* A candidate's compiled model, once it is ready. */
+static void ready_target(void *ctx, int i, const rn_compiled_model_ops **ops,
+                         rn_plugin_compiled **compiled)
+{
+    auto_target *t = &((auto_compiled *)ctx)->targets[i];
+    if (atomic_load(&t->state) == TARGET_READY) {
+        *ops = t->ops;
+        *compiled = t->compiled;
+    }
+}
+
+/* LIVE keys, on every candidate compiled so far. */
 static rn_status compiled_set_property(auto_compiled *c, const rn_property *props, size_t n)
 {
-    pthread_mutex_lock(&c->lock);
-    plugin_properties pp = c->s.props;
-    rn_status st = plugin_properties_set_compiled(&pp, props, n);
-    for (int t = 0; t < c->devs.n && st == RN_OK; t++)
-        if (atomic_load(&c->targets[t].state) == TARGET_READY &&
-            c->targets[t].ops->set_property != NULL)
-            st = c->targets[t].ops->set_property(c->targets[t].compiled, props, n);
-    if (st == RN_OK)
-        c->s.props = pp;
-    pthread_mutex_unlock(&c->lock);
-    return st;
+    return plugin_meta_set_compiled(&c->lock, &c->s.props, c->devs.n, ready_target, c, props, n);
 }
 
 static rn_status compiled_runtime_model(auto_compiled *c, const rn_runtime_node **nodes,

@@ -330,20 +330,18 @@ static rn_status compiled_get_property(hetero_compiled *c, const char *key, char
                            buf, size);
 }
 
+static void part_of(void *ctx, int i, const rn_compiled_model_ops **ops,
+                    rn_plugin_compiled **compiled)
+{
+    const hetero_part *part = &((hetero_compiled *)ctx)->split.parts[i];
+    *ops = part->ops;
+    *compiled = part->compiled;
+}
+
+/* LIVE keys, on every part. */
 static rn_status compiled_set_property(hetero_compiled *c, const rn_property *props, size_t n)
 {
-    pthread_mutex_lock(&c->lock);
-    plugin_properties pp = c->s.props;
-    rn_status st = plugin_properties_set_compiled(&pp, props, n);
-    for (int p = 0; p < c->split.n_parts && st == RN_OK; p++) {
-        hetero_part *part = &c->split.parts[p];
-        if (part->ops->set_property != NULL)
-            st = part->ops->set_property(part->compiled, props, n);
-    }
-    if (st == RN_OK)
-        c->s.props = pp;
-    pthread_mutex_unlock(&c->lock);
-    return st;
+    return plugin_meta_set_compiled(&c->lock, &c->s.props, c->split.n_parts, part_of, c, props, n);
 }
 
 static rn_status compiled_pipeline(hetero_compiled *c, const rn_pipeline_stage **stages,
