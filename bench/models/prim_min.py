@@ -21,14 +21,31 @@ import os
 import subprocess
 
 
+def model_inputs(model):
+    """The model's recorded inputs (.npy by input name) in inputs/<model name>/ beside it, as
+    bench/models/suite.py keeps the encoder's token ids, mask and token types: {} when none."""
+    folder = os.path.join(os.path.dirname(model), "inputs",
+                          os.path.splitext(os.path.basename(model))[0])
+    if not os.path.isdir(folder):
+        return {}
+    return {f[:-4]: os.path.join(folder, f) for f in sorted(os.listdir(folder))
+            if f.endswith(".npy")}
+
+
 def runnel_minimums(bench, model, threads, inferences):
     env = dict(os.environ, ONEDNN_VERBOSE="1", RUNNEL_INSTALLED_PLUGINS="0")
     cmd = [bench, "-m", model, "-d", "CPU", "-hint", "none", "-nstreams", "1", "-nthreads",
            str(threads), "-api", "sync", "-niter", str(inferences)]
+    for name, path in model_inputs(model).items():
+        cmd += ["-i", f"{name}={path}"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     times = collections.defaultdict(list)
+    compiled = False
     for line in out.splitlines():
-        if line.startswith("onednn_verbose,exec,"):
+        # The compile's weight conversions (tools/bench's step 6) are not counted, however
+        # many weights share a shape: only what runs from step 7 on.
+        compiled = compiled or line.startswith("[Step 7/")
+        if compiled and line.startswith("onednn_verbose,exec,"):
             f = line.split(",")
             # kind, implementation, layouts, problem: the primitive; the last field: ms.
             times[(f[3], f[4], f[6], f[-2])].append(float(f[-1]) * 1000)
@@ -44,7 +61,9 @@ def openvino_minimums(model, threads, inferences):
         "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
         "INFERENCE_NUM_THREADS": str(threads), "PERF_COUNT": "YES"})
     request = compiled.create_infer_request()
-    feeds = {i.any_name: np.random.rand(*i.shape).astype(np.float32) for i in compiled.inputs}
+    recorded = model_inputs(model)
+    feeds = {i.any_name: np.load(recorded[i.any_name]) if i.any_name in recorded
+             else np.random.rand(*i.shape).astype(np.float32) for i in compiled.inputs}
     best = {}
     for _ in range(inferences):
         request.infer(feeds)

@@ -72,8 +72,8 @@ static primitive_attr make_attr(int post)
 }
 
 template <typename PD>
-static void add(std::vector<candidate> &cs, const engine &eng, PD &pd, const char *what, int post,
-                bool all)
+static void add(std::vector<candidate> &cs, const engine &eng, PD &pd, const memory::desc &plain,
+                const char *what, int post, bool all)
 {
     do {
         std::string impl = pd.impl_info_str();
@@ -85,15 +85,7 @@ static void add(std::vector<candidate> &cs, const engine &eng, PD &pd, const cha
                   {DNNL_ARG_BIAS, filled(pd.bias_desc(), eng, 0.1f)},
                   {DNNL_ARG_DST, filled(pd.dst_desc(), eng, 1.f)}};
         c.p = typename PD::primitive_kind_t(pd);
-        std::string wtag = pd.weights_desc() == memory::desc(pd.weights_desc().dims(), dt::f32,
-                                                             pd.weights_desc().dims().size() == 2
-                                                                 ? tag::ab
-                                                                 : pd.weights_desc().dims().size() ==
-                                                                           3
-                                                                       ? tag::abc
-                                                                       : tag::abcd)
-                               ? "plain weights"
-                               : "weights in its layout";
+        std::string wtag = pd.weights_desc() == plain ? "plain weights" : "weights in its layout";
         c.name = std::string(what) + " " + impl + ", " + wtag + ", " + post_names[post];
         cs.push_back(std::move(c));
     } while (all && pd.next_impl());
@@ -137,7 +129,7 @@ int main(int argc, char **argv)
 #else
         mm_pd mpd(matmul::desc(x, w, b, y), attr, eng);
 #endif
-        add(cs, eng, mpd, "matmul", post, false);
+        add(cs, eng, mpd, memory::desc({1, k, n}, dt::f32, tag::abc), "matmul", post, false);
         // inner product: x [M, K] plain, W [N, K] any, y [M, N] plain.
         memory::desc x2({m, k}, dt::f32, tag::ab), w2({n, k}, dt::f32, tag::any),
             b2({n}, dt::f32, tag::a), y2({m, n}, dt::f32, tag::ab);
@@ -147,7 +139,7 @@ int main(int argc, char **argv)
         ip_pd ipd(inner_product_forward::desc(prop_kind::forward_inference, x2, w2, b2, y2), attr,
                   eng);
 #endif
-        add(cs, eng, ipd, "inner product", post, false);
+        add(cs, eng, ipd, memory::desc({n, k}, dt::f32, tag::ab), "inner product", post, false);
         // 1x1 convolution: x as [1, K, M, 1] nhwc (the same bytes as [M, K]), W [N, K, 1, 1]
         // any, y [1, N, M, 1] nhwc.
         memory::desc x3({1, k, m, 1}, dt::f32, tag::nhwc), w3({n, k, 1, 1}, dt::f32, tag::any),
@@ -157,11 +149,12 @@ int main(int argc, char **argv)
                     y3, {1, 1}, {0, 0}, {0, 0}, attr);
 #else
         conv_pd cpd(convolution_forward::desc(prop_kind::forward_inference,
-                                              algorithm::convolution_direct, x3, w3, b3, y3,
-                                              {1, 1}, {0, 0}, {0, 0}),
+                                              algorithm::convolution_direct, x3, w3, b3, y3, {1, 1},
+                                              {0, 0}, {0, 0}),
                     attr, eng);
 #endif
-        add(cs, eng, cpd, "conv 1x1 nhwc", post, true);
+        add(cs, eng, cpd, memory::desc({n, k, 1, 1}, dt::f32, tag::abcd), "conv 1x1 nhwc", post,
+            true);
     }
     std::vector<double> best(cs.size(), 1e30);
     for (auto &c : cs)
