@@ -76,7 +76,8 @@ def openvino_minimums(model, threads, inferences):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("model")
+    ap.add_argument("model", help="an .onnx path, or a light model's or bench/models' made "
+                                  "model's name (squeezenet, bert_base_encoder, minilm_l6_encoder)")
     ap.add_argument("--tools", required=True, help="the folder of the built tools/bench")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--inferences", type=int, default=40)
@@ -84,6 +85,16 @@ def main():
     ap.add_argument("--openvino", action="store_true")
     a = ap.parse_args()
     counts = [int(t) for t in a.threads.split(",")]
+    if not os.path.exists(a.model):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
+        for candidate in (f".cache/onnx-1.22.0/light/light_{a.model}.onnx",
+                          f".cache/bench-models/{a.model}.onnx"):
+            if os.path.exists(os.path.join(root, candidate)):
+                a.model = os.path.join(root, candidate)
+                break
+        else:
+            ap.error(f"no model {a.model} (a path, or a name under .cache/onnx-1.22.0/light or "
+                     ".cache/bench-models: bench/models/run --suite --models NAME makes those)")
     bench = os.path.join(a.tools, "bench")
     mins = {t: runnel_minimums(bench, a.model, t, a.inferences) for t in counts}
     for t in counts:
