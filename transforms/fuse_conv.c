@@ -66,18 +66,6 @@ static rn_status take_output(graph_node *first, graph_node *second)
     return RN_OK;
 }
 
-static rn_status set_string(graph_node *n, const char *name, const char *value)
-{
-    graph_attr a = {.type = GRAPH_ATTR_STRING};
-    a.name = strdup(name);
-    a.s = strdup(value);
-    if (a.name == NULL || a.s == NULL) {
-        graph_attr_release(&a);
-        return rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
-    }
-    return graph_node_add_attr(n, &a);
-}
-
 static rn_status set_floats(graph_node *n, const char *name, const float *v, int count)
 {
     graph_attr a = {.type = GRAPH_ATTR_FLOATS, .count = count};
@@ -329,7 +317,7 @@ rn_status transforms_fuse_activation(graph *g, void *ctx, int *changes)
         if (strcmp(fused_op, "FusedBatchNormalization") == 0 && strcmp(name, "Relu") != 0)
             continue;
         if ((st = make_fused(n, fused_op, n->n_inputs)) != RN_OK ||
-            (st = set_string(n, "activation", name)) != RN_OK ||
+            (st = transforms_set_attr_string(n, "activation", name)) != RN_OK ||
             (count > 0 && (st = set_floats(n, "activation_params", params, count)) != RN_OK))
             break;
         if ((st = take_output(n, act)) == RN_OK)

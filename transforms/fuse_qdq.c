@@ -156,18 +156,6 @@ static bool bias_value(graph *g, graph_node *n, graph_value *b, graph_value **ou
     return *st == RN_OK;
 }
 
-static rn_status set_relu(graph_node *n)
-{
-    graph_attr a = {.type = GRAPH_ATTR_STRING};
-    a.name = strdup("activation");
-    a.s = strdup("Relu");
-    if (a.name == NULL || a.s == NULL) {
-        graph_attr_release(&a);
-        return rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
-    }
-    return graph_node_add_attr(n, &a);
-}
-
 /* What follows a Conv or Gemm, as matched. */
 typedef struct qdq_tail {
     graph_node *relu, *mid_q, *mid_dq, *add, *relu2, *y_q;
@@ -269,7 +257,7 @@ static rn_status rewrite(graph_node *n, graph_value **in, const qdq_tail *t, con
     if (st == RN_OK && (op_type == NULL || domain == NULL || inputs == NULL))
         st = rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
     if (st == RN_OK && (t->relu != NULL || t->relu2 != NULL))
-        st = set_relu(n);
+        st = transforms_set_attr_string(n, "activation", "Relu");
     if (st != RN_OK) {
         free(op_type);
         free(domain);

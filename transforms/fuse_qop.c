@@ -338,10 +338,111 @@ static rn_status rewrite_one(graph *g, graph_node *n, const qop_kind *q)
     return q->integer ? cast_output(g, n) : RN_OK;
 }
 
+/* Whether constants a and b (either may be absent: 0) hold the same one value. */
+static bool same_scalar(const graph_value *a, const graph_value *b)
+{
+    if (a == b)
+        return true;
+    if (a == NULL || b == NULL || !transforms_is_constant(a) || !transforms_is_constant(b))
+        return false;
+    const graph_tensor *x = a->constant, *y = b->constant;
+    return x->data != NULL && y->data != NULL && x->type == y->type && x->nbytes == y->nbytes &&
+           graph_tensor_count(x) == 1 && memcmp(x->data, y->data, x->nbytes) == 0;
+}
+
+static bool same_static_shape(const graph_shape *a, const graph_shape *b)
+{
+    bool same = a->rank == b->rank && a->rank > 0;
+    for (int d = 0; same && d < a->rank; d++)
+        same = a->dims[d] == b->dims[d] && a->dims[d] >= 0;
+    return same;
+}
+
+/* The operator format's residual (quantize_static with QOperator when Add is
+ * not quantized, as in ResNet-50):
+ *   QLinearConv -> DequantizeLinear (y's scale and zero point)
+ *     [-> Add/Sum(., f32 residual of the same shape) [-> Relu]]
+ * becomes one fused node with y as its mid quantization, the residual as an
+ * f32 sum and the f32 result as its output: the same arithmetic (y rounded
+ * and saturated, dequantized, added, Relu), without the f32 passes over
+ * the tensor between the convolutions (ResNet-50: 16 blocks' Dequantize,
+ * Sum and Relu, and the 4 projection shortcuts' Dequantize). n: a fused
+ * node rewrite_one made (y, no mid, no sum, no activation). */
+static rn_status fuse_residual(graph *g, graph_node *n, transforms_node_list *removed, bool *fused)
+{
+    *fused = false;
+    if (strcmp(n->op_type, "QLinearFusedConv") != 0 || n->n_inputs != QF_YZ + 1 ||
+        n->inputs[QF_YS] == NULL || n->inputs[QF_YZ] == NULL || n->outputs[0] == NULL ||
+        graph_node_attr_string(n, "activation", NULL) != NULL)
+        return RN_OK;
+    /* fuse_qdq's fused nodes may already have a mid quantization or a sum. */
+    for (int i = QF_MS; i <= QF_SZ; i++)
+        if (n->inputs[i] != NULL)
+            return RN_OK;
+    graph_node *dq = transforms_sole_reader(g, n->outputs[0]);
+    if (dq == NULL || !is_onnx_op(dq, "DequantizeLinear") || dq->n_inputs < 2 ||
+        dq->inputs[0] != n->outputs[0] || !same_scalar(dq->inputs[1], n->inputs[QF_YS]) ||
+        !same_scalar(in_at(dq, 2), n->inputs[QF_YZ]) || dq->n_outputs != 1 ||
+        dq->outputs[0] == NULL || dq->outputs[0]->type != RN_F32)
+        return RN_OK;
+    /* Then Add/Sum with an f32 residual of the output's shape [-> Relu], or
+     * nothing more (the convolution writes the dequantized f32). */
+    graph_node *add = transforms_sole_reader(g, dq->outputs[0]), *relu = NULL;
+    graph_value *other = NULL;
+    if (add != NULL && (is_onnx_op(add, "Add") || is_onnx_op(add, "Sum")) && add->n_inputs == 2 &&
+        add->n_outputs == 1 && add->outputs[0] != NULL && add->inputs[0] != add->inputs[1]) {
+        other = add->inputs[0] == dq->outputs[0] ? add->inputs[1] : add->inputs[0];
+        if (other == NULL || other->type != RN_F32 ||
+            !same_static_shape(&other->shape, &dq->outputs[0]->shape) ||
+            !same_static_shape(&add->outputs[0]->shape, &dq->outputs[0]->shape))
+            other = NULL;
+    }
+    if (other == NULL)
+        add = NULL;
+    else
+        relu = transforms_sole_reader(g, add->outputs[0]);
+    if (relu != NULL &&
+        (!is_onnx_op(relu, "Relu") || relu->n_outputs != 1 || relu->outputs[0] == NULL))
+        relu = NULL;
+    graph_value *out = relu != NULL  ? relu->outputs[0]
+                       : add != NULL ? add->outputs[0]
+                                     : dq->outputs[0];
+    graph_node *tail[3] = {dq, add, relu};
+    rn_status st = RN_OK;
+    for (int i = 0; i < 3 && st == RN_OK; i++)
+        if (tail[i] != NULL)
+            st = transforms_merge_fused(n, tail[i]);
+    if (st == RN_OK && relu != NULL)
+        st = transforms_set_attr_string(n, "activation", "Relu");
+    if (st != RN_OK)
+        return st;
+    /* y becomes mid (inputs[QF_MS], [QF_MZ]), the residual the f32 sum. */
+    n->inputs[QF_MS] = n->inputs[QF_YS];
+    n->inputs[QF_MZ] = n->inputs[QF_YZ];
+    n->inputs[QF_S] = other;
+    n->inputs[QF_YS] = n->inputs[QF_YZ] = NULL;
+    n->n_inputs = other != NULL ? QF_S + 1 : QF_MZ + 1;
+    n->outputs[0]->producer = NULL;
+    n->outputs[0] = out;
+    out->producer = n;
+    out->producer_output = 0;
+    for (int i = 0; i < 3 && st == RN_OK; i++) {
+        if (tail[i] == NULL)
+            continue;
+        for (int k = 0; k < tail[i]->n_inputs; k++)
+            tail[i]->inputs[k] = NULL;
+        if (tail[i]->outputs[0] == out)
+            tail[i]->outputs[0] = NULL;
+        st = transforms_node_list_push(removed, tail[i]);
+    }
+    *fused = st == RN_OK;
+    return st;
+}
+
 rn_status transforms_fuse_qop(graph *g, void *ctx, int *changes)
 {
     (void)ctx;
-    int rewritten = 0, casts = 0;
+    int rewritten = 0, casts = 0, residuals = 0;
     rn_status st = RN_OK;
     for (int i = 0, n_nodes = g->n_nodes; i < n_nodes && st == RN_OK; i++) {
         graph_node *n = g->nodes[i];
@@ -357,6 +458,16 @@ rn_status transforms_fuse_qop(graph *g, void *ctx, int *changes)
      * elimination. */
     if (st == RN_OK && casts > 0)
         st = graph_sort(g);
-    *changes = st == RN_OK ? rewritten : 0;
+    /* Then the residuals, on the fused convolutions (the removal sorts g:
+     * a fused node may now read a residual made after it in the list). */
+    transforms_node_list removed = {0};
+    for (int i = 0; i < g->n_nodes && st == RN_OK; i++) {
+        bool fused = false;
+        st = fuse_residual(g, g->nodes[i], &removed, &fused);
+        residuals += fused;
+    }
+    int dropped = 0;
+    st = transforms_finish_removal(g, &removed, st, &dropped);
+    *changes = st == RN_OK ? rewritten + residuals : 0;
     return st;
 }

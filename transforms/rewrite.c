@@ -172,6 +172,16 @@ rn_status transforms_set_attr_int(graph_node *n, const char *name, int64_t value
     return graph_node_add_attr(n, &a);
 }
 
+rn_status transforms_set_attr_string(graph_node *n, const char *name, const char *value)
+{
+    graph_attr a = {.name = strdup(name), .type = GRAPH_ATTR_STRING, .s = strdup(value)};
+    if (a.name == NULL || a.s == NULL) {
+        graph_attr_release(&a);
+        return rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
+    }
+    return graph_node_add_attr(n, &a);
+}
+
 rn_status transforms_set_attr_ints(graph_node *n, const char *name, const int64_t *values,
                                    int count)
 {

@@ -45,8 +45,9 @@ rn_status transforms_merge_fused(graph_node *dst, const graph_node *src);
 /* Replaces dst's fused names by a copy of src's. */
 rn_status transforms_copy_fused(graph_node *dst, const graph_node *src);
 
-/* Sets an INT / INTS attribute on a node (copied). */
+/* Sets an INT / STRING / INTS attribute on a node (copied). */
 rn_status transforms_set_attr_int(graph_node *n, const char *name, int64_t value);
+rn_status transforms_set_attr_string(graph_node *n, const char *name, const char *value);
 rn_status transforms_set_attr_ints(graph_node *n, const char *name, const int64_t *values,
                                    int count);
 

@@ -40,17 +40,18 @@ def runnel_minimums(bench, model, threads, inferences):
         cmd += ["-i", f"{name}={path}"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     times = collections.defaultdict(list)
-    compiled = False
+    # Only the measured phase: compile-time weight reorders (step 6) would count as
+    # per-inference primitives wherever a model has as many of one shape as runs (vgg19's
+    # seven 512x512x3x3 with --inferences 6).
+    measuring = False
     for line in out.splitlines():
-        # The compile's weight conversions (tools/bench's step 6) are not counted, however
-        # many weights share a shape: only what runs from step 7 on.
-        compiled = compiled or line.startswith("[Step 7/")
-        if compiled and line.startswith("onednn_verbose,exec,"):
+        measuring = measuring or line.startswith("[Step 9/")
+        if measuring and line.startswith("onednn_verbose,exec,"):
             f = line.split(",")
             # kind, implementation, layouts, problem: the primitive; the last field: ms.
             times[(f[3], f[4], f[6], f[-2])].append(float(f[-1]) * 1000)
     runs = inferences + 1  # tools/bench's first (uncounted) inference
-    # Keys run fewer times than the inferences are compile-time weight reorders.
+    # Keys run fewer times than the inferences ran only in the first (lazy set-up).
     return {k: (min(v), len(v) // runs) for k, v in times.items() if len(v) >= runs}
 
 

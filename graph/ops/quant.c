@@ -306,15 +306,20 @@ static rn_status infer_qlinear_matmul(const graph_node *node, const graph_port *
  * makes them from QDQ models): x, x_scale, x_zero_point, w, w_scale,
  * w_zero_point, B (f32), mid_scale, mid_zero_point, sum, sum_scale,
  * sum_zero_point, y_scale, y_zero_point. The output has Conv's (Gemm's,
- * MatMul's) shape and y_zero_point's type (f32 without y_scale). */
+ * MatMul's) shape and y_zero_point's type (f32 without y_scale). sum is
+ * u8/i8 with its scale, or f32 without (transforms/fuse_qop.c: the operator
+ * format's f32 residual). */
 static rn_status infer_qlinear_fused(const graph_node *node, const graph_port *in, int n_in,
                                      graph_port *out, int n_out, const char *like)
 {
     rn_status st = want_type(node, in, 0, is_int8(in[0].type), "u8 or i8");
     if (st == RN_OK)
         st = want_type(node, in, 3, is_int8(in[3].type), "u8 or i8");
+    /* sum: quantized with its scale, or f32 (fuse_qop's residual) without one. */
+    bool sum_scaled = n_in > 10 && in[10].present;
     if (st == RN_OK && n_in > 9 && in[9].present)
-        st = want_type(node, in, 9, is_int8(in[9].type), "u8 or i8");
+        st = want_type(node, in, 9, sum_scaled ? is_int8(in[9].type) : in[9].type == RN_F32,
+                       sum_scaled ? "u8 or i8 (with sum_scale)" : "f32 (without sum_scale)");
     static const int scales[] = {1, 4, 7, 10, 12};
     for (int k = 0; st == RN_OK && k < 5; k++)
         if (scales[k] < n_in && in[scales[k]].present)

@@ -69,8 +69,8 @@ static bool set_tag(dnnl_memory_desc_t *md, dnnl_format_tag_t tag)
 
 /* The descriptor over activations in format tag (any: the primitive's
  * pick); *pd NULL when oneDNN has no implementation. */
-static rn_status conv_desc_any(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
-                               dnnl_format_tag_t tag, dnnl_primitive_desc_t *pd)
+static rn_status conv_desc_ops(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                               dnnl_format_tag_t tag, bool post_ops, dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape xs = rn_node_input_shape(node, 0), ws = rn_node_input_shape(node, 1);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -93,7 +93,14 @@ static rn_status conv_desc_any(const rn_node *node, cpu_weighted *s, dnnl_data_t
         s->has_bias ? &s->bias : NULL, &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the convolution", ds);
-    return cpu_weighted_pd(node, &cd, is_fused(node), s->sum >= 0, pd);
+    return cpu_weighted_pd(node, &cd, post_ops && is_fused(node), post_ops && s->sum >= 0, pd);
+}
+
+/* The descriptor with the node's post-ops over activations in format tag. */
+static rn_status conv_desc_any(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                               dnnl_format_tag_t tag, dnnl_primitive_desc_t *pd)
+{
+    return conv_desc_ops(node, s, dt, tag, true, pd);
 }
 
 static bool is_gemm(const_dnnl_primitive_desc_t pd)
@@ -147,20 +154,118 @@ static rn_status conv_desc_prefer(const rn_node *node, cpu_weighted *s, dnnl_dat
     return RN_OK;
 }
 
+/* Whether md is the tag's layout of its dims and type. */
+static bool md_is(const dnnl_memory_desc_t *md, dnnl_format_tag_t tag)
+{
+    dnnl_memory_desc_t t;
+    dnnl_dims_t dims;
+    memcpy(dims, md->dims, sizeof dims);
+    return dnnl_memory_desc_init_by_tag(&t, md->ndims, dims, md->data_type, tag) == dnnl_success &&
+           dnnl_memory_desc_equal(&t, md);
+}
+
+/* The epilogue's descriptor over the output md: with a sum, a binary add
+ * (the activation as its post-ops); else an eltwise of the one activation.
+ * *epi NULL when there is none to make. */
+static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s,
+                             const dnnl_memory_desc_t *md, dnnl_primitive_desc_t *epi)
+{
+    *epi = NULL;
+    dnnl_post_ops_t po = NULL;
+    rn_status st = cpu_fused_post_ops(node, false, &po);
+    if (st != RN_OK)
+        return st;
+    int n = dnnl_post_ops_len(po);
+    dnnl_status_t ds = dnnl_unimplemented;
+    dnnl_primitive_attr_t attr = NULL;
+    union {
+        dnnl_binary_desc_t binary;
+        dnnl_eltwise_desc_t eltwise;
+    } d;
+    if (s->sum >= 0) {
+        ds = dnnl_binary_desc_init(&d.binary, dnnl_binary_add, md, md, md);
+        if (ds == dnnl_success)
+            st = cpu_attr(node, po, &attr);
+    } else if (n == 1) {
+        float scale, alpha, beta;
+        dnnl_alg_kind_t alg;
+        ds = dnnl_post_ops_get_params_eltwise(po, 0, &scale, &alg, &alpha, &beta);
+        if (ds == dnnl_success)
+            ds = dnnl_eltwise_forward_desc_init(&d.eltwise, dnnl_forward_inference, alg, md, alpha,
+                                                beta);
+        if (ds == dnnl_success)
+            st = cpu_attr(node, NULL, &attr);
+    }
+    dnnl_post_ops_destroy(po);
+    dnnl_engine_t eng = NULL;
+    if (st == RN_OK && ds == dnnl_success && (st = cpu_engine(&eng)) == RN_OK) {
+        int prev = cpu_team_begin(node);
+        if (dnnl_primitive_desc_create(epi, &d, attr, eng, NULL) != dnnl_success)
+            *epi = NULL;
+        cpu_team_end(prev);
+    }
+    dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+/* A gemm convolution's post-ops are a scalar pass of their own in oneDNN
+ * 2.6.3 (a grouped 1x1 of 136 channels at 28x28, f32, AVX2, one thread:
+ * 90 us without post-ops, 155 with a ReLU, 1015 with sum + ReLU), while
+ * its jit binary and eltwise primitives take 10-18 us for the same tensor
+ * (bench/LOG.md "ShuffleNet: gemm convolutions with the post-ops as a
+ * primitive of their own"). So a gemm FusedConv in f32 is described again
+ * without post-ops over the same activations and they run after it, as a
+ * binary add of the residual with the activation as its post-ops, or an
+ * eltwise of its one activation in place (weighted.c). *pd is replaced and
+ * s->epi_pd set, or both left, when either is not to be had (still gemm
+ * over the same layouts, an epilogue a jit kernel of oneDNN's runs). */
+static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt, int rank,
+                                dnnl_primitive_desc_t *pd)
+{
+    const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(*pd, dnnl_query_src_md, 0);
+    dnnl_format_tag_t tag = md_is(src, plain_tag(rank))       ? plain_tag(rank)
+                            : md_is(src, channels_last(rank)) ? channels_last(rank)
+                                                              : dnnl_format_tag_undef;
+    if (tag == dnnl_format_tag_undef)
+        return RN_OK;
+    dnnl_primitive_desc_t bare = NULL, epi = NULL;
+    rn_status st = conv_desc_ops(node, s, dt, tag, false, &bare);
+    if (st == RN_OK && bare != NULL && is_gemm(bare))
+        st = epilogue_pd(node, s, dnnl_primitive_desc_query_md(bare, dnnl_query_dst_md, 0), &epi);
+    if (epi != NULL && strncmp(cpu_pd_impl(epi), "ref", 3) == 0) {
+        dnnl_primitive_desc_destroy(epi); /* no jit kernel: not worth a pass */
+        epi = NULL;
+    }
+    if (st != RN_OK || epi == NULL) {
+        if (bare != NULL)
+            dnnl_primitive_desc_destroy(bare);
+        return st;
+    }
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = bare;
+    if (s->epi_pd != NULL)
+        dnnl_primitive_desc_destroy(s->epi_pd);
+    s->epi_pd = epi;
+    return RN_OK;
+}
+
 /* Creates the primitive descriptor for element type dt; *pd NULL when
  * oneDNN has no implementation. Where oneDNN's first pick over format
  * "any" is slow for what it is asked (measured on oneDNN 2.6.3, AVX2, f32;
  * docs/cpu.md "Grouped convolutions"), another implementation is taken:
- * - a gemm convolution with a sum post-op (a FusedConv's residual): its
- *   post-op pass is scalar (a grouped 1x1 conv, 136 channels at 28x28:
- *   980 us with sum+relu, 90 us without), while the direct jit kernel over
- *   channels-last takes any channels per group with free post-ops (220 us):
- *   described again over channels-last, kept when that is not gemm;
  * - the AVX2 direct jit kernel on a grouped 1x1 convolution (whole 8-channel
- *   groups: oneDNN 2.6 has no grouped 1x1 jit kernel) without a sum: 2.3x
- *   slower than the gemm one oneDNN takes over plain activations (544
- *   channels, 4 groups, 7x7: 225 us vs 100 us), described again over plain
- *   activations, kept when that is gemm. */
+ *   groups: oneDNN 2.6 has no grouped 1x1 jit kernel): 2.3x slower than the
+ *   gemm one oneDNN takes over plain activations (544 channels, 4 groups,
+ *   7x7: 225 us vs 100 us), described again over plain activations, kept
+ *   when that is gemm;
+ * - a gemm FusedConv: its post-ops run as a primitive of their own
+ *   (split_epilogue; with sum + ReLU 105-115 us where the direct kernel
+ *   over channels-last takes 190-226 us);
+ * - a gemm convolution left with a sum post-op (no epilogue to be had): its
+ *   post-op pass is scalar (980 us with sum+relu, 90 us without), while the
+ *   direct jit kernel over channels-last takes any channels per group with
+ *   free post-ops (220 us): described again over channels-last, kept when
+ *   that is not gemm. */
 static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
                            dnnl_primitive_desc_t *pd)
 {
@@ -170,11 +275,15 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     cpu_conv_geometry g;
     if ((st = cpu_conv_geometry_read(node, 0, 1, &g)) != RN_OK)
         return st;
+    if (grouped_1x1(node, &g) && strcmp(cpu_pd_impl(*pd), "jit:avx2") == 0 &&
+        (st = conv_desc_prefer(node, s, dt, plain_tag(g.rank), true, pd)) != RN_OK)
+        return st;
+    if (is_gemm(*pd) && is_fused(node) && g.rank >= 3 && g.rank <= 5 &&
+        (st = split_epilogue(node, s, dt, g.rank, pd)) != RN_OK)
+        return st;
     dnnl_format_tag_t last = channels_last(g.rank);
-    if (s->sum >= 0 && is_gemm(*pd) && last != dnnl_format_tag_undef)
+    if (s->epi_pd == NULL && s->sum >= 0 && is_gemm(*pd) && last != dnnl_format_tag_undef)
         return conv_desc_prefer(node, s, dt, last, false, pd);
-    if (s->sum < 0 && grouped_1x1(node, &g) && strcmp(cpu_pd_impl(*pd), "jit:avx2") == 0)
-        return conv_desc_prefer(node, s, dt, plain_tag(g.rank), true, pd);
     return RN_OK;
 }
 

@@ -214,6 +214,15 @@ typedef struct cpu_weighted {
     int sum;
     cpu_layout src_l, wei_l, dst_l;
     const rn_layout *src_layout, *wei_layout, *dst_layout;
+    /* The post-ops as a primitive of their own after p (conv.c,
+     * split_epilogue): with a sum, p writes the scratch at tmp_at and epi
+     * (a binary add with the activation as post-ops) adds it to the
+     * residual in the output; without, epi (an eltwise) runs in place on
+     * the output. epi_pd: its descriptor until cpu_weighted_prepare makes
+     * epi. scratch: the bytes of scratch the node needs then. */
+    dnnl_primitive_desc_t epi_pd;
+    cpu_prim epi;
+    size_t tmp_at, scratch;
 } cpu_weighted;
 
 /* Describes the primitive for element type dt into *pd (NULL when oneDNN

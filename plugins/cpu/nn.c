@@ -26,6 +26,12 @@ typedef struct nn_state {
     dnnl_memory_desc_t plain;
     size_t plain_at[2];
     size_t scratch; /* bytes: the primitives' scratchpad (and the plain tensors) */
+    /* ShuffleChannels as a reorder from plain into the channel-blocked
+     * layout (shuffle_into_blocked): p reads shuffle_from, writes
+     * shuffle_to, views of the input and the output with the group axes
+     * split out. */
+    bool shuffle_reorder;
+    dnnl_memory_desc_t shuffle_from, shuffle_to;
 } nn_state;
 
 static void nn_release(void *state)
@@ -379,7 +385,7 @@ static rn_status reorder_prim(const rn_node *node, const dnnl_memory_desc_t *fro
     cpu_team_end(prev);
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success)
-        return cpu_error(node, "creating the LRN's reorder", ds);
+        return cpu_error(node, "creating the reorder", ds);
     return cpu_prim_init(p, node, pd);
 }
 
@@ -438,6 +444,122 @@ static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
     return RN_OK;
 }
 
+/* ShuffleChannels over a plain f32 input (ShuffleNet's, after gemm
+ * convolutions that write plain) ran oneDNN's shuffle (ref:any, the only
+ * one it has over plain) and then the plan's reorder into the blocked
+ * layout its depthwise consumer reads. Both are one reorder: with g groups
+ * of K channels, output channel j*g + i is input channel i*K + j, and in
+ * a layout of b-channel blocks (g dividing b, q = b/g dividing K) that
+ * channel is at block j/q, lane (j%q)*g + i; over the axes [N, g, K/q, q,
+ * spatial...] both the plain input and the blocked output are strided
+ * views, and oneDNN's jit reorder runs between them (ShuffleNet's, one
+ * thread: 5-23 us against 11-32 us for the two; bench/LOG.md "ShuffleNet:
+ * gemm convolutions with the post-ops as a primitive of their own"). The
+ * block is the one oneDNN's convolutions take on the machine's ISA: 16
+ * where it has AVX-512, else 8. s is left as it was where that does not
+ * apply. */
+static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
+{
+    const dnnl_memory_desc_t *x = &s->src[0];
+    int r = x->ndims;
+    int64_t g = rn_node_attr_int(node, "group", 1), axis = rn_node_attr_int(node, "axis", 1);
+    int64_t b = strncmp(cpu_isa_name(), "avx512", 6) == 0 ? 16 : 8;
+    if (r < 3 || r > 5 || x->data_type != dnnl_f32 || (axis != 1 && axis != 1 - r) || g < 1 ||
+        b % g != 0 || x->dims[1] % g != 0 || (x->dims[1] / g) % (b / g) != 0)
+        return RN_OK;
+    static const dnnl_format_tag_t plain[3] = {dnnl_abc, dnnl_abcd, dnnl_abcde};
+    static const dnnl_format_tag_t blocked[3][2] = {
+        {dnnl_nCw8c, dnnl_nCw16c}, {dnnl_nChw8c, dnnl_nChw16c}, {dnnl_nCdhw8c, dnnl_nCdhw16c}};
+    dnnl_memory_desc_t t;
+    dnnl_dims_t dims;
+    memcpy(dims, x->dims, sizeof dims);
+    if (dnnl_memory_desc_init_by_tag(&t, r, dims, dnnl_f32, plain[r - 3]) != dnnl_success ||
+        !dnnl_memory_desc_equal(&t, x))
+        return RN_OK;
+    int64_t c = x->dims[1], k = c / g, q = b / g, sp = 1;
+    for (int i = 2; i < r; i++)
+        sp *= x->dims[i];
+    dnnl_dims_t d6, from, to;
+    d6[0] = x->dims[0], d6[1] = g, d6[2] = k / q, d6[3] = q;
+    from[0] = to[0] = c * sp;
+    from[1] = k * sp, from[2] = q * sp, from[3] = sp;
+    to[1] = 1, to[2] = sp * b, to[3] = g;
+    int64_t inner = 1;
+    for (int i = r - 1; i >= 2; i--) {
+        d6[i + 2] = x->dims[i];
+        from[i + 2] = inner;
+        to[i + 2] = inner * b;
+        inner *= x->dims[i];
+    }
+    dnnl_memory_desc_t dst;
+    if (dnnl_memory_desc_init_by_strides(&s->shuffle_from, r + 2, d6, dnnl_f32, from) !=
+            dnnl_success ||
+        dnnl_memory_desc_init_by_strides(&s->shuffle_to, r + 2, d6, dnnl_f32, to) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&dst, r, dims, dnnl_f32, blocked[r - 3][b == 16]) !=
+            dnnl_success)
+        return RN_OK;
+    cpu_prim p;
+    rn_status st = reorder_prim(node, &s->shuffle_from, &s->shuffle_to, &p);
+    if (st != RN_OK)
+        return st;
+    cpu_prim_release(&s->p);
+    s->p = p;
+    s->shuffle_reorder = true;
+    s->dst = dst;
+    cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
+    s->scratch = s->p.scratch;
+    return RN_OK;
+}
+
+/* Whether oneDNN's pick is one of its reference kernels (simple_nchw:any
+ * is its plain-layout pooling). */
+static bool reference_impl(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = cpu_pd_impl(pd);
+    return strncmp(impl, "ref", 3) == 0 || strncmp(impl, "simple", 6) == 0;
+}
+
+/* A MaxPool or AveragePool whose producer writes plain activations gets
+ * oneDNN 2.6.3's simple_nchw:any over them: ShuffleNet's 3x3/2 average
+ * poolings of 24 x 56x56, 136 x 28x28 and 272 x 14x14 (their units'
+ * inputs, written plain by gemm convolutions) took 900 us an inference, one
+ * thread, against 80 us for its two over nChw8c with jit:sse41 (bench/LOG.md
+ * "ShuffleNet: gemm convolutions with the post-ops as a primitive of their
+ * own"). It is described again over the channel-blocked layout, 16 then 8
+ * channels a block (AVX-512's, then AVX2's and SSE4.1's), and takes the
+ * first that a jit kernel runs; the plan reorders its input into it. *pd is
+ * replaced, or left with s->src[0] as it was. */
+static rn_status pool_over_blocked(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *pd)
+{
+    static const dnnl_format_tag_t tags[3][2] = {
+        {dnnl_nCw16c, dnnl_nCw8c}, {dnnl_nChw16c, dnnl_nChw8c}, {dnnl_nCdhw16c, dnnl_nCdhw8c}};
+    dnnl_memory_desc_t plain = s->src[0];
+    if (plain.ndims < 3 || plain.ndims > 5 || plain.data_type != dnnl_f32)
+        return RN_OK;
+    for (int k = 0; k < 2; k++) {
+        dnnl_dims_t dims;
+        memcpy(dims, plain.dims, sizeof dims);
+        if (dnnl_memory_desc_init_by_tag(&s->src[0], plain.ndims, dims, dnnl_f32,
+                                         tags[plain.ndims - 3][k]) != dnnl_success)
+            continue;
+        dnnl_primitive_desc_t alt = NULL;
+        rn_status st = nn_pd(node, s, &alt);
+        if (st != RN_OK) {
+            s->src[0] = plain;
+            return st;
+        }
+        if (alt != NULL && !reference_impl(alt)) {
+            dnnl_primitive_desc_destroy(*pd);
+            *pd = alt;
+            return RN_OK;
+        }
+        if (alt != NULL)
+            dnnl_primitive_desc_destroy(alt);
+    }
+    s->src[0] = plain;
+    return RN_OK;
+}
+
 static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
 {
     nn_state *s = calloc(1, sizeof *s);
@@ -459,6 +581,11 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
     }
     if (st == RN_OK && pd == NULL)
         st = cpu_error(node, "creating the primitive", dnnl_unimplemented);
+    if (st == RN_OK && (is_op(node, "MaxPool") || is_op(node, "AveragePool")) &&
+        !channel_blocked(&s->src[0]) && reference_impl(pd))
+        st = pool_over_blocked(node, s, &pd);
+    if (st != RN_OK && pd != NULL)
+        dnnl_primitive_desc_destroy(pd);
     if (st == RN_OK)
         st = cpu_prim_init(&s->p, node, pd);
     if (st != RN_OK) {
@@ -474,6 +601,10 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
     s->scratch = s->p.scratch;
     if (is_op(node, "LRN") && channel_blocked(&s->src[0]) &&
         (st = lrn_over_plain(node, s)) != RN_OK) {
+        nn_release(s);
+        return st;
+    }
+    if (is_op(node, "ShuffleChannels") && (st = shuffle_into_blocked(node, s)) != RN_OK) {
         nn_release(s);
         return st;
     }
@@ -508,6 +639,11 @@ static rn_status nn_run(rn_kernel_args *args)
         if (st == RN_OK)
             st = cpu_execute(&s->from_plain, args, out, 2);
         return st;
+    }
+    if (s->shuffle_reorder) {
+        cpu_arg r[2] = {{DNNL_ARG_FROM, &s->shuffle_from, args->inputs[0].data},
+                        {DNNL_ARG_TO, &s->shuffle_to, args->outputs[0].data}};
+        return cpu_execute(&s->p, args, r, 2);
     }
     cpu_arg a[MAX_CONCAT + 1];
     int n = 0;

@@ -13,7 +13,8 @@
  *   mid quantization   eltwise round, clip to the mid type's range less its
  *                      zero point, linear by mid_scale / y_scale;
  *   residual           sum with scale sum_scale / y_scale and sum's zero
- *                      point (in place on the residual's bytes);
+ *                      point (in place on the residual's bytes); an f32
+ *                      residual (fuse_qop's, into an f32 output) as it is;
  *   Relu               eltwise relu;
  *   y's zero point     eltwise linear shift; the conversion to u8/s8
  *                      rounds half to even and saturates, as
@@ -196,8 +197,10 @@ static bool qfused_supports(const rn_node *node, const char **why)
                "point not 0";
         return false;
     }
-    if (present(node, QF_S) &&
-        (!present(node, QF_YS) || rn_node_input_type(node, QF_S) != rn_node_output_type(node, 0))) {
+    /* The residual: quantized (with sum_scale) into a quantized output, or
+     * f32 (fuse_qop's) into an f32 one. */
+    if (present(node, QF_S) && (present(node, QF_YS) != present(node, QF_SS) ||
+                                rn_node_input_type(node, QF_S) != rn_node_output_type(node, 0))) {
         *why = "the residual is not of the output's type";
         return false;
     }
@@ -205,7 +208,8 @@ static bool qfused_supports(const rn_node *node, const char **why)
      * and ConvInteger). Without VNNI oneDNN multiplies u8 by s8 with
      * vpmaddubsw, whose sum of two products saturates at 32767 unless every
      * |w| <= 64 (255 * 64 * 2 < 32768). */
-    if (!present(node, QF_YS) && !cpu_has_vnni() && max_abs_weight(node) > 64) {
+    if (!present(node, QF_YS) && !present(node, QF_MS) && !cpu_has_vnni() &&
+        max_abs_weight(node) > 64) {
         *why = "an exact (integer) output on a CPU without VNNI with |w| over 64 (vpmaddubsw "
                "saturates)";
         return false;
@@ -333,10 +337,13 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
         if (s == dnnl_success && to_y != 1.0f)
             s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, to_y, 0.0f);
     }
+    /* An f32 residual (no sum_scale) is added as it is. */
+    bool sum_q = present(node, QF_SS);
     if (s == dnnl_success && sum)
-        s = dnnl_post_ops_append_sum_v3(po, (float)(const_at(node, QF_SS, 0) / ys),
-                                        (int32_t)const_at(node, QF_SZ, 0),
-                                        cpu_dt(rn_node_input_type(node, QF_S)));
+        s = dnnl_post_ops_append_sum_v3(
+            po, sum_q ? (float)(const_at(node, QF_SS, 0) / ys) : 1.0f,
+            sum_q && present(node, QF_SZ) ? (int32_t)const_at(node, QF_SZ, 0) : 0,
+            cpu_dt(rn_node_input_type(node, QF_S)));
     if (s == dnnl_success && relu)
         s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
     float zy = y ? (float)const_at(node, QF_YZ, 0) : 0.0f;

@@ -1,6 +1,7 @@
 /* What convolutions and products (conv.c, gemm.c) share: creating the
  * primitive in bf16 or f32, the layouts it chose, and running it with its
  * weights, bias and residual. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,8 +74,21 @@ rn_status cpu_weighted_prepare(const rn_node *node, cpu_weighted *w, cpu_weighte
         st = cpu_error(node, "creating the primitive", dnnl_unimplemented);
     if (st == RN_OK)
         st = cpu_prim_init(&w->p, node, pd);
+    if (st == RN_OK && w->epi_pd != NULL) {
+        dnnl_primitive_desc_t epi = w->epi_pd;
+        w->epi_pd = NULL;
+        st = cpu_prim_init(&w->epi, node, epi);
+    }
     if (st != RN_OK)
         return st;
+    w->scratch = w->p.scratch;
+    if (w->epi.prim != NULL) {
+        size_t pad = w->epi.scratch > w->p.scratch ? w->epi.scratch : w->p.scratch;
+        w->tmp_at = (pad + 63) & ~(size_t)63;
+        w->scratch = w->sum >= 0 ? w->tmp_at + dnnl_memory_desc_get_size(&w->dst) : pad;
+        size_t len = strnlen(w->p.impl, sizeof w->p.impl);
+        snprintf(w->p.impl + len, sizeof w->p.impl - len, " + %s", w->epi.impl);
+    }
     w->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     w->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     w->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
@@ -92,6 +106,9 @@ void cpu_weighted_release(void *state)
     if (w == NULL)
         return;
     cpu_prim_release(&w->p);
+    cpu_prim_release(&w->epi);
+    if (w->epi_pd != NULL)
+        dnnl_primitive_desc_destroy(w->epi_pd);
     free(w);
 }
 
@@ -112,7 +129,8 @@ const rn_layout *cpu_weighted_output_layout(const void *state, int i)
 
 size_t cpu_weighted_scratch(const void *state)
 {
-    return ((const cpu_weighted *)state)->p.scratch;
+    const cpu_weighted *w = state;
+    return w->epi.prim != NULL ? w->scratch : w->p.scratch;
 }
 
 int cpu_weighted_inplace(const void *state)
@@ -132,9 +150,28 @@ rn_status cpu_weighted_run(rn_kernel_args *args)
      * them on the same bytes, else copied there first. */
     if (w->sum >= 0 && args->outputs[0].data != args->inputs[w->sum].data)
         memcpy(args->outputs[0].data, args->inputs[w->sum].data, args->outputs[0].nbytes);
+    void *out = args->outputs[0].data, *dst = out;
+    if (w->epi.prim != NULL && w->sum >= 0) {
+        /* The product goes to the scratch; the epilogue adds it to the
+         * residual in the output. */
+        if (args->scratch.data == NULL || args->scratch.nbytes < w->scratch)
+            return rn_set_error(RN_INTERNAL, "node '%s': no scratch for the convolution's output",
+                                rn_node_name(args->node));
+        dst = (char *)args->scratch.data + w->tmp_at;
+    }
     cpu_arg a[4] = {{DNNL_ARG_SRC, &w->src, args->inputs[0].data},
                     {DNNL_ARG_WEIGHTS, &w->wei, args->inputs[1].data},
-                    {DNNL_ARG_DST, &w->dst, args->outputs[0].data},
+                    {DNNL_ARG_DST, &w->dst, dst},
                     {DNNL_ARG_BIAS, &w->bias, w->has_bias ? args->inputs[2].data : NULL}};
-    return cpu_execute(&w->p, args, a, w->has_bias ? 4 : 3);
+    rn_status st = cpu_execute(&w->p, args, a, w->has_bias ? 4 : 3);
+    if (st != RN_OK || w->epi.prim == NULL)
+        return st;
+    if (w->sum >= 0) {
+        cpu_arg e[3] = {{DNNL_ARG_SRC_0, &w->dst, out},
+                        {DNNL_ARG_SRC_1, &w->dst, dst},
+                        {DNNL_ARG_DST, &w->dst, out}};
+        return cpu_execute(&w->epi, args, e, 3);
+    }
+    cpu_arg e[2] = {{DNNL_ARG_SRC, &w->dst, out}, {DNNL_ARG_DST, &w->dst, out}};
+    return cpu_execute(&w->epi, args, e, 2);
 }

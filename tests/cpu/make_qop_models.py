@@ -36,10 +36,13 @@ def c(a, dtype=None):
     return np.array(a, dtype=dtype)
 
 
-def save(name, op, x_shape, x_dtype, consts, out_dtype, before=None, **attrs):
+def save(name, op, x_shape, x_dtype, consts, out_dtype, before=None, after=None, opset=13,
+         **attrs):
     """One node `op` reading x then the constants (None: an empty name, an absent optional);
     with `before`, nodes that make x (named "xq") and its zero point ("xz") from the input
-    first, and "xz" read in place of the constant at that position (the string "xz")."""
+    first, and "xz" read in place of the constant at that position (the string "xz"); with
+    `after` (nodes and their constants), the op writes "t" and those nodes make "y" from it
+    (opset: the model's; onnx's evaluator has DequantizeLinear from 19 on)."""
     inits, names = [], ["xq" if before else "x"]
     for i, a in enumerate(consts):
         if isinstance(a, str):
@@ -50,11 +53,13 @@ def save(name, op, x_shape, x_dtype, consts, out_dtype, before=None, **attrs):
             continue
         names.append(f"c{i}")
         inits.append(numpy_helper.from_array(a, f"c{i}"))
-    node = helper.make_node(op, names, ["y"], **attrs)
-    g = helper.make_graph((before or []) + [node], name,
+    node = helper.make_node(op, names, ["t" if after else "y"], **attrs)
+    after_nodes, after_consts = after or ([], {})
+    inits += [numpy_helper.from_array(a, k) for k, a in after_consts.items()]
+    g = helper.make_graph((before or []) + [node] + after_nodes, name,
                           [helper.make_tensor_value_info("x", ELEM[x_dtype], x_shape)],
                           [helper.make_tensor_value_info("y", ELEM[out_dtype], None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
     onnx.checker.check_model(m)
     x = test_input(x_shape, x_dtype)
@@ -148,3 +153,41 @@ save("qop_conv_integer_full", "ConvInteger", [1, 8, 6, 6], np.uint8,
 save("qop_matmul_integer_dynamic", "MatMulInteger", [6, 40], np.float32,
      [weights_s8([40, 24], 2).astype(np.int8), "xz", c(2, np.int8)], np.int32,
      before=[helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"])])
+
+# The operator format's residual, as quantize_static writes ResNet-50's when Add is not
+# quantized: QLinearConv -> DequantizeLinear -> Sum(., an f32 residual) -> Relu ->
+# QuantizeLinear, the residual here a projection shortcut (a 1x1 QLinearConv of x ->
+# DequantizeLinear). The CPU device fuses the DequantizeLinears, the Sum and the Relu into the
+# convolutions (the mid quantization, an f32 sum post-op). y's scale 0.057: with 0.06 a sixth
+# of the sums (multiples of 0.05 plus multiples of 0.04) would be exact half steps of y, which
+# f32 and double arithmetic round either way.
+M = 8
+
+
+def residual_block(name, x_shape, x_dtype, xz, mid_z, shortcut_z, add_op):
+    """x -> QLinearConv 3x3 -> DequantizeLinear -> add_op(., the 1x1 shortcut QLinearConv of x
+    -> DequantizeLinear) -> Relu -> QuantizeLinear (u8)."""
+    save(name, "QLinearConv", x_shape, x_dtype,
+         [c(0.02, np.float32), c(xz, x_dtype), weights_s8([M, M, 3, 3]).astype(np.int8),
+          rng.uniform(0.002, 0.01, M).astype(np.float32), np.zeros(M, np.int8),
+          c(0.05, np.float32), c(mid_z, x_dtype), rng.integers(-2000, 2001, M).astype(np.int32)],
+         np.uint8, pads=[1, 1, 1, 1], opset=19,
+         after=([helper.make_node("DequantizeLinear", ["t", "c5", "c6"], ["td"]),
+                 helper.make_node("QLinearConv",
+                                  ["x", "c0", "c1", "w2", "ws2", "wz2", "s2", "z2"], ["t2"]),
+                 helper.make_node("DequantizeLinear", ["t2", "s2", "z2"], ["xr"]),
+                 helper.make_node(add_op, ["td", "xr"] if add_op == "Sum" else ["xr", "td"],
+                                  ["s"]),
+                 helper.make_node("Relu", ["s"], ["r"]),
+                 helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["y"])],
+                {"w2": weights_s8([M, M, 1, 1]).astype(np.int8),
+                 "ws2": rng.uniform(0.002, 0.01, M).astype(np.float32),
+                 "wz2": np.zeros(M, np.int8), "s2": c(0.04, np.float32),
+                 "z2": c(shortcut_z, x_dtype), "ys": c(0.057, np.float32),
+                 "yz": c(5, np.uint8)}))
+
+
+residual_block("qop_conv_residual", [1, M, 6, 7], np.uint8, 37, 120, 128, "Sum")
+# The same block on an i8 x (zero points -5, 3, -10): without VNNI the CPU device declines an i8
+# x to oneDNN's convolution, and REF's kernel of the fused op runs it, f32 residual included.
+residual_block("qop_conv_residual_s8", [1, M, 5, 6], np.int8, -5, 3, -10, "Add")

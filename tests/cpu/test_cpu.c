@@ -112,11 +112,18 @@ Test(cpu, describes_the_machine)
     OK(rn_core_get_property(core, "CPU", "FULL_DEVICE_NAME", name, sizeof name));
     OK(rn_core_get_property(core, "CPU", "OPTIMIZATION_CAPABILITIES", caps, sizeof caps));
     OK(rn_core_get_property(core, "CPU", "SUPPORTED_PROPERTIES", keys, sizeof keys));
-    bool avx512 = cpu_flag("avx512f") && isa_allows("AVX512_CORE"), avx2 = cpu_flag("avx2");
+    /* CPU_ISA is what oneDNN may use: the processor's flags, capped by
+     * ONEDNN_MAX_CPU_ISA when it is set (the suite runs again capped). */
+    bool avx512 = cpu_flag("avx512f") && isa_allows("AVX512_CORE");
+    bool avx2 = cpu_flag("avx2") && isa_allows("AVX2");
     if (avx512)
         cr_assert(strncmp(isa, "avx512", 6) == 0, "avx512f present, CPU_ISA %s", isa);
     else if (avx2)
         cr_assert(strncmp(isa, "avx2", 4) == 0, "avx2 without avx512f, CPU_ISA %s", isa);
+    else
+        cr_assert(strncmp(isa, "avx2", 4) != 0 && strncmp(isa, "avx512", 6) != 0,
+                  "avx2 absent or capped (ONEDNN_MAX_CPU_ISA %s), CPU_ISA %s",
+                  getenv("ONEDNN_MAX_CPU_ISA") ? getenv("ONEDNN_MAX_CPU_ISA") : "unset", isa);
     cr_assert(strstr(name, isa) != NULL, "%s does not name %s", name, isa);
     cr_assert(strstr(name, " on ") != NULL, "%s does not name the processor", name);
     bool bf16 = native_bf16();
@@ -584,7 +591,10 @@ Test(cpu, densenet121_bf16_is_close_to_ref, .timeout = 600)
 
 /* ShuffleNet's 16 channel shuffles (Reshape -> Transpose -> Reshape) are
  * one runnel ShuffleChannels each on oneDNN (fuse_shuffle_channels): no
- * Transpose left, one Reshape (the classifier's flatten). */
+ * Transpose left, one Reshape (the classifier's flatten). One that reads a
+ * plain tensor (after a gemm convolution) writes the channel-blocked layout
+ * itself, one reorder (plugins/cpu/nn.c, shuffle_into_blocked), and its
+ * depthwise convolution reads that: no conversion between them. */
 Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
 {
     rn_core *core;
@@ -595,6 +605,30 @@ Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
     cr_assert_eq(ref, 0, "a ShuffleChannels runs REF's kernel");
     cr_assert_eq(count_type(cm, "Transpose", NULL), 0, "a Transpose left");
     cr_assert_eq(count_type(cm, "Reshape", NULL), 1);
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int from_plain = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].layer_type, "ShuffleChannels") != 0 ||
+            strcmp(nodes[i].input_layouts, "plain") != 0)
+            continue;
+        from_plain++;
+        cr_assert(strncmp(nodes[i].output_layouts, "aB", 2) == 0, /* aBcd8b: nChw8c */
+                  "ShuffleChannels '%s' over plain writes %s (runs %s)", nodes[i].name,
+                  nodes[i].output_layouts, nodes[i].impl_type);
+        for (size_t k = 0; k < n; k++)
+            if (nodes[k].execution_order == nodes[i].execution_order + 1)
+                cr_assert(strcmp(nodes[k].layer_type, "Reorder") != 0,
+                          "a Reorder after ShuffleChannels '%s' (writes %s)", nodes[i].name,
+                          nodes[i].output_layouts);
+    }
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    if (strncmp(isa, "avx2", 4) == 0) /* gemm writes their inputs plain there (measured) */
+        cr_assert_eq(from_plain, 16, "%d channel shuffles read plain", from_plain);
+    else
+        cr_log_info("%s: %d of ShuffleNet's channel shuffles read plain", isa, from_plain);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);
@@ -670,16 +704,22 @@ static bool grouped_weights(const char *layouts)
     return axes == 5;
 }
 
-/* ShuffleNet's grouped 1x1 convolutions with a residual (a FusedConv's
- * sum post-op, 10 of its units): oneDNN 2.6 picks gemm for groups that are
- * not whole SIMD blocks (28, 34, 68 channels per group on AVX2), whose sum
- * post-op is a scalar pass ten times the convolution's own time, so conv.c
- * describes them over channels-last, where the direct jit kernel takes them
- * (plugins/cpu/conv.c, conv_desc). Where oneDNN runs AVX2 (where that was
- * measured: bench/LOG.md "Grouped 1x1 convolutions on AVX2") none of them
- * may run gemm, and no grouped one without a residual AVX2's direct jit
- * kernel (gemm is 2.3x faster there); on other ISAs the kernels are logged,
- * not asserted. The output is REF's everywhere. */
+/* ShuffleNet's grouped 1x1 convolutions (FusedConvs, a ReLU or a residual
+ * sum + ReLU): oneDNN 2.6 picks gemm for groups that are not whole SIMD
+ * blocks (28, 34, 68 channels per group on AVX2), and gemm's post-ops are a
+ * scalar pass of their own (a sum ten times the convolution's own time), so
+ * conv.c runs them as a primitive of their own after a post-op-free gemm:
+ * a binary add of the residual with the ReLU, or an eltwise ReLU, the
+ * impl "x64:gemm:jit + jit:uni" (plugins/cpu/conv.c, split_epilogue). Its
+ * average poolings, which read the plain output of those gemm convolutions,
+ * run a jit kernel over a channel-blocked layout, not oneDNN's plain
+ * simple_nchw:any (plugins/cpu/nn.c, pool_over_blocked). Where oneDNN runs
+ * AVX2 (where that was measured: bench/LOG.md "ShuffleNet: gemm
+ * convolutions with the post-ops as a primitive of their own") every gemm
+ * FusedConv must run its post-ops so, no grouped one AVX2's direct jit
+ * kernel (gemm is 2.3x faster there), and no pooling a reference kernel; on
+ * other ISAs the kernels are logged, not asserted. The output is REF's
+ * everywhere. */
 Test(cpu, shufflenet_grouped_convs_take_the_fast_kernels_and_match_ref, .timeout = 300)
 {
     rn_core *core;
@@ -691,29 +731,48 @@ Test(cpu, shufflenet_grouped_convs_take_the_fast_kernels_and_match_ref, .timeout
     const rn_runtime_node *nodes;
     size_t n;
     OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
-    int residual = 0;
+    int residual = 0, split = 0, pools = 0;
     for (size_t i = 0; i < n; i++) {
+        const char *impl = nodes[i].impl_type;
+        if (strcmp(nodes[i].layer_type, "AveragePool") == 0 ||
+            strcmp(nodes[i].layer_type, "MaxPool") == 0) {
+            pools++;
+            if (!measured)
+                cr_log_info("%s: pooling '%s' runs %s (reads %s)", isa, nodes[i].name, impl,
+                            nodes[i].input_layouts);
+            else
+                cr_assert(strncmp(impl, "simple", 6) != 0 && strncmp(impl, "ref", 3) != 0,
+                          "pooling '%s' runs %s (reads %s)", nodes[i].name, impl,
+                          nodes[i].input_layouts);
+            continue;
+        }
         if (strcmp(nodes[i].layer_type, "FusedConv") != 0)
             continue;
         int inputs = 1;
         for (const char *c = nodes[i].input_layouts; *c != '\0'; c++)
             inputs += *c == ',';
-        if (inputs == 4) {
-            residual++;
-            if (!measured)
-                cr_log_info("%s: FusedConv '%s' with a residual runs %s (reads %s)", isa,
-                            nodes[i].name, nodes[i].impl_type, nodes[i].input_layouts);
-            else
-                cr_assert_null(strstr(nodes[i].impl_type, "gemm"),
-                               "FusedConv '%s' with a residual runs %s (reads %s)", nodes[i].name,
-                               nodes[i].impl_type, nodes[i].input_layouts);
-        } else if (measured && strcmp(nodes[i].impl_type, "jit:avx2") == 0) {
+        residual += inputs == 4;
+        bool gemm = strstr(impl, "gemm") != NULL;
+        split += gemm && strstr(impl, " + ") != NULL;
+        if (!measured) {
+            cr_log_info("%s: FusedConv '%s' runs %s (reads %s)", isa, nodes[i].name, impl,
+                        nodes[i].input_layouts);
+            continue;
+        }
+        if (gemm) {
+            const char *epi = inputs == 4 ? "x64:gemm:jit + jit:uni" : "x64:gemm:jit + jit:avx2";
+            cr_assert_str_eq(impl, epi, "gemm FusedConv '%s' runs %s (reads %s)", nodes[i].name,
+                             impl, nodes[i].input_layouts);
+        } else if (strcmp(impl, "jit:avx2") == 0) {
             cr_assert(!grouped_weights(nodes[i].input_layouts),
                       "grouped FusedConv '%s' runs jit:avx2 (reads %s)", nodes[i].name,
                       nodes[i].input_layouts);
         }
     }
     cr_assert_eq(residual, 13, "%d FusedConvs with a residual", residual);
+    cr_assert_eq(pools, 5, "%d poolings", pools);
+    if (measured)
+        cr_assert_geq(split, 29, "%d gemm FusedConvs run their post-ops after them", split);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);

@@ -251,3 +251,61 @@ Test(cpu_qop, matmulinteger_runtime_zero_point_on_onednn_exactly)
 {
     check("qop_matmul_integer_dynamic", "QLinearFusedMatMul", true, 0);
 }
+
+/* The number of nodes of layer type `layer` in a compiled model. */
+static int count_of(rn_compiled_model *cm, const char *layer)
+{
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += strcmp(nodes[i].layer_type, layer) == 0;
+    return found;
+}
+
+/* The operator format's residual (ResNet-50 from quantize_static with
+ * QOperator): QLinearConv -> DequantizeLinear -> Sum/Add(., an f32 residual:
+ * a projection shortcut's QLinearConv -> DequantizeLinear) -> Relu ->
+ * QuantizeLinear. On CPU the DequantizeLinears, the Sum and the Relu go into
+ * the two convolutions (y as their mid quantization, the residual as an f32
+ * sum), which run on oneDNN (`on_onednn`) or REF's kernel of the fused op;
+ * the output still matches onnx's evaluator and REF (which runs the
+ * unfused graph). */
+static void check_residual(const char *name, bool on_onednn)
+{
+    check(name, "QuantizeLinear", true, 1);
+    char path[256];
+    snprintf(path, sizeof path, "tests/cpu/%s.onnx", name);
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cpu;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, path, &model));
+    OK(rn_core_compile_model(core, model, "CPU", NULL, 0, &cpu));
+    cr_expect_eq(count_of(cpu, "QLinearFusedConv"), 2);
+    cr_expect_eq(count_of(cpu, "DequantizeLinear"), 0, "the DequantizeLinears are fused");
+    cr_expect_eq(count_of(cpu, "Sum") + count_of(cpu, "Add"), 0, "the Sum/Add is fused");
+    cr_expect_eq(count_of(cpu, "Relu"), 0, "the Relu is fused");
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cpu, &nodes, &n));
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(nodes[i].layer_type, "QLinearFusedConv") == 0)
+            cr_expect_eq(strcmp(nodes[i].impl_type, "ref") != 0, on_onednn, "%s: impl %s",
+                         nodes[i].name, nodes[i].impl_type);
+    rn_compiled_model_free(cpu);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+Test(cpu_qop, qlinearconv_residual_sum_relu_fused_into_the_convolutions)
+{
+    check_residual("qop_conv_residual", true);
+}
+
+/* An i8 x: without VNNI REF's kernel of the fused op (its f32 sum) runs it. */
+Test(cpu_qop, qlinearconv_residual_s8_x_fused)
+{
+    check_residual("qop_conv_residual_s8", cpu_has_vnni_flag());
+}

@@ -120,8 +120,9 @@ static float x_data[144];
  *   y2 = Q(Relu(DQ(Q_mid(Conv(DQ(y1), W2, B2))) + DQ(xq)))
  *   out = DQ(Q(MaxPool(DQ(y2))))
  * with DQ(xq) read by the first Conv and the Add. `mid_is_result` also
- * makes the mid QuantizeLinear's output a result. */
-static graph *block(bool mid_is_result)
+ * makes the mid QuantizeLinear's output a result; `y2_dequantized_out`
+ * leaves out the Relu and makes DQ(y2) the result (no MaxPool). */
+static graph *block_of(bool mid_is_result, bool y2_dequantized_out)
 {
     seed = 7;
     for (int i = 0; i < 144; i++)
@@ -143,7 +144,13 @@ static graph *block(bool mid_is_result)
     graph_value *c2 = tt_op(g, "conv2", "Conv", 3, c2_in);
     graph_value *mid = quant(g, "mid", c2, 0.04f, 128);
     graph_value *sum = tt_binary(g, "add", "Add", dequant(g, "midd", mid), xd);
-    graph_value *y2 = quant(g, "y2", tt_unary(g, "relu", "Relu", sum), 0.06f, 0);
+    graph_value *y2 =
+        quant(g, "y2", y2_dequantized_out ? sum : tt_unary(g, "relu", "Relu", sum), 0.06f, 0);
+    if (y2_dequantized_out) {
+        tt_output(g, dequant(g, "out", y2));
+        tt_finish(g);
+        return g;
+    }
     graph_value *pool = tt_unary(g, "pool", "MaxPool", dequant(g, "y2d", y2));
     const int64_t k2[2] = {2, 2};
     tt_attr_ints(g, "pool", "kernel_shape", 2, k2);
@@ -156,6 +163,11 @@ static graph *block(bool mid_is_result)
         tt_output(g, mid);
     tt_finish(g);
     return g;
+}
+
+static graph *block(bool mid_is_result)
+{
+    return block_of(mid_is_result, false);
 }
 
 static int run_pass(graph *g)
@@ -339,4 +351,33 @@ Test(fuse_qdq, inserted_before_constant_folding)
                  RN_INVALID_ARG, "a second pass of the same name");
     cr_assert_eq(transforms_pipeline_count(p), n + 1);
     transforms_pipeline_free(p);
+}
+
+/* fuse_qop (after fuse_qdq in the CPU pipeline) folds a fused convolution's
+ * DequantizeLinear into it only when the node has no mid quantization or
+ * sum yet: conv2 here has both (and y, no activation), and DQ(y2) stays as
+ * it is. */
+Test(fuse_qdq, fuse_qop_leaves_a_fused_residual_alone)
+{
+    graph *g = block_of(false, true);
+    graph *before;
+    OK(graph_clone(g, &before));
+    cr_assert_gt(run_pass(g), 0);
+    graph_node *c2 = tt_find_node(g, "conv2");
+    cr_assert_not_null(c2->inputs[QF_MS]);
+    cr_assert_not_null(c2->inputs[QF_S]);
+    graph_value *ms = c2->inputs[QF_MS], *sum = c2->inputs[QF_S], *ys = c2->inputs[QF_YS];
+    cr_assert_not_null(ys);
+    int changes = -1;
+    OK(transforms_fuse_qop(g, NULL, &changes));
+    OK(graph_infer_shapes(g));
+    cr_assert_eq(changes, 0);
+    cr_assert_eq(c2->inputs[QF_MS], ms);
+    cr_assert_eq(c2->inputs[QF_S], sum);
+    cr_assert_eq(c2->inputs[QF_YS], ys);
+    cr_assert_eq(tt_count_op(g, "DequantizeLinear"), 1, "the result's DequantizeLinear stays");
+    tt_assert_valid(g);
+    assert_same(before, g, 1);
+    graph_free(before);
+    graph_free(g);
 }

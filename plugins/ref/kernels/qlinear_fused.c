@@ -2,6 +2,8 @@
  * transforms/fuse_qdq.c, which makes them from the QDQ form
  *   DequantizeLinear(x) -> Conv / Gemm (DequantizeLinear(w), B)
  *   [-> QuantizeLinear -> DequantizeLinear (mid)] [-> Add(., DequantizeLinear(sum))]
+ * and by transforms/fuse_qop.c from the operator form's QLinearConv ->
+ *   DequantizeLinear (mid) -> Add/Sum(., an f32 sum) [-> Relu] (f32 out)
  *   [-> Relu] [-> QuantizeLinear (y)]
  * Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, B (f32),
  * mid_scale, mid_zero_point, sum, sum_scale, sum_zero_point, y_scale,
@@ -37,9 +39,15 @@ static bool is_q8(const graph_value *v)
 
 static bool qfused_supports(const graph_node *node, const char **why)
 {
-    if (!is_q8(node->inputs[QF_X]) || !is_q8(node->inputs[QF_W]) ||
-        (has_input(node, QF_S) && !is_q8(node->inputs[QF_S]))) {
-        *why = "x, w or sum is not u8 or i8";
+    if (!is_q8(node->inputs[QF_X]) || !is_q8(node->inputs[QF_W])) {
+        *why = "x or w is not u8 or i8";
+        return false;
+    }
+    /* sum: quantized with its scale, or f32 (fuse_qop) without one. */
+    if (has_input(node, QF_S) &&
+        (has_input(node, QF_SS) ? !is_q8(node->inputs[QF_S])
+                                : node->inputs[QF_S]->type != RN_F32 || has_input(node, QF_SZ))) {
+        *why = "sum is neither u8/i8 with sum_scale nor f32 without";
         return false;
     }
     static const int scales[] = {QF_XS, QF_WS, QF_MS, QF_SS, QF_YS};
@@ -57,7 +65,7 @@ static bool qfused_supports(const graph_node *node, const char **why)
         return false;
     }
     if (has_input(node, QF_MS) != has_input(node, QF_MZ) ||
-        has_input(node, QF_S) != has_input(node, QF_SS) ||
+        (has_input(node, QF_SS) && !has_input(node, QF_S)) ||
         has_input(node, QF_YS) != has_input(node, QF_YZ)) {
         *why = "mid, sum and y need their scale and zero point";
         return false;
@@ -187,7 +195,9 @@ static rn_status qfused_run(plugin_kernel_args *args, const plugin_kernel *base,
             float v = acc[i];
             if (mid.on)
                 v = dequantize((double)quantize(v, &mid), mid.zero, mid.scale);
-            if (r != NULL)
+            if (r != NULL && r->type == RN_F32)
+                v = v + ((const float *)r->data)[i];
+            else if (r != NULL)
                 v = v + dequantize(ref_q_load(r->type, r->data, i), sum.zero, sum.scale);
             if (relu && !(v > 0.0f))
                 v = 0.0f;
