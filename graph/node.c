@@ -1,8 +1,46 @@
-/* The rn_node accessors of runnel/kernel.h: how a plugin or an extension
- * built against the installed headers reads the node it is asked about. */
+/* The rn_node accessors of runnel/kernel.h and the rn_graph accessors of
+ * runnel/plugin.h: how a plugin or an extension built against the installed
+ * headers reads the node it is asked about and the model it compiles. */
 #include <string.h>
 
 #include "graph/graph.h"
+#include "runnel/plugin.h"
+
+int rn_graph_node_count(const rn_graph *graph)
+{
+    return graph->n_nodes;
+}
+
+const rn_node *rn_graph_node(const rn_graph *graph, int i)
+{
+    return i >= 0 && i < graph->n_nodes ? graph->nodes[i] : NULL;
+}
+
+int rn_graph_input_count(const rn_graph *graph)
+{
+    return graph->n_inputs;
+}
+
+const char *rn_graph_input_name(const rn_graph *graph, int i)
+{
+    return i >= 0 && i < graph->n_inputs ? graph->inputs[i]->name : "";
+}
+
+int rn_graph_output_count(const rn_graph *graph)
+{
+    return graph->n_outputs;
+}
+
+const char *rn_graph_output_name(const rn_graph *graph, int i)
+{
+    return i >= 0 && i < graph->n_outputs ? graph->outputs[i]->name : "";
+}
+
+const rn_kernel_tensor *rn_graph_constant(const rn_graph *graph, const char *name)
+{
+    const graph_value *v = graph_find_value(graph, name, false);
+    return v != NULL ? v->constant : NULL;
+}
 
 const char *rn_node_name(const rn_node *node)
 {

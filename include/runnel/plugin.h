@@ -36,11 +36,33 @@ extern "C" {
  * 4: typed handles, rn_kernel_tensor descriptors, versioned kernel lists,
  *    the request's callback called with its owner (one request object).
  * 5: attach_core, for devices that run models on other devices (HETERO,
- *    AUTO), which reach them with rn_core_device_plugin. */
-#define RN_PLUGIN_ABI_VERSION 6
+ *    AUTO), which reach them with rn_core_device_plugin.
+ * 6: get_device_property.
+ * 7: the rn_graph accessors below: a plugin reads a model through them and
+ *    the rn_node accessors, never through runnel's graph layout. */
+#define RN_PLUGIN_ABI_VERSION 7
 
 /* A model as it crosses the boundary (opaque outside runnel). */
 typedef struct graph rn_graph;
+
+/* ---- reading a model ----
+ *
+ * What a plugin sees of an rn_graph (compile_model, query_model, a device's
+ * own lowering): its nodes in topological order, each read with the
+ * rn_node_* accessors of runnel/kernel.h, the names of its inputs (the
+ * parameters a user feeds, in declaration order) and of its outputs, and its
+ * constants by name. Everything returned is borrowed from the graph and
+ * lives as long as it does; an index out of range gives NULL (or "" for a
+ * name). */
+RN_API int rn_graph_node_count(const rn_graph *graph);
+RN_API const rn_node *rn_graph_node(const rn_graph *graph, int i);
+RN_API int rn_graph_input_count(const rn_graph *graph);
+RN_API const char *rn_graph_input_name(const rn_graph *graph, int i);
+RN_API int rn_graph_output_count(const rn_graph *graph);
+RN_API const char *rn_graph_output_name(const rn_graph *graph, int i);
+/* The constant (an initializer, or a value constant folding computed) named
+ * `name`, or NULL when the graph has no constant of that name. */
+RN_API const rn_kernel_tensor *rn_graph_constant(const rn_graph *graph, const char *name);
 
 /* The handles a plugin defines. */
 typedef struct rn_plugin rn_plugin;                   /* the plugin's state */

@@ -111,8 +111,9 @@ typedef struct plugin_device_iface {
      * whose dynamic input dims are all 1 would specialise it
      * (plugin_specialize_at_one): the base plan of a model with dynamic
      * inputs never runs, so a node no run could run is refused here, named,
-     * instead of at the first run. An error fails the compile. */
-    rn_status (*check_specialized)(plugin_compiled *c, const graph *g);
+     * instead of at the first run. An error fails the compile. The device
+     * reads `g` with the rn_graph and rn_node accessors (runnel/plugin.h). */
+    rn_status (*check_specialized)(plugin_compiled *c, const rn_graph *g);
     /* (optional) After the plan was built (st: whether it was). */
     rn_status (*built)(plugin_compiled *c, rn_status st);
     /* (optional) The compiled model's own read-only keys: RN_NOT_FOUND (no

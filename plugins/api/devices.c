@@ -197,3 +197,78 @@ rn_status plugin_meta_supported(const char *const *own_keys, char *buf, size_t s
             (size_t)snprintf(list + used, sizeof list - used, " %s", plugin_rw_property_keys[i]);
     return plugin_property_string("SUPPORTED_PROPERTIES", list, buf, size);
 }
+
+void *plugin_meta_device_create(size_t size)
+{
+    plugin_meta_device *d = calloc(1, size);
+    if (d == NULL) {
+        rn_set_error(RN_OUT_OF_MEMORY, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&d->lock, NULL);
+    plugin_properties_default(&d->s.props);
+    return d;
+}
+
+void plugin_meta_device_destroy(void *device)
+{
+    plugin_meta_device *d = device;
+    if (d == NULL)
+        return;
+    plugin_meta_release(&d->s);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+rn_status plugin_meta_set(plugin_meta_device *d, void *config, size_t config_size,
+                          plugin_own_key_fn own, const rn_property *p, size_t n)
+{
+    pthread_mutex_lock(&d->lock);
+    rn_status st = plugin_meta_apply(&d->s, config, config_size, own, p, n);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+rn_status plugin_meta_snapshot(plugin_meta_device *d, const void *config, void *config_out,
+                               size_t config_size, plugin_meta_settings *dst)
+{
+    pthread_mutex_lock(&d->lock);
+    memcpy(config_out, config, config_size);
+    rn_status st = plugin_meta_copy(dst, &d->s);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+rn_status plugin_meta_get(pthread_mutex_t *lock, const void *config, plugin_own_get_fn own,
+                          const plugin_properties *props, const char *who, const char *key,
+                          char *buf, size_t size)
+{
+    pthread_mutex_lock(lock);
+    rn_status st = own(config, key, buf, size);
+    if (st == RN_NOT_FOUND)
+        st = plugin_properties_get(props, key, buf, size);
+    pthread_mutex_unlock(lock);
+    if (st == RN_NOT_FOUND)
+        return rn_set_error(RN_NOT_FOUND, "%s: unknown property '%s'", who, key);
+    return st;
+}
+
+rn_status plugin_meta_set_compiled(pthread_mutex_t *lock, plugin_properties *props, int n,
+                                   plugin_meta_part_fn part, void *ctx, const rn_property *p,
+                                   size_t n_props)
+{
+    pthread_mutex_lock(lock);
+    plugin_properties pp = *props;
+    rn_status st = plugin_properties_set_compiled(&pp, p, n_props);
+    for (int i = 0; i < n && st == RN_OK; i++) {
+        const rn_compiled_model_ops *ops = NULL;
+        rn_plugin_compiled *compiled = NULL;
+        part(ctx, i, &ops, &compiled);
+        if (ops != NULL && ops->set_property != NULL)
+            st = ops->set_property(compiled, p, n_props);
+    }
+    if (st == RN_OK)
+        *props = pp;
+    pthread_mutex_unlock(lock);
+    return st;
+}

@@ -5,6 +5,7 @@
 #ifndef RUNNEL_PLUGINS_API_DEVICES_H
 #define RUNNEL_PLUGINS_API_DEVICES_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "plugins/api/properties.h"
@@ -62,6 +63,59 @@ typedef rn_status (*plugin_own_key_fn)(void *config, const char *key, const char
  * config_size bytes, copied on success), the others to s. */
 rn_status plugin_meta_apply(plugin_meta_settings *s, void *config, size_t config_size,
                             plugin_own_key_fn own, const rn_property *p, size_t n);
+
+/* What a meta device (HETERO, AUTO) holds besides its own config, at the
+ * start of its plugin struct: the core it reaches the other devices through
+ * (attach_core), its settings, and the lock that guards them and the
+ * config. */
+typedef struct plugin_meta_device {
+    rn_core *core;
+    pthread_mutex_t lock;
+    plugin_meta_settings s;
+} plugin_meta_device;
+
+/* A meta device's plugin struct of `size` bytes that starts with a
+ * plugin_meta_device: zeroed, its lock made, the shared defaults in s.props;
+ * NULL (the error set) when out of memory. */
+void *plugin_meta_device_create(size_t size);
+/* Frees what plugin_meta_device_create made (NULL: a no-op). */
+void plugin_meta_device_destroy(void *device);
+
+/* plugin_meta_apply to d's settings and `config` under d's lock (a meta
+ * device's set_property). */
+rn_status plugin_meta_set(plugin_meta_device *d, void *config, size_t config_size,
+                          plugin_own_key_fn own, const rn_property *p, size_t n);
+
+/* Under d's lock: *config_out (config_size bytes) becomes a copy of
+ * `config` and *dst (empty or holding settings) a copy of d's settings —
+ * what a compile or a query of a meta device starts from. */
+rn_status plugin_meta_snapshot(plugin_meta_device *d, const void *config, void *config_out,
+                               size_t config_size, plugin_meta_settings *dst);
+
+/* Reads one of a meta device's own keys from its config: RN_NOT_FOUND (no
+ * message) for a key that is not its own. */
+typedef rn_status (*plugin_own_get_fn)(const void *config, const char *key, char *buf, size_t size);
+
+/* A read-write property of a meta device or its compiled model, under
+ * `lock`: its own (`own`) or a shared one of props; RN_NOT_FOUND naming
+ * `who` and the key for any other. */
+rn_status plugin_meta_get(pthread_mutex_t *lock, const void *config, plugin_own_get_fn own,
+                          const plugin_properties *props, const char *who, const char *key,
+                          char *buf, size_t size);
+
+/* The compiled model i of a meta device's compiled model runs on (a part,
+ * a candidate device): *ops NULL when there is none now. */
+typedef void (*plugin_meta_part_fn)(void *ctx, int i, const rn_compiled_model_ops **ops,
+                                    rn_plugin_compiled **compiled);
+
+/* A meta device's compiled model's set_property, under `lock`: the keys
+ * are validated into a copy of *props (plugin_properties_set_compiled:
+ * LIVE keys only), passed on to each of the n compiled models `part` names
+ * that takes properties (stopping at the first error), and *props becomes
+ * the copy once every one took them. */
+rn_status plugin_meta_set_compiled(pthread_mutex_t *lock, plugin_properties *props, int n,
+                                   plugin_meta_part_fn part, void *ctx, const rn_property *p,
+                                   size_t n_props);
 
 /* dst (empty or holding settings) becomes a copy of src. */
 rn_status plugin_meta_copy(plugin_meta_settings *dst, const plugin_meta_settings *src);

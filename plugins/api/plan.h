@@ -37,8 +37,22 @@ typedef struct rn_plugin_request plugin_request;
  * handed work to the device and will call plugin_request_complete_stage
  * later (from any thread), or an error. Upload runs before the kernels, the
  * others after them. Profiling reports upload as "transfer to device",
- * execute and wait as "execution", download as "transfer from device". */
+ * execute and wait as "execution", download as "transfer from device".
+ *
+ * A device whose kernels only queue work on the run's arena (an OpenCL
+ * queue, a CUDA stream) fills `arm` instead of `run`: the generic stage
+ * hands it the run's arena (plugin_request_arena) and an event of the run,
+ * which the device signals (plugin_event_signal, from any thread: its
+ * driver's completion callback) once everything queued so far completed;
+ * the stage is then done. So a device supplies only the hook over its
+ * queue, and the pending node, its completion, its profiling and its
+ * ordering for the sanitizers are this layer's. */
 #define PLUGIN_STAGE_PENDING 1
+
+/* A run's device event (one per device stage of a request, in flight from
+ * arm to plugin_event_signal). */
+typedef struct plugin_event plugin_event;
+
 typedef struct plugin_stage {
     executors_stage stage;
     executors_where where; /* EXECUTORS_ON_STREAM or EXECUTORS_ON_DEVICE_WAIT */
@@ -48,7 +62,23 @@ typedef struct plugin_stage {
      * device (non-blocking copies from and into the caller's memory), so
      * that the run completes only once nothing touches that memory. */
     bool always;
+    /* (optional, in place of run) Arms `event` to be signalled once the
+     * work queued on `arena` so far has completed: PLUGIN_STAGE_PENDING
+     * when armed, RN_OK when there is nothing to wait for (no arena yet),
+     * or an error once nothing is left in flight (then it is not
+     * signalled). Once armed the run may complete at any moment: the hook
+     * touches nothing of it after. */
+    int (*arm)(void *arena, plugin_event *event);
 } plugin_stage;
+
+/* Signals an armed event (once, from any thread) with the device work's
+ * status: the stage completes and the run goes on. */
+RN_KIT void plugin_event_signal(plugin_event *event, rn_status status);
+/* The arena the event was armed on. */
+RN_KIT void *plugin_event_arena(plugin_event *event);
+/* The profiling entries of the event's run (plugin_request_profile_entries),
+ * for a device that times its nodes itself before it signals. */
+RN_KIT rn_profiling_info *plugin_event_profile_entries(plugin_event *event, size_t *count);
 
 #define PLUGIN_MAX_STAGES 8
 

@@ -245,6 +245,19 @@ typedef struct request_spec {
 
 #define REQUEST_SPECS 4
 
+/* A device stage's event (plan.h): the request and stage it completes, and
+ * the arena it was armed on. `armed` is stored (release) before the
+ * device's arm hook runs and loaded (acquire) first by whatever the signal
+ * side calls, so that the run's writes before the stage happen before the
+ * completing thread's reads (a driver's callback thread, whose own
+ * synchronisation a sanitizer cannot see). */
+struct plugin_event {
+    plugin_request *request;
+    uint32_t stage;
+    void *arena;
+    atomic_int armed;
+};
+
 struct rn_plugin_request {
     const plugin_plan *plan;
     plugin_run run; /* state, error, cancel, callback, waiting (run.h) */
@@ -266,6 +279,7 @@ struct rn_plugin_request {
     size_t profile_cap;
     uint64_t stage_start[PLUGIN_STAGES];
     uint64_t device_stage_start[PLUGIN_MAX_STAGES];
+    plugin_event events[PLUGIN_MAX_STAGES]; /* of the stages that arm one */
 };
 
 /* DAG task functions (request_run.c). */

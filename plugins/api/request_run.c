@@ -563,6 +563,42 @@ static void device_stage_done(plugin_request *r, int k)
     p->status = RN_NODE_EXECUTED;
 }
 
+/* A stage that waits for a device event: armed on the run's arena. */
+static int arm_event(plugin_request *r, int k)
+{
+    plugin_event *e = &r->events[k];
+    e->request = r;
+    e->stage = (uint32_t)k;
+    e->arena = plugin_request_arena(r);
+    if (e->arena == NULL)
+        return RN_OK;
+    atomic_store_explicit(&e->armed, 1, memory_order_release);
+    return r->plan->options.stages[k].arm(e->arena, e);
+}
+
+/* The event, once its arming is visible to the calling thread. */
+static plugin_event *armed(plugin_event *e)
+{
+    (void)atomic_load_explicit(&e->armed, memory_order_acquire);
+    return e;
+}
+
+void plugin_event_signal(plugin_event *event, rn_status status)
+{
+    plugin_event *e = armed(event);
+    plugin_request_complete_stage(e->request, e->stage, status);
+}
+
+void *plugin_event_arena(plugin_event *event)
+{
+    return armed(event)->arena;
+}
+
+rn_profiling_info *plugin_event_profile_entries(plugin_event *event, size_t *count)
+{
+    return plugin_request_profile_entries(armed(event)->request, count);
+}
+
 /* Runs device stage k (unless the run already failed or was cancelled and
  * the stage is not one that always runs). */
 static int start_stage(plugin_request *r, int k)
@@ -572,7 +608,8 @@ static int start_stage(plugin_request *r, int k)
         return RN_OK;
     if (r->profiling)
         r->device_stage_start[k] = plugin_now_ns();
-    int rc = o->stages[k].run(r, (uint32_t)k, o->stage_ctx);
+    int rc =
+        o->stages[k].arm != NULL ? arm_event(r, k) : o->stages[k].run(r, (uint32_t)k, o->stage_ctx);
     /* A pending stage's time is recorded by its completion. */
     if (rc != PLUGIN_STAGE_PENDING)
         device_stage_done(r, k);

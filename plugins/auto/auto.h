@@ -45,9 +45,7 @@ typedef struct auto_target {
 } auto_target;
 
 typedef struct rn_plugin {
-    rn_core *core;
-    pthread_mutex_t lock; /* guards s and cfg */
-    plugin_meta_settings s;
+    plugin_meta_device meta; /* its lock guards meta.s and cfg */
     auto_config cfg;
 } auto_plugin;
 

@@ -105,8 +105,9 @@ static rn_status own_key(void *config, const char *key, const char *value, bool 
     return RN_OK;
 }
 
-static rn_status own_get(const auto_config *cfg, const char *key, char *buf, size_t size)
+static rn_status own_get(const void *config, const char *key, char *buf, size_t size)
 {
+    const auto_config *cfg = config;
     if (strcmp(key, "MULTI_DEVICE_PRIORITIES") == 0)
         return plugin_property_string(key, cfg->priorities, buf, size);
     if (strcmp(key, "ENABLE_STARTUP_FALLBACK") == 0)
@@ -118,11 +119,9 @@ static rn_status own_get(const auto_config *cfg, const char *key, char *buf, siz
 
 static rn_status auto_create(auto_plugin **out)
 {
-    auto_plugin *p = calloc(1, sizeof *p);
+    auto_plugin *p = plugin_meta_device_create(sizeof *p);
     if (p == NULL)
         return oom();
-    pthread_mutex_init(&p->lock, NULL);
-    plugin_properties_default(&p->s.props);
     p->cfg.startup_fallback = true;
     p->cfg.runtime_fallback = true;
     *out = p;
@@ -131,39 +130,17 @@ static rn_status auto_create(auto_plugin **out)
 
 static void auto_destroy(auto_plugin *p)
 {
-    if (p == NULL)
-        return;
-    plugin_meta_release(&p->s);
-    pthread_mutex_destroy(&p->lock);
-    free(p);
+    plugin_meta_device_destroy(p);
 }
 
 static void auto_attach_core(auto_plugin *p, rn_core *core)
 {
-    p->core = core;
+    p->meta.core = core;
 }
 
 static rn_status auto_set_property(auto_plugin *p, const rn_property *props, size_t n)
 {
-    pthread_mutex_lock(&p->lock);
-    rn_status st = plugin_meta_apply(&p->s, &p->cfg, sizeof p->cfg, own_key, props, n);
-    pthread_mutex_unlock(&p->lock);
-    return st;
-}
-
-/* A setting under `lock`: AUTO's own or a shared one. */
-static rn_status get_settings(pthread_mutex_t *lock, const auto_config *cfg,
-                              const plugin_properties *props, const char *who, const char *key,
-                              char *buf, size_t size)
-{
-    pthread_mutex_lock(lock);
-    rn_status st = own_get(cfg, key, buf, size);
-    if (st == RN_NOT_FOUND)
-        st = plugin_properties_get(props, key, buf, size);
-    pthread_mutex_unlock(lock);
-    if (st == RN_NOT_FOUND)
-        return rn_set_error(RN_NOT_FOUND, "%s: unknown property '%s'", who, key);
-    return st;
+    return plugin_meta_set(&p->meta, &p->cfg, sizeof p->cfg, own_key, props, n);
 }
 
 static rn_status auto_get_property(auto_plugin *p, const char *key, char *buf, size_t size)
@@ -176,10 +153,11 @@ static rn_status auto_get_property(auto_plugin *p, const char *key, char *buf, s
         return plugin_meta_supported(own_keys, buf, size);
     if (strcmp(key, "DEFAULT_DEVICE_PRIORITIES") == 0) {
         char names[512];
-        default_order(p->core, names, sizeof names);
+        default_order(p->meta.core, names, sizeof names);
         return plugin_property_string(key, names, buf, size);
     }
-    return get_settings(&p->lock, &p->cfg, &p->s.props, "AUTO", key, buf, size);
+    return plugin_meta_get(&p->meta.lock, &p->cfg, own_get, &p->meta.s.props, "AUTO", key, buf,
+                           size);
 }
 
 /* ---- the candidates ---- */
@@ -412,15 +390,12 @@ static rn_status auto_compile(auto_plugin *p, const rn_graph *model, rn_plugin_c
     c->startup = -1;
     pthread_mutex_init(&c->compile_lock, NULL);
     pthread_mutex_init(&c->lock, NULL);
-    pthread_mutex_lock(&p->lock);
-    c->cfg = p->cfg;
-    rn_status st = plugin_meta_copy(&c->s, &p->s);
-    pthread_mutex_unlock(&p->lock);
+    rn_status st = plugin_meta_snapshot(&p->meta, &p->cfg, &c->cfg, sizeof c->cfg, &c->s);
     if (st == RN_OK)
         st = plugin_meta_apply(&c->s, &c->cfg, sizeof c->cfg, own_key, props, n);
     c->cumulative = c->s.props.performance_hint == PLUGIN_HINT_CUMULATIVE_THROUGHPUT;
     if (st == RN_OK)
-        st = candidates(p->core, c->cfg.priorities, &c->devs);
+        st = candidates(p->meta.core, c->cfg.priorities, &c->devs);
     if (st == RN_OK)
         st = graph_clone(model, &c->model);
     if (st == RN_OK)
@@ -440,15 +415,13 @@ static rn_status auto_query(auto_plugin *p, const rn_graph *model, const rn_prop
                             size_t n, char ***names, bool **supported, size_t *count)
 {
     plugin_meta_settings s = {0};
-    pthread_mutex_lock(&p->lock);
-    auto_config cfg = p->cfg;
-    rn_status st = plugin_meta_copy(&s, &p->s);
-    pthread_mutex_unlock(&p->lock);
+    auto_config cfg;
+    rn_status st = plugin_meta_snapshot(&p->meta, &p->cfg, &cfg, sizeof cfg, &s);
     if (st == RN_OK)
         st = plugin_meta_apply(&s, &cfg, sizeof cfg, own_key, props, n);
     plugin_devices devs;
     if (st == RN_OK)
-        st = candidates(p->core, cfg.priorities, &devs);
+        st = candidates(p->meta.core, cfg.priorities, &devs);
     if (st == RN_OK)
         st = plugin_devices_query_union(&devs, model, NULL, 0, names, supported, count);
     plugin_meta_release(&s);
@@ -495,22 +468,25 @@ static rn_status compiled_get_property(auto_compiled *c, const char *key, char *
         strcmp(key, "PERFORMANCE_HINT") != 0)
         return RN_OK;
     rn_clear_error();
-    return get_settings(&c->lock, &c->cfg, &c->s.props, "AUTO compiled model", key, buf, size);
+    return plugin_meta_get(&c->lock, &c->cfg, own_get, &c->s.props, "AUTO compiled model", key, buf,
+                           size);
 }
 
+/* A candidate's compiled model, once it is ready. */
+static void ready_target(void *ctx, int i, const rn_compiled_model_ops **ops,
+                         rn_plugin_compiled **compiled)
+{
+    auto_target *t = &((auto_compiled *)ctx)->targets[i];
+    if (atomic_load(&t->state) == TARGET_READY) {
+        *ops = t->ops;
+        *compiled = t->compiled;
+    }
+}
+
+/* LIVE keys, on every candidate compiled so far. */
 static rn_status compiled_set_property(auto_compiled *c, const rn_property *props, size_t n)
 {
-    pthread_mutex_lock(&c->lock);
-    plugin_properties pp = c->s.props;
-    rn_status st = plugin_properties_set_compiled(&pp, props, n);
-    for (int t = 0; t < c->devs.n && st == RN_OK; t++)
-        if (atomic_load(&c->targets[t].state) == TARGET_READY &&
-            c->targets[t].ops->set_property != NULL)
-            st = c->targets[t].ops->set_property(c->targets[t].compiled, props, n);
-    if (st == RN_OK)
-        c->s.props = pp;
-    pthread_mutex_unlock(&c->lock);
-    return st;
+    return plugin_meta_set_compiled(&c->lock, &c->s.props, c->devs.n, ready_target, c, props, n);
 }
 
 static rn_status compiled_runtime_model(auto_compiled *c, const rn_runtime_node **nodes,

@@ -199,7 +199,7 @@ static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s,
     dnnl_post_ops_destroy(po);
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && ds == dnnl_success && (st = cpu_engine(&eng)) == RN_OK) {
-        int prev = cpu_team_begin(node);
+        int prev = cpu_team_begin_size(cpu_team_size_md(md)); /* the epilogue's, weighted.c */
         if (dnnl_primitive_desc_create(epi, &d, attr, eng, NULL) != dnnl_success)
             *epi = NULL;
         cpu_team_end(prev);

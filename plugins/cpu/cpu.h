@@ -76,21 +76,36 @@ typedef struct cpu_thread_state {
  * worker keeps the settings; a user's thread gets its own back. */
 cpu_thread_state cpu_enter(int threads, bool denormals);
 void cpu_leave(cpu_thread_state saved);
+/* The calling thread's libgomp pool was released: its next team's threads
+ * are new and get the denormal mode set (cpu_enter). */
+void cpu_team_pool_released(void);
 
 /* ---- team size (team.c) ---- */
 
 /* The node's work estimated from its shapes, in multiply-adds (memory-bound
  * ops: elements touched, scaled to the same units). */
 int64_t cpu_work(const rn_node *node);
+/* `elements` touched by a memory-bound primitive, in cpu_work's units. */
+int64_t cpu_work_elements(int64_t elements);
+/* The one rule: a primitive of `work` (cpu_work's units) on a stream of
+ * `threads` cores gets 1 thread when the work is too small to pay for the
+ * team's fork and join, else threads. */
+int cpu_team_size_work(int64_t work, int threads);
 /* The OpenMP team a primitive of the node gets on a stream of `threads`
- * cores: 1 when its work is too small to pay for the team, else threads. */
+ * cores: cpu_team_size_work of the node's cpu_work. */
 int cpu_team_size(const rn_node *node, int threads);
+/* The team of a memory-bound primitive of its own (a layout conversion's
+ * reorder, a convolution's split epilogue) over `md` on the stream's cores:
+ * by the elements of md, as a node's memory-bound primitive. */
+int cpu_team_size_md(const dnnl_memory_desc_t *md);
 /* Around creating a primitive descriptor or a primitive, which partition
  * their work for the calling thread's OpenMP maximum (and fix the team a
  * run forks): sets it to the node's team size on the stream's cores (1 on
  * single-core streams) and returns the previous one for cpu_team_end to
  * restore (the compiling thread is the user's). */
 int cpu_team_begin(const rn_node *node);
+/* The same for a team size already chosen (cpu_team_size_md). */
+int cpu_team_begin_size(int team);
 void cpu_team_end(int previous);
 /* Branch parallelism (plugin_plan_options.branch_fork): runs fn(arg, k) on
  * `threads` threads, k = 0 the caller: an OpenMP parallel region of the
@@ -152,6 +167,7 @@ typedef struct cpu_prim {
     uint64_t id;    /* cpu_memory_id(): keys its arguments' memory objects */
     dnnl_memory_desc_t scratch_md;
     char impl[64]; /* oneDNN's implementation ("brgconv:avx512_core_bf16") */
+    int kind;      /* cpu_team_kind, for the census (team.h) */
 } cpu_prim;
 
 /* An attribute with a user scratchpad (and post-ops `po`, may be NULL). */
@@ -161,6 +177,9 @@ const char *cpu_pd_impl(const_dnnl_primitive_desc_t pd);
 /* Creates the primitive of `pd` (taken over, also on error) for the
  * current config. */
 rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd);
+/* The same on a team of `team` threads rather than the node's (a primitive
+ * of the node that does less work than the node: cpu_team_size_md). */
+rn_status cpu_prim_init_team(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd, int team);
 void cpu_prim_release(cpu_prim *p);
 
 /* A new id for cpu_memory's keys (never 0, never reused). */

@@ -11,6 +11,7 @@
 #include "plugins/api/plan.h"
 #include "plugins/cpu/blob.h"
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/team.h"
 #include "plugins/cpu/wait.h"
 #include "sched/sched.h"
 
@@ -136,10 +137,21 @@ rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s)
     return rn_set_error(st, "CPU: %s: %s (oneDNN status %d)", what, why, (int)s);
 }
 
-/* Per thread: the team size last set, and the denormal mode set on that
- * team's threads (the thread's own MXCSR is set at every entry). */
-static _Thread_local int tls_threads = -1;
+/* Per thread: the largest team whose threads have the denormal mode
+ * tls_team_denormals (the thread's own MXCSR is set at every entry).
+ * libgomp keeps a master's pool between teams: a primitive on one thread
+ * forks none, and a smaller team reuses the pool's first threads, so going
+ * 2 -> 1 -> 2 threads (a small primitive between two large ones, team.c)
+ * needs no setup region again; a larger team, or a pool released
+ * (cpu_team_pool_released), does. */
+static _Thread_local int tls_threads = 1;
 static _Thread_local int tls_team_denormals = -1;
+
+void cpu_team_pool_released(void)
+{
+    tls_threads = 1;
+    tls_team_denormals = -1;
+}
 
 static void set_denormals(bool on)
 {
@@ -183,9 +195,9 @@ cpu_thread_state cpu_enter(int threads, bool denormals)
         set_denormals(denormals);
         return saved;
     }
-    if (threads != tls_threads) {
+    if (threads > tls_threads) {
         tls_threads = threads;
-        tls_team_denormals = -1; /* a new team: set its threads' mode too */
+        tls_team_denormals = -1; /* new team threads: set their mode too */
     }
     if (omp_get_max_threads() != threads)
         omp_set_num_threads(threads);
@@ -536,7 +548,10 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
      * cores, and libgomp then stops spinning in every team of the process
      * (docs/cpu.md, "Threads and streams"). */
     bool compiling = plugin_running_node() == NULL && sched_current_stream() < 0;
-    int threads = compiling ? 1 : c->threads;
+    /* Else the team its size pays for (team.c): a small conversion (most
+     * of a light model's) on the worker alone. */
+    int sn = cpu_team_size_md(&smd), dn = cpu_team_size_md(&dmd);
+    int threads = compiling ? 1 : sn > dn ? sn : dn;
 #if defined(__SANITIZE_THREAD__)
     threads = 1; /* as cpu_enter: no teams under ThreadSanitizer */
 #endif
@@ -547,6 +562,7 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     if ((st = cpu_engine(&eng)) != RN_OK || (st = cpu_stream(&stream)) != RN_OK)
         return st;
     cpu_thread_state thread = cpu_enter(threads, c->denormals);
+    cpu_team_count(CPU_TEAM_REORDER, omp_in_parallel() ? 1 : omp_get_max_threads());
     void *pad = scratch > 0 ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
     /* Source and destination through the thread's table (a cached
      * reorder's id); the scratchpad, allocated per run, for this run only. */
@@ -619,16 +635,29 @@ const char *cpu_pd_impl(const_dnnl_primitive_desc_t pd)
     return impl;
 }
 
+int cpu_team_size_md(const dnnl_memory_desc_t *md)
+{
+    int64_t n = 1;
+    for (int d = 0; d < md->ndims; d++)
+        n *= md->dims[d] > 0 ? md->dims[d] : 1;
+    return cpu_team_size_work(cpu_work_elements(n), cpu_config_get()->threads);
+}
+
 rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd)
+{
+    return cpu_prim_init_team(p, node, pd, cpu_team_size(node, cpu_config_get()->threads));
+}
+
+rn_status cpu_prim_init_team(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd, int team)
 {
     memset(p, 0, sizeof *p);
     p->pd = pd;
     const cpu_config *c = cpu_config_get();
-    p->threads = cpu_team_size(node, c->threads);
+    p->threads = team;
     p->denormals = c->denormals;
     p->bind = c->bind;
     p->stream_threads = c->threads;
-    int prev = cpu_team_begin(node);
+    int prev = cpu_team_begin_size(team);
     dnnl_status_t s = dnnl_primitive_create(&p->prim, pd);
     cpu_team_end(prev);
     if (s != dnnl_success) {
@@ -678,6 +707,7 @@ rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_a
                             args->scratch.data != NULL ? args->scratch.nbytes : (size_t)0);
     cpu_bind_enter(p->bind, p->stream_threads);
     cpu_thread_state thread = cpu_enter(p->threads, p->denormals);
+    cpu_team_count(p->kind, omp_in_parallel() ? 1 : omp_get_max_threads());
     dnnl_memory_t mem[CPU_MAX_ARGS + 1];
     bool owned[CPU_MAX_ARGS + 1];
     dnnl_exec_arg_t ex[CPU_MAX_ARGS + 1];

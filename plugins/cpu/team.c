@@ -14,11 +14,13 @@
  * elements written (times the window for pooling) for the rest. */
 #include <omp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugins/api/plan.h"
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/team.h"
 #include "plugins/cpu/wait.h"
 #include "sched/sched.h"
 
@@ -77,14 +79,44 @@ int64_t cpu_work(const rn_node *node)
             in += elements(rn_node_input_shape(node, k));
         touched = in > out ? in : out;
     }
-    return touched * (TEAM_MIN_MACS / TEAM_MIN_ELEMENTS);
+    return cpu_work_elements(touched);
+}
+
+int cpu_team_size_work(int64_t work, int threads)
+{
+    if (threads <= 1)
+        return 1;
+    return work < TEAM_MIN_MACS ? 1 : threads;
+}
+
+int64_t cpu_work_elements(int64_t elements)
+{
+    return elements * (TEAM_MIN_MACS / TEAM_MIN_ELEMENTS);
 }
 
 int cpu_team_size(const rn_node *node, int threads)
 {
-    if (threads <= 1 || node == NULL)
+    if (node == NULL)
         return threads < 1 ? 1 : threads;
-    return cpu_work(node) < TEAM_MIN_MACS ? 1 : threads;
+    return cpu_team_size_work(cpu_work(node), threads);
+}
+
+/* Primitive runs by kind and team size since the process started. */
+static atomic_llong census[3][2];
+
+void cpu_team_count(cpu_team_kind kind, int threads)
+{
+    atomic_fetch_add_explicit(&census[kind][threads > 1], 1, memory_order_relaxed);
+}
+
+cpu_team_census cpu_team_census_read(void)
+{
+    cpu_team_census c;
+    for (int k = 0; k < 3; k++) {
+        c.alone[k] = atomic_load_explicit(&census[k][0], memory_order_relaxed);
+        c.team[k] = atomic_load_explicit(&census[k][1], memory_order_relaxed);
+    }
+    return c;
 }
 
 static int team_threads(int threads)
@@ -99,15 +131,19 @@ static int team_threads(int threads)
 
 int cpu_team_begin(const rn_node *node)
 {
+    return cpu_team_begin_size(cpu_team_size(node, cpu_config_get()->threads));
+}
+
+int cpu_team_begin_size(int team)
+{
     /* Every stream, a single-core one too: oneDNN fixes a primitive's
      * thread count when it is created (a jit or gemm convolution forks
      * omp_get_max_threads() of the creating thread at every run, whatever
      * the running thread's maximum), and the compiling thread's maximum is
      * every core, so a THROUGHPUT stream of one core would fork a team of
      * all of them per convolution: more busy threads than cores. */
-    int threads = cpu_config_get()->threads;
     int previous = omp_get_max_threads();
-    omp_set_num_threads(team_threads(cpu_team_size(node, threads)));
+    omp_set_num_threads(team_threads(team));
     return previous;
 }
 
@@ -125,7 +161,8 @@ static void release_compiling_pool(void)
 #if !defined(__SANITIZE_THREAD__)
     if (sched_current_stream() >= 0 || plugin_running_node() != NULL || omp_in_parallel())
         return;
-    (void)omp_pause_resource(omp_pause_soft, omp_get_initial_device());
+    if (omp_pause_resource(omp_pause_soft, omp_get_initial_device()) == 0)
+        cpu_team_pool_released(); /* a new pool's threads need their mode set */
 #endif
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/team.h"
 #include "transforms/transforms.h"
 
 bool cpu_conv_like_supports(const rn_node *node, const char **why)
@@ -77,7 +78,12 @@ rn_status cpu_weighted_prepare(const rn_node *node, cpu_weighted *w, cpu_weighte
     if (st == RN_OK && w->epi_pd != NULL) {
         dnnl_primitive_desc_t epi = w->epi_pd;
         w->epi_pd = NULL;
-        st = cpu_prim_init(&w->epi, node, epi);
+        /* Its own team: an add or an activation over the output, work
+         * the convolution's size says nothing about (team.c). */
+        st = cpu_prim_init_team(
+            &w->epi, node, epi,
+            cpu_team_size_md(dnnl_primitive_desc_query_md(epi, dnnl_query_dst_md, 0)));
+        w->epi.kind = CPU_TEAM_EPILOGUE;
     }
     if (st != RN_OK)
         return st;

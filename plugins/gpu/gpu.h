@@ -27,6 +27,7 @@
 #include <CL/cl.h>
 
 #include "plugins/api/kernel.h"
+#include "plugins/api/plan.h"
 #include "runnel/plugin.h"
 #include "runnel/infer_request.h"
 
@@ -159,6 +160,15 @@ typedef struct gpu_arena {
 
 /* The allocator of device arenas (ctx: a gpu_memory). */
 extern const rn_allocator gpu_allocator_template;
+
+/* The run's stages over its arena's queue (memory.c): the execute stage
+ * flushes it (plugin_stage.run); the wait stage's hook (plugin_stage.arm)
+ * enqueues a marker whose completion callback applies the commands' device
+ * times to the run's profile and signals the event, which completes the
+ * stage. The wait stage is `always`: a failed or cancelled run completes
+ * only once the queue drained (its copies are non-blocking). */
+int gpu_stage_flush(plugin_request *r, uint32_t stage, void *ctx);
+int gpu_arena_arm(void *arena, plugin_event *event);
 
 /* The device layout ("cl"): plain row-major bytes in device memory. Its
  * conversions are the uploads and downloads. */

@@ -1,7 +1,9 @@
 /* Device memory: the arenas of requests (one cl_mem and one in-order queue
- * each), the device layout whose conversions are the uploads and
- * downloads, and the part every GPU kernel's state shares (layouts,
- * constants uploaded once, OpenCL kernels). */
+ * each) with the run's two stages over the queue (flush, and the event that
+ * completes the run once the queue drained), the device layout whose
+ * conversions are the uploads and downloads, and the part every GPU
+ * kernel's state shares (layouts, constants uploaded once, OpenCL kernels,
+ * gpu_launch, which enqueues them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,53 @@ const rn_allocator gpu_allocator_template = {
     .alloc = arena_alloc,
     .free = arena_free,
 };
+
+/* ---- the run's stages over its queue ---- */
+
+int gpu_stage_flush(plugin_request *r, uint32_t stage, void *ctx)
+{
+    (void)stage, (void)ctx;
+    gpu_arena *a = plugin_request_arena(r);
+    cl_int err = a != NULL ? clFlush(a->queue) : CL_SUCCESS;
+    if (err != CL_SUCCESS)
+        return rn_set_error(RN_DEVICE_ERROR, "GPU: clFlush failed: %s", gpu_cl_error(err));
+    return RN_OK;
+}
+
+/* The marker's callback, on the OpenCL runtime's thread: the run's
+ * commands are complete, so its nodes get their device times, then the
+ * event completes the stage. */
+static void CL_CALLBACK queue_drained(cl_event ev, cl_int status, void *arg)
+{
+    plugin_event *e = arg;
+    gpu_arena *a = plugin_event_arena(e);
+    size_t count = 0;
+    rn_profiling_info *entries = plugin_event_profile_entries(e, &count);
+    if (a->owner != NULL)
+        gpu_trace_record(a->owner->trace, a);
+    gpu_events_apply(a, entries, count);
+    clReleaseEvent(ev);
+    plugin_event_signal(e, status == CL_COMPLETE ? RN_OK : RN_DEVICE_ERROR);
+}
+
+int gpu_arena_arm(void *arena, plugin_event *event)
+{
+    gpu_arena *a = arena;
+    cl_event ev = NULL;
+    cl_int err = clEnqueueMarkerWithWaitList(a->queue, 0, NULL, &ev);
+    if (err == CL_SUCCESS)
+        err = clFlush(a->queue);
+    if (err == CL_SUCCESS &&
+        (err = clSetEventCallback(ev, CL_COMPLETE, queue_drained, event)) == CL_SUCCESS)
+        return PLUGIN_STAGE_PENDING;
+    if (ev != NULL)
+        clReleaseEvent(ev);
+    /* Nothing of the run may still use the caller's memory once it
+     * completes (the copies are non-blocking). */
+    clFinish(a->queue);
+    return rn_set_error(RN_DEVICE_ERROR, "GPU: waiting for the queue failed: %s",
+                        gpu_cl_error(err));
+}
 
 /* ---- the device layout ---- */
 

@@ -5,8 +5,9 @@
  * on the host) plus the convolution and GEMM fusions, then the generic plan
  * with the device allocator, so the plan inserts uploads and downloads as
  * layout conversions. The request pipeline adds two device stages after the
- * kernels: execute (flush the request's queue) and wait (a marker whose
- * event callback completes the stage, from the OpenCL runtime's thread).
+ * kernels, over the request's queue (memory.c): execute (flush it) and wait
+ * (a device event of plugins/api, signalled by a marker's callback from the
+ * OpenCL runtime's thread).
  * Requests have a queue each, so request k+1 uploads while request k
  * computes.
  *
@@ -15,8 +16,8 @@
  *
  * The rest (properties, query_model, compile, import, export, the runtime
  * model) is the generic plan-based device (plugins/api/device.h): this file
- * is the GPU's descriptor, its stages, its devices (DEVICE_ID) and what a
- * compiled model holds on one. */
+ * is the GPU's descriptor, its devices (DEVICE_ID) and what a compiled
+ * model holds on one. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,85 +66,6 @@ static const char *const gpu_ro_compiled_keys[] = {
 /* Read-write keys of the device besides the table's: CACHE_DIR, where
  * runnel's program binaries are kept (the Core passes its own). */
 static const char *const gpu_rw_device_keys[] = {"CACHE_DIR", NULL};
-
-/* ---- the stages ---- */
-
-static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
-{
-    (void)stage, (void)ctx;
-    gpu_arena *a = plugin_request_arena(r);
-    cl_int err = a != NULL ? clFlush(a->queue) : CL_SUCCESS;
-    if (err != CL_SUCCESS)
-        return rn_set_error(RN_DEVICE_ERROR, "GPU: clFlush failed: %s", gpu_cl_error(err));
-    return RN_OK;
-}
-
-typedef struct wait_job {
-    plugin_request *request;
-    uint32_t stage;
-    gpu_arena *arena;
-    /* Set before the callback is registered, read first by the callback:
-     * what the stage did before is visible to the thread that completes it
-     * (the OpenCL runtime's, whose own synchronisation a sanitizer cannot
-     * see). */
-    atomic_int armed;
-} wait_job;
-
-static void CL_CALLBACK wait_done(cl_event ev, cl_int status, void *arg)
-{
-    wait_job *job = arg;
-    (void)atomic_load_explicit(&job->armed, memory_order_acquire);
-    plugin_request *r = job->request;
-    uint32_t stage = job->stage;
-    /* The run's commands are complete: its nodes' device times. */
-    size_t count = 0;
-    rn_profiling_info *entries = plugin_request_profile_entries(r, &count);
-    if (job->arena->owner != NULL)
-        gpu_trace_record(job->arena->owner->trace, job->arena);
-    gpu_events_apply(job->arena, entries, count);
-    free(job);
-    clReleaseEvent(ev);
-    plugin_request_complete_stage(r, stage, status == CL_COMPLETE ? RN_OK : RN_DEVICE_ERROR);
-}
-
-/* Completes when everything the run queued has run: a marker's event. It
- * runs after a failed or cancelled run too (plugin_stage.always): the
- * uploads and downloads are non-blocking, and the run must not complete
- * while one still reads or writes the caller's memory. Once the callback
- * is registered the run may complete (and the request be freed) at any
- * moment: nothing of it is touched after. */
-static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
-{
-    (void)ctx;
-    gpu_arena *a = plugin_request_arena(r);
-    if (a == NULL)
-        return RN_OK;
-    cl_command_queue queue = a->queue;
-    wait_job *job = malloc(sizeof *job);
-    if (job == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "GPU: out of memory");
-    job->request = r;
-    job->stage = stage;
-    job->arena = a;
-    cl_event ev = NULL;
-    cl_int err = clEnqueueMarkerWithWaitList(queue, 0, NULL, &ev);
-    if (err == CL_SUCCESS)
-        err = clFlush(queue);
-    if (err == CL_SUCCESS) {
-        atomic_store_explicit(&job->armed, 1, memory_order_release);
-        err = clSetEventCallback(ev, CL_COMPLETE, wait_done, job);
-        if (err == CL_SUCCESS)
-            return PLUGIN_STAGE_PENDING;
-    }
-    if (ev != NULL)
-        clReleaseEvent(ev);
-    free(job);
-    /* Nothing of the run may still use the caller's memory once it
-     * completes (the copies are non-blocking). */
-    clFinish(queue);
-    return rn_set_error(RN_DEVICE_ERROR, "GPU: waiting for the queue failed: %s",
-                        gpu_cl_error(err));
-}
 
 /* ---- devices ---- */
 
@@ -385,8 +307,9 @@ static void gpu_unplace(plugin_compiled *c)
     free(g);
 }
 
-/* Two device stages after the kernels: execute (flush the request's queue)
- * and wait (a marker's event); arenas in device memory; a few requests in
+/* Two device stages after the kernels (memory.c): execute (flush the
+ * request's queue) and wait (the generic device event, armed with a
+ * marker on the queue); arenas in device memory; a few requests in
  * flight (uploads of one while another computes). */
 static rn_status gpu_plan(plugin_compiled *c, plugin_plan_options *o)
 {
@@ -395,9 +318,12 @@ static rn_status gpu_plan(plugin_compiled *c, plugin_plan_options *o)
     o->remote_view = gpu_remote_view;
     o->allocator = &g->allocator;
     o->n_stages = 2;
-    o->stages[0] =
-        (plugin_stage){EXECUTORS_STAGE_EXECUTE, EXECUTORS_ON_STREAM, stage_execute, false};
-    o->stages[1] = (plugin_stage){EXECUTORS_STAGE_WAIT, EXECUTORS_ON_DEVICE_WAIT, stage_wait, true};
+    o->stages[0] = (plugin_stage){
+        .stage = EXECUTORS_STAGE_EXECUTE, .where = EXECUTORS_ON_STREAM, .run = gpu_stage_flush};
+    o->stages[1] = (plugin_stage){.stage = EXECUTORS_STAGE_WAIT,
+                                  .where = EXECUTORS_ON_DEVICE_WAIT,
+                                  .always = true,
+                                  .arm = gpu_arena_arm};
     if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
         c->optimal_requests = 4;
     if (g->dev != p->dev) { /* another DEVICE_ID or a user's context: the plugin's CACHE_DIR */

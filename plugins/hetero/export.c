@@ -227,7 +227,7 @@ static rn_status read_split(hetero_plugin *plugin, reader *r, hetero_compiled *c
     }
     if (r->failed != NULL)
         return rn_set_error(RN_INVALID_ARG, "HETERO import: truncated at the %s", r->failed);
-    rn_status st = plugin_devices_resolve(plugin->core, "HETERO", list, &c->devs);
+    rn_status st = plugin_devices_resolve(plugin->meta.core, "HETERO", list, &c->devs);
     if (st != RN_OK)
         return st;
     size_t n_model;

@@ -107,9 +107,7 @@ typedef struct hetero_event {
 } hetero_event;
 
 typedef struct rn_plugin {
-    rn_core *core;
-    pthread_mutex_t lock; /* guards s and cfg */
-    plugin_meta_settings s;
+    plugin_meta_device meta; /* its lock guards meta.s and cfg */
     hetero_config cfg;
 } hetero_plugin;
 

@@ -82,11 +82,9 @@ static rn_status own_key(void *cfg, const char *key, const char *value, bool *ta
 
 static rn_status hetero_create(hetero_plugin **out)
 {
-    hetero_plugin *p = calloc(1, sizeof *p);
+    hetero_plugin *p = plugin_meta_device_create(sizeof *p);
     if (p == NULL)
         return oom();
-    pthread_mutex_init(&p->lock, NULL);
-    plugin_properties_default(&p->s.props);
     p->cfg.island_nodes = 2;
     *out = p;
     return RN_OK;
@@ -94,29 +92,25 @@ static rn_status hetero_create(hetero_plugin **out)
 
 static void hetero_destroy(hetero_plugin *p)
 {
-    if (p == NULL)
-        return;
-    plugin_meta_release(&p->s);
-    pthread_mutex_destroy(&p->lock);
-    free(p);
+    plugin_meta_device_destroy(p);
 }
 
 static void hetero_attach_core(hetero_plugin *p, rn_core *core)
 {
-    p->core = core;
+    p->meta.core = core;
 }
 
 static rn_status hetero_set_property(hetero_plugin *p, const rn_property *props, size_t n)
 {
-    pthread_mutex_lock(&p->lock);
-    rn_status st = plugin_meta_apply(&p->s, &p->cfg, sizeof p->cfg, own_key, props, n);
-    pthread_mutex_unlock(&p->lock);
-    return st;
+    return plugin_meta_set(&p->meta, &p->cfg, sizeof p->cfg, own_key, props, n);
 }
 
-static rn_status own_get(const hetero_config *cfg, const char *key, char *buf, size_t size)
+static rn_status own_get(const void *config, const char *key, char *buf, size_t size)
 {
+    const hetero_config *cfg = config;
     char tmp[32];
+    if (!hetero_is_own_key(key))
+        return RN_NOT_FOUND;
     if (strcmp(key, "MULTI_DEVICE_PRIORITIES") == 0 || strcmp(key, "TARGET_FALLBACK") == 0)
         return plugin_property_string(key, cfg->priorities, buf, size);
     if (strcmp(key, "AFFINITY") == 0)
@@ -127,20 +121,6 @@ static rn_status own_get(const hetero_config *cfg, const char *key, char *buf, s
     return plugin_property_string(key, tmp, buf, size);
 }
 
-/* A read-write property, HETERO's own or a shared one, under `lock`. */
-static rn_status get_settings(pthread_mutex_t *lock, const hetero_config *cfg,
-                              const plugin_properties *props, const char *who, const char *key,
-                              char *buf, size_t size)
-{
-    pthread_mutex_lock(lock);
-    rn_status st = hetero_is_own_key(key) ? own_get(cfg, key, buf, size)
-                                          : plugin_properties_get(props, key, buf, size);
-    pthread_mutex_unlock(lock);
-    if (st == RN_NOT_FOUND)
-        return rn_set_error(RN_NOT_FOUND, "%s: unknown property '%s'", who, key);
-    return st;
-}
-
 static rn_status hetero_get_property(hetero_plugin *p, const char *key, char *buf, size_t size)
 {
     if (strcmp(key, "FULL_DEVICE_NAME") == 0)
@@ -149,7 +129,8 @@ static rn_status hetero_get_property(hetero_plugin *p, const char *key, char *bu
         return plugin_property_string(key, "hetero", buf, size);
     if (strcmp(key, "SUPPORTED_PROPERTIES") == 0)
         return plugin_meta_supported(own_keys, buf, size);
-    return get_settings(&p->lock, &p->cfg, &p->s.props, "HETERO", key, buf, size);
+    return plugin_meta_get(&p->meta.lock, &p->cfg, own_get, &p->meta.s.props, "HETERO", key, buf,
+                           size);
 }
 
 /* ---- query_model: the union of the devices' answers ---- */
@@ -158,15 +139,13 @@ static rn_status hetero_query(hetero_plugin *p, const rn_graph *model, const rn_
                               size_t n, char ***names_out, bool **supported_out, size_t *count_out)
 {
     plugin_meta_settings s = {0};
-    pthread_mutex_lock(&p->lock);
-    hetero_config cfg = p->cfg;
-    rn_status st = plugin_meta_copy(&s, &p->s);
-    pthread_mutex_unlock(&p->lock);
+    hetero_config cfg;
+    rn_status st = plugin_meta_snapshot(&p->meta, &p->cfg, &cfg, sizeof cfg, &s);
     if (st == RN_OK)
         st = plugin_meta_apply(&s, &cfg, sizeof cfg, own_key, props, n);
     plugin_devices devs;
     if (st == RN_OK)
-        st = plugin_devices_resolve(p->core, "HETERO", cfg.priorities, &devs);
+        st = plugin_devices_resolve(p->meta.core, "HETERO", cfg.priorities, &devs);
     if (st == RN_OK)
         st = plugin_devices_query_union(&devs, model, s.forward, s.n_forward, names_out,
                                         supported_out, count_out);
@@ -260,10 +239,7 @@ hetero_compiled *hetero_compiled_new(hetero_plugin *p)
     c->plugin = p;
     pthread_mutex_init(&c->lock, NULL);
     c->t0_ns = hetero_now_ns();
-    pthread_mutex_lock(&p->lock);
-    c->cfg = p->cfg;
-    rn_status st = plugin_meta_copy(&c->s, &p->s);
-    pthread_mutex_unlock(&p->lock);
+    rn_status st = plugin_meta_snapshot(&p->meta, &p->cfg, &c->cfg, sizeof c->cfg, &c->s);
     if (st != RN_OK) {
         hetero_compiled_free(c);
         return NULL;
@@ -291,7 +267,7 @@ static rn_status hetero_compile(hetero_plugin *p, const rn_graph *model, rn_plug
         return RN_OUT_OF_MEMORY;
     rn_status st = hetero_compiled_apply(c, props, n);
     if (st == RN_OK)
-        st = plugin_devices_resolve(p->core, "HETERO", c->cfg.priorities, &c->devs);
+        st = plugin_devices_resolve(p->meta.core, "HETERO", c->cfg.priorities, &c->devs);
     if (st == RN_OK && (st = graph_clone(model, &c->io)) == RN_OK &&
         (st = graph_sort(c->io)) == RN_OK)
         st = graph_infer_shapes(c->io);
@@ -350,23 +326,22 @@ static rn_status compiled_get_property(hetero_compiled *c, const char *key, char
         snprintf(tmp, sizeof tmp, "%d", c->n_transfers);
         return plugin_property_string(key, tmp, buf, size);
     }
-    return get_settings(&c->lock, &c->cfg, &c->s.props, "HETERO compiled model", key, buf, size);
+    return plugin_meta_get(&c->lock, &c->cfg, own_get, &c->s.props, "HETERO compiled model", key,
+                           buf, size);
 }
 
+static void part_of(void *ctx, int i, const rn_compiled_model_ops **ops,
+                    rn_plugin_compiled **compiled)
+{
+    const hetero_part *part = &((hetero_compiled *)ctx)->split.parts[i];
+    *ops = part->ops;
+    *compiled = part->compiled;
+}
+
+/* LIVE keys, on every part. */
 static rn_status compiled_set_property(hetero_compiled *c, const rn_property *props, size_t n)
 {
-    pthread_mutex_lock(&c->lock);
-    plugin_properties pp = c->s.props;
-    rn_status st = plugin_properties_set_compiled(&pp, props, n);
-    for (int p = 0; p < c->split.n_parts && st == RN_OK; p++) {
-        hetero_part *part = &c->split.parts[p];
-        if (part->ops->set_property != NULL)
-            st = part->ops->set_property(part->compiled, props, n);
-    }
-    if (st == RN_OK)
-        c->s.props = pp;
-    pthread_mutex_unlock(&c->lock);
-    return st;
+    return plugin_meta_set_compiled(&c->lock, &c->s.props, c->split.n_parts, part_of, c, props, n);
 }
 
 static rn_status compiled_pipeline(hetero_compiled *c, const rn_pipeline_stage **stages,
@@ -401,6 +376,20 @@ static char *format(const char *fmt, const char *a, const char *b)
     return s;
 }
 
+/* Room for row n of c->runtime, which has *cap rows. */
+static rn_status runtime_room(hetero_compiled *c, size_t n, size_t *cap)
+{
+    if (n < *cap)
+        return RN_OK;
+    size_t want = *cap != 0 ? *cap * 2 : 16;
+    rn_runtime_node *r = realloc(c->runtime, want * sizeof *r);
+    if (r == NULL)
+        return oom();
+    c->runtime = r;
+    *cap = want;
+    return RN_OK;
+}
+
 /* The runtime model: every part's nodes, in part order, each with its
  * device in impl_type ("SLOWDEV:ref"), then a "Transfer" row per tensor
  * that crosses devices. */
@@ -427,15 +416,8 @@ static rn_status compiled_runtime_model(hetero_compiled *c, const rn_runtime_nod
         if ((st = part->ops->get_runtime_model(part->compiled, &sub, &n_sub)) != RN_OK)
             break;
         for (size_t k = 0; k < n_sub; k++) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                rn_runtime_node *r = realloc(c->runtime, cap * sizeof *r);
-                if (r == NULL) {
-                    st = oom();
-                    break;
-                }
-                c->runtime = r;
-            }
+            if ((st = runtime_room(c, n, &cap)) != RN_OK)
+                break;
             rn_runtime_node row = sub[k];
             row.name = keep(c, strdup(sub[k].name));
             row.layer_type = keep(c, strdup(sub[k].layer_type));
@@ -450,15 +432,8 @@ static rn_status compiled_runtime_model(hetero_compiled *c, const rn_runtime_nod
         }
     }
     for (int t = 0; t < c->n_transfers && st == RN_OK; t++) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            rn_runtime_node *r = realloc(c->runtime, cap * sizeof *r);
-            if (r == NULL) {
-                st = oom();
-                break;
-            }
-            c->runtime = r;
-        }
+        if ((st = runtime_room(c, n, &cap)) != RN_OK)
+            break;
         c->runtime[n] = (rn_runtime_node){.name = c->transfers[t].name,
                                           .layer_type = "Transfer",
                                           .execution_order = (int)n,

@@ -18,7 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graph/graph.h"
 #include "plugins/api/device.h"
 #include "plugins/api/kernel.h"
 #include "plugins/api/properties.h"
@@ -237,27 +236,28 @@ void nv_program_free(nv_program *p);
 /* The model as NVIDIA compiles it (a clone): the generic device's
  * transform (plugin_device_transform) with constant folding on `ref`'s
  * kernels and NVIDIA's fusions (nv_add_passes), shapes inferred. */
-rn_status nv_transform(const graph *model, const plugin_kernel_registry *ref,
-                       const plugin_properties *props, graph **out);
+rn_status nv_transform(const rn_graph *model, const plugin_kernel_registry *ref,
+                       const plugin_properties *props, rn_graph **out);
 /* plugin_device_iface.add_passes: NVIDIA's fusions. */
 rn_status nv_add_passes(void *context, transforms_pipeline *tp, const plugin_properties *props);
 /* The NVIDIA device's descriptor (plugin.c). */
 extern const plugin_device_iface nv_device_iface;
-/* nv_lower over a whole graph: every node, its parameters and constants as
- * inputs, its results as outputs. */
-rn_status nv_lower_graph(const graph *g, bool half, nv_program **out);
+/* nv_lower over a whole graph, read with the rn_graph accessors: every
+ * node, the parameters and constants they read as inputs (each once, in
+ * the order first read), its results as outputs. */
+rn_status nv_lower_graph(const rn_graph *g, bool half, nv_program **out);
 /* plugin_device_iface.check_specialized: the graph of a model with dynamic
  * inputs as a run with every dynamic dim 1 specialises it
  * (plugin_specialize_at_one) lowers; else the lowering's error (the node,
  * its op, why), saying so. Needs no device. */
-rn_status nv_check_lowering(const graph *g, bool half);
+rn_status nv_check_lowering(const rn_graph *g, bool half);
 /* The identity of constant `v` (an NV_CONST value of a program) in a
  * compiled model whose plan's graph is `base`: the data of base's constant
- * of that name when the bytes are the same, else NULL (a constant folded
- * for one shape). A specialised plan's graph is a clone of base whose
- * constants are copies (graph_clone copies them), so the host pointer alone
- * would not say that two programs hold the same weight. */
-const void *nv_weight_identity(const graph *base, const nv_value *v);
+ * of that name (rn_graph_constant) when the bytes are the same, else NULL
+ * (a constant folded for one shape). A specialised plan's graph is a clone
+ * of base whose constants are copies, so the host pointer alone would not
+ * say that two programs hold the same weight. */
+const void *nv_weight_identity(const rn_graph *base, const nv_value *v);
 
 /* Element strides of a value over its logical dims, for its layout
  * (NHWC values: {H*W*C, 1, W*C, C}). */

@@ -235,7 +235,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
 /* The model as a run whose dynamic input dims are all 1 would specialise
  * it lowers (no device needed): an op NVIDIA does not run fails the compile
  * naming the node. */
-static rn_status nvidia_check_specialized(plugin_compiled *c, const graph *g)
+static rn_status nvidia_check_specialized(plugin_compiled *c, const rn_graph *g)
 {
     return nv_check_lowering(g, c->props.inference_precision == RN_F16);
 }

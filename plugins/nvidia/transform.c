@@ -3,11 +3,11 @@
  * (BatchNormalization and scale/shift folded into convolutions, Conv + Add
  * and Conv/Gemm + activation into FusedConv / FusedGemm, which become one
  * cuDNN graph or one cuBLAS call; Gelu and LayerNormalization patterns back
- * into one node); and lowering a whole graph, as the partition sees it. */
+ * into one node); and lowering a whole graph, as the partition sees it, read
+ * with the public rn_graph and rn_node accessors (runnel/plugin.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/ops.h"
 #include "plugins/nvidia/nvidia.h"
 #include "transforms/transforms.h"
 
@@ -46,44 +46,68 @@ rn_status nv_add_passes(void *context, transforms_pipeline *tp, const plugin_pro
     return st;
 }
 
-rn_status nv_transform(const graph *model, const plugin_kernel_registry *ref,
-                       const plugin_properties *props, graph **out)
+rn_status nv_transform(const rn_graph *model, const plugin_kernel_registry *ref,
+                       const plugin_properties *props, rn_graph **out)
 {
     plugin_device d = {.iface = &nv_device_iface, .folding = (plugin_kernel_registry *)ref};
     return plugin_device_transform(&d, props, model, out);
 }
 
-rn_status nv_lower_graph(const graph *g, bool half, nv_program **out)
+/* Whether `name` is among names[0..n). */
+static bool listed(const char *const *names, int n, const char *name)
 {
-    const char **in = calloc((size_t)g->n_values + 1, sizeof *in);
-    const char **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
-    if (in == NULL || outs == NULL) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Whether `name` is one of g's inputs (the parameters a user feeds). */
+static bool is_parameter(const rn_graph *g, const char *name)
+{
+    for (int i = 0; i < rn_graph_input_count(g); i++)
+        if (strcmp(rn_graph_input_name(g, i), name) == 0)
+            return true;
+    return false;
+}
+
+rn_status nv_lower_graph(const rn_graph *g, bool half, nv_program **out)
+{
+    int n_nodes = rn_graph_node_count(g), n_outputs = rn_graph_output_count(g), n_reads = 0;
+    for (int k = 0; k < n_nodes; k++)
+        n_reads += rn_node_input_count(rn_graph_node(g, k));
+    const rn_node **nodes = calloc((size_t)n_nodes + 1, sizeof *nodes);
+    const char **in = calloc((size_t)n_reads + 1, sizeof *in);
+    const char **outs = calloc((size_t)n_outputs + 1, sizeof *outs);
+    if (nodes == NULL || in == NULL || outs == NULL) {
+        free(nodes);
         free(in);
         free(outs);
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
     }
+    /* The partition's inputs: the parameters and constants its nodes read,
+     * each once, in the order they are first read. */
     int n_in = 0;
-    for (int v = 0; v < g->n_values; v++) {
-        const graph_value *x = g->values[v];
-        if (x->producer != NULL)
-            continue;
-        bool read = false;
-        for (int k = 0; k < g->n_nodes && !read; k++)
-            for (int i = 0; i < g->nodes[k]->n_inputs; i++)
-                read |= g->nodes[k]->inputs[i] == x;
-        if (read)
-            in[n_in++] = x->name;
+    for (int k = 0; k < n_nodes; k++) {
+        const rn_node *node = nodes[k] = rn_graph_node(g, k);
+        for (int i = 0; i < rn_node_input_count(node); i++) {
+            const char *name = rn_node_input_name(node, i);
+            if (name[0] != '\0' &&
+                (rn_node_input_constant(node, i) != NULL || is_parameter(g, name)) &&
+                !listed(in, n_in, name))
+                in[n_in++] = name;
+        }
     }
-    for (int o = 0; o < g->n_outputs; o++)
-        outs[o] = g->outputs[o]->name;
-    rn_status st = nv_lower((const rn_node *const *)g->nodes, g->n_nodes, in, n_in, outs,
-                            g->n_outputs, half, out);
+    for (int o = 0; o < n_outputs; o++)
+        outs[o] = rn_graph_output_name(g, o);
+    rn_status st = nv_lower(nodes, n_nodes, in, n_in, outs, n_outputs, half, out);
+    free(nodes);
     free(in);
     free(outs);
     return st;
 }
 
-rn_status nv_check_lowering(const graph *g, bool half)
+rn_status nv_check_lowering(const rn_graph *g, bool half)
 {
     nv_program *p = NULL;
     rn_status st = nv_lower_graph(g, half, &p);
@@ -93,18 +117,14 @@ rn_status nv_check_lowering(const graph *g, bool half)
     return RN_OK;
 }
 
-const void *nv_weight_identity(const graph *base, const nv_value *v)
+const void *nv_weight_identity(const rn_graph *base, const nv_value *v)
 {
     size_t bytes = v->count * rn_element_type_size(v->host_type);
-    for (int i = 0; i < base->n_values; i++) {
-        const graph_tensor *t = base->values[i]->constant;
-        if (t == NULL || strcmp(base->values[i]->name, v->name) != 0)
-            continue;
-        if (t->data == v->host_data ||
-            (t->type == v->host_type && t->nbytes == bytes && t->data != NULL &&
-             memcmp(t->data, v->host_data, bytes) == 0))
-            return t->data;
+    const rn_kernel_tensor *t = rn_graph_constant(base, v->name);
+    if (t == NULL)
         return NULL;
-    }
+    if (t->data == v->host_data || (t->type == v->host_type && t->nbytes == bytes &&
+                                    t->data != NULL && memcmp(t->data, v->host_data, bytes) == 0))
+        return t->data;
     return NULL;
 }

@@ -201,3 +201,33 @@ Test(auto_device, runtime_fallback_retries_a_failed_request_on_the_next_device, 
     rn_model_free(model);
     rn_core_free(core);
 }
+
+/* A LIVE key set on AUTO's compiled model reaches the device it runs on: a
+ * run on REF is then profiled. A compile-time key is refused naming it. */
+Test(auto_device, live_properties_reach_the_device)
+{
+    rn_core *core = slowdev_core("Neg", 0);
+    rn_model *model = model_chain3(core, N);
+    rn_compiled_model *c;
+    rn_property p[] = {{"ENABLE_STARTUP_FALLBACK", "NO"}};
+    cr_assert_eq(rn_core_compile_model(core, model, "AUTO:SLOWDEV,REF", p, 1, &c), RN_OK, "%s",
+                 rn_last_error());
+    cr_assert_str_eq(compiled_prop(c, "EXECUTION_DEVICES"), "REF");
+    rn_property fixed = {"NUM_STREAMS", "4"};
+    cr_expect_eq(rn_compiled_model_set_property(c, &fixed, 1), RN_INVALID_ARG);
+    cr_expect(strstr(rn_last_error(), "NUM_STREAMS") != NULL, "%s", rn_last_error());
+    rn_property on = {"ENABLE_PROFILING", "YES"};
+    cr_assert_eq(rn_compiled_model_set_property(c, &on, 1), RN_OK, "%s", rn_last_error());
+    cr_expect_str_eq(compiled_prop(c, "ENABLE_PROFILING"), "YES");
+    rn_infer_request *r;
+    cr_assert_eq(rn_compiled_model_create_infer_request(c, &r), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
+    const rn_profiling_info *info;
+    size_t n;
+    cr_assert_eq(rn_infer_request_profiling_info(r, &info, &n), RN_OK, "%s", rn_last_error());
+    cr_expect_gt(n, 0);
+    rn_infer_request_free(r);
+    rn_compiled_model_free(c);
+    rn_model_free(model);
+    rn_core_free(core);
+}

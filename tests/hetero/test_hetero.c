@@ -293,3 +293,41 @@ Test(hetero, export_import_and_cache_give_the_same_outputs)
     rn_model_free(model);
     rn_core_free(core);
 }
+
+/* A LIVE key set on the compiled model reaches every part: with
+ * ENABLE_PROFILING on, a run's profile has each part's nodes, named by the
+ * device that ran them. A compile-time key is refused, naming it, and a
+ * list with a bad value changes nothing. */
+Test(hetero, live_properties_reach_every_part)
+{
+    rn_core *core = slowdev_core("Neg", 0);
+    rn_model *model = model_chain3(core, N);
+    rn_compiled_model *c;
+    cr_assert_eq(rn_core_compile_model(core, model, "HETERO:SLOWDEV,REF", NULL, 0, &c), RN_OK, "%s",
+                 rn_last_error());
+    cr_assert_str_eq(compiled_prop(c, "HETERO_PARTS"), "3");
+    rn_property fixed = {"NUM_STREAMS", "4"};
+    cr_expect_eq(rn_compiled_model_set_property(c, &fixed, 1), RN_INVALID_ARG);
+    cr_expect(strstr(rn_last_error(), "NUM_STREAMS") != NULL, "%s", rn_last_error());
+    rn_property list[] = {{"ENABLE_PROFILING", "YES"}, {"LOG_LEVEL", "sometimes"}};
+    cr_expect_eq(rn_compiled_model_set_property(c, list, 2), RN_INVALID_ARG);
+    cr_expect_str_eq(compiled_prop(c, "ENABLE_PROFILING"), "NO");
+    cr_assert_eq(rn_compiled_model_set_property(c, list, 1), RN_OK, "%s", rn_last_error());
+    cr_expect_str_eq(compiled_prop(c, "ENABLE_PROFILING"), "YES");
+    rn_infer_request *r;
+    cr_assert_eq(rn_compiled_model_create_infer_request(c, &r), RN_OK, "%s", rn_last_error());
+    cr_assert_eq(rn_infer_request_infer(r), RN_OK, "%s", rn_last_error());
+    const rn_profiling_info *info;
+    size_t n;
+    cr_assert_eq(rn_infer_request_profiling_info(r, &info, &n), RN_OK, "%s", rn_last_error());
+    bool slowdev = false, ref = false;
+    for (size_t i = 0; i < n; i++) {
+        slowdev |= strncmp(info[i].exec_type, "SLOWDEV:", 8) == 0;
+        ref |= strncmp(info[i].exec_type, "REF:", 4) == 0;
+    }
+    cr_expect(slowdev && ref, "profiled on SLOWDEV %d, on REF %d", slowdev, ref);
+    rn_infer_request_free(r);
+    rn_compiled_model_free(c);
+    rn_model_free(model);
+    rn_core_free(core);
+}

@@ -238,3 +238,40 @@ Test(nvidia_encoder, f16_attention_is_one_step_reading_the_heads_with_strides)
     graph_free(g);
     graph_free(model);
 }
+
+/* nv_lower_graph reads the graph through the public accessors
+ * (rn_graph_node, rn_graph_input_name, rn_node_input_constant, ...): the
+ * program's inputs are the parameters its nodes read, each once, and a
+ * parameter no node reads is none; a constant read twice is one value on
+ * the device. */
+Test(nvidia_encoder, a_graph_lowers_with_each_read_input_once)
+{
+    graph *g = tt_graph();
+    int64_t dims[2] = {2, 4};
+    graph_value *x = tt_input(g, "x", RN_F32, 2, dims);
+    tt_input(g, "unread", RN_F32, 2, dims);
+    float w[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    graph_value *c = tt_const_f32(g, "w", 2, dims, w);
+    graph_value *y = tt_binary(g, "y", "Add", tt_binary(g, "xw", "Mul", x, c), c);
+    tt_output(g, y);
+    tt_finish(g);
+    cr_assert_eq(rn_graph_node_count(g), 2);
+    cr_assert_eq(rn_graph_input_count(g), 2);
+    cr_assert_not_null(rn_graph_constant(g, "w"));
+    cr_assert_null(rn_graph_constant(g, "x"), "a parameter is no constant");
+    nv_program *p;
+    OK(nv_lower_graph(g, false, &p));
+    cr_assert_eq(p->n_inputs, 1);
+    cr_assert_str_eq(p->values[p->input_value[0]].name, "x");
+    cr_assert_eq(p->n_outputs, 1);
+    cr_assert_str_eq(p->values[p->output_value[0]].name, "y");
+    int named_w = 0, named_unread = 0;
+    for (int v = 0; v < p->n_values; v++) {
+        named_w += strcmp(p->values[v].name, "w") == 0;
+        named_unread += strcmp(p->values[v].name, "unread") == 0;
+    }
+    cr_assert_eq(named_w, 1, "the constant read twice is one value");
+    cr_assert_eq(named_unread, 0);
+    nv_program_free(p);
+    graph_free(g);
+}

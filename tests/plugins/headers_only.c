@@ -4,8 +4,15 @@
  * plugin ABI, so a public header that reached into runnel's internals (say
  * graph/graph.h) fails this build. It starts, says its version, and refuses
  * every model with a message of its own, which the host's rn_last_error()
- * shows: its rn_set_error is the host's (libruntime.so). */
+ * shows: its rn_set_error is the host's (libruntime.so). The message
+ * describes the model as the plugin read it through the public accessors
+ * the in-tree devices read models with (GPU's kernels, NVIDIA's lowering):
+ * the rn_graph accessors of runnel/plugin.h (nodes, inputs, outputs,
+ * constants) and the rn_node ones of runnel/kernel.h (op, inputs, shapes,
+ * a convolution's window). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runnel/extension.h"
 #include "runnel/kernel.h"
@@ -73,15 +80,49 @@ static void headers_only_destroy(rn_plugin *plugin)
     free(plugin);
 }
 
+/* Appends to buf (of `size`, `*used` written so far). */
+#define PUT(buf, size, used, ...)                                                                  \
+    (*(used) +=                                                                                    \
+     *(used) < (size) ? (size_t)snprintf((buf) + *(used), (size) - *(used), __VA_ARGS__) : 0)
+
+/* "N node(s): Op[(window)] ...; inputs A B; outputs C; K constant input(s)". */
+static void describe(const rn_graph *g, char *buf, size_t size)
+{
+    size_t used = 0;
+    int constants = 0;
+    PUT(buf, size, &used, "%d node(s):", rn_graph_node_count(g));
+    for (int k = 0; k < rn_graph_node_count(g); k++) {
+        const rn_node *n = rn_graph_node(g, k);
+        PUT(buf, size, &used, " %s", rn_node_op_type(n));
+        for (int i = 0; i < rn_node_input_count(n); i++)
+            constants += rn_graph_constant(g, rn_node_input_name(n, i)) != NULL;
+        rn_partial_shape w = rn_node_input_shape(n, 1);
+        rn_window win;
+        if (strcmp(rn_node_op_type(n), "Conv") == 0 && w.rank >= 3 &&
+            rn_node_window(n, w.rank - 2, w.dims + 2, false, &win) == RN_OK)
+            PUT(buf, size, &used, "(kernel %lldx%lld, stride %lld)", (long long)win.kernel[0],
+                (long long)(win.n > 1 ? win.kernel[1] : 1), (long long)win.stride[0]);
+    }
+    PUT(buf, size, &used, "; inputs");
+    for (int i = 0; i < rn_graph_input_count(g); i++)
+        PUT(buf, size, &used, " %s", rn_graph_input_name(g, i));
+    PUT(buf, size, &used, "; outputs");
+    for (int i = 0; i < rn_graph_output_count(g); i++)
+        PUT(buf, size, &used, " %s", rn_graph_output_name(g, i));
+    PUT(buf, size, &used, "; %d constant input(s)", constants);
+}
+
 static rn_status headers_only_compile(rn_plugin *plugin, const rn_graph *model,
                                       rn_plugin_context *context, const rn_property *properties,
                                       size_t n_properties, const rn_compiled_model_ops **ops,
                                       rn_plugin_compiled **compiled)
 {
-    (void)plugin, (void)model, (void)context, (void)properties, (void)n_properties;
+    (void)plugin, (void)context, (void)properties, (void)n_properties;
     (void)ops, (void)compiled;
-    return rn_set_error(RN_UNSUPPORTED, "HEADERS_ONLY compiles no model (%s kernel '%s' only)",
-                        rn_element_type_name(RN_F32), identity_kernel.op_type);
+    char text[512];
+    describe(model, text, sizeof text);
+    return rn_set_error(RN_UNSUPPORTED, "HEADERS_ONLY compiles no model (%s kernel '%s' only): %s",
+                        rn_element_type_name(RN_F32), identity_kernel.op_type, text);
 }
 
 static const rn_plugin_ops headers_only_ops = {

@@ -312,13 +312,14 @@ static const char *slowdev_refuses(const void *own, const char *op_type)
 static rn_status slowdev_plan(plugin_compiled *c, plugin_plan_options *o)
 {
     o->n_stages = 4;
-    o->stages[0] = (plugin_stage){EXECUTORS_STAGE_UPLOAD, EXECUTORS_ON_STREAM, stage_upload, false};
-    o->stages[1] =
-        (plugin_stage){EXECUTORS_STAGE_EXECUTE, EXECUTORS_ON_STREAM, stage_execute, false};
-    o->stages[2] =
-        (plugin_stage){EXECUTORS_STAGE_WAIT, EXECUTORS_ON_DEVICE_WAIT, stage_wait, false};
-    o->stages[3] =
-        (plugin_stage){EXECUTORS_STAGE_DOWNLOAD, EXECUTORS_ON_STREAM, stage_download, false};
+    o->stages[0] = (plugin_stage){
+        .stage = EXECUTORS_STAGE_UPLOAD, .where = EXECUTORS_ON_STREAM, .run = stage_upload};
+    o->stages[1] = (plugin_stage){
+        .stage = EXECUTORS_STAGE_EXECUTE, .where = EXECUTORS_ON_STREAM, .run = stage_execute};
+    o->stages[2] = (plugin_stage){
+        .stage = EXECUTORS_STAGE_WAIT, .where = EXECUTORS_ON_DEVICE_WAIT, .run = stage_wait};
+    o->stages[3] = (plugin_stage){
+        .stage = EXECUTORS_STAGE_DOWNLOAD, .where = EXECUTORS_ON_STREAM, .run = stage_download};
     if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
         c->optimal_requests = 4;
     return RN_OK;

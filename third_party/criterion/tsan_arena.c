@@ -1,6 +1,6 @@
 /*
- * Lets Criterion start under ThreadSanitizer (linked into every test of tests/sched; empty in
- * other builds).
+ * Lets Criterion start under ThreadSanitizer (part of //third_party/criterion, so linked into
+ * every test binary; empty in other builds).
  *
  * Criterion's runner allocates an "inheritable arena" (BoxFort) at a random address between
  * 0x200000000000 and 0x600000000000, drawn with rand_r(), trying ten addresses. Under TSan on
@@ -9,7 +9,9 @@
  * inheritable arena" before any test runs (Criterion issue #274). This rand_r() is glibc's
  * algorithm folded into the offsets that land in that window, so BoxFort's draw always picks
  * application memory. The executable's definition takes precedence over libc's for the calls
- * from libcriterion; nothing else in the tests calls rand_r().
+ * from libcriterion. The one test that calls rand_r() itself (tests/graph:test_onnx_reader's
+ * random bytes) gets, under TSan, this generator's values: a different deterministic sequence
+ * per seed, still spread over every low bit it uses.
  */
 #if defined(__SANITIZE_THREAD__) && defined(__x86_64__)
 #include <stdlib.h>
