@@ -202,7 +202,13 @@ def main():
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--dynamic", action="store_true", help="named batch and sequence dims")
     ap.add_argument("--inputs", help="also write an input, as DIR/<name>.npy")
+    ap.add_argument("--minilm", action="store_true",
+                    help="MiniLM-L12/L6's widths (all-MiniLM-L6-v2 with --layers 6): hidden 384, "
+                         "12 heads of 32, intermediate 1536")
     a = ap.parse_args()
+    if a.minilm:
+        global HIDDEN, HEADS, HEAD_SIZE, INTERMEDIATE
+        HIDDEN, HEADS, HEAD_SIZE, INTERMEDIATE = 384, 12, 32, 1536
     model = build(a.seed, a.layers, a.dynamic)
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, a.out)

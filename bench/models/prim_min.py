@@ -21,10 +21,23 @@ import os
 import subprocess
 
 
+def model_inputs(model):
+    """The model's recorded inputs (.npy by input name) in inputs/<model name>/ beside it, as
+    bench/models/suite.py keeps the encoder's token ids, mask and token types: {} when none."""
+    folder = os.path.join(os.path.dirname(model), "inputs",
+                          os.path.splitext(os.path.basename(model))[0])
+    if not os.path.isdir(folder):
+        return {}
+    return {f[:-4]: os.path.join(folder, f) for f in sorted(os.listdir(folder))
+            if f.endswith(".npy")}
+
+
 def runnel_minimums(bench, model, threads, inferences):
     env = dict(os.environ, ONEDNN_VERBOSE="1", RUNNEL_INSTALLED_PLUGINS="0")
     cmd = [bench, "-m", model, "-d", "CPU", "-hint", "none", "-nstreams", "1", "-nthreads",
            str(threads), "-api", "sync", "-niter", str(inferences)]
+    for name, path in model_inputs(model).items():
+        cmd += ["-i", f"{name}={path}"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     times = collections.defaultdict(list)
     # Only the measured phase: compile-time weight reorders (step 6) would count as
@@ -49,7 +62,9 @@ def openvino_minimums(model, threads, inferences):
         "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
         "INFERENCE_NUM_THREADS": str(threads), "PERF_COUNT": "YES"})
     request = compiled.create_infer_request()
-    feeds = {i.any_name: np.random.rand(*i.shape).astype(np.float32) for i in compiled.inputs}
+    recorded = model_inputs(model)
+    feeds = {i.any_name: np.load(recorded[i.any_name]) if i.any_name in recorded
+             else np.random.rand(*i.shape).astype(np.float32) for i in compiled.inputs}
     best = {}
     for _ in range(inferences):
         request.infer(feeds)
@@ -62,7 +77,8 @@ def openvino_minimums(model, threads, inferences):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("model")
+    ap.add_argument("model", help="an .onnx path, or a light model's or bench/models' made "
+                                  "model's name (squeezenet, bert_base_encoder, minilm_l6_encoder)")
     ap.add_argument("--tools", required=True, help="the folder of the built tools/bench")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--inferences", type=int, default=40)
@@ -70,6 +86,16 @@ def main():
     ap.add_argument("--openvino", action="store_true")
     a = ap.parse_args()
     counts = [int(t) for t in a.threads.split(",")]
+    if not os.path.exists(a.model):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
+        for candidate in (f".cache/onnx-1.22.0/light/light_{a.model}.onnx",
+                          f".cache/bench-models/{a.model}.onnx"):
+            if os.path.exists(os.path.join(root, candidate)):
+                a.model = os.path.join(root, candidate)
+                break
+        else:
+            ap.error(f"no model {a.model} (a path, or a name under .cache/onnx-1.22.0/light or "
+                     ".cache/bench-models: bench/models/run --suite --models NAME makes those)")
     bench = os.path.join(a.tools, "bench")
     mins = {t: runnel_minimums(bench, a.model, t, a.inferences) for t in counts}
     for t in counts:

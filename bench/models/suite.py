@@ -91,6 +91,9 @@ def all_models(selected):
         sys.exit(f"no light models in {LIGHT}: run scripts/setup")
     models.append(("bert_base_encoder", None,
                    lambda: made_model("bert_base_encoder", "make_encoder.py", [], True)))
+    models.append(("minilm_l6_encoder", None,
+                   lambda: made_model("minilm_l6_encoder", "make_encoder.py",
+                                      ["--minilm", "--layers", "6"], True)))
     models.append(("resnet50_int8", None,
                    lambda: made_model("resnet50_int8", "make_int8.py",
                                       [os.path.join(LIGHT, "light_resnet50.onnx")])))

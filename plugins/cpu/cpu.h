@@ -226,6 +226,10 @@ typedef struct cpu_weighted {
     cpu_prim p;
     dnnl_memory_desc_t src, wei, bias, dst;
     bool has_bias, matmul;
+    /* A MatMul by constant [K, N] weights computed as a 1x1 convolution
+     * over x viewed as [1, K, M, 1] channels-last (gemm.c): src and dst are
+     * the convolution's descriptors, the plan's tensors stay plain. */
+    bool conv1x1;
     int sum;
     cpu_layout src_l, wei_l, dst_l;
     const rn_layout *src_layout, *wei_layout, *dst_layout;

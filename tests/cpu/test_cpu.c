@@ -508,6 +508,40 @@ Test(cpu, causal_attention_matches_ref)
     check_attention("tests/cpu/attention_causal.onnx", "attention_causal", 2);
 }
 
+/* The encoder layer's six products by constant weights (Q, K, V, the
+ * attention's output, the feed-forward pair with its GELU): FusedMatMul on a
+ * oneDNN kernel that does not pack the weights again on every call. Where
+ * oneDNN's matmul is its gemm-based one (oneDNN 2.6 without brgemm: AVX2,
+ * "gemm:jit", plain weights), plugins/cpu/gemm.c runs the product as a 1x1
+ * convolution over x's own bytes (channels-last), weights converted once
+ * into the convolution's layout; x and y stay plain, so no Reorder joins
+ * the plan. Same result as REF's unfused graph. */
+Test(cpu, encoder_products_never_run_the_gemm_matmul)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_f32("tests/cpu/attention_encoder.onnx", &core, &model);
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int products = 0;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_neq(strcmp(nodes[i].layer_type, "Reorder"), 0, "a Reorder in the plan: %s",
+                      nodes[i].name);
+        if (strcmp(nodes[i].layer_type, "FusedMatMul") != 0)
+            continue;
+        products++;
+        cr_assert_neq(strcmp(nodes[i].impl_type, "ref"), 0, "%s runs REF's kernel", nodes[i].name);
+        cr_assert_neq(strncmp(nodes[i].impl_type, "gemm", 4), 0,
+                      "%s runs oneDNN's gemm-based matmul (%s)", nodes[i].name, nodes[i].impl_type);
+    }
+    cr_assert_eq(products, 6);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    compare_path_with_ref("tests/cpu/attention_encoder.onnx", "attention_encoder", "f32", 1e-4f);
+}
+
 Test(cpu, squeezenet_f32_matches_ref, .timeout = 300)
 {
     compare_with_ref("squeezenet", "f32", 1e-3f);
