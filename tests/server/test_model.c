@@ -889,7 +889,7 @@ Test(sequence, interleaved_sequences_keep_their_own_state_in_order)
 {
     make_repo_of(DYNAMIC_ADD, "{\"device\":\"REF\",\"max_batch_size\":8,"
                               "\"sequence\":{\"state\":[{\"input\":\"y\",\"output\":\"sum\"}],"
-                              "\"max_idle_us\":300000}}");
+                              "\"max_idle_us\":2000000}}");
     server_registry *reg;
     cr_assert_eq(server_registry_create(core, root, "REF", 16, &reg), RN_OK, "%s", rn_last_error());
     server_model *m = server_registry_find(reg, "sq", NULL);
@@ -948,7 +948,9 @@ Test(sequence, interleaved_sequences_keep_their_own_state_in_order)
     wait_answers(&w2, 1);
     cr_assert_eq(answer_of(&idle[0]), 3);
     cr_assert_eq(server_model_sequences(m), 1);
-    usleep(400000);
+    /* Past max_idle_us (2 s: long enough that a slow sanitizer run on a busy
+     * machine never idles a sequence between two of its requests above). */
+    usleep(2300000);
     cr_assert_eq(server_model_sequences(m), 0);
     cr_assert_eq(sequence_job(m, &idle[1], 7, 0, 0, 3, &w2), RN_INVALID_ARG);
     cr_assert(strstr(rn_last_error(), "is not active: start it with sequence_start"), "%s",
