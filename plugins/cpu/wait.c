@@ -34,7 +34,10 @@
  *
  * RUNNEL_OMP_WAIT=adaptive (the default), spin (never hold the pool: what
  * libgomp does alone) or sleep (hold it from the first team on) fixes the
- * policy, for benchmarks and tests. */
+ * policy, for benchmarks and tests. RUNNEL_OMP_WAIT_LOG=1 prints each
+ * window's decision to stderr (the master's name, its run time and
+ * run_delay over the window, the share), to see which master found the
+ * cores contended and why. */
 #include <errno.h>
 #include <fcntl.h>
 #include <omp.h>
@@ -58,6 +61,7 @@
 static struct {
     pthread_once_t once;
     cpu_wait_policy policy;
+    bool log; /* RUNNEL_OMP_WAIT_LOG=1 */
     pthread_mutex_t lock;
     pthread_cond_t changed;
     /* Under lock: whether the pool is wanted, and the episode (each hold
@@ -104,6 +108,8 @@ static void init(void)
         g.policy = CPU_WAIT_SPIN;
     else if (e != NULL && strcmp(e, "sleep") == 0)
         g.policy = CPU_WAIT_SLEEP;
+    const char *l = getenv("RUNNEL_OMP_WAIT_LOG");
+    g.log = l != NULL && strcmp(l, "1") == 0;
 }
 
 cpu_wait_policy cpu_wait_policy_get(void)
@@ -253,6 +259,14 @@ void cpu_wait_check(void)
     pthread_mutex_lock(&g.lock);
     cpu_wait_state s = {.trial = g.trial, .backoff = g.backoff};
     bool contended = cpu_wait_decide(&s, d_run, d_delay);
+    if (g.log) {
+        char name[16] = "";
+        (void)pthread_getname_np(pthread_self(), name, sizeof name);
+        fprintf(stderr, "runnel omp wait: %s run %.3f ms delay %.3f ms share %.3f%s%s\n", name,
+                (double)d_run / 1e6, (double)d_delay / 1e6,
+                (double)d_delay / (double)(d_run + d_delay), contended ? " contended" : "",
+                contended && !g.held ? ": holding the idle pool" : "");
+    }
     g.trial = s.trial;
     g.backoff = s.backoff;
     if (contended && !g.held) {
