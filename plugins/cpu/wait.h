@@ -23,6 +23,20 @@ typedef struct cpu_wait_state {
     int64_t backoff; /* ns */
 } cpu_wait_state;
 bool cpu_wait_decide(cpu_wait_state *s, int64_t d_run, int64_t d_delay);
+/* A master's window: its demand summed over the intervals between its
+ * schedstat readings (run time and run_delay, ns), leaving out each interval
+ * in which it blocked (`slept`: a stream worker parked between requests;
+ * that interval's run_delay is its wake-up waiting for a CPU beside the
+ * caller that woke it, not contention while its team runs). Adds a reading;
+ * true once the sums reach a window's demand (then in *d_run, *d_delay, and
+ * the window starts over). Pure: tests drive it. */
+typedef struct cpu_wait_window {
+    int64_t run, delay;         /* the last reading */
+    int64_t sum_run, sum_delay; /* the window so far */
+    bool open;
+} cpu_wait_window;
+bool cpu_wait_window_add(cpu_wait_window *w, int64_t run, int64_t delay, bool slept, int64_t *d_run,
+                         int64_t *d_delay);
 /* Whether the teams sleep now; how often they began to, and how often a
  * trial let them spin again (for tests and benchmarks). */
 bool cpu_wait_sleeping(void);
