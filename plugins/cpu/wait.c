@@ -97,8 +97,9 @@ static struct {
 static _Thread_local struct {
     cpu_wait_window win;
     int64_t read_at;
-    long nvcsw;
+    long nvcsw; /* at the end of its last primitive with a team */
     bool nvcsw_known;
+    bool in_team; /* between cpu_wait_check and cpu_wait_done */
 } w;
 
 static int64_t now_ns(void)
@@ -267,16 +268,16 @@ void cpu_wait_check(void)
         pthread_mutex_unlock(&g.lock);
         return;
     }
-    /* Whether the master blocked since its last primitive: a stream
-     * worker parks between requests, and its wake-up waits for a CPU while
-     * the caller that woke it and its team's spinning threads have them. */
+    /* Whether the master blocked since the end of its last primitive with
+     * a team (not inside one: a barrier's futex wait under contention is
+     * what the window is there to see): a stream worker parks between
+     * requests, and its wake-up waits for a CPU while the caller that woke
+     * it and its team's spinning threads have them. */
     struct rusage ru;
     bool slept = false;
-    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-        slept = w.nvcsw_known && ru.ru_nvcsw != w.nvcsw;
-        w.nvcsw = ru.ru_nvcsw;
-        w.nvcsw_known = true;
-    }
+    if (w.nvcsw_known && getrusage(RUSAGE_THREAD, &ru) == 0)
+        slept = ru.ru_nvcsw != w.nvcsw;
+    w.in_team = true;
     if (!slept && w.win.open && now - w.read_at < READ_EVERY_NS)
         return;
     int64_t run, delay, d_run, d_delay;
@@ -304,6 +305,16 @@ void cpu_wait_check(void)
         atomic_store(&g.due, g.trial_at);
     }
     pthread_mutex_unlock(&g.lock);
+}
+
+void cpu_wait_done(void)
+{
+    if (!w.in_team)
+        return;
+    w.in_team = false;
+    struct rusage ru;
+    w.nvcsw_known = getrusage(RUSAGE_THREAD, &ru) == 0;
+    w.nvcsw = w.nvcsw_known ? ru.ru_nvcsw : 0;
 }
 
 bool cpu_wait_sleeping(void)

@@ -14,6 +14,10 @@ cpu_wait_policy cpu_wait_policy_get(void);
 /* On a team's master before each primitive with a team: measures whether
  * the cores are contended and makes the process's teams spin or sleep. */
 void cpu_wait_check(void);
+/* On the master after that primitive (its team joined): notes its
+ * voluntary context switches, so that the next cpu_wait_check can tell
+ * whether it blocked between the two (cpu_wait_window_add). */
+void cpu_wait_done(void);
 /* The adaptive policy's decision for one window of a master's demand
  * (d_run ns on a CPU, d_delay ns waiting for one): whether the cores are
  * contended, and the time to sleep before the next trial (`trial`: the
