@@ -30,8 +30,12 @@
  * threads (named as the process: libgomp's pool of the caller, which runs
  * a sync request's primitives on the CPU device, or a device library's own
  * threads, PoCL's for GPU), the stream workers ("rn-sNwK"), their OpenMP
- * teams ("rn-sNtK"), the executors ("rn-callback", "rn-device-wait"), and
- * others (threads named otherwise).
+ * teams ("rn-sNtK"), the executors ("rn-callback", "rn-device-wait"), the
+ * CPU device's idle pool ("rn-omp-idle", plugins/cpu/wait.c: while it is
+ * held every OpenMP team of the process sleeps in its waits), device
+ * libraries' own threads (named as the process and already there once the
+ * devices started, before compiling: PoCL's; they are not the caller's
+ * OpenMP pool), and others (threads named otherwise).
  * CPU time per request above the wall time means more than one thread was
  * busy: a team working in parallel, or threads spinning beside it.
  *
@@ -97,11 +101,14 @@ enum {
     KIND_WORKER,
     KIND_WORKER_TEAM,
     KIND_EXECUTOR,
+    KIND_IDLE_POOL,
+    KIND_DEVICE_LIBS,
     KIND_OTHER,
     N_KINDS
 };
 static const char *const kind_names[N_KINDS] = {"caller",       "caller-team", "workers",
-                                                "worker-teams", "executors",   "other"};
+                                                "worker-teams", "executors",   "idle-pool",
+                                                "device-libs",  "other"};
 
 typedef struct thread_time {
     long tid;
@@ -133,6 +140,13 @@ typedef enum outcome { OUTCOME_OK, OUTCOME_SKIPPED, OUTCOME_FAILED } outcome;
 
 static char process_comm[32];
 static long caller_tid;
+
+/* Threads named as the process that were there once the devices had
+ * started, before compiling (a device library's own: PoCL's for GPU, which
+ * rn_core_device_count starts): not the caller's OpenMP pool. */
+#define MAX_DEVICE_THREADS 64
+static long device_tids[MAX_DEVICE_THREADS];
+static int n_device_tids;
 
 /* ---------------------------------------------------------------- threads */
 
@@ -204,9 +218,28 @@ static int thread_kind(const thread_time *t)
         return KIND_WORKER_TEAM;
     if (strcmp(c, "rn-callback") == 0 || strncmp(c, "rn-device-wa", 12) == 0)
         return KIND_EXECUTOR;
-    if (strcmp(c, process_comm) == 0)
+    /* The adaptive wait's idle pool (plugins/cpu/wait.c): its holder and the
+     * pool threads it forked (named as their creator). While it is there,
+     * every OpenMP team of the process sleeps in its waits. */
+    if (strcmp(c, "rn-omp-idle") == 0)
+        return KIND_IDLE_POOL;
+    if (strcmp(c, process_comm) == 0) {
+        for (int i = 0; i < n_device_tids; i++)
+            if (device_tids[i] == t->tid)
+                return KIND_DEVICE_LIBS;
         return KIND_CALLER_TEAM;
+    }
     return KIND_OTHER;
+}
+
+static void note_device_threads(void)
+{
+    static snapshot now;
+    take_snapshot(&now);
+    n_device_tids = 0;
+    for (int i = 0; i < now.n && n_device_tids < MAX_DEVICE_THREADS; i++)
+        if (now.t[i].tid != caller_tid && strcmp(now.t[i].comm, process_comm) == 0)
+            device_tids[n_device_tids++] = now.t[i].tid;
 }
 
 static void census(int out[N_KINDS])
@@ -329,6 +362,7 @@ static outcome session_open(session *s, const char *device, const char *model, c
         session_close(s);
         return OUTCOME_SKIPPED;
     }
+    note_device_threads();
     char path[1024];
     model_path(model, path, sizeof path);
     rn_model *m;

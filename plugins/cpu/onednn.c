@@ -215,6 +215,7 @@ cpu_thread_state cpu_enter(int threads, bool denormals)
 
 void cpu_leave(cpu_thread_state saved)
 {
+    cpu_wait_done();
     if (!saved.saved)
         return;
     _mm_setcsr(saved.csr);

@@ -221,5 +221,6 @@ void cpu_branch_fork(void (*fn)(void *arg, int thread), void *arg, int threads)
     cpu_wait_check(); /* a team like a primitive's: spin or sleep (wait.c) */
 #pragma omp parallel num_threads(threads)
     fn(arg, omp_get_thread_num());
+    cpu_wait_done();
 #endif
 }

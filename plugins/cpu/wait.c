@@ -25,7 +25,14 @@
  * or a user's thread running a sync request): the share of the time the
  * master wanted a CPU that it spent waiting for one, run_delay / (run time
  * + run_delay) from /proc/thread-self/schedstat, over windows of
- * WINDOW_DEMAND_NS of its demand. Above CONTENDED_SHARE: sleep. Sleeping
+ * WINDOW_DEMAND_NS of its demand, leaving out each interval between two
+ * readings in which the master blocked (cpu_wait_window_add): a stream
+ * worker parks between requests, and its wake-up waits for a CPU beside
+ * the caller that woke it and its team's threads spinning in their dock.
+ * Counted, those waits made async runs on a quiet machine look contended
+ * where sync ones (the caller never parks) did not, and their teams slept
+ * (issue 30, bench/LOG.md "Async blocked more than sync again").
+ * Above CONTENDED_SHARE: sleep. Sleeping
  * waits hide whether the contention went away (the team's own wake-ups then
  * wait on run queues too), so the pool is released on trial after a while;
  * the next window decides, and each trial that finds the cores still
@@ -34,11 +41,15 @@
  *
  * RUNNEL_OMP_WAIT=adaptive (the default), spin (never hold the pool: what
  * libgomp does alone) or sleep (hold it from the first team on) fixes the
- * policy, for benchmarks and tests. */
+ * policy, for benchmarks and tests. RUNNEL_OMP_WAIT_LOG=1 prints each
+ * window's decision to stderr (the master's name, its run time and
+ * run_delay over the window, the share), to see which master found the
+ * cores contended and why. */
 #include <errno.h>
 #include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,7 +60,7 @@
 
 #include "plugins/cpu/wait.h"
 
-#define READ_EVERY_NS    (5 * 1000000ll)   /* a master reads its schedstat at most this often */
+#define READ_EVERY_NS    (2 * 1000000ll)   /* a master reads its schedstat at most this often */
 #define WINDOW_DEMAND_NS (20 * 1000000ll)  /* run time + run_delay a decision needs */
 #define CONTENDED_SHARE  0.10              /* waiting for a CPU above this share: contended */
 #define TRIAL_FIRST_NS   (500 * 1000000ll) /* sleeping this long, then a trial */
@@ -58,6 +69,7 @@
 static struct {
     pthread_once_t once;
     cpu_wait_policy policy;
+    bool log; /* RUNNEL_OMP_WAIT_LOG=1 */
     pthread_mutex_t lock;
     pthread_cond_t changed;
     /* Under lock: whether the pool is wanted, and the episode (each hold
@@ -80,14 +92,15 @@ static struct {
     .backoff = TRIAL_FIRST_NS,
 };
 
-/* A master's window: when it read its schedstat last, and what it read at
- * the window's start. */
-typedef struct wait_window {
+/* A master's window (cpu_wait_window_add) and when it read its schedstat
+ * last, and its voluntary context switches at its last primitive. */
+static _Thread_local struct {
+    cpu_wait_window win;
     int64_t read_at;
-    int64_t run, delay;
-    bool open;
-} wait_window;
-static _Thread_local wait_window w;
+    long nvcsw; /* at the end of its last primitive with a team */
+    bool nvcsw_known;
+    bool in_team; /* between cpu_wait_check and cpu_wait_done */
+} w;
 
 static int64_t now_ns(void)
 {
@@ -104,6 +117,8 @@ static void init(void)
         g.policy = CPU_WAIT_SPIN;
     else if (e != NULL && strcmp(e, "sleep") == 0)
         g.policy = CPU_WAIT_SLEEP;
+    const char *l = getenv("RUNNEL_OMP_WAIT_LOG");
+    g.log = l != NULL && strcmp(l, "1") == 0;
 }
 
 cpu_wait_policy cpu_wait_policy_get(void)
@@ -170,6 +185,24 @@ static void release_locked(void)
     pthread_cond_broadcast(&g.changed);
 }
 
+bool cpu_wait_window_add(cpu_wait_window *win, int64_t run, int64_t delay, bool slept,
+                         int64_t *d_run, int64_t *d_delay)
+{
+    if (win->open && !slept) {
+        win->sum_run += run - win->run;
+        win->sum_delay += delay - win->delay;
+    }
+    win->run = run;
+    win->delay = delay;
+    win->open = true;
+    if (win->sum_run + win->sum_delay < WINDOW_DEMAND_NS)
+        return false;
+    *d_run = win->sum_run;
+    *d_delay = win->sum_delay;
+    win->sum_run = win->sum_delay = 0;
+    return true;
+}
+
 bool cpu_wait_decide(cpu_wait_state *s, int64_t d_run, int64_t d_delay)
 {
     bool contended = (double)d_delay > CONTENDED_SHARE * (double)(d_run + d_delay);
@@ -221,11 +254,9 @@ void cpu_wait_check(void)
         return;
     }
     int64_t now = now_ns();
-    if (w.open && now - w.read_at < READ_EVERY_NS)
-        return;
     if (atomic_load_explicit(&g.holding, memory_order_relaxed)) {
         /* Sleeping: windows say nothing; a trial when it is due. */
-        w.open = false;
+        w.win = (cpu_wait_window){0};
         if (now < atomic_load_explicit(&g.due, memory_order_relaxed))
             return;
         pthread_mutex_lock(&g.lock);
@@ -237,22 +268,35 @@ void cpu_wait_check(void)
         pthread_mutex_unlock(&g.lock);
         return;
     }
-    int64_t run, delay;
+    /* Whether the master blocked since the end of its last primitive with
+     * a team (not inside one: a barrier's futex wait under contention is
+     * what the window is there to see): a stream worker parks between
+     * requests, and its wake-up waits for a CPU while the caller that woke
+     * it and its team's spinning threads have them. */
+    struct rusage ru;
+    bool slept = false;
+    if (w.nvcsw_known && getrusage(RUSAGE_THREAD, &ru) == 0)
+        slept = ru.ru_nvcsw != w.nvcsw;
+    w.in_team = true;
+    if (!slept && w.win.open && now - w.read_at < READ_EVERY_NS)
+        return;
+    int64_t run, delay, d_run, d_delay;
     if (!read_schedstat(&run, &delay))
         return;
-    if (!w.open) {
-        w = (wait_window){.read_at = now, .run = run, .delay = delay, .open = true};
-        return;
-    }
     w.read_at = now;
-    int64_t d_run = run - w.run, d_delay = delay - w.delay;
-    if (d_run + d_delay < WINDOW_DEMAND_NS)
+    if (!cpu_wait_window_add(&w.win, run, delay, slept, &d_run, &d_delay))
         return;
-    w.run = run;
-    w.delay = delay;
     pthread_mutex_lock(&g.lock);
     cpu_wait_state s = {.trial = g.trial, .backoff = g.backoff};
     bool contended = cpu_wait_decide(&s, d_run, d_delay);
+    if (g.log) {
+        char name[16] = "";
+        (void)pthread_getname_np(pthread_self(), name, sizeof name);
+        fprintf(stderr, "runnel omp wait: %s run %.3f ms delay %.3f ms share %.3f%s%s\n", name,
+                (double)d_run / 1e6, (double)d_delay / 1e6,
+                (double)d_delay / (double)(d_run + d_delay), contended ? " contended" : "",
+                contended && !g.held ? ": holding the idle pool" : "");
+    }
     g.trial = s.trial;
     g.backoff = s.backoff;
     if (contended && !g.held) {
@@ -261,6 +305,16 @@ void cpu_wait_check(void)
         atomic_store(&g.due, g.trial_at);
     }
     pthread_mutex_unlock(&g.lock);
+}
+
+void cpu_wait_done(void)
+{
+    if (!w.in_team)
+        return;
+    w.in_team = false;
+    struct rusage ru;
+    w.nvcsw_known = getrusage(RUSAGE_THREAD, &ru) == 0;
+    w.nvcsw = w.nvcsw_known ? ru.ru_nvcsw : 0;
 }
 
 bool cpu_wait_sleeping(void)

@@ -6,7 +6,8 @@
  * beside a build). So:
  *   - the adaptive policy's decision: a window that waited for a CPU more
  *     than a tenth of the time is contended; trials back off, and a quiet
- *     window starts over;
+ *     window starts over; a window leaves out the intervals in which its
+ *     master blocked (a stream worker's wake-up between requests);
  *   - RUNNEL_OMP_WAIT=sleep holds an idle pool of more OpenMP threads than
  *     CPUs (threads named rn-omp-idle), and the team's master then blocks in
  *     its waits (voluntary context switches) instead of spinning;
@@ -55,6 +56,59 @@ Test(cpu_wait, a_window_waiting_for_a_cpu_is_contended)
     cr_expect(cpu_wait_decide(&s, 14 * MS, 6 * MS), "30 %% of the time waiting");
     cr_expect(cpu_wait_decide(&s, 10 * MS, 10 * MS));
     cr_expect_not(s.trial, "a decision ends any trial");
+}
+
+/* A stream worker's readings across requests: while a request runs it has
+ * its CPU (1 ms of run_delay in 10 ms), between two requests it parks and
+ * its wake-up waits 4 ms for a CPU. Those intervals (it blocked in them)
+ * are left out: the window is the requests' own demand, 5 % waiting, not
+ * contended; with them in it the same readings were (issue 30: async runs
+ * slept in every team wait, sync ones did not). */
+Test(cpu_wait, a_workers_wake_up_between_requests_is_not_contention)
+{
+    cpu_wait_window w = {0};
+    int64_t run = 0, delay = 0, d_run = 0, d_delay = 0;
+    int64_t all_run = 0, all_delay = 0;
+    bool done = cpu_wait_window_add(&w, run, delay, false, &d_run, &d_delay);
+    cr_expect_not(done, "the first reading opens the window");
+    for (int request = 0; request < 2 && !done; request++) {
+        /* Parked and woken: the reading after it says it blocked. */
+        delay += 4 * MS;
+        all_delay += 4 * MS;
+        done = cpu_wait_window_add(&w, run, delay, true, &d_run, &d_delay);
+        cr_expect_not(done, "an interval with a block adds nothing");
+        /* The request: two readings 10 ms of demand apart. */
+        for (int k = 0; k < 2 && !done; k++) {
+            run += 9500000;
+            delay += 500000;
+            all_run += 9500000;
+            all_delay += 500000;
+            done = cpu_wait_window_add(&w, run, delay, false, &d_run, &d_delay);
+        }
+    }
+    cr_assert(done, "20 ms of the requests' demand make a window");
+    cr_expect_eq(d_run, 19 * MS);
+    cr_expect_eq(d_delay, 1 * MS);
+    cpu_wait_state s = {.trial = false, .backoff = 0};
+    cr_expect_not(cpu_wait_decide(&s, d_run, d_delay), "the requests had their CPUs");
+    cpu_wait_state all = {.trial = false, .backoff = 0};
+    cr_expect(cpu_wait_decide(&all, all_run, all_delay),
+              "with the wake-ups counted (%.1f ms of %.1f) the window would be contended",
+              all_delay / 1e6, (all_run + all_delay) / 1e6);
+    /* A window starts over after a decision. */
+    cr_expect_not(cpu_wait_window_add(&w, run + MS, delay, false, &d_run, &d_delay));
+}
+
+Test(cpu_wait, a_window_sums_readings_without_blocks)
+{
+    cpu_wait_window w = {0};
+    int64_t d_run = 0, d_delay = 0;
+    cr_expect_not(cpu_wait_window_add(&w, 100 * MS, 7 * MS, true, &d_run, &d_delay),
+                  "a first reading that blocked only opens the window");
+    cr_expect_not(cpu_wait_window_add(&w, 110 * MS, 10 * MS, false, &d_run, &d_delay));
+    cr_expect(cpu_wait_window_add(&w, 116 * MS, 11 * MS, false, &d_run, &d_delay));
+    cr_expect_eq(d_run, 16 * MS);
+    cr_expect_eq(d_delay, 4 * MS);
 }
 
 Test(cpu_wait, failed_trials_back_off_and_a_quiet_trial_starts_over)
