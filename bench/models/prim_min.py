@@ -7,7 +7,9 @@ loaded machine, where whole-inference times swing 2-4x between runs (bench/LOG.m
 runnel: tools/bench, one stream, sync, -nthreads T, with ONEDNN_VERBOSE=1; each primitive
 execution is keyed by its kind, implementation, layouts and shape, and the minimum over the
 inferences is taken per key (a key several nodes share counts once per node: its executions
-per inference). OpenVINO: its Python API with PERF_COUNT, the minimum of each layer's
+per inference). Nodes that run no oneDNN primitive (the CPU attention with its heads split:
+dnnl_sgemm, which ONEDNN_VERBOSE does not show) come from the same run's -pc counters, as their
+average per inference, marked "(-pc mean)". OpenVINO: its Python API with PERF_COUNT, the minimum of each layer's
 real_time over the inferences. Prints the sum of the minimums by primitive kind (runnel) and
 by layer type and implementation (OpenVINO), then runnel's largest primitives with their
 speed-up from the first thread count to the last.
@@ -35,7 +37,7 @@ def model_inputs(model):
 def runnel_minimums(bench, model, threads, inferences):
     env = dict(os.environ, ONEDNN_VERBOSE="1", RUNNEL_INSTALLED_PLUGINS="0")
     cmd = [bench, "-m", model, "-d", "CPU", "-hint", "none", "-nstreams", "1", "-nthreads",
-           str(threads), "-api", "sync", "-niter", str(inferences)]
+           str(threads), "-api", "sync", "-niter", str(inferences), "-pc"]
     for name, path in model_inputs(model).items():
         cmd += ["-i", f"{name}={path}"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
@@ -52,7 +54,22 @@ def runnel_minimums(bench, model, threads, inferences):
             times[(f[3], f[4], f[6], f[-2])].append(float(f[-1]) * 1000)
     runs = inferences + 1  # tools/bench's first (uncounted) inference
     # Keys run fewer times than the inferences ran only in the first (lazy set-up).
-    return {k: (min(v), len(v) // runs) for k, v in times.items() if len(v) >= runs}
+    result = {k: (min(v), len(v) // runs) for k, v in times.items() if len(v) >= runs}
+    # Nodes that run no oneDNN primitive, so ONEDNN_VERBOSE never shows them: the attention
+    # with its heads split (plugins/cpu/attention.c, dnnl_sgemm). Their time is tools/bench
+    # -pc's average per inference (not a minimum), one key per node type and impl.
+    extra = collections.defaultdict(lambda: [0.0, 0])
+    in_counters = False
+    for line in out.splitlines():
+        in_counters = in_counters or line.startswith("Performance counters")
+        f = line.split()
+        if in_counters and "EXECUTED" in f and "gemm:heads" in f:
+            e = extra[(f[f.index("EXECUTED") + 1], "gemm:heads")]
+            e[0] += float(f[-2])
+            e[1] += 1
+    for (kind, impl), (us, n) in extra.items():
+        result[(kind + " (-pc mean)", impl, "", "per node")] = (us / n, n)
+    return result
 
 
 def openvino_minimums(model, threads, inferences):
