@@ -33,7 +33,7 @@
  * while a team runs; counted, they made a short request's windows look
  * contended on the worker where the sync caller (which never waits between
  * requests) found them quiet (issue 30; bench/LOG.md, "Short async
- * requests"). A block inside a primitive (a barrier's futex wait once
+ * requests and the adaptive wait"). A block inside a primitive (a barrier's futex wait once
  * libgomp's spin ran out: a team thread was preempted) is time the master
  * was not on a CPU and counts.
  * A window that waited above CONTENDED_SHARE is contended; CONFIRM_WINDOWS
@@ -273,7 +273,7 @@ void cpu_wait_check(void)
     w.in_team = w.cpu0 >= 0 && w.wall0 >= 0;
 }
 
-/* A window's decision (under no lock): holds the pool when it says so. */
+/* A full window's decision (takes g.lock): holds the pool when it says so. */
 static void decide(int64_t d_run, int64_t d_delay, int64_t now)
 {
     pthread_mutex_lock(&g.lock);
