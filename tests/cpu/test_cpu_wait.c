@@ -75,13 +75,14 @@ Test(cpu_wait, two_contended_windows_in_a_row_make_the_teams_sleep)
 }
 
 /* Windows as RUNNEL_OMP_WAIT_LOG=1 printed them (run ms, off-CPU ms),
- * recorded on the 2-vCPU machine of bench/LOG.md "Short async requests on
+ * recorded on the 2-vCPU machine of bench/LOG.md "Short async requests and
  * the adaptive wait": an async ShuffleNet round on nearly free cores (the
- * bench in an autogroup of its own at nice -20): two windows at 0.22 and
- * 0.17, each with a quiet one after it; one window decided alone, they held
- * the pool for 0.5 s, longer than the round. And a sync SqueezeNet round at
- * load 26: the second window sleeps, and each trial that finds the cores
- * still contended sleeps again, twice as long. */
+ * bench in an autogroup of its own at nice -20, load 15-17 around it): two
+ * windows at 0.22 and 0.17, each with a quiet one after it; had one window
+ * decided alone (the rule before), either would have held the pool for
+ * 0.5 s, longer than the round. And a sync SqueezeNet round at load 26: the
+ * second window sleeps, and each trial that finds the cores still contended
+ * sleeps again, twice as long. */
 static const double quiet_async_shufflenet[][2] = {
     {28.644, 0.301}, {19.783, 0.298}, {16.239, 4.484}, {19.970, 0.135},
     {16.558, 3.477}, {19.835, 0.334}, {19.812, 0.296}, {19.815, 0.209},
