@@ -33,9 +33,9 @@
  * while a team runs; counted, they made a short request's windows look
  * contended on the worker where the sync caller (which never waits between
  * requests) found them quiet (issue 30; bench/LOG.md, "Short async
- * requests and the adaptive wait"). A block inside a primitive (a barrier's futex wait once
- * libgomp's spin ran out: a team thread was preempted) is time the master
- * was not on a CPU and counts.
+ * requests and the adaptive wait"). A block inside a primitive (a
+ * barrier's futex wait once libgomp's spin ran out: a team thread was
+ * preempted) is time the master was not on a CPU and counts.
  * A window that waited above CONTENDED_SHARE is contended; CONFIRM_WINDOWS
  * of them in a row, and the teams sleep: one window is 20 ms, one tick or
  * two of another thread on the master's CPU (a shell, a kernel worker, a
