@@ -23,12 +23,15 @@ import subprocess
 
 def model_inputs(model):
     """The model's recorded inputs (.npy by input name) in inputs/<model name>/ beside it, as
-    bench/models/suite.py keeps the encoder's token ids, mask and token types: {} when none."""
+    bench/models/suite.py keeps them (a '/' in an input's name is '_' in its file's: the int8
+    ResNet-50s' gpu_0/data_0): {} when none."""
     folder = os.path.join(os.path.dirname(model), "inputs",
                           os.path.splitext(os.path.basename(model))[0])
     if not os.path.isdir(folder):
         return {}
-    return {f[:-4]: os.path.join(folder, f) for f in sorted(os.listdir(folder))
+    from common import graph_inputs
+    names = {name.replace("/", "_"): name for name, _, _ in graph_inputs(model)}
+    return {names.get(f[:-4], f[:-4]): os.path.join(folder, f) for f in sorted(os.listdir(folder))
             if f.endswith(".npy")}
 
 
