@@ -57,10 +57,16 @@ def runnel_minimums(bench, model, threads, inferences, hint="none"):
         cmd += ["-nstreams", "1"]
     for name, path in model_inputs(model).items():
         cmd += ["-i", f"{name}={path}"]
+    # The verbose lines go to a file, not a pipe: a line a primitive writes into a full pipe
+    # waits for this script to read it, which on a loaded machine is the time outside the
+    # primitives the account would show (at one thread, as long as the primitives' own).
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "bench.json")
-        out = subprocess.run(cmd + ["-json", report], env=env, capture_output=True, text=True,
-                             check=True).stdout
+        with open(os.path.join(tmp, "stdout"), "w+") as log:
+            subprocess.run(cmd + ["-json", report], env=env, stdout=log,
+                           stderr=subprocess.DEVNULL, check=True)
+            log.seek(0)
+            out = log.read()
         with open(report) as f:
             latencies = [ms * 1000 for _, ms in json.load(f)["latency_samples"]]
     times = collections.defaultdict(list)
