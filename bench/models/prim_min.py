@@ -60,11 +60,15 @@ def runnel_minimums(bench, model, threads, inferences, hint="none"):
     # The verbose lines go to a file, not a pipe: a line a primitive writes into a full pipe
     # waits for this script to read it, which on a loaded machine is the time outside the
     # primitives the account would show (at one thread, as long as the primitives' own).
+    # -report_type detailed, for every latency sample, turns on the per-node counters too
+    # (two clock readings a node).
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "bench.json")
         with open(os.path.join(tmp, "stdout"), "w+") as log:
-            subprocess.run(cmd + ["-json", report], env=env, stdout=log,
-                           stderr=subprocess.DEVNULL, check=True)
+            done = subprocess.run(cmd + ["-json", report], env=env, stdout=log,
+                                  stderr=subprocess.PIPE, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd)}: exit {done.returncode}\n{done.stderr}")
             log.seek(0)
             out = log.read()
         with open(report) as f:
