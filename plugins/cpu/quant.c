@@ -394,25 +394,6 @@ static rn_status qfused_bias(const rn_node *node, qfused *q)
     return cpu_plain_md(RN_F32, 1, &m, &q->bias);
 }
 
-/* The team the fused op runs on, by its multiply-adds: each output element
- * takes C/group x kernel of them (weights [M, C/g, k...]), K for a product.
- * cpu_work reads a Conv's or a MatMul's weights at input 1, this op's are at
- * QF_W, so it is counted here (team.c's rule, cpu_team_size_work). */
-static int qfused_team(const rn_node *node)
-{
-    rn_partial_shape y = rn_node_output_shape(node, 0), w = rn_node_input_shape(node, QF_W);
-    int64_t out = 1, per = 1;
-    for (int d = 0; d < y.rank; d++)
-        out *= y.dims[d] > 0 ? y.dims[d] : 1;
-    bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0;
-    if (conv)
-        for (int d = 1; d < w.rank; d++)
-            per *= w.dims[d] > 0 ? w.dims[d] : 1;
-    else if (w.rank > 0) /* Gemm's [N, K] (transB), MatMul's [K, N] */
-        per = w.dims[is_matmul(node) ? w.rank - 2 : w.rank - 1];
-    return cpu_team_size_work(out * (per > 0 ? per : 1), cpu_config_get()->threads);
-}
-
 static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
 {
     (void)ctx;
@@ -449,7 +430,7 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
      * (weighted.c creates its own so too): created under the compiling
      * thread's OpenMP maximum (every CPU), it forked a team of every CPU on
      * every stream, each of THROUGHPUT's one-thread streams too. */
-    int team = qfused_team(node);
+    int team = cpu_team_size(node, cpu_config_get()->threads);
     if (st == RN_OK) {
         int prev = cpu_team_begin_size(team);
         dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, eng, NULL);
