@@ -306,11 +306,8 @@ RN_KIT const char *plugin_running_node(void);
 /* Starts an async run (RN_REQUEST_BUSY while one is in flight). Inputs are
  * read during the run: the caller must not change them until it completes. */
 rn_status plugin_request_start_async(plugin_request *request);
-/* Waits for the current run: returns its status after its callback has
- * returned (RN_OK at once when none was started). */
-rn_status plugin_request_wait(plugin_request *request);
-/* As wait, for at most timeout_ms: RN_RESULT_NOT_READY when it runs on. */
-rn_status plugin_request_wait_for(plugin_request *request, int64_t timeout_ms);
+/* Waiting for a run, its callback and whether it is busy: the run object's
+ * (plugin_run_op_wait, _wait_for, _set_callback, _busy in run.h). */
 /* Skips the kernels of the current run that have not started; the run
  * completes with RN_CANCELLED. A no-op when the request is idle. */
 rn_status plugin_request_cancel(plugin_request *request);
@@ -318,12 +315,6 @@ rn_status plugin_request_cancel(plugin_request *request);
  * flight, which returned PLUGIN_STAGE_PENDING; `status` is its result. */
 RN_KIT void plugin_request_complete_stage(plugin_request *request, uint32_t stage,
                                           rn_status status);
-
-/* Sets (or clears, with fn NULL) the completion callback. */
-rn_status plugin_request_set_callback(plugin_request *request, rn_infer_callback fn,
-                                      void *user_data);
-/* True from start_async until the callback is called. */
-bool plugin_request_busy(const plugin_request *request);
 
 /* ---- nested plans: the subgraphs of control-flow kernels ----
  *
