@@ -11,9 +11,12 @@ For each --concurrency C (default 1,2,4,8), each for --seconds (default 3):
     its connection pool);
   - by Debian's hey (a Go client, lighter than Python's: the server's
     HTTP side with less of the client's CPU in the price), C workers;
-  - and by bench/server/grpc_load (gRPC's C core, C threads over one
-    channel sending one serialized ModelInferRequest as is, answers checked
-    for status OK only): gRPC's counterpart of hey;
+  - and by bench/server/grpc_load (a lean C client on gRPC's C core and
+    protobuf-c: C calls in flight from one thread, a ModelInferRequest
+    built from the model's metadata with raw_input_contents, every answer
+    decoded and checked for status, outputs, shapes and sizes): gRPC's
+    counterpart of hey, with the client's CPU a small part of a 2-core
+    machine's;
 
 printing rows/s, p50 and p99 per protocol, ratio= server / tools/bench at
 the same C, and grpc/http; and CPU time per request: the server process's
@@ -156,14 +159,14 @@ def front_ticks(pid):
     return total
 
 
-def grpc_load(binary, url, message, concurrency, seconds, cpus=None):
-    """bench/server/grpc_load sending `message` (a serialized
-    ModelInferRequest) for `seconds` from `concurrency` threads (on `cpus`
-    when given): its JSON report, or a string saying why there is none."""
+def grpc_load(binary, url, model, concurrency, seconds, cpus=None):
+    """bench/server/grpc_load keeping `concurrency` ModelInfer calls of
+    `model` in flight for `seconds` (on `cpus` when given), every answer
+    checked: its JSON report, or a string saying why there is none."""
     if not binary or not os.path.exists(binary):
         return "not built (bazel build -c opt //bench/server:grpc_load)"
     pin = ["taskset", "-c", cpus] if cpus else []
-    out = subprocess.run([*pin, binary, url, message, str(concurrency), f"{seconds:g}"],
+    out = subprocess.run([*pin, binary, url, model, str(concurrency), f"{seconds:g}"],
                          capture_output=True, text=True, timeout=seconds + 60)
     try:
         report = json.loads(out.stdout)
@@ -173,22 +176,6 @@ def grpc_load(binary, url, message, concurrency, seconds, cpus=None):
         return f"{report['errors']} errors, the first {report.get('first_status')}: " \
                f"{report.get('first_error')}"
     return report
-
-
-def infer_message(model, inputs, path):
-    """Writes the ModelInferRequest tritonclient.grpc would send for
-    `inputs` (raw contents) to path, as grpc_load sends it."""
-    from tritonclient.grpc import service_pb2
-    request = service_pb2.ModelInferRequest(model_name=model)
-    for name, value in inputs.items():
-        tensor = request.inputs.add()
-        tensor.name = name
-        tensor.datatype = grpcclient.np_to_triton_dtype(value.dtype)
-        tensor.shape.extend(value.shape)
-        request.raw_input_contents.append(np.ascontiguousarray(value).tobytes())
-    with open(path, "wb") as f:
-        f.write(request.SerializeToString())
-    return path
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -298,7 +285,6 @@ def main():
         try:
             inputs = make_inputs(httpclient.InferenceServerClient(url=url), "m")
             feed = npy_flags(inputs, 1, work, "one")
-            message = infer_message("m", inputs, f"{work}/infer-request.bin")
             grpc_closed_loop(grpc_url, "m", inputs, 2, 1)  # warm-up, both protocols
             closed_loop(url, "m", inputs, 2, 1)
             print(f"== {args.model} ({os.path.basename(path)}) on {args.device}, "
@@ -338,7 +324,7 @@ def main():
                                  f"{hy_cpu * 1e3:.2f} cpu-ratio={peer_cpu / hy_cpu:.2f}")
                 if args.grpc_load != "none":
                     t0, f0 = cpu_ticks(proc.pid), front_ticks(proc.pid)
-                    gl = grpc_load(args.grpc_load, grpc_url, message, c, args.seconds,
+                    gl = grpc_load(args.grpc_load, grpc_url, "m", c, args.seconds,
                                    pin[1] if pin else None)
                     if isinstance(gl, str):
                         line += f" | grpc_load: {gl}"
