@@ -42,6 +42,16 @@ static size_t element_size(const char *datatype)
     return 0;
 }
 
+static Inference__ModelMetadataResponse *unpack_metadata(const uint8_t *data, size_t size,
+                                                         char *why, size_t why_size)
+{
+    Inference__ModelMetadataResponse *meta =
+        inference__model_metadata_response__unpack(NULL, size, data);
+    if (meta == NULL)
+        say(why, why_size, "the ModelMetadata answer is not a ModelMetadataResponse");
+    return meta;
+}
+
 /* ---- the request ---- */
 
 static uint64_t next_random(uint64_t *s)
@@ -85,11 +95,9 @@ uint8_t *grpc_load_request(const uint8_t *metadata, size_t metadata_size, const 
                            size_t why_size)
 {
     Inference__ModelMetadataResponse *meta =
-        inference__model_metadata_response__unpack(NULL, metadata_size, metadata);
-    if (meta == NULL) {
-        say(why, why_size, "the ModelMetadata answer is not a ModelMetadataResponse");
+        unpack_metadata(metadata, metadata_size, why, why_size);
+    if (meta == NULL)
         return NULL;
-    }
     size_t n = meta->n_inputs;
     Inference__ModelInferRequest__InferInputTensor *tensors = calloc(n + 1, sizeof *tensors);
     Inference__ModelInferRequest__InferInputTensor **list = calloc(n + 1, sizeof *list);
@@ -173,12 +181,9 @@ struct grpc_load_expect {
 grpc_load_expect *grpc_load_expect_create(const uint8_t *metadata, size_t size, char *why,
                                           size_t why_size)
 {
-    Inference__ModelMetadataResponse *meta =
-        inference__model_metadata_response__unpack(NULL, size, metadata);
-    if (meta == NULL) {
-        say(why, why_size, "the ModelMetadata answer is not a ModelMetadataResponse");
+    Inference__ModelMetadataResponse *meta = unpack_metadata(metadata, size, why, why_size);
+    if (meta == NULL)
         return NULL;
-    }
     for (size_t i = 0; i < meta->n_outputs; i++)
         if (element_size(meta->outputs[i]->datatype) == 0) {
             say(why, why_size, "output '%s': datatype '%s' has no fixed size to check",

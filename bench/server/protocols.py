@@ -46,7 +46,7 @@ pinning.
 
   bench/server/protocols [--model squeezenet|resnet50|PATH.onnx] [--device CPU]
                          [--seconds 3] [--concurrency 1,2,4,8] [--pin auto|S:C|none]
-                         [--no-hey] [--grpc-load PATH]
+                         [--no-hey] [--grpc-load PATH] [--rounds N]
 """
 
 import argparse
@@ -251,6 +251,9 @@ def main():
     ap.add_argument("--pin", default="auto",
                     help="SERVER_CPUS:CLIENT_CPUS for taskset -c (auto: 0:1), or none")
     ap.add_argument("--no-hey", action="store_true", help="skip Debian's hey")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat the sweep (tools/bench and every client at each C) this many "
+                         "times and print the median ratios: on a shared machine")
     ap.add_argument("--grpc-load", default="",
                     help="bench/server/grpc_load's binary (the light gRPC client); none: skipped")
     args = ap.parse_args()
@@ -292,7 +295,11 @@ def main():
                   f"process (utime+stime, /proc) or of tools/bench (less its compile); "
                   f"ratio= rows/s over tools/bench's; cpu-ratio= tools/bench's CPU per "
                   f"request over the server's (>= 1: as cheap)", flush=True)
-            for c in [int(x) for x in args.concurrency.split(",")]:
+            ratios = {}  # (c, name) -> ratios of each round
+            sweep = [int(x) for x in args.concurrency.split(",")]
+            for rnd, c in [(r, c) for r in range(args.rounds) for c in sweep]:
+                def keep(name, value):
+                    ratios.setdefault((c, name), []).append(value)
                 peer, peer_lat, peer_cpu = bench_peer_cpu(args, path, work,
                                                           ["-nireq", str(c), *feed, *extra],
                                                           f"peer-{c}", prefix)
@@ -302,7 +309,10 @@ def main():
                     closed_loop(url, "m", inputs, c, args.seconds)))
                 gp = np.percentile(g_lat, [50, 99])
                 hp = np.percentile(h_lat, [50, 99])
-                line = (f"c={c}: tools/bench {peer:.1f} rows/s (p50 {peer_lat['median_ms']:.1f}, "
+                keep("gRPC (tritonclient)", g / peer)
+                keep("HTTP (tritonclient)", h / peer)
+                keep("grpc/http (tritonclient)", g / h)
+                line = (f"{'round ' + str(rnd + 1) + ' ' if args.rounds > 1 else ''}c={c}: tools/bench {peer:.1f} rows/s (p50 {peer_lat['median_ms']:.1f}, "
                         f"p99 {peer_lat['p99_ms']:.1f} ms) cpu {peer_cpu * 1e3:.2f} | "
                         f"gRPC {g:.1f} rows/s (p50 {gp[0]:.1f}, p99 {gp[1]:.1f} ms) "
                         f"ratio={g / peer:.2f} cpu {g_cpu * 1e3:.2f} (front {g_front * 1e3:.2f}) "
@@ -319,6 +329,7 @@ def main():
                         line += f" | hey: {hy}"
                     else:
                         hy_cpu = (cpu_ticks(proc.pid) - t0) / TICK / max(hy[3], 1)
+                        keep("hey (HTTP)", hy[0] / peer)
                         line += (f" | hey (HTTP) {hy[0]:.1f} rows/s (p50 {hy[1]:.1f}, p99 "
                                  f"{hy[2]:.1f} ms) ratio={hy[0] / peer:.2f} cpu "
                                  f"{hy_cpu * 1e3:.2f} cpu-ratio={peer_cpu / hy_cpu:.2f}")
@@ -332,12 +343,26 @@ def main():
                         n = max(gl["answers"], 1)
                         gl_cpu = (cpu_ticks(proc.pid) - t0) / TICK / n
                         gl_front = (front_ticks(proc.pid) - f0) / TICK / n
+                        keep("grpc_load (gRPC)", gl["rate"] / peer)
+                        if not args.no_hey and not isinstance(hy, str):
+                            keep("grpc_load/hey", gl["rate"] / hy[0])
                         line += (f" | grpc_load (gRPC, C client) {gl['rate']:.1f} rows/s (p50 "
                                  f"{gl['p50_ms']:.1f}, p99 {gl['p99_ms']:.1f} ms) ratio="
                                  f"{gl['rate'] / peer:.2f} cpu {gl_cpu * 1e3:.2f} (front "
                                  f"{gl_front * 1e3:.2f}) cpu-ratio={peer_cpu / gl_cpu:.2f} "
-                                 f"client cpu {gl['cpu_ms']:.2f}")
+                                 f"client cpu {gl['cpu_ms']:.2f}, {gl['answers']} answers "
+                                 f"checked")
+                        if not args.no_hey and not isinstance(hy, str):
+                            line += f" | grpc_load/hey rows/s={gl['rate'] / hy[0]:.2f}"
                 print(line, flush=True)
+            if args.rounds > 1:
+                print(f"== median over {args.rounds} rounds of rows/s ratios (server / "
+                      f"tools/bench of the same round and C; grpc/http, grpc_load/hey: of the "
+                      f"same round and C)", flush=True)
+                for c in sweep:
+                    cells = [f"{name} {np.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
+                             for (cc, name), v in ratios.items() if cc == c]
+                    print(f"c={c}: " + " | ".join(cells), flush=True)
         except Exception:
             print(open(f"{work}/server-0.log").read()[-3000:])
             raise
