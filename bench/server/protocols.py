@@ -312,6 +312,8 @@ def main():
                 keep("gRPC (tritonclient)", g / peer)
                 keep("HTTP (tritonclient)", h / peer)
                 keep("grpc/http (tritonclient)", g / h)
+                keep("cpu-ratio gRPC (tritonclient)", peer_cpu / g_cpu)
+                keep("cpu-ratio HTTP (tritonclient)", peer_cpu / h_cpu)
                 line = (f"{'round ' + str(rnd + 1) + ' ' if args.rounds > 1 else ''}c={c}: tools/bench {peer:.1f} rows/s (p50 {peer_lat['median_ms']:.1f}, "
                         f"p99 {peer_lat['p99_ms']:.1f} ms) cpu {peer_cpu * 1e3:.2f} | "
                         f"gRPC {g:.1f} rows/s (p50 {gp[0]:.1f}, p99 {gp[1]:.1f} ms) "
@@ -330,6 +332,7 @@ def main():
                     else:
                         hy_cpu = (cpu_ticks(proc.pid) - t0) / TICK / max(hy[3], 1)
                         keep("hey (HTTP)", hy[0] / peer)
+                        keep("cpu-ratio hey", peer_cpu / hy_cpu)
                         line += (f" | hey (HTTP) {hy[0]:.1f} rows/s (p50 {hy[1]:.1f}, p99 "
                                  f"{hy[2]:.1f} ms) ratio={hy[0] / peer:.2f} cpu "
                                  f"{hy_cpu * 1e3:.2f} cpu-ratio={peer_cpu / hy_cpu:.2f}")
@@ -344,6 +347,7 @@ def main():
                         gl_cpu = (cpu_ticks(proc.pid) - t0) / TICK / n
                         gl_front = (front_ticks(proc.pid) - f0) / TICK / n
                         keep("grpc_load (gRPC)", gl["rate"] / peer)
+                        keep("cpu-ratio grpc_load", peer_cpu / gl_cpu)
                         if not args.no_hey and not isinstance(hy, str):
                             keep("grpc_load/hey", gl["rate"] / hy[0])
                         line += (f" | grpc_load (gRPC, C client) {gl['rate']:.1f} rows/s (p50 "
@@ -356,9 +360,9 @@ def main():
                             line += f" | grpc_load/hey rows/s={gl['rate'] / hy[0]:.2f}"
                 print(line, flush=True)
             if args.rounds > 1:
-                print(f"== median over {args.rounds} rounds of rows/s ratios (server / "
-                      f"tools/bench of the same round and C; grpc/http, grpc_load/hey: of the "
-                      f"same round and C)", flush=True)
+                print(f"== median (min-max) over {args.rounds} rounds of the rows/s ratios "
+                      f"(server / tools/bench of the same round and C; grpc/http, grpc_load/hey: "
+                      f"of the same round and C) and of the cpu-ratios", flush=True)
                 for c in sweep:
                     cells = [f"{name} {np.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
                              for (cc, name), v in ratios.items() if cc == c]
