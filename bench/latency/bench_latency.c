@@ -39,19 +39,19 @@
  * CPU time per request above the wall time means more than one thread was
  * busy: a team working in parallel, or threads spinning beside it.
  *
- *   bazel run //bench/latency:bench_latency -- [--devices CPU,REF,GPU]
+ *   bazel run //bench/latency:bench_latency -- [--devices CPU,REF,GPU,HETERO:CPU+REF,AUTO]
  *       [--models squeezenet,shufflenet,...] [--rounds N] [--seconds S] [--warmup N]
  *       [--order isolated|interleaved|sync-first|async-first] [--release-caller-team]
  *       [-p KEY=VALUE ...]
  *
  * Models are the light ONNX test models of onnx 1.22.0
  * (.cache/onnx-1.22.0/light/light_NAME.onnx, fetched by scripts/setup), or
- * paths to .onnx files. --seconds is the time the timed requests of one
- * device and model take in all (both modes, every round). A device that is
- * not available is skipped with a line saying so. --release-caller-team is
- * an experiment: after compiling, the caller's libgomp pool is released
- * (omp_pause_resource_all). docs/performance.md ("sync and async under
- * LATENCY") has the numbers. */
+ * paths to .onnx files. A meta device's list is written with '+' (HETERO:CPU+REF
+ * for HETERO:CPU,REF), since --devices is a list at commas. --seconds is the time the timed
+ * requests of one device and model take in all (both modes, every round). A device that is not
+ * available is skipped with a line saying so. --release-caller-team is an experiment: after
+ * compiling, the caller's libgomp pool is released (omp_pause_resource_all). docs/performance.md
+ * ("sync and async under LATENCY") has the numbers. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -130,6 +130,7 @@ typedef struct result {
     double sleeps[N_MODES][N_KINDS]; /* voluntary context switches, likewise */
     int busy_max[N_MODES][N_KINDS];  /* the most threads of a kind busy >1 % of a round */
     long requests[N_MODES];
+    int pool_rounds[N_MODES];     /* rounds that ended with the idle pool held */
     int census_compiled[N_KINDS]; /* threads after compiling (the last process's) */
     int census_end[N_KINDS];      /* threads after the runs */
     char streams[32], threads[32];
@@ -354,9 +355,19 @@ static outcome session_open(session *s, const char *device, const char *model, c
         snprintf(why, why_size, "rn_core_create: %s", rn_last_error());
         return OUTCOME_FAILED;
     }
+    /* HETERO:CPU+REF is HETERO:CPU,REF (--devices is a list at commas); the
+     * device itself is the part before the colon. */
+    char name[256];
+    snprintf(name, sizeof name, "%s", device);
+    for (char *c = name; *c != '\0'; c++)
+        if (*c == '+')
+            *c = ',';
+    size_t len = strcspn(name, ":");
     bool found = false;
-    for (size_t i = 0; i < rn_core_device_count(s->core); i++)
-        found = found || strcmp(rn_core_device_name(s->core, i), device) == 0;
+    for (size_t i = 0; i < rn_core_device_count(s->core); i++) {
+        const char *d = rn_core_device_name(s->core, i);
+        found = found || (strlen(d) == len && strncmp(d, name, len) == 0);
+    }
     if (!found) {
         snprintf(why, why_size, "the device is not available here");
         session_close(s);
@@ -376,7 +387,7 @@ static outcome session_open(session *s, const char *device, const char *model, c
     props[n++] = (rn_property){.key = "PERFORMANCE_HINT", .value = "LATENCY"};
     for (size_t i = 0; i < o->n_properties; i++)
         props[n++] = o->properties[i];
-    rn_status st = rn_core_compile_model(s->core, m, device, props, n, &s->compiled);
+    rn_status st = rn_core_compile_model(s->core, m, name, props, n, &s->compiled);
     rn_model_free(m);
     if (st != RN_OK) {
         snprintf(why, why_size, "compile failed: %s", rn_last_error());
@@ -404,12 +415,19 @@ static outcome measure_round(session *s, int mode, int warmup, double seconds, r
                              char *why, size_t why_size)
 {
     static double samples[MAX_SAMPLES];
+    bool marks = getenv("RUNNEL_OMP_WAIT_LOG") != NULL; /* rounds in the wait log (wait.c) */
+    if (marks)
+        fprintf(stderr, "bench_latency: %d %s warm-up from t %.3f\n", (int)getpid(),
+                mode_names[mode], (double)bench_now_ns() / 1e6);
     for (int i = 0; i < warmup; i++)
         if (run_mode(s->rq, mode) != RN_OK)
             goto failed;
     static snapshot before, after;
     take_snapshot(&before);
     uint64_t start = bench_now_ns(), budget = (uint64_t)(seconds * 1e9);
+    if (marks)
+        fprintf(stderr, "bench_latency: %d %s timed from t %.3f\n", (int)getpid(), mode_names[mode],
+                (double)start / 1e6);
     int n = 0;
     while (n < MAX_SAMPLES && (n < 3 || bench_now_ns() - start < budget)) {
         uint64_t t0 = bench_now_ns();
@@ -418,8 +436,15 @@ static outcome measure_round(session *s, int mode, int warmup, double seconds, r
         samples[n++] = (double)(bench_now_ns() - t0) / 1e6;
     }
     uint64_t wall = bench_now_ns() - start;
+    if (marks)
+        fprintf(stderr, "bench_latency: %d %s timed to t %.3f, %d requests, median %.3f ms\n",
+                (int)getpid(), mode_names[mode], (double)(start + wall) / 1e6, n,
+                bench_median(samples, n));
     take_snapshot(&after);
     add_threads(&before, &after, wall, res, mode);
+    int now[N_KINDS];
+    census(now);
+    res->pool_rounds[mode] += now[KIND_IDLE_POOL] > 0;
     res->requests[mode] += n;
     res->round_ms[mode][res->rounds[mode]++] = bench_median(samples, n);
     return OUTCOME_OK;
@@ -528,6 +553,7 @@ static outcome measure_isolated(const char *device, const char *model, const opt
             const result *c = &rep.res;
             res->round_ms[mode][res->rounds[mode]++] = c->round_ms[mode][0];
             res->requests[mode] += c->requests[mode];
+            res->pool_rounds[mode] += c->pool_rounds[mode];
             for (int q = 0; q < N_KINDS; q++) {
                 res->cpu_ns[mode][q] += c->cpu_ns[mode][q];
                 res->sleeps[mode][q] += c->sleeps[mode][q];
@@ -593,9 +619,11 @@ static void print_result(const char *device, const char *model, const result *re
     print_census(device, model, "after compiling", res->census_compiled);
     print_census(device, model, "after the runs", res->census_end);
     printf("%-6s %-14s   NUM_STREAMS=%s INFERENCE_NUM_THREADS=%s; %d rounds per mode, %ld sync "
-           "and %ld async requests timed\n",
+           "and %ld async requests timed; rounds that ended with the idle pool held (teams "
+           "sleeping): sync %d, async %d\n",
            device, short_name(model), res->streams, res->threads, res->rounds[MODE_SYNC],
-           res->requests[MODE_SYNC], res->requests[MODE_ASYNC]);
+           res->requests[MODE_SYNC], res->requests[MODE_ASYNC], res->pool_rounds[MODE_SYNC],
+           res->pool_rounds[MODE_ASYNC]);
     fflush(stdout);
 }
 

@@ -11,9 +11,12 @@ For each --concurrency C (default 1,2,4,8), each for --seconds (default 3):
     its connection pool);
   - by Debian's hey (a Go client, lighter than Python's: the server's
     HTTP side with less of the client's CPU in the price), C workers;
-  - and by bench/server/grpc_load (gRPC's C core, C threads over one
-    channel sending one serialized ModelInferRequest as is, answers checked
-    for status OK only): gRPC's counterpart of hey;
+  - and by bench/server/grpc_load (a lean C client on gRPC's C core and
+    protobuf-c: C calls in flight from one thread, a ModelInferRequest
+    built from the model's metadata with raw_input_contents, every answer
+    decoded and checked for status, outputs, shapes and sizes): gRPC's
+    counterpart of hey, with the client's CPU a small part of a 2-core
+    machine's;
 
 printing rows/s, p50 and p99 per protocol, ratio= server / tools/bench at
 the same C, and grpc/http; and CPU time per request: the server process's
@@ -43,7 +46,7 @@ pinning.
 
   bench/server/protocols [--model squeezenet|resnet50|PATH.onnx] [--device CPU]
                          [--seconds 3] [--concurrency 1,2,4,8] [--pin auto|S:C|none]
-                         [--no-hey] [--grpc-load PATH]
+                         [--no-hey] [--grpc-load PATH] [--rounds N]
 """
 
 import argparse
@@ -156,14 +159,14 @@ def front_ticks(pid):
     return total
 
 
-def grpc_load(binary, url, message, concurrency, seconds, cpus=None):
-    """bench/server/grpc_load sending `message` (a serialized
-    ModelInferRequest) for `seconds` from `concurrency` threads (on `cpus`
-    when given): its JSON report, or a string saying why there is none."""
+def grpc_load(binary, url, model, concurrency, seconds, cpus=None):
+    """bench/server/grpc_load keeping `concurrency` ModelInfer calls of
+    `model` in flight for `seconds` (on `cpus` when given), every answer
+    checked: its JSON report, or a string saying why there is none."""
     if not binary or not os.path.exists(binary):
         return "not built (bazel build -c opt //bench/server:grpc_load)"
     pin = ["taskset", "-c", cpus] if cpus else []
-    out = subprocess.run([*pin, binary, url, message, str(concurrency), f"{seconds:g}"],
+    out = subprocess.run([*pin, binary, url, model, str(concurrency), f"{seconds:g}"],
                          capture_output=True, text=True, timeout=seconds + 60)
     try:
         report = json.loads(out.stdout)
@@ -173,22 +176,6 @@ def grpc_load(binary, url, message, concurrency, seconds, cpus=None):
         return f"{report['errors']} errors, the first {report.get('first_status')}: " \
                f"{report.get('first_error')}"
     return report
-
-
-def infer_message(model, inputs, path):
-    """Writes the ModelInferRequest tritonclient.grpc would send for
-    `inputs` (raw contents) to path, as grpc_load sends it."""
-    from tritonclient.grpc import service_pb2
-    request = service_pb2.ModelInferRequest(model_name=model)
-    for name, value in inputs.items():
-        tensor = request.inputs.add()
-        tensor.name = name
-        tensor.datatype = grpcclient.np_to_triton_dtype(value.dtype)
-        tensor.shape.extend(value.shape)
-        request.raw_input_contents.append(np.ascontiguousarray(value).tobytes())
-    with open(path, "wb") as f:
-        f.write(request.SerializeToString())
-    return path
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -264,6 +251,9 @@ def main():
     ap.add_argument("--pin", default="auto",
                     help="SERVER_CPUS:CLIENT_CPUS for taskset -c (auto: 0:1), or none")
     ap.add_argument("--no-hey", action="store_true", help="skip Debian's hey")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat the sweep (tools/bench and every client at each C) this many "
+                         "times and print the median ratios: on a shared machine")
     ap.add_argument("--grpc-load", default="",
                     help="bench/server/grpc_load's binary (the light gRPC client); none: skipped")
     args = ap.parse_args()
@@ -298,7 +288,6 @@ def main():
         try:
             inputs = make_inputs(httpclient.InferenceServerClient(url=url), "m")
             feed = npy_flags(inputs, 1, work, "one")
-            message = infer_message("m", inputs, f"{work}/infer-request.bin")
             grpc_closed_loop(grpc_url, "m", inputs, 2, 1)  # warm-up, both protocols
             closed_loop(url, "m", inputs, 2, 1)
             print(f"== {args.model} ({os.path.basename(path)}) on {args.device}, "
@@ -306,7 +295,11 @@ def main():
                   f"process (utime+stime, /proc) or of tools/bench (less its compile); "
                   f"ratio= rows/s over tools/bench's; cpu-ratio= tools/bench's CPU per "
                   f"request over the server's (>= 1: as cheap)", flush=True)
-            for c in [int(x) for x in args.concurrency.split(",")]:
+            ratios = {}  # (c, name) -> ratios of each round
+            sweep = [int(x) for x in args.concurrency.split(",")]
+            for rnd, c in [(r, c) for r in range(args.rounds) for c in sweep]:
+                def keep(name, value):
+                    ratios.setdefault((c, name), []).append(value)
                 peer, peer_lat, peer_cpu = bench_peer_cpu(args, path, work,
                                                           ["-nireq", str(c), *feed, *extra],
                                                           f"peer-{c}", prefix)
@@ -316,7 +309,12 @@ def main():
                     closed_loop(url, "m", inputs, c, args.seconds)))
                 gp = np.percentile(g_lat, [50, 99])
                 hp = np.percentile(h_lat, [50, 99])
-                line = (f"c={c}: tools/bench {peer:.1f} rows/s (p50 {peer_lat['median_ms']:.1f}, "
+                keep("gRPC (tritonclient)", g / peer)
+                keep("HTTP (tritonclient)", h / peer)
+                keep("grpc/http (tritonclient)", g / h)
+                keep("cpu-ratio gRPC (tritonclient)", peer_cpu / g_cpu)
+                keep("cpu-ratio HTTP (tritonclient)", peer_cpu / h_cpu)
+                line = (f"{'round ' + str(rnd + 1) + ' ' if args.rounds > 1 else ''}c={c}: tools/bench {peer:.1f} rows/s (p50 {peer_lat['median_ms']:.1f}, "
                         f"p99 {peer_lat['p99_ms']:.1f} ms) cpu {peer_cpu * 1e3:.2f} | "
                         f"gRPC {g:.1f} rows/s (p50 {gp[0]:.1f}, p99 {gp[1]:.1f} ms) "
                         f"ratio={g / peer:.2f} cpu {g_cpu * 1e3:.2f} (front {g_front * 1e3:.2f}) "
@@ -333,12 +331,14 @@ def main():
                         line += f" | hey: {hy}"
                     else:
                         hy_cpu = (cpu_ticks(proc.pid) - t0) / TICK / max(hy[3], 1)
+                        keep("hey (HTTP)", hy[0] / peer)
+                        keep("cpu-ratio hey", peer_cpu / hy_cpu)
                         line += (f" | hey (HTTP) {hy[0]:.1f} rows/s (p50 {hy[1]:.1f}, p99 "
                                  f"{hy[2]:.1f} ms) ratio={hy[0] / peer:.2f} cpu "
                                  f"{hy_cpu * 1e3:.2f} cpu-ratio={peer_cpu / hy_cpu:.2f}")
                 if args.grpc_load != "none":
                     t0, f0 = cpu_ticks(proc.pid), front_ticks(proc.pid)
-                    gl = grpc_load(args.grpc_load, grpc_url, message, c, args.seconds,
+                    gl = grpc_load(args.grpc_load, grpc_url, "m", c, args.seconds,
                                    pin[1] if pin else None)
                     if isinstance(gl, str):
                         line += f" | grpc_load: {gl}"
@@ -346,12 +346,27 @@ def main():
                         n = max(gl["answers"], 1)
                         gl_cpu = (cpu_ticks(proc.pid) - t0) / TICK / n
                         gl_front = (front_ticks(proc.pid) - f0) / TICK / n
+                        keep("grpc_load (gRPC)", gl["rate"] / peer)
+                        keep("cpu-ratio grpc_load", peer_cpu / gl_cpu)
+                        if not args.no_hey and not isinstance(hy, str):
+                            keep("grpc_load/hey", gl["rate"] / hy[0])
                         line += (f" | grpc_load (gRPC, C client) {gl['rate']:.1f} rows/s (p50 "
                                  f"{gl['p50_ms']:.1f}, p99 {gl['p99_ms']:.1f} ms) ratio="
                                  f"{gl['rate'] / peer:.2f} cpu {gl_cpu * 1e3:.2f} (front "
                                  f"{gl_front * 1e3:.2f}) cpu-ratio={peer_cpu / gl_cpu:.2f} "
-                                 f"client cpu {gl['cpu_ms']:.2f}")
+                                 f"client cpu {gl['cpu_ms']:.2f}, {gl['answers']} answers "
+                                 f"checked")
+                        if not args.no_hey and not isinstance(hy, str):
+                            line += f" | grpc_load/hey rows/s={gl['rate'] / hy[0]:.2f}"
                 print(line, flush=True)
+            if args.rounds > 1:
+                print(f"== median (min-max) over {args.rounds} rounds of the rows/s ratios "
+                      f"(server / tools/bench of the same round and C; grpc/http, grpc_load/hey: "
+                      f"of the same round and C) and of the cpu-ratios", flush=True)
+                for c in sweep:
+                    cells = [f"{name} {np.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
+                             for (cc, name), v in ratios.items() if cc == c]
+                    print(f"c={c}: " + " | ".join(cells), flush=True)
         except Exception:
             print(open(f"{work}/server-0.log").read()[-3000:])
             raise

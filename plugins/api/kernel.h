@@ -70,6 +70,10 @@ bool plugin_kernel_may_fall_back(rn_status st);
 /* Row-major strides (in elements) of a shape into strides[rank]. */
 RN_KIT void plugin_strides(int rank, const int64_t *dims, int64_t *strides);
 
+/* Whether a node's port shape (rn_node_input_shape, rn_node_output_shape)
+ * is fully known: a rank and no dynamic dim. */
+RN_KIT bool plugin_shape_is_static(rn_partial_shape s);
+
 /* Converts between f16/bf16 and f32 (round to nearest even). */
 float plugin_f16_to_f32(uint16_t h);
 RN_KIT uint16_t plugin_f32_to_f16(float f);

@@ -12,6 +12,16 @@ void plugin_strides(int rank, const int64_t *dims, int64_t *strides)
     }
 }
 
+bool plugin_shape_is_static(rn_partial_shape s)
+{
+    if (s.rank < 0)
+        return false;
+    for (int d = 0; d < s.rank; d++)
+        if (s.dims[d] < 0)
+            return false;
+    return true;
+}
+
 float plugin_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;

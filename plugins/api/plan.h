@@ -80,6 +80,36 @@ RN_KIT void *plugin_event_arena(plugin_event *event);
  * for a device that times its nodes itself before it signals. */
 RN_KIT rn_profiling_info *plugin_event_profile_entries(plugin_event *event, size_t *count);
 
+/* An engine: an in-order queue of device work served by a thread of its
+ * own, for a device whose work is a blocking call (a synchronous driver
+ * API, a copy engine, SLOWDEV's simulated engines). A stage hands its work
+ * to the engine and returns pending; the engine runs the work items one at
+ * a time in the order queued, and completes each stage with its work's
+ * status (plugin_request_complete_stage), as a CUDA stream or an OpenCL
+ * queue would. So no stream worker waits for the device, concurrent
+ * requests overlap across a device's engines, and the thread, the queue
+ * and the completion are this layer's. */
+typedef struct plugin_engine plugin_engine;
+
+/* Device work run on an engine's thread: its status completes the stage. */
+typedef rn_status (*plugin_engine_work)(plugin_request *request, void *arg);
+
+/* Starts an engine (its thread); `name` names it in errors. */
+RN_KIT rn_status plugin_engine_open(const char *name, plugin_engine **out);
+/* Runs what is queued, then stops the thread and frees the engine (NULL:
+ * nothing). */
+RN_KIT void plugin_engine_close(plugin_engine *engine);
+/* Queues `work(request, arg)` for device stage `stage` of `request` (a
+ * stage's `run` hands it its own arguments): PLUGIN_STAGE_PENDING, or an
+ * error (nothing queued). */
+RN_KIT int plugin_engine_queue(plugin_engine *engine, plugin_request *request, uint32_t stage,
+                               plugin_engine_work work, void *arg);
+/* Runs `work(request, arg)` on the engine in its turn and returns its
+ * status once it ran: a stage that blocks (one on EXECUTORS_ON_DEVICE_WAIT)
+ * and that the engine serialises with the work queued before it. */
+RN_KIT rn_status plugin_engine_call(plugin_engine *engine, plugin_request *request,
+                                    plugin_engine_work work, void *arg);
+
 #define PLUGIN_MAX_STAGES 8
 
 struct rn_plugin_context;
@@ -276,11 +306,8 @@ RN_KIT const char *plugin_running_node(void);
 /* Starts an async run (RN_REQUEST_BUSY while one is in flight). Inputs are
  * read during the run: the caller must not change them until it completes. */
 rn_status plugin_request_start_async(plugin_request *request);
-/* Waits for the current run: returns its status after its callback has
- * returned (RN_OK at once when none was started). */
-rn_status plugin_request_wait(plugin_request *request);
-/* As wait, for at most timeout_ms: RN_RESULT_NOT_READY when it runs on. */
-rn_status plugin_request_wait_for(plugin_request *request, int64_t timeout_ms);
+/* Waiting for a run, its callback and whether it is busy: the run object's
+ * (plugin_run_op_wait, _wait_for, _set_callback, _busy in run.h). */
 /* Skips the kernels of the current run that have not started; the run
  * completes with RN_CANCELLED. A no-op when the request is idle. */
 rn_status plugin_request_cancel(plugin_request *request);
@@ -288,12 +315,6 @@ rn_status plugin_request_cancel(plugin_request *request);
  * flight, which returned PLUGIN_STAGE_PENDING; `status` is its result. */
 RN_KIT void plugin_request_complete_stage(plugin_request *request, uint32_t stage,
                                           rn_status status);
-
-/* Sets (or clears, with fn NULL) the completion callback. */
-rn_status plugin_request_set_callback(plugin_request *request, rn_infer_callback fn,
-                                      void *user_data);
-/* True from start_async until the callback is called. */
-bool plugin_request_busy(const plugin_request *request);
 
 /* ---- nested plans: the subgraphs of control-flow kernels ----
  *

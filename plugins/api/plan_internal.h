@@ -259,8 +259,8 @@ struct plugin_event {
 };
 
 struct rn_plugin_request {
+    plugin_run run; /* first: state, error, cancel, callback, waiting (run.h) */
     const plugin_plan *plan;
-    plugin_run run; /* state, error, cancel, callback, waiting (run.h) */
     request_spec *specs[REQUEST_SPECS];
     request_spec *rs; /* the spec of the current (or last) run */
     uint64_t use_clock;
@@ -281,6 +281,8 @@ struct rn_plugin_request {
     uint64_t device_stage_start[PLUGIN_MAX_STAGES];
     plugin_event events[PLUGIN_MAX_STAGES]; /* of the stages that arm one */
 };
+
+PLUGIN_RUN_FIRST(struct rn_plugin_request, run);
 
 /* DAG task functions (request_run.c). */
 int plugin_task_preprocess(const sched_task_ctx *ctx, void *arg);

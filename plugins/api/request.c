@@ -620,30 +620,10 @@ rn_status plugin_request_start_async(plugin_request *r)
                   : plugin_run_start(&r->run, rs->spec->pipeline, &rs->instances);
 }
 
-rn_status plugin_request_wait(plugin_request *r)
-{
-    return plugin_run_wait(&r->run);
-}
-
-rn_status plugin_request_wait_for(plugin_request *r, int64_t timeout_ms)
-{
-    return plugin_run_wait_for(&r->run, timeout_ms);
-}
-
 rn_status plugin_request_cancel(plugin_request *r)
 {
     plugin_run_cancel(&r->run);
     return RN_OK;
-}
-
-rn_status plugin_request_set_callback(plugin_request *r, rn_infer_callback fn, void *user_data)
-{
-    return plugin_run_set_callback(&r->run, fn, user_data);
-}
-
-bool plugin_request_busy(const plugin_request *r)
-{
-    return plugin_run_busy(&r->run);
 }
 
 /* ---- results ---- */
@@ -701,11 +681,11 @@ const rn_request_ops plugin_generic_request_ops = {
     .get_output = plugin_request_get_output,
     .profiling = plugin_request_profiling,
     .start_async = plugin_request_start_async,
-    .wait = plugin_request_wait,
-    .wait_for = plugin_request_wait_for,
+    .wait = plugin_run_op_wait,
+    .wait_for = plugin_run_op_wait_for,
     .cancel = plugin_request_cancel,
-    .set_callback = plugin_request_set_callback,
-    .busy = plugin_request_busy,
+    .set_callback = plugin_run_op_set_callback,
+    .busy = plugin_run_op_busy,
     .set_remote_input = plugin_request_set_remote_input,
     .set_remote_output = plugin_request_set_remote_output,
     .free = plugin_request_free,

@@ -1,6 +1,7 @@
 /* The run side of the plan: one exec node, the stages, and the task
  * functions of the request pipeline, shared by sync (inline) and async
  * runs. */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -644,6 +645,139 @@ void plugin_request_complete_stage(plugin_request *r, uint32_t stage, rn_status 
     if (status != RN_OK)
         rn_set_error(status, "device stage '%s' failed", executors_stage_name(kind));
     plugin_run_complete_node(&r->run, true, kind, status, r->plan->pool);
+}
+
+/* ---- engines: in-order device work on a thread of their own ---- */
+
+/* A work item: a queued stage (completed by the engine) or a call (the
+ * caller waits for `done`). */
+typedef struct engine_job {
+    plugin_request *request;
+    uint32_t stage;
+    plugin_engine_work work;
+    void *arg;
+    bool call;
+    bool done;         /* a call's: it ran (under the engine's lock) */
+    rn_status status;  /* a call's status */
+    char message[256]; /* a call's error message */
+    struct engine_job *next;
+} engine_job;
+
+struct plugin_engine {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* work queued, or stopping */
+    pthread_cond_t done; /* a call ran */
+    engine_job *head, *tail;
+    bool stopping;
+    char name[32];
+};
+
+static void *engine_main(void *arg)
+{
+    plugin_engine *e = arg;
+    pthread_mutex_lock(&e->lock);
+    for (;;) {
+        while (e->head == NULL && !e->stopping)
+            pthread_cond_wait(&e->cond, &e->lock);
+        engine_job *job = e->head;
+        if (job == NULL)
+            break; /* stopping, and everything queued ran */
+        e->head = job->next;
+        if (e->head == NULL)
+            e->tail = NULL;
+        pthread_mutex_unlock(&e->lock);
+        rn_status st = job->work(job->request, job->arg);
+        if (job->call) {
+            if (st != RN_OK)
+                snprintf(job->message, sizeof job->message, "%s", rn_last_error());
+            pthread_mutex_lock(&e->lock);
+            job->status = st;
+            job->done = true;
+            pthread_cond_broadcast(&e->done);
+            continue; /* the caller owns the job */
+        }
+        plugin_request_complete_stage(job->request, job->stage, st);
+        free(job);
+        pthread_mutex_lock(&e->lock);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+rn_status plugin_engine_open(const char *name, plugin_engine **out)
+{
+    *out = NULL;
+    plugin_engine *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "engine '%s': out of memory", name);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    pthread_cond_init(&e->done, NULL);
+    int rc = pthread_create(&e->thread, NULL, engine_main, e);
+    if (rc != 0) {
+        pthread_mutex_destroy(&e->lock);
+        pthread_cond_destroy(&e->cond);
+        pthread_cond_destroy(&e->done);
+        free(e);
+        return rn_set_error(RN_DEVICE_ERROR, "engine '%s': cannot start its thread (error %d)",
+                            name, rc);
+    }
+    *out = e;
+    return RN_OK;
+}
+
+void plugin_engine_close(plugin_engine *e)
+{
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&e->lock);
+    e->stopping = true;
+    pthread_cond_signal(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    pthread_join(e->thread, NULL);
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->cond);
+    pthread_cond_destroy(&e->done);
+    free(e);
+}
+
+static void engine_push(plugin_engine *e, engine_job *job)
+{
+    if (e->tail != NULL)
+        e->tail->next = job;
+    else
+        e->head = job;
+    e->tail = job;
+    pthread_cond_signal(&e->cond);
+}
+
+int plugin_engine_queue(plugin_engine *e, plugin_request *r, uint32_t stage,
+                        plugin_engine_work work, void *arg)
+{
+    engine_job *job = malloc(sizeof *job);
+    if (job == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "engine '%s': out of memory queueing work", e->name);
+    *job = (engine_job){.request = r, .stage = stage, .work = work, .arg = arg};
+    pthread_mutex_lock(&e->lock);
+    engine_push(e, job);
+    pthread_mutex_unlock(&e->lock);
+    return PLUGIN_STAGE_PENDING;
+}
+
+rn_status plugin_engine_call(plugin_engine *e, plugin_request *r, plugin_engine_work work,
+                             void *arg)
+{
+    engine_job job = {.request = r, .work = work, .arg = arg, .call = true};
+    pthread_mutex_lock(&e->lock);
+    engine_push(e, &job);
+    while (!job.done)
+        pthread_cond_wait(&e->done, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+    if (job.status != RN_OK)
+        return rn_set_error(job.status, "%s", job.message);
+    return RN_OK;
 }
 
 /* ---- task functions ---- */

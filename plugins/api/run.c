@@ -321,3 +321,31 @@ rn_status plugin_run_set_callback(plugin_run *run, rn_infer_callback fn, void *u
     pthread_mutex_unlock(&run->lock);
     return RN_OK;
 }
+
+/* ---- the request ops over the run (PLUGIN_RUN_FIRST) ---- */
+
+static plugin_run *run_of(const rn_plugin_request *request)
+{
+    return (plugin_run *)(void *)request;
+}
+
+rn_status plugin_run_op_wait(rn_plugin_request *request)
+{
+    return plugin_run_wait(run_of(request));
+}
+
+rn_status plugin_run_op_wait_for(rn_plugin_request *request, int64_t timeout_ms)
+{
+    return plugin_run_wait_for(run_of(request), timeout_ms);
+}
+
+rn_status plugin_run_op_set_callback(rn_plugin_request *request, rn_infer_callback fn,
+                                     void *user_data)
+{
+    return plugin_run_set_callback(run_of(request), fn, user_data);
+}
+
+bool plugin_run_op_busy(const rn_plugin_request *request)
+{
+    return plugin_run_busy(run_of(request));
+}

@@ -21,12 +21,14 @@
 #define RUNNEL_PLUGINS_API_RUN_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "executors/pipeline.h"
 #include "runnel/infer_request.h"
+#include "runnel/plugin.h"
 
 #define PLUGIN_RUN_ERROR 1024
 
@@ -158,5 +160,17 @@ rn_status plugin_run_wait_for(plugin_run *run, int64_t timeout_ms);
 bool plugin_run_cancel(plugin_run *run);
 
 rn_status plugin_run_set_callback(plugin_run *run, rn_infer_callback fn, void *user_data);
+
+/* rn_request_ops' wait, wait_for, set_callback and busy, once for every
+ * request that embeds a run object as its first member (the generic
+ * request, HETERO's and AUTO's, each checking it with PLUGIN_RUN_FIRST):
+ * what a request answers there is its run's. */
+#define PLUGIN_RUN_FIRST(type, member)                                                             \
+    _Static_assert(offsetof(type, member) == 0, #type ": its run object must be its first member")
+rn_status plugin_run_op_wait(rn_plugin_request *request);
+rn_status plugin_run_op_wait_for(rn_plugin_request *request, int64_t timeout_ms);
+rn_status plugin_run_op_set_callback(rn_plugin_request *request, rn_infer_callback fn,
+                                     void *user_data);
+bool plugin_run_op_busy(const rn_plugin_request *request);
 
 #endif /* RUNNEL_PLUGINS_API_RUN_H */

@@ -78,4 +78,10 @@ int auto_next_target(auto_compiled *c, int t, uint32_t tried);
 extern const rn_request_ops auto_request_ops;
 rn_status auto_request_create(auto_compiled *c, rn_infer_request *owner, rn_plugin_request **out);
 
+/* AUTO's order of devices with no list (DEFAULT_DEVICE_PRIORITIES), from
+ * what each is: devices i < n named names[i] with DEVICE_TYPE types[i]
+ * (NULL: it answers none), in the order they registered. Writes their
+ * indices best first into order[n] (plugin.c, "ranking devices"). */
+void auto_rank_devices(int n, const char *const *names, const char *const *types, int *order);
+
 #endif /* RUNNEL_PLUGINS_AUTO_AUTO_H */

@@ -25,18 +25,14 @@ static rn_status oom(void)
  * discrete too). */
 enum { RANK_DISCRETE, RANK_INTEGRATED, RANK_CPU, RANK_OPENCL_CPU, RANK_REF, RANK_OTHER, N_RANKS };
 
-static int rank(const char *name, const rn_plugin_ops *ops, rn_plugin *plugin)
+static int rank(const char *name, const char *type)
 {
     if (strcasecmp(name, "CPU") == 0)
         return RANK_CPU;
     if (strcasecmp(name, "REF") == 0)
         return RANK_REF;
-    char type[32];
-    if (ops->get_property == NULL ||
-        ops->get_property(plugin, "DEVICE_TYPE", type, sizeof type) != RN_OK) {
-        rn_clear_error();
+    if (type == NULL)
         return RANK_OTHER;
-    }
     if (strcmp(type, "discrete") == 0)
         return RANK_DISCRETE;
     if (strcmp(type, "integrated") == 0 || strcmp(type, "accelerator") == 0)
@@ -44,27 +40,47 @@ static int rank(const char *name, const rn_plugin_ops *ops, rn_plugin *plugin)
     return strcmp(type, "cpu") == 0 ? RANK_OPENCL_CPU : RANK_OTHER;
 }
 
+void auto_rank_devices(int n, const char *const *names, const char *const *types, int *order)
+{
+    int k = 0;
+    for (int r = 0; r < N_RANKS; r++)
+        for (int i = 0; i < n; i++)
+            if (rank(names[i], types[i]) == r)
+                order[k++] = i;
+}
+
 /* Every device but the meta ones, best first (see rank), comma-separated. */
 static void default_order(rn_core *core, char *names, size_t size)
 {
-    size_t n = rn_core_device_count(core), used = 0;
-    int ranks[64];
-    for (size_t i = 0; i < n && i < 64; i++) {
+    enum { MAX = 64 };
+    const char *name[MAX], *type[MAX];
+    char types[MAX][32];
+    int n = 0, order[MAX];
+    for (size_t i = 0; i < rn_core_device_count(core) && n < MAX; i++) {
         const rn_plugin_ops *ops;
         rn_plugin *plugin;
-        const char *name = rn_core_device_name(core, i);
-        ranks[i] = rn_core_device_plugin(core, name, &ops, &plugin) != RN_OK ||
-                           plugin_device_is_meta(ops, plugin)
-                       ? N_RANKS
-                       : rank(name, ops, plugin);
-    }
-    names[0] = '\0';
-    for (int r = 0; r < N_RANKS; r++)
-        for (size_t i = 0; i < n && i < 64; i++) {
-            const char *name = rn_core_device_name(core, i);
-            if (ranks[i] == r && used + strlen(name) + 2 <= size)
-                used += (size_t)snprintf(names + used, size - used, "%s%s", used ? "," : "", name);
+        const char *device = rn_core_device_name(core, i);
+        if (rn_core_device_plugin(core, device, &ops, &plugin) != RN_OK ||
+            plugin_device_is_meta(ops, plugin)) {
+            rn_clear_error();
+            continue;
         }
+        name[n] = device;
+        type[n] = ops->get_property != NULL && ops->get_property(plugin, "DEVICE_TYPE", types[n],
+                                                                 sizeof types[n]) == RN_OK
+                      ? types[n]
+                      : NULL;
+        if (type[n] == NULL)
+            rn_clear_error();
+        n++;
+    }
+    auto_rank_devices(n, name, type, order);
+    size_t used = 0;
+    names[0] = '\0';
+    for (int k = 0; k < n; k++)
+        if (used + strlen(name[order[k]]) + 2 <= size)
+            used += (size_t)snprintf(names + used, size - used, "%s%s", used ? "," : "",
+                                     name[order[k]]);
 }
 
 /* ---- properties ---- */

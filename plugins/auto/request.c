@@ -14,6 +14,7 @@
 #include "plugins/auto/auto.h"
 
 typedef struct rn_plugin_request {
+    plugin_run run; /* first: state, error, cancel, callback, waiting (run.h) */
     auto_compiled *c;
     rn_plugin_request *sub[PLUGIN_MAX_DEVICES]; /* per target, made on first use */
     int n_inputs, n_outputs;
@@ -22,8 +23,9 @@ typedef struct rn_plugin_request {
     int dispatched;    /* CUMULATIVE_THROUGHPUT: the target the run counts on, or -1 */
     atomic_int target; /* of the run in progress, then of the last run (-1: none) */
     uint32_t tried;    /* the targets the run in progress has tried */
-    plugin_run run;    /* state, error, cancel, callback, waiting */
 } auto_request;
+
+PLUGIN_RUN_FIRST(auto_request, run);
 
 static const rn_request_ops *ops_of(const auto_request *r, int t)
 {
@@ -224,16 +226,6 @@ static rn_status request_start_async(auto_request *r)
     return st;
 }
 
-static rn_status request_wait(auto_request *r)
-{
-    return plugin_run_wait(&r->run);
-}
-
-static rn_status request_wait_for(auto_request *r, int64_t timeout_ms)
-{
-    return plugin_run_wait_for(&r->run, timeout_ms);
-}
-
 static rn_status request_cancel(auto_request *r)
 {
     if (!plugin_run_cancel(&r->run))
@@ -242,16 +234,6 @@ static rn_status request_cancel(auto_request *r)
     if (t >= 0 && r->sub[t] != NULL && ops_of(r, t)->cancel != NULL)
         return ops_of(r, t)->cancel(r->sub[t]);
     return RN_OK;
-}
-
-static rn_status request_set_callback(auto_request *r, rn_infer_callback fn, void *user_data)
-{
-    return plugin_run_set_callback(&r->run, fn, user_data);
-}
-
-static bool request_busy(const auto_request *r)
-{
-    return plugin_run_busy(&r->run);
 }
 
 /* The last run's device request, or an error. */
@@ -293,10 +275,10 @@ const rn_request_ops auto_request_ops = {
     .get_output = request_get_output,
     .profiling = request_profiling,
     .start_async = request_start_async,
-    .wait = request_wait,
-    .wait_for = request_wait_for,
+    .wait = plugin_run_op_wait,
+    .wait_for = plugin_run_op_wait_for,
     .cancel = request_cancel,
-    .set_callback = request_set_callback,
-    .busy = request_busy,
+    .set_callback = plugin_run_op_set_callback,
+    .busy = plugin_run_op_busy,
     .free = request_free,
 };

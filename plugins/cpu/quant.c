@@ -426,8 +426,15 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
         st = qfused_attr(node, &attr);
     if (st == RN_OK)
         st = cpu_engine(&eng);
+    /* oneDNN's int8 convolution fixes its thread count in the descriptor
+     * (weighted.c creates its own so too): created under the compiling
+     * thread's OpenMP maximum (every CPU), it forked a team of every CPU on
+     * every stream, each of THROUGHPUT's one-thread streams too. */
+    int team = cpu_team_size(node, cpu_config_get()->threads);
     if (st == RN_OK) {
+        int prev = cpu_team_begin_size(team);
         dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, eng, NULL);
+        cpu_team_end(prev);
         if (ds != dnnl_success) {
             pd = NULL;
             st = cpu_error(node, "creating the int8 primitive", ds);
@@ -435,7 +442,7 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
     }
     dnnl_primitive_attr_destroy(attr);
     if (st == RN_OK)
-        st = cpu_prim_init(&q->p, node, pd);
+        st = cpu_prim_init_team(&q->p, node, pd, team);
     if (st != RN_OK) {
         qfused_release(q);
         return st;
@@ -574,6 +581,7 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
         ((const dnnl_memory_desc_t *)l->desc)->data_type != cpu_dt(in))
         l = NULL; /* a bf16 layout: plain f32 in */
     rn_status st = cpu_input_md(l, in, x.rank, x.dims, &r->src);
+    int team = cpu_team_size(node, cpu_config_get()->threads);
     dnnl_engine_t eng = NULL;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
@@ -593,8 +601,11 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
         if (ds == dnnl_success && z != 0)
             ds = dnnl_primitive_attr_set_zero_points(attr, quantize ? DNNL_ARG_DST : DNNL_ARG_SRC,
                                                      1, 0, &z);
+        /* The reorder's thread count is fixed in its descriptor too. */
+        int prev = cpu_team_begin_size(team);
         if (ds == dnnl_success)
             ds = dnnl_reorder_primitive_desc_create(&pd, &r->src, eng, &r->dst, eng, attr);
+        cpu_team_end(prev);
         if (ds != dnnl_success) {
             pd = NULL;
             st = cpu_error(node, "creating the reorder", ds);
@@ -602,7 +613,7 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
     }
     dnnl_primitive_attr_destroy(attr);
     if (st == RN_OK)
-        st = cpu_prim_init(&r->p, node, pd);
+        st = cpu_prim_init_team(&r->p, node, pd, team);
     if (st != RN_OK) {
         qreorder_release(r);
         return st;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/ops/qlinear_fused.h"
 #include "plugins/api/plan.h"
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/team.h"
@@ -62,6 +63,19 @@ int64_t cpu_work(const rn_node *node)
         strcmp(op, "FusedGemm") == 0) {
         int64_t k = x.rank > 0 && x.dims[x.rank - 1] > 0 ? x.dims[x.rank - 1] : 1;
         return out * k;
+    }
+    if (has_prefix(op, "QLinearFused")) {
+        /* runnel's int8 fused ops (graph/ops/qlinear_fused.h): weights at
+         * QF_W; a convolution's as above, Gemm's [N, K] (transB), MatMul's
+         * [K, N]. */
+        rn_partial_shape w = rn_node_input_shape(node, QF_W);
+        int64_t per = 1;
+        if (strcmp(op, "QLinearFusedConv") == 0)
+            for (int d = 1; d < w.rank; d++)
+                per *= w.dims[d] > 0 ? w.dims[d] : 1;
+        else if (w.rank > 0)
+            per = w.dims[strcmp(op, "QLinearFusedMatMul") == 0 ? w.rank - 2 : w.rank - 1];
+        return out * (per > 0 ? per : 1);
     }
     if (strcmp(op, "ScaledDotProductAttention") == 0) {
         /* Q @ Kt and scores @ V: (Q's elements + the output's) x Sk. */

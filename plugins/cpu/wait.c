@@ -22,34 +22,42 @@
  * releases the pool when they are not.
  *
  * Contention is measured by the team masters themselves (a stream worker,
- * or a user's thread running a sync request): the share of the time the
- * master wanted a CPU that it spent waiting for one, run_delay / (run time
- * + run_delay) from /proc/thread-self/schedstat, over windows of
- * WINDOW_DEMAND_NS of its demand, leaving out each interval between two
- * readings in which the master blocked (cpu_wait_window_add): a stream
- * worker parks between requests, and its wake-up waits for a CPU beside
- * the caller that woke it and its team's threads spinning in their dock.
- * Counted, those waits made async runs on a quiet machine look contended
- * where sync ones (the caller never parks) did not, and their teams slept
- * (issue 30, bench/LOG.md "Async blocked more than sync again").
- * Above CONTENDED_SHARE: sleep. Sleeping
+ * or a user's thread running a sync request) while their teams work: over
+ * each primitive with a team (cpu_wait_check to cpu_wait_done), the time
+ * the master was not on a CPU, its wall time less its CPU time
+ * (CLOCK_THREAD_CPUTIME_ID), summed over windows of WINDOW_DEMAND_NS of
+ * that wall time. The time between two primitives is left out: a stream
+ * worker waits there between requests (it spins, yields its CPU to the
+ * caller whose wait it just ended, and parks), and those waits are the
+ * request's hand-off between two threads of the process, not contention
+ * while a team runs; counted, they made a short request's windows look
+ * contended on the worker where the sync caller (which never waits between
+ * requests) found them quiet (issue 30; bench/LOG.md, "Short async
+ * requests and the adaptive wait"). A block inside a primitive (a
+ * barrier's futex wait once libgomp's spin ran out: a team thread was
+ * preempted) is time the master was not on a CPU and counts.
+ * A window that waited above CONTENDED_SHARE is contended; CONFIRM_WINDOWS
+ * of them in a row, and the teams sleep: one window is 20 ms, one tick or
+ * two of another thread on the master's CPU (a shell, a kernel worker, a
+ * compiler starting beside it), and a hold lasts at least TRIAL_FIRST_NS,
+ * longer than a benchmark's round of short requests; a machine that really
+ * is contended is contended in the next window too. Sleeping
  * waits hide whether the contention went away (the team's own wake-ups then
  * wait on run queues too), so the pool is released on trial after a while;
- * the next window decides, and each trial that finds the cores still
+ * the next window decides alone, and each trial that finds the cores still
  * contended doubles the time before the next one (TRIAL_FIRST_NS up to
  * TRIAL_MAX_NS).
  *
  * RUNNEL_OMP_WAIT=adaptive (the default), spin (never hold the pool: what
  * libgomp does alone) or sleep (hold it from the first team on) fixes the
  * policy, for benchmarks and tests. RUNNEL_OMP_WAIT_LOG=1 prints each
- * window's decision to stderr (the master's name, its run time and
- * run_delay over the window, the share), to see which master found the
- * cores contended and why. */
+ * window's decision to stderr (the process, the master's name, the
+ * monotonic time in ms, its run time and its time off a CPU over the
+ * window, the share), to see which master found the cores contended, when,
+ * and why. */
 #include <errno.h>
-#include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,9 +68,9 @@
 
 #include "plugins/cpu/wait.h"
 
-#define READ_EVERY_NS    (2 * 1000000ll)   /* a master reads its schedstat at most this often */
-#define WINDOW_DEMAND_NS (20 * 1000000ll)  /* run time + run_delay a decision needs */
-#define CONTENDED_SHARE  0.10              /* waiting for a CPU above this share: contended */
+#define WINDOW_DEMAND_NS (20 * 1000000ll)  /* a window: wall time of primitives with a team */
+#define CONTENDED_SHARE  0.10              /* off a CPU above this share: contended */
+#define CONFIRM_WINDOWS  2                 /* contended windows in a row before sleeping */
 #define TRIAL_FIRST_NS   (500 * 1000000ll) /* sleeping this long, then a trial */
 #define TRIAL_MAX_NS     (8000 * 1000000ll)
 
@@ -77,6 +85,7 @@ static struct {
     bool held;
     uint64_t episode;
     bool trial;       /* the pool was released on trial: the next window decides */
+    int strikes;      /* contended windows in a row while spinning */
     int64_t backoff;  /* time held before the next trial */
     int64_t trial_at; /* when the next trial is due (monotonic ns) */
     /* Published for the masters' fast path and for tests. */
@@ -92,20 +101,19 @@ static struct {
     .backoff = TRIAL_FIRST_NS,
 };
 
-/* A master's window (cpu_wait_window_add) and when it read its schedstat
- * last, and its voluntary context switches at its last primitive. */
+/* A master's window (cpu_wait_window_add), and where its current primitive
+ * with a team began (between cpu_wait_check and cpu_wait_done). */
 static _Thread_local struct {
     cpu_wait_window win;
-    int64_t read_at;
-    long nvcsw; /* at the end of its last primitive with a team */
-    bool nvcsw_known;
-    bool in_team; /* between cpu_wait_check and cpu_wait_done */
+    int64_t wall0, cpu0;
+    bool in_team;
 } w;
 
-static int64_t now_ns(void)
+static int64_t clock_ns(clockid_t clock)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (clock_gettime(clock, &t) != 0)
+        return -1;
     return (int64_t)t.tv_sec * 1000000000ll + t.tv_nsec;
 }
 
@@ -185,59 +193,50 @@ static void release_locked(void)
     pthread_cond_broadcast(&g.changed);
 }
 
-bool cpu_wait_window_add(cpu_wait_window *win, int64_t run, int64_t delay, bool slept,
-                         int64_t *d_run, int64_t *d_delay)
+bool cpu_wait_window_add(cpu_wait_window *win, int64_t wall, int64_t cpu, int64_t *d_run,
+                         int64_t *d_delay)
 {
-    if (win->open && !slept) {
-        win->sum_run += run - win->run;
-        win->sum_delay += delay - win->delay;
-    }
-    win->run = run;
-    win->delay = delay;
-    win->open = true;
-    if (win->sum_run + win->sum_delay < WINDOW_DEMAND_NS)
+    if (wall < 0 || cpu < 0)
         return false;
-    *d_run = win->sum_run;
-    *d_delay = win->sum_delay;
-    win->sum_run = win->sum_delay = 0;
+    if (cpu > wall) /* two clocks: the master was on a CPU all along */
+        cpu = wall;
+    win->run += cpu;
+    win->delay += wall - cpu;
+    if (win->run + win->delay < WINDOW_DEMAND_NS)
+        return false;
+    *d_run = win->run;
+    *d_delay = win->delay;
+    win->run = win->delay = 0;
     return true;
+}
+
+bool cpu_wait_contended(int64_t d_run, int64_t d_delay)
+{
+    return (double)d_delay > CONTENDED_SHARE * (double)(d_run + d_delay);
 }
 
 bool cpu_wait_decide(cpu_wait_state *s, int64_t d_run, int64_t d_delay)
 {
-    bool contended = (double)d_delay > CONTENDED_SHARE * (double)(d_run + d_delay);
-    if (contended) {
-        /* A trial that found the cores still contended waits twice as
-         * long before the next; contention seen while spinning starts
-         * over from the first wait. */
-        s->backoff = s->trial ? (s->backoff * 2 > TRIAL_MAX_NS ? TRIAL_MAX_NS : s->backoff * 2)
-                              : TRIAL_FIRST_NS;
+    bool contended = cpu_wait_contended(d_run, d_delay);
+    bool hold;
+    if (s->trial) {
+        /* The pool was held: the cores were contended then. A trial that
+         * finds them still contended holds again at once, and waits twice
+         * as long before the next. */
+        hold = contended;
+        s->backoff = contended ? (s->backoff * 2 > TRIAL_MAX_NS ? TRIAL_MAX_NS : s->backoff * 2)
+                               : TRIAL_FIRST_NS;
+        s->strikes = 0;
     } else {
+        /* Spinning: contention has to last CONFIRM_WINDOWS windows. */
+        s->strikes = contended ? s->strikes + 1 : 0;
+        hold = s->strikes >= CONFIRM_WINDOWS;
+        if (hold)
+            s->strikes = 0;
         s->backoff = TRIAL_FIRST_NS;
     }
     s->trial = false;
-    return contended;
-}
-
-/* Reads the calling thread's run time and run_delay (ns); false when the
- * kernel does not say (no schedstat). */
-static bool read_schedstat(int64_t *run, int64_t *delay)
-{
-    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    char buf[96];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    long long r, d;
-    if (sscanf(buf, "%lld %lld", &r, &d) != 2)
-        return false;
-    *run = r;
-    *delay = d;
-    return true;
+    return hold;
 }
 
 void cpu_wait_check(void)
@@ -253,10 +252,11 @@ void cpu_wait_check(void)
         }
         return;
     }
-    int64_t now = now_ns();
+    int64_t now = clock_ns(CLOCK_MONOTONIC);
     if (atomic_load_explicit(&g.holding, memory_order_relaxed)) {
         /* Sleeping: windows say nothing; a trial when it is due. */
         w.win = (cpu_wait_window){0};
+        w.in_team = false;
         if (now < atomic_load_explicit(&g.due, memory_order_relaxed))
             return;
         pthread_mutex_lock(&g.lock);
@@ -268,38 +268,32 @@ void cpu_wait_check(void)
         pthread_mutex_unlock(&g.lock);
         return;
     }
-    /* Whether the master blocked since the end of its last primitive with
-     * a team (not inside one: a barrier's futex wait under contention is
-     * what the window is there to see): a stream worker parks between
-     * requests, and its wake-up waits for a CPU while the caller that woke
-     * it and its team's spinning threads have them. */
-    struct rusage ru;
-    bool slept = false;
-    if (w.nvcsw_known && getrusage(RUSAGE_THREAD, &ru) == 0)
-        slept = ru.ru_nvcsw != w.nvcsw;
-    w.in_team = true;
-    if (!slept && w.win.open && now - w.read_at < READ_EVERY_NS)
-        return;
-    int64_t run, delay, d_run, d_delay;
-    if (!read_schedstat(&run, &delay))
-        return;
-    w.read_at = now;
-    if (!cpu_wait_window_add(&w.win, run, delay, slept, &d_run, &d_delay))
-        return;
+    w.cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    w.wall0 = clock_ns(CLOCK_MONOTONIC);
+    w.in_team = w.cpu0 >= 0 && w.wall0 >= 0;
+}
+
+/* A full window's decision (takes g.lock): holds the pool when it says so. */
+static void decide(int64_t d_run, int64_t d_delay, int64_t now)
+{
     pthread_mutex_lock(&g.lock);
-    cpu_wait_state s = {.trial = g.trial, .backoff = g.backoff};
-    bool contended = cpu_wait_decide(&s, d_run, d_delay);
+    cpu_wait_state s = {.trial = g.trial, .backoff = g.backoff, .strikes = g.strikes};
+    bool hold = cpu_wait_decide(&s, d_run, d_delay);
     if (g.log) {
         char name[16] = "";
         (void)pthread_getname_np(pthread_self(), name, sizeof name);
-        fprintf(stderr, "runnel omp wait: %s run %.3f ms delay %.3f ms share %.3f%s%s\n", name,
-                (double)d_run / 1e6, (double)d_delay / 1e6,
+        bool contended = cpu_wait_contended(d_run, d_delay);
+        fprintf(stderr, "runnel omp wait: %d %s t %.3f run %.3f ms delay %.3f ms share %.3f%s%s\n",
+                (int)getpid(), name, (double)now / 1e6, (double)d_run / 1e6, (double)d_delay / 1e6,
                 (double)d_delay / (double)(d_run + d_delay), contended ? " contended" : "",
-                contended && !g.held ? ": holding the idle pool" : "");
+                hold && !g.held                  ? ": holding the idle pool"
+                : contended && !g.trial && !hold ? ": once, spinning on"
+                                                 : "");
     }
     g.trial = s.trial;
     g.backoff = s.backoff;
-    if (contended && !g.held) {
+    g.strikes = s.strikes;
+    if (hold && !g.held) {
         hold_locked();
         g.trial_at = now + g.backoff;
         atomic_store(&g.due, g.trial_at);
@@ -312,9 +306,12 @@ void cpu_wait_done(void)
     if (!w.in_team)
         return;
     w.in_team = false;
-    struct rusage ru;
-    w.nvcsw_known = getrusage(RUSAGE_THREAD, &ru) == 0;
-    w.nvcsw = w.nvcsw_known ? ru.ru_nvcsw : 0;
+    int64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    int64_t now = clock_ns(CLOCK_MONOTONIC);
+    int64_t d_run, d_delay;
+    if (cpu >= 0 && now >= 0 &&
+        cpu_wait_window_add(&w.win, now - w.wall0, cpu - w.cpu0, &d_run, &d_delay))
+        decide(d_run, d_delay, now);
 }
 
 bool cpu_wait_sleeping(void)

@@ -30,23 +30,13 @@ static int type_code(rn_element_type t)
     }
 }
 
-static bool static_shape(rn_partial_shape s)
-{
-    if (s.rank < 0)
-        return false;
-    for (int d = 0; d < s.rank; d++)
-        if (s.dims[d] < 0)
-            return false;
-    return true;
-}
-
 static bool typed_port(rn_element_type t, rn_partial_shape s, bool any_type, const char **why)
 {
     if (!any_type && type_code(t) < 0) {
         *why = "GPU: f32, i64, i32 and bool tensors only";
         return false;
     }
-    if (!static_shape(s)) {
+    if (!plugin_shape_is_static(s)) {
         *why = "GPU: static shapes only";
         return false;
     }

@@ -20,10 +20,10 @@ typedef struct part_slot {
 } part_slot;
 
 typedef struct rn_plugin_request {
+    plugin_run runs; /* first: state, error, cancel, callback, waiting (run.h) */
     hetero_compiled *c;
     rn_plugin_request **sub; /* per part, on its device */
     part_slot *slots;
-    plugin_run runs;                /* state, error, cancel, callback, waiting (run.h) */
     plugin_run_instances instances; /* of c->pipeline */
     bool outputs_valid, ran;
     uint64_t id, run;
@@ -32,6 +32,8 @@ typedef struct rn_plugin_request {
     char **profile_strings;
     size_t n_profile_strings;
 } hetero_request;
+
+PLUGIN_RUN_FIRST(hetero_request, runs);
 
 static rn_status oom(void)
 {
@@ -379,16 +381,6 @@ static rn_status request_start_async(hetero_request *r)
     return st != RN_OK ? st : plugin_run_start(&r->runs, r->c->pipeline, &r->instances);
 }
 
-static rn_status request_wait(hetero_request *r)
-{
-    return plugin_run_wait(&r->runs);
-}
-
-static rn_status request_wait_for(hetero_request *r, int64_t timeout_ms)
-{
-    return plugin_run_wait_for(&r->runs, timeout_ms);
-}
-
 static rn_status request_cancel(hetero_request *r)
 {
     if (!plugin_run_cancel(&r->runs))
@@ -397,16 +389,6 @@ static rn_status request_cancel(hetero_request *r)
         if (sub_ops(r, p)->cancel != NULL)
             sub_ops(r, p)->cancel(r->sub[p]);
     return RN_OK;
-}
-
-static rn_status request_set_callback(hetero_request *r, rn_infer_callback fn, void *user_data)
-{
-    return plugin_run_set_callback(&r->runs, fn, user_data);
-}
-
-static bool request_busy(const hetero_request *r)
-{
-    return plugin_run_busy(&r->runs);
 }
 
 static rn_status request_get_output(hetero_request *r, size_t index, rn_kernel_tensor *out)
@@ -482,10 +464,10 @@ const rn_request_ops hetero_request_ops = {
     .get_output = request_get_output,
     .profiling = request_profiling,
     .start_async = request_start_async,
-    .wait = request_wait,
-    .wait_for = request_wait_for,
+    .wait = plugin_run_op_wait,
+    .wait_for = plugin_run_op_wait_for,
     .cancel = request_cancel,
-    .set_callback = request_set_callback,
-    .busy = request_busy,
+    .set_callback = plugin_run_op_set_callback,
+    .busy = plugin_run_op_busy,
     .free = request_free,
 };

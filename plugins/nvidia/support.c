@@ -64,16 +64,6 @@ static bool is(const rn_node *n, const char *domain, const char *op)
     return dom && strcmp(rn_node_op_type(n), op) == 0;
 }
 
-static bool static_shape(rn_partial_shape s)
-{
-    if (s.rank < 0)
-        return false;
-    for (int d = 0; d < s.rank; d++)
-        if (s.dims[d] < 0)
-            return false;
-    return true;
-}
-
 /* Every present input and output has a known rank, and with `fixed` a
  * static shape; floats are f32. */
 static bool check_ports(const rn_node *n, bool fixed, const char **why)
@@ -82,7 +72,7 @@ static bool check_ports(const rn_node *n, bool fixed, const char **why)
         if (rn_node_input_name(n, i)[0] == '\0')
             continue;
         rn_partial_shape s = rn_node_input_shape(n, i);
-        if (s.rank < 0 || (fixed && !static_shape(s))) {
+        if (s.rank < 0 || (fixed && !plugin_shape_is_static(s))) {
             *why = s.rank < 0 ? "an input of unknown rank"
                               : "a dynamic shape reached the lowering (a run's plan is "
                                 "specialised for its input shapes first)";
@@ -98,7 +88,7 @@ static bool check_ports(const rn_node *n, bool fixed, const char **why)
         if (rn_node_output_name(n, i)[0] == '\0')
             continue;
         rn_partial_shape s = rn_node_output_shape(n, i);
-        if (s.rank < 0 || (fixed && !static_shape(s))) {
+        if (s.rank < 0 || (fixed && !plugin_shape_is_static(s))) {
             *why = s.rank < 0 ? "an output of unknown rank (a data-dependent shape)"
                               : "a dynamic output shape reached the lowering";
             return false;
@@ -200,7 +190,7 @@ static bool matmul_ok(const rn_node *n, const char **why)
     int64_t by = 1;
     for (int d = 0; d < y.rank - 2; d++)
         by *= y.dims[d];
-    if (!static_shape(a) || !static_shape(b) || !static_shape(y))
+    if (!plugin_shape_is_static(a) || !plugin_shape_is_static(b) || !plugin_shape_is_static(y))
         return true; /* checked again on the shapes of a run */
     return need((ba == by || ba == 1) && (bb == by || bb == 1),
                 "MatMul broadcasting other than a shared batch or a batch of one is not "

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "runnel/runnel.h"
+#include "tests/cpu/cpu_testing.h"
 #include "third_party/onnx_proto/onnx.pb-c.h"
 
 #define OK(expr)                                                                                   \
@@ -479,6 +480,42 @@ Test(cpu_int8, export_and_import_keep_the_int8_primitives, .timeout = 120)
     free(before);
     free(after);
     rn_compiled_model_free(imported);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+/* A stream of one thread (INFERENCE_NUM_THREADS 1: each THROUGHPUT stream
+ * has one) runs its int8 primitives on that thread. oneDNN's int8
+ * convolution fixes its thread count when its descriptor is created; the
+ * descriptor was created under the compiling thread's OpenMP maximum (every
+ * CPU), so each convolution forked a team of every CPU on every stream:
+ * under THROUGHPUT, streams x CPUs busy threads on the CPUs. A new OpenMP
+ * thread named as the process is the caller's libgomp pool (cpu_testing's
+ * census): a sync run of a one-thread stream must start none. */
+Test(cpu_int8, one_thread_streams_run_int8_primitives_on_one_thread, .timeout = 120)
+{
+    cpu_testing_skip_without_teams();
+    size_t size;
+    void *onnx = build_model(&size);
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model_from_memory(core, onnx, size, NULL, &model));
+    free(onnx);
+    rn_property p[] = {{"INFERENCE_PRECISION_HINT", "f32"},
+                       {"PERFORMANCE_HINT", "LATENCY"},
+                       {"INFERENCE_NUM_THREADS", "1"}};
+    rn_compiled_model *cm;
+    OK(rn_core_compile_model(core, model, "CPU", p, 3, &cm));
+    cr_assert_eq(count_type(cm, "QLinearFusedConv", true), 0, "a convolution runs REF");
+    cpu_testing_census before = cpu_testing_take_census();
+    for (int i = 0; i < 3; i++)
+        free(infer(cm, CLASSES));
+    cpu_testing_census after = cpu_testing_take_census();
+    cr_expect_eq(after.caller_team, before.caller_team,
+                 "a one-thread stream's int8 run started %d OpenMP thread(s)",
+                 after.caller_team - before.caller_team);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);

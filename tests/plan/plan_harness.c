@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/api/run.h"
 #include "plugins/ref/ref.h"
 #include "tests/plan/plan_harness.h"
 #include "tests/ref/node_case.h"
@@ -51,7 +52,7 @@ void ph_run(plugin_plan *plan, const graph_tensor *inputs, int n_inputs, bool as
         if (async) {
             cr_assert_eq(plugin_request_start_async(req), RN_OK, "start_async: %s",
                          rn_last_error());
-            cr_assert_eq(plugin_request_wait(req), RN_OK, "async run %d: %s", k, rn_last_error());
+            cr_assert_eq(plugin_run_op_wait(req), RN_OK, "async run %d: %s", k, rn_last_error());
         } else {
             cr_assert_eq(plugin_request_infer(req), RN_OK, "run %d: %s", k, rn_last_error());
         }

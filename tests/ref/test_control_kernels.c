@@ -11,6 +11,7 @@
 #include "graph/graph.h"
 #include "graph/ops.h"
 #include "plugins/api/plan.h"
+#include "plugins/api/run.h"
 #include "plugins/ref/ref.h"
 #include "tests/ref/node_case.h"
 
@@ -53,7 +54,7 @@ static void run_if(bool async)
         pc_set_input(&r, 1, tensor_view(RN_F32, 1, d3, x));
         if (async) {
             cr_assert_eq(plugin_request_start_async(r.req), RN_OK, "%s", rn_last_error());
-            cr_assert_eq(plugin_request_wait(r.req), RN_OK, "%s", rn_last_error());
+            cr_assert_eq(plugin_run_op_wait(r.req), RN_OK, "%s", rn_last_error());
         } else {
             cr_assert_eq(plugin_request_infer(r.req), RN_OK, "%s", rn_last_error());
         }
@@ -172,9 +173,9 @@ Test(control, an_endless_loop_stops_when_cancelled)
     cr_assert_eq(plugin_request_start_async(r.req), RN_OK, "%s", rn_last_error());
     struct timespec ts = {.tv_nsec = 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    cr_assert_eq(plugin_request_wait_for(r.req, 0), RN_RESULT_NOT_READY, "the loop runs on");
+    cr_assert_eq(plugin_run_op_wait_for(r.req, 0), RN_RESULT_NOT_READY, "the loop runs on");
     cr_assert_eq(plugin_request_cancel(r.req), RN_OK);
-    cr_assert_eq(plugin_request_wait(r.req), RN_CANCELLED, "%s", rn_last_error());
+    cr_assert_eq(plugin_run_op_wait(r.req), RN_CANCELLED, "%s", rn_last_error());
     graph_tensor t;
     cr_assert_neq(plugin_request_get_output(r.req, 0, &t), RN_OK, "a cancelled run has no result");
     pc_free(&r);

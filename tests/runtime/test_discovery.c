@@ -121,6 +121,27 @@ Test(discovery, runnel_plugins_entries_win_and_extend)
     rn_core_free(core);
 }
 
+/* The installed file lists NVIDIA before GPU: on an NVIDIA machine with
+ * NVIDIA's OpenCL driver both are discrete, and AUTO (so tools/bench's best
+ * device, scripts/run-main's) ranks a tie by registration
+ * (tests/auto:test_rank). */
+Test(discovery, the_installed_file_lists_nvidia_before_gpu)
+{
+    FILE *f = fopen("runtime/runnel-plugins.txt", "r");
+    cr_assert_not_null(f, "runtime/runnel-plugins.txt is not beside libruntime.so");
+    char line[512];
+    int nvidia = -1, gpu = -1;
+    for (int i = 0; fgets(line, sizeof line, f) != NULL; i++) {
+        if (strncmp(line, "NVIDIA ", 7) == 0 && nvidia < 0)
+            nvidia = i;
+        if (strncmp(line, "GPU ", 4) == 0 && gpu < 0)
+            gpu = i;
+    }
+    fclose(f);
+    cr_assert(nvidia >= 0 && gpu >= 0, "NVIDIA at line %d, GPU at line %d", nvidia, gpu);
+    cr_expect_lt(nvidia, gpu, "GPU (line %d) comes before NVIDIA (line %d)", gpu, nvidia);
+}
+
 Test(discovery, is_off_with_runnel_installed_plugins_0)
 {
     unsetenv("RUNNEL_PLUGINS");

@@ -3,14 +3,15 @@
  * A request's pipeline is preprocess → upload → kernels (REF's, on the
  * stream workers) → execute → wait → download → postprocess → callback.
  * Each device stage has a fixed cost set by a device property (in
- * microseconds) and occupies one simulated engine at a time, as a real device
- * would: the copy-in engine (upload), the compute engine (execute), the
- * fence (wait, on the device-wait executor) and the copy-out engine
- * (download). Upload, execute and download are handed to their engine's
- * thread, which works through its queue and completes each stage later (a
- * pending DAG node), as copies and kernels queued on a CUDA stream or an
- * OpenCL queue do: no stream worker waits for an engine. Concurrent requests
- * overlap across engines; a request never overlaps with itself.
+ * microseconds) and occupies one engine at a time, as a real device would:
+ * the copy-in engine (upload), the compute engine (execute), the fence
+ * (wait, on the device-wait executor) and the copy-out engine (download).
+ * The engines are plugins/api's (plugin_engine, plan.h): in-order queues on
+ * threads of their own that complete the stages, as copies and kernels
+ * queued on a CUDA stream or an OpenCL queue do, so no stream worker waits
+ * for an engine. Concurrent requests overlap across engines; a request
+ * never overlaps with itself. The device's own code is its descriptor, its
+ * stages (what each hands its engine) and its properties.
  *
  * Properties: SLOWDEV_UPLOAD_US, SLOWDEV_EXECUTE_US, SLOWDEV_WAIT_US,
  * SLOWDEV_DOWNLOAD_US (default 200 each), plus the shared ones; for the
@@ -27,12 +28,12 @@
  * device, so the upload stage moves only the host inputs, and skips the
  * copy engine when there are none; the same for outputs and download.
  *
- * Everything else (properties, compile, import, export, query_model) is the
- * generic plan-based device (plugins/api/device.h): SLOWDEV is a descriptor,
- * its engines and its stages. */
+ * Everything else (properties, compile, import, export, query_model, the
+ * engines' threads and queues) is the generic plan-based device
+ * (plugins/api/device.h, plan.h): SLOWDEV is a descriptor, its stages and
+ * REF's kernels. */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,29 +47,13 @@
 
 enum { ENGINE_UPLOAD, ENGINE_EXECUTE, ENGINE_WAIT, ENGINE_DOWNLOAD, N_ENGINES };
 
-/* A job for an engine's thread: complete `stage` of `request` after `us`. */
-typedef struct device_job {
-    plugin_request *request;
-    uint32_t stage;
-    uint32_t us;
-    struct device_job *next;
-} device_job;
+static const char *const engine_names[N_ENGINES] = {"SLOWDEV upload", "SLOWDEV execute",
+                                                    "SLOWDEV wait", "SLOWDEV download"};
 
-/* An engine that works through a queue on a thread of its own. */
-typedef struct engine_queue {
-    pthread_t thread;
-    bool started;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    device_job *head, *tail;
-    bool stopping;
-} engine_queue;
-
-/* The device's context: its engines and what the copy engines moved. */
+/* The device's context: its engines (plugins/api's, plan.h) and what the
+ * copy engines moved. */
 typedef struct slowdev {
-    pthread_mutex_t engine[N_ENGINES]; /* the wait engine's (on the device-wait executor) */
-    /* The queued engines: upload, execute, download. */
-    engine_queue queue[N_ENGINES];
+    plugin_engine *engine[N_ENGINES];
     atomic_uint_fast64_t bytes_uploaded, bytes_downloaded;
 } slowdev;
 
@@ -102,70 +87,6 @@ static void sleep_us(uint32_t us)
         ;
 }
 
-static void *engine_thread(void *arg)
-{
-    engine_queue *q = arg;
-    pthread_mutex_lock(&q->lock);
-    for (;;) {
-        while (q->head == NULL && !q->stopping)
-            pthread_cond_wait(&q->cond, &q->lock);
-        if (q->head == NULL)
-            break;
-        device_job *job = q->head;
-        q->head = job->next;
-        if (q->head == NULL)
-            q->tail = NULL;
-        pthread_mutex_unlock(&q->lock);
-        sleep_us(job->us); /* the engine is busy */
-        plugin_request_complete_stage(job->request, job->stage, RN_OK);
-        free(job);
-        pthread_mutex_lock(&q->lock);
-    }
-    pthread_mutex_unlock(&q->lock);
-    return NULL;
-}
-
-static bool queued_engine(int e)
-{
-    return e != ENGINE_WAIT;
-}
-
-static void stop_engines(slowdev *d)
-{
-    for (int e = 0; e < N_ENGINES; e++) {
-        engine_queue *q = &d->queue[e];
-        if (!q->started)
-            continue;
-        pthread_mutex_lock(&q->lock);
-        q->stopping = true;
-        pthread_cond_signal(&q->cond);
-        pthread_mutex_unlock(&q->lock);
-        pthread_join(q->thread, NULL);
-        pthread_mutex_destroy(&q->lock);
-        pthread_cond_destroy(&q->cond);
-        q->started = false;
-    }
-}
-
-static bool start_engines(slowdev *d)
-{
-    for (int e = 0; e < N_ENGINES; e++) {
-        if (!queued_engine(e))
-            continue;
-        engine_queue *q = &d->queue[e];
-        pthread_mutex_init(&q->lock, NULL);
-        pthread_cond_init(&q->cond, NULL);
-        if (pthread_create(&q->thread, NULL, engine_thread, q) != 0) {
-            pthread_mutex_destroy(&q->lock);
-            pthread_cond_destroy(&q->cond);
-            stop_engines(d);
-            return false;
-        }
-        q->started = true;
-    }
-    return true;
-}
-
 /* ---- the stages ---- */
 
 static slowdev *device_of(const plugin_compiled *c)
@@ -178,31 +99,19 @@ static uint32_t cost_us(const plugin_compiled *c, int engine)
     return ((const slowdev_own *)c->own)->cost_us[engine];
 }
 
-static int engine_stage(plugin_compiled *c, int engine)
+/* The device work of a stage: its engine is busy for the stage's cost. */
+static rn_status busy(plugin_request *r, void *us)
 {
-    pthread_mutex_lock(&device_of(c)->engine[engine]);
-    sleep_us(cost_us(c, engine));
-    pthread_mutex_unlock(&device_of(c)->engine[engine]);
+    (void)r;
+    sleep_us((uint32_t)(uintptr_t)us);
     return RN_OK;
 }
 
-/* Queues stage `stage` of r on an engine: completed by its thread. */
+/* Queues stage `stage` of r on an engine: completed once it ran. */
 static int enqueue(plugin_compiled *c, int engine, plugin_request *r, uint32_t stage)
 {
-    device_job *job = malloc(sizeof *job);
-    if (job == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory queueing a job");
-    *job = (device_job){.request = r, .stage = stage, .us = cost_us(c, engine)};
-    engine_queue *q = &device_of(c)->queue[engine];
-    pthread_mutex_lock(&q->lock);
-    if (q->tail != NULL)
-        q->tail->next = job;
-    else
-        q->head = job;
-    q->tail = job;
-    pthread_cond_signal(&q->cond);
-    pthread_mutex_unlock(&q->lock);
-    return PLUGIN_STAGE_PENDING;
+    return plugin_engine_queue(device_of(c)->engine[engine], r, stage, busy,
+                               (void *)(uintptr_t)cost_us(c, engine));
 }
 
 /* A copy engine moves the host-side bytes; with none to move it is not
@@ -232,10 +141,13 @@ static int stage_execute(plugin_request *r, uint32_t stage, void *ctx)
     return enqueue(ctx, ENGINE_EXECUTE, r, stage);
 }
 
+/* The fence: a blocking stage on the device-wait executor, in its engine's
+ * turn. */
 static int stage_wait(plugin_request *r, uint32_t stage, void *ctx)
 {
-    (void)r, (void)stage;
-    return engine_stage(ctx, ENGINE_WAIT);
+    (void)stage;
+    return plugin_engine_call(device_of(ctx)->engine[ENGINE_WAIT], r, busy,
+                              (void *)(uintptr_t)cost_us(ctx, ENGINE_WAIT));
 }
 
 static int stage_download(plugin_request *r, uint32_t stage, void *ctx)
@@ -247,32 +159,31 @@ static int stage_download(plugin_request *r, uint32_t stage, void *ctx)
 
 /* ---- the device ---- */
 
-static rn_status slowdev_open(void **context)
-{
-    slowdev *d = calloc(1, sizeof *d);
-    if (d == NULL)
-        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
-    for (int e = 0; e < N_ENGINES; e++)
-        pthread_mutex_init(&d->engine[e], NULL);
-    if (!start_engines(d)) {
-        for (int e = 0; e < N_ENGINES; e++)
-            pthread_mutex_destroy(&d->engine[e]);
-        free(d);
-        return rn_set_error(RN_DEVICE_ERROR, "SLOWDEV: cannot start the engine threads");
-    }
-    *context = d;
-    return RN_OK;
-}
-
 static void slowdev_close(void *context)
 {
     slowdev *d = context;
     if (d == NULL)
         return;
-    stop_engines(d);
     for (int e = 0; e < N_ENGINES; e++)
-        pthread_mutex_destroy(&d->engine[e]);
+        plugin_engine_close(d->engine[e]);
     free(d);
+}
+
+static rn_status slowdev_open(void **context)
+{
+    slowdev *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "SLOWDEV: out of memory");
+    *context = d;
+    for (int e = 0; e < N_ENGINES; e++) {
+        rn_status st = plugin_engine_open(engine_names[e], &d->engine[e]);
+        if (st != RN_OK) {
+            slowdev_close(d);
+            *context = NULL;
+            return st;
+        }
+    }
+    return RN_OK;
 }
 
 static rn_status slowdev_kernels(void *context, plugin_kernel_registry *r)
