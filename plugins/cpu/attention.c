@@ -453,7 +453,12 @@ static void heads_work(void *arg, int thread)
 {
     heads_run *w = arg;
     const sdpa_state *s = w->s;
-    cpu_thread_state saved = cpu_enter(1, w->denormals);
+    /* The master entered before the fork (heads_run_node); a team thread
+     * gets the denormal mode (and, a plain thread under TSan, no team of
+     * its own for dnnl_sgemm). */
+    cpu_thread_state saved = {0};
+    if (thread != 0)
+        saved = cpu_enter(1, w->denormals);
     float *sc = (float *)(w->scratch + (size_t)thread * s->head_scores);
     for (;;) {
         long long u = atomic_fetch_add_explicit(&w->next, 1, memory_order_relaxed);
@@ -483,7 +488,8 @@ static void heads_work(void *arg, int thread)
             break;
         }
     }
-    cpu_leave(saved);
+    if (thread != 0)
+        cpu_leave(saved);
 }
 
 static rn_status heads_run_node(rn_kernel_args *args)
@@ -506,10 +512,15 @@ static rn_status heads_run_node(rn_kernel_args *args)
     const cpu_config *c = cpu_config_get();
     cpu_bind_enter(c->bind, c->threads);
     cpu_team_count(CPU_TEAM_PRIMITIVE, s->team);
+    /* One thread's OpenMP maximum on the master: dnnl_sgemm forks no team
+     * of its own; the fork's own cpu_wait_check / cpu_wait_done (team.c)
+     * bracket the team's work for the wait policy (wait.c). */
+    cpu_thread_state saved = cpu_enter(1, s->denormals);
     if (s->team > 1)
         cpu_branch_fork(heads_work, &w, s->team);
     else
         heads_work(&w, 0);
+    cpu_leave(saved);
     int failed = atomic_load_explicit(&w.failed, memory_order_relaxed);
     if (failed != (int)dnnl_success)
         return cpu_error(args->node, "running the attention's heads", (dnnl_status_t)failed);
