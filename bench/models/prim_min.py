@@ -95,12 +95,13 @@ def runnel_minimums(bench, model, threads, inferences, hint="none"):
     # with its heads split (plugins/cpu/attention.c, dnnl_sgemm). Their time is tools/bench
     # -pc's average per inference (not a minimum), one key per node type and impl; the
     # account counts it outside the primitives.
+    # The first table only (all requests; -report_type detailed repeats it per request).
     extra = collections.defaultdict(lambda: [0.0, 0])
-    in_counters = False
+    tables = 0
     for line in out.splitlines():
-        in_counters = in_counters or line.startswith("Performance counters")
+        tables += line.startswith("Performance counters")
         f = line.split()
-        if in_counters and "EXECUTED" in f and "gemm:heads" in f:
+        if tables == 1 and "EXECUTED" in f and "gemm:heads" in f:
             e = extra[(f[f.index("EXECUTED") + 1], "gemm:heads")]
             e[0] += float(f[-2])
             e[1] += 1
