@@ -6,6 +6,9 @@
  *                          the Conv's weights and bias.
  *   fuse_conv_add          Conv -> Add(·, r): runnel FusedConv with r as its
  *                          residual input (a sum over the output).
+ *   fuse_matmul_add        FusedMatMul (fuse_matmul_bias's product by
+ *                          constant weights) -> Add(·, r): the same, r its
+ *                          input 3 (an encoder's residual).
  *   fuse_activation        Conv / FusedConv / Gemm -> activation: FusedConv
  *                          or FusedGemm with the activation as attributes;
  *                          BatchNormalization -> Relu: runnel
@@ -207,16 +210,19 @@ static bool same_static_shape(const graph_value *a, const graph_value *b)
            memcmp(a->shape.dims, b->shape.dims, sizeof(int64_t) * (size_t)a->shape.rank) == 0;
 }
 
-rn_status transforms_fuse_conv_add(graph *g, void *ctx, int *changes)
+/* Conv (or FusedConv) -> Add(., r), or with `matmul` FusedMatMul (a
+ * product by constant weights, fuse_matmul_bias) -> Add(., r): the node with
+ * r as its residual input 3, where the node has no activation or residual
+ * yet and r has the output's static shape. */
+static rn_status fuse_add(graph *g, bool matmul, int *changes)
 {
-    (void)ctx;
+    const char *op = matmul ? "FusedMatMul" : "FusedConv";
     transforms_node_list removed = {0};
     rn_status st = RN_OK;
     for (int i = 0; i < g->n_nodes && st == RN_OK; i++) {
         graph_node *conv = g->nodes[i];
-        bool plain = is_op(conv, "", "Conv");
-        bool fused = is_op(conv, "runnel", "FusedConv") &&
-                     graph_node_attr(conv, "activation") == NULL &&
+        bool plain = !matmul && is_op(conv, "", "Conv");
+        bool fused = is_op(conv, "runnel", op) && graph_node_attr(conv, "activation") == NULL &&
                      (conv->n_inputs < 4 || conv->inputs[3] == NULL);
         if (!(plain || fused) || conv->n_outputs != 1 || conv->outputs[0] == NULL ||
             conv->outputs[0]->type != RN_F32)
@@ -230,13 +236,25 @@ rn_status transforms_fuse_conv_add(graph *g, void *ctx, int *changes)
         if (r == NULL || r == y || !same_static_shape(r, y) ||
             !same_static_shape(add->outputs[0], y))
             continue;
-        if ((st = make_fused(conv, "FusedConv", 4)) != RN_OK)
+        if ((st = make_fused(conv, op, 4)) != RN_OK)
             break;
         conv->inputs[3] = r;
         if ((st = take_output(conv, add)) == RN_OK)
             st = transforms_node_list_push(&removed, add);
     }
     return transforms_finish_removal(g, &removed, st, changes);
+}
+
+rn_status transforms_fuse_conv_add(graph *g, void *ctx, int *changes)
+{
+    (void)ctx;
+    return fuse_add(g, false, changes);
+}
+
+rn_status transforms_fuse_matmul_add(graph *g, void *ctx, int *changes)
+{
+    (void)ctx;
+    return fuse_add(g, true, changes);
 }
 
 /* ---- fuse_activation ---- */

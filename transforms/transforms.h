@@ -178,6 +178,11 @@ RN_KIT rn_status transforms_fold_scale_shift(graph *g, void *ctx, int *changes);
  *     FusedMatMul(A, B, bias), to which fuse_activation adds the
  *     activation. */
 rn_status transforms_fuse_matmul_bias(graph *g, void *ctx, int *changes);
+/*   fuse_matmul_add: FusedMatMul without an activation or a residual ->
+ *     Add/Sum(., r) (r of the output's static shape: an encoder's residual)
+ *     becomes FusedMatMul(A, B, bias, r): y = A @ B + bias + r, then the
+ *     activation fuse_activation may add. */
+rn_status transforms_fuse_matmul_add(graph *g, void *ctx, int *changes);
 
 /* A pointwise Conv (1x1, stride 1, no padding, constant weights) whose
  * only reader is an AveragePool without padding, dilation or ceil_mode

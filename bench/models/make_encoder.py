@@ -19,13 +19,15 @@ What the exporter writes and this reproduces:
   - the pooler: Gather of token 0, Gemm (transB), Tanh.
 Inputs input_ids, attention_mask, token_type_ids (int64 [1,128]); outputs last_hidden_state
 [1,128,768] and pooler_output [1,768]. With --dynamic the batch and sequence dims are named
-(batch, sequence), as an export with dynamic_axes makes them.
+(batch, sequence), as an export with dynamic_axes makes them; with --batch N the batch is N
+(static).
 
 With --inputs DIR it also writes one input as DIR/<input>.npy: token ids drawn from the
-vocabulary (the same seed), the attention mask all ones, token types the first half 0 and the
-second half 1.
+vocabulary (the same seed), the attention mask all ones at batch 1 (at batch N sequence i
+padded after 128 - 12 i tokens), token types the first half 0 and the second half 1.
 
-  make_encoder.py OUT.onnx [--seed 0] [--layers 12] [--dynamic] [--inputs DIR]
+  make_encoder.py OUT.onnx [--seed 0] [--layers 12] [--dynamic] [--batch 1] [--inputs DIR]
+                  [--minilm]
 """
 import argparse
 import os
@@ -137,7 +139,7 @@ class Builder:
         return self.layer_norm(res, f"{p}/output/LayerNorm")
 
 
-def build(seed, layers, dynamic):
+def build(seed, layers, dynamic, batch_size=1):
     b = Builder(seed)
     ids, mask_in, types = "input_ids", "attention_mask", "token_type_ids"
     # Embeddings.
@@ -171,7 +173,7 @@ def build(seed, layers, dynamic):
     # Name the outputs as the exporter does.
     b.nodes.append(helper.make_node("Identity", [h], ["last_hidden_state"]))
     b.nodes.append(helper.make_node("Identity", [pooled], ["pooler_output"]))
-    batch, seq = ("batch", "sequence") if dynamic else (1, SEQ)
+    batch, seq = ("batch", "sequence") if dynamic else (batch_size, SEQ)
     inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, [batch, seq])
               for n in (ids, mask_in, types)]
     outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
@@ -184,13 +186,18 @@ def build(seed, layers, dynamic):
     return model
 
 
-def write_inputs(directory, seed):
+def write_inputs(directory, seed, batch=1):
     os.makedirs(directory, exist_ok=True)
     rng = np.random.default_rng(seed)
-    types = np.zeros((1, SEQ), np.int64)
+    types = np.zeros((batch, SEQ), np.int64)
     types[:, SEQ // 2:] = 1
-    for name, data in [("input_ids", rng.integers(0, VOCAB, size=(1, SEQ), dtype=np.int64)),
-                       ("attention_mask", np.ones((1, SEQ), np.int64)),
+    # Sequence i of a batch keeps SEQ - 12 i tokens (padded as a tokenizer pads a batch of
+    # sentences of different lengths); the first keeps all, as at batch 1.
+    mask = np.ones((batch, SEQ), np.int64)
+    for i in range(1, batch):
+        mask[i, max(1, SEQ - 12 * i):] = 0
+    for name, data in [("input_ids", rng.integers(0, VOCAB, size=(batch, SEQ), dtype=np.int64)),
+                       ("attention_mask", mask),
                        ("token_type_ids", types)]:
         np.save(os.path.join(directory, name + ".npy"), data)
 
@@ -201,6 +208,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--dynamic", action="store_true", help="named batch and sequence dims")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="static batch size (the inputs' sequences then padded to different "
+                         "lengths by the attention mask)")
     ap.add_argument("--inputs", help="also write an input, as DIR/<name>.npy")
     ap.add_argument("--minilm", action="store_true",
                     help="MiniLM-L12/L6's widths (all-MiniLM-L6-v2 with --layers 6): hidden 384, "
@@ -209,11 +219,13 @@ def main():
     if a.minilm:
         global HIDDEN, HEADS, HEAD_SIZE, INTERMEDIATE
         HIDDEN, HEADS, HEAD_SIZE, INTERMEDIATE = 384, 12, 32, 1536
-    model = build(a.seed, a.layers, a.dynamic)
+    if a.batch < 1:
+        ap.error("--batch: at least 1")
+    model = build(a.seed, a.layers, a.dynamic, a.batch)
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, a.out)
     if a.inputs:
-        write_inputs(a.inputs, a.seed)
+        write_inputs(a.inputs, a.seed, a.batch)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@ loaded machine, where whole-inference times swing 2-4x between runs (bench/LOG.m
 runnel: tools/bench, one stream, sync, -nthreads T, with ONEDNN_VERBOSE=1; each primitive
 execution is keyed by its kind, implementation, layouts and shape, and the minimum over the
 inferences is taken per key (a key several nodes share counts once per node: its executions
-per inference). OpenVINO: its Python API with PERF_COUNT, the minimum of each layer's
-real_time over the inferences. Prints the sum of the minimums by primitive kind (runnel) and
+per inference). Nodes that run no oneDNN primitive (the CPU attention with its heads split:
+dnnl_sgemm, which ONEDNN_VERBOSE does not show) come from the same run's -pc counters, as their
+average per inference, marked "(-pc mean)". OpenVINO: its Python API with PERF_COUNT, the
+minimum of each layer's real_time over the inferences. Prints the sum of the minimums by primitive kind (runnel) and
 by layer type and implementation (OpenVINO), then runnel's largest primitives with their
 speed-up from the first thread count to the last.
 
@@ -52,7 +54,7 @@ def runnel_minimums(bench, model, threads, inferences, hint="none"):
     """{key: (minimum us, executions an inference)} and the inferences' account."""
     env = dict(os.environ, ONEDNN_VERBOSE="1", RUNNEL_INSTALLED_PLUGINS="0")
     cmd = [bench, "-m", model, "-d", "CPU", "-hint", hint, "-nthreads", str(threads), "-api",
-           "sync", "-niter", str(inferences), "-report_type", "detailed"]
+           "sync", "-niter", str(inferences), "-report_type", "detailed", "-pc"]
     if hint == "none":
         cmd += ["-nstreams", "1"]
     for name, path in model_inputs(model).items():
@@ -89,6 +91,22 @@ def runnel_minimums(bench, model, threads, inferences, hint="none"):
     runs = inferences + 1  # tools/bench's first (uncounted) inference
     # Keys run fewer times than the inferences ran only in the first (lazy set-up).
     mins = {k: (min(v), len(v) // runs) for k, v in times.items() if len(v) >= runs}
+    # Nodes that run no oneDNN primitive, so ONEDNN_VERBOSE never shows them: the attention
+    # with its heads split (plugins/cpu/attention.c, dnnl_sgemm). Their time is tools/bench
+    # -pc's average per inference (not a minimum), one key per node type and impl; the
+    # account counts it outside the primitives.
+    # The first table only (all requests; -report_type detailed repeats it per request).
+    extra = collections.defaultdict(lambda: [0.0, 0])
+    tables = 0
+    for line in out.splitlines():
+        tables += line.startswith("Performance counters")
+        f = line.split()
+        if tables == 1 and "EXECUTED" in f and "gemm:heads" in f:
+            e = extra[(f[f.index("EXECUTED") + 1], "gemm:heads")]
+            e[0] += float(f[-2])
+            e[1] += 1
+    for (kind, impl), (us, n) in extra.items():
+        mins[(kind + " (-pc mean)", impl, "", "per node")] = (us / n, n)
     return mins, account(executed, latencies)
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """runnel against OpenVINO's CPU plugin and ONNX Runtime, on the same models, in one run.
 
-Models: the onnx wheel's 9 light models (.cache/onnx-1.22.0/light), a BERT-base encoder
-written by make_encoder.py and an int8 (QDQ) ResNet-50 written by make_int8.py (both made once
+Models: the onnx wheel's 9 light models (.cache/onnx-1.22.0/light), BERT-base and MiniLM-L6
+encoders at batch 1 and 8 written by make_encoder.py and an int8 (QDQ) ResNet-50 written by make_int8.py (both made once
 into .cache/bench-models). Every model runs with the THROUGHPUT and with the LATENCY
 performance hint, each at the runtime's default precision and at f32
 (INFERENCE_PRECISION_HINT=f32, for runnel and OpenVINO alike), for a fixed time per case.
@@ -94,6 +94,13 @@ def all_models(selected):
     models.append(("minilm_l6_encoder", None,
                    lambda: made_model("minilm_l6_encoder", "make_encoder.py",
                                       ["--minilm", "--layers", "6"], True)))
+    # The encoders at batch 8 (issue 30): sequences padded to different lengths by the mask.
+    models.append(("bert_base_encoder_b8", None,
+                   lambda: made_model("bert_base_encoder_b8", "make_encoder.py",
+                                      ["--batch", "8"], True)))
+    models.append(("minilm_l6_encoder_b8", None,
+                   lambda: made_model("minilm_l6_encoder_b8", "make_encoder.py",
+                                      ["--minilm", "--layers", "6", "--batch", "8"], True)))
     models.append(("resnet50_int8", None,
                    lambda: made_model("resnet50_int8", "make_int8.py",
                                       [os.path.join(LIGHT, "light_resnet50.onnx")])))

@@ -176,12 +176,18 @@ static rn_status infer_conv(const graph_node *node, const graph_port *in, int n_
 static rn_status infer_matmul(const graph_node *node, const graph_port *in, int n_in,
                               graph_port *out, int n_out);
 
+static rn_status residual_matches(const graph_node *node, const graph_port *in, int n_in, int k,
+                                  const graph_port *out);
+
 /* FusedMatMul (runnel): MatMul of inputs 0 and 1, plus a bias over the
- * last axis (input 2), then the activation. */
+ * last axis (input 2), plus a residual of the output's shape (input 3),
+ * then the activation. */
 static rn_status infer_fused_matmul(const graph_node *node, const graph_port *in, int n_in,
                                     graph_port *out, int n_out)
 {
     rn_status st = infer_matmul(node, in, 2, out, n_out);
+    if (st == RN_OK)
+        st = residual_matches(node, in, n_in, 3, out);
     if (st != RN_OK || n_in < 3 || !in[2].present || in[2].shape.rank < 0 || out[0].shape.rank < 1)
         return st;
     int64_t n = out[0].shape.dims[out[0].shape.rank - 1];
@@ -249,22 +255,30 @@ static rn_status infer_shuffle_channels(const graph_node *node, const graph_port
     return RN_OK;
 }
 
-/* FusedConv: Conv's output, which the residual Sum (input 3) must match. */
-static rn_status infer_fused_conv(const graph_node *node, const graph_port *in, int n_in,
-                                  graph_port *out, int n_out)
+/* Whether the residual (input k, when present) has the output's shape
+ * (unknown dims agree); an error naming the node when not. */
+static rn_status residual_matches(const graph_node *node, const graph_port *in, int n_in, int k,
+                                  const graph_port *out)
 {
-    rn_status st = infer_conv(node, in, n_in < 3 ? n_in : 3, out, n_out);
-    if (st != RN_OK || n_in < 4 || !in[3].present || in[3].shape.rank < 0 || out[0].shape.rank < 0)
-        return st;
-    bool same = in[3].shape.rank == out[0].shape.rank;
+    if (n_in <= k || !in[k].present || in[k].shape.rank < 0 || out[0].shape.rank < 0)
+        return RN_OK;
+    bool same = in[k].shape.rank == out[0].shape.rank;
     for (int d = 0; same && d < out[0].shape.rank; d++)
-        same = in[3].shape.dims[d] == out[0].shape.dims[d] || in[3].shape.dims[d] < 0 ||
+        same = in[k].shape.dims[d] == out[0].shape.dims[d] || in[k].shape.dims[d] < 0 ||
                out[0].shape.dims[d] < 0;
     if (!same)
         return rn_set_error(RN_SHAPE_MISMATCH,
                             "node '%s' (%s): the residual input does not have the output's shape",
                             node->name, node->op_type);
     return RN_OK;
+}
+
+/* FusedConv: Conv's output, which the residual Sum (input 3) must match. */
+static rn_status infer_fused_conv(const graph_node *node, const graph_port *in, int n_in,
+                                  graph_port *out, int n_out)
+{
+    rn_status st = infer_conv(node, in, n_in < 3 ? n_in : 3, out, n_out);
+    return st != RN_OK ? st : residual_matches(node, in, n_in, 3, out);
 }
 
 /* ---- MaxPool / AveragePool ---- */
@@ -742,10 +756,9 @@ const graph_op_schema graph_ops_nn[] = {
     {"", "Flatten", 1, 1, 1, 1, 0, infer_flatten, {GRAPH_OPTIONAL("axis", INT)}},
     /* runnel's fused ops (transforms/fuse_conv.c makes them for devices
      * that run them as one primitive): y = activation(Conv(X, W, B) + Sum),
-     * y = activation(Gemm(A, B, C)) and y = Relu(BatchNormalization(...)),
-     * activation named by its ONNX op
-     * with its parameters in activation_params, as ONNX Runtime's
-     * com.microsoft FusedConv and FusedGemm. */
+     * y = activation(MatMul(A, B) + bias + Sum), y = activation(Gemm(A, B, C)) and y =
+     * Relu(BatchNormalization(...)), activation named by its ONNX op with its parameters in
+     * activation_params, as ONNX Runtime's com.microsoft FusedConv and FusedGemm. */
     {"runnel",
      "FusedConv",
      2,
@@ -759,7 +772,7 @@ const graph_op_schema graph_ops_nn[] = {
     {"runnel",
      "FusedMatMul",
      2,
-     3,
+     4,
      1,
      1,
      0,

@@ -15,10 +15,15 @@
  * row-major f32 (the plan converts a blocked producer's output); with
  * qkv_layout "BSHD" the matmuls read the heads of Q, K and V [B, S, H, D]
  * through strided descriptors, where the exporter's Transposes copied them. */
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/team.h"
 
 enum { QK, ADD, SOFTMAX, PV, N_PRIMS };
 
@@ -29,6 +34,23 @@ typedef struct sdpa_state {
     bool has_mask;
     size_t scores_at; /* offset of the scores in the scratch */
     size_t scratch;
+    /* Heads split across the team (heads_build): one fork per run, each
+     * thread the whole attention of the heads it takes, single-threaded. */
+    bool heads;
+    int team;    /* threads of the fork (1: no fork) */
+    int n_batch; /* the output's batch dims: its rank - 2 */
+    float scale;
+    bool denormals, avx2;
+    int64_t units;                  /* heads of all batches: the product of the batch dims */
+    int64_t batch[RN_MAX_RANK - 2]; /* the output's batch dims (r - 2 of them) */
+    int64_t S, Sk, D, Dv;
+    bool k_t;                        /* K read [Sk, D] (BSHD) and transposed, else Kt [D, Sk] */
+    int64_t q_ld, k_ld, v_ld;        /* row strides of one head */
+    int64_t q_step[RN_MAX_RANK - 2]; /* per batch index: Q's offset */
+    int64_t k_step[RN_MAX_RANK - 2], v_step[RN_MAX_RANK - 2];
+    int64_t m_step[RN_MAX_RANK - 2]; /* the mask's (0: broadcast) */
+    int64_t m_row, m_col;            /* the mask's row and column strides */
+    size_t head_scores;              /* bytes of one thread's scores, aligned */
 } sdpa_state;
 
 static bool sdpa_supports(const rn_node *node, const char **why)
@@ -74,7 +96,8 @@ static size_t sdpa_scratch(const void *state)
 
 static const char *sdpa_impl(const void *state)
 {
-    return ((const sdpa_state *)state)->p[QK].impl;
+    const sdpa_state *s = state;
+    return s->heads ? "gemm:heads" : s->p[QK].impl;
 }
 
 /* The plain descriptor of input k at rank r (leading 1s); with `perm`
@@ -154,10 +177,22 @@ static rn_status qk_prim(const rn_node *node, sdpa_state *s, bool post, bool *do
     return make_prim(node, &d, attr, &s->p[QK], done);
 }
 
+static bool heads_build(const rn_node *node, sdpa_state *s, bool bshd);
+
+/* RN_CPU_ATTENTION_HEADS=0 keeps the batched primitives below (an A/B
+ * switch for bench/models: docs/cpu.md). */
+static bool heads_enabled(void)
+{
+    const char *v = getenv("RN_CPU_ATTENTION_HEADS");
+    return v == NULL || strcmp(v, "0") != 0;
+}
+
 static rn_status build(const rn_node *node, sdpa_state *s)
 {
     static const int split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
     bool bshd = strcmp(rn_node_attr_string(node, "qkv_layout", "BHSD"), "BSHD") == 0;
+    if (heads_enabled() && heads_build(node, s, bshd))
+        return RN_OK;
     rn_partial_shape y = rn_node_output_shape(node, 0);
     int r = y.rank;
     rn_status st;
@@ -229,6 +264,269 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     return RN_OK;
 }
 
+/* ---- heads split across the team ---- */
+
+#define EXP_HI 88.3762626647949f
+#define EXP_LO (-88.3762626647949f)
+
+/* exp of 8 floats (Cephes' polynomial, relative error ~1e-7; below
+ * EXP_LO 0, as expf's underflow). */
+__attribute__((target("avx2,fma"))) static __m256 exp8(__m256 x)
+{
+    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(EXP_HI)), _mm256_set1_ps(EXP_LO));
+    __m256 fx = _mm256_floor_ps(
+        _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+__attribute__((target("avx2,fma"))) static float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+
+__attribute__((target("avx2,fma"))) static float hmax8(__m256 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_max_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+
+/* x[0..n) = softmax(x + mask), the mask's columns m[j * m_col] (m_col 0:
+ * one value for the row), no mask when m is NULL. */
+__attribute__((target("avx2,fma"))) static void softmax_avx2(float *x, const float *m,
+                                                             int64_t m_col, int64_t n)
+{
+    int64_t j = 0, n8 = n & ~(int64_t)7;
+    if (m != NULL && m_col == 1) {
+        for (j = 0; j < n8; j += 8)
+            _mm256_storeu_ps(x + j, _mm256_add_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(m + j)));
+        for (; j < n; j++)
+            x[j] += m[j];
+    } else if (m != NULL) {
+        for (j = 0; j < n; j++)
+            x[j] += m[0];
+    }
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    for (j = 0; j < n8; j += 8)
+        vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + j));
+    float mx = hmax8(vmax);
+    for (; j < n; j++)
+        mx = x[j] > mx ? x[j] : mx;
+    __m256 vsum = _mm256_setzero_ps(), vm = _mm256_set1_ps(mx);
+    for (j = 0; j < n8; j += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm));
+        _mm256_storeu_ps(x + j, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    float sum = hsum8(vsum);
+    for (; j < n; j++)
+        sum += x[j] = expf(x[j] - mx);
+    __m256 inv = _mm256_set1_ps(1.0f / sum);
+    for (j = 0; j < n8; j += 8)
+        _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), inv));
+    for (; j < n; j++)
+        x[j] *= 1.0f / sum;
+}
+
+static void softmax_plain(float *x, const float *m, int64_t m_col, int64_t n)
+{
+    float mx = -INFINITY, sum = 0.0f;
+    for (int64_t j = 0; j < n; j++) {
+        if (m != NULL)
+            x[j] += m[j * m_col];
+        mx = x[j] > mx ? x[j] : mx;
+    }
+    for (int64_t j = 0; j < n; j++)
+        sum += x[j] = expf(x[j] - mx);
+    for (int64_t j = 0; j < n; j++)
+        x[j] /= sum;
+}
+
+/* Row-major strides of dims[0..n) with 0 for a dim of 1 (a broadcast). */
+static void bcast_strides(const int64_t *dims, int n, int64_t inner, int64_t *strides)
+{
+    for (int d = n - 1; d >= 0; d--) {
+        strides[d] = dims[d] == 1 ? 0 : inner;
+        inner *= dims[d];
+    }
+}
+
+/* Whether the node runs heads-split: Q, Kt and V of the output's batch
+ * dims (no broadcast of their own), a mask broadcasting to the scores; then
+ * the strides of one head in each. */
+static bool heads_build(const rn_node *node, sdpa_state *s, bool bshd)
+{
+    rn_partial_shape y = rn_node_output_shape(node, 0);
+    int r = y.rank, nb = r - 2;
+    int64_t in[4][RN_MAX_RANK];
+    for (int k = 0; k < 3 + s->has_mask; k++) {
+        rn_partial_shape x = rn_node_input_shape(node, k);
+        for (int i = 0; i < r; i++)
+            in[k][i] = i - (r - x.rank) >= 0 ? x.dims[i - (r - x.rank)] : 1;
+    }
+    s->n_batch = nb;
+    s->S = y.dims[r - 2];
+    s->Dv = y.dims[r - 1];
+    s->units = 1;
+    for (int d = 0; d < nb; d++)
+        s->units *= s->batch[d] = y.dims[d];
+    if (bshd) { /* Q [B, S, H, D], K [B, Sk, H, D], V [B, Sk, H, Dv] */
+        int64_t B = y.dims[0], H = y.dims[1];
+        s->D = in[0][3];
+        s->Sk = in[1][1];
+        if (in[0][0] != B || in[0][1] != s->S || in[0][2] != H || in[1][0] != B || in[1][2] != H ||
+            in[1][3] != s->D || in[2][0] != B || in[2][1] != s->Sk || in[2][2] != H ||
+            in[2][3] != s->Dv)
+            return false;
+        s->k_t = true;
+        s->q_ld = H * s->D, s->k_ld = H * s->D, s->v_ld = H * s->Dv;
+        s->q_step[0] = s->S * s->q_ld, s->q_step[1] = s->D;
+        s->k_step[0] = s->Sk * s->k_ld, s->k_step[1] = s->D;
+        s->v_step[0] = s->Sk * s->v_ld, s->v_step[1] = s->Dv;
+    } else { /* Q [.., S, D], Kt [.., D, Sk], V [.., Sk, Dv] */
+        s->D = in[0][r - 1];
+        s->Sk = in[1][r - 1];
+        for (int d = 0; d < nb; d++)
+            if (in[0][d] != y.dims[d] || in[1][d] != y.dims[d] || in[2][d] != y.dims[d])
+                return false;
+        if (in[0][r - 2] != s->S || in[1][r - 2] != s->D || in[2][r - 2] != s->Sk ||
+            in[2][r - 1] != s->Dv)
+            return false;
+        s->k_t = false;
+        s->q_ld = s->D, s->k_ld = s->Sk, s->v_ld = s->Dv;
+        int64_t qi = s->S * s->D, ki = s->D * s->Sk, vi = s->Sk * s->Dv;
+        for (int d = nb - 1; d >= 0; d--) {
+            s->q_step[d] = qi, s->k_step[d] = ki, s->v_step[d] = vi;
+            qi *= y.dims[d], ki *= y.dims[d], vi *= y.dims[d];
+        }
+    }
+    if (s->has_mask) {
+        for (int d = 0; d < r; d++) {
+            int64_t want = d < nb ? y.dims[d] : d == nb ? s->S : s->Sk;
+            if (in[3][d] != 1 && in[3][d] != want)
+                return false;
+        }
+        int64_t st[RN_MAX_RANK];
+        bcast_strides(in[3], r, 1, st);
+        memcpy(s->m_step, st, sizeof(int64_t) * (size_t)nb);
+        s->m_row = st[r - 2];
+        s->m_col = st[r - 1];
+    }
+    if (s->units < 1 || s->S < 1 || s->Sk < 1 || s->D < 1 || s->Dv < 1)
+        return false;
+    int team = cpu_team_size(node, cpu_config_get()->threads);
+    s->team = team > s->units ? (int)s->units : team < 1 ? 1 : team;
+    s->head_scores = ((size_t)(s->S * s->Sk) * sizeof(float) + 63) & ~(size_t)63;
+    s->scratch = (size_t)s->team * s->head_scores;
+    s->scale = rn_node_attr_float(node, "scale", 1.0f);
+    s->denormals = cpu_config_get()->denormals;
+    s->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    s->heads = true;
+    return true;
+}
+
+typedef struct heads_run {
+    const sdpa_state *s;
+    const float *q, *k, *v, *mask;
+    float *y;
+    char *scratch;
+    float scale;
+    bool denormals, avx2;
+    atomic_llong next; /* the next head to take */
+    atomic_int failed; /* a dnnl_sgemm status other than success */
+} heads_run;
+
+static void heads_work(void *arg, int thread)
+{
+    heads_run *w = arg;
+    const sdpa_state *s = w->s;
+    /* The master entered before the fork (heads_run_node); a team thread
+     * gets the denormal mode (and, a plain thread under TSan, no team of
+     * its own for dnnl_sgemm). */
+    cpu_thread_state saved = {0};
+    if (thread != 0)
+        saved = cpu_enter(1, w->denormals);
+    float *sc = (float *)(w->scratch + (size_t)thread * s->head_scores);
+    for (;;) {
+        long long u = atomic_fetch_add_explicit(&w->next, 1, memory_order_relaxed);
+        if (u >= s->units)
+            break;
+        int64_t qo = 0, ko = 0, vo = 0, mo = 0, rest = u;
+        for (int d = s->n_batch - 1; d >= 0; d--) {
+            int64_t i = rest % s->batch[d];
+            rest /= s->batch[d];
+            qo += i * s->q_step[d], ko += i * s->k_step[d], vo += i * s->v_step[d];
+            mo += i * s->m_step[d];
+        }
+        dnnl_status_t ds = dnnl_sgemm('N', s->k_t ? 'T' : 'N', s->S, s->Sk, s->D, w->scale,
+                                      w->q + qo, s->q_ld, w->k + ko, s->k_ld, 0.0f, sc, s->Sk);
+        for (int64_t i = 0; i < s->S && ds == dnnl_success; i++) {
+            const float *m = w->mask != NULL ? w->mask + mo + i * s->m_row : NULL;
+            if (w->avx2)
+                softmax_avx2(sc + i * s->Sk, m, s->m_col, s->Sk);
+            else
+                softmax_plain(sc + i * s->Sk, m, s->m_col, s->Sk);
+        }
+        if (ds == dnnl_success)
+            ds = dnnl_sgemm('N', 'N', s->S, s->Dv, s->Sk, 1.0f, sc, s->Sk, w->v + vo, s->v_ld, 0.0f,
+                            w->y + u * s->S * s->Dv, s->Dv);
+        if (ds != dnnl_success) {
+            atomic_store_explicit(&w->failed, (int)ds, memory_order_relaxed);
+            break;
+        }
+    }
+    if (thread != 0)
+        cpu_leave(saved);
+}
+
+static rn_status heads_run_node(rn_kernel_args *args)
+{
+    const sdpa_state *s = args->state;
+    heads_run w = {
+        .s = s,
+        .q = args->inputs[0].data,
+        .k = args->inputs[1].data,
+        .v = args->inputs[2].data,
+        .mask = s->has_mask ? args->inputs[3].data : NULL,
+        .y = args->outputs[0].data,
+        .scratch = args->scratch.data,
+        .scale = s->scale,
+        .denormals = s->denormals,
+        .avx2 = s->avx2,
+    };
+    atomic_init(&w.next, 0);
+    atomic_init(&w.failed, (int)dnnl_success);
+    const cpu_config *c = cpu_config_get();
+    cpu_bind_enter(c->bind, c->threads);
+    cpu_team_count(CPU_TEAM_PRIMITIVE, s->team);
+    /* One thread's OpenMP maximum on the master: dnnl_sgemm forks no team
+     * of its own; the fork's own cpu_wait_check / cpu_wait_done (team.c)
+     * bracket the team's work for the wait policy (wait.c). */
+    cpu_thread_state saved = cpu_enter(1, s->denormals);
+    if (s->team > 1)
+        cpu_branch_fork(heads_work, &w, s->team);
+    else
+        heads_work(&w, 0);
+    cpu_leave(saved);
+    int failed = atomic_load_explicit(&w.failed, memory_order_relaxed);
+    if (failed != (int)dnnl_success)
+        return cpu_error(args->node, "running the attention's heads", (dnnl_status_t)failed);
+    return RN_OK;
+}
+
 static rn_status sdpa_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
 {
     (void)ctx;
@@ -251,6 +549,8 @@ static rn_status sdpa_run(rn_kernel_args *args)
     if (args->scratch.data == NULL || args->scratch.nbytes < s->scratch)
         return rn_set_error(RN_INTERNAL, "node '%s': no scratch for the attention scores",
                             rn_node_name(args->node));
+    if (s->heads)
+        return heads_run_node(args);
     void *scores = (char *)args->scratch.data + s->scores_at;
     void *mask = s->has_mask ? args->inputs[3].data : NULL;
     cpu_arg qk[4] = {

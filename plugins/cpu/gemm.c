@@ -11,7 +11,9 @@
  * channels-last (nhwc: x's own bytes), y [1, N, M, 1] nhwc (y's), the
  * weights [N, K, 1, 1] in the convolution's layout, converted once from the
  * plain [K, N] tensor read with its axes swapped (cpu_layout_init_plain).
- * Bias and activation are the convolution's bias and post-ops. Measured on
+ * Bias, residual (FusedMatMul's input 3: a sum post-op over the output,
+ * which the plan may put on the residual's bytes) and activation are the
+ * convolution's bias and post-ops. Measured on
  * AVX2 in BERT-base at one thread: 0.82-0.91 of the matmul's time per
  * product (bench/LOG.md, "Encoder products as 1x1 convolutions"). */
 #include <stdlib.h>
@@ -62,6 +64,14 @@ static bool empty_input(const rn_node *node, int i)
     return false;
 }
 
+/* A FusedMatMul's residual (input 3: fuse_matmul_add), summed into the
+ * output by the primitive's sum post-op. */
+static bool has_residual(const rn_node *node)
+{
+    return strcmp(rn_node_op_type(node), "FusedMatMul") == 0 && rn_node_input_count(node) > 3 &&
+           rn_node_input_name(node, 3)[0] != '\0';
+}
+
 static bool matmul_supports(const rn_node *node, const char **why)
 {
     rn_partial_shape a = rn_node_input_shape(node, 0), b = rn_node_input_shape(node, 1);
@@ -87,6 +97,10 @@ static bool matmul_supports(const rn_node *node, const char **why)
         }
         if (!cpu_activation_supported(node)) {
             *why = "activation oneDNN has no post-op for";
+            return false;
+        }
+        if (has_residual(node) && rn_node_input_type(node, 3) != RN_F32) {
+            *why = "the residual is not f32";
             return false;
         }
     }
@@ -119,7 +133,7 @@ static bool weights_2d(const rn_node *node)
 
 /* The MatMul x [..., M, K] @ W [K, N] as a 1x1 convolution over x viewed
  * as [1, K, M, 1] nhwc (f32; *pd NULL when oneDNN has none). */
-static void conv1x1_desc(const rn_node *node, bool fused, dnnl_primitive_desc_t *pd)
+static void conv1x1_desc(const rn_node *node, bool fused, bool sum, dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape a = rn_node_input_shape(node, 0), b = rn_node_input_shape(node, 1);
     int64_t k = a.dims[a.rank - 1], n = b.dims[b.rank - 1], m = 1;
@@ -143,7 +157,7 @@ static void conv1x1_desc(const rn_node *node, bool fused, dnnl_primitive_desc_t 
                                                 has_bias ? &bias : NULL, &y, ones, zeros, zeros);
     *pd = NULL;
     /* Not describable or not creatable: the matmul stays. */
-    if (ds != dnnl_success || cpu_weighted_pd(node, &cd, fused, false, pd) != RN_OK)
+    if (ds != dnnl_success || cpu_weighted_pd(node, &cd, fused, sum, pd) != RN_OK)
         rn_clear_error();
 }
 
@@ -207,13 +221,13 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         return cpu_error(node, "describing the product", ds);
     bool fused = strcmp(rn_node_op_type(node), "FusedGemm") == 0 ||
                  strcmp(rn_node_op_type(node), "FusedMatMul") == 0;
-    st = cpu_weighted_pd(node, &d, fused, false, pd);
+    st = cpu_weighted_pd(node, &d, fused, s->sum >= 0, pd);
     s->conv1x1 = false;
     if (st != RN_OK || *pd == NULL || !s->matmul || dt != dnnl_f32 || !weights_2d(node) ||
         strncmp(cpu_pd_impl(*pd), "gemm", 4) != 0)
         return st;
     dnnl_primitive_desc_t cpd = NULL;
-    conv1x1_desc(node, fused, &cpd);
+    conv1x1_desc(node, fused, s->sum >= 0, &cpd);
     if (cpd != NULL && strncmp(cpu_pd_impl(cpd), "jit", 3) == 0) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = cpd;
@@ -232,7 +246,7 @@ static rn_status gemm_prepare(const rn_node *node, const rn_kernel_ctx *ctx, voi
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
     w->matmul = strstr(rn_node_op_type(node), "MatMul") != NULL;
     w->has_bias = rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
-    w->sum = -1;
+    w->sum = has_residual(node) ? 3 : -1;
     rn_status st = cpu_weighted_prepare(node, w, gemm_desc);
     if (st == RN_OK && w->conv1x1) {
         /* x and y stay plain (nhwc of [1, K, M, 1] is [M, K] row-major);

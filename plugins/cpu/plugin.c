@@ -66,6 +66,8 @@ static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
                                       0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_conv_add", transforms_fuse_conv_add, NULL, 0)) !=
             RN_OK ||
+        (st = transforms_pipeline_add(tp, "fuse_matmul_add", transforms_fuse_matmul_add, NULL,
+                                      0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_activation", transforms_fuse_activation, NULL,
                                       0)) != RN_OK)
         return st;

@@ -542,6 +542,25 @@ Test(cpu, encoder_products_never_run_the_gemm_matmul)
     compare_path_with_ref("tests/cpu/attention_encoder.onnx", "attention_encoder", "f32", 1e-4f);
 }
 
+/* The encoder layer's two residual Adds (attention output + input, feed-
+ * forward output + its input) are the products' sum post-ops
+ * (transforms/fuse_conv.c fuse_matmul_add: FusedMatMul's input 3): no Add
+ * is left in the plan, and the result is REF's unfused graph's. */
+Test(cpu, encoder_residual_adds_are_product_sums)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_f32("tests/cpu/attention_encoder.onnx", &core, &model);
+    cr_assert_eq(count_type(cm, "Add", NULL), 0, "an Add is left in the plan");
+    int ref = 0;
+    cr_assert_eq(count_type(cm, "FusedMatMul", &ref), 6);
+    cr_assert_eq(ref, 0, "a product runs REF's kernel");
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    compare_path_with_ref("tests/cpu/attention_encoder.onnx", "attention_encoder", "f32", 1e-4f);
+}
+
 Test(cpu, squeezenet_f32_matches_ref, .timeout = 300)
 {
     compare_with_ref("squeezenet", "f32", 1e-3f);

@@ -859,3 +859,32 @@ Test(flatten, negative_axis_before_opset_11_is_rejected)
     cr_assert_eq(nc_build(&c, 1), RN_INVALID_ARG);
     nc_free(&c);
 }
+
+/* runnel FusedMatMul (transforms/fuse_conv.c): A @ B + bias + residual
+ * (input 3), then the activation. A = [[1, 2], [3, 4]], B = I, bias
+ * [10, 20], residual [[-20, -30], [0, 0]]: [[-9, -8], [13, 24]], Relu
+ * [[0, 0], [13, 24]] (the residual is summed before the activation). */
+Test(fused_matmul, residual_is_summed_before_the_activation)
+{
+    static const int64_t d22[] = {2, 2}, d2[] = {2};
+    node_case c = nc_new("FusedMatMul", 1);
+    c.domain = "runnel";
+    nc_f32(&c, 2, d22, (float[]){1, 2, 3, 4});
+    nc_input(&c, RN_F32, 2, d22, (float[]){1, 0, 0, 1}, true);
+    nc_input(&c, RN_F32, 1, d2, (float[]){10, 20}, true);
+    nc_f32(&c, 2, d22, (float[]){-20, -30, 0, 0});
+    nc_string(&c, "activation", "Relu");
+    cr_assert_eq(nc_build_run(&c, 1), RN_OK, "%s", rn_last_error());
+    expect_f32(&c.out[0], 4, (float[]){0, 0, 13, 24}, 1e-6);
+    nc_free(&c);
+    /* A residual of another shape than the output's is refused. */
+    c = nc_new("FusedMatMul", 1);
+    c.domain = "runnel";
+    nc_f32(&c, 2, d22, (float[]){1, 2, 3, 4});
+    nc_input(&c, RN_F32, 2, d22, (float[]){1, 0, 0, 1}, true);
+    nc_skip(&c);
+    nc_f32(&c, 2, (int64_t[]){2, 3}, (float[]){0, 0, 0, 0, 0, 0});
+    cr_assert_eq(nc_build(&c, 1), RN_SHAPE_MISMATCH, "%s", rn_last_error());
+    cr_assert(strstr(rn_last_error(), "residual") != NULL, "%s", rn_last_error());
+    nc_free(&c);
+}

@@ -491,6 +491,68 @@ Test(fuse_matmul_bias, bias_and_activation_join_the_matmul)
     graph_free(g);
 }
 
+/* An encoder's residual: x [2, 4] -> MatMul (W [4, 4]) -> Add (b [4]) ->
+ * Add(., x): one FusedMatMul(x, W, b, x), REF's values. */
+Test(fuse_matmul_add, residual_becomes_the_fourth_input)
+{
+    static float w[16], b[4] = {0.5f, -0.25f, 1.0f, 0.125f};
+    fill(w, 16, 9);
+    const int64_t wd[2] = {4, 4}, bd[1] = {4};
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, h_dims);
+    graph_value *mm = tt_binary(g, "mm", "MatMul", x, tt_const_f32(g, "W", 2, wd, w));
+    graph_value *biased = tt_binary(g, "bias", "Add", mm, tt_const_f32(g, "b", 1, bd, b));
+    graph_value *y = tt_binary(g, "residual", "Add", x, biased);
+    tt_output(g, y);
+    tt_finish(g);
+    graph *before = clone_of(g);
+    cr_assert_eq(run_pass(transforms_fuse_matmul_bias, g), 1);
+    cr_assert_eq(run_pass(transforms_fuse_matmul_add, g), 1);
+    cr_assert_eq(g->n_nodes, 1);
+    graph_node *n = g->nodes[0];
+    cr_assert_str_eq(n->op_type, "FusedMatMul");
+    cr_assert_eq(n->n_inputs, 4);
+    cr_assert_eq(n->inputs[3], x, "the residual is the Add's other input");
+    cr_assert_eq(n->outputs[0], y);
+    cr_assert(tt_has_fused(n, "residual"));
+    tt_assert_valid(g);
+    static float xs[8] = {-2.0f, -0.5f, 0.25f, 1.5f, 3.0f, -1.0f, 0.0f, 0.75f};
+    graph_tensor in = tt_tensor_f32(2, h_dims, xs);
+    graph_tensor r0 = {0}, r1 = {0};
+    tt_run(before, &in, 1, &r0);
+    tt_run(g, &in, 1, &r1);
+    tt_assert_close_f32(&r1, &r0, 1e-5f);
+    graph_tensor_release(&r0);
+    graph_tensor_release(&r1);
+    graph_free(before);
+    graph_free(g);
+}
+
+/* A product with an activation already is left alone (the residual would
+ * come after it), and so is an Add that broadcasts. */
+Test(fuse_matmul_add, not_after_an_activation_nor_a_broadcast)
+{
+    static float w[16];
+    fill(w, 16, 9);
+    const int64_t wd[2] = {4, 4}, bd[1] = {4};
+    static float b[4] = {1, 2, 3, 4};
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, h_dims);
+    graph_value *mm = tt_binary(g, "mm", "MatMul", x, tt_const_f32(g, "W", 2, wd, w));
+    graph_value *biased = tt_binary(g, "bias", "Add", mm, tt_const_f32(g, "b", 1, bd, b));
+    graph_value *act = tt_unary(g, "relu", "Relu", biased);
+    graph_value *y = tt_binary(g, "residual", "Add", act, x);
+    graph_value *mm2 = tt_binary(g, "mm2", "MatMul", y, tt_const_f32(g, "W2", 2, wd, w));
+    graph_value *b2 = tt_binary(g, "bias2", "Add", mm2, tt_const_f32(g, "c", 1, bd, b));
+    tt_output(g, tt_binary(g, "bcast", "Add", b2, tt_const_f32(g, "d", 1, bd, b)));
+    tt_finish(g);
+    cr_assert_eq(run_pass(transforms_fuse_matmul_bias, g), 2);
+    cr_assert_eq(run_pass(transforms_fuse_activation, g), 1);
+    cr_assert_eq(run_pass(transforms_fuse_matmul_add, g), 0);
+    cr_assert_eq(tt_count_op(g, "Add"), 2);
+    graph_free(g);
+}
+
 /* x [1, 4, 5, 5] -> Conv 1x1 (W [6, 4, 1, 1], bias) "pw" -> AveragePool
  * "pool" (kernel, strides from the caller, pads `pad`) -> result. */
 static graph *pointwise_then_pool(int64_t kernel, int64_t stride, int64_t pad)

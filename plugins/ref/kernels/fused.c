@@ -130,7 +130,8 @@ static rn_status fused_bn_run(plugin_kernel_args *args)
     return st;
 }
 
-/* MatMul, the bias over the last axis, the activation. */
+/* MatMul, the bias over the last axis, the residual (input 3), the
+ * activation. */
 static rn_status fused_matmul_run(plugin_kernel_args *args)
 {
     plugin_kernel_args mm = *args;
@@ -146,7 +147,7 @@ static rn_status fused_matmul_run(plugin_kernel_args *args)
         for (size_t i = 0; i < count; i++)
             y[i] += b[i % n];
     }
-    epilogue(args, -1);
+    epilogue(args, 3);
     return RN_OK;
 }
 
