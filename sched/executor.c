@@ -42,16 +42,23 @@ void sched_i_executor_push(sched_executor *e, sched_item it)
     pthread_cond_signal(&e->cond);
 }
 
+/* "rn-callback", "rn-device-wait" (cut to 15 bytes). Set by the creator
+ * right after pthread_create, so no thread is seen under the process's
+ * name once sched_executor_create returns (tests count threads by name). */
+static void name_thread(const sched_executor *e, pthread_t thread)
+{
+    char name[16] = "rn-";
+    size_t n = strlen(e->name) < sizeof name - 4 ? strlen(e->name) : sizeof name - 4;
+    memcpy(name + 3, e->name, n);
+    name[3 + n] = '\0';
+    (void)pthread_setname_np(thread, name);
+}
+
 static void *executor_main(void *arg)
 {
     sched_exec_thread *t = arg;
     sched_executor *e = t->exec;
     sched_i_set_current_runner(&t->runner);
-    char name[16] = "rn-"; /* "rn-callback", "rn-device-wait" (cut to 15 bytes) */
-    size_t n = strlen(e->name) < sizeof name - 4 ? strlen(e->name) : sizeof name - 4;
-    memcpy(name + 3, e->name, n);
-    name[3 + n] = '\0';
-    (void)pthread_setname_np(pthread_self(), name);
     for (;;) {
         pthread_mutex_lock(&e->lock);
         while (e->count == 0 && !e->stop)
@@ -160,6 +167,7 @@ int sched_add_executor(sched *s, const char *name, uint32_t n_threads, uint32_t 
             sched_i_trace_fini(&t->trace);
             break;
         }
+        name_thread(e, t->thread);
     }
     if (started < n_threads) {
         pthread_mutex_unlock(&s->exec_lock);

@@ -226,6 +226,10 @@ int sched_i_choose_stream(sched *s, int stream, uint32_t *out);
 
 /* worker.c: the work loop, and running items on any runner. */
 void *sched_i_worker_main(void *arg);
+/* Names a started worker's thread ("rn-s0w1"); its creator calls it right
+ * after pthread_create, so no worker is seen under the process's name once
+ * sched_create returns. */
+void sched_i_worker_name(const sched_worker *w);
 void sched_i_run_item(sched_runner *r, sched_item it);
 /* Releases node `node`'s successors after it completed (or the sink count); the ready
  * successors are queued. Used by sched_instance_complete_node; runs no continuation. */

@@ -165,6 +165,7 @@ int sched_create(const sched_config *cfg, sched **out)
         if (pthread_create(&s->workers[started].thread, NULL, sched_i_worker_main,
                            &s->workers[started]) != 0)
             break;
+        sched_i_worker_name(&s->workers[started]);
     }
     if (started < s->n_workers) {
         teardown(s, started);

@@ -575,14 +575,18 @@ static void pin_to_cpu(uint32_t id)
     (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+void sched_i_worker_name(const sched_worker *w)
+{
+    /* Named for perf, top -H and /proc/PID/task/TID/comm ("rn-s0w1": stream 0, worker 1). */
+    char name[16];
+    snprintf(name, sizeof name, "rn-s%uw%u", w->runner.stream % 1000u, w->local % 1000u);
+    (void)pthread_setname_np(w->thread, name);
+}
+
 void *sched_i_worker_main(void *arg)
 {
     sched_worker *w = arg;
     sched_i_set_current_runner(&w->runner);
-    /* Named for perf, top -H and /proc/PID/task/TID/comm ("rn-s0w1": stream 0, worker 1). */
-    char name[16];
-    snprintf(name, sizeof name, "rn-s%uw%u", w->runner.stream % 1000u, w->local % 1000u);
-    (void)pthread_setname_np(pthread_self(), name);
     if (w->runner.s->cfg.pin_cpus)
         pin_to_cpu(w->runner.id);
     sched_item it;

@@ -1,4 +1,5 @@
 /* The scheduler object: configuration, lifetime, one-off tasks, executors, streams. */
+#include <dirent.h>
 #include <unistd.h>
 
 #include "tests/sched/sched_test_util.h"
@@ -303,4 +304,51 @@ Test(sched, pinned_workers_run_tasks, .timeout = 30)
     wait_count(&x.count, 500);
     cr_expect_eq(atomic_load(&x.bad), 0);
     sched_destroy(s);
+}
+
+/* Threads still under the process's name (the main thread aside): a thread
+ * starts with its creator's name, so a worker or executor thread that named
+ * itself only once it ran showed as the caller's for a moment after
+ * sched_create returned, and tools counting threads by name
+ * (tests/cpu:test_cpu_threads' census, bench_latency) miscounted it. */
+static int unnamed_threads(void)
+{
+    char self[32] = "", comm[32], path[300];
+    FILE *f = fopen("/proc/self/comm", "r");
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(self, sizeof self, f));
+    fclose(f);
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || atol(e->d_name) == getpid())
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        f = fopen(path, "r");
+        if (f == NULL)
+            continue; /* exited meanwhile */
+        if (fgets(comm, sizeof comm, f) != NULL && strcmp(comm, self) == 0)
+            n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+Test(sched, started_threads_carry_their_names_when_create_returns, .timeout = 30)
+{
+    int before = unnamed_threads();
+    for (int round = 0; round < 50; round++) {
+        sched_config c = test_config(2, 2, true);
+        sched *s = test_sched_create(&c);
+        cr_assert_eq(unnamed_threads(), before,
+                     "round %d: a stream worker under the process's name", round);
+        uint32_t id;
+        cr_assert_eq(sched_add_executor(s, "device-wait", 2, &id), 0);
+        cr_assert_eq(unnamed_threads(), before,
+                     "round %d: an executor thread under the process's name", round);
+        sched_destroy(s);
+    }
 }
