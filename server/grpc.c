@@ -22,6 +22,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1106,11 +1107,29 @@ static void *queue_main(void *arg)
 
 static rpc_tag shutdown_tag = {NULL, TAG_SHUTDOWN};
 
+/* The completion-queue threads: `wanted`, but no more than the CPUs this
+ * process may run on. gRPC's poller (epoll1) lets one queue thread poll at
+ * a time and, when its poll returns, wakes another to take over the polling
+ * while it handles the events: every network wake-up of a call costs one
+ * more thread switch than with a single thread, ~15 switches a unary
+ * SqueezeNet call at 4 threads against 3 at one. More threads than CPUs buy
+ * no parallelism for that price (bench/LOG.md, "gRPC front end per
+ * request"). */
+static unsigned queue_threads(unsigned wanted)
+{
+    unsigned n = wanted ? wanted : 1;
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0 &&
+        (unsigned)CPU_COUNT(&cpus) < n)
+        n = (unsigned)CPU_COUNT(&cpus);
+    return n;
+}
+
 rn_status server_grpc_start(server_registry *registry, const server_grpc_config *config,
                             server_grpc **out)
 {
     server_grpc *g = calloc(1, sizeof *g);
-    unsigned n_threads = config->threads ? config->threads : 1;
+    unsigned n_threads = queue_threads(config->threads);
     if (g == NULL || (g->threads = calloc(n_threads, sizeof *g->threads)) == NULL) {
         free(g);
         return rn_set_error(RN_OUT_OF_MEMORY, "no memory for the gRPC server");
