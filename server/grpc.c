@@ -1069,6 +1069,7 @@ static void request_next_call(server_grpc *g)
 static void *queue_main(void *arg)
 {
     server_grpc *g = arg;
+    pthread_setname_np(pthread_self(), "rn-grpc-queue"); /* for ps, perf, the tests */
     for (;;) {
         grpc_event e = grpc_completion_queue_next(g->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         if (e.type == GRPC_QUEUE_SHUTDOWN)

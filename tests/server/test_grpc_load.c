@@ -5,6 +5,8 @@
  * the request it builds is one the server's own decoder accepts, and the
  * checks refuse answers of the wrong size, datatype, shape or model. */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +42,9 @@ static server_registry *registry;
 static server_grpc *grpc;
 static char target[64];
 
-/* A repository of model "add" (version 1) served over gRPC on a free port. */
-static void serve(void)
+/* A repository of model "add" (version 1) served over gRPC on a free port,
+ * with `threads` completion-queue threads asked for. */
+static void serve_with(unsigned threads)
 {
     strcpy(root, "/tmp/rn_grpc_loadXXXXXX");
     cr_assert_not_null(mkdtemp(root));
@@ -56,10 +59,16 @@ static void serve(void)
     cr_assert_eq(rn_core_create(&core), RN_OK);
     cr_assert_eq(server_registry_create(core, root, "REF", 64, &registry), RN_OK, "%s",
                  rn_last_error());
-    server_grpc_config config = {.address = "127.0.0.1", .threads = 1, .max_message = 1 << 20};
+    server_grpc_config config = {
+        .address = "127.0.0.1", .threads = threads, .max_message = 1 << 20};
     cr_assert_eq(server_grpc_start(registry, &config, &grpc), RN_OK, "%s", rn_last_error());
     server_grpc_set_ready(grpc, 1);
     snprintf(target, sizeof target, "127.0.0.1:%d", server_grpc_port(grpc));
+}
+
+static void serve(void)
+{
+    serve_with(1);
 }
 
 static void stop(void)
@@ -229,4 +238,66 @@ Test(grpc_load, the_request_is_one_the_server_decodes)
     server_grpc_infer_clear(&decoded);
     free(request);
     free(meta);
+}
+
+/* This process's threads named `name` (server/grpc.c names its queue threads). */
+static int threads_named(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue; /* the thread ended */
+        if (fgets(comm, sizeof comm, f) != NULL && strcmp(strtok(comm, "\n"), name) == 0)
+            n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/* The load over `threads` queue threads asked for, on the CPUs this thread
+ * may run on now: every answer right, and no more queue threads than those
+ * CPUs (gRPC's poller hands polling between the threads on each wake-up). */
+static void serve_on_cpus(unsigned threads, int expected)
+{
+    serve_with(threads);
+    grpc_load_config config = {
+        .target = target, .model = "add", .concurrency = 4, .requests = 20, .seed = 3};
+    grpc_load_report r;
+    char why[512] = "";
+    cr_assert_eq(grpc_load_run(&config, &r, why, sizeof why), 0, "%s", why);
+    cr_assert_eq(r.errors, 0, "first error: %s", r.first_error);
+    cr_assert_eq(r.answers, 20);
+    cr_assert_eq(threads_named("rn-grpc-queue"), expected);
+    stop();
+}
+
+Test(grpc_load, no_more_queue_threads_than_cpus_on_one_cpu)
+{
+    cpu_set_t all, one;
+    cr_assert_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    serve_on_cpus(4, 1);
+}
+
+Test(grpc_load, queue_threads_as_asked_within_the_cpus)
+{
+    cpu_set_t all;
+    cr_assert_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    int cpus = CPU_COUNT(&all);
+    serve_on_cpus(4, cpus < 4 ? cpus : 4);
+    serve_on_cpus(1, 1);
 }
