@@ -1115,7 +1115,7 @@ static rpc_tag shutdown_tag = {NULL, TAG_SHUTDOWN};
  * more thread switch than with a single thread, ~15 switches a unary
  * SqueezeNet call at 4 threads against 3 at one. More threads than CPUs buy
  * no parallelism for that price (bench/LOG.md, "gRPC front end per
- * request"). */
+ * request: queue threads, switches, syscalls"). */
 static unsigned queue_threads(unsigned wanted)
 {
     unsigned n = wanted ? wanted : 1;
