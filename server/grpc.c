@@ -1192,6 +1192,11 @@ int server_grpc_port(const server_grpc *g)
     return g->port;
 }
 
+unsigned server_grpc_queue_threads(const server_grpc *g)
+{
+    return g->n_threads;
+}
+
 void server_grpc_set_ready(server_grpc *g, int ready)
 {
     atomic_store(&g->ready, ready);

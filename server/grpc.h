@@ -36,6 +36,10 @@ rn_status server_grpc_start(server_registry *registry, const server_grpc_config 
 /* The port bound. */
 int server_grpc_port(const server_grpc *grpc);
 
+/* The completion-queue threads running: config.threads, at most the CPUs
+ * the process may run on. */
+unsigned server_grpc_queue_threads(const server_grpc *grpc);
+
 /* Turns ServerReady (and ModelReady) on or off. */
 void server_grpc_set_ready(server_grpc *grpc, int ready);
 

@@ -318,7 +318,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "runnel-server: serving %s on %s:%d (device %s, %ld HTTP threads)\n",
             o.repository, o.address, port, device, o.threads);
     if (grpc != NULL)
-        fprintf(stderr, "runnel-server: gRPC on %s:%d\n", o.address, server_grpc_port(grpc));
+        fprintf(stderr, "runnel-server: gRPC on %s:%d (completion-queue threads: %u)\n", o.address,
+                server_grpc_port(grpc), server_grpc_queue_threads(grpc));
 
     int sig = wait_for_signal(&signals, registry, o.poll_secs);
     server_http_set_ready(http, 0);

@@ -277,6 +277,7 @@ static void serve_on_cpus(unsigned threads, int expected)
     serve_with(threads);
     load_all_right(20, 3);
     cr_assert_eq(threads_named("rn-grpc-queue"), expected);
+    cr_assert_eq(server_grpc_queue_threads(grpc), (unsigned)expected);
     stop();
 }
 
