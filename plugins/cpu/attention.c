@@ -30,7 +30,7 @@ enum { QK, ADD, SOFTMAX, PV, N_PRIMS };
 typedef struct sdpa_state {
     cpu_prim p[N_PRIMS]; /* p[ADD] only when the mask is not a post-op */
     bool has_add;
-    dnnl_memory_desc_t q, kt, v, mask, scores, dst;
+    cpu_md q, kt, v, mask, scores, dst;
     bool has_mask;
     size_t scores_at; /* offset of the scores in the scratch */
     size_t scratch;
@@ -103,8 +103,7 @@ static const char *sdpa_impl(const void *state)
 /* The plain descriptor of input k at rank r (leading 1s); with `perm`
  * (qkv_layout BSHD: rank 4) the input viewed permuted, with strides: dim d
  * of the view is the input's dim perm[d]. */
-static rn_status input_md(const rn_node *node, int k, int r, const int *perm,
-                          dnnl_memory_desc_t *md)
+static rn_status input_md(const rn_node *node, int k, int r, const int *perm, cpu_md *md)
 {
     rn_partial_shape s = rn_node_input_shape(node, k);
     int64_t dims[RN_MAX_RANK];
@@ -120,7 +119,7 @@ static rn_status input_md(const rn_node *node, int k, int r, const int *perm,
         view[i] = dims[perm[i]];
         strides[i] = plain[perm[i]];
     }
-    dnnl_status_t ds = dnnl_memory_desc_init_by_strides(md, 4, view, dnnl_f32, strides);
+    dnnl_status_t ds = cpu_md_init_by_strides(md, 4, view, dnnl_f32, strides);
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the attention's heads", ds);
 }
 
@@ -260,7 +259,7 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     for (int i = 0; i < N_PRIMS; i++)
         pad = s->p[i].scratch > pad ? s->p[i].scratch : pad;
     s->scores_at = (pad + 63) & ~(size_t)63;
-    s->scratch = s->scores_at + dnnl_memory_desc_get_size(&s->scores);
+    s->scratch = s->scores_at + cpu_md_get_size(&s->scores);
     return RN_OK;
 }
 

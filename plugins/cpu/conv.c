@@ -60,11 +60,11 @@ rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geo
 }
 
 /* Gives md (its dims and type kept) the format tag. */
-static bool set_tag(dnnl_memory_desc_t *md, dnnl_format_tag_t tag)
+static bool set_tag(cpu_md *md, dnnl_format_tag_t tag)
 {
     dnnl_dims_t dims;
     memcpy(dims, md->dims, sizeof dims);
-    return dnnl_memory_desc_init_by_tag(md, md->ndims, dims, md->data_type, tag) == dnnl_success;
+    return cpu_md_init_by_tag(md, md->ndims, dims, md->data_type, tag) == dnnl_success;
 }
 
 /* The descriptor over activations in format tag (any: the primitive's
@@ -155,20 +155,20 @@ static rn_status conv_desc_prefer(const rn_node *node, cpu_weighted *s, dnnl_dat
 }
 
 /* Whether md is the tag's layout of its dims and type. */
-static bool md_is(const dnnl_memory_desc_t *md, dnnl_format_tag_t tag)
+static bool md_is(const cpu_md *md, dnnl_format_tag_t tag)
 {
-    dnnl_memory_desc_t t;
+    cpu_md t;
     dnnl_dims_t dims;
     memcpy(dims, md->dims, sizeof dims);
-    return dnnl_memory_desc_init_by_tag(&t, md->ndims, dims, md->data_type, tag) == dnnl_success &&
-           dnnl_memory_desc_equal(&t, md);
+    return cpu_md_init_by_tag(&t, md->ndims, dims, md->data_type, tag) == dnnl_success &&
+           cpu_md_equal(&t, md);
 }
 
 /* The epilogue's descriptor over the output md: with a sum, a binary add
  * (the activation as its post-ops); else an eltwise of the one activation.
  * *epi NULL when there is none to make. */
-static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s,
-                             const dnnl_memory_desc_t *md, dnnl_primitive_desc_t *epi)
+static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s, const cpu_md *md,
+                             dnnl_primitive_desc_t *epi)
 {
     *epi = NULL;
     dnnl_post_ops_t po = NULL;
@@ -222,7 +222,10 @@ static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s,
 static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt, int rank,
                                 dnnl_primitive_desc_t *pd)
 {
-    const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(*pd, dnnl_query_src_md, 0);
+    cpu_md src_md, bare_dst;
+    const cpu_md *src = &src_md;
+    if (!cpu_pd_md(*pd, dnnl_query_src_md, 0, &src_md))
+        return RN_OK;
     dnnl_format_tag_t tag = md_is(src, plain_tag(rank))       ? plain_tag(rank)
                             : md_is(src, channels_last(rank)) ? channels_last(rank)
                                                               : dnnl_format_tag_undef;
@@ -230,8 +233,9 @@ static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_
         return RN_OK;
     dnnl_primitive_desc_t bare = NULL, epi = NULL;
     rn_status st = conv_desc_ops(node, s, dt, tag, false, &bare);
-    if (st == RN_OK && bare != NULL && is_gemm(bare))
-        st = epilogue_pd(node, s, dnnl_primitive_desc_query_md(bare, dnnl_query_dst_md, 0), &epi);
+    if (st == RN_OK && bare != NULL && is_gemm(bare) &&
+        cpu_pd_md(bare, dnnl_query_dst_md, 0, &bare_dst))
+        st = epilogue_pd(node, s, &bare_dst, &epi);
     if (epi != NULL && strncmp(cpu_pd_impl(epi), "ref", 3) == 0) {
         dnnl_primitive_desc_destroy(epi); /* no jit kernel: not worth a pass */
         epi = NULL;

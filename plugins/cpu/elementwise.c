@@ -102,7 +102,7 @@ rn_status cpu_fused_post_ops(const rn_node *node, bool sum, dnnl_post_ops_t *out
 
 typedef struct ew_state {
     cpu_prim p;
-    dnnl_memory_desc_t src, src1, dst;
+    cpu_md src, src1, dst;
     bool binary, swap;
     cpu_layout src_l, src1_l, dst_l;
     const rn_layout *src_layout, *src1_layout, *dst_layout;

@@ -108,12 +108,12 @@ static bool matmul_supports(const rn_node *node, const char **why)
 }
 
 static rn_status md_dims(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_format_tag_t tag,
-                         dnnl_memory_desc_t *md)
+                         cpu_md *md)
 {
     dnnl_dims_t d;
     for (int i = 0; i < rank; i++)
         d[i] = dims[i];
-    if (dnnl_memory_desc_init_by_tag(md, rank, d, dt, tag) != dnnl_success)
+    if (cpu_md_init_by_tag(md, rank, d, dt, tag) != dnnl_success)
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe a rank-%d tensor", rank);
     return RN_OK;
 }
@@ -141,16 +141,16 @@ static void conv1x1_desc(const rn_node *node, bool fused, bool sum, dnnl_primiti
         m *= a.dims[i];
     dnnl_dims_t xd = {1, k, m, 1}, wd = {n, k, 1, 1}, yd = {1, n, m, 1}, bd = {n};
     dnnl_dims_t ones = {1, 1}, zeros = {0, 0};
-    dnnl_memory_desc_t x, w, bias, y;
+    cpu_md x, w, bias, y;
     dnnl_convolution_desc_t cd;
     bool has_bias = rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
-    dnnl_status_t ds = dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_nhwc);
+    dnnl_status_t ds = cpu_md_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_nhwc);
     if (ds == dnnl_success)
-        ds = dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any);
+        ds = cpu_md_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any);
     if (ds == dnnl_success)
-        ds = dnnl_memory_desc_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_nhwc);
+        ds = cpu_md_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_nhwc);
     if (ds == dnnl_success)
-        ds = dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_a);
+        ds = cpu_md_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_a);
     if (ds == dnnl_success)
         ds = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
                                                 dnnl_convolution_direct, &x, &w,
@@ -256,8 +256,8 @@ static rn_status gemm_prepare(const rn_node *node, const rn_kernel_ctx *ctx, voi
         rn_partial_shape b = rn_node_input_shape(node, 1);
         int64_t k = b.dims[b.rank - 2], n = b.dims[b.rank - 1];
         dnnl_dims_t dims = {n, k, 1, 1}, strides = {1, n, n * k, n * k};
-        dnnl_memory_desc_t plain;
-        dnnl_status_t ds = dnnl_memory_desc_init_by_strides(&plain, 4, dims, dnnl_f32, strides);
+        cpu_md plain;
+        dnnl_status_t ds = cpu_md_init_by_strides(&plain, 4, dims, dnnl_f32, strides);
         if (ds != dnnl_success)
             st = cpu_error(node, "describing the product's weights", ds);
         else

@@ -12,10 +12,10 @@
 typedef struct nn_state {
     cpu_prim p;
     int n_src;
-    dnnl_memory_desc_t src[MAX_CONCAT], dst;
-    dnnl_memory_desc_t stat; /* [C]: BatchNormalization's scale, shift, mean, var;
-                                LayerNormalization's scale and shift */
-    bool ln_shift;           /* LayerNormalization has a bias */
+    cpu_md src[MAX_CONCAT], dst;
+    cpu_md stat;   /* [C]: BatchNormalization's scale, shift, mean, var;
+                                  LayerNormalization's scale and shift */
+    bool ln_shift; /* LayerNormalization has a bias */
     cpu_layout src_l[MAX_CONCAT], dst_l;
     const rn_layout *src_layout[MAX_CONCAT], *dst_layout;
     /* LRN over a channel-blocked producer (lrn_over_plain): p runs over
@@ -23,7 +23,7 @@ typedef struct nn_state {
      * destination in the scratch at plain_at[0] and plain_at[1]. */
     bool lrn_plain;
     cpu_prim to_plain, from_plain;
-    dnnl_memory_desc_t plain;
+    cpu_md plain;
     size_t plain_at[2];
     size_t scratch; /* bytes: the primitives' scratchpad (and the plain tensors) */
     /* ShuffleChannels as a reorder from plain into the channel-blocked
@@ -31,7 +31,7 @@ typedef struct nn_state {
      * shuffle_to, views of the input and the output with the group axes
      * split out. */
     bool shuffle_reorder;
-    dnnl_memory_desc_t shuffle_from, shuffle_to;
+    cpu_md shuffle_from, shuffle_to;
 } nn_state;
 
 static void nn_release(void *state)
@@ -141,11 +141,11 @@ static rn_status pool_desc(const rn_node *node, nn_state *s, dnnl_alg_kind_t *al
                : rn_node_attr_int(node, "count_include_pad", 0) ? dnnl_pooling_avg_include_padding
                                                                 : dnnl_pooling_avg_exclude_padding;
     }
-    dnnl_memory_desc_t dst;
+    cpu_md dst;
     dnnl_dims_t yd;
     for (int i = 0; i < y.rank; i++)
         yd[i] = y.dims[i];
-    if (dnnl_memory_desc_init_by_tag(&dst, y.rank, yd, s->src[0].data_type, dnnl_format_tag_any) !=
+    if (cpu_md_init_by_tag(&dst, y.rank, yd, s->src[0].data_type, dnnl_format_tag_any) !=
         dnnl_success)
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe pooling output");
     dnnl_status_t ds = dnnl_pooling_v2_forward_desc_init(
@@ -286,7 +286,7 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
         if (axis < 0)
             axis += y.rank;
         int prev = cpu_team_begin(node);
-        ds = dnnl_concat_primitive_desc_create(pd, NULL, s->n_src, (int)axis, s->src, attr, eng);
+        ds = cpu_concat_pd(pd, NULL, s->n_src, (int)axis, s->src, attr, eng);
         cpu_team_end(prev);
     } else {
         union {
@@ -359,11 +359,11 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
 }
 
 /* Whether md blocks its channels (axis 1): nChw8c, nChw16c, ... */
-static bool channel_blocked(const dnnl_memory_desc_t *md)
+static bool channel_blocked(const cpu_md *md)
 {
     if (md->format_kind != dnnl_blocked || md->ndims < 3)
         return false;
-    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    const cpu_blocking *b = &md->format_desc.blocking;
     for (int k = 0; k < b->inner_nblks; k++)
         if (b->inner_idxs[k] == 1)
             return true;
@@ -371,8 +371,8 @@ static bool channel_blocked(const dnnl_memory_desc_t *md)
 }
 
 /* A reorder from `from` to `to` as a primitive of the node (its team). */
-static rn_status reorder_prim(const rn_node *node, const dnnl_memory_desc_t *from,
-                              const dnnl_memory_desc_t *to, cpu_prim *p)
+static rn_status reorder_prim(const rn_node *node, const cpu_md *from, const cpu_md *to,
+                              cpu_prim *p)
 {
     dnnl_engine_t eng = NULL;
     dnnl_primitive_attr_t attr;
@@ -381,7 +381,7 @@ static rn_status reorder_prim(const rn_node *node, const dnnl_memory_desc_t *fro
         return st;
     dnnl_primitive_desc_t pd = NULL;
     int prev = cpu_team_begin(node);
-    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, from, eng, to, eng, attr);
+    dnnl_status_t ds = cpu_reorder_pd(&pd, from, eng, to, attr);
     cpu_team_end(prev);
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success)
@@ -401,15 +401,15 @@ static rn_status reorder_prim(const rn_node *node, const dnnl_memory_desc_t *fro
  * AVX-512 (nChw16c). */
 static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
 {
-    dnnl_memory_desc_t blocked = s->src[0];
+    cpu_md blocked = s->src[0];
     dnnl_dims_t strides;
     int64_t n = 1;
     for (int i = blocked.ndims - 1; i >= 0; i--) {
         strides[i] = n;
         n *= blocked.dims[i];
     }
-    if (dnnl_memory_desc_init_by_strides(&s->plain, blocked.ndims, blocked.dims, blocked.data_type,
-                                         strides) != dnnl_success)
+    if (cpu_md_init_by_strides(&s->plain, blocked.ndims, blocked.dims, blocked.data_type,
+                               strides) != dnnl_success)
         return RN_OK;
     s->src[0] = s->plain;
     dnnl_primitive_desc_t pd = NULL;
@@ -437,7 +437,7 @@ static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
     size_t pad = s->p.scratch;
     pad = s->to_plain.scratch > pad ? s->to_plain.scratch : pad;
     pad = s->from_plain.scratch > pad ? s->from_plain.scratch : pad;
-    size_t bytes = (dnnl_memory_desc_get_size(&s->plain) + 63) & ~(size_t)63;
+    size_t bytes = (cpu_md_get_size(&s->plain) + 63) & ~(size_t)63;
     s->plain_at[0] = (pad + 63) & ~(size_t)63;
     s->plain_at[1] = s->plain_at[0] + bytes;
     s->scratch = s->plain_at[1] + bytes;
@@ -460,7 +460,7 @@ static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
  * apply. */
 static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
 {
-    const dnnl_memory_desc_t *x = &s->src[0];
+    const cpu_md *x = &s->src[0];
     int r = x->ndims;
     int64_t g = rn_node_attr_int(node, "group", 1), axis = rn_node_attr_int(node, "axis", 1);
     int64_t b = strncmp(cpu_isa_name(), "avx512", 6) == 0 ? 16 : 8;
@@ -470,11 +470,11 @@ static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
     static const dnnl_format_tag_t plain[3] = {dnnl_abc, dnnl_abcd, dnnl_abcde};
     static const dnnl_format_tag_t blocked[3][2] = {
         {dnnl_nCw8c, dnnl_nCw16c}, {dnnl_nChw8c, dnnl_nChw16c}, {dnnl_nCdhw8c, dnnl_nCdhw16c}};
-    dnnl_memory_desc_t t;
+    cpu_md t;
     dnnl_dims_t dims;
     memcpy(dims, x->dims, sizeof dims);
-    if (dnnl_memory_desc_init_by_tag(&t, r, dims, dnnl_f32, plain[r - 3]) != dnnl_success ||
-        !dnnl_memory_desc_equal(&t, x))
+    if (cpu_md_init_by_tag(&t, r, dims, dnnl_f32, plain[r - 3]) != dnnl_success ||
+        !cpu_md_equal(&t, x))
         return RN_OK;
     int64_t c = x->dims[1], k = c / g, q = b / g, sp = 1;
     for (int i = 2; i < r; i++)
@@ -491,12 +491,10 @@ static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
         to[i + 2] = inner * b;
         inner *= x->dims[i];
     }
-    dnnl_memory_desc_t dst;
-    if (dnnl_memory_desc_init_by_strides(&s->shuffle_from, r + 2, d6, dnnl_f32, from) !=
-            dnnl_success ||
-        dnnl_memory_desc_init_by_strides(&s->shuffle_to, r + 2, d6, dnnl_f32, to) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&dst, r, dims, dnnl_f32, blocked[r - 3][b == 16]) !=
-            dnnl_success)
+    cpu_md dst;
+    if (cpu_md_init_by_strides(&s->shuffle_from, r + 2, d6, dnnl_f32, from) != dnnl_success ||
+        cpu_md_init_by_strides(&s->shuffle_to, r + 2, d6, dnnl_f32, to) != dnnl_success ||
+        cpu_md_init_by_tag(&dst, r, dims, dnnl_f32, blocked[r - 3][b == 16]) != dnnl_success)
         return RN_OK;
     cpu_prim p;
     rn_status st = reorder_prim(node, &s->shuffle_from, &s->shuffle_to, &p);
@@ -533,14 +531,14 @@ static rn_status pool_over_blocked(const rn_node *node, nn_state *s, dnnl_primit
 {
     static const dnnl_format_tag_t tags[3][2] = {
         {dnnl_nCw16c, dnnl_nCw8c}, {dnnl_nChw16c, dnnl_nChw8c}, {dnnl_nCdhw16c, dnnl_nCdhw8c}};
-    dnnl_memory_desc_t plain = s->src[0];
+    cpu_md plain = s->src[0];
     if (plain.ndims < 3 || plain.ndims > 5 || plain.data_type != dnnl_f32)
         return RN_OK;
     for (int k = 0; k < 2; k++) {
         dnnl_dims_t dims;
         memcpy(dims, plain.dims, sizeof dims);
-        if (dnnl_memory_desc_init_by_tag(&s->src[0], plain.ndims, dims, dnnl_f32,
-                                         tags[plain.ndims - 3][k]) != dnnl_success)
+        if (cpu_md_init_by_tag(&s->src[0], plain.ndims, dims, dnnl_f32, tags[plain.ndims - 3][k]) !=
+            dnnl_success)
             continue;
         dnnl_primitive_desc_t alt = NULL;
         rn_status st = nn_pd(node, s, &alt);
@@ -593,10 +591,10 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
         return st;
     }
     for (int k = 0; k < s->n_src; k++) {
-        s->src[k] = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, k);
+        cpu_pd_md(pd, dnnl_query_src_md, k, &s->src[k]);
         cpu_layout_init(&s->src_l[k], &s->src[k], cpu_io_type(node), &s->src_layout[k]);
     }
-    s->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    cpu_pd_md(pd, dnnl_query_dst_md, 0, &s->dst);
     cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
     s->scratch = s->p.scratch;
     if (is_op(node, "LRN") && channel_blocked(&s->src[0]) &&

@@ -225,11 +225,11 @@ static bool qfused_supports(const rn_node *node, const char **why)
 /* The kernel's state. */
 typedef struct qfused {
     cpu_prim p;
-    dnnl_memory_desc_t src, wei, bias, dst;
-    dnnl_memory_desc_t zp; /* s32 [1]: x's zero point at run time */
-    bool runtime_zp;       /* x's zero point an input, not a constant */
-    float *bias_data;      /* B / (x_scale * w_scale[c]) */
-    int sum;               /* the residual input, -1 none */
+    cpu_md src, wei, bias, dst;
+    cpu_md zp;        /* s32 [1]: x's zero point at run time */
+    bool runtime_zp;  /* x's zero point an input, not a constant */
+    float *bias_data; /* B / (x_scale * w_scale[c]) */
+    int sum;          /* the residual input, -1 none */
     cpu_layout src_l, wei_l, dst_l;
     const rn_layout *src_layout, *wei_layout, *dst_layout;
 } qfused;
@@ -447,9 +447,9 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
         qfused_release(q);
         return st;
     }
-    q->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    q->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    q->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    cpu_pd_md(pd, dnnl_query_src_md, 0, &q->src);
+    cpu_pd_md(pd, dnnl_query_weights_md, 0, &q->wei);
+    cpu_pd_md(pd, dnnl_query_dst_md, 0, &q->dst);
     cpu_layout_init(&q->src_l, &q->src, rn_node_input_type(node, QF_X), &q->src_layout);
     cpu_layout_init(&q->wei_l, &q->wei, RN_I8, &q->wei_layout);
     cpu_layout_init(&q->dst_l, &q->dst, rn_node_output_type(node, 0), &q->dst_layout);
@@ -535,7 +535,7 @@ QFUSED_KERNEL(cpu_kernel_qlinear_fused_matmul, "QLinearFusedMatMul");
 
 typedef struct qreorder {
     cpu_prim p;
-    dnnl_memory_desc_t src, dst;
+    cpu_md src, dst;
     cpu_layout src_l, dst_l;
     const rn_layout *src_layout, *dst_layout;
 } qreorder;
@@ -578,7 +578,7 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
      * format of the other type out. */
     const rn_layout *l = ctx->n_input_layouts > 0 ? ctx->input_layouts[0] : NULL;
     if (l != NULL && l->ops == &cpu_layout_ops &&
-        ((const dnnl_memory_desc_t *)l->desc)->data_type != cpu_dt(in))
+        ((const cpu_md *)l->desc)->data_type != cpu_dt(in))
         l = NULL; /* a bf16 layout: plain f32 in */
     rn_status st = cpu_input_md(l, in, x.rank, x.dims, &r->src);
     int team = cpu_team_size(node, cpu_config_get()->threads);
@@ -604,7 +604,7 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
         /* The reorder's thread count is fixed in its descriptor too. */
         int prev = cpu_team_begin_size(team);
         if (ds == dnnl_success)
-            ds = dnnl_reorder_primitive_desc_create(&pd, &r->src, eng, &r->dst, eng, attr);
+            ds = cpu_reorder_pd(&pd, &r->src, eng, &r->dst, attr);
         cpu_team_end(prev);
         if (ds != dnnl_success) {
             pd = NULL;

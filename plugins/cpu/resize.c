@@ -145,7 +145,7 @@ static bool resize_supports(const rn_node *node, const char **why)
 static rn_status resize_desc(const rn_node *node, const cpu_unary *u, dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape y = rn_node_output_shape(node, 0);
-    dnnl_memory_desc_t dst;
+    cpu_md dst;
     rn_status st = cpu_any_md(y.rank, y.dims, dnnl_f32, &dst);
     if (st != RN_OK)
         return st;
