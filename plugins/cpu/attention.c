@@ -125,7 +125,7 @@ static rn_status input_md(const rn_node *node, int k, int r, const int *perm, cp
 
 /* Creates the primitive of op descriptor d with attribute attr (taken over)
  * into p; *done false when oneDNN has no implementation. */
-static rn_status make_prim(const rn_node *node, const void *d, dnnl_primitive_attr_t attr,
+static rn_status make_prim(const rn_node *node, const cpu_op *d, dnnl_primitive_attr_t attr,
                            cpu_prim *p, bool *done)
 {
     dnnl_engine_t eng = NULL;
@@ -134,7 +134,7 @@ static rn_status make_prim(const rn_node *node, const void *d, dnnl_primitive_at
     *done = false;
     if (st == RN_OK) {
         int prev = cpu_team_begin(node);
-        dnnl_status_t ds = dnnl_primitive_desc_create(&pd, d, attr, eng, NULL);
+        dnnl_status_t ds = cpu_op_pd(&pd, d, attr, eng);
         cpu_team_end(prev);
         if (ds == dnnl_unimplemented)
             pd = NULL;
@@ -153,10 +153,15 @@ static rn_status qk_prim(const rn_node *node, sdpa_state *s, bool post, bool *do
 {
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_matmul_desc_t d;
-    dnnl_status_t ds = dnnl_matmul_desc_init(&d, &s->q, &s->kt, NULL, &s->scores);
-    if (ds == dnnl_success && post && (ds = dnnl_post_ops_create(&po)) == dnnl_success)
-        ds = dnnl_post_ops_append_binary(po, dnnl_binary_add, &s->mask);
+    cpu_op d;
+    float scale = rn_node_attr_float(node, "scale", 1.0f);
+    dnnl_status_t ds = cpu_op_matmul(&d, &s->q, &s->kt, NULL, &s->scores);
+    if (ds == dnnl_success)
+        ds = cpu_post_ops_begin_scale(&po, scale);
+    if (ds == dnnl_success && post && po == NULL)
+        ds = dnnl_post_ops_create(&po);
+    if (ds == dnnl_success && post)
+        ds = cpu_post_ops_append_binary(po, dnnl_binary_add, &s->mask);
     if (ds != dnnl_success) {
         if (po != NULL)
             dnnl_post_ops_destroy(po);
@@ -167,9 +172,7 @@ static rn_status qk_prim(const rn_node *node, sdpa_state *s, bool post, bool *do
         dnnl_post_ops_destroy(po);
     if (st != RN_OK)
         return st;
-    float scale = rn_node_attr_float(node, "scale", 1.0f);
-    if (scale != 1.0f &&
-        (ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale)) != dnnl_success) {
+    if ((ds = cpu_attr_set_scale(attr, scale)) != dnnl_success) {
         dnnl_primitive_attr_destroy(attr);
         return cpu_error(node, "setting the attention scale", ds);
     }
@@ -223,9 +226,8 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     dnnl_primitive_attr_t attr;
     if (!done && s->has_mask) {
         /* No fast post-op for this broadcast: the scores, then a binary add. */
-        dnnl_binary_desc_t bd;
-        dnnl_status_t ds =
-            dnnl_binary_desc_init(&bd, dnnl_binary_add, &s->scores, &s->mask, &s->scores);
+        cpu_op bd;
+        dnnl_status_t ds = cpu_op_binary(&bd, dnnl_binary_add, &s->scores, &s->mask, &s->scores);
         if (ds != dnnl_success)
             return cpu_error(node, "describing the attention mask", ds);
         if ((st = qk_prim(node, s, false, &done)) != RN_OK)
@@ -237,9 +239,8 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     }
     if (!done)
         return cpu_error(node, "creating the attention scores' matmul", dnnl_unimplemented);
-    dnnl_softmax_v2_desc_t sd;
-    dnnl_status_t ds = dnnl_softmax_v2_forward_desc_init(
-        &sd, dnnl_forward_inference, dnnl_softmax_accurate, &s->scores, &s->scores, r - 1);
+    cpu_op sd;
+    dnnl_status_t ds = cpu_op_softmax(&sd, dnnl_softmax_accurate, &s->scores, &s->scores, r - 1);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the attention softmax", ds);
     if ((st = cpu_attr(node, NULL, &attr)) != RN_OK ||
@@ -247,8 +248,8 @@ static rn_status build(const rn_node *node, sdpa_state *s)
         return st;
     if (!done)
         return cpu_error(node, "creating the attention softmax", dnnl_unimplemented);
-    dnnl_matmul_desc_t md;
-    if ((ds = dnnl_matmul_desc_init(&md, &s->scores, &s->v, NULL, &s->dst)) != dnnl_success)
+    cpu_op md;
+    if ((ds = cpu_op_matmul(&md, &s->scores, &s->v, NULL, &s->dst)) != dnnl_success)
         return cpu_error(node, "describing the attention output", ds);
     if ((st = cpu_attr(node, NULL, &attr)) != RN_OK ||
         (st = make_prim(node, &md, attr, &s->p[PV], &done)) != RN_OK)

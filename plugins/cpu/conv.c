@@ -87,10 +87,10 @@ static rn_status conv_desc_ops(const rn_node *node, cpu_weighted *s, dnnl_data_t
         return st;
     if (tag != dnnl_format_tag_any && (!set_tag(&s->src, tag) || !set_tag(&s->dst, tag)))
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe the convolution's activations");
-    dnnl_convolution_desc_t cd;
-    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
-        &cd, dnnl_forward_inference, dnnl_convolution_direct, &s->src, &s->wei,
-        s->has_bias ? &s->bias : NULL, &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
+    cpu_op cd;
+    dnnl_status_t ds =
+        cpu_op_conv(&cd, dnnl_convolution_direct, &s->src, &s->wei, s->has_bias ? &s->bias : NULL,
+                    &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the convolution", ds);
     return cpu_weighted_pd(node, &cd, post_ops && is_fused(node), post_ops && s->sum >= 0, pd);
@@ -178,21 +178,17 @@ static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s, const c
     int n = dnnl_post_ops_len(po);
     dnnl_status_t ds = dnnl_unimplemented;
     dnnl_primitive_attr_t attr = NULL;
-    union {
-        dnnl_binary_desc_t binary;
-        dnnl_eltwise_desc_t eltwise;
-    } d;
+    cpu_op d;
     if (s->sum >= 0) {
-        ds = dnnl_binary_desc_init(&d.binary, dnnl_binary_add, md, md, md);
+        ds = cpu_op_binary(&d, dnnl_binary_add, md, md, md);
         if (ds == dnnl_success)
             st = cpu_attr(node, po, &attr);
     } else if (n == 1) {
-        float scale, alpha, beta;
+        float alpha, beta;
         dnnl_alg_kind_t alg;
-        ds = dnnl_post_ops_get_params_eltwise(po, 0, &scale, &alg, &alpha, &beta);
+        ds = cpu_post_ops_get_params_eltwise(po, 0, &alg, &alpha, &beta);
         if (ds == dnnl_success)
-            ds = dnnl_eltwise_forward_desc_init(&d.eltwise, dnnl_forward_inference, alg, md, alpha,
-                                                beta);
+            ds = cpu_op_eltwise(&d, alg, md, alpha, beta);
         if (ds == dnnl_success)
             st = cpu_attr(node, NULL, &attr);
     }
@@ -200,7 +196,7 @@ static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s, const c
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && ds == dnnl_success && (st = cpu_engine(&eng)) == RN_OK) {
         int prev = cpu_team_begin_size(cpu_team_size_md(md)); /* the epilogue's, weighted.c */
-        if (dnnl_primitive_desc_create(epi, &d, attr, eng, NULL) != dnnl_success)
+        if (cpu_op_pd(epi, &d, attr, eng) != dnnl_success)
             *epi = NULL;
         cpu_team_end(prev);
     }

@@ -263,7 +263,7 @@ dnnl_data_type_t cpu_dst_type(const rn_node *node, dnnl_data_type_t dt);
 /* Creates the primitive descriptor of an op descriptor with the node's
  * post-ops (fused ops: its activation, after the sum when sum); *pd NULL
  * when unimplemented. */
-rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, bool sum,
+rn_status cpu_weighted_pd(const rn_node *node, const cpu_op *op, bool fused, bool sum,
                           dnnl_primitive_desc_t *pd);
 
 /* The rn_kernel slots of a cpu_weighted state. */

@@ -136,10 +136,10 @@ static rn_status deconv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_typ
         (st = cpu_any_md(ys.rank, ys.dims, cpu_dst_type(node, dt), &s->dst)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, 1, bdims, &s->bias)) != RN_OK)
         return st;
-    dnnl_deconvolution_desc_t dd;
-    dnnl_status_t ds = dnnl_dilated_deconvolution_forward_desc_init(
-        &dd, dnnl_forward_inference, dnnl_deconvolution_direct, &s->src, &s->wei,
-        s->has_bias ? &s->bias : NULL, &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
+    cpu_op dd;
+    dnnl_status_t ds = cpu_op_deconv(&dd, dnnl_deconvolution_direct, &s->src, &s->wei,
+                                     s->has_bias ? &s->bias : NULL, &s->dst, g.strides, g.dilations,
+                                     g.pads_begin, g.pads_end);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the deconvolution", ds);
     return cpu_weighted_pd(node, &dd, false, false, pd);

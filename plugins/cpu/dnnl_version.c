@@ -5,6 +5,73 @@
 #include <pthread.h>
 #include <string.h>
 
+/* ---- ISAs and statuses (the enumerations differ between versions) ---- */
+
+static const struct {
+    dnnl_cpu_isa_t isa;
+    const char *name;
+    bool bf16, vnni;
+} isas[] = {
+    {dnnl_cpu_isa_sse41, "sse41", false, false},
+    {dnnl_cpu_isa_avx, "avx", false, false},
+    {dnnl_cpu_isa_avx2, "avx2", false, false},
+    {dnnl_cpu_isa_avx2_vnni, "avx2_vnni", false, true},
+    {dnnl_cpu_isa_avx512_core, "avx512_core", false, false},
+    {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni", false, true},
+    {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16", true, true},
+    {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx", true, true},
+#if DNNL_VERSION_MAJOR >= 3
+    {dnnl_cpu_isa_avx2_vnni_2, "avx2_vnni_2", false, true},
+    {dnnl_cpu_isa_avx512_core_fp16, "avx512_core_fp16", true, true},
+    {dnnl_cpu_isa_avx512_core_amx_fp16, "avx512_core_amx_fp16", true, true},
+#else
+    {dnnl_cpu_isa_avx512_mic, "avx512_mic", false, false},
+    {dnnl_cpu_isa_avx512_mic_4ops, "avx512_mic_4ops", false, false},
+#endif
+};
+
+static int isa_index(dnnl_cpu_isa_t isa)
+{
+    for (int i = 0; i < (int)(sizeof isas / sizeof isas[0]); i++)
+        if (isas[i].isa == isa)
+            return i;
+    return -1;
+}
+
+const char *cpu_dnnl_isa_name(dnnl_cpu_isa_t isa)
+{
+    int i = isa_index(isa);
+    return i >= 0 ? isas[i].name : "any";
+}
+
+bool cpu_dnnl_isa_bf16(dnnl_cpu_isa_t isa)
+{
+    int i = isa_index(isa);
+    return i >= 0 && isas[i].bf16;
+}
+
+bool cpu_dnnl_isa_vnni(dnnl_cpu_isa_t isa)
+{
+    int i = isa_index(isa);
+    return i >= 0 && isas[i].vnni;
+}
+
+const char *cpu_dnnl_status_why(dnnl_status_t s)
+{
+#if DNNL_VERSION_MAJOR >= 3
+    const dnnl_status_t ends = dnnl_last_impl_reached;
+#else
+    const dnnl_status_t ends = dnnl_iterator_ends;
+#endif
+    return s == dnnl_unimplemented       ? "no implementation for these shapes and types"
+           : s == dnnl_out_of_memory     ? "oneDNN reported out of memory"
+           : s == dnnl_invalid_arguments ? "invalid arguments"
+           : s == ends                   ? "iterator ends"
+           : s == dnnl_runtime_error     ? "runtime error"
+           : s == dnnl_not_required      ? "not required"
+                                         : "oneDNN error";
+}
+
 #if DNNL_VERSION_MAJOR >= 3
 
 static bool query_dims(const_dnnl_memory_desc_t h, dnnl_query_t what, int n, dnnl_dim_t *out)
@@ -274,6 +341,376 @@ bool cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index, cpu
     return h != NULL && cpu_md_from(h, out) == dnnl_success;
 }
 
+/* ---- operations (3.x: the parameters, kept for cpu_op_pd) ---- */
+
+static void op_init(cpu_op *op, cpu_op_kind kind, dnnl_alg_kind_t alg)
+{
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    op->alg = alg;
+}
+
+static void copy_dims(dnnl_dim_t *to, const dnnl_dim_t *from, int n)
+{
+    if (from != NULL)
+        memcpy(to, from, sizeof(dnnl_dim_t) * (size_t)(n > 0 ? n : 0));
+}
+
+static dnnl_status_t op_window(cpu_op *op, const cpu_md *src, const cpu_md *wei, const cpu_md *bias,
+                               const cpu_md *dst, const dnnl_dims_t strides,
+                               const dnnl_dims_t dilates, const dnnl_dims_t pad_l,
+                               const dnnl_dims_t pad_r)
+{
+    int sp = src->ndims - 2;
+    op->src = *src;
+    if (wei != NULL)
+        op->wei = *wei;
+    op->has_bias = bias != NULL;
+    if (bias != NULL)
+        op->bias = *bias;
+    op->dst = *dst;
+    copy_dims(op->strides, strides, sp);
+    copy_dims(op->dilates, dilates, sp);
+    copy_dims(op->pad_l, pad_l, sp);
+    copy_dims(op->pad_r, pad_r, sp);
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_conv(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *wei,
+                          const cpu_md *bias, const cpu_md *dst, const dnnl_dims_t strides,
+                          const dnnl_dims_t dilates, const dnnl_dims_t pad_l,
+                          const dnnl_dims_t pad_r)
+{
+    op_init(op, CPU_OP_CONV, alg);
+    return op_window(op, src, wei, bias, dst, strides, dilates, pad_l, pad_r);
+}
+
+dnnl_status_t cpu_op_deconv(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *wei,
+                            const cpu_md *bias, const cpu_md *dst, const dnnl_dims_t strides,
+                            const dnnl_dims_t dilates, const dnnl_dims_t pad_l,
+                            const dnnl_dims_t pad_r)
+{
+    op_init(op, CPU_OP_DECONV, alg);
+    return op_window(op, src, wei, bias, dst, strides, dilates, pad_l, pad_r);
+}
+
+static dnnl_status_t op_product(cpu_op *op, cpu_op_kind kind, const cpu_md *src, const cpu_md *wei,
+                                const cpu_md *bias, const cpu_md *dst)
+{
+    op_init(op, kind, dnnl_alg_kind_undef);
+    op->src = *src;
+    op->wei = *wei;
+    op->has_bias = bias != NULL;
+    if (bias != NULL)
+        op->bias = *bias;
+    op->dst = *dst;
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_inner_product(cpu_op *op, const cpu_md *src, const cpu_md *wei,
+                                   const cpu_md *bias, const cpu_md *dst)
+{
+    return op_product(op, CPU_OP_INNER_PRODUCT, src, wei, bias, dst);
+}
+
+dnnl_status_t cpu_op_matmul(cpu_op *op, const cpu_md *src, const cpu_md *wei, const cpu_md *bias,
+                            const cpu_md *dst)
+{
+    return op_product(op, CPU_OP_MATMUL, src, wei, bias, dst);
+}
+
+dnnl_status_t cpu_op_binary(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src0, const cpu_md *src1,
+                            const cpu_md *dst)
+{
+    op_init(op, CPU_OP_BINARY, alg);
+    op->src = *src0;
+    op->src1 = *src1;
+    op->dst = *dst;
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_eltwise(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, float alpha,
+                             float beta)
+{
+    op_init(op, CPU_OP_ELTWISE, alg);
+    op->src = op->dst = *src;
+    op->alpha = alpha;
+    op->beta = beta;
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_softmax(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *dst,
+                             int axis)
+{
+    op_init(op, CPU_OP_SOFTMAX, alg);
+    op->src = *src;
+    op->dst = *dst;
+    op->axis = axis;
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_pooling(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *dst,
+                             const dnnl_dims_t strides, const dnnl_dims_t kernel,
+                             const dnnl_dims_t dilation, const dnnl_dims_t pad_l,
+                             const dnnl_dims_t pad_r)
+{
+    op_init(op, CPU_OP_POOLING, alg);
+    copy_dims(op->kernel, kernel, src->ndims - 2);
+    return op_window(op, src, NULL, NULL, dst, strides, dilation, pad_l, pad_r);
+}
+
+dnnl_status_t cpu_op_lrn(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, dnnl_dim_t local_size,
+                         float alpha, float beta, float k)
+{
+    op_init(op, CPU_OP_LRN, alg);
+    op->src = op->dst = *src;
+    op->size = local_size;
+    op->alpha = alpha;
+    op->beta = beta;
+    op->k = k;
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_batch_norm(cpu_op *op, const cpu_md *src, float eps, unsigned flags)
+{
+    op_init(op, CPU_OP_BATCH_NORM, dnnl_alg_kind_undef);
+    op->src = op->dst = *src;
+    op->eps = eps;
+    op->flags = flags;
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_layer_norm(cpu_op *op, const cpu_md *src, float eps, unsigned flags)
+{
+    op_init(op, CPU_OP_LAYER_NORM, dnnl_alg_kind_undef);
+    op->src = op->dst = *src;
+    op->eps = eps;
+    op->flags = flags;
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_shuffle(cpu_op *op, const cpu_md *src, int axis, dnnl_dim_t group_size)
+{
+    op_init(op, CPU_OP_SHUFFLE, dnnl_alg_kind_undef);
+    op->src = op->dst = *src;
+    op->axis = axis;
+    op->size = group_size;
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_resampling(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src,
+                                const cpu_md *dst)
+{
+    op_init(op, CPU_OP_RESAMPLING, alg);
+    op->src = *src;
+    op->dst = *dst;
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_op_reduction(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src,
+                               const cpu_md *dst, float p, float eps)
+{
+    op_init(op, CPU_OP_REDUCTION, alg);
+    op->src = *src;
+    op->dst = *dst;
+    op->p = p;
+    op->eps = eps;
+    return dnnl_success;
+}
+
+/* The handles of an op's descriptors for one call. */
+typedef struct op_handles {
+    dnnl_memory_desc_t src, wei, bias, dst, src1;
+} op_handles;
+
+static void handles_free(op_handles *h)
+{
+    dnnl_memory_desc_destroy(h->src);
+    dnnl_memory_desc_destroy(h->wei);
+    dnnl_memory_desc_destroy(h->bias);
+    dnnl_memory_desc_destroy(h->dst);
+    dnnl_memory_desc_destroy(h->src1);
+}
+
+static dnnl_status_t handles_make(const cpu_op *op, op_handles *h)
+{
+    memset(h, 0, sizeof *h);
+    bool wei = op->kind == CPU_OP_CONV || op->kind == CPU_OP_DECONV ||
+               op->kind == CPU_OP_INNER_PRODUCT || op->kind == CPU_OP_MATMUL;
+    dnnl_status_t s = cpu_md_handle(&op->src, &h->src);
+    if (s == dnnl_success)
+        s = cpu_md_handle(&op->dst, &h->dst);
+    if (s == dnnl_success && wei)
+        s = cpu_md_handle(&op->wei, &h->wei);
+    if (s == dnnl_success && wei && op->has_bias)
+        s = cpu_md_handle(&op->bias, &h->bias);
+    if (s == dnnl_success && op->kind == CPU_OP_BINARY)
+        s = cpu_md_handle(&op->src1, &h->src1);
+    if (s != dnnl_success)
+        handles_free(h);
+    return s;
+}
+
+dnnl_status_t cpu_op_pd(dnnl_primitive_desc_t *pd, const cpu_op *op,
+                        const_dnnl_primitive_attr_t attr, dnnl_engine_t eng)
+{
+    *pd = NULL;
+    op_handles h;
+    dnnl_status_t s = handles_make(op, &h);
+    if (s != dnnl_success)
+        return s;
+    const dnnl_prop_kind_t fwd = dnnl_forward_inference;
+    switch (op->kind) {
+    case CPU_OP_CONV:
+        s = dnnl_convolution_forward_primitive_desc_create(pd, eng, fwd, op->alg, h.src, h.wei,
+                                                           h.bias, h.dst, op->strides, op->dilates,
+                                                           op->pad_l, op->pad_r, attr);
+        break;
+    case CPU_OP_DECONV:
+        s = dnnl_deconvolution_forward_primitive_desc_create(
+            pd, eng, fwd, op->alg, h.src, h.wei, h.bias, h.dst, op->strides, op->dilates, op->pad_l,
+            op->pad_r, attr);
+        break;
+    case CPU_OP_INNER_PRODUCT:
+        s = dnnl_inner_product_forward_primitive_desc_create(pd, eng, fwd, h.src, h.wei, h.bias,
+                                                             h.dst, attr);
+        break;
+    case CPU_OP_MATMUL:
+        s = dnnl_matmul_primitive_desc_create(pd, eng, h.src, h.wei, h.bias, h.dst, attr);
+        break;
+    case CPU_OP_BINARY:
+        s = dnnl_binary_primitive_desc_create(pd, eng, op->alg, h.src, h.src1, h.dst, attr);
+        break;
+    case CPU_OP_ELTWISE:
+        s = dnnl_eltwise_forward_primitive_desc_create(pd, eng, fwd, op->alg, h.src, h.dst,
+                                                       op->alpha, op->beta, attr);
+        break;
+    case CPU_OP_SOFTMAX:
+        s = dnnl_softmax_forward_primitive_desc_create(pd, eng, fwd, op->alg, h.src, h.dst,
+                                                       op->axis, attr);
+        break;
+    case CPU_OP_POOLING:
+        s = dnnl_pooling_forward_primitive_desc_create(pd, eng, fwd, op->alg, h.src, h.dst,
+                                                       op->strides, op->kernel, op->dilates,
+                                                       op->pad_l, op->pad_r, attr);
+        break;
+    case CPU_OP_LRN:
+        s = dnnl_lrn_forward_primitive_desc_create(pd, eng, fwd, op->alg, h.src, h.dst, op->size,
+                                                   op->alpha, op->beta, op->k, attr);
+        break;
+    case CPU_OP_BATCH_NORM:
+        s = dnnl_batch_normalization_forward_primitive_desc_create(pd, eng, fwd, h.src, h.dst,
+                                                                   op->eps, op->flags, attr);
+        break;
+    case CPU_OP_LAYER_NORM:
+        s = dnnl_layer_normalization_forward_primitive_desc_create(pd, eng, fwd, h.src, h.dst, NULL,
+                                                                   op->eps, op->flags, attr);
+        break;
+    case CPU_OP_SHUFFLE:
+        s = dnnl_shuffle_forward_primitive_desc_create(pd, eng, fwd, h.src, h.dst, op->axis,
+                                                       op->size, attr);
+        break;
+    case CPU_OP_RESAMPLING:
+        s = dnnl_resampling_forward_primitive_desc_create(pd, eng, fwd, op->alg, NULL, h.src, h.dst,
+                                                          attr);
+        break;
+    case CPU_OP_REDUCTION:
+        s = dnnl_reduction_primitive_desc_create(pd, eng, op->alg, h.src, h.dst, op->p, op->eps,
+                                                 attr);
+        break;
+    default:
+        s = dnnl_invalid_arguments;
+    }
+    handles_free(&h);
+    if (s != dnnl_success)
+        *pd = NULL;
+    return s;
+}
+
+dnnl_primitive_desc_t cpu_op_pd_named(const cpu_op *op, const_dnnl_primitive_attr_t attr,
+                                      dnnl_engine_t eng, const char *impl)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    if (cpu_op_pd(&pd, op, attr, eng) != dnnl_success)
+        return NULL;
+    do {
+        const char *name = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) == dnnl_success &&
+            name != NULL && strcmp(name, impl) == 0)
+            return pd;
+    } while (dnnl_primitive_desc_next_impl(pd) == dnnl_success);
+    dnnl_primitive_desc_destroy(pd);
+    return NULL;
+}
+
+/* ---- attributes and post-ops ---- */
+
+dnnl_status_t cpu_post_ops_append_eltwise(dnnl_post_ops_t po, dnnl_alg_kind_t alg, float alpha,
+                                          float beta)
+{
+    return dnnl_post_ops_append_eltwise(po, alg, alpha, beta);
+}
+
+dnnl_status_t cpu_post_ops_append_sum(dnnl_post_ops_t po, float scale, int32_t zero_point,
+                                      dnnl_data_type_t dt)
+{
+    return dnnl_post_ops_append_sum(po, scale, zero_point, dt);
+}
+
+dnnl_status_t cpu_post_ops_append_binary(dnnl_post_ops_t po, dnnl_alg_kind_t alg,
+                                         const cpu_md *src1)
+{
+    dnnl_memory_desc_t h = NULL;
+    dnnl_status_t s = cpu_md_handle(src1, &h);
+    if (s == dnnl_success)
+        s = dnnl_post_ops_append_binary(po, alg, h); /* the post-ops keep a copy */
+    dnnl_memory_desc_destroy(h);
+    return s;
+}
+
+dnnl_status_t cpu_post_ops_get_params_eltwise(const_dnnl_post_ops_t po, int index,
+                                              dnnl_alg_kind_t *alg, float *alpha, float *beta)
+{
+    return dnnl_post_ops_get_params_eltwise(po, index, alg, alpha, beta);
+}
+
+dnnl_status_t cpu_post_ops_begin_scale(dnnl_post_ops_t *po, float scale)
+{
+    if (scale == 1.0f)
+        return dnnl_success;
+    dnnl_status_t s = *po == NULL ? dnnl_post_ops_create(po) : dnnl_success;
+    if (s == dnnl_success && dnnl_post_ops_len(*po) != 0)
+        return dnnl_invalid_arguments; /* it must come first */
+    return s == dnnl_success ? dnnl_post_ops_append_eltwise(*po, dnnl_eltwise_linear, scale, 0.0f)
+                             : s;
+}
+
+dnnl_status_t cpu_attr_set_scale(dnnl_primitive_attr_t attr, float scale)
+{
+    (void)attr;
+    (void)scale; /* a post-op already (cpu_post_ops_begin_scale) */
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_attr_set_output_scales(dnnl_primitive_attr_t attr, dnnl_dim_t n, int mask,
+                                         const float *scales)
+{
+    (void)attr, (void)n, (void)mask, (void)scales;
+    return dnnl_unimplemented;
+}
+
+dnnl_status_t cpu_attr_set_zero_point(dnnl_primitive_attr_t attr, int arg, int32_t zero_point)
+{
+    (void)attr, (void)arg, (void)zero_point;
+    return dnnl_unimplemented;
+}
+
+bool cpu_int8_supported(const char **why)
+{
+    *why = "oneDNN 3.x: int8 scales and zero points are run-time arguments (not ported yet)";
+    return false;
+}
+
 #else
 
 bool cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index, cpu_md *out)
@@ -282,6 +719,210 @@ bool cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index, cpu
     if (md == NULL)
         return false;
     *out = *md;
+    return true;
+}
+
+/* ---- operations (2.x: the op descriptor) ---- */
+
+dnnl_status_t cpu_op_conv(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *wei,
+                          const cpu_md *bias, const cpu_md *dst, const dnnl_dims_t strides,
+                          const dnnl_dims_t dilates, const dnnl_dims_t pad_l,
+                          const dnnl_dims_t pad_r)
+{
+    op->kind = CPU_OP_CONV;
+    return dnnl_dilated_convolution_forward_desc_init(&op->d.conv, dnnl_forward_inference, alg, src,
+                                                      wei, bias, dst, strides, dilates, pad_l,
+                                                      pad_r);
+}
+
+dnnl_status_t cpu_op_deconv(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *wei,
+                            const cpu_md *bias, const cpu_md *dst, const dnnl_dims_t strides,
+                            const dnnl_dims_t dilates, const dnnl_dims_t pad_l,
+                            const dnnl_dims_t pad_r)
+{
+    op->kind = CPU_OP_DECONV;
+    return dnnl_dilated_deconvolution_forward_desc_init(&op->d.deconv, dnnl_forward_inference, alg,
+                                                        src, wei, bias, dst, strides, dilates,
+                                                        pad_l, pad_r);
+}
+
+dnnl_status_t cpu_op_inner_product(cpu_op *op, const cpu_md *src, const cpu_md *wei,
+                                   const cpu_md *bias, const cpu_md *dst)
+{
+    op->kind = CPU_OP_INNER_PRODUCT;
+    return dnnl_inner_product_forward_desc_init(&op->d.ip, dnnl_forward_inference, src, wei, bias,
+                                                dst);
+}
+
+dnnl_status_t cpu_op_matmul(cpu_op *op, const cpu_md *src, const cpu_md *wei, const cpu_md *bias,
+                            const cpu_md *dst)
+{
+    op->kind = CPU_OP_MATMUL;
+    return dnnl_matmul_desc_init(&op->d.matmul, src, wei, bias, dst);
+}
+
+dnnl_status_t cpu_op_binary(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src0, const cpu_md *src1,
+                            const cpu_md *dst)
+{
+    op->kind = CPU_OP_BINARY;
+    return dnnl_binary_desc_init(&op->d.binary, alg, src0, src1, dst);
+}
+
+dnnl_status_t cpu_op_eltwise(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, float alpha,
+                             float beta)
+{
+    op->kind = CPU_OP_ELTWISE;
+    return dnnl_eltwise_forward_desc_init(&op->d.eltwise, dnnl_forward_inference, alg, src, alpha,
+                                          beta);
+}
+
+dnnl_status_t cpu_op_softmax(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *dst,
+                             int axis)
+{
+    op->kind = CPU_OP_SOFTMAX;
+    return dnnl_softmax_v2_forward_desc_init(&op->d.softmax, dnnl_forward_inference, alg, src, dst,
+                                             axis);
+}
+
+dnnl_status_t cpu_op_pooling(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *dst,
+                             const dnnl_dims_t strides, const dnnl_dims_t kernel,
+                             const dnnl_dims_t dilation, const dnnl_dims_t pad_l,
+                             const dnnl_dims_t pad_r)
+{
+    op->kind = CPU_OP_POOLING;
+    return dnnl_pooling_v2_forward_desc_init(&op->d.pooling, dnnl_forward_inference, alg, src, dst,
+                                             strides, kernel, dilation, pad_l, pad_r);
+}
+
+dnnl_status_t cpu_op_lrn(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, dnnl_dim_t local_size,
+                         float alpha, float beta, float k)
+{
+    op->kind = CPU_OP_LRN;
+    return dnnl_lrn_forward_desc_init(&op->d.lrn, dnnl_forward_inference, alg, src, local_size,
+                                      alpha, beta, k);
+}
+
+dnnl_status_t cpu_op_batch_norm(cpu_op *op, const cpu_md *src, float eps, unsigned flags)
+{
+    op->kind = CPU_OP_BATCH_NORM;
+    return dnnl_batch_normalization_forward_desc_init(&op->d.bnorm, dnnl_forward_inference, src,
+                                                      eps, flags);
+}
+
+dnnl_status_t cpu_op_layer_norm(cpu_op *op, const cpu_md *src, float eps, unsigned flags)
+{
+    op->kind = CPU_OP_LAYER_NORM;
+    return dnnl_layer_normalization_forward_desc_init(&op->d.lnorm, dnnl_forward_inference, src,
+                                                      NULL, eps, flags);
+}
+
+dnnl_status_t cpu_op_shuffle(cpu_op *op, const cpu_md *src, int axis, dnnl_dim_t group_size)
+{
+    op->kind = CPU_OP_SHUFFLE;
+    return dnnl_shuffle_forward_desc_init(&op->d.shuffle, dnnl_forward_inference, src, axis,
+                                          group_size);
+}
+
+dnnl_status_t cpu_op_resampling(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src,
+                                const cpu_md *dst)
+{
+    op->kind = CPU_OP_RESAMPLING;
+    return dnnl_resampling_forward_desc_init(&op->d.resampling, dnnl_forward_inference, alg, NULL,
+                                             src, dst);
+}
+
+dnnl_status_t cpu_op_reduction(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src,
+                               const cpu_md *dst, float p, float eps)
+{
+    op->kind = CPU_OP_REDUCTION;
+    return dnnl_reduction_desc_init(&op->d.reduction, alg, src, dst, p, eps);
+}
+
+dnnl_status_t cpu_op_pd(dnnl_primitive_desc_t *pd, const cpu_op *op,
+                        const_dnnl_primitive_attr_t attr, dnnl_engine_t eng)
+{
+    dnnl_status_t s = dnnl_primitive_desc_create(pd, &op->d, attr, eng, NULL);
+    if (s != dnnl_success)
+        *pd = NULL;
+    return s;
+}
+
+dnnl_primitive_desc_t cpu_op_pd_named(const cpu_op *op, const_dnnl_primitive_attr_t attr,
+                                      dnnl_engine_t eng, const char *impl)
+{
+    dnnl_primitive_desc_iterator_t it;
+    if (dnnl_primitive_desc_iterator_create(&it, &op->d, attr, eng, NULL) != dnnl_success)
+        return NULL;
+    dnnl_primitive_desc_t found = NULL;
+    do {
+        dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
+        const char *name = NULL;
+        if (c != NULL &&
+            dnnl_primitive_desc_query(c, dnnl_query_impl_info_str, 0, &name) == dnnl_success &&
+            name != NULL && strcmp(name, impl) == 0) {
+            found = c;
+            break;
+        }
+        if (c != NULL)
+            dnnl_primitive_desc_destroy(c);
+    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+    dnnl_primitive_desc_iterator_destroy(it);
+    return found;
+}
+
+/* ---- attributes and post-ops ---- */
+
+dnnl_status_t cpu_post_ops_append_eltwise(dnnl_post_ops_t po, dnnl_alg_kind_t alg, float alpha,
+                                          float beta)
+{
+    return dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta);
+}
+
+dnnl_status_t cpu_post_ops_append_sum(dnnl_post_ops_t po, float scale, int32_t zero_point,
+                                      dnnl_data_type_t dt)
+{
+    return dnnl_post_ops_append_sum_v3(po, scale, zero_point, dt);
+}
+
+dnnl_status_t cpu_post_ops_append_binary(dnnl_post_ops_t po, dnnl_alg_kind_t alg,
+                                         const cpu_md *src1)
+{
+    return dnnl_post_ops_append_binary(po, alg, src1);
+}
+
+dnnl_status_t cpu_post_ops_get_params_eltwise(const_dnnl_post_ops_t po, int index,
+                                              dnnl_alg_kind_t *alg, float *alpha, float *beta)
+{
+    float scale;
+    return dnnl_post_ops_get_params_eltwise(po, index, &scale, alg, alpha, beta);
+}
+
+dnnl_status_t cpu_post_ops_begin_scale(dnnl_post_ops_t *po, float scale)
+{
+    (void)po;
+    (void)scale; /* an output scale (cpu_attr_set_scale) */
+    return dnnl_success;
+}
+
+dnnl_status_t cpu_attr_set_scale(dnnl_primitive_attr_t attr, float scale)
+{
+    return scale == 1.0f ? dnnl_success : dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale);
+}
+
+dnnl_status_t cpu_attr_set_output_scales(dnnl_primitive_attr_t attr, dnnl_dim_t n, int mask,
+                                         const float *scales)
+{
+    return dnnl_primitive_attr_set_output_scales(attr, n, mask, scales);
+}
+
+dnnl_status_t cpu_attr_set_zero_point(dnnl_primitive_attr_t attr, int arg, int32_t zero_point)
+{
+    return dnnl_primitive_attr_set_zero_points(attr, arg, 1, 0, &zero_point);
+}
+
+bool cpu_int8_supported(const char **why)
+{
+    (void)why;
     return true;
 }
 

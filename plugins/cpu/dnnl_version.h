@@ -22,6 +22,7 @@
 #include <dnnl.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #if DNNL_VERSION_MAJOR >= 3
 
@@ -137,8 +138,151 @@ static inline dnnl_status_t cpu_concat_pd(dnnl_primitive_desc_t *pd, const cpu_m
 
 #endif
 
+/* oneDNN's name of an ISA ("avx512_core_bf16"; "any" for none it names),
+ * whether it runs bf16 natively, whether it has VNNI (int8 dot products). */
+const char *cpu_dnnl_isa_name(dnnl_cpu_isa_t isa);
+bool cpu_dnnl_isa_bf16(dnnl_cpu_isa_t isa);
+bool cpu_dnnl_isa_vnni(dnnl_cpu_isa_t isa);
+/* What a status means, in words ("invalid arguments"). */
+const char *cpu_dnnl_status_why(dnnl_status_t s);
+
 /* The descriptor a primitive descriptor holds for `what` (dnnl_query_src_md,
  * ...) at index `index` into *out; false when it has none. */
 bool cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index, cpu_md *out);
+
+/* ---- operations ----
+ *
+ * An operation before its primitive descriptor (cpu_op): 2.x's op
+ * descriptor, made by its *_desc_init when the cpu_op_* call is made; in
+ * 3.x, which creates primitive descriptors from the parameters directly
+ * (dnnl_*_primitive_desc_create), the parameters, copied. cpu_op_pd makes
+ * the primitive descriptor with an attribute. Every operation is forward
+ * inference. NULL bias: none. Descriptors are read during the call only. */
+
+typedef enum cpu_op_kind {
+    CPU_OP_CONV,
+    CPU_OP_DECONV,
+    CPU_OP_INNER_PRODUCT,
+    CPU_OP_MATMUL,
+    CPU_OP_BINARY,
+    CPU_OP_ELTWISE,
+    CPU_OP_SOFTMAX,
+    CPU_OP_POOLING,
+    CPU_OP_LRN,
+    CPU_OP_BATCH_NORM,
+    CPU_OP_LAYER_NORM,
+    CPU_OP_SHUFFLE,
+    CPU_OP_RESAMPLING,
+    CPU_OP_REDUCTION,
+} cpu_op_kind;
+
+typedef struct cpu_op {
+    cpu_op_kind kind;
+#if DNNL_VERSION_MAJOR >= 3
+    dnnl_alg_kind_t alg;
+    cpu_md src, wei, bias, dst, src1;
+    bool has_bias;
+    dnnl_dims_t strides, dilates, pad_l, pad_r, kernel;
+    float alpha, beta, k, eps, p;
+    dnnl_dim_t size;
+    int axis;
+    unsigned flags;
+#else
+    union {
+        dnnl_convolution_desc_t conv;
+        dnnl_deconvolution_desc_t deconv;
+        dnnl_inner_product_desc_t ip;
+        dnnl_matmul_desc_t matmul;
+        dnnl_binary_desc_t binary;
+        dnnl_eltwise_desc_t eltwise;
+        dnnl_softmax_v2_desc_t softmax;
+        dnnl_pooling_v2_desc_t pooling;
+        dnnl_lrn_desc_t lrn;
+        dnnl_batch_normalization_desc_t bnorm;
+        dnnl_layer_normalization_desc_t lnorm;
+        dnnl_shuffle_desc_t shuffle;
+        dnnl_resampling_desc_t resampling;
+        dnnl_reduction_desc_t reduction;
+    } d;
+#endif
+} cpu_op;
+
+/* Convolution and deconvolution (alg dnnl_convolution_direct,
+ * dnnl_deconvolution_direct); dilates 0-based (0: none). */
+dnnl_status_t cpu_op_conv(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *wei,
+                          const cpu_md *bias, const cpu_md *dst, const dnnl_dims_t strides,
+                          const dnnl_dims_t dilates, const dnnl_dims_t pad_l,
+                          const dnnl_dims_t pad_r);
+dnnl_status_t cpu_op_deconv(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *wei,
+                            const cpu_md *bias, const cpu_md *dst, const dnnl_dims_t strides,
+                            const dnnl_dims_t dilates, const dnnl_dims_t pad_l,
+                            const dnnl_dims_t pad_r);
+dnnl_status_t cpu_op_inner_product(cpu_op *op, const cpu_md *src, const cpu_md *wei,
+                                   const cpu_md *bias, const cpu_md *dst);
+dnnl_status_t cpu_op_matmul(cpu_op *op, const cpu_md *src, const cpu_md *wei, const cpu_md *bias,
+                            const cpu_md *dst);
+dnnl_status_t cpu_op_binary(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src0, const cpu_md *src1,
+                            const cpu_md *dst);
+/* In place: the destination is described as the source. */
+dnnl_status_t cpu_op_eltwise(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, float alpha,
+                             float beta);
+dnnl_status_t cpu_op_softmax(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *dst,
+                             int axis);
+dnnl_status_t cpu_op_pooling(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, const cpu_md *dst,
+                             const dnnl_dims_t strides, const dnnl_dims_t kernel,
+                             const dnnl_dims_t dilation, const dnnl_dims_t pad_l,
+                             const dnnl_dims_t pad_r);
+dnnl_status_t cpu_op_lrn(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, dnnl_dim_t local_size,
+                         float alpha, float beta, float k);
+dnnl_status_t cpu_op_batch_norm(cpu_op *op, const cpu_md *src, float eps, unsigned flags);
+/* Statistics' descriptor: oneDNN's default. */
+dnnl_status_t cpu_op_layer_norm(cpu_op *op, const cpu_md *src, float eps, unsigned flags);
+dnnl_status_t cpu_op_shuffle(cpu_op *op, const cpu_md *src, int axis, dnnl_dim_t group_size);
+/* Factors: from the source's and destination's dims. */
+dnnl_status_t cpu_op_resampling(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src,
+                                const cpu_md *dst);
+dnnl_status_t cpu_op_reduction(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src,
+                               const cpu_md *dst, float p, float eps);
+
+/* The primitive descriptor of op with attr (NULL: default), oneDNN's
+ * first implementation. */
+dnnl_status_t cpu_op_pd(dnnl_primitive_desc_t *pd, const cpu_op *op,
+                        const_dnnl_primitive_attr_t attr, dnnl_engine_t eng);
+/* The first of op's implementations, in oneDNN's order, whose name
+ * (cpu_pd_impl's "jit:sse41") is `impl`; NULL when none is. */
+dnnl_primitive_desc_t cpu_op_pd_named(const cpu_op *op, const_dnnl_primitive_attr_t attr,
+                                      dnnl_engine_t eng, const char *impl);
+
+/* ---- attributes and post-ops ---- */
+
+/* Post-op of an eltwise activation (2.x's scale: 1). */
+dnnl_status_t cpu_post_ops_append_eltwise(dnnl_post_ops_t po, dnnl_alg_kind_t alg, float alpha,
+                                          float beta);
+/* Post-op adding dst (read as dt; dnnl_data_type_undef: dst's own), times
+ * scale, less zero_point. */
+dnnl_status_t cpu_post_ops_append_sum(dnnl_post_ops_t po, float scale, int32_t zero_point,
+                                      dnnl_data_type_t dt);
+dnnl_status_t cpu_post_ops_append_binary(dnnl_post_ops_t po, dnnl_alg_kind_t alg,
+                                         const cpu_md *src1);
+dnnl_status_t cpu_post_ops_get_params_eltwise(const_dnnl_post_ops_t po, int index,
+                                              dnnl_alg_kind_t *alg, float *alpha, float *beta);
+/* A constant scale of a product's result before its post-ops (2.x's
+ * output scale). 3.x scales only per argument at run time: there the
+ * scale is an eltwise linear post-op, the first, so both are called:
+ * cpu_post_ops_begin_scale on *po (NULL: made when needed) before any
+ * other post-op is appended, cpu_attr_set_scale on the attribute made
+ * from them. */
+dnnl_status_t cpu_post_ops_begin_scale(dnnl_post_ops_t *po, float scale);
+dnnl_status_t cpu_attr_set_scale(dnnl_primitive_attr_t attr, float scale);
+/* 2.x's output scales (count n, mask over the destination's dims) and a
+ * constant zero point of argument arg (DNNL_RUNTIME_S32_VAL: given at run
+ * time), the int8 kernels' (quant.c). 3.x has scales and zero points only
+ * per argument, given at run time: not ported yet (dnnl_unimplemented),
+ * and cpu_int8_supported says so. */
+dnnl_status_t cpu_attr_set_output_scales(dnnl_primitive_attr_t attr, dnnl_dim_t n, int mask,
+                                         const float *scales);
+dnnl_status_t cpu_attr_set_zero_point(dnnl_primitive_attr_t attr, int arg, int32_t zero_point);
+/* Whether the int8 kernels have what they need (NULL *why: yes). */
+bool cpu_int8_supported(const char **why);
 
 #endif

@@ -142,7 +142,7 @@ static void conv1x1_desc(const rn_node *node, bool fused, bool sum, dnnl_primiti
     dnnl_dims_t xd = {1, k, m, 1}, wd = {n, k, 1, 1}, yd = {1, n, m, 1}, bd = {n};
     dnnl_dims_t ones = {1, 1}, zeros = {0, 0};
     cpu_md x, w, bias, y;
-    dnnl_convolution_desc_t cd;
+    cpu_op cd;
     bool has_bias = rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
     dnnl_status_t ds = cpu_md_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_nhwc);
     if (ds == dnnl_success)
@@ -152,9 +152,8 @@ static void conv1x1_desc(const rn_node *node, bool fused, bool sum, dnnl_primiti
     if (ds == dnnl_success)
         ds = cpu_md_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_a);
     if (ds == dnnl_success)
-        ds = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
-                                                dnnl_convolution_direct, &x, &w,
-                                                has_bias ? &bias : NULL, &y, ones, zeros, zeros);
+        ds = cpu_op_conv(&cd, dnnl_convolution_direct, &x, &w, has_bias ? &bias : NULL, &y, ones,
+                         zeros, zeros, zeros);
     *pd = NULL;
     /* Not describable or not creatable: the matmul stays. */
     if (ds != dnnl_success || cpu_weighted_pd(node, &cd, fused, sum, pd) != RN_OK)
@@ -169,10 +168,7 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     rn_partial_shape y = rn_node_output_shape(node, 0);
     rn_status st;
     dnnl_status_t ds;
-    union {
-        dnnl_inner_product_desc_t ip;
-        dnnl_matmul_desc_t mm;
-    } d;
+    cpu_op d;
     if (s->matmul) {
         /* Both operands at the output's rank (leading 1s): oneDNN
          * broadcasts the batch dims. */
@@ -205,7 +201,7 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
             if ((st = cpu_plain_md(RN_F32, r, bd, &s->bias)) != RN_OK)
                 return st;
         }
-        ds = dnnl_matmul_desc_init(&d.mm, &s->src, &s->wei, s->has_bias ? &s->bias : NULL, &s->dst);
+        ds = cpu_op_matmul(&d, &s->src, &s->wei, s->has_bias ? &s->bias : NULL, &s->dst);
     } else {
         int64_t n = b.dims[0];
         if ((st = md_dims(2, a.dims, dt, dnnl_format_tag_any, &s->src)) != RN_OK ||
@@ -214,8 +210,7 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
                 RN_OK ||
             (st = cpu_plain_md(RN_F32, 1, &n, &s->bias)) != RN_OK)
             return st;
-        ds = dnnl_inner_product_forward_desc_init(&d.ip, dnnl_forward_inference, &s->src, &s->wei,
-                                                  s->has_bias ? &s->bias : NULL, &s->dst);
+        ds = cpu_op_inner_product(&d, &s->src, &s->wei, s->has_bias ? &s->bias : NULL, &s->dst);
     }
     if (ds != dnnl_success)
         return cpu_error(node, "describing the product", ds);

@@ -104,8 +104,7 @@ static bool pool_supports(const rn_node *node, const char **why)
     return true;
 }
 
-static rn_status pool_desc(const rn_node *node, nn_state *s, dnnl_alg_kind_t *alg,
-                           dnnl_pooling_v2_desc_t *d)
+static rn_status pool_desc(const rn_node *node, nn_state *s, dnnl_alg_kind_t *alg, cpu_op *d)
 {
     rn_partial_shape x = rn_node_input_shape(node, 0), y = rn_node_output_shape(node, 0);
     int n = x.rank - 2;
@@ -148,8 +147,7 @@ static rn_status pool_desc(const rn_node *node, nn_state *s, dnnl_alg_kind_t *al
     if (cpu_md_init_by_tag(&dst, y.rank, yd, s->src[0].data_type, dnnl_format_tag_any) !=
         dnnl_success)
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe pooling output");
-    dnnl_status_t ds = dnnl_pooling_v2_forward_desc_init(
-        d, dnnl_forward_inference, *alg, &s->src[0], &dst, strides, kernel, dil, pl, pr);
+    dnnl_status_t ds = cpu_op_pooling(d, *alg, &s->src[0], &dst, strides, kernel, dil, pl, pr);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the pooling", ds);
     return RN_OK;
@@ -248,26 +246,17 @@ static rn_status engine_and_attr(const rn_node *node, dnnl_engine_t *eng,
  * whole map over nChw8c (7x7 over 7x7: 27 against 13 us; nhwc 6 against 8).
  * Where oneDNN picks another kernel (AVX-512's, over nChw16c, which SSE4.1
  * does not take) nothing changes. *pd is replaced, or left. */
-static void prefer_sse41_pooling(const void *desc, const_dnnl_primitive_attr_t attr,
+static void prefer_sse41_pooling(const cpu_op *op, const_dnnl_primitive_attr_t attr,
                                  dnnl_engine_t eng, dnnl_primitive_desc_t *pd)
 {
     const char *impl = cpu_pd_impl(*pd);
     if (strncmp(impl, "jit:avx", 7) != 0 || strncmp(impl, "jit:avx512", 10) == 0)
         return;
-    dnnl_primitive_desc_iterator_t it;
-    if (dnnl_primitive_desc_iterator_create(&it, desc, attr, eng, NULL) != dnnl_success)
-        return;
-    do {
-        dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
-        if (c != NULL && strcmp(cpu_pd_impl(c), "jit:sse41") == 0) {
-            dnnl_primitive_desc_destroy(*pd);
-            *pd = c;
-            break;
-        }
-        if (c != NULL)
-            dnnl_primitive_desc_destroy(c);
-    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
-    dnnl_primitive_desc_iterator_destroy(it);
+    dnnl_primitive_desc_t c = cpu_op_pd_named(op, attr, eng, "jit:sse41");
+    if (c != NULL) {
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = c;
+    }
 }
 
 /* The op's primitive descriptor over s->src (NULL: unimplemented). */
@@ -289,60 +278,48 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
         ds = cpu_concat_pd(pd, NULL, s->n_src, (int)axis, s->src, attr, eng);
         cpu_team_end(prev);
     } else {
-        union {
-            dnnl_pooling_v2_desc_t pool;
-            dnnl_lrn_desc_t lrn;
-            dnnl_softmax_v2_desc_t softmax;
-            dnnl_batch_normalization_desc_t bn;
-            dnnl_shuffle_desc_t shuffle;
-            dnnl_layer_normalization_desc_t ln;
-        } d;
+        cpu_op d;
         if (is_op(node, "LRN")) {
             int64_t size = rn_node_attr_int(node, "size", 1);
-            ds = dnnl_lrn_forward_desc_init(&d.lrn, dnnl_forward_inference,
-                                            dnnl_lrn_across_channels, &s->src[0], size,
-                                            rn_node_attr_float_or_default(node, "alpha"),
-                                            rn_node_attr_float_or_default(node, "beta"),
-                                            rn_node_attr_float_or_default(node, "bias"));
+            ds = cpu_op_lrn(&d, dnnl_lrn_across_channels, &s->src[0], size,
+                            rn_node_attr_float_or_default(node, "alpha"),
+                            rn_node_attr_float_or_default(node, "beta"),
+                            rn_node_attr_float_or_default(node, "bias"));
         } else if (is_op(node, "LayerNormalization")) {
             unsigned flags = dnnl_use_scale;
             if (s->ln_shift)
                 flags |= dnnl_use_shift;
-            ds = dnnl_layer_normalization_forward_desc_init(
-                &d.ln, dnnl_forward_inference, &s->src[0], NULL,
-                rn_node_attr_float_or_default(node, "epsilon"), flags);
+            ds = cpu_op_layer_norm(&d, &s->src[0], rn_node_attr_float_or_default(node, "epsilon"),
+                                   flags);
         } else if (is_op(node, "ShuffleChannels")) {
             int64_t axis = rn_node_attr_int(node, "axis", 1);
             if (axis < 0)
                 axis += rn_node_input_shape(node, 0).rank;
             /* oneDNN's group_size is the size of each of our groups. */
             int64_t c = rn_node_input_shape(node, 0).dims[axis];
-            ds = dnnl_shuffle_forward_desc_init(&d.shuffle, dnnl_forward_inference, &s->src[0],
-                                                (int)axis, c / rn_node_attr_int(node, "group", 1));
+            ds = cpu_op_shuffle(&d, &s->src[0], (int)axis, c / rn_node_attr_int(node, "group", 1));
         } else if (is_op(node, "Softmax") || is_op(node, "LogSoftmax")) {
             int axis = 0;
             softmax_axis(node, &axis);
-            ds = dnnl_softmax_v2_forward_desc_init(&d.softmax, dnnl_forward_inference,
-                                                   is_op(node, "Softmax") ? dnnl_softmax_accurate
-                                                                          : dnnl_softmax_log,
-                                                   &s->src[0], &s->src[0], axis);
+            ds = cpu_op_softmax(&d,
+                                is_op(node, "Softmax") ? dnnl_softmax_accurate : dnnl_softmax_log,
+                                &s->src[0], &s->src[0], axis);
         } else if (is_op(node, "BatchNormalization") || is_op(node, "FusedBatchNormalization")) {
             unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
             if (is_op(node, "FusedBatchNormalization"))
                 flags |= dnnl_fuse_norm_relu; /* its one activation: Relu */
-            ds = dnnl_batch_normalization_forward_desc_init(
-                &d.bn, dnnl_forward_inference, &s->src[0],
-                rn_node_attr_float_or_default(node, "epsilon"), flags);
+            ds = cpu_op_batch_norm(&d, &s->src[0], rn_node_attr_float_or_default(node, "epsilon"),
+                                   flags);
         } else {
             dnnl_alg_kind_t alg;
-            if ((st = pool_desc(node, s, &alg, &d.pool)) != RN_OK) {
+            if ((st = pool_desc(node, s, &alg, &d)) != RN_OK) {
                 dnnl_primitive_attr_destroy(attr);
                 return st;
             }
         }
         if (ds == dnnl_success) {
             int prev = cpu_team_begin(node);
-            ds = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+            ds = cpu_op_pd(pd, &d, attr, eng);
             if (ds == dnnl_success && (is_op(node, "MaxPool") || is_op(node, "AveragePool")) &&
                 s->src[0].data_type == dnnl_f32)
                 prefer_sse41_pooling(&d, attr, eng, pd);

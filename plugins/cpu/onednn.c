@@ -76,43 +76,17 @@ rn_status cpu_stream(dnnl_stream_t *out)
 
 const char *cpu_isa_name(void)
 {
-    switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41:
-        return "sse41";
-    case dnnl_cpu_isa_avx:
-        return "avx";
-    case dnnl_cpu_isa_avx2:
-        return "avx2";
-    case dnnl_cpu_isa_avx512_mic:
-        return "avx512_mic";
-    case dnnl_cpu_isa_avx512_mic_4ops:
-        return "avx512_mic_4ops";
-    case dnnl_cpu_isa_avx512_core:
-        return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni:
-        return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16:
-        return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx:
-        return "avx512_core_amx";
-    case dnnl_cpu_isa_avx2_vnni:
-        return "avx2_vnni";
-    default:
-        return "any";
-    }
+    return cpu_dnnl_isa_name(dnnl_get_effective_cpu_isa());
 }
 
 bool cpu_has_bf16(void)
 {
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+    return cpu_dnnl_isa_bf16(dnnl_get_effective_cpu_isa());
 }
 
 bool cpu_has_vnni(void)
 {
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
-           isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
+    return cpu_dnnl_isa_vnni(dnnl_get_effective_cpu_isa());
 }
 
 /* oneDNN's statuses as runnel's: a primitive oneDNN has no implementation
@@ -123,13 +97,7 @@ bool cpu_has_vnni(void)
  * next kernel (plugin_kernel_may_fall_back). */
 rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s)
 {
-    const char *why = s == dnnl_unimplemented       ? "no implementation for these shapes and types"
-                      : s == dnnl_out_of_memory     ? "oneDNN reported out of memory"
-                      : s == dnnl_invalid_arguments ? "invalid arguments"
-                      : s == dnnl_iterator_ends     ? "iterator ends"
-                      : s == dnnl_runtime_error     ? "runtime error"
-                      : s == dnnl_not_required      ? "not required"
-                                                    : "oneDNN error";
+    const char *why = cpu_dnnl_status_why(s);
     rn_status st = s == dnnl_unimplemented ? RN_UNSUPPORTED : RN_DEVICE_ERROR;
     if (node != NULL)
         return rn_set_error(st, "CPU: node '%s' (%s): %s: %s (oneDNN status %d)",

@@ -139,6 +139,8 @@ static bool qfused_supports(const rn_node *node, const char **why)
     bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0, matmul = is_matmul(node);
     rn_partial_shape x = rn_node_input_shape(node, QF_X);
     rn_partial_shape w = rn_node_input_shape(node, QF_W);
+    if (!cpu_int8_supported(why))
+        return false;
     if (!is_int8(rn_node_input_type(node, QF_X)) || rn_node_input_type(node, QF_W) != RN_I8) {
         *why = "x u8 or i8 and w i8 only";
         return false;
@@ -245,7 +247,7 @@ static void qfused_release(void *state)
 }
 
 /* The convolution's descriptor (grouped weights as [g, M/g, C/g, k...]). */
-static rn_status conv_op_desc(const rn_node *node, qfused *q, dnnl_convolution_desc_t *cd)
+static rn_status conv_op_desc(const rn_node *node, qfused *q, cpu_op *cd)
 {
     rn_partial_shape xs = rn_node_input_shape(node, QF_X);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -259,14 +261,13 @@ static rn_status conv_op_desc(const rn_node *node, qfused *q, dnnl_convolution_d
         (st = cpu_any_md(g.weights_rank, g.weights_dims, dnnl_s8, &q->wei)) != RN_OK ||
         (st = cpu_any_md(rank, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
         return st;
-    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
-        cd, dnnl_forward_inference, dnnl_convolution_direct, &q->src, &q->wei,
-        q->bias_data != NULL ? &q->bias : NULL, &q->dst, g.strides, g.dilations, g.pads_begin,
-        g.pads_end);
+    dnnl_status_t ds = cpu_op_conv(cd, dnnl_convolution_direct, &q->src, &q->wei,
+                                   q->bias_data != NULL ? &q->bias : NULL, &q->dst, g.strides,
+                                   g.dilations, g.pads_begin, g.pads_end);
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 convolution", ds);
 }
 
-static rn_status gemm_op_desc(const rn_node *node, qfused *q, dnnl_inner_product_desc_t *ip)
+static rn_status gemm_op_desc(const rn_node *node, qfused *q, cpu_op *ip)
 {
     rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -276,15 +277,14 @@ static rn_status gemm_op_desc(const rn_node *node, qfused *q, dnnl_inner_product
         (st = cpu_any_md(2, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
         return st;
     dnnl_status_t ds =
-        dnnl_inner_product_forward_desc_init(ip, dnnl_forward_inference, &q->src, &q->wei,
-                                             q->bias_data != NULL ? &q->bias : NULL, &q->dst);
+        cpu_op_inner_product(ip, &q->src, &q->wei, q->bias_data != NULL ? &q->bias : NULL, &q->dst);
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 inner product", ds);
 }
 
 /* MatMul: both operands at the output's rank (leading 1s; oneDNN
  * broadcasts the weights over the batch), plain activations, weights in the
  * primitive's layout. */
-static rn_status matmul_op_desc(const rn_node *node, qfused *q, dnnl_matmul_desc_t *mm)
+static rn_status matmul_op_desc(const rn_node *node, qfused *q, cpu_op *mm)
 {
     rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -297,7 +297,7 @@ static rn_status matmul_op_desc(const rn_node *node, qfused *q, dnnl_matmul_desc
         (st = cpu_any_md(r, wd, dnnl_s8, &q->wei)) != RN_OK ||
         (st = cpu_plain_md(rn_node_output_type(node, 0), r, ys.dims, &q->dst)) != RN_OK)
         return st;
-    dnnl_status_t ds = dnnl_matmul_desc_init(mm, &q->src, &q->wei, NULL, &q->dst);
+    dnnl_status_t ds = cpu_op_matmul(mm, &q->src, &q->wei, NULL, &q->dst);
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 matmul", ds);
 }
 
@@ -330,25 +330,25 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
     if (s == dnnl_success && mid) {
         float lo, hi, z = (float)const_at(node, QF_MZ, 0);
         q_range(rn_node_input_type(node, QF_MZ), &lo, &hi);
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f);
+        s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_round, 0.0f, 0.0f);
         if (s == dnnl_success)
-            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, lo - z, hi - z);
+            s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_clip_v2, lo - z, hi - z);
         float to_y = (float)(const_at(node, QF_MS, 0) / ys);
         if (s == dnnl_success && to_y != 1.0f)
-            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, to_y, 0.0f);
+            s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_linear, to_y, 0.0f);
     }
     /* An f32 residual (no sum_scale) is added as it is. */
     bool sum_q = present(node, QF_SS);
     if (s == dnnl_success && sum)
-        s = dnnl_post_ops_append_sum_v3(
+        s = cpu_post_ops_append_sum(
             po, sum_q ? (float)(const_at(node, QF_SS, 0) / ys) : 1.0f,
             sum_q && present(node, QF_SZ) ? (int32_t)const_at(node, QF_SZ, 0) : 0,
             cpu_dt(rn_node_input_type(node, QF_S)));
     if (s == dnnl_success && relu)
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+        s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f);
     float zy = y ? (float)const_at(node, QF_YZ, 0) : 0.0f;
     if (s == dnnl_success && zy != 0.0f)
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, 1.0f, zy);
+        s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_linear, 1.0f, zy);
     dnnl_primitive_attr_t attr = NULL;
     rn_status st = s == dnnl_success ? cpu_attr(node, po, &attr)
                                      : cpu_error(node, "building int8 post-ops", s);
@@ -356,14 +356,13 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
         /* Per output channel: dst's dim 1 (convolution, inner product),
          * its last dim (matmul). */
         int oc = is_matmul(node) ? rn_node_output_shape(node, 0).rank - 1 : 1;
-        s = dnnl_primitive_attr_set_output_scales(attr, (dnnl_dim_t)nw, nw > 1 ? 1 << oc : 0,
-                                                  scales);
+        s = cpu_attr_set_output_scales(attr, (dnnl_dim_t)nw, nw > 1 ? 1 << oc : 0, scales);
         /* x's zero point: oneDNN subtracts it (padding included, as the
          * zero point stands for 0.0) and compensates in the weights. */
         int32_t zx =
             runtime_zero_point(node) ? DNNL_RUNTIME_S32_VAL : (int32_t)const_at(node, QF_XZ, 0);
         if (s == dnnl_success && zx != 0)
-            s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zx);
+            s = cpu_attr_set_zero_point(attr, DNNL_ARG_SRC, zx);
         if (s != dnnl_success) {
             dnnl_primitive_attr_destroy(attr);
             st = cpu_error(node, "setting the output scales", s);
@@ -409,19 +408,15 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
         return zst;
     }
     bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0;
-    union {
-        dnnl_convolution_desc_t conv;
-        dnnl_inner_product_desc_t ip;
-        dnnl_matmul_desc_t mm;
-    } d;
+    cpu_op d;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_engine_t eng = NULL;
     rn_status st = qfused_bias(node, q);
     if (st == RN_OK)
-        st = conv              ? conv_op_desc(node, q, &d.conv)
-             : is_matmul(node) ? matmul_op_desc(node, q, &d.mm)
-                               : gemm_op_desc(node, q, &d.ip);
+        st = conv              ? conv_op_desc(node, q, &d)
+             : is_matmul(node) ? matmul_op_desc(node, q, &d)
+                               : gemm_op_desc(node, q, &d);
     if (st == RN_OK)
         st = qfused_attr(node, &attr);
     if (st == RN_OK)
@@ -433,7 +428,7 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
     int team = cpu_team_size(node, cpu_config_get()->threads);
     if (st == RN_OK) {
         int prev = cpu_team_begin_size(team);
-        dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, eng, NULL);
+        dnnl_status_t ds = cpu_op_pd(&pd, &d, attr, eng);
         cpu_team_end(prev);
         if (ds != dnnl_success) {
             pd = NULL;
@@ -545,6 +540,8 @@ static bool qdq_supports(const rn_node *node, const char **why)
     bool quantize = strcmp(rn_node_op_type(node), "QuantizeLinear") == 0;
     rn_element_type f = quantize ? rn_node_input_type(node, 0) : rn_node_output_type(node, 0);
     rn_element_type q = quantize ? rn_node_output_type(node, 0) : rn_node_input_type(node, 0);
+    if (!cpu_int8_supported(why))
+        return false;
     if (f != RN_F32 || !is_int8(q)) {
         *why = "f32 to or from u8 or i8 only";
         return false;
@@ -594,13 +591,12 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
         r->dst.data_type = cpu_dt(out);
         float scale = (float)const_at(node, 1, 0);
         float s = quantize ? 1.0f / scale : scale;
-        dnnl_status_t ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &s);
+        dnnl_status_t ds = cpu_attr_set_output_scales(attr, 1, 0, &s);
         /* The zero point: added to the quantized output, subtracted from
          * the quantized input. */
         int32_t z = (int32_t)const_at(node, 2, 0);
         if (ds == dnnl_success && z != 0)
-            ds = dnnl_primitive_attr_set_zero_points(attr, quantize ? DNNL_ARG_DST : DNNL_ARG_SRC,
-                                                     1, 0, &z);
+            ds = cpu_attr_set_zero_point(attr, quantize ? DNNL_ARG_DST : DNNL_ARG_SRC, z);
         /* The reorder's thread count is fixed in its descriptor too. */
         int prev = cpu_team_begin_size(team);
         if (ds == dnnl_success)

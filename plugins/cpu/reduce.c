@@ -94,9 +94,8 @@ static rn_status reduce_pd(const rn_node *node, cpu_md *src, dnnl_primitive_desc
     size_t k = 0;
     while (strcmp(reduce_algs[k].op, rn_node_op_type(node)) != 0)
         k++;
-    dnnl_reduction_desc_t rd;
-    dnnl_status_t ds =
-        dnnl_reduction_desc_init(&rd, reduce_algs[k].alg, src, &dst, reduce_algs[k].p, 0.0f);
+    cpu_op rd;
+    dnnl_status_t ds = cpu_op_reduction(&rd, reduce_algs[k].alg, src, &dst, reduce_algs[k].p, 0.0f);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the reduction", ds);
     if ((st = cpu_weighted_pd(node, &rd, false, false, pd)) != RN_OK || *pd == NULL)

@@ -150,10 +150,9 @@ static rn_status resize_desc(const rn_node *node, const cpu_unary *u, dnnl_primi
     if (st != RN_OK)
         return st;
     bool nearest = strcmp(rn_node_attr_string(node, "mode", "nearest"), "nearest") == 0;
-    dnnl_resampling_desc_t rd;
-    dnnl_status_t ds = dnnl_resampling_forward_desc_init(
-        &rd, dnnl_forward_inference, nearest ? dnnl_resampling_nearest : dnnl_resampling_linear,
-        NULL, &u->src, &dst);
+    cpu_op rd;
+    dnnl_status_t ds = cpu_op_resampling(
+        &rd, nearest ? dnnl_resampling_nearest : dnnl_resampling_linear, &u->src, &dst);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the resampling", ds);
     return cpu_weighted_pd(node, &rd, false, false, pd);

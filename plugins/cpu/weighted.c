@@ -32,7 +32,7 @@ bool cpu_conv_like_supports(const rn_node *node, const char **why)
     return true;
 }
 
-rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, bool sum,
+rn_status cpu_weighted_pd(const rn_node *node, const cpu_op *op, bool fused, bool sum,
                           dnnl_primitive_desc_t *pd)
 {
     dnnl_post_ops_t po = NULL;
@@ -44,7 +44,7 @@ rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, 
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && (st = cpu_engine(&eng)) == RN_OK) {
         int prev = cpu_team_begin(node);
-        dnnl_status_t ds = dnnl_primitive_desc_create(pd, op_desc, attr, eng, NULL);
+        dnnl_status_t ds = cpu_op_pd(pd, op, attr, eng);
         cpu_team_end(prev);
         if (ds != dnnl_success)
             *pd = NULL;
