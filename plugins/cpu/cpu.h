@@ -190,13 +190,7 @@ uint64_t cpu_memory_id(void);
 dnnl_status_t cpu_memory(uint64_t id, int arg, const cpu_md *md, void *data, dnnl_memory_t *out,
                          bool *owned);
 
-/* One argument of an execution: (DNNL_ARG_*, descriptor, memory). */
-typedef struct cpu_arg {
-    int arg;
-    const cpu_md *md;
-    void *data;
-} cpu_arg;
-
+/* cpu_arg: one argument of an execution (dnnl_version.h). */
 /* Runs the primitive with the arguments and the scratchpad of args. */
 rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_arg *a, int n);
 

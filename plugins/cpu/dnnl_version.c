@@ -3,6 +3,7 @@
 #include "plugins/cpu/dnnl_version.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- ISAs and statuses (the enumerations differ between versions) ---- */
@@ -118,6 +119,8 @@ dnnl_status_t cpu_md_from(const_dnnl_memory_desc_t h, cpu_md *out)
 
 int cpu_md_equal(const cpu_md *a, const cpu_md *b)
 {
+    if (a->extra != b->extra)
+        return 0;
     int n = a->ndims;
     size_t dims = sizeof(dnnl_dim_t) * (size_t)(n > 0 ? n : 0);
     if (n != b->ndims || a->data_type != b->data_type || a->format_kind != b->format_kind ||
@@ -211,9 +214,44 @@ static dnnl_status_t blocked_handle(const cpu_md *md, dnnl_memory_desc_t *out)
     return dnnl_unimplemented;
 }
 
+/* Descriptors whose value says less than they do (cpu_md.extra), kept
+ * (one copy of each) for the process's life: a handful, int8 weights. */
+#define EXTRAS 256
+static dnnl_memory_desc_t extras[EXTRAS];
+static int n_extras;
+static pthread_mutex_t extra_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int extra_keep(const_dnnl_memory_desc_t h)
+{
+    int id = 0;
+    pthread_mutex_lock(&extra_lock);
+    for (int i = 0; i < n_extras && id == 0; i++)
+        if (dnnl_memory_desc_equal(extras[i], h))
+            id = i + 1;
+    if (id == 0 && n_extras < EXTRAS &&
+        dnnl_memory_desc_clone(&extras[n_extras], h) == dnnl_success)
+        id = ++n_extras;
+    pthread_mutex_unlock(&extra_lock);
+    return id;
+}
+
+__attribute__((destructor)) static void extras_free(void)
+{
+    for (int i = 0; i < n_extras; i++)
+        dnnl_memory_desc_destroy(extras[i]);
+    n_extras = 0;
+}
+
 dnnl_status_t cpu_md_handle(const cpu_md *md, dnnl_memory_desc_t *out)
 {
     *out = NULL;
+    if (md->extra > 0) {
+        pthread_mutex_lock(&extra_lock);
+        dnnl_status_t s = md->extra <= n_extras ? dnnl_memory_desc_clone(out, extras[md->extra - 1])
+                                                : dnnl_invalid_arguments;
+        pthread_mutex_unlock(&extra_lock);
+        return s;
+    }
     if (md->ndims <= 0 || md->ndims > DNNL_MAX_NDIMS)
         return dnnl_invalid_arguments;
     if (md->format_kind == dnnl_format_kind_any)
@@ -338,7 +376,18 @@ dnnl_status_t cpu_concat_pd(dnnl_primitive_desc_t *pd, const cpu_md *dst, int n,
 bool cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index, cpu_md *out)
 {
     const_dnnl_memory_desc_t h = dnnl_primitive_desc_query_md(pd, what, index);
-    return h != NULL && cpu_md_from(h, out) == dnnl_success;
+    if (h == NULL || cpu_md_from(h, out) != dnnl_success)
+        return false;
+    if (out->format_kind != dnnl_blocked)
+        return true;
+    /* Made again from its fields, is it the primitive's? Not when it has
+     * more (a compensation): then the primitive's own is kept. */
+    dnnl_memory_desc_t again = NULL;
+    bool same = cpu_md_handle(out, &again) == dnnl_success && dnnl_memory_desc_equal(again, h);
+    dnnl_memory_desc_destroy(again);
+    if (!same && (out->extra = extra_keep(h)) == 0)
+        return false;
+    return true;
 }
 
 /* ---- operations (3.x: the parameters, kept for cpu_op_pd) ---- */
@@ -692,23 +741,63 @@ dnnl_status_t cpu_attr_set_scale(dnnl_primitive_attr_t attr, float scale)
     return dnnl_success;
 }
 
-dnnl_status_t cpu_attr_set_output_scales(dnnl_primitive_attr_t attr, dnnl_dim_t n, int mask,
-                                         const float *scales)
+dnnl_status_t cpu_quant_product_scales(cpu_quant *q, dnnl_primitive_attr_t attr,
+                                       const float *scales, int n, int dst_mask, int wei_mask)
 {
-    (void)attr, (void)n, (void)mask, (void)scales;
-    return dnnl_unimplemented;
+    (void)dst_mask;
+    dnnl_dims_t d = {n};
+    q->scales = malloc(sizeof(float) * (size_t)n);
+    if (q->scales == NULL)
+        return dnnl_out_of_memory;
+    memcpy(q->scales, scales, sizeof(float) * (size_t)n);
+    q->n_scales = n;
+    q->scale_arg = DNNL_ARG_WEIGHTS;
+    dnnl_status_t s = cpu_md_init_by_tag(&q->scales_md, 1, d, dnnl_f32, dnnl_a);
+    return s == dnnl_success
+               ? dnnl_primitive_attr_set_scales_mask(attr, DNNL_ARG_WEIGHTS, n > 1 ? wei_mask : 0)
+               : s;
 }
 
-dnnl_status_t cpu_attr_set_zero_point(dnnl_primitive_attr_t attr, int arg, int32_t zero_point)
+dnnl_status_t cpu_quant_reorder_scale(cpu_quant *q, dnnl_primitive_attr_t attr, float scale,
+                                      bool quantize)
 {
-    (void)attr, (void)arg, (void)zero_point;
-    return dnnl_unimplemented;
+    /* dst = (src_scale * (src - src_zp)) / dst_scale + dst_zp */
+    dnnl_dims_t d = {1};
+    q->scales = malloc(sizeof(float));
+    if (q->scales == NULL)
+        return dnnl_out_of_memory;
+    q->scales[0] = scale;
+    q->n_scales = 1;
+    q->scale_arg = quantize ? DNNL_ARG_DST : DNNL_ARG_SRC;
+    dnnl_status_t s = cpu_md_init_by_tag(&q->scales_md, 1, d, dnnl_f32, dnnl_a);
+    return s == dnnl_success ? dnnl_primitive_attr_set_scales_mask(attr, q->scale_arg, 0) : s;
 }
 
-bool cpu_int8_supported(const char **why)
+dnnl_status_t cpu_quant_zero_point(cpu_quant *q, dnnl_primitive_attr_t attr, int arg, int32_t zp,
+                                   bool runtime)
 {
-    *why = "oneDNN 3.x: int8 scales and zero points are run-time arguments (not ported yet)";
+    dnnl_dims_t d = {1};
+    q->zp_arg = arg;
+    q->zp = zp;
+    q->zp_runtime = runtime;
+    dnnl_status_t s = cpu_md_init_by_tag(&q->zp_md, 1, d, dnnl_s32, dnnl_a);
+    return s == dnnl_success ? dnnl_primitive_attr_set_zero_points_mask(attr, arg, 0) : s;
+}
+
+bool cpu_quant_bias_before_scales(void)
+{
     return false;
+}
+
+int cpu_quant_args(const cpu_quant *q, int32_t *zp, cpu_arg *a)
+{
+    int n = 0;
+    if (q->n_scales > 0)
+        a[n++] = (cpu_arg){DNNL_ARG_ATTR_SCALES | q->scale_arg, &q->scales_md, q->scales};
+    if (q->zp_arg != 0)
+        a[n++] = (cpu_arg){DNNL_ARG_ATTR_ZERO_POINTS | q->zp_arg, &q->zp_md,
+                           q->zp_runtime ? zp : (void *)&q->zp};
+    return n;
 }
 
 #else
@@ -909,21 +998,51 @@ dnnl_status_t cpu_attr_set_scale(dnnl_primitive_attr_t attr, float scale)
     return scale == 1.0f ? dnnl_success : dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale);
 }
 
-dnnl_status_t cpu_attr_set_output_scales(dnnl_primitive_attr_t attr, dnnl_dim_t n, int mask,
-                                         const float *scales)
+dnnl_status_t cpu_quant_product_scales(cpu_quant *q, dnnl_primitive_attr_t attr,
+                                       const float *scales, int n, int dst_mask, int wei_mask)
 {
-    return dnnl_primitive_attr_set_output_scales(attr, n, mask, scales);
+    (void)q, (void)wei_mask;
+    return dnnl_primitive_attr_set_output_scales(attr, n, n > 1 ? dst_mask : 0, scales);
 }
 
-dnnl_status_t cpu_attr_set_zero_point(dnnl_primitive_attr_t attr, int arg, int32_t zero_point)
+dnnl_status_t cpu_quant_reorder_scale(cpu_quant *q, dnnl_primitive_attr_t attr, float scale,
+                                      bool quantize)
 {
-    return dnnl_primitive_attr_set_zero_points(attr, arg, 1, 0, &zero_point);
+    (void)q;
+    float s = quantize ? 1.0f / scale : scale;
+    return dnnl_primitive_attr_set_output_scales(attr, 1, 0, &s);
 }
 
-bool cpu_int8_supported(const char **why)
+dnnl_status_t cpu_quant_zero_point(cpu_quant *q, dnnl_primitive_attr_t attr, int arg, int32_t zp,
+                                   bool runtime)
 {
-    (void)why;
+    dnnl_dims_t d = {1};
+    q->zp_arg = runtime ? arg : 0; /* a constant one is the attribute's */
+    q->zp_runtime = runtime;
+    dnnl_status_t s =
+        runtime ? cpu_md_init_by_tag(&q->zp_md, 1, d, dnnl_s32, dnnl_a) : dnnl_success;
+    int32_t value = runtime ? DNNL_RUNTIME_S32_VAL : zp;
+    return s == dnnl_success ? dnnl_primitive_attr_set_zero_points(attr, arg, 1, 0, &value) : s;
+}
+
+bool cpu_quant_bias_before_scales(void)
+{
     return true;
 }
 
+int cpu_quant_args(const cpu_quant *q, int32_t *zp, cpu_arg *a)
+{
+    if (q->zp_arg == 0)
+        return 0;
+    a[0] = (cpu_arg){DNNL_ARG_ATTR_ZERO_POINTS | q->zp_arg, &q->zp_md, zp};
+    return 1;
+}
+
 #endif
+
+void cpu_quant_free(cpu_quant *q)
+{
+    free(q->scales);
+    q->scales = NULL;
+    q->n_scales = 0;
+}

@@ -47,11 +47,16 @@ typedef struct cpu_md {
     struct {
         cpu_blocking blocking;
     } format_desc;
+    /* What the fields do not say (2.x's `extra`: an int8 weights layout's
+     * compensation), which 3.x does not let a query read: 0 none, else
+     * 1 + the index of the primitive's own descriptor kept (cpu_pd_md). */
+    int extra;
 } cpu_md;
 
 /* A oneDNN handle describing md (the caller destroys it with
  * dnnl_memory_desc_destroy): format any as any, a blocked layout by its
- * strides, or, with inner blocks, by the format tag that lays it out so.
+ * strides, or, with inner blocks, by the format tag that lays it out so;
+ * with extra, a copy of the descriptor kept.
  * dnnl_unimplemented when no tag does (a layout a 3.x primitive can pick
  * but no tag names). */
 dnnl_status_t cpu_md_handle(const cpu_md *md, dnnl_memory_desc_t *out);
@@ -274,15 +279,51 @@ dnnl_status_t cpu_post_ops_get_params_eltwise(const_dnnl_post_ops_t po, int inde
  * from them. */
 dnnl_status_t cpu_post_ops_begin_scale(dnnl_post_ops_t *po, float scale);
 dnnl_status_t cpu_attr_set_scale(dnnl_primitive_attr_t attr, float scale);
-/* 2.x's output scales (count n, mask over the destination's dims) and a
- * constant zero point of argument arg (DNNL_RUNTIME_S32_VAL: given at run
- * time), the int8 kernels' (quant.c). 3.x has scales and zero points only
- * per argument, given at run time: not ported yet (dnnl_unimplemented),
- * and cpu_int8_supported says so. */
-dnnl_status_t cpu_attr_set_output_scales(dnnl_primitive_attr_t attr, dnnl_dim_t n, int mask,
-                                         const float *scales);
-dnnl_status_t cpu_attr_set_zero_point(dnnl_primitive_attr_t attr, int arg, int32_t zero_point);
-/* Whether the int8 kernels have what they need (NULL *why: yes). */
-bool cpu_int8_supported(const char **why);
+/* One argument of an execution: (DNNL_ARG_*, descriptor, memory). */
+typedef struct cpu_arg {
+    int arg;
+    const cpu_md *md;
+    void *data;
+} cpu_arg;
+
+/* An int8 primitive's scales and zero point. 2.x takes their values in the
+ * attribute (output scales, zero points); 3.x takes masks there and the
+ * values as arguments of every run (DNNL_ARG_ATTR_SCALES |
+ * DNNL_ARG_WEIGHTS, ...), which cpu_quant_args adds. Zeroed, then set by
+ * the calls below before the primitive descriptor is made; freed by
+ * cpu_quant_free. */
+typedef struct cpu_quant {
+    float *scales; /* 3.x: the values, passed at run time */
+    int n_scales, scale_arg;
+    cpu_md scales_md;
+    int zp_arg; /* 0: no zero point */
+    bool zp_runtime;
+    int32_t zp;
+    cpu_md zp_md;
+} cpu_quant;
+
+/* A product's (convolution, inner product, matmul) accumulator times
+ * scales[c] for output channel c (n 1: one for all), before its post-ops:
+ * dst_mask names the channel's dim of the destination (2.x's output
+ * scales), wei_mask its dims of the weights (3.x's weights scales). */
+dnnl_status_t cpu_quant_product_scales(cpu_quant *q, dnnl_primitive_attr_t attr,
+                                       const float *scales, int n, int dst_mask, int wei_mask);
+/* A reorder's one scale: quantize (f32 to int8) divides by it, dequantize
+ * multiplies. */
+dnnl_status_t cpu_quant_reorder_scale(cpu_quant *q, dnnl_primitive_attr_t attr, float scale,
+                                      bool quantize);
+/* Argument arg's zero point (arg's one value; subtracted from a source,
+ * added to a destination); runtime: given by each run (cpu_quant_args). */
+dnnl_status_t cpu_quant_zero_point(cpu_quant *q, dnnl_primitive_attr_t attr, int arg, int32_t zp,
+                                   bool runtime);
+/* Appends the run-time arguments to a (room for 2): the scales and zero
+ * point 3.x takes at run time, a runtime zero point (*zp, at a stable
+ * address) in either. Returns how many. */
+int cpu_quant_args(const cpu_quant *q, int32_t *zp, cpu_arg *a);
+void cpu_quant_free(cpu_quant *q);
+/* Whether a product's bias is added to its accumulator before the scales
+ * (2.x: in the accumulator's units) or after them (3.x: in the scaled
+ * result's). */
+bool cpu_quant_bias_before_scales(void);
 
 #endif

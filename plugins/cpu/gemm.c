@@ -223,7 +223,9 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         return st;
     dnnl_primitive_desc_t cpd = NULL;
     conv1x1_desc(node, fused, s->sum >= 0, &cpd);
-    if (cpd != NULL && strncmp(cpu_pd_impl(cpd), "jit", 3) == 0) {
+    /* A jit kernel (2.x's "jit:avx2", 3.x's "brgconv_1x1:avx2"). */
+    const char *impl = cpd != NULL ? cpu_pd_impl(cpd) : "";
+    if (strncmp(impl, "jit", 3) == 0 || strncmp(impl, "brg", 3) == 0) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = cpd;
         s->conv1x1 = true;

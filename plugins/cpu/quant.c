@@ -139,8 +139,6 @@ static bool qfused_supports(const rn_node *node, const char **why)
     bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0, matmul = is_matmul(node);
     rn_partial_shape x = rn_node_input_shape(node, QF_X);
     rn_partial_shape w = rn_node_input_shape(node, QF_W);
-    if (!cpu_int8_supported(why))
-        return false;
     if (!is_int8(rn_node_input_type(node, QF_X)) || rn_node_input_type(node, QF_W) != RN_I8) {
         *why = "x u8 or i8 and w i8 only";
         return false;
@@ -228,7 +226,7 @@ static bool qfused_supports(const rn_node *node, const char **why)
 typedef struct qfused {
     cpu_prim p;
     cpu_md src, wei, bias, dst;
-    cpu_md zp;        /* s32 [1]: x's zero point at run time */
+    cpu_quant quant;  /* output scales, x's zero point */
     bool runtime_zp;  /* x's zero point an input, not a constant */
     float *bias_data; /* B / (x_scale * w_scale[c]) */
     int sum;          /* the residual input, -1 none */
@@ -242,6 +240,7 @@ static void qfused_release(void *state)
     if (q == NULL)
         return;
     cpu_prim_release(&q->p);
+    cpu_quant_free(&q->quant);
     free(q->bias_data);
     free(q);
 }
@@ -308,13 +307,22 @@ static void q_range(rn_element_type t, float *lo, float *hi)
     *hi = t == RN_I8 ? 127.0f : 255.0f;
 }
 
+/* What the output scales divide by: the scale of the next quantization
+ * (mid's, else y's), 1 without one. */
+static double scales_divisor(const rn_node *node)
+{
+    return present(node, QF_MS)   ? const_at(node, QF_MS, 0)
+           : present(node, QF_YS) ? const_at(node, QF_YS, 0)
+                                  : 1.0;
+}
+
 /* Output scales and post-ops (see the top of the file) into attr. */
-static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
+static rn_status qfused_attr(const rn_node *node, qfused *q, dnnl_primitive_attr_t *out)
 {
     bool mid = present(node, QF_MS), sum = present(node, QF_S), y = present(node, QF_YS);
     bool relu = rn_node_attr_string(node, "activation", NULL) != NULL;
     double xs = const_at(node, QF_XS, 0);
-    double next = mid ? const_at(node, QF_MS, 0) : y ? const_at(node, QF_YS, 0) : 1.0;
+    double next = scales_divisor(node);
     const rn_kernel_tensor *wst = rn_node_input_constant(node, QF_WS);
     size_t nw = 1;
     for (int d = 0; d < wst->rank; d++)
@@ -356,13 +364,18 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
         /* Per output channel: dst's dim 1 (convolution, inner product),
          * its last dim (matmul). */
         int oc = is_matmul(node) ? rn_node_output_shape(node, 0).rank - 1 : 1;
-        s = cpu_attr_set_output_scales(attr, (dnnl_dim_t)nw, nw > 1 ? 1 << oc : 0, scales);
+        /* In the weights: a matmul's last dim, a convolution's and an
+         * inner product's first (a grouped convolution's [g, M/g]). */
+        bool grouped = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0 &&
+                       rn_node_attr_int(node, "group", 1) > 1;
+        int wmask = is_matmul(node) ? 1 << oc : grouped ? 3 : 1;
+        s = cpu_quant_product_scales(&q->quant, attr, scales, (int)nw, 1 << oc, wmask);
         /* x's zero point: oneDNN subtracts it (padding included, as the
          * zero point stands for 0.0) and compensates in the weights. */
-        int32_t zx =
-            runtime_zero_point(node) ? DNNL_RUNTIME_S32_VAL : (int32_t)const_at(node, QF_XZ, 0);
-        if (s == dnnl_success && zx != 0)
-            s = cpu_attr_set_zero_point(attr, DNNL_ARG_SRC, zx);
+        bool runtime = runtime_zero_point(node);
+        int32_t zx = runtime ? 0 : (int32_t)const_at(node, QF_XZ, 0);
+        if (s == dnnl_success && (runtime || zx != 0))
+            s = cpu_quant_zero_point(&q->quant, attr, DNNL_ARG_SRC, zx, runtime);
         if (s != dnnl_success) {
             dnnl_primitive_attr_destroy(attr);
             st = cpu_error(node, "setting the output scales", s);
@@ -375,7 +388,9 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
     return st;
 }
 
-/* The bias in the accumulator's units: B / (x_scale * w_scale[c]). */
+/* The bias in the accumulator's units, B / (x_scale * w_scale[c]), where
+ * oneDNN adds it before the output scales (2.x), else in the scaled
+ * result's, B / scales_divisor (3.x). */
 static rn_status qfused_bias(const rn_node *node, qfused *q)
 {
     if (!present(node, QF_B))
@@ -386,10 +401,12 @@ static rn_status qfused_bias(const rn_node *node, qfused *q)
     q->bias_data = malloc(sizeof(float) * (size_t)m);
     if (q->bias_data == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
-    double xs = const_at(node, QF_XS, 0);
+    double xs = const_at(node, QF_XS, 0), next = scales_divisor(node);
+    bool before = cpu_quant_bias_before_scales();
     for (int64_t c = 0; c < m; c++)
-        q->bias_data[c] = (float)(const_at(node, QF_B, (size_t)c) /
-                                  (xs * const_at(node, QF_WS, per_channel ? (size_t)c : 0)));
+        q->bias_data[c] =
+            (float)(const_at(node, QF_B, (size_t)c) /
+                    (before ? xs * const_at(node, QF_WS, per_channel ? (size_t)c : 0) : next));
     return cpu_plain_md(RN_F32, 1, &m, &q->bias);
 }
 
@@ -401,12 +418,6 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
     q->sum = present(node, QF_S) ? QF_S : -1;
     q->runtime_zp = runtime_zero_point(node);
-    int64_t one = 1;
-    rn_status zst = q->runtime_zp ? cpu_plain_md(RN_I32, 1, &one, &q->zp) : RN_OK;
-    if (zst != RN_OK) {
-        free(q);
-        return zst;
-    }
     bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0;
     cpu_op d;
     dnnl_primitive_attr_t attr = NULL;
@@ -418,7 +429,7 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
              : is_matmul(node) ? matmul_op_desc(node, q, &d)
                                : gemm_op_desc(node, q, &d);
     if (st == RN_OK)
-        st = qfused_attr(node, &attr);
+        st = qfused_attr(node, q, &attr);
     if (st == RN_OK)
         st = cpu_engine(&eng);
     /* oneDNN's int8 convolution fixes its thread count in the descriptor
@@ -489,7 +500,7 @@ static rn_status qfused_run(rn_kernel_args *args)
      * them on the same bytes, else copied there first. */
     if (q->sum >= 0 && args->outputs[0].data != args->inputs[q->sum].data)
         memcpy(args->outputs[0].data, args->inputs[q->sum].data, args->outputs[0].nbytes);
-    cpu_arg a[5] = {{DNNL_ARG_SRC, &q->src, args->inputs[QF_X].data},
+    cpu_arg a[6] = {{DNNL_ARG_SRC, &q->src, args->inputs[QF_X].data},
                     {DNNL_ARG_WEIGHTS, &q->wei, args->inputs[QF_W].data},
                     {DNNL_ARG_DST, &q->dst, args->outputs[0].data}};
     int n = 3;
@@ -501,8 +512,8 @@ static rn_status qfused_run(rn_kernel_args *args)
     if (q->runtime_zp) {
         const void *z = args->inputs[QF_XZ].data;
         zx = args->inputs[QF_XZ].type == RN_I8 ? *(const int8_t *)z : *(const uint8_t *)z;
-        a[n++] = (cpu_arg){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, &q->zp, &zx};
     }
+    n += cpu_quant_args(&q->quant, &zx, a + n);
     return cpu_execute(&q->p, args, a, n);
 }
 
@@ -531,6 +542,7 @@ QFUSED_KERNEL(cpu_kernel_qlinear_fused_matmul, "QLinearFusedMatMul");
 typedef struct qreorder {
     cpu_prim p;
     cpu_md src, dst;
+    cpu_quant quant; /* the scale and zero point */
     cpu_layout src_l, dst_l;
     const rn_layout *src_layout, *dst_layout;
 } qreorder;
@@ -540,8 +552,6 @@ static bool qdq_supports(const rn_node *node, const char **why)
     bool quantize = strcmp(rn_node_op_type(node), "QuantizeLinear") == 0;
     rn_element_type f = quantize ? rn_node_input_type(node, 0) : rn_node_output_type(node, 0);
     rn_element_type q = quantize ? rn_node_output_type(node, 0) : rn_node_input_type(node, 0);
-    if (!cpu_int8_supported(why))
-        return false;
     if (f != RN_F32 || !is_int8(q)) {
         *why = "f32 to or from u8 or i8 only";
         return false;
@@ -560,6 +570,7 @@ static void qreorder_release(void *state)
     if (r == NULL)
         return;
     cpu_prim_release(&r->p);
+    cpu_quant_free(&r->quant);
     free(r);
 }
 
@@ -590,13 +601,13 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
         r->dst = r->src;
         r->dst.data_type = cpu_dt(out);
         float scale = (float)const_at(node, 1, 0);
-        float s = quantize ? 1.0f / scale : scale;
-        dnnl_status_t ds = cpu_attr_set_output_scales(attr, 1, 0, &s);
+        dnnl_status_t ds = cpu_quant_reorder_scale(&r->quant, attr, scale, quantize);
         /* The zero point: added to the quantized output, subtracted from
          * the quantized input. */
         int32_t z = (int32_t)const_at(node, 2, 0);
         if (ds == dnnl_success && z != 0)
-            ds = cpu_attr_set_zero_point(attr, quantize ? DNNL_ARG_DST : DNNL_ARG_SRC, z);
+            ds = cpu_quant_zero_point(&r->quant, attr, quantize ? DNNL_ARG_DST : DNNL_ARG_SRC, z,
+                                      false);
         /* The reorder's thread count is fixed in its descriptor too. */
         int prev = cpu_team_begin_size(team);
         if (ds == dnnl_success)
@@ -643,9 +654,9 @@ static const char *qreorder_impl(const void *state)
 static rn_status qreorder_run(rn_kernel_args *args)
 {
     const qreorder *r = args->state;
-    cpu_arg a[2] = {{DNNL_ARG_FROM, &r->src, args->inputs[0].data},
+    cpu_arg a[4] = {{DNNL_ARG_FROM, &r->src, args->inputs[0].data},
                     {DNNL_ARG_TO, &r->dst, args->outputs[0].data}};
-    return cpu_execute(&r->p, args, a, 2);
+    return cpu_execute(&r->p, args, a, 2 + cpu_quant_args(&r->quant, NULL, a + 2));
 }
 
 #define QREORDER_KERNEL(name, op)                                                                  \
