@@ -140,6 +140,8 @@ static rn_status add_weight(void *arg, const graph_tensor *plain, const graph_te
     size_t src_bytes = cpu_md_get_size(&smd), bytes = cpu_md_get_size(&dmd);
     if (bytes == 0 || bytes > converted->nbytes || src_bytes > plain->nbytes)
         return RN_OK; /* not one layout_convert made */
+    if (!cpu_md_portable(&smd) || !cpu_md_portable(&dmd))
+        return RN_OK; /* an import converts it again */
     if (x->n_borrowed == x->cap_borrowed) {
         int cap = x->cap_borrowed * 2 + 16;
         graph_value **b = realloc(x->borrowed, sizeof *b * (size_t)cap);
@@ -291,7 +293,8 @@ static bool next_line(const char **p, const char **line, size_t *len)
 /* What oneDNN may be asked about: a stored descriptor is read from bytes. */
 static bool md_sane(const cpu_md *md)
 {
-    if (md->ndims < 1 || md->ndims > DNNL_MAX_NDIMS || md->format_kind != dnnl_blocked)
+    if (md->ndims < 1 || md->ndims > DNNL_MAX_NDIMS || md->format_kind != dnnl_blocked ||
+        !cpu_md_portable(md))
         return false;
     for (int d = 0; d < md->ndims; d++)
         if (md->dims[d] <= 0 || md->padded_dims[d] < md->dims[d] ||

@@ -117,6 +117,11 @@ dnnl_status_t cpu_md_from(const_dnnl_memory_desc_t h, cpu_md *out)
     return dnnl_success;
 }
 
+bool cpu_md_portable(const cpu_md *md)
+{
+    return md->extra == 0;
+}
+
 int cpu_md_equal(const cpu_md *a, const cpu_md *b)
 {
     if (a->extra != b->extra)
@@ -801,6 +806,12 @@ int cpu_quant_args(const cpu_quant *q, int32_t *zp, cpu_arg *a)
 }
 
 #else
+
+bool cpu_md_portable(const cpu_md *md)
+{
+    (void)md;
+    return true;
+}
 
 bool cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index, cpu_md *out)
 {

@@ -151,6 +151,10 @@ bool cpu_dnnl_isa_vnni(dnnl_cpu_isa_t isa);
 /* What a status means, in words ("invalid arguments"). */
 const char *cpu_dnnl_status_why(dnnl_status_t s);
 
+/* Whether md's bytes describe it in another process (a blob's): not a
+ * 3.x descriptor kept whole (cpu_md.extra, this process's). */
+bool cpu_md_portable(const cpu_md *md);
+
 /* The descriptor a primitive descriptor holds for `what` (dnnl_query_src_md,
  * ...) at index `index` into *out; false when it has none. */
 bool cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index, cpu_md *out);
