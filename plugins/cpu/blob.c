@@ -140,8 +140,6 @@ static rn_status add_weight(void *arg, const graph_tensor *plain, const graph_te
     size_t src_bytes = cpu_md_get_size(&smd), bytes = cpu_md_get_size(&dmd);
     if (bytes == 0 || bytes > converted->nbytes || src_bytes > plain->nbytes)
         return RN_OK; /* not one layout_convert made */
-    if (!cpu_md_portable(&smd) || !cpu_md_portable(&dmd))
-        return RN_OK; /* an import converts it again */
     if (x->n_borrowed == x->cap_borrowed) {
         int cap = x->cap_borrowed * 2 + 16;
         graph_value **b = realloc(x->borrowed, sizeof *b * (size_t)cap);
@@ -175,9 +173,10 @@ static rn_status add_weight(void *arg, const graph_tensor *plain, const graph_te
     x->borrowed[x->n_borrowed++] = v;
     text_add(&x->header, "%s %016" PRIx64 " %zu ", name,
              graph_hash_bytes(plain->data, src_bytes, 0), bytes);
-    hex_add(&x->header, &smd, sizeof smd);
+    cpu_md stored[2] = {cpu_md_stored(&smd), cpu_md_stored(&dmd)};
+    hex_add(&x->header, &stored[0], sizeof stored[0]);
     text_add(&x->header, " ");
-    hex_add(&x->header, &dmd, sizeof dmd);
+    hex_add(&x->header, &stored[1], sizeof stored[1]);
     text_add(&x->header, "\n");
     x->n++;
     return x->header.failed ? rn_set_error(RN_OUT_OF_MEMORY, "export: out of memory") : RN_OK;
@@ -243,8 +242,8 @@ bool cpu_blob_restore(const rn_kernel_tensor *src, const cpu_md *smd, const cpu_
     uint64_t h = 0;
     for (int i = 0; i < s->n; i++) {
         stored_weight *w = &s->w[i];
-        if (w->used || !cpu_md_equal(&w->dmd, dmd) || !cpu_md_equal(&w->smd, smd) ||
-            w->bytes > dst->nbytes)
+        if (w->used || !cpu_md_equal_stored(&w->dmd, dmd) || !cpu_md_equal_stored(&w->smd, smd) ||
+            w->bytes > dst->nbytes || w->bytes != cpu_md_get_size(dmd))
             continue;
         if (!hashed) {
             h = graph_hash_bytes(src->data, cpu_md_get_size(smd), 0);
@@ -333,8 +332,8 @@ static rn_status read_weight(graph *g, const char *line, size_t len, int i, stor
     if (why == NULL && (v == NULL || v->constant == NULL || v->constant->type != RN_U8 ||
                         v->constant->rank != 1 || v->constant->data == NULL))
         why = "its weights are not a u8 constant of the graph";
-    else if (why == NULL &&
-             ((size_t)v->constant->dims[0] != w->bytes || cpu_md_get_size(&w->dmd) != w->bytes))
+    else if (why == NULL && ((size_t)v->constant->dims[0] != w->bytes ||
+                             !cpu_md_stored_size_ok(&w->dmd, w->bytes)))
         why = "its stored bytes are not the size of its descriptor (truncated or corrupted)";
     rn_status st = RN_OK;
     if (why != NULL) {

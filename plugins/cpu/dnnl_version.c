@@ -117,9 +117,37 @@ dnnl_status_t cpu_md_from(const_dnnl_memory_desc_t h, cpu_md *out)
     return dnnl_success;
 }
 
+cpu_md cpu_md_stored(const cpu_md *md)
+{
+    cpu_md v = *md;
+    v.extra = md->extra != 0 ? -1 : 0;
+    return v;
+}
+
 bool cpu_md_portable(const cpu_md *md)
 {
-    return md->extra == 0;
+    return md->extra == 0 || md->extra == -1;
+}
+
+bool cpu_md_stored_size_ok(const cpu_md *stored, size_t bytes)
+{
+    if (stored->extra != -1)
+        return cpu_md_get_size(stored) == bytes;
+    cpu_md fields = *stored;
+    fields.extra = 0;
+    size_t n = cpu_md_get_size(&fields);
+    return n > 0 && bytes > n;
+}
+
+int cpu_md_equal_stored(const cpu_md *stored, const cpu_md *md)
+{
+    if (stored->extra != -1)
+        return cpu_md_equal(stored, md);
+    if (md->extra <= 0)
+        return 0;
+    cpu_md a = *stored, b = *md;
+    a.extra = b.extra = 0;
+    return cpu_md_equal(&a, &b);
 }
 
 int cpu_md_equal(const cpu_md *a, const cpu_md *b)
@@ -807,10 +835,25 @@ int cpu_quant_args(const cpu_quant *q, int32_t *zp, cpu_arg *a)
 
 #else
 
+cpu_md cpu_md_stored(const cpu_md *md)
+{
+    return *md;
+}
+
 bool cpu_md_portable(const cpu_md *md)
 {
     (void)md;
     return true;
+}
+
+int cpu_md_equal_stored(const cpu_md *stored, const cpu_md *md)
+{
+    return cpu_md_equal(stored, md);
+}
+
+bool cpu_md_stored_size_ok(const cpu_md *stored, size_t bytes)
+{
+    return cpu_md_get_size(stored) == bytes;
 }
 
 bool cpu_pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t what, int index, cpu_md *out)

@@ -151,9 +151,20 @@ bool cpu_dnnl_isa_vnni(dnnl_cpu_isa_t isa);
 /* What a status means, in words ("invalid arguments"). */
 const char *cpu_dnnl_status_why(dnnl_status_t s);
 
-/* Whether md's bytes describe it in another process (a blob's): not a
- * 3.x descriptor kept whole (cpu_md.extra, this process's). */
+/* Descriptors in blobs. md as a blob stores it (3.x: a descriptor kept
+ * whole, cpu_md.extra, this process's index, stored as -1: "the
+ * primitive's own"); whether a descriptor read from a blob is one
+ * cpu_md_stored made; whether a stored one is md: equal, or (-1) md is a
+ * primitive's own whose fields are the stored ones; the weight's plain
+ * hash, the oneDNN version and the ISA, which the blob also checks, make
+ * it the same primitive's. */
+cpu_md cpu_md_stored(const cpu_md *md);
 bool cpu_md_portable(const cpu_md *md);
+int cpu_md_equal_stored(const cpu_md *stored, const cpu_md *md);
+/* Whether `bytes` can be a stored descriptor's buffer: its size, or for a
+ * primitive's own (-1) more than its fields' layout (the rest its
+ * compensation; the restore checks the size of the one it matches). */
+bool cpu_md_stored_size_ok(const cpu_md *stored, size_t bytes);
 
 /* The descriptor a primitive descriptor holds for `what` (dnnl_query_src_md,
  * ...) at index `index` into *out; false when it has none. */

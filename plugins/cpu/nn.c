@@ -421,6 +421,34 @@ static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
     return RN_OK;
 }
 
+/* ShuffleChannels as one reorder between strided views of its input and
+ * output (n axes: dims, the input's strides `from`, the output's `to`),
+ * the output in format `tag`; s is left as it was when oneDNN has none. */
+static rn_status shuffle_as_reorder(const rn_node *node, nn_state *s, int n, const dnnl_dims_t dims,
+                                    const dnnl_dims_t from, const dnnl_dims_t to,
+                                    dnnl_format_tag_t tag)
+{
+    const cpu_md *x = &s->src[0];
+    dnnl_dims_t xd;
+    memcpy(xd, x->dims, sizeof xd);
+    cpu_md dst;
+    if (cpu_md_init_by_strides(&s->shuffle_from, n, dims, dnnl_f32, from) != dnnl_success ||
+        cpu_md_init_by_strides(&s->shuffle_to, n, dims, dnnl_f32, to) != dnnl_success ||
+        cpu_md_init_by_tag(&dst, x->ndims, xd, dnnl_f32, tag) != dnnl_success)
+        return RN_OK;
+    cpu_prim p;
+    rn_status st = reorder_prim(node, &s->shuffle_from, &s->shuffle_to, &p);
+    if (st != RN_OK)
+        return st;
+    cpu_prim_release(&s->p);
+    s->p = p;
+    s->shuffle_reorder = true;
+    s->dst = dst;
+    cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
+    s->scratch = s->p.scratch;
+    return RN_OK;
+}
+
 /* ShuffleChannels over a plain f32 input (ShuffleNet's, after gemm
  * convolutions that write plain) ran oneDNN's shuffle (ref:any, the only
  * one it has over plain) and then the plan's reorder into the blocked
@@ -435,6 +463,8 @@ static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
  * block is the one oneDNN's convolutions take on the machine's ISA: 16
  * where it has AVX-512, else 8. s is left as it was where that does not
  * apply. */
+static bool channels_last_consumer(const rn_node *node, const cpu_md *x);
+
 static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
 {
     const cpu_md *x = &s->src[0];
@@ -442,7 +472,8 @@ static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
     int64_t g = rn_node_attr_int(node, "group", 1), axis = rn_node_attr_int(node, "axis", 1);
     int64_t b = strncmp(cpu_isa_name(), "avx512", 6) == 0 ? 16 : 8;
     if (r < 3 || r > 5 || x->data_type != dnnl_f32 || (axis != 1 && axis != 1 - r) || g < 1 ||
-        b % g != 0 || x->dims[1] % g != 0 || (x->dims[1] / g) % (b / g) != 0)
+        b % g != 0 || x->dims[1] % g != 0 || (x->dims[1] / g) % (b / g) != 0 ||
+        channels_last_consumer(node, x))
         return RN_OK;
     static const dnnl_format_tag_t plain[3] = {dnnl_abc, dnnl_abcd, dnnl_abcde};
     static const dnnl_format_tag_t blocked[3][2] = {
@@ -468,22 +499,88 @@ static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
         to[i + 2] = inner * b;
         inner *= x->dims[i];
     }
-    cpu_md dst;
-    if (cpu_md_init_by_strides(&s->shuffle_from, r + 2, d6, dnnl_f32, from) != dnnl_success ||
-        cpu_md_init_by_strides(&s->shuffle_to, r + 2, d6, dnnl_f32, to) != dnnl_success ||
-        cpu_md_init_by_tag(&dst, r, dims, dnnl_f32, blocked[r - 3][b == 16]) != dnnl_success)
+    return shuffle_as_reorder(node, s, r + 2, d6, from, to, blocked[r - 3][b == 16]);
+}
+
+/* Whether oneDNN's depthwise 3x3 convolution over x's dims (what follows
+ * ShuffleNet's shuffles), asked for its source layout, takes channels-last
+ * (oneDNN 3.x's on AVX2: brdgmm_dw over acdb) rather than channel blocks
+ * (2.6's jit_dw over nChw8c). */
+static bool channels_last_consumer(const rn_node *node, const cpu_md *x)
+{
+    int r = x->ndims;
+    static const dnnl_format_tag_t last[3] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
+    dnnl_dims_t dims, wd = {x->dims[1], 1, 1, 3, 3, 3}, ones = {1, 1, 1}, zeros = {0, 0, 0};
+    memcpy(dims, x->dims, sizeof dims);
+    cpu_md src, wei, dst, picked, want;
+    cpu_op op;
+    dnnl_engine_t eng = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    bool yes = false;
+    if (cpu_engine(&eng) != RN_OK) {
+        rn_clear_error();
+        return false;
+    }
+    if (cpu_md_init_by_tag(&src, r, dims, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        cpu_md_init_by_tag(&dst, r, dims, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        cpu_md_init_by_tag(&wei, r + 1, wd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        cpu_op_conv(&op, dnnl_convolution_direct, &src, &wei, NULL, &dst, ones, zeros, ones,
+                    ones) == dnnl_success &&
+        cpu_op_pd(&pd, &op, NULL, eng) == dnnl_success) {
+        yes = cpu_pd_md(pd, dnnl_query_src_md, 0, &picked) &&
+              cpu_md_init_by_tag(&want, r, dims, dnnl_f32, last[r - 3]) == dnnl_success &&
+              cpu_md_equal(&picked, &want);
+        dnnl_primitive_desc_destroy(pd);
+    }
+    (void)node;
+    return yes;
+}
+
+/* The same over channels-last input (oneDNN 3.x's convolutions on AVX2
+ * write acdb, over which its shuffle is its reference one): with g groups
+ * of K channels, over the axes [N, g, K, spatial...] the input and the
+ * channels-last output (channel j*g + i from input channel i*K + j) are
+ * strided views too. */
+static rn_status shuffle_channels_last(const rn_node *node, nn_state *s)
+{
+    const cpu_md *x = &s->src[0];
+    int r = x->ndims;
+    int64_t g = rn_node_attr_int(node, "group", 1), axis = rn_node_attr_int(node, "axis", 1);
+    if (r < 3 || r > 5 || x->data_type != dnnl_f32 || (axis != 1 && axis != 1 - r) || g < 1 ||
+        x->dims[1] % g != 0)
         return RN_OK;
-    cpu_prim p;
-    rn_status st = reorder_prim(node, &s->shuffle_from, &s->shuffle_to, &p);
-    if (st != RN_OK)
-        return st;
-    cpu_prim_release(&s->p);
-    s->p = p;
-    s->shuffle_reorder = true;
-    s->dst = dst;
-    cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
-    s->scratch = s->p.scratch;
-    return RN_OK;
+    static const dnnl_format_tag_t last[3] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
+    cpu_md t;
+    dnnl_dims_t dims;
+    memcpy(dims, x->dims, sizeof dims);
+    const cpu_blocking *xb = &x->format_desc.blocking;
+    if (x->format_kind != dnnl_blocked || xb->inner_nblks != 0 || x->offset0 != 0)
+        return RN_OK;
+    for (int i = 0; i < r; i++)
+        if (x->padded_dims[i] != x->dims[i])
+            return RN_OK;
+    /* Channels-last input, or plain where the depthwise convolutions
+     * after a shuffle take channels-last (channels_last_consumer). */
+    if ((cpu_md_init_by_tag(&t, r, dims, dnnl_f32, last[r - 3]) != dnnl_success ||
+         !cpu_md_equal(&t, x)) &&
+        !channels_last_consumer(node, x))
+        return RN_OK;
+    int64_t c = x->dims[1], k = c / g, sp = 1;
+    for (int i = 2; i < r; i++)
+        sp *= x->dims[i];
+    dnnl_dims_t d, from, to;
+    d[0] = x->dims[0], d[1] = g, d[2] = k;
+    from[0] = xb->strides[0], to[0] = c * sp;
+    from[1] = k * xb->strides[1], from[2] = xb->strides[1];
+    to[1] = 1, to[2] = g;
+    int64_t inner = c;
+    for (int i = r - 1; i >= 2; i--) {
+        d[i + 1] = x->dims[i];
+        from[i + 1] = xb->strides[i];
+        to[i + 1] = inner;
+        inner *= x->dims[i];
+    }
+    return shuffle_as_reorder(node, s, r + 1, d, from, to, last[r - 3]);
 }
 
 /* Whether oneDNN's pick is one of its reference kernels (simple_nchw:any
@@ -580,6 +677,12 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
         return st;
     }
     if (is_op(node, "ShuffleChannels") && (st = shuffle_into_blocked(node, s)) != RN_OK) {
+        nn_release(s);
+        return st;
+    }
+    /* Where oneDNN's shuffle is its reference one (3.x's over acdb). */
+    if (is_op(node, "ShuffleChannels") && !s->shuffle_reorder &&
+        strncmp(s->p.impl, "ref", 3) == 0 && (st = shuffle_channels_last(node, s)) != RN_OK) {
         nn_release(s);
         return st;
     }
