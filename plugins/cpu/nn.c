@@ -462,7 +462,8 @@ static rn_status shuffle_as_reorder(const rn_node *node, nn_state *s, int n, con
  * gemm convolutions with the post-ops as a primitive of their own"). The
  * block is the one oneDNN's convolutions take on the machine's ISA: 16
  * where it has AVX-512, else 8. s is left as it was where that does not
- * apply. */
+ * apply, or where the depthwise convolutions take channels-last
+ * (shuffle_channels_last then). */
 static bool channels_last_consumer(const rn_node *node, const cpu_md *x);
 
 static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
