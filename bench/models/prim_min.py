@@ -83,6 +83,8 @@ def runnel_minimums(bench, model, threads, inferences, hint="none"):
     measuring = False
     for line in out.splitlines():
         measuring = measuring or line.startswith("[Step 9/")
+        # oneDNN 3.x marks primitive lines: "onednn_verbose,primitive,exec,..."
+        line = line.replace("onednn_verbose,primitive,", "onednn_verbose,", 1)
         if measuring and line.startswith("onednn_verbose,exec,"):
             f = line.split(",")
             # kind, implementation, layouts, problem: the primitive; the last field: ms.

@@ -30,7 +30,7 @@ enum { QK, ADD, SOFTMAX, PV, N_PRIMS };
 typedef struct sdpa_state {
     cpu_prim p[N_PRIMS]; /* p[ADD] only when the mask is not a post-op */
     bool has_add;
-    dnnl_memory_desc_t q, kt, v, mask, scores, dst;
+    cpu_md q, kt, v, mask, scores, dst;
     bool has_mask;
     size_t scores_at; /* offset of the scores in the scratch */
     size_t scratch;
@@ -103,8 +103,7 @@ static const char *sdpa_impl(const void *state)
 /* The plain descriptor of input k at rank r (leading 1s); with `perm`
  * (qkv_layout BSHD: rank 4) the input viewed permuted, with strides: dim d
  * of the view is the input's dim perm[d]. */
-static rn_status input_md(const rn_node *node, int k, int r, const int *perm,
-                          dnnl_memory_desc_t *md)
+static rn_status input_md(const rn_node *node, int k, int r, const int *perm, cpu_md *md)
 {
     rn_partial_shape s = rn_node_input_shape(node, k);
     int64_t dims[RN_MAX_RANK];
@@ -120,13 +119,13 @@ static rn_status input_md(const rn_node *node, int k, int r, const int *perm,
         view[i] = dims[perm[i]];
         strides[i] = plain[perm[i]];
     }
-    dnnl_status_t ds = dnnl_memory_desc_init_by_strides(md, 4, view, dnnl_f32, strides);
+    dnnl_status_t ds = cpu_md_init_by_strides(md, 4, view, dnnl_f32, strides);
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the attention's heads", ds);
 }
 
 /* Creates the primitive of op descriptor d with attribute attr (taken over)
  * into p; *done false when oneDNN has no implementation. */
-static rn_status make_prim(const rn_node *node, const void *d, dnnl_primitive_attr_t attr,
+static rn_status make_prim(const rn_node *node, const cpu_op *d, dnnl_primitive_attr_t attr,
                            cpu_prim *p, bool *done)
 {
     dnnl_engine_t eng = NULL;
@@ -135,7 +134,7 @@ static rn_status make_prim(const rn_node *node, const void *d, dnnl_primitive_at
     *done = false;
     if (st == RN_OK) {
         int prev = cpu_team_begin(node);
-        dnnl_status_t ds = dnnl_primitive_desc_create(&pd, d, attr, eng, NULL);
+        dnnl_status_t ds = cpu_op_pd(&pd, d, attr, eng);
         cpu_team_end(prev);
         if (ds == dnnl_unimplemented)
             pd = NULL;
@@ -154,10 +153,15 @@ static rn_status qk_prim(const rn_node *node, sdpa_state *s, bool post, bool *do
 {
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_matmul_desc_t d;
-    dnnl_status_t ds = dnnl_matmul_desc_init(&d, &s->q, &s->kt, NULL, &s->scores);
-    if (ds == dnnl_success && post && (ds = dnnl_post_ops_create(&po)) == dnnl_success)
-        ds = dnnl_post_ops_append_binary(po, dnnl_binary_add, &s->mask);
+    cpu_op d;
+    float scale = rn_node_attr_float(node, "scale", 1.0f);
+    dnnl_status_t ds = cpu_op_matmul(&d, &s->q, &s->kt, NULL, &s->scores);
+    if (ds == dnnl_success)
+        ds = cpu_post_ops_begin_scale(&po, scale);
+    if (ds == dnnl_success && post && po == NULL)
+        ds = dnnl_post_ops_create(&po);
+    if (ds == dnnl_success && post)
+        ds = cpu_post_ops_append_binary(po, dnnl_binary_add, &s->mask);
     if (ds != dnnl_success) {
         if (po != NULL)
             dnnl_post_ops_destroy(po);
@@ -168,9 +172,7 @@ static rn_status qk_prim(const rn_node *node, sdpa_state *s, bool post, bool *do
         dnnl_post_ops_destroy(po);
     if (st != RN_OK)
         return st;
-    float scale = rn_node_attr_float(node, "scale", 1.0f);
-    if (scale != 1.0f &&
-        (ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale)) != dnnl_success) {
+    if ((ds = cpu_attr_set_scale(attr, scale)) != dnnl_success) {
         dnnl_primitive_attr_destroy(attr);
         return cpu_error(node, "setting the attention scale", ds);
     }
@@ -224,9 +226,8 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     dnnl_primitive_attr_t attr;
     if (!done && s->has_mask) {
         /* No fast post-op for this broadcast: the scores, then a binary add. */
-        dnnl_binary_desc_t bd;
-        dnnl_status_t ds =
-            dnnl_binary_desc_init(&bd, dnnl_binary_add, &s->scores, &s->mask, &s->scores);
+        cpu_op bd;
+        dnnl_status_t ds = cpu_op_binary(&bd, dnnl_binary_add, &s->scores, &s->mask, &s->scores);
         if (ds != dnnl_success)
             return cpu_error(node, "describing the attention mask", ds);
         if ((st = qk_prim(node, s, false, &done)) != RN_OK)
@@ -238,9 +239,8 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     }
     if (!done)
         return cpu_error(node, "creating the attention scores' matmul", dnnl_unimplemented);
-    dnnl_softmax_v2_desc_t sd;
-    dnnl_status_t ds = dnnl_softmax_v2_forward_desc_init(
-        &sd, dnnl_forward_inference, dnnl_softmax_accurate, &s->scores, &s->scores, r - 1);
+    cpu_op sd;
+    dnnl_status_t ds = cpu_op_softmax(&sd, dnnl_softmax_accurate, &s->scores, &s->scores, r - 1);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the attention softmax", ds);
     if ((st = cpu_attr(node, NULL, &attr)) != RN_OK ||
@@ -248,8 +248,8 @@ static rn_status build(const rn_node *node, sdpa_state *s)
         return st;
     if (!done)
         return cpu_error(node, "creating the attention softmax", dnnl_unimplemented);
-    dnnl_matmul_desc_t md;
-    if ((ds = dnnl_matmul_desc_init(&md, &s->scores, &s->v, NULL, &s->dst)) != dnnl_success)
+    cpu_op md;
+    if ((ds = cpu_op_matmul(&md, &s->scores, &s->v, NULL, &s->dst)) != dnnl_success)
         return cpu_error(node, "describing the attention output", ds);
     if ((st = cpu_attr(node, NULL, &attr)) != RN_OK ||
         (st = make_prim(node, &md, attr, &s->p[PV], &done)) != RN_OK)
@@ -260,7 +260,7 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     for (int i = 0; i < N_PRIMS; i++)
         pad = s->p[i].scratch > pad ? s->p[i].scratch : pad;
     s->scores_at = (pad + 63) & ~(size_t)63;
-    s->scratch = s->scores_at + dnnl_memory_desc_get_size(&s->scores);
+    s->scratch = s->scores_at + cpu_md_get_size(&s->scores);
     return RN_OK;
 }
 

@@ -31,7 +31,7 @@
 
 #define ENTRY_KEY   "CPU_BLOB"
 #define VALUE_NAME  "runnel.cpu_blob.weights."
-#define MD_HEX_SIZE (2 * sizeof(dnnl_memory_desc_t))
+#define MD_HEX_SIZE (2 * sizeof(cpu_md))
 
 static _Atomic uint64_t n_restored, n_reordered;
 
@@ -133,11 +133,11 @@ static rn_status add_weight(void *arg, const graph_tensor *plain, const graph_te
     if (converted->layout == NULL || converted->layout->ops != &cpu_layout_ops ||
         plain->layout != NULL)
         return RN_OK;
-    dnnl_memory_desc_t smd, dmd;
+    cpu_md smd, dmd;
     rn_status st = cpu_convert_mds(plain, converted, &smd, &dmd);
     if (st != RN_OK)
         return st;
-    size_t src_bytes = dnnl_memory_desc_get_size(&smd), bytes = dnnl_memory_desc_get_size(&dmd);
+    size_t src_bytes = cpu_md_get_size(&smd), bytes = cpu_md_get_size(&dmd);
     if (bytes == 0 || bytes > converted->nbytes || src_bytes > plain->nbytes)
         return RN_OK; /* not one layout_convert made */
     if (x->n_borrowed == x->cap_borrowed) {
@@ -173,9 +173,10 @@ static rn_status add_weight(void *arg, const graph_tensor *plain, const graph_te
     x->borrowed[x->n_borrowed++] = v;
     text_add(&x->header, "%s %016" PRIx64 " %zu ", name,
              graph_hash_bytes(plain->data, src_bytes, 0), bytes);
-    hex_add(&x->header, &smd, sizeof smd);
+    cpu_md stored[2] = {cpu_md_stored(&smd), cpu_md_stored(&dmd)};
+    hex_add(&x->header, &stored[0], sizeof stored[0]);
     text_add(&x->header, " ");
-    hex_add(&x->header, &dmd, sizeof dmd);
+    hex_add(&x->header, &stored[1], sizeof stored[1]);
     text_add(&x->header, "\n");
     x->n++;
     return x->header.failed ? rn_set_error(RN_OUT_OF_MEMORY, "export: out of memory") : RN_OK;
@@ -195,7 +196,7 @@ rn_status cpu_export_blob(plugin_compiled *c, const plugin_properties *props, vo
         char v[32];
         dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
         text_add(&entry, "onednn %s %zu\nisa %s %x\nentries %d\n", version_string(v, sizeof v),
-                 sizeof(dnnl_memory_desc_t), cpu_isa_name(), (unsigned)isa, x.n);
+                 sizeof(cpu_md), cpu_isa_name(), (unsigned)isa, x.n);
         text_add(&entry, "%s", x.header.data != NULL ? x.header.data : "");
         if (entry.failed)
             st = rn_set_error(RN_OUT_OF_MEMORY, "export: out of memory");
@@ -217,7 +218,7 @@ rn_status cpu_export_blob(plugin_compiled *c, const plugin_properties *props, vo
 typedef struct stored_weight {
     uint64_t hash;
     size_t bytes;
-    dnnl_memory_desc_t smd, dmd;
+    cpu_md smd, dmd;
     void *data; /* taken from the graph's constant */
     bool used;
 } stored_weight;
@@ -231,8 +232,8 @@ typedef struct cpu_blob_store {
  * cpu_import_done). */
 static _Thread_local cpu_blob_store *tls_store;
 
-bool cpu_blob_restore(const rn_kernel_tensor *src, const dnnl_memory_desc_t *smd,
-                      const dnnl_memory_desc_t *dmd, rn_kernel_tensor *dst)
+bool cpu_blob_restore(const rn_kernel_tensor *src, const cpu_md *smd, const cpu_md *dmd,
+                      rn_kernel_tensor *dst)
 {
     cpu_blob_store *s = tls_store;
     if (s == NULL || src->layout != NULL || src->data == NULL)
@@ -241,11 +242,11 @@ bool cpu_blob_restore(const rn_kernel_tensor *src, const dnnl_memory_desc_t *smd
     uint64_t h = 0;
     for (int i = 0; i < s->n; i++) {
         stored_weight *w = &s->w[i];
-        if (w->used || !dnnl_memory_desc_equal(&w->dmd, dmd) ||
-            !dnnl_memory_desc_equal(&w->smd, smd) || w->bytes > dst->nbytes)
+        if (w->used || !cpu_md_equal_stored(&w->dmd, dmd) || !cpu_md_equal_stored(&w->smd, smd) ||
+            w->bytes > dst->nbytes || w->bytes != cpu_md_get_size(dmd))
             continue;
         if (!hashed) {
-            h = graph_hash_bytes(src->data, dnnl_memory_desc_get_size(smd), 0);
+            h = graph_hash_bytes(src->data, cpu_md_get_size(smd), 0);
             hashed = true;
         }
         if (w->hash != h)
@@ -289,9 +290,10 @@ static bool next_line(const char **p, const char **line, size_t *len)
 }
 
 /* What oneDNN may be asked about: a stored descriptor is read from bytes. */
-static bool md_sane(const dnnl_memory_desc_t *md)
+static bool md_sane(const cpu_md *md)
 {
-    if (md->ndims < 1 || md->ndims > DNNL_MAX_NDIMS || md->format_kind != dnnl_blocked)
+    if (md->ndims < 1 || md->ndims > DNNL_MAX_NDIMS || md->format_kind != dnnl_blocked ||
+        !cpu_md_portable(md))
         return false;
     for (int d = 0; d < md->ndims; d++)
         if (md->dims[d] <= 0 || md->padded_dims[d] < md->dims[d] ||
@@ -299,7 +301,7 @@ static bool md_sane(const dnnl_memory_desc_t *md)
             md->format_desc.blocking.strides[d] < 0 ||
             md->format_desc.blocking.strides[d] > ((int64_t)1 << 40))
             return false;
-    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    const cpu_blocking *b = &md->format_desc.blocking;
     if (b->inner_nblks < 0 || b->inner_nblks > DNNL_MAX_NDIMS)
         return false;
     for (int i = 0; i < b->inner_nblks; i++)
@@ -331,7 +333,7 @@ static rn_status read_weight(graph *g, const char *line, size_t len, int i, stor
                         v->constant->rank != 1 || v->constant->data == NULL))
         why = "its weights are not a u8 constant of the graph";
     else if (why == NULL && ((size_t)v->constant->dims[0] != w->bytes ||
-                             dnnl_memory_desc_get_size(&w->dmd) != w->bytes))
+                             !cpu_md_stored_size_ok(&w->dmd, w->bytes)))
         why = "its stored bytes are not the size of its descriptor (truncated or corrupted)";
     rn_status st = RN_OK;
     if (why != NULL) {
@@ -379,8 +381,8 @@ static rn_status read_entry(graph *g, const char *entry, int log_level, cpu_blob
                             "import: the blob was compiled for the ISA %s, which this CPU does "
                             "not have (oneDNN runs %s here): compile the model on this machine",
                             isa_name, cpu_isa_name());
-    bool same = strcmp(version, version_string(mine, sizeof mine)) == 0 &&
-                md_size == sizeof(dnnl_memory_desc_t);
+    bool same =
+        strcmp(version, version_string(mine, sizeof mine)) == 0 && md_size == sizeof(cpu_md);
     cpu_blob_store *s = calloc(1, sizeof *s);
     if (s == NULL || (n > 0 && (s->w = calloc((size_t)n, sizeof *s->w)) == NULL)) {
         free(s);
@@ -406,7 +408,7 @@ static rn_status read_entry(graph *g, const char *entry, int log_level, cpu_blob
             plugin_log(log_level, PLUGIN_LOG_INFO, "CPU",
                        "import: the blob's weights are for oneDNN %s (descriptor %zu bytes), this "
                        "is %s (%zu): converting them from the graph's weights",
-                       version, md_size, mine, sizeof(dnnl_memory_desc_t));
+                       version, md_size, mine, sizeof(cpu_md));
         store_free(s);
         return st;
     }

@@ -20,8 +20,8 @@ void cpu_import_done(void *pending);
  * thread, writes the stored bytes of a plain constant `src` converted from
  * smd to dmd into dst and returns true (once per stored weight; matched by
  * both descriptors and the XXH64 of src's bytes). */
-bool cpu_blob_restore(const rn_kernel_tensor *src, const dnnl_memory_desc_t *smd,
-                      const dnnl_memory_desc_t *dmd, rn_kernel_tensor *dst);
+bool cpu_blob_restore(const rn_kernel_tensor *src, const cpu_md *smd, const cpu_md *dmd,
+                      rn_kernel_tensor *dst);
 /* Counts a reorder layout_convert ran. */
 void cpu_blob_count_reorder(void);
 /* Process-wide counters: weights an import copied from its blob, and
@@ -29,7 +29,7 @@ void cpu_blob_count_reorder(void);
 void cpu_blob_counters(uint64_t *restored, uint64_t *reordered);
 
 /* The descriptors layout_convert uses to convert src into dst. */
-rn_status cpu_convert_mds(const rn_kernel_tensor *src, const rn_kernel_tensor *dst,
-                          dnnl_memory_desc_t *smd, dnnl_memory_desc_t *dmd);
+rn_status cpu_convert_mds(const rn_kernel_tensor *src, const rn_kernel_tensor *dst, cpu_md *smd,
+                          cpu_md *dmd);
 
 #endif /* RUNNEL_PLUGINS_CPU_BLOB_H */

@@ -60,11 +60,11 @@ rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geo
 }
 
 /* Gives md (its dims and type kept) the format tag. */
-static bool set_tag(dnnl_memory_desc_t *md, dnnl_format_tag_t tag)
+static bool set_tag(cpu_md *md, dnnl_format_tag_t tag)
 {
     dnnl_dims_t dims;
     memcpy(dims, md->dims, sizeof dims);
-    return dnnl_memory_desc_init_by_tag(md, md->ndims, dims, md->data_type, tag) == dnnl_success;
+    return cpu_md_init_by_tag(md, md->ndims, dims, md->data_type, tag) == dnnl_success;
 }
 
 /* The descriptor over activations in format tag (any: the primitive's
@@ -87,10 +87,10 @@ static rn_status conv_desc_ops(const rn_node *node, cpu_weighted *s, dnnl_data_t
         return st;
     if (tag != dnnl_format_tag_any && (!set_tag(&s->src, tag) || !set_tag(&s->dst, tag)))
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe the convolution's activations");
-    dnnl_convolution_desc_t cd;
-    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
-        &cd, dnnl_forward_inference, dnnl_convolution_direct, &s->src, &s->wei,
-        s->has_bias ? &s->bias : NULL, &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
+    cpu_op cd;
+    dnnl_status_t ds =
+        cpu_op_conv(&cd, dnnl_convolution_direct, &s->src, &s->wei, s->has_bias ? &s->bias : NULL,
+                    &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the convolution", ds);
     return cpu_weighted_pd(node, &cd, post_ops && is_fused(node), post_ops && s->sum >= 0, pd);
@@ -155,20 +155,20 @@ static rn_status conv_desc_prefer(const rn_node *node, cpu_weighted *s, dnnl_dat
 }
 
 /* Whether md is the tag's layout of its dims and type. */
-static bool md_is(const dnnl_memory_desc_t *md, dnnl_format_tag_t tag)
+static bool md_is(const cpu_md *md, dnnl_format_tag_t tag)
 {
-    dnnl_memory_desc_t t;
+    cpu_md t;
     dnnl_dims_t dims;
     memcpy(dims, md->dims, sizeof dims);
-    return dnnl_memory_desc_init_by_tag(&t, md->ndims, dims, md->data_type, tag) == dnnl_success &&
-           dnnl_memory_desc_equal(&t, md);
+    return cpu_md_init_by_tag(&t, md->ndims, dims, md->data_type, tag) == dnnl_success &&
+           cpu_md_equal(&t, md);
 }
 
 /* The epilogue's descriptor over the output md: with a sum, a binary add
  * (the activation as its post-ops); else an eltwise of the one activation.
  * *epi NULL when there is none to make. */
-static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s,
-                             const dnnl_memory_desc_t *md, dnnl_primitive_desc_t *epi)
+static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s, const cpu_md *md,
+                             dnnl_primitive_desc_t *epi)
 {
     *epi = NULL;
     dnnl_post_ops_t po = NULL;
@@ -178,21 +178,17 @@ static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s,
     int n = dnnl_post_ops_len(po);
     dnnl_status_t ds = dnnl_unimplemented;
     dnnl_primitive_attr_t attr = NULL;
-    union {
-        dnnl_binary_desc_t binary;
-        dnnl_eltwise_desc_t eltwise;
-    } d;
+    cpu_op d;
     if (s->sum >= 0) {
-        ds = dnnl_binary_desc_init(&d.binary, dnnl_binary_add, md, md, md);
+        ds = cpu_op_binary(&d, dnnl_binary_add, md, md, md);
         if (ds == dnnl_success)
             st = cpu_attr(node, po, &attr);
     } else if (n == 1) {
-        float scale, alpha, beta;
+        float alpha, beta;
         dnnl_alg_kind_t alg;
-        ds = dnnl_post_ops_get_params_eltwise(po, 0, &scale, &alg, &alpha, &beta);
+        ds = cpu_post_ops_get_params_eltwise(po, 0, &alg, &alpha, &beta);
         if (ds == dnnl_success)
-            ds = dnnl_eltwise_forward_desc_init(&d.eltwise, dnnl_forward_inference, alg, md, alpha,
-                                                beta);
+            ds = cpu_op_eltwise(&d, alg, md, alpha, beta);
         if (ds == dnnl_success)
             st = cpu_attr(node, NULL, &attr);
     }
@@ -200,7 +196,7 @@ static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s,
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && ds == dnnl_success && (st = cpu_engine(&eng)) == RN_OK) {
         int prev = cpu_team_begin_size(cpu_team_size_md(md)); /* the epilogue's, weighted.c */
-        if (dnnl_primitive_desc_create(epi, &d, attr, eng, NULL) != dnnl_success)
+        if (cpu_op_pd(epi, &d, attr, eng) != dnnl_success)
             *epi = NULL;
         cpu_team_end(prev);
     }
@@ -222,7 +218,10 @@ static rn_status epilogue_pd(const rn_node *node, const cpu_weighted *s,
 static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt, int rank,
                                 dnnl_primitive_desc_t *pd)
 {
-    const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(*pd, dnnl_query_src_md, 0);
+    cpu_md src_md, bare_dst;
+    const cpu_md *src = &src_md;
+    if (!cpu_pd_md(*pd, dnnl_query_src_md, 0, &src_md))
+        return RN_OK;
     dnnl_format_tag_t tag = md_is(src, plain_tag(rank))       ? plain_tag(rank)
                             : md_is(src, channels_last(rank)) ? channels_last(rank)
                                                               : dnnl_format_tag_undef;
@@ -230,8 +229,9 @@ static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_
         return RN_OK;
     dnnl_primitive_desc_t bare = NULL, epi = NULL;
     rn_status st = conv_desc_ops(node, s, dt, tag, false, &bare);
-    if (st == RN_OK && bare != NULL && is_gemm(bare))
-        st = epilogue_pd(node, s, dnnl_primitive_desc_query_md(bare, dnnl_query_dst_md, 0), &epi);
+    if (st == RN_OK && bare != NULL && is_gemm(bare) &&
+        cpu_pd_md(bare, dnnl_query_dst_md, 0, &bare_dst))
+        st = epilogue_pd(node, s, &bare_dst, &epi);
     if (epi != NULL && strncmp(cpu_pd_impl(epi), "ref", 3) == 0) {
         dnnl_primitive_desc_destroy(epi); /* no jit kernel: not worth a pass */
         epi = NULL;

@@ -22,7 +22,7 @@
 #ifndef RUNNEL_PLUGINS_CPU_CPU_H
 #define RUNNEL_PLUGINS_CPU_CPU_H
 
-#include <dnnl.h>
+#include "plugins/cpu/dnnl_version.h"
 #include <pthread.h>
 
 #include "plugins/api/kernel.h"
@@ -97,7 +97,7 @@ int cpu_team_size(const rn_node *node, int threads);
 /* The team of a memory-bound primitive of its own (a layout conversion's
  * reorder, a convolution's split epilogue) over `md` on the stream's cores:
  * by the elements of md, as a node's memory-bound primitive. */
-int cpu_team_size_md(const dnnl_memory_desc_t *md);
+int cpu_team_size_md(const cpu_md *md);
 /* Around creating a primitive descriptor or a primitive, which partition
  * their work for the calling thread's OpenMP maximum (and fix the team a
  * run forks): sets it to the node's team size on the stream's cores (1 on
@@ -119,30 +119,29 @@ bool cpu_branches_enabled(void);
 
 typedef struct cpu_layout {
     rn_layout base; /* ops = &cpu_layout_ops, desc = &md */
-    dnnl_memory_desc_t md;
+    cpu_md md;
     /* How the plain tensor is read when converted into this layout (ndims
      * 0: md's dims, dense row-major): ConvTranspose's weights, whose plain
      * axes are in another order than the primitive's (cpu_layout_init_plain). */
-    dnnl_memory_desc_t plain;
+    cpu_md plain;
     char name[64];
 } cpu_layout;
 
 extern const rn_layout_ops cpu_layout_ops;
 
 /* The memory descriptor of a plain (dense row-major) tensor. */
-rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, dnnl_memory_desc_t *md);
+rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, cpu_md *md);
 /* The descriptor of a tensor whose layout a primitive picks (format any). */
-rn_status cpu_any_md(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_memory_desc_t *md);
+rn_status cpu_any_md(int rank, const int64_t *dims, dnnl_data_type_t dt, cpu_md *md);
 /* oneDNN's element type for runnel's (dnnl_data_type_undef when none). */
 dnnl_data_type_t cpu_dt(rn_element_type type);
 /* Fills a layout from a descriptor: NULL (*out) when md is plain dense
  * row-major of `type` (no layout needed), else l (named by its format). */
-void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_type type,
-                     const rn_layout **out);
+void cpu_layout_init(cpu_layout *l, const cpu_md *md, rn_element_type type, const rn_layout **out);
 /* Fills l as a layout always (even when md is plain) whose conversion
  * from a plain tensor reads it as `plain` (same dims as md, any strides). */
-void cpu_layout_init_plain(cpu_layout *l, const dnnl_memory_desc_t *md,
-                           const dnnl_memory_desc_t *plain, const rn_layout **out);
+void cpu_layout_init_plain(cpu_layout *l, const cpu_md *md, const cpu_md *plain,
+                           const rn_layout **out);
 /* The plan's concat_dense: whether the parts, in CPU layouts, lie end to
  * end along axis in whole's layout (nChw8c along C with N = 1, every part's
  * C a multiple of the block). */
@@ -150,7 +149,7 @@ bool cpu_concat_dense(const rn_layout *whole, const rn_layout *const *parts, int
 /* The descriptor input layout `l` stands for: its md when it is a CPU
  * layout, else the plain md of (type, rank, dims). */
 rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims,
-                       dnnl_memory_desc_t *md);
+                       cpu_md *md);
 
 /* ---- primitives ---- */
 
@@ -165,7 +164,7 @@ typedef struct cpu_prim {
     int stream_threads;
     size_t scratch; /* user scratchpad bytes */
     uint64_t id;    /* cpu_memory_id(): keys its arguments' memory objects */
-    dnnl_memory_desc_t scratch_md;
+    cpu_md scratch_md;
     char impl[64]; /* oneDNN's implementation ("brgconv:avx512_core_bf16") */
     int kind;      /* cpu_team_kind, for the census (team.h) */
 } cpu_prim;
@@ -188,16 +187,10 @@ uint64_t cpu_memory_id(void);
  * (or reorder) `id` over `data` with descriptor md (the same for every call
  * with that id and arg): made on the first call, reused after. *owned: the
  * caller destroys it after the run (no per-thread table). */
-dnnl_status_t cpu_memory(uint64_t id, int arg, const dnnl_memory_desc_t *md, void *data,
-                         dnnl_memory_t *out, bool *owned);
+dnnl_status_t cpu_memory(uint64_t id, int arg, const cpu_md *md, void *data, dnnl_memory_t *out,
+                         bool *owned);
 
-/* One argument of an execution: (DNNL_ARG_*, descriptor, memory). */
-typedef struct cpu_arg {
-    int arg;
-    const dnnl_memory_desc_t *md;
-    void *data;
-} cpu_arg;
-
+/* cpu_arg: one argument of an execution (dnnl_version.h). */
 /* Runs the primitive with the arguments and the scratchpad of args. */
 rn_status cpu_execute(const cpu_prim *p, const rn_kernel_args *args, const cpu_arg *a, int n);
 
@@ -224,7 +217,7 @@ rn_status cpu_fused_post_ops(const rn_node *node, bool sum, dnnl_post_ops_t *out
  * none. */
 typedef struct cpu_weighted {
     cpu_prim p;
-    dnnl_memory_desc_t src, wei, bias, dst;
+    cpu_md src, wei, bias, dst;
     bool has_bias, matmul;
     /* A MatMul by constant [K, N] weights computed as a 1x1 convolution
      * over x viewed as [1, K, M, 1] channels-last (gemm.c): src and dst are
@@ -264,7 +257,7 @@ dnnl_data_type_t cpu_dst_type(const rn_node *node, dnnl_data_type_t dt);
 /* Creates the primitive descriptor of an op descriptor with the node's
  * post-ops (fused ops: its activation, after the sum when sum); *pd NULL
  * when unimplemented. */
-rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, bool sum,
+rn_status cpu_weighted_pd(const rn_node *node, const cpu_op *op, bool fused, bool sum,
                           dnnl_primitive_desc_t *pd);
 
 /* The rn_kernel slots of a cpu_weighted state. */
@@ -298,7 +291,7 @@ rn_status cpu_weighted_run(rn_kernel_args *args);
  * layout the input's producer writes (else plain f32). */
 typedef struct cpu_unary {
     cpu_prim p;
-    dnnl_memory_desc_t src, dst;
+    cpu_md src, dst;
     cpu_layout src_l, dst_l;
     const rn_layout *src_layout, *dst_layout;
 } cpu_unary;

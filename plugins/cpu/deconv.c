@@ -136,10 +136,10 @@ static rn_status deconv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_typ
         (st = cpu_any_md(ys.rank, ys.dims, cpu_dst_type(node, dt), &s->dst)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, 1, bdims, &s->bias)) != RN_OK)
         return st;
-    dnnl_deconvolution_desc_t dd;
-    dnnl_status_t ds = dnnl_dilated_deconvolution_forward_desc_init(
-        &dd, dnnl_forward_inference, dnnl_deconvolution_direct, &s->src, &s->wei,
-        s->has_bias ? &s->bias : NULL, &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
+    cpu_op dd;
+    dnnl_status_t ds = cpu_op_deconv(&dd, dnnl_deconvolution_direct, &s->src, &s->wei,
+                                     s->has_bias ? &s->bias : NULL, &s->dst, g.strides, g.dilations,
+                                     g.pads_begin, g.pads_end);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the deconvolution", ds);
     return cpu_weighted_pd(node, &dd, false, false, pd);
@@ -147,8 +147,7 @@ static rn_status deconv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_typ
 
 /* The plain ONNX weights [C, M/g, k...] seen as oneDNN's dims: the bytes
  * of [g, C/g, M/g, k...] with the channel axes swapped. */
-static rn_status deconv_plain_weights(const rn_node *node, const cpu_weighted *w,
-                                      dnnl_memory_desc_t *plain)
+static rn_status deconv_plain_weights(const rn_node *node, const cpu_weighted *w, cpu_md *plain)
 {
     int64_t group = rn_node_attr_int_or_default(node, "group");
     int rank = w->wei.ndims, lead = group > 1 ? 1 : 0;
@@ -158,7 +157,7 @@ static rn_status deconv_plain_weights(const rn_node *node, const cpu_weighted *w
     /* Stored order: (g,) C/g, M/g, k... */
     dims[lead] = w->wei.dims[lead + 1];
     dims[lead + 1] = w->wei.dims[lead];
-    dnnl_memory_desc_t stored;
+    cpu_md stored;
     rn_status st = cpu_plain_md(RN_F32, rank, dims, &stored);
     if (st != RN_OK)
         return st;
@@ -167,7 +166,7 @@ static rn_status deconv_plain_weights(const rn_node *node, const cpu_weighted *w
         perm[i] = i;
     perm[lead] = lead + 1;
     perm[lead + 1] = lead;
-    dnnl_status_t ds = dnnl_memory_desc_permute_axes(plain, &stored, perm);
+    dnnl_status_t ds = cpu_md_permute_axes(plain, &stored, perm);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the ONNX weights", ds);
     return RN_OK;
@@ -182,7 +181,7 @@ static rn_status deconv_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
     w->has_bias = rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
     w->sum = -1;
     rn_status st = cpu_weighted_prepare(node, w, deconv_desc);
-    dnnl_memory_desc_t plain;
+    cpu_md plain;
     if (st == RN_OK && (st = deconv_plain_weights(node, w, &plain)) == RN_OK)
         cpu_layout_init_plain(&w->wei_l, &w->wei, &plain, &w->wei_layout);
     if (st != RN_OK) {

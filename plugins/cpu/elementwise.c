@@ -52,7 +52,9 @@ static bool activation_of(const char *op, const float *given, int n_given, activ
     else if (strcmp(op, "Mish") == 0)
         a->alg[0] = dnnl_eltwise_mish;
     else if (strcmp(op, "HardSwish") == 0)
-        a->alg[0] = dnnl_eltwise_hardswish;
+        /* x * min(max(alpha * x + beta, 0), 1): oneDNN 3.x reads alpha
+         * and beta, 2.x ignores them (its 1/6 and 1/2 built in). */
+        a->alg[0] = dnnl_eltwise_hardswish, a->alpha[0] = 1.0f / 6.0f, a->beta[0] = 0.5f;
     else if (strcmp(op, "Gelu") == 0 || strcmp(op, "GeluErf") == 0)
         a->alg[0] = dnnl_eltwise_gelu_erf;
     else if (strcmp(op, "GeluTanh") == 0)
@@ -87,9 +89,9 @@ rn_status cpu_fused_post_ops(const rn_node *node, bool sum, dnnl_post_ops_t *out
     dnnl_post_ops_t po;
     dnnl_status_t s = dnnl_post_ops_create(&po);
     if (s == dnnl_success && sum)
-        s = dnnl_post_ops_append_sum(po, 1.0f);
+        s = cpu_post_ops_append_sum(po, 1.0f, 0, dnnl_data_type_undef);
     for (int i = 0; i < a.n && s == dnnl_success; i++)
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, a.alg[i], a.alpha[i], a.beta[i]);
+        s = cpu_post_ops_append_eltwise(po, a.alg[i], a.alpha[i], a.beta[i]);
     if (s != dnnl_success) {
         dnnl_post_ops_destroy(po);
         return cpu_error(node, "building post-ops", s);
@@ -102,7 +104,7 @@ rn_status cpu_fused_post_ops(const rn_node *node, bool sum, dnnl_post_ops_t *out
 
 typedef struct ew_state {
     cpu_prim p;
-    dnnl_memory_desc_t src, src1, dst;
+    cpu_md src, src1, dst;
     bool binary, swap;
     cpu_layout src_l, src1_l, dst_l;
     const rn_layout *src_layout, *src1_layout, *dst_layout;
@@ -187,14 +189,13 @@ static rn_status unary_desc(const rn_node *node, ew_state *s, dnnl_primitive_des
 {
     activation a;
     unary_activation(node, &a);
-    dnnl_eltwise_desc_t d;
-    dnnl_status_t ds = dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, a.alg[0], &s->src,
-                                                      a.alpha[0], a.beta[0]);
+    cpu_op d;
+    dnnl_status_t ds = cpu_op_eltwise(&d, a.alg[0], &s->src, a.alpha[0], a.beta[0]);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the activation", ds);
     dnnl_post_ops_t po = NULL;
     if (a.n > 1 && (ds = dnnl_post_ops_create(&po)) == dnnl_success)
-        ds = dnnl_post_ops_append_eltwise(po, 1.0f, a.alg[1], a.alpha[1], a.beta[1]);
+        ds = cpu_post_ops_append_eltwise(po, a.alg[1], a.alpha[1], a.beta[1]);
     if (ds != dnnl_success) {
         dnnl_post_ops_destroy(po);
         return cpu_error(node, "building post-ops", ds);
@@ -205,7 +206,7 @@ static rn_status unary_desc(const rn_node *node, ew_state *s, dnnl_primitive_des
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && (st = cpu_engine(&eng)) == RN_OK) {
         int prev = cpu_team_begin(node);
-        ds = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+        ds = cpu_op_pd(pd, &d, attr, eng);
         cpu_team_end(prev);
         if (ds != dnnl_success)
             *pd = NULL;
@@ -275,9 +276,9 @@ static bool binary_supports(const rn_node *node, const char **why)
 static rn_status binary_desc(const rn_node *node, ew_state *s, dnnl_primitive_desc_t *pd)
 {
     bool comm;
-    dnnl_binary_desc_t d;
-    dnnl_status_t ds = dnnl_binary_desc_init(&d, binary_alg(rn_node_op_type(node), &comm), &s->src,
-                                             &s->src1, &s->dst);
+    cpu_op d;
+    dnnl_status_t ds =
+        cpu_op_binary(&d, binary_alg(rn_node_op_type(node), &comm), &s->src, &s->src1, &s->dst);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the binary op", ds);
     dnnl_primitive_attr_t attr;
@@ -285,7 +286,7 @@ static rn_status binary_desc(const rn_node *node, ew_state *s, dnnl_primitive_de
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && (st = cpu_engine(&eng)) == RN_OK) {
         int prev = cpu_team_begin(node);
-        ds = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+        ds = cpu_op_pd(pd, &d, attr, eng);
         cpu_team_end(prev);
         if (ds != dnnl_success)
             *pd = NULL;

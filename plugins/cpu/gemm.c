@@ -108,12 +108,12 @@ static bool matmul_supports(const rn_node *node, const char **why)
 }
 
 static rn_status md_dims(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_format_tag_t tag,
-                         dnnl_memory_desc_t *md)
+                         cpu_md *md)
 {
     dnnl_dims_t d;
     for (int i = 0; i < rank; i++)
         d[i] = dims[i];
-    if (dnnl_memory_desc_init_by_tag(md, rank, d, dt, tag) != dnnl_success)
+    if (cpu_md_init_by_tag(md, rank, d, dt, tag) != dnnl_success)
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe a rank-%d tensor", rank);
     return RN_OK;
 }
@@ -141,20 +141,19 @@ static void conv1x1_desc(const rn_node *node, bool fused, bool sum, dnnl_primiti
         m *= a.dims[i];
     dnnl_dims_t xd = {1, k, m, 1}, wd = {n, k, 1, 1}, yd = {1, n, m, 1}, bd = {n};
     dnnl_dims_t ones = {1, 1}, zeros = {0, 0};
-    dnnl_memory_desc_t x, w, bias, y;
-    dnnl_convolution_desc_t cd;
+    cpu_md x, w, bias, y;
+    cpu_op cd;
     bool has_bias = rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
-    dnnl_status_t ds = dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_nhwc);
+    dnnl_status_t ds = cpu_md_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_nhwc);
     if (ds == dnnl_success)
-        ds = dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any);
+        ds = cpu_md_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any);
     if (ds == dnnl_success)
-        ds = dnnl_memory_desc_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_nhwc);
+        ds = cpu_md_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_nhwc);
     if (ds == dnnl_success)
-        ds = dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_a);
+        ds = cpu_md_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_a);
     if (ds == dnnl_success)
-        ds = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
-                                                dnnl_convolution_direct, &x, &w,
-                                                has_bias ? &bias : NULL, &y, ones, zeros, zeros);
+        ds = cpu_op_conv(&cd, dnnl_convolution_direct, &x, &w, has_bias ? &bias : NULL, &y, ones,
+                         zeros, zeros, zeros);
     *pd = NULL;
     /* Not describable or not creatable: the matmul stays. */
     if (ds != dnnl_success || cpu_weighted_pd(node, &cd, fused, sum, pd) != RN_OK)
@@ -169,10 +168,7 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     rn_partial_shape y = rn_node_output_shape(node, 0);
     rn_status st;
     dnnl_status_t ds;
-    union {
-        dnnl_inner_product_desc_t ip;
-        dnnl_matmul_desc_t mm;
-    } d;
+    cpu_op d;
     if (s->matmul) {
         /* Both operands at the output's rank (leading 1s): oneDNN
          * broadcasts the batch dims. */
@@ -205,7 +201,7 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
             if ((st = cpu_plain_md(RN_F32, r, bd, &s->bias)) != RN_OK)
                 return st;
         }
-        ds = dnnl_matmul_desc_init(&d.mm, &s->src, &s->wei, s->has_bias ? &s->bias : NULL, &s->dst);
+        ds = cpu_op_matmul(&d, &s->src, &s->wei, s->has_bias ? &s->bias : NULL, &s->dst);
     } else {
         int64_t n = b.dims[0];
         if ((st = md_dims(2, a.dims, dt, dnnl_format_tag_any, &s->src)) != RN_OK ||
@@ -214,8 +210,7 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
                 RN_OK ||
             (st = cpu_plain_md(RN_F32, 1, &n, &s->bias)) != RN_OK)
             return st;
-        ds = dnnl_inner_product_forward_desc_init(&d.ip, dnnl_forward_inference, &s->src, &s->wei,
-                                                  s->has_bias ? &s->bias : NULL, &s->dst);
+        ds = cpu_op_inner_product(&d, &s->src, &s->wei, s->has_bias ? &s->bias : NULL, &s->dst);
     }
     if (ds != dnnl_success)
         return cpu_error(node, "describing the product", ds);
@@ -228,7 +223,9 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         return st;
     dnnl_primitive_desc_t cpd = NULL;
     conv1x1_desc(node, fused, s->sum >= 0, &cpd);
-    if (cpd != NULL && strncmp(cpu_pd_impl(cpd), "jit", 3) == 0) {
+    /* A jit kernel (2.x's "jit:avx2", 3.x's "brgconv_1x1:avx2"). */
+    const char *impl = cpd != NULL ? cpu_pd_impl(cpd) : "";
+    if (strncmp(impl, "jit", 3) == 0 || strncmp(impl, "brg", 3) == 0) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = cpd;
         s->conv1x1 = true;
@@ -256,8 +253,8 @@ static rn_status gemm_prepare(const rn_node *node, const rn_kernel_ctx *ctx, voi
         rn_partial_shape b = rn_node_input_shape(node, 1);
         int64_t k = b.dims[b.rank - 2], n = b.dims[b.rank - 1];
         dnnl_dims_t dims = {n, k, 1, 1}, strides = {1, n, n * k, n * k};
-        dnnl_memory_desc_t plain;
-        dnnl_status_t ds = dnnl_memory_desc_init_by_strides(&plain, 4, dims, dnnl_f32, strides);
+        cpu_md plain;
+        dnnl_status_t ds = cpu_md_init_by_strides(&plain, 4, dims, dnnl_f32, strides);
         if (ds != dnnl_success)
             st = cpu_error(node, "describing the product's weights", ds);
         else

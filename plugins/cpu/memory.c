@@ -61,8 +61,8 @@ static size_t slot_of(uint64_t id, int arg, const void *data)
     return (size_t)(h >> 40) & (TABLE_SIZE - 1);
 }
 
-dnnl_status_t cpu_memory(uint64_t id, int arg, const dnnl_memory_desc_t *md, void *data,
-                         dnnl_memory_t *out, bool *owned)
+dnnl_status_t cpu_memory(uint64_t id, int arg, const cpu_md *md, void *data, dnnl_memory_t *out,
+                         bool *owned)
 {
     dnnl_engine_t eng = NULL;
     if (cpu_engine(&eng) != RN_OK)
@@ -76,7 +76,7 @@ dnnl_status_t cpu_memory(uint64_t id, int arg, const dnnl_memory_desc_t *md, voi
     }
     *owned = t == NULL;
     if (t == NULL) /* no table: a memory object for this run only */
-        return dnnl_memory_create(out, md, eng, data);
+        return cpu_memory_create(out, md, eng, data);
     /* The victim is an empty slot, else one of another primitive: the
      * objects of this primitive's other arguments are in use by this run. */
     size_t base = slot_of(id, arg, data);
@@ -92,10 +92,10 @@ dnnl_status_t cpu_memory(uint64_t id, int arg, const dnnl_memory_desc_t *md, voi
     }
     if (victim == NULL) {
         *owned = true;
-        return dnnl_memory_create(out, md, eng, data);
+        return cpu_memory_create(out, md, eng, data);
     }
     dnnl_memory_t m = NULL;
-    dnnl_status_t s = dnnl_memory_create(&m, md, eng, data);
+    dnnl_status_t s = cpu_memory_create(&m, md, eng, data);
     if (s != dnnl_success)
         return s;
     if (victim->id != 0)

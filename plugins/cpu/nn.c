@@ -12,10 +12,10 @@
 typedef struct nn_state {
     cpu_prim p;
     int n_src;
-    dnnl_memory_desc_t src[MAX_CONCAT], dst;
-    dnnl_memory_desc_t stat; /* [C]: BatchNormalization's scale, shift, mean, var;
-                                LayerNormalization's scale and shift */
-    bool ln_shift;           /* LayerNormalization has a bias */
+    cpu_md src[MAX_CONCAT], dst;
+    cpu_md stat;   /* [C]: BatchNormalization's scale, shift, mean, var;
+                                  LayerNormalization's scale and shift */
+    bool ln_shift; /* LayerNormalization has a bias */
     cpu_layout src_l[MAX_CONCAT], dst_l;
     const rn_layout *src_layout[MAX_CONCAT], *dst_layout;
     /* LRN over a channel-blocked producer (lrn_over_plain): p runs over
@@ -23,7 +23,7 @@ typedef struct nn_state {
      * destination in the scratch at plain_at[0] and plain_at[1]. */
     bool lrn_plain;
     cpu_prim to_plain, from_plain;
-    dnnl_memory_desc_t plain;
+    cpu_md plain;
     size_t plain_at[2];
     size_t scratch; /* bytes: the primitives' scratchpad (and the plain tensors) */
     /* ShuffleChannels as a reorder from plain into the channel-blocked
@@ -31,7 +31,7 @@ typedef struct nn_state {
      * shuffle_to, views of the input and the output with the group axes
      * split out. */
     bool shuffle_reorder;
-    dnnl_memory_desc_t shuffle_from, shuffle_to;
+    cpu_md shuffle_from, shuffle_to;
 } nn_state;
 
 static void nn_release(void *state)
@@ -104,8 +104,7 @@ static bool pool_supports(const rn_node *node, const char **why)
     return true;
 }
 
-static rn_status pool_desc(const rn_node *node, nn_state *s, dnnl_alg_kind_t *alg,
-                           dnnl_pooling_v2_desc_t *d)
+static rn_status pool_desc(const rn_node *node, nn_state *s, dnnl_alg_kind_t *alg, cpu_op *d)
 {
     rn_partial_shape x = rn_node_input_shape(node, 0), y = rn_node_output_shape(node, 0);
     int n = x.rank - 2;
@@ -141,15 +140,14 @@ static rn_status pool_desc(const rn_node *node, nn_state *s, dnnl_alg_kind_t *al
                : rn_node_attr_int(node, "count_include_pad", 0) ? dnnl_pooling_avg_include_padding
                                                                 : dnnl_pooling_avg_exclude_padding;
     }
-    dnnl_memory_desc_t dst;
+    cpu_md dst;
     dnnl_dims_t yd;
     for (int i = 0; i < y.rank; i++)
         yd[i] = y.dims[i];
-    if (dnnl_memory_desc_init_by_tag(&dst, y.rank, yd, s->src[0].data_type, dnnl_format_tag_any) !=
+    if (cpu_md_init_by_tag(&dst, y.rank, yd, s->src[0].data_type, dnnl_format_tag_any) !=
         dnnl_success)
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe pooling output");
-    dnnl_status_t ds = dnnl_pooling_v2_forward_desc_init(
-        d, dnnl_forward_inference, *alg, &s->src[0], &dst, strides, kernel, dil, pl, pr);
+    dnnl_status_t ds = cpu_op_pooling(d, *alg, &s->src[0], &dst, strides, kernel, dil, pl, pr);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the pooling", ds);
     return RN_OK;
@@ -248,26 +246,17 @@ static rn_status engine_and_attr(const rn_node *node, dnnl_engine_t *eng,
  * whole map over nChw8c (7x7 over 7x7: 27 against 13 us; nhwc 6 against 8).
  * Where oneDNN picks another kernel (AVX-512's, over nChw16c, which SSE4.1
  * does not take) nothing changes. *pd is replaced, or left. */
-static void prefer_sse41_pooling(const void *desc, const_dnnl_primitive_attr_t attr,
+static void prefer_sse41_pooling(const cpu_op *op, const_dnnl_primitive_attr_t attr,
                                  dnnl_engine_t eng, dnnl_primitive_desc_t *pd)
 {
     const char *impl = cpu_pd_impl(*pd);
     if (strncmp(impl, "jit:avx", 7) != 0 || strncmp(impl, "jit:avx512", 10) == 0)
         return;
-    dnnl_primitive_desc_iterator_t it;
-    if (dnnl_primitive_desc_iterator_create(&it, desc, attr, eng, NULL) != dnnl_success)
-        return;
-    do {
-        dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
-        if (c != NULL && strcmp(cpu_pd_impl(c), "jit:sse41") == 0) {
-            dnnl_primitive_desc_destroy(*pd);
-            *pd = c;
-            break;
-        }
-        if (c != NULL)
-            dnnl_primitive_desc_destroy(c);
-    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
-    dnnl_primitive_desc_iterator_destroy(it);
+    dnnl_primitive_desc_t c = cpu_op_pd_named(op, attr, eng, "jit:sse41");
+    if (c != NULL) {
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = c;
+    }
 }
 
 /* The op's primitive descriptor over s->src (NULL: unimplemented). */
@@ -286,63 +275,51 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
         if (axis < 0)
             axis += y.rank;
         int prev = cpu_team_begin(node);
-        ds = dnnl_concat_primitive_desc_create(pd, NULL, s->n_src, (int)axis, s->src, attr, eng);
+        ds = cpu_concat_pd(pd, NULL, s->n_src, (int)axis, s->src, attr, eng);
         cpu_team_end(prev);
     } else {
-        union {
-            dnnl_pooling_v2_desc_t pool;
-            dnnl_lrn_desc_t lrn;
-            dnnl_softmax_v2_desc_t softmax;
-            dnnl_batch_normalization_desc_t bn;
-            dnnl_shuffle_desc_t shuffle;
-            dnnl_layer_normalization_desc_t ln;
-        } d;
+        cpu_op d;
         if (is_op(node, "LRN")) {
             int64_t size = rn_node_attr_int(node, "size", 1);
-            ds = dnnl_lrn_forward_desc_init(&d.lrn, dnnl_forward_inference,
-                                            dnnl_lrn_across_channels, &s->src[0], size,
-                                            rn_node_attr_float_or_default(node, "alpha"),
-                                            rn_node_attr_float_or_default(node, "beta"),
-                                            rn_node_attr_float_or_default(node, "bias"));
+            ds = cpu_op_lrn(&d, dnnl_lrn_across_channels, &s->src[0], size,
+                            rn_node_attr_float_or_default(node, "alpha"),
+                            rn_node_attr_float_or_default(node, "beta"),
+                            rn_node_attr_float_or_default(node, "bias"));
         } else if (is_op(node, "LayerNormalization")) {
             unsigned flags = dnnl_use_scale;
             if (s->ln_shift)
                 flags |= dnnl_use_shift;
-            ds = dnnl_layer_normalization_forward_desc_init(
-                &d.ln, dnnl_forward_inference, &s->src[0], NULL,
-                rn_node_attr_float_or_default(node, "epsilon"), flags);
+            ds = cpu_op_layer_norm(&d, &s->src[0], rn_node_attr_float_or_default(node, "epsilon"),
+                                   flags);
         } else if (is_op(node, "ShuffleChannels")) {
             int64_t axis = rn_node_attr_int(node, "axis", 1);
             if (axis < 0)
                 axis += rn_node_input_shape(node, 0).rank;
             /* oneDNN's group_size is the size of each of our groups. */
             int64_t c = rn_node_input_shape(node, 0).dims[axis];
-            ds = dnnl_shuffle_forward_desc_init(&d.shuffle, dnnl_forward_inference, &s->src[0],
-                                                (int)axis, c / rn_node_attr_int(node, "group", 1));
+            ds = cpu_op_shuffle(&d, &s->src[0], (int)axis, c / rn_node_attr_int(node, "group", 1));
         } else if (is_op(node, "Softmax") || is_op(node, "LogSoftmax")) {
             int axis = 0;
             softmax_axis(node, &axis);
-            ds = dnnl_softmax_v2_forward_desc_init(&d.softmax, dnnl_forward_inference,
-                                                   is_op(node, "Softmax") ? dnnl_softmax_accurate
-                                                                          : dnnl_softmax_log,
-                                                   &s->src[0], &s->src[0], axis);
+            ds = cpu_op_softmax(&d,
+                                is_op(node, "Softmax") ? dnnl_softmax_accurate : dnnl_softmax_log,
+                                &s->src[0], &s->src[0], axis);
         } else if (is_op(node, "BatchNormalization") || is_op(node, "FusedBatchNormalization")) {
             unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
             if (is_op(node, "FusedBatchNormalization"))
                 flags |= dnnl_fuse_norm_relu; /* its one activation: Relu */
-            ds = dnnl_batch_normalization_forward_desc_init(
-                &d.bn, dnnl_forward_inference, &s->src[0],
-                rn_node_attr_float_or_default(node, "epsilon"), flags);
+            ds = cpu_op_batch_norm(&d, &s->src[0], rn_node_attr_float_or_default(node, "epsilon"),
+                                   flags);
         } else {
             dnnl_alg_kind_t alg;
-            if ((st = pool_desc(node, s, &alg, &d.pool)) != RN_OK) {
+            if ((st = pool_desc(node, s, &alg, &d)) != RN_OK) {
                 dnnl_primitive_attr_destroy(attr);
                 return st;
             }
         }
         if (ds == dnnl_success) {
             int prev = cpu_team_begin(node);
-            ds = dnnl_primitive_desc_create(pd, &d, attr, eng, NULL);
+            ds = cpu_op_pd(pd, &d, attr, eng);
             if (ds == dnnl_success && (is_op(node, "MaxPool") || is_op(node, "AveragePool")) &&
                 s->src[0].data_type == dnnl_f32)
                 prefer_sse41_pooling(&d, attr, eng, pd);
@@ -359,11 +336,11 @@ static rn_status nn_pd(const rn_node *node, nn_state *s, dnnl_primitive_desc_t *
 }
 
 /* Whether md blocks its channels (axis 1): nChw8c, nChw16c, ... */
-static bool channel_blocked(const dnnl_memory_desc_t *md)
+static bool channel_blocked(const cpu_md *md)
 {
     if (md->format_kind != dnnl_blocked || md->ndims < 3)
         return false;
-    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    const cpu_blocking *b = &md->format_desc.blocking;
     for (int k = 0; k < b->inner_nblks; k++)
         if (b->inner_idxs[k] == 1)
             return true;
@@ -371,8 +348,8 @@ static bool channel_blocked(const dnnl_memory_desc_t *md)
 }
 
 /* A reorder from `from` to `to` as a primitive of the node (its team). */
-static rn_status reorder_prim(const rn_node *node, const dnnl_memory_desc_t *from,
-                              const dnnl_memory_desc_t *to, cpu_prim *p)
+static rn_status reorder_prim(const rn_node *node, const cpu_md *from, const cpu_md *to,
+                              cpu_prim *p)
 {
     dnnl_engine_t eng = NULL;
     dnnl_primitive_attr_t attr;
@@ -381,7 +358,7 @@ static rn_status reorder_prim(const rn_node *node, const dnnl_memory_desc_t *fro
         return st;
     dnnl_primitive_desc_t pd = NULL;
     int prev = cpu_team_begin(node);
-    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, from, eng, to, eng, attr);
+    dnnl_status_t ds = cpu_reorder_pd(&pd, from, eng, to, attr);
     cpu_team_end(prev);
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success)
@@ -401,15 +378,15 @@ static rn_status reorder_prim(const rn_node *node, const dnnl_memory_desc_t *fro
  * AVX-512 (nChw16c). */
 static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
 {
-    dnnl_memory_desc_t blocked = s->src[0];
+    cpu_md blocked = s->src[0];
     dnnl_dims_t strides;
     int64_t n = 1;
     for (int i = blocked.ndims - 1; i >= 0; i--) {
         strides[i] = n;
         n *= blocked.dims[i];
     }
-    if (dnnl_memory_desc_init_by_strides(&s->plain, blocked.ndims, blocked.dims, blocked.data_type,
-                                         strides) != dnnl_success)
+    if (cpu_md_init_by_strides(&s->plain, blocked.ndims, blocked.dims, blocked.data_type,
+                               strides) != dnnl_success)
         return RN_OK;
     s->src[0] = s->plain;
     dnnl_primitive_desc_t pd = NULL;
@@ -437,10 +414,38 @@ static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
     size_t pad = s->p.scratch;
     pad = s->to_plain.scratch > pad ? s->to_plain.scratch : pad;
     pad = s->from_plain.scratch > pad ? s->from_plain.scratch : pad;
-    size_t bytes = (dnnl_memory_desc_get_size(&s->plain) + 63) & ~(size_t)63;
+    size_t bytes = (cpu_md_get_size(&s->plain) + 63) & ~(size_t)63;
     s->plain_at[0] = (pad + 63) & ~(size_t)63;
     s->plain_at[1] = s->plain_at[0] + bytes;
     s->scratch = s->plain_at[1] + bytes;
+    return RN_OK;
+}
+
+/* ShuffleChannels as one reorder between strided views of its input and
+ * output (n axes: dims, the input's strides `from`, the output's `to`),
+ * the output in format `tag`; s is left as it was when oneDNN has none. */
+static rn_status shuffle_as_reorder(const rn_node *node, nn_state *s, int n, const dnnl_dims_t dims,
+                                    const dnnl_dims_t from, const dnnl_dims_t to,
+                                    dnnl_format_tag_t tag)
+{
+    const cpu_md *x = &s->src[0];
+    dnnl_dims_t xd;
+    memcpy(xd, x->dims, sizeof xd);
+    cpu_md dst;
+    if (cpu_md_init_by_strides(&s->shuffle_from, n, dims, dnnl_f32, from) != dnnl_success ||
+        cpu_md_init_by_strides(&s->shuffle_to, n, dims, dnnl_f32, to) != dnnl_success ||
+        cpu_md_init_by_tag(&dst, x->ndims, xd, dnnl_f32, tag) != dnnl_success)
+        return RN_OK;
+    cpu_prim p;
+    rn_status st = reorder_prim(node, &s->shuffle_from, &s->shuffle_to, &p);
+    if (st != RN_OK)
+        return st;
+    cpu_prim_release(&s->p);
+    s->p = p;
+    s->shuffle_reorder = true;
+    s->dst = dst;
+    cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
+    s->scratch = s->p.scratch;
     return RN_OK;
 }
 
@@ -457,24 +462,28 @@ static rn_status lrn_over_plain(const rn_node *node, nn_state *s)
  * gemm convolutions with the post-ops as a primitive of their own"). The
  * block is the one oneDNN's convolutions take on the machine's ISA: 16
  * where it has AVX-512, else 8. s is left as it was where that does not
- * apply. */
+ * apply, or where the depthwise convolutions take channels-last
+ * (shuffle_channels_last then). */
+static bool channels_last_consumer(const rn_node *node, const cpu_md *x);
+
 static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
 {
-    const dnnl_memory_desc_t *x = &s->src[0];
+    const cpu_md *x = &s->src[0];
     int r = x->ndims;
     int64_t g = rn_node_attr_int(node, "group", 1), axis = rn_node_attr_int(node, "axis", 1);
     int64_t b = strncmp(cpu_isa_name(), "avx512", 6) == 0 ? 16 : 8;
     if (r < 3 || r > 5 || x->data_type != dnnl_f32 || (axis != 1 && axis != 1 - r) || g < 1 ||
-        b % g != 0 || x->dims[1] % g != 0 || (x->dims[1] / g) % (b / g) != 0)
+        b % g != 0 || x->dims[1] % g != 0 || (x->dims[1] / g) % (b / g) != 0 ||
+        channels_last_consumer(node, x))
         return RN_OK;
     static const dnnl_format_tag_t plain[3] = {dnnl_abc, dnnl_abcd, dnnl_abcde};
     static const dnnl_format_tag_t blocked[3][2] = {
         {dnnl_nCw8c, dnnl_nCw16c}, {dnnl_nChw8c, dnnl_nChw16c}, {dnnl_nCdhw8c, dnnl_nCdhw16c}};
-    dnnl_memory_desc_t t;
+    cpu_md t;
     dnnl_dims_t dims;
     memcpy(dims, x->dims, sizeof dims);
-    if (dnnl_memory_desc_init_by_tag(&t, r, dims, dnnl_f32, plain[r - 3]) != dnnl_success ||
-        !dnnl_memory_desc_equal(&t, x))
+    if (cpu_md_init_by_tag(&t, r, dims, dnnl_f32, plain[r - 3]) != dnnl_success ||
+        !cpu_md_equal(&t, x))
         return RN_OK;
     int64_t c = x->dims[1], k = c / g, q = b / g, sp = 1;
     for (int i = 2; i < r; i++)
@@ -491,24 +500,88 @@ static rn_status shuffle_into_blocked(const rn_node *node, nn_state *s)
         to[i + 2] = inner * b;
         inner *= x->dims[i];
     }
-    dnnl_memory_desc_t dst;
-    if (dnnl_memory_desc_init_by_strides(&s->shuffle_from, r + 2, d6, dnnl_f32, from) !=
-            dnnl_success ||
-        dnnl_memory_desc_init_by_strides(&s->shuffle_to, r + 2, d6, dnnl_f32, to) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&dst, r, dims, dnnl_f32, blocked[r - 3][b == 16]) !=
-            dnnl_success)
+    return shuffle_as_reorder(node, s, r + 2, d6, from, to, blocked[r - 3][b == 16]);
+}
+
+/* Whether oneDNN's depthwise 3x3 convolution over x's dims (what follows
+ * ShuffleNet's shuffles), asked for its source layout, takes channels-last
+ * (oneDNN 3.x's on AVX2: brdgmm_dw over acdb) rather than channel blocks
+ * (2.6's jit_dw over nChw8c). */
+static bool channels_last_consumer(const rn_node *node, const cpu_md *x)
+{
+    int r = x->ndims;
+    static const dnnl_format_tag_t last[3] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
+    dnnl_dims_t dims, wd = {x->dims[1], 1, 1, 3, 3, 3}, ones = {1, 1, 1}, zeros = {0, 0, 0};
+    memcpy(dims, x->dims, sizeof dims);
+    cpu_md src, wei, dst, picked, want;
+    cpu_op op;
+    dnnl_engine_t eng = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    bool yes = false;
+    if (cpu_engine(&eng) != RN_OK) {
+        rn_clear_error();
+        return false;
+    }
+    if (cpu_md_init_by_tag(&src, r, dims, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        cpu_md_init_by_tag(&dst, r, dims, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        cpu_md_init_by_tag(&wei, r + 1, wd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        cpu_op_conv(&op, dnnl_convolution_direct, &src, &wei, NULL, &dst, ones, zeros, ones,
+                    ones) == dnnl_success &&
+        cpu_op_pd(&pd, &op, NULL, eng) == dnnl_success) {
+        yes = cpu_pd_md(pd, dnnl_query_src_md, 0, &picked) &&
+              cpu_md_init_by_tag(&want, r, dims, dnnl_f32, last[r - 3]) == dnnl_success &&
+              cpu_md_equal(&picked, &want);
+        dnnl_primitive_desc_destroy(pd);
+    }
+    (void)node;
+    return yes;
+}
+
+/* The same over channels-last input (oneDNN 3.x's convolutions on AVX2
+ * write acdb, over which its shuffle is its reference one): with g groups
+ * of K channels, over the axes [N, g, K, spatial...] the input and the
+ * channels-last output (channel j*g + i from input channel i*K + j) are
+ * strided views too. */
+static rn_status shuffle_channels_last(const rn_node *node, nn_state *s)
+{
+    const cpu_md *x = &s->src[0];
+    int r = x->ndims;
+    int64_t g = rn_node_attr_int(node, "group", 1), axis = rn_node_attr_int(node, "axis", 1);
+    if (r < 3 || r > 5 || x->data_type != dnnl_f32 || (axis != 1 && axis != 1 - r) || g < 1 ||
+        x->dims[1] % g != 0)
         return RN_OK;
-    cpu_prim p;
-    rn_status st = reorder_prim(node, &s->shuffle_from, &s->shuffle_to, &p);
-    if (st != RN_OK)
-        return st;
-    cpu_prim_release(&s->p);
-    s->p = p;
-    s->shuffle_reorder = true;
-    s->dst = dst;
-    cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
-    s->scratch = s->p.scratch;
-    return RN_OK;
+    static const dnnl_format_tag_t last[3] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
+    cpu_md t;
+    dnnl_dims_t dims;
+    memcpy(dims, x->dims, sizeof dims);
+    const cpu_blocking *xb = &x->format_desc.blocking;
+    if (x->format_kind != dnnl_blocked || xb->inner_nblks != 0 || x->offset0 != 0)
+        return RN_OK;
+    for (int i = 0; i < r; i++)
+        if (x->padded_dims[i] != x->dims[i])
+            return RN_OK;
+    /* Channels-last input, or plain where the depthwise convolutions
+     * after a shuffle take channels-last (channels_last_consumer). */
+    if ((cpu_md_init_by_tag(&t, r, dims, dnnl_f32, last[r - 3]) != dnnl_success ||
+         !cpu_md_equal(&t, x)) &&
+        !channels_last_consumer(node, x))
+        return RN_OK;
+    int64_t c = x->dims[1], k = c / g, sp = 1;
+    for (int i = 2; i < r; i++)
+        sp *= x->dims[i];
+    dnnl_dims_t d, from, to;
+    d[0] = x->dims[0], d[1] = g, d[2] = k;
+    from[0] = xb->strides[0], to[0] = c * sp;
+    from[1] = k * xb->strides[1], from[2] = xb->strides[1];
+    to[1] = 1, to[2] = g;
+    int64_t inner = c;
+    for (int i = r - 1; i >= 2; i--) {
+        d[i + 1] = x->dims[i];
+        from[i + 1] = xb->strides[i];
+        to[i + 1] = inner;
+        inner *= x->dims[i];
+    }
+    return shuffle_as_reorder(node, s, r + 1, d, from, to, last[r - 3]);
 }
 
 /* Whether oneDNN's pick is one of its reference kernels (simple_nchw:any
@@ -533,14 +606,14 @@ static rn_status pool_over_blocked(const rn_node *node, nn_state *s, dnnl_primit
 {
     static const dnnl_format_tag_t tags[3][2] = {
         {dnnl_nCw16c, dnnl_nCw8c}, {dnnl_nChw16c, dnnl_nChw8c}, {dnnl_nCdhw16c, dnnl_nCdhw8c}};
-    dnnl_memory_desc_t plain = s->src[0];
+    cpu_md plain = s->src[0];
     if (plain.ndims < 3 || plain.ndims > 5 || plain.data_type != dnnl_f32)
         return RN_OK;
     for (int k = 0; k < 2; k++) {
         dnnl_dims_t dims;
         memcpy(dims, plain.dims, sizeof dims);
-        if (dnnl_memory_desc_init_by_tag(&s->src[0], plain.ndims, dims, dnnl_f32,
-                                         tags[plain.ndims - 3][k]) != dnnl_success)
+        if (cpu_md_init_by_tag(&s->src[0], plain.ndims, dims, dnnl_f32, tags[plain.ndims - 3][k]) !=
+            dnnl_success)
             continue;
         dnnl_primitive_desc_t alt = NULL;
         rn_status st = nn_pd(node, s, &alt);
@@ -593,10 +666,10 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
         return st;
     }
     for (int k = 0; k < s->n_src; k++) {
-        s->src[k] = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, k);
+        cpu_pd_md(pd, dnnl_query_src_md, k, &s->src[k]);
         cpu_layout_init(&s->src_l[k], &s->src[k], cpu_io_type(node), &s->src_layout[k]);
     }
-    s->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    cpu_pd_md(pd, dnnl_query_dst_md, 0, &s->dst);
     cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
     s->scratch = s->p.scratch;
     if (is_op(node, "LRN") && channel_blocked(&s->src[0]) &&
@@ -605,6 +678,12 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
         return st;
     }
     if (is_op(node, "ShuffleChannels") && (st = shuffle_into_blocked(node, s)) != RN_OK) {
+        nn_release(s);
+        return st;
+    }
+    /* Where oneDNN's shuffle is its reference one (3.x's over acdb). */
+    if (is_op(node, "ShuffleChannels") && !s->shuffle_reorder &&
+        strncmp(s->p.impl, "ref", 3) == 0 && (st = shuffle_channels_last(node, s)) != RN_OK) {
         nn_release(s);
         return st;
     }

@@ -76,43 +76,17 @@ rn_status cpu_stream(dnnl_stream_t *out)
 
 const char *cpu_isa_name(void)
 {
-    switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_sse41:
-        return "sse41";
-    case dnnl_cpu_isa_avx:
-        return "avx";
-    case dnnl_cpu_isa_avx2:
-        return "avx2";
-    case dnnl_cpu_isa_avx512_mic:
-        return "avx512_mic";
-    case dnnl_cpu_isa_avx512_mic_4ops:
-        return "avx512_mic_4ops";
-    case dnnl_cpu_isa_avx512_core:
-        return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni:
-        return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16:
-        return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx:
-        return "avx512_core_amx";
-    case dnnl_cpu_isa_avx2_vnni:
-        return "avx2_vnni";
-    default:
-        return "any";
-    }
+    return cpu_dnnl_isa_name(dnnl_get_effective_cpu_isa());
 }
 
 bool cpu_has_bf16(void)
 {
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+    return cpu_dnnl_isa_bf16(dnnl_get_effective_cpu_isa());
 }
 
 bool cpu_has_vnni(void)
 {
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
-           isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
+    return cpu_dnnl_isa_vnni(dnnl_get_effective_cpu_isa());
 }
 
 /* oneDNN's statuses as runnel's: a primitive oneDNN has no implementation
@@ -123,13 +97,7 @@ bool cpu_has_vnni(void)
  * next kernel (plugin_kernel_may_fall_back). */
 rn_status cpu_error(const rn_node *node, const char *what, dnnl_status_t s)
 {
-    const char *why = s == dnnl_unimplemented       ? "no implementation for these shapes and types"
-                      : s == dnnl_out_of_memory     ? "oneDNN reported out of memory"
-                      : s == dnnl_invalid_arguments ? "invalid arguments"
-                      : s == dnnl_iterator_ends     ? "iterator ends"
-                      : s == dnnl_runtime_error     ? "runtime error"
-                      : s == dnnl_not_required      ? "not required"
-                                                    : "oneDNN error";
+    const char *why = cpu_dnnl_status_why(s);
     rn_status st = s == dnnl_unimplemented ? RN_UNSUPPORTED : RN_DEVICE_ERROR;
     if (node != NULL)
         return rn_set_error(st, "CPU: node '%s' (%s): %s: %s (oneDNN status %d)",
@@ -245,7 +213,7 @@ dnnl_data_type_t cpu_dt(rn_element_type type)
     }
 }
 
-rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, dnnl_memory_desc_t *md)
+rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, cpu_md *md)
 {
     dnnl_data_type_t dt = cpu_dt(type);
     if (dt == dnnl_data_type_undef)
@@ -260,7 +228,7 @@ rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, dnnl
         strides[i] = s;
         s *= d[i] > 0 ? d[i] : 1;
     }
-    if (dnnl_memory_desc_init_by_strides(md, r, d, dt, strides) != dnnl_success)
+    if (cpu_md_init_by_strides(md, r, d, dt, strides) != dnnl_success)
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe a rank-%d tensor", rank);
     return RN_OK;
 }
@@ -268,9 +236,9 @@ rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, dnnl
 /* A name for a descriptor's format in oneDNN's letters: dims a, b, c, ...
  * outermost first, blocked dims in capitals, then the inner blocks
  * ("aBcd16b" is nChw16c); prefixed by the element type when not f32. */
-static void format_name(const dnnl_memory_desc_t *md, char *buf, size_t size)
+static void format_name(const cpu_md *md, char *buf, size_t size)
 {
-    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    const cpu_blocking *b = &md->format_desc.blocking;
     int n = md->ndims, order[DNNL_MAX_NDIMS];
     for (int i = 0; i < n; i++)
         order[i] = i;
@@ -301,17 +269,15 @@ static void format_name(const dnnl_memory_desc_t *md, char *buf, size_t size)
 static bool layout_equal(const rn_layout *a, const rn_layout *b)
 {
     const cpu_layout *x = (const cpu_layout *)a, *y = (const cpu_layout *)b;
-    return dnnl_memory_desc_equal(&x->md, &y->md) != 0 && x->plain.ndims == y->plain.ndims &&
-           (x->plain.ndims == 0 || dnnl_memory_desc_equal(&x->plain, &y->plain) != 0);
+    return cpu_md_equal(&x->md, &y->md) != 0 && x->plain.ndims == y->plain.ndims &&
+           (x->plain.ndims == 0 || cpu_md_equal(&x->plain, &y->plain) != 0);
 }
 
-void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_type type,
-                     const rn_layout **out)
+void cpu_layout_init(cpu_layout *l, const cpu_md *md, rn_element_type type, const rn_layout **out)
 {
-    dnnl_memory_desc_t plain;
+    cpu_md plain;
     if (md->format_kind == dnnl_blocked &&
-        cpu_plain_md(type, md->ndims, md->dims, &plain) == RN_OK &&
-        dnnl_memory_desc_equal(md, &plain)) {
+        cpu_plain_md(type, md->ndims, md->dims, &plain) == RN_OK && cpu_md_equal(md, &plain)) {
         *out = NULL;
         return;
     }
@@ -321,7 +287,7 @@ void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_typ
     format_name(md, l->name, sizeof l->name);
     l->base.ops = &cpu_layout_ops;
     l->base.name = l->name;
-    l->base.nbytes = dnnl_memory_desc_get_size(md);
+    l->base.nbytes = cpu_md_get_size(md);
     l->base.desc = &l->md;
     *out = &l->base;
 }
@@ -329,8 +295,8 @@ void cpu_layout_init(cpu_layout *l, const dnnl_memory_desc_t *md, rn_element_typ
 /* Whether part's elements sit in whole's, at whole's sub-memory starting
  * `start` along axis, with the same strides (dims of size 1 aside) and
  * blocks: then the part's dense bytes are that region of whole's. */
-static bool part_of(const dnnl_memory_desc_t *whole, const dnnl_memory_desc_t *part, int axis,
-                    int64_t start, dnnl_dim_t *offset0)
+static bool part_of(const cpu_md *whole, const cpu_md *part, int axis, int64_t start,
+                    dnnl_dim_t *offset0)
 {
     if (part->format_kind != dnnl_blocked || part->ndims != whole->ndims ||
         part->data_type != whole->data_type || part->offset0 != 0)
@@ -340,10 +306,10 @@ static bool part_of(const dnnl_memory_desc_t *whole, const dnnl_memory_desc_t *p
     for (int d = 0; d < part->ndims; d++)
         if (part->padded_dims[d] != part->dims[d])
             return false;
-    dnnl_memory_desc_t sub;
-    if (dnnl_memory_desc_init_submemory(&sub, whole, part->dims, offsets) != dnnl_success)
+    cpu_md sub;
+    if (cpu_md_init_submemory(&sub, whole, part->dims, offsets) != dnnl_success)
         return false;
-    const dnnl_blocking_desc_t *a = &sub.format_desc.blocking, *b = &part->format_desc.blocking;
+    const cpu_blocking *a = &sub.format_desc.blocking, *b = &part->format_desc.blocking;
     if (a->inner_nblks != b->inner_nblks)
         return false;
     for (int i = 0; i < a->inner_nblks; i++)
@@ -361,7 +327,7 @@ bool cpu_concat_dense(const rn_layout *whole, const rn_layout *const *parts, int
     if (whole == NULL || whole->ops != &cpu_layout_ops)
         return false;
     const cpu_layout *w = (const cpu_layout *)whole;
-    const dnnl_memory_desc_t *wm = &w->md;
+    const cpu_md *wm = &w->md;
     if (w->plain.ndims != 0 || wm->format_kind != dnnl_blocked || wm->offset0 != 0 || axis < 0 ||
         axis >= wm->ndims)
         return false;
@@ -379,24 +345,24 @@ bool cpu_concat_dense(const rn_layout *whole, const rn_layout *const *parts, int
         if (p->plain.ndims != 0 || !part_of(wm, &p->md, axis, start, &offset0) ||
             (size_t)offset0 * elem != bytes)
             return false;
-        bytes += dnnl_memory_desc_get_size(&p->md);
+        bytes += cpu_md_get_size(&p->md);
         start += p->md.dims[axis];
     }
-    return start == wm->dims[axis] && bytes == dnnl_memory_desc_get_size(wm);
+    return start == wm->dims[axis] && bytes == cpu_md_get_size(wm);
 }
 
-rn_status cpu_any_md(int rank, const int64_t *dims, dnnl_data_type_t dt, dnnl_memory_desc_t *md)
+rn_status cpu_any_md(int rank, const int64_t *dims, dnnl_data_type_t dt, cpu_md *md)
 {
     dnnl_dims_t d;
     for (int i = 0; i < rank; i++)
         d[i] = dims[i];
-    if (dnnl_memory_desc_init_by_tag(md, rank, d, dt, dnnl_format_tag_any) != dnnl_success)
+    if (cpu_md_init_by_tag(md, rank, d, dt, dnnl_format_tag_any) != dnnl_success)
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe a rank-%d tensor", rank);
     return RN_OK;
 }
 
-void cpu_layout_init_plain(cpu_layout *l, const dnnl_memory_desc_t *md,
-                           const dnnl_memory_desc_t *plain, const rn_layout **out)
+void cpu_layout_init_plain(cpu_layout *l, const cpu_md *md, const cpu_md *plain,
+                           const rn_layout **out)
 {
     memset(l, 0, sizeof *l);
     l->md = *md;
@@ -406,16 +372,16 @@ void cpu_layout_init_plain(cpu_layout *l, const dnnl_memory_desc_t *md,
     snprintf(l->name + n, sizeof l->name - n, "/from-permuted");
     l->base.ops = &cpu_layout_ops;
     l->base.name = l->name;
-    l->base.nbytes = dnnl_memory_desc_get_size(md);
+    l->base.nbytes = cpu_md_get_size(md);
     l->base.desc = &l->md;
     *out = &l->base;
 }
 
 rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims,
-                       dnnl_memory_desc_t *md)
+                       cpu_md *md)
 {
     if (l != NULL && l->ops == &cpu_layout_ops) {
-        *md = *(const dnnl_memory_desc_t *)l->desc;
+        *md = *(const cpu_md *)l->desc;
         return RN_OK;
     }
     return cpu_plain_md(type, rank, dims, md);
@@ -425,11 +391,10 @@ rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const
  * tensor converted to or from a layout of another rank (grouped
  * convolution weights [M, C/g, k...] as [g, M/g, C/g, k...], a matrix as a
  * batch of one) is described with the layout's dims: the same bytes. */
-static rn_status tensor_md(const rn_kernel_tensor *t, const rn_kernel_tensor *other,
-                           dnnl_memory_desc_t *md)
+static rn_status tensor_md(const rn_kernel_tensor *t, const rn_kernel_tensor *other, cpu_md *md)
 {
     if (t->layout == NULL && other->layout != NULL && other->layout->ops == &cpu_layout_ops) {
-        const dnnl_memory_desc_t *o = other->layout->desc;
+        const cpu_md *o = other->layout->desc;
         const cpu_layout *ol = (const cpu_layout *)other->layout;
         if (ol->plain.ndims > 0) {
             *md = ol->plain;
@@ -454,7 +419,7 @@ static rn_status tensor_md(const rn_kernel_tensor *t, const rn_kernel_tensor *ot
  * the compiling thread's maximum (every core). */
 #define REORDER_CACHE 64
 typedef struct reorder_entry {
-    dnnl_memory_desc_t src, dst;
+    cpu_md src, dst;
     int threads;
     dnnl_primitive_t prim;
     size_t scratch;
@@ -464,9 +429,8 @@ static reorder_entry reorders[REORDER_CACHE];
 static int n_reorders;
 static pthread_mutex_t reorder_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
-                             int threads, dnnl_primitive_t *prim, size_t *scratch, uint64_t *id,
-                             bool *owned)
+static rn_status reorder_get(const cpu_md *src, const cpu_md *dst, int threads,
+                             dnnl_primitive_t *prim, size_t *scratch, uint64_t *id, bool *owned)
 {
     dnnl_engine_t eng = NULL;
     rn_status st = cpu_engine(&eng);
@@ -474,8 +438,8 @@ static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_de
         return st;
     pthread_mutex_lock(&reorder_lock);
     for (int i = 0; i < n_reorders; i++)
-        if (reorders[i].threads == threads && dnnl_memory_desc_equal(&reorders[i].src, src) &&
-            dnnl_memory_desc_equal(&reorders[i].dst, dst)) {
+        if (reorders[i].threads == threads && cpu_md_equal(&reorders[i].src, src) &&
+            cpu_md_equal(&reorders[i].dst, dst)) {
             *prim = reorders[i].prim;
             *scratch = reorders[i].scratch;
             *id = reorders[i].id;
@@ -491,14 +455,13 @@ static rn_status reorder_get(const dnnl_memory_desc_t *src, const dnnl_memory_de
     int previous = omp_get_max_threads();
     omp_set_num_threads(threads);
     if (s == dnnl_success)
-        s = dnnl_reorder_primitive_desc_create(&pd, src, eng, dst, eng, attr);
+        s = cpu_reorder_pd(&pd, src, eng, dst, attr);
     if (s == dnnl_success)
         s = dnnl_primitive_create(prim, pd);
     omp_set_num_threads(previous);
     if (s == dnnl_success) {
-        const dnnl_memory_desc_t *smd =
-            dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-        *scratch = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+        cpu_md smd;
+        *scratch = cpu_pd_md(pd, dnnl_query_scratchpad_md, 0, &smd) ? cpu_md_get_size(&smd) : 0;
         *owned = n_reorders == REORDER_CACHE;
         *id = *owned ? 0 : cpu_memory_id();
         if (!*owned)
@@ -520,8 +483,8 @@ __attribute__((destructor)) static void reorders_free(void)
     n_reorders = 0;
 }
 
-rn_status cpu_convert_mds(const rn_kernel_tensor *src, const rn_kernel_tensor *dst,
-                          dnnl_memory_desc_t *smd, dnnl_memory_desc_t *dmd)
+rn_status cpu_convert_mds(const rn_kernel_tensor *src, const rn_kernel_tensor *dst, cpu_md *smd,
+                          cpu_md *dmd)
 {
     rn_status st = tensor_md(src, dst, smd);
     return st == RN_OK ? tensor_md(dst, src, dmd) : st;
@@ -529,7 +492,7 @@ rn_status cpu_convert_mds(const rn_kernel_tensor *src, const rn_kernel_tensor *d
 
 static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *dst)
 {
-    dnnl_memory_desc_t smd, dmd;
+    cpu_md smd, dmd;
     rn_status st;
     if ((st = cpu_convert_mds(src, dst, &smd, &dmd)) != RN_OK)
         return st;
@@ -571,18 +534,18 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     bool mine[3] = {true, true, true};
     dnnl_status_t s = scratch > 0 && pad == NULL ? dnnl_out_of_memory : dnnl_success;
     for (int i = 0; i < 2 && s == dnnl_success; i++) {
-        const dnnl_memory_desc_t *md = i == 0 ? &smd : &dmd;
+        const cpu_md *md = i == 0 ? &smd : &dmd;
         void *data = i == 0 ? src->data : dst->data;
-        s = owned ? dnnl_memory_create(&m[i], md, eng, data)
+        s = owned ? cpu_memory_create(&m[i], md, eng, data)
                   : cpu_memory(id, i == 0 ? DNNL_ARG_FROM : DNNL_ARG_TO, md, data, &m[i], &mine[i]);
         if (s != dnnl_success)
             m[i] = NULL;
     }
-    dnnl_memory_desc_t pmd;
+    cpu_md pmd;
     dnnl_dims_t pd = {(dnnl_dim_t)scratch};
     if (s == dnnl_success && scratch > 0 &&
-        (s = dnnl_memory_desc_init_by_tag(&pmd, 1, pd, dnnl_u8, dnnl_a)) == dnnl_success)
-        s = dnnl_memory_create(&m[2], &pmd, eng, pad);
+        (s = cpu_md_init_by_tag(&pmd, 1, pd, dnnl_u8, dnnl_a)) == dnnl_success)
+        s = cpu_memory_create(&m[2], &pmd, eng, pad);
     if (s == dnnl_success) {
         dnnl_exec_arg_t a[3] = {
             {DNNL_ARG_FROM, m[0]}, {DNNL_ARG_TO, m[1]}, {DNNL_ARG_SCRATCHPAD, m[2]}};
@@ -636,7 +599,7 @@ const char *cpu_pd_impl(const_dnnl_primitive_desc_t pd)
     return impl;
 }
 
-int cpu_team_size_md(const dnnl_memory_desc_t *md)
+int cpu_team_size_md(const cpu_md *md)
 {
     int64_t n = 1;
     for (int d = 0; d < md->ndims; d++)
@@ -666,12 +629,12 @@ rn_status cpu_prim_init_team(cpu_prim *p, const rn_node *node, dnnl_primitive_de
         cpu_prim_release(p);
         return cpu_error(node, "creating the primitive", s);
     }
-    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    p->scratch = smd != NULL ? dnnl_memory_desc_get_size(smd) : 0;
+    cpu_md smd;
+    p->scratch = cpu_pd_md(pd, dnnl_query_scratchpad_md, 0, &smd) ? cpu_md_get_size(&smd) : 0;
     p->id = cpu_memory_id();
     dnnl_dims_t pad = {(dnnl_dim_t)p->scratch};
-    if (p->scratch > 0 && (s = dnnl_memory_desc_init_by_tag(&p->scratch_md, 1, pad, dnnl_u8,
-                                                            dnnl_a)) != dnnl_success) {
+    if (p->scratch > 0 &&
+        (s = cpu_md_init_by_tag(&p->scratch_md, 1, pad, dnnl_u8, dnnl_a)) != dnnl_success) {
         cpu_prim_release(p);
         return cpu_error(node, "describing the scratchpad", s);
     }

@@ -225,11 +225,11 @@ static bool qfused_supports(const rn_node *node, const char **why)
 /* The kernel's state. */
 typedef struct qfused {
     cpu_prim p;
-    dnnl_memory_desc_t src, wei, bias, dst;
-    dnnl_memory_desc_t zp; /* s32 [1]: x's zero point at run time */
-    bool runtime_zp;       /* x's zero point an input, not a constant */
-    float *bias_data;      /* B / (x_scale * w_scale[c]) */
-    int sum;               /* the residual input, -1 none */
+    cpu_md src, wei, bias, dst;
+    cpu_quant quant;  /* output scales, x's zero point */
+    bool runtime_zp;  /* x's zero point an input, not a constant */
+    float *bias_data; /* B / (x_scale * w_scale[c]) */
+    int sum;          /* the residual input, -1 none */
     cpu_layout src_l, wei_l, dst_l;
     const rn_layout *src_layout, *wei_layout, *dst_layout;
 } qfused;
@@ -240,12 +240,13 @@ static void qfused_release(void *state)
     if (q == NULL)
         return;
     cpu_prim_release(&q->p);
+    cpu_quant_free(&q->quant);
     free(q->bias_data);
     free(q);
 }
 
 /* The convolution's descriptor (grouped weights as [g, M/g, C/g, k...]). */
-static rn_status conv_op_desc(const rn_node *node, qfused *q, dnnl_convolution_desc_t *cd)
+static rn_status conv_op_desc(const rn_node *node, qfused *q, cpu_op *cd)
 {
     rn_partial_shape xs = rn_node_input_shape(node, QF_X);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -259,14 +260,13 @@ static rn_status conv_op_desc(const rn_node *node, qfused *q, dnnl_convolution_d
         (st = cpu_any_md(g.weights_rank, g.weights_dims, dnnl_s8, &q->wei)) != RN_OK ||
         (st = cpu_any_md(rank, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
         return st;
-    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(
-        cd, dnnl_forward_inference, dnnl_convolution_direct, &q->src, &q->wei,
-        q->bias_data != NULL ? &q->bias : NULL, &q->dst, g.strides, g.dilations, g.pads_begin,
-        g.pads_end);
+    dnnl_status_t ds = cpu_op_conv(cd, dnnl_convolution_direct, &q->src, &q->wei,
+                                   q->bias_data != NULL ? &q->bias : NULL, &q->dst, g.strides,
+                                   g.dilations, g.pads_begin, g.pads_end);
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 convolution", ds);
 }
 
-static rn_status gemm_op_desc(const rn_node *node, qfused *q, dnnl_inner_product_desc_t *ip)
+static rn_status gemm_op_desc(const rn_node *node, qfused *q, cpu_op *ip)
 {
     rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -276,15 +276,14 @@ static rn_status gemm_op_desc(const rn_node *node, qfused *q, dnnl_inner_product
         (st = cpu_any_md(2, ys.dims, cpu_dt(rn_node_output_type(node, 0)), &q->dst)) != RN_OK)
         return st;
     dnnl_status_t ds =
-        dnnl_inner_product_forward_desc_init(ip, dnnl_forward_inference, &q->src, &q->wei,
-                                             q->bias_data != NULL ? &q->bias : NULL, &q->dst);
+        cpu_op_inner_product(ip, &q->src, &q->wei, q->bias_data != NULL ? &q->bias : NULL, &q->dst);
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 inner product", ds);
 }
 
 /* MatMul: both operands at the output's rank (leading 1s; oneDNN
  * broadcasts the weights over the batch), plain activations, weights in the
  * primitive's layout. */
-static rn_status matmul_op_desc(const rn_node *node, qfused *q, dnnl_matmul_desc_t *mm)
+static rn_status matmul_op_desc(const rn_node *node, qfused *q, cpu_op *mm)
 {
     rn_partial_shape xs = rn_node_input_shape(node, QF_X), ws = rn_node_input_shape(node, QF_W);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -297,7 +296,7 @@ static rn_status matmul_op_desc(const rn_node *node, qfused *q, dnnl_matmul_desc
         (st = cpu_any_md(r, wd, dnnl_s8, &q->wei)) != RN_OK ||
         (st = cpu_plain_md(rn_node_output_type(node, 0), r, ys.dims, &q->dst)) != RN_OK)
         return st;
-    dnnl_status_t ds = dnnl_matmul_desc_init(mm, &q->src, &q->wei, NULL, &q->dst);
+    dnnl_status_t ds = cpu_op_matmul(mm, &q->src, &q->wei, NULL, &q->dst);
     return ds == dnnl_success ? RN_OK : cpu_error(node, "describing the int8 matmul", ds);
 }
 
@@ -308,13 +307,22 @@ static void q_range(rn_element_type t, float *lo, float *hi)
     *hi = t == RN_I8 ? 127.0f : 255.0f;
 }
 
+/* What the output scales divide by: the scale of the next quantization
+ * (mid's, else y's), 1 without one. */
+static double scales_divisor(const rn_node *node)
+{
+    return present(node, QF_MS)   ? const_at(node, QF_MS, 0)
+           : present(node, QF_YS) ? const_at(node, QF_YS, 0)
+                                  : 1.0;
+}
+
 /* Output scales and post-ops (see the top of the file) into attr. */
-static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
+static rn_status qfused_attr(const rn_node *node, qfused *q, dnnl_primitive_attr_t *out)
 {
     bool mid = present(node, QF_MS), sum = present(node, QF_S), y = present(node, QF_YS);
     bool relu = rn_node_attr_string(node, "activation", NULL) != NULL;
     double xs = const_at(node, QF_XS, 0);
-    double next = mid ? const_at(node, QF_MS, 0) : y ? const_at(node, QF_YS, 0) : 1.0;
+    double next = scales_divisor(node);
     const rn_kernel_tensor *wst = rn_node_input_constant(node, QF_WS);
     size_t nw = 1;
     for (int d = 0; d < wst->rank; d++)
@@ -330,25 +338,25 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
     if (s == dnnl_success && mid) {
         float lo, hi, z = (float)const_at(node, QF_MZ, 0);
         q_range(rn_node_input_type(node, QF_MZ), &lo, &hi);
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_round, 0.0f, 0.0f);
+        s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_round, 0.0f, 0.0f);
         if (s == dnnl_success)
-            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, lo - z, hi - z);
+            s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_clip_v2, lo - z, hi - z);
         float to_y = (float)(const_at(node, QF_MS, 0) / ys);
         if (s == dnnl_success && to_y != 1.0f)
-            s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, to_y, 0.0f);
+            s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_linear, to_y, 0.0f);
     }
     /* An f32 residual (no sum_scale) is added as it is. */
     bool sum_q = present(node, QF_SS);
     if (s == dnnl_success && sum)
-        s = dnnl_post_ops_append_sum_v3(
+        s = cpu_post_ops_append_sum(
             po, sum_q ? (float)(const_at(node, QF_SS, 0) / ys) : 1.0f,
             sum_q && present(node, QF_SZ) ? (int32_t)const_at(node, QF_SZ, 0) : 0,
             cpu_dt(rn_node_input_type(node, QF_S)));
     if (s == dnnl_success && relu)
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+        s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_relu, 0.0f, 0.0f);
     float zy = y ? (float)const_at(node, QF_YZ, 0) : 0.0f;
     if (s == dnnl_success && zy != 0.0f)
-        s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, 1.0f, zy);
+        s = cpu_post_ops_append_eltwise(po, dnnl_eltwise_linear, 1.0f, zy);
     dnnl_primitive_attr_t attr = NULL;
     rn_status st = s == dnnl_success ? cpu_attr(node, po, &attr)
                                      : cpu_error(node, "building int8 post-ops", s);
@@ -356,14 +364,18 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
         /* Per output channel: dst's dim 1 (convolution, inner product),
          * its last dim (matmul). */
         int oc = is_matmul(node) ? rn_node_output_shape(node, 0).rank - 1 : 1;
-        s = dnnl_primitive_attr_set_output_scales(attr, (dnnl_dim_t)nw, nw > 1 ? 1 << oc : 0,
-                                                  scales);
+        /* In the weights: a matmul's last dim, a convolution's and an
+         * inner product's first (a grouped convolution's [g, M/g]). */
+        bool grouped = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0 &&
+                       rn_node_attr_int(node, "group", 1) > 1;
+        int wmask = is_matmul(node) ? 1 << oc : grouped ? 3 : 1;
+        s = cpu_quant_product_scales(&q->quant, attr, scales, (int)nw, 1 << oc, wmask);
         /* x's zero point: oneDNN subtracts it (padding included, as the
          * zero point stands for 0.0) and compensates in the weights. */
-        int32_t zx =
-            runtime_zero_point(node) ? DNNL_RUNTIME_S32_VAL : (int32_t)const_at(node, QF_XZ, 0);
-        if (s == dnnl_success && zx != 0)
-            s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &zx);
+        bool runtime = runtime_zero_point(node);
+        int32_t zx = runtime ? 0 : (int32_t)const_at(node, QF_XZ, 0);
+        if (s == dnnl_success && (runtime || zx != 0))
+            s = cpu_quant_zero_point(&q->quant, attr, DNNL_ARG_SRC, zx, runtime);
         if (s != dnnl_success) {
             dnnl_primitive_attr_destroy(attr);
             st = cpu_error(node, "setting the output scales", s);
@@ -376,7 +388,9 @@ static rn_status qfused_attr(const rn_node *node, dnnl_primitive_attr_t *out)
     return st;
 }
 
-/* The bias in the accumulator's units: B / (x_scale * w_scale[c]). */
+/* The bias in the accumulator's units, B / (x_scale * w_scale[c]), where
+ * oneDNN adds it before the output scales (2.x), else in the scaled
+ * result's, B / scales_divisor (3.x). */
 static rn_status qfused_bias(const rn_node *node, qfused *q)
 {
     if (!present(node, QF_B))
@@ -387,10 +401,12 @@ static rn_status qfused_bias(const rn_node *node, qfused *q)
     q->bias_data = malloc(sizeof(float) * (size_t)m);
     if (q->bias_data == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
-    double xs = const_at(node, QF_XS, 0);
+    double xs = const_at(node, QF_XS, 0), next = scales_divisor(node);
+    bool before = cpu_quant_bias_before_scales();
     for (int64_t c = 0; c < m; c++)
-        q->bias_data[c] = (float)(const_at(node, QF_B, (size_t)c) /
-                                  (xs * const_at(node, QF_WS, per_channel ? (size_t)c : 0)));
+        q->bias_data[c] =
+            (float)(const_at(node, QF_B, (size_t)c) /
+                    (before ? xs * const_at(node, QF_WS, per_channel ? (size_t)c : 0) : next));
     return cpu_plain_md(RN_F32, 1, &m, &q->bias);
 }
 
@@ -402,28 +418,18 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
     q->sum = present(node, QF_S) ? QF_S : -1;
     q->runtime_zp = runtime_zero_point(node);
-    int64_t one = 1;
-    rn_status zst = q->runtime_zp ? cpu_plain_md(RN_I32, 1, &one, &q->zp) : RN_OK;
-    if (zst != RN_OK) {
-        free(q);
-        return zst;
-    }
     bool conv = strcmp(rn_node_op_type(node), "QLinearFusedConv") == 0;
-    union {
-        dnnl_convolution_desc_t conv;
-        dnnl_inner_product_desc_t ip;
-        dnnl_matmul_desc_t mm;
-    } d;
+    cpu_op d;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_engine_t eng = NULL;
     rn_status st = qfused_bias(node, q);
     if (st == RN_OK)
-        st = conv              ? conv_op_desc(node, q, &d.conv)
-             : is_matmul(node) ? matmul_op_desc(node, q, &d.mm)
-                               : gemm_op_desc(node, q, &d.ip);
+        st = conv              ? conv_op_desc(node, q, &d)
+             : is_matmul(node) ? matmul_op_desc(node, q, &d)
+                               : gemm_op_desc(node, q, &d);
     if (st == RN_OK)
-        st = qfused_attr(node, &attr);
+        st = qfused_attr(node, q, &attr);
     if (st == RN_OK)
         st = cpu_engine(&eng);
     /* oneDNN's int8 convolution fixes its thread count in the descriptor
@@ -433,7 +439,7 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
     int team = cpu_team_size(node, cpu_config_get()->threads);
     if (st == RN_OK) {
         int prev = cpu_team_begin_size(team);
-        dnnl_status_t ds = dnnl_primitive_desc_create(&pd, &d, attr, eng, NULL);
+        dnnl_status_t ds = cpu_op_pd(&pd, &d, attr, eng);
         cpu_team_end(prev);
         if (ds != dnnl_success) {
             pd = NULL;
@@ -447,9 +453,9 @@ static rn_status qfused_prepare(const rn_node *node, const rn_kernel_ctx *ctx, v
         qfused_release(q);
         return st;
     }
-    q->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    q->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    q->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    cpu_pd_md(pd, dnnl_query_src_md, 0, &q->src);
+    cpu_pd_md(pd, dnnl_query_weights_md, 0, &q->wei);
+    cpu_pd_md(pd, dnnl_query_dst_md, 0, &q->dst);
     cpu_layout_init(&q->src_l, &q->src, rn_node_input_type(node, QF_X), &q->src_layout);
     cpu_layout_init(&q->wei_l, &q->wei, RN_I8, &q->wei_layout);
     cpu_layout_init(&q->dst_l, &q->dst, rn_node_output_type(node, 0), &q->dst_layout);
@@ -494,7 +500,7 @@ static rn_status qfused_run(rn_kernel_args *args)
      * them on the same bytes, else copied there first. */
     if (q->sum >= 0 && args->outputs[0].data != args->inputs[q->sum].data)
         memcpy(args->outputs[0].data, args->inputs[q->sum].data, args->outputs[0].nbytes);
-    cpu_arg a[5] = {{DNNL_ARG_SRC, &q->src, args->inputs[QF_X].data},
+    cpu_arg a[6] = {{DNNL_ARG_SRC, &q->src, args->inputs[QF_X].data},
                     {DNNL_ARG_WEIGHTS, &q->wei, args->inputs[QF_W].data},
                     {DNNL_ARG_DST, &q->dst, args->outputs[0].data}};
     int n = 3;
@@ -506,8 +512,8 @@ static rn_status qfused_run(rn_kernel_args *args)
     if (q->runtime_zp) {
         const void *z = args->inputs[QF_XZ].data;
         zx = args->inputs[QF_XZ].type == RN_I8 ? *(const int8_t *)z : *(const uint8_t *)z;
-        a[n++] = (cpu_arg){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, &q->zp, &zx};
     }
+    n += cpu_quant_args(&q->quant, &zx, a + n);
     return cpu_execute(&q->p, args, a, n);
 }
 
@@ -535,7 +541,8 @@ QFUSED_KERNEL(cpu_kernel_qlinear_fused_matmul, "QLinearFusedMatMul");
 
 typedef struct qreorder {
     cpu_prim p;
-    dnnl_memory_desc_t src, dst;
+    cpu_md src, dst;
+    cpu_quant quant; /* the scale and zero point */
     cpu_layout src_l, dst_l;
     const rn_layout *src_layout, *dst_layout;
 } qreorder;
@@ -563,6 +570,7 @@ static void qreorder_release(void *state)
     if (r == NULL)
         return;
     cpu_prim_release(&r->p);
+    cpu_quant_free(&r->quant);
     free(r);
 }
 
@@ -578,7 +586,7 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
      * format of the other type out. */
     const rn_layout *l = ctx->n_input_layouts > 0 ? ctx->input_layouts[0] : NULL;
     if (l != NULL && l->ops == &cpu_layout_ops &&
-        ((const dnnl_memory_desc_t *)l->desc)->data_type != cpu_dt(in))
+        ((const cpu_md *)l->desc)->data_type != cpu_dt(in))
         l = NULL; /* a bf16 layout: plain f32 in */
     rn_status st = cpu_input_md(l, in, x.rank, x.dims, &r->src);
     int team = cpu_team_size(node, cpu_config_get()->threads);
@@ -593,18 +601,17 @@ static rn_status qreorder_prepare(const rn_node *node, const rn_kernel_ctx *ctx,
         r->dst = r->src;
         r->dst.data_type = cpu_dt(out);
         float scale = (float)const_at(node, 1, 0);
-        float s = quantize ? 1.0f / scale : scale;
-        dnnl_status_t ds = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &s);
+        dnnl_status_t ds = cpu_quant_reorder_scale(&r->quant, attr, scale, quantize);
         /* The zero point: added to the quantized output, subtracted from
          * the quantized input. */
         int32_t z = (int32_t)const_at(node, 2, 0);
         if (ds == dnnl_success && z != 0)
-            ds = dnnl_primitive_attr_set_zero_points(attr, quantize ? DNNL_ARG_DST : DNNL_ARG_SRC,
-                                                     1, 0, &z);
+            ds = cpu_quant_zero_point(&r->quant, attr, quantize ? DNNL_ARG_DST : DNNL_ARG_SRC, z,
+                                      false);
         /* The reorder's thread count is fixed in its descriptor too. */
         int prev = cpu_team_begin_size(team);
         if (ds == dnnl_success)
-            ds = dnnl_reorder_primitive_desc_create(&pd, &r->src, eng, &r->dst, eng, attr);
+            ds = cpu_reorder_pd(&pd, &r->src, eng, &r->dst, attr);
         cpu_team_end(prev);
         if (ds != dnnl_success) {
             pd = NULL;
@@ -647,9 +654,9 @@ static const char *qreorder_impl(const void *state)
 static rn_status qreorder_run(rn_kernel_args *args)
 {
     const qreorder *r = args->state;
-    cpu_arg a[2] = {{DNNL_ARG_FROM, &r->src, args->inputs[0].data},
+    cpu_arg a[4] = {{DNNL_ARG_FROM, &r->src, args->inputs[0].data},
                     {DNNL_ARG_TO, &r->dst, args->outputs[0].data}};
-    return cpu_execute(&r->p, args, a, 2);
+    return cpu_execute(&r->p, args, a, 2 + cpu_quant_args(&r->quant, NULL, a + 2));
 }
 
 #define QREORDER_KERNEL(name, op)                                                                  \

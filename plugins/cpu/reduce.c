@@ -63,7 +63,7 @@ static bool reduce_axes(const rn_node *node, int rank, bool *reduced, const char
  * is described with its axes of size 1 dropped and neighbouring axes that
  * are both reduced or both kept merged (the same bytes): [N, C, H, W] over
  * H and W is [N * C, H * W] over the last. *src gets that descriptor. */
-static rn_status reduce_pd(const rn_node *node, dnnl_memory_desc_t *src, dnnl_primitive_desc_t *pd)
+static rn_status reduce_pd(const rn_node *node, cpu_md *src, dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape x = rn_node_input_shape(node, 0);
     bool reduced[RN_MAX_RANK] = {false}, group_reduced[RN_MAX_RANK];
@@ -86,7 +86,7 @@ static rn_status reduce_pd(const rn_node *node, dnnl_memory_desc_t *src, dnnl_pr
     }
     for (int i = 0; i < n; i++)
         ddims[i] = group_reduced[i] ? 1 : sdims[i];
-    dnnl_memory_desc_t dst;
+    cpu_md dst;
     rn_status st;
     if ((st = cpu_plain_md(RN_F32, n, sdims, src)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, n, ddims, &dst)) != RN_OK)
@@ -94,9 +94,8 @@ static rn_status reduce_pd(const rn_node *node, dnnl_memory_desc_t *src, dnnl_pr
     size_t k = 0;
     while (strcmp(reduce_algs[k].op, rn_node_op_type(node)) != 0)
         k++;
-    dnnl_reduction_desc_t rd;
-    dnnl_status_t ds =
-        dnnl_reduction_desc_init(&rd, reduce_algs[k].alg, src, &dst, reduce_algs[k].p, 0.0f);
+    cpu_op rd;
+    dnnl_status_t ds = cpu_op_reduction(&rd, reduce_algs[k].alg, src, &dst, reduce_algs[k].p, 0.0f);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the reduction", ds);
     if ((st = cpu_weighted_pd(node, &rd, false, false, pd)) != RN_OK || *pd == NULL)
@@ -137,7 +136,7 @@ static bool reduce_supports(const rn_node *node, const char **why)
         *why = "no axis of more than one element reduced (oneDNN has nothing to reduce)";
         return false;
     }
-    dnnl_memory_desc_t src;
+    cpu_md src;
     dnnl_primitive_desc_t pd = NULL;
     if (reduce_pd(node, &src, &pd) != RN_OK || pd == NULL) {
         rn_clear_error();
@@ -154,13 +153,13 @@ static bool reduce_supports(const rn_node *node, const char **why)
 static rn_status reduce_desc(const rn_node *node, const cpu_unary *u, dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape x = rn_node_input_shape(node, 0);
-    dnnl_memory_desc_t plain;
+    cpu_md plain;
     rn_status st = cpu_plain_md(RN_F32, x.rank, x.dims, &plain);
     if (st != RN_OK)
         return st;
     *pd = NULL;
-    dnnl_memory_desc_t src;
-    return dnnl_memory_desc_equal(&plain, &u->src) ? reduce_pd(node, &src, pd) : RN_OK;
+    cpu_md src;
+    return cpu_md_equal(&plain, &u->src) ? reduce_pd(node, &src, pd) : RN_OK;
 }
 
 static rn_status reduce_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)

@@ -145,15 +145,14 @@ static bool resize_supports(const rn_node *node, const char **why)
 static rn_status resize_desc(const rn_node *node, const cpu_unary *u, dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape y = rn_node_output_shape(node, 0);
-    dnnl_memory_desc_t dst;
+    cpu_md dst;
     rn_status st = cpu_any_md(y.rank, y.dims, dnnl_f32, &dst);
     if (st != RN_OK)
         return st;
     bool nearest = strcmp(rn_node_attr_string(node, "mode", "nearest"), "nearest") == 0;
-    dnnl_resampling_desc_t rd;
-    dnnl_status_t ds = dnnl_resampling_forward_desc_init(
-        &rd, dnnl_forward_inference, nearest ? dnnl_resampling_nearest : dnnl_resampling_linear,
-        NULL, &u->src, &dst);
+    cpu_op rd;
+    dnnl_status_t ds = cpu_op_resampling(
+        &rd, nearest ? dnnl_resampling_nearest : dnnl_resampling_linear, &u->src, &dst);
     if (ds != dnnl_success)
         return cpu_error(node, "describing the resampling", ds);
     return cpu_weighted_pd(node, &rd, false, false, pd);

@@ -10,8 +10,8 @@
 
 typedef struct transpose_state {
     cpu_prim p;
-    dnnl_memory_desc_t src, dst; /* src: the input as the producer writes it */
-    dnnl_memory_desc_t moved;    /* src with its axes in the output's order */
+    cpu_md src, dst; /* src: the input as the producer writes it */
+    cpu_md moved;    /* src with its axes in the output's order */
     cpu_layout src_l;
     const rn_layout *src_layout;
 } transpose_state;
@@ -86,9 +86,9 @@ static rn_status transpose_pd(const rn_node *node, transpose_state *s, dnnl_prim
     for (int i = 0; i < rank; i++)
         to[perm[i]] = i;
     int prev = cpu_team_begin(node);
-    dnnl_status_t ds = dnnl_memory_desc_permute_axes(&s->moved, &s->src, to);
+    dnnl_status_t ds = cpu_md_permute_axes(&s->moved, &s->src, to);
     if (ds == dnnl_success)
-        ds = dnnl_reorder_primitive_desc_create(pd, &s->moved, eng, &s->dst, eng, attr);
+        ds = cpu_reorder_pd(pd, &s->moved, eng, &s->dst, attr);
     cpu_team_end(prev);
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success) {

@@ -37,8 +37,8 @@ rn_status cpu_unary_prepare(const rn_node *node, const rn_kernel_ctx *ctx, cpu_u
         cpu_unary_release(u);
         return st;
     }
-    u->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    u->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    cpu_pd_md(pd, dnnl_query_src_md, 0, &u->src);
+    cpu_pd_md(pd, dnnl_query_dst_md, 0, &u->dst);
     cpu_layout_init(&u->src_l, &u->src, RN_F32, &u->src_layout);
     cpu_layout_init(&u->dst_l, &u->dst, RN_F32, &u->dst_layout);
     *state = u;

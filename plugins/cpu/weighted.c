@@ -32,7 +32,7 @@ bool cpu_conv_like_supports(const rn_node *node, const char **why)
     return true;
 }
 
-rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, bool sum,
+rn_status cpu_weighted_pd(const rn_node *node, const cpu_op *op, bool fused, bool sum,
                           dnnl_primitive_desc_t *pd)
 {
     dnnl_post_ops_t po = NULL;
@@ -44,7 +44,7 @@ rn_status cpu_weighted_pd(const rn_node *node, const void *op_desc, bool fused, 
     dnnl_engine_t eng = NULL;
     if (st == RN_OK && (st = cpu_engine(&eng)) == RN_OK) {
         int prev = cpu_team_begin(node);
-        dnnl_status_t ds = dnnl_primitive_desc_create(pd, op_desc, attr, eng, NULL);
+        dnnl_status_t ds = cpu_op_pd(pd, op, attr, eng);
         cpu_team_end(prev);
         if (ds != dnnl_success)
             *pd = NULL;
@@ -80,9 +80,9 @@ rn_status cpu_weighted_prepare(const rn_node *node, cpu_weighted *w, cpu_weighte
         w->epi_pd = NULL;
         /* Its own team: an add or an activation over the output, work
          * the convolution's size says nothing about (team.c). */
-        st = cpu_prim_init_team(
-            &w->epi, node, epi,
-            cpu_team_size_md(dnnl_primitive_desc_query_md(epi, dnnl_query_dst_md, 0)));
+        cpu_md out;
+        cpu_pd_md(epi, dnnl_query_dst_md, 0, &out);
+        st = cpu_prim_init_team(&w->epi, node, epi, cpu_team_size_md(&out));
         w->epi.kind = CPU_TEAM_EPILOGUE;
     }
     if (st != RN_OK)
@@ -91,15 +91,15 @@ rn_status cpu_weighted_prepare(const rn_node *node, cpu_weighted *w, cpu_weighte
     if (w->epi.prim != NULL) {
         size_t pad = w->epi.scratch > w->p.scratch ? w->epi.scratch : w->p.scratch;
         w->tmp_at = (pad + 63) & ~(size_t)63;
-        w->scratch = w->sum >= 0 ? w->tmp_at + dnnl_memory_desc_get_size(&w->dst) : pad;
+        w->scratch = w->sum >= 0 ? w->tmp_at + cpu_md_get_size(&w->dst) : pad;
         size_t len = strnlen(w->p.impl, sizeof w->p.impl);
         snprintf(w->p.impl + len, sizeof w->p.impl - len, " + %s", w->epi.impl);
     }
-    w->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    w->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    w->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    cpu_pd_md(pd, dnnl_query_src_md, 0, &w->src);
+    cpu_pd_md(pd, dnnl_query_weights_md, 0, &w->wei);
+    cpu_pd_md(pd, dnnl_query_dst_md, 0, &w->dst);
     if (w->has_bias)
-        w->bias = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+        cpu_pd_md(pd, dnnl_query_weights_md, 1, &w->bias);
     cpu_layout_init(&w->src_l, &w->src, RN_F32, &w->src_layout);
     cpu_layout_init(&w->wei_l, &w->wei, RN_F32, &w->wei_layout);
     cpu_layout_init(&w->dst_l, &w->dst, RN_F32, &w->dst_layout);

@@ -115,3 +115,13 @@ cpu_testing_census cpu_testing_take_census(void)
     closedir(d);
     return c;
 }
+
+int cpu_testing_onednn_major(rn_core *core)
+{
+    char name[256];
+    rn_status st = rn_core_get_property(core, "CPU", "FULL_DEVICE_NAME", name, sizeof name);
+    cr_assert_eq(st, RN_OK, "FULL_DEVICE_NAME: %s", rn_last_error());
+    const char *v = strstr(name, "oneDNN ");
+    cr_assert_not_null(v, "FULL_DEVICE_NAME names no oneDNN: %s", name);
+    return atoi(v + strlen("oneDNN "));
+}

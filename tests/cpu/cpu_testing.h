@@ -32,6 +32,10 @@ typedef struct cpu_testing_compiled {
 } cpu_testing_compiled;
 
 void cpu_testing_compile_latency(const char *path, cpu_testing_compiled *c);
+/* The major version of the oneDNN the CPU device runs (its
+ * FULL_DEVICE_NAME, "runnel CPU device (oneDNN 2.6.3, avx2) on ..."): the
+ * tests that assert a version's measured kernel picks ask it. */
+int cpu_testing_onednn_major(rn_core *core);
 void cpu_testing_free(cpu_testing_compiled *c);
 
 /* Skips the test, saying why, where the CPU device's LATENCY stream has no

@@ -611,9 +611,11 @@ Test(cpu, densenet121_bf16_is_close_to_ref, .timeout = 600)
 /* ShuffleNet's 16 channel shuffles (Reshape -> Transpose -> Reshape) are
  * one runnel ShuffleChannels each on oneDNN (fuse_shuffle_channels): no
  * Transpose left, one Reshape (the classifier's flatten). One that reads a
- * plain tensor (after a gemm convolution) writes the channel-blocked layout
- * itself, one reorder (plugins/cpu/nn.c, shuffle_into_blocked), and its
- * depthwise convolution reads that: no conversion between them. */
+ * plain tensor (after a gemm convolution) writes the layout its depthwise
+ * convolution reads itself, one reorder (plugins/cpu/nn.c,
+ * shuffle_into_blocked, shuffle_channels_last): the channel-blocked one
+ * on oneDNN 2.6, channels-last on 3.x (AVX2's brdgmm_dw); no conversion
+ * between them. */
 Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
 {
     rn_core *core;
@@ -627,13 +629,14 @@ Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
     const rn_runtime_node *nodes;
     size_t n;
     OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
-    int from_plain = 0;
+    int from_plain = 0, major = cpu_testing_onednn_major(core);
     for (size_t i = 0; i < n; i++) {
         if (strcmp(nodes[i].layer_type, "ShuffleChannels") != 0 ||
             strcmp(nodes[i].input_layouts, "plain") != 0)
             continue;
         from_plain++;
-        cr_assert(strncmp(nodes[i].output_layouts, "aB", 2) == 0, /* aBcd8b: nChw8c */
+        const char *want = major >= 3 ? "acdb" : "aB"; /* aBcd8b: nChw8c */
+        cr_assert(strncmp(nodes[i].output_layouts, want, strlen(want)) == 0,
                   "ShuffleChannels '%s' over plain writes %s (runs %s)", nodes[i].name,
                   nodes[i].output_layouts, nodes[i].impl_type);
         for (size_t k = 0; k < n; k++)
@@ -644,7 +647,7 @@ Test(cpu, shufflenet_channel_shuffles_are_one_node, .timeout = 300)
     }
     char isa[64];
     OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
-    if (strncmp(isa, "avx2", 4) == 0) /* gemm writes their inputs plain there (measured) */
+    if (strncmp(isa, "avx2", 4) == 0 && major == 2) /* gemm writes their inputs plain (measured) */
         cr_assert_eq(from_plain, 16, "%d channel shuffles read plain", from_plain);
     else
         cr_log_info("%s: %d of ShuffleNet's channel shuffles read plain", isa, from_plain);
@@ -736,9 +739,12 @@ static bool grouped_weights(const char *layouts)
  * AVX2 (where that was measured: bench/LOG.md "ShuffleNet: gemm
  * convolutions with the post-ops as a primitive of their own") every gemm
  * FusedConv must run its post-ops so, no grouped one AVX2's direct jit
- * kernel (gemm is 2.3x faster there), and no pooling a reference kernel; on
- * other ISAs the kernels are logged, not asserted. The output is REF's
- * everywhere. */
+ * kernel (gemm is 2.3x faster there), and no pooling a reference kernel.
+ * On oneDNN 3.x (AVX2) the grouped 1x1 convolutions take
+ * brgconv_1x1:avx2 with their post-ops inside (bench/LOG.md "oneDNN 3.2.0
+ * (PyPI) beside Debian's 2.6.3"): every grouped FusedConv but gemm's
+ * must run a brgemm kernel there. On other ISAs the kernels are logged,
+ * not asserted. The output is REF's everywhere. */
 Test(cpu, shufflenet_grouped_convs_take_the_fast_kernels_and_match_ref, .timeout = 300)
 {
     rn_core *core;
@@ -746,7 +752,8 @@ Test(cpu, shufflenet_grouped_convs_take_the_fast_kernels_and_match_ref, .timeout
     rn_compiled_model *cm = compile_light_f32("shufflenet", &core, &model);
     char isa[64];
     OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
-    bool measured = strncmp(isa, "avx2", 4) == 0;
+    int major = cpu_testing_onednn_major(core);
+    bool avx2 = strncmp(isa, "avx2", 4) == 0, measured = avx2 && major == 2;
     const rn_runtime_node *nodes;
     size_t n;
     OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
@@ -773,6 +780,10 @@ Test(cpu, shufflenet_grouped_convs_take_the_fast_kernels_and_match_ref, .timeout
         residual += inputs == 4;
         bool gemm = strstr(impl, "gemm") != NULL;
         split += gemm && strstr(impl, " + ") != NULL;
+        if (avx2 && major >= 3 && grouped_weights(nodes[i].input_layouts) && !gemm)
+            cr_assert(strncmp(impl, "brg", 3) == 0,
+                      "grouped FusedConv '%s' runs %s on oneDNN %d (reads %s)", nodes[i].name, impl,
+                      major, nodes[i].input_layouts);
         if (!measured) {
             cr_log_info("%s: FusedConv '%s' runs %s (reads %s)", isa, nodes[i].name, impl,
                         nodes[i].input_layouts);
