@@ -42,14 +42,17 @@
  *   bazel run //bench/latency:bench_latency -- [--devices CPU,REF,GPU,HETERO:CPU+REF,AUTO]
  *       [--models squeezenet,shufflenet,...] [--rounds N] [--seconds S] [--warmup N]
  *       [--order isolated|interleaved|sync-first|async-first] [--release-caller-team]
- *       [-p KEY=VALUE ...]
+ *       [--callback] [-p KEY=VALUE ...]
  *
  * Models are the light ONNX test models of onnx 1.22.0
  * (.cache/onnx-1.22.0/light/light_NAME.onnx, fetched by scripts/setup), or
  * paths to .onnx files. A meta device's list is written with '+' (HETERO:CPU+REF
  * for HETERO:CPU,REF), since --devices is a list at commas. --seconds is the time the timed
  * requests of one device and model take in all (both modes, every round). A device that is not
- * available is skipped with a line saying so. --release-caller-team is an experiment: after
+ * available is skipped with a line saying so. --callback sets a callback (one that does nothing)
+ * on the request: an async run then ends with its callback stage on the callback executor's
+ * thread ("rn-callback"), as in a program that uses callbacks (runnel-server), instead of on
+ * the stream worker. --release-caller-team is an experiment: after
  * compiling, the caller's libgomp pool is released (omp_pause_resource_all). docs/performance.md
  * ("sync and async under LATENCY") has the numbers. */
 #include <dirent.h>
@@ -90,6 +93,7 @@ typedef struct options {
     double seconds; /* timed per device and model, both modes and every round together */
     order order;
     bool release_caller_team;
+    bool callback; /* async runs with a callback set: through the callback executor */
     rn_property properties[MAX_PROPERTIES];
     size_t n_properties;
 } options;
@@ -345,6 +349,16 @@ static void session_close(session *s)
     memset(s, 0, sizeof *s);
 }
 
+/* --callback: a callback that does nothing, so that an async run's last stage runs on the
+ * callback executor ("rn-callback") as a program's (runnel-server's) does; wait returns after
+ * it. Without one the run completes on the stream worker (pipeline_direct). */
+static void on_done(rn_infer_request *request, rn_status status, void *user_data)
+{
+    (void)request;
+    (void)status;
+    (void)user_data;
+}
+
 /* Creates a core, compiles the model for the device under LATENCY and
  * creates a request with its inputs filled. */
 static outcome session_open(session *s, const char *device, const char *model, const options *o,
@@ -400,6 +414,11 @@ static outcome session_open(session *s, const char *device, const char *model, c
     if ((st = rn_compiled_model_create_infer_request(s->compiled, &s->rq)) != RN_OK ||
         (st = fill_inputs(s)) != RN_OK) {
         snprintf(why, why_size, "creating the request: %s", rn_last_error());
+        session_close(s);
+        return OUTCOME_FAILED;
+    }
+    if (o->callback && rn_infer_request_set_callback(s->rq, on_done, NULL) != RN_OK) {
+        snprintf(why, why_size, "set_callback: %s", rn_last_error());
         session_close(s);
         return OUTCOME_FAILED;
     }
@@ -656,6 +675,10 @@ static int parse_options(int argc, char **argv, options *o)
             o->release_caller_team = true;
             continue;
         }
+        if (strcmp(a, "--callback") == 0) {
+            o->callback = true;
+            continue;
+        }
         char *v = i + 1 < argc ? argv[++i] : NULL;
         if (v == NULL)
             goto usage;
@@ -685,7 +708,7 @@ usage:
             "usage: bench_latency [--devices CPU,REF,GPU] [--models squeezenet,shufflenet,...] "
             "[--rounds N (1-%d)] [--seconds S] [--warmup N] "
             "[--order isolated|interleaved|sync-first|async-first] [--release-caller-team] "
-            "[-p KEY=VALUE ...]\n",
+            "[--callback] [-p KEY=VALUE ...]\n",
             MAX_ROUNDS);
     return -1;
 }
@@ -728,9 +751,10 @@ int main(int argc, char **argv)
     bench_print_isa();
     bench_print_load("at start");
     printf("# one request, PERFORMANCE_HINT=LATENCY; ms per request: median [min-max] of the "
-           "rounds' medians; order %s%s\n",
+           "rounds' medians; order %s%s%s\n",
            order_text(o.order),
-           o.release_caller_team ? "; the caller's OpenMP pool released after compiling" : "");
+           o.release_caller_team ? "; the caller's OpenMP pool released after compiling" : "",
+           o.callback ? "; async runs with a callback set (its stage on rn-callback)" : "");
     printf("# cpu ms/req: each kind of thread's CPU time per timed request (in parentheses: the "
            "most threads of that kind busy >1%% of a round); sleeps/req: their voluntary context "
            "switches (blocking waits) per request\n");
