@@ -81,20 +81,17 @@ void bench_cli_command_line(int argc, char **argv, char *buf, size_t size)
 
 rn_status bench_cli_core(const char *plugins, rn_core **out)
 {
-    rn_core *core;
-    rn_status st = rn_core_create(&core);
-    if (st != RN_OK)
-        return st;
+    /* -plugins FILE is $RUNNEL_PLUGINS: the Core loads it before it
+     * registers the installed plugins, so its entries win over theirs (a
+     * file loaded after the Core exists could not replace an installed
+     * device of the same name); its failures are listed, not fatal. */
     if (plugins != NULL) {
-        if (access(plugins, R_OK) != 0) {
-            rn_core_free(core);
+        if (access(plugins, R_OK) != 0)
             return rn_set_error(RN_IO_ERROR, "plugins file %s: %s", plugins, strerror(errno));
-        }
-        rn_core_load_plugins_file(core, plugins); /* failures are listed, not fatal */
-        rn_clear_error();
+        if (setenv("RUNNEL_PLUGINS", plugins, 1) != 0)
+            return rn_set_error(RN_OUT_OF_MEMORY, "plugins file %s: %s", plugins, strerror(errno));
     }
-    *out = core;
-    return RN_OK;
+    return rn_core_create(out);
 }
 
 /* Whether `name` (a plain device name) is a device that starts. Asked of

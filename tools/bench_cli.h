@@ -42,10 +42,11 @@ typedef struct bench_cli_props {
  * value at compile time. */
 rn_status bench_cli_add_property(bench_cli_props *props, const char *flag, const char *text);
 
-/* Creates a core and loads the plugins file `plugins` (NULL: none; the
- * core also loads $RUNNEL_PLUGINS and the plugins installed beside
- * libruntime.so itself). A plugin that fails to load is not an error here:
- * its device is absent and listed as failed. */
+/* Creates a core that loads the plugins file `plugins` (NULL: none) as
+ * $RUNNEL_PLUGINS (it is set to the file): before the plugins installed
+ * beside libruntime.so, so that a device the file names replaces the
+ * installed one of that name. A plugin that fails to load is not an error
+ * here: its device is absent and listed as failed. */
 rn_status bench_cli_core(const char *plugins, rn_core **out);
 
 /* The best device available: the first of AUTO's DEFAULT_DEVICE_PRIORITIES

@@ -179,3 +179,40 @@ Test(query, an_absent_or_failed_device_is_a_one_line_error)
     cr_expect(strstr(r.err, "unknown flag '-x'") != NULL, "%s", r.err);
     tool_run_free(&r);
 }
+
+/* -plugins FILE names a device the installed plugins file names too: the
+ * file's plugin is the one that runs (as with $RUNNEL_PLUGINS), not the
+ * installed one, which would otherwise have kept the name. */
+Test(query, a_plugins_file_replaces_an_installed_device_of_the_same_name)
+{
+    char dir[512], installed[600], mine[600], testdev[4096];
+    tool_temp_dir(dir, sizeof dir);
+    cr_assert_not_null(realpath("tests/plugins/libtestdev.so", testdev));
+    snprintf(installed, sizeof installed, "%s/installed.txt", dir);
+    snprintf(mine, sizeof mine, "%s/mine.txt", dir);
+    FILE *f = fopen(installed, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "XDEV %s\n", testdev);
+    fclose(f);
+    f = fopen(mine, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "XDEV %s\n", SLOWDEV_LIB);
+    fclose(f);
+    char env[700];
+    snprintf(env, sizeof env, "RUNNEL_INSTALLED_PLUGINS=%s", installed);
+    const char *envs[] = {env, NULL};
+    /* Installed alone, XDEV is the test device: no SLOWDEV keys. */
+    const char *alone[] = {"-d", "XDEV", NULL};
+    json_value *root = query_json(alone, envs);
+    const json_value *x = device(root, "XDEV");
+    cr_assert_not_null(x, "the installed XDEV is not listed");
+    cr_expect_null(property(x, "SLOWDEV_UPLOAD_US"));
+    json_free(root);
+    /* With -plugins, SLOWDEV answers as XDEV. */
+    const char *args[] = {"-d", "XDEV", "-plugins", mine, NULL};
+    root = query_json(args, envs);
+    x = device(root, "XDEV");
+    cr_assert_not_null(x, "XDEV is not listed with -plugins");
+    cr_expect_str_eq(access_of(x, "SLOWDEV_UPLOAD_US"), "RW");
+    json_free(root);
+}
