@@ -63,7 +63,8 @@ typedef struct sched_config {
     uint32_t steal_idle_us;      /* ... after being idle this long (microseconds) */
     bool pin_cpus;               /* pin worker i to CPU i mod the number of CPUs */
     uint32_t spin_us;            /* an idle worker spins and steals this long before parking;
-                                    also how long sched_instance_wait spins before sleeping */
+                                    also how long sched_instance_wait spins before sleeping;
+                                    0 where the creator may run on one CPU only */
     bool trace;                  /* record every task for sched_trace_write_json */
     uint32_t injection_capacity; /* per-stream injection queue bound (rounded up to a power
                                     of two); a full queue makes external submissions fail with
@@ -89,7 +90,8 @@ int sched_create(const sched_config *cfg, sched **out);
  * (wait for them first); one-off tasks not yet run are dropped. NULL is a no-op. */
 void sched_destroy(sched *s);
 
-/* The configuration the scheduler runs with (capacities rounded up). */
+/* The configuration the scheduler runs with: capacities rounded up, and spin_us 0 when the
+ * creating thread may run on one CPU only (spinning there only delays the thread spun for). */
 const sched_config *sched_get_config(const sched *s);
 
 /* Number of streams and of stream workers (executor threads not included). */

@@ -1,4 +1,8 @@
 /* The scheduler's lifetime: configuration, creation, destruction, one-off submissions. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +27,16 @@ sched_config sched_config_default(void)
         .injection_capacity = 4096,
         .deque_capacity = 1024,
     };
+}
+
+/* The CPUs the calling thread may run on (0: unknown). */
+static int usable_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return 0;
+    return CPU_COUNT(&set);
 }
 
 static uint32_t round_up_pow2(uint32_t v)
@@ -91,6 +105,13 @@ int sched_create(const sched_config *cfg, sched **out)
         return -ENOMEM;
     memset(s, 0, sizeof(*s));
     s->cfg = *cfg;
+    /* Spinning on the one CPU the process may run on only delays the thread that would make
+     * the work or the completion spun for (a server pinned to a CPU: its network threads, the
+     * callback executor), and a sched_yield hands that CPU over no sooner than a park: idle
+     * workers and waiters go straight to sleep there. The workers inherit the creator's
+     * affinity. */
+    if (usable_cpus() == 1)
+        s->cfg.spin_us = 0;
     s->cfg.injection_capacity = round_up_pow2(cfg->injection_capacity);
     s->cfg.deque_capacity = round_up_pow2(cfg->deque_capacity);
     s->n_streams = cfg->n_streams;

@@ -1,5 +1,9 @@
 /* The scheduler object: configuration, lifetime, one-off tasks, executors, streams. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include <dirent.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "tests/sched/sched_test_util.h"
@@ -351,4 +355,48 @@ Test(sched, started_threads_carry_their_names_when_create_returns, .timeout = 30
                      "round %d: an executor thread under the process's name", round);
         sched_destroy(s);
     }
+}
+
+/* A scheduler created by a thread that may run on one CPU only (a server
+ * pinned with taskset) does not spin: its workers and waiters would only
+ * keep that CPU from the thread they wait for. With more CPUs it keeps the
+ * configured spin. */
+Test(sched, no_spinning_where_the_creator_may_run_on_one_cpu_only, .timeout = 10)
+{
+    cpu_set_t all, one;
+    CPU_ZERO(&all);
+    cr_assert_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &all))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+    sched_config c = sched_config_default();
+    c.spin_us = 50;
+    sched *s = test_sched_create(&c);
+    cr_expect_eq(sched_get_config(s)->spin_us, 0);
+    /* It still runs DAGs to the end, their waiter going straight to sleep. */
+    test_dag_shape shape = {.n = 200, .max_fan_in = 3, .hubs = 2, .hub_fan_out = 20};
+    test_dag *g = test_dag_random(&shape, 7);
+    test_run *run = test_run_create(g, NULL);
+    for (int r = 0; r < 20; r++) {
+        test_run_reset(run);
+        cr_assert_eq(sched_instance_start(s, run->inst, 0, test_run_done, run), 0);
+        cr_assert_eq(sched_instance_wait(run->inst), SCHED_OK);
+        for (uint32_t v = 0; v < g->n; v++)
+            cr_assert_eq(atomic_load(&run->runs[v]), 1, "round %d: node %u ran %u times", r, v,
+                         atomic_load(&run->runs[v]));
+    }
+    test_run_free(run);
+    test_dag_free(g);
+    sched_destroy(s);
+    cr_assert_eq(sched_setaffinity(0, sizeof(all), &all), 0);
+    if (CPU_COUNT(&all) < 2) {
+        cr_log_warn("one CPU usable here: the multi-CPU half of this case cannot run");
+        return;
+    }
+    s = test_sched_create(&c);
+    cr_expect_eq(sched_get_config(s)->spin_us, 50);
+    sched_destroy(s);
 }
