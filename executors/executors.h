@@ -36,8 +36,12 @@ rn_status executors_acquire(const executors_config *cfg, executors_pool **out);
  * the run may complete inside it and its owner free everything. */
 void executors_retain(executors_pool *pool);
 
-/* Drops one reference; the last one stops the pool's threads. NULL is a
- * no-op. Must not be called from one of the pool's own threads. */
+/* Drops one reference; the last one stops the pool's threads and frees it.
+ * Called on one of the pool's own threads (a device's completion that its
+ * runtime ran on the thread that armed it: PoCL runs an event callback
+ * there when the event is already complete), the last one hands that to a
+ * thread of its own ("rn-pool-reaper"), since a thread cannot join itself.
+ * NULL is a no-op. */
 void executors_release(executors_pool *pool);
 
 /* The pool's scheduler and the ids of its named executors. */

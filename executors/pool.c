@@ -1,5 +1,8 @@
 /* The executor manager: schedulers shared by name and configuration,
  * refcounted. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setname_np */
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -94,6 +97,18 @@ void executors_retain(executors_pool *pool)
     pthread_mutex_unlock(&pools_lock);
 }
 
+static void destroy(executors_pool *pool)
+{
+    sched_destroy(pool->s);
+    free(pool);
+}
+
+static void *reap(void *arg)
+{
+    destroy(arg);
+    return NULL;
+}
+
 void executors_release(executors_pool *pool)
 {
     if (pool == NULL)
@@ -107,10 +122,23 @@ void executors_release(executors_pool *pool)
         *pp = pool->next;
     }
     pthread_mutex_unlock(&pools_lock);
-    if (last) {
-        sched_destroy(pool->s);
-        free(pool);
+    if (!last)
+        return;
+    if (sched_is_own_thread(pool->s)) {
+        /* sched_destroy joins every thread of the pool, this one too: a thread of its own
+         * does it once this one has returned to its loop. Should that thread not start, the
+         * pool stays (its threads idle) rather than be freed under a running thread. */
+        pthread_attr_t attr;
+        pthread_t reaper;
+        if (pthread_attr_init(&attr) == 0) {
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (pthread_create(&reaper, &attr, reap, pool) == 0)
+                (void)pthread_setname_np(reaper, "rn-pool-reaper");
+            pthread_attr_destroy(&attr);
+        }
+        return;
     }
+    destroy(pool);
 }
 
 sched *executors_sched(const executors_pool *pool)

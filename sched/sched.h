@@ -102,6 +102,10 @@ uint32_t sched_worker_count(const sched *s);
  * user's thread running a request inline, an executor thread). */
 int sched_current_stream(void);
 
+/* Whether the calling thread is one of `s`'s stream workers or executor threads (which cannot
+ * destroy `s`: sched_destroy joins them). */
+bool sched_is_own_thread(const sched *s);
+
 /* Adds a named executor with `n_threads` (>= 1) threads of its own and writes its id (1, 2,
  * ...) to *out_id. DAG nodes whose executor is that id run only on these threads, in FIFO
  * order. Names are unique per scheduler. Returns 0, -EINVAL (bad name or thread count),

@@ -52,6 +52,12 @@ int sched_current_stream(void)
     return tl_runner != NULL && tl_runner->worker != NULL ? (int)tl_runner->stream : -1;
 }
 
+bool sched_is_own_thread(const sched *s)
+{
+    return s != NULL && tl_runner != NULL && tl_runner->s == s &&
+           (tl_runner->worker != NULL || tl_runner->exec != NULL);
+}
+
 static inline sched_item item_node(sched_instance *inst, uint32_t node)
 {
     return (sched_item){.p = (uint64_t)(uintptr_t)inst | SCHED_ITEM_NODE, .x = node};
