@@ -473,7 +473,13 @@ ParameterizedTest(device_param *d, runtime_model, lists_nodes_in_execution_order
             cr_assert_str_eq(nodes[i].layer_type, "Reorder");
     cr_assert_str_eq(add->layer_type, "Add");
     cr_assert_eq(add->execution_order, gpu ? 2 : 0);
-    cr_assert(add->perf_counter_us >= 0);
+    /* AUTO reports its current device's runtime model: when the best device
+     * finished compiling after this request ran on the first one, its nodes
+     * have not run yet (-1, "not executed"), as OpenVINO's AUTO reports them. */
+    if (strncmp(d->name, "AUTO", 4) == 0)
+        cr_assert(add->perf_counter_us >= -1, "%lld", (long long)add->perf_counter_us);
+    else
+        cr_assert(add->perf_counter_us >= 0, "%lld", (long long)add->perf_counter_us);
     cr_assert(strlen(add->original_names) > 0);
     rn_infer_request_free(r);
     behavior_close(&m);
