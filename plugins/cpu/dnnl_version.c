@@ -553,22 +553,25 @@ dnnl_status_t cpu_op_lrn(cpu_op *op, dnnl_alg_kind_t alg, const cpu_md *src, dnn
     return dnnl_success;
 }
 
-dnnl_status_t cpu_op_batch_norm(cpu_op *op, const cpu_md *src, float eps, unsigned flags)
+/* Batch and layer normalisation: the same fields, another primitive. */
+static dnnl_status_t op_norm(cpu_op *op, cpu_op_kind kind, const cpu_md *src, float eps,
+                             unsigned flags)
 {
-    op_init(op, CPU_OP_BATCH_NORM, dnnl_alg_kind_undef);
+    op_init(op, kind, dnnl_alg_kind_undef);
     op->src = op->dst = *src;
     op->eps = eps;
     op->flags = flags;
     return dnnl_success;
 }
 
+dnnl_status_t cpu_op_batch_norm(cpu_op *op, const cpu_md *src, float eps, unsigned flags)
+{
+    return op_norm(op, CPU_OP_BATCH_NORM, src, eps, flags);
+}
+
 dnnl_status_t cpu_op_layer_norm(cpu_op *op, const cpu_md *src, float eps, unsigned flags)
 {
-    op_init(op, CPU_OP_LAYER_NORM, dnnl_alg_kind_undef);
-    op->src = op->dst = *src;
-    op->eps = eps;
-    op->flags = flags;
-    return dnnl_success;
+    return op_norm(op, CPU_OP_LAYER_NORM, src, eps, flags);
 }
 
 dnnl_status_t cpu_op_shuffle(cpu_op *op, const cpu_md *src, int axis, dnnl_dim_t group_size)
