@@ -310,7 +310,10 @@ static void gpu_unplace(plugin_compiled *c)
 /* Two device stages after the kernels (memory.c): execute (flush the
  * request's queue) and wait (the generic device event, armed with a
  * marker on the queue); arenas in device memory; a few requests in
- * flight (uploads of one while another computes). */
+ * flight (uploads of one while another computes). Both run on the stream:
+ * arming the marker does not block (it returns pending and the OpenCL
+ * runtime's thread completes the stage), so the device-wait executor would
+ * only add a hop to its thread and a wake-up per async request. */
 static rn_status gpu_plan(plugin_compiled *c, plugin_plan_options *o)
 {
     gpu_devices *p = c->device->context;
@@ -321,7 +324,7 @@ static rn_status gpu_plan(plugin_compiled *c, plugin_plan_options *o)
     o->stages[0] = (plugin_stage){
         .stage = EXECUTORS_STAGE_EXECUTE, .where = EXECUTORS_ON_STREAM, .run = gpu_stage_flush};
     o->stages[1] = (plugin_stage){.stage = EXECUTORS_STAGE_WAIT,
-                                  .where = EXECUTORS_ON_DEVICE_WAIT,
+                                  .where = EXECUTORS_ON_STREAM,
                                   .always = true,
                                   .arm = gpu_arena_arm};
     if (!c->props.exclusive_async_requests && c->optimal_requests < 4)
