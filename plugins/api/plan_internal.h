@@ -315,11 +315,9 @@ rn_status plan_branch_trace_append(plan_branch_trace *t, const char *path, uint6
 /* The request's state for `spec` (the caller's reference passes to it),
  * made on first use, made current (request_spec.c). */
 rn_status plugin_request_use_spec(plugin_request *r, plan_spec *spec);
-/* Makes current the request's state for the bound input shapes (r->shapes)
- * of a plan with dynamic inputs: one of its own, else one for the plan's
- * spec of those shapes (cached, or built in the calling thread), with its
- * profiling entries (request_spec.c). */
-rn_status plugin_request_switch_spec(plugin_request *r);
+/* Resets the request's profiling entries (the stages, then the exec nodes)
+ * to those of its current spec, none run (request.c). */
+void plugin_request_profile_init(plugin_request *r);
 
 /* Dense row-major strides of a descriptor's shape. */
 void plan_dense_strides(graph_tensor *t);

@@ -258,9 +258,25 @@ static rn_status begin_run(plugin_request *r)
             if (r->specs[k] != NULL && r->specs[k]->spec == plan->base)
                 r->rs = r->specs[k];
     } else if (!plan_spec_matches(r->rs->spec, r->shapes)) {
-        rn_status st = plugin_request_switch_spec(r);
-        if (st != RN_OK)
-            return st;
+        plan_spec *spec = NULL;
+        for (int k = 0; k < REQUEST_SPECS && spec == NULL; k++)
+            if (r->specs[k] != NULL && plan_spec_matches(r->specs[k]->spec, r->shapes)) {
+                r->rs = r->specs[k];
+                r->rs->last_used = ++r->use_clock;
+                spec = r->specs[k]->spec;
+                atomic_fetch_add(&((plugin_plan *)plan)->cache_hits, 1);
+            }
+        /* Shapes this request has no state for: the plan's spec for them
+         * (plan.c: cached, or built here the first time) and the request's
+         * memory for it (request_spec.c). */
+        if (spec == NULL) {
+            rn_status st = plugin_plan_spec_for((plugin_plan *)plan, r->shapes, &spec);
+            if (st == RN_OK)
+                st = plugin_request_use_spec(r, spec);
+            if (st != RN_OK)
+                return st;
+        }
+        plugin_request_profile_init(r);
     }
     r->ran = true;
     return RN_OK;
@@ -1128,6 +1144,26 @@ rn_status plugin_request_get_output(plugin_request *r, size_t index, graph_tenso
     if (u->data != NULL)
         out->data = u->data;
     return RN_OK;
+}
+
+void plugin_request_profile_init(plugin_request *r)
+{
+    static const char *const stage_names[PLUGIN_STAGES] = {
+        "input preprocessing", "transfer to device", "execution", "transfer from device",
+        "output postprocessing"};
+    for (int k = 0; k < PLUGIN_STAGES; k++)
+        r->profile[k] = (rn_profiling_info){.node_name = stage_names[k],
+                                            .node_type = "Stage",
+                                            .exec_type = "stage",
+                                            .status = RN_NODE_NOT_RUN};
+    const plan_spec *s = r->rs->spec;
+    for (int i = 0; i < s->n_nodes; i++) {
+        const plan_node *n = &s->nodes[i];
+        r->profile[PLUGIN_STAGES + i] = (rn_profiling_info){.node_name = n->name,
+                                                            .node_type = n->type,
+                                                            .exec_type = n->impl,
+                                                            .status = RN_NODE_NOT_RUN};
+    }
 }
 
 rn_status plugin_request_profiling(plugin_request *r, const rn_profiling_info **info, size_t *count)

@@ -1,8 +1,9 @@
 /* An infer request and its memory: creating and freeing it, and its state
- * per spec (arena, value slots, prebuilt kernel arguments, DAG instances),
- * made before the request's first run and again, on first use, for each
- * set of input shapes a run of a model with dynamic inputs brings. What a
- * run passes through is request.c's. */
+ * per spec (arena, value slots, prebuilt kernel arguments, DAG instances):
+ * the base spec's, made with the request, and, when a run of a model with
+ * dynamic inputs brings shapes the request has no state for, the state for
+ * the plan's spec of those shapes (up to REQUEST_SPECS, least recently used
+ * first out). What a run passes through is request.c's. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -271,49 +272,6 @@ rn_status plugin_request_use_spec(plugin_request *r, plan_spec *spec)
     return RN_OK;
 }
 
-/* Profiling entries: the stages, then the spec's exec nodes. */
-static void profile_template(plugin_request *r)
-{
-    static const char *const stage_names[PLUGIN_STAGES] = {
-        "input preprocessing", "transfer to device", "execution", "transfer from device",
-        "output postprocessing"};
-    for (int k = 0; k < PLUGIN_STAGES; k++)
-        r->profile[k] = (rn_profiling_info){.node_name = stage_names[k],
-                                            .node_type = "Stage",
-                                            .exec_type = "stage",
-                                            .status = RN_NODE_NOT_RUN};
-    const plan_spec *s = r->rs->spec;
-    for (int i = 0; i < s->n_nodes; i++) {
-        const plan_node *n = &s->nodes[i];
-        r->profile[PLUGIN_STAGES + i] = (rn_profiling_info){.node_name = n->name,
-                                                            .node_type = n->type,
-                                                            .exec_type = n->impl,
-                                                            .status = RN_NODE_NOT_RUN};
-    }
-}
-
-rn_status plugin_request_switch_spec(plugin_request *r)
-{
-    plugin_plan *plan = (plugin_plan *)r->plan;
-    plan_spec *spec = NULL;
-    for (int k = 0; k < REQUEST_SPECS && spec == NULL; k++)
-        if (r->specs[k] != NULL && plan_spec_matches(r->specs[k]->spec, r->shapes)) {
-            r->rs = r->specs[k];
-            r->rs->last_used = ++r->use_clock;
-            spec = r->specs[k]->spec;
-            atomic_fetch_add(&plan->cache_hits, 1);
-        }
-    if (spec == NULL) {
-        rn_status st = plugin_plan_spec_for(plan, r->shapes, &spec);
-        if (st == RN_OK)
-            st = plugin_request_use_spec(r, spec);
-        if (st != RN_OK)
-            return st;
-    }
-    profile_template(r);
-    return RN_OK;
-}
-
 /* ---- create / free ---- */
 
 void plugin_request_free(plugin_request *r)
@@ -359,7 +317,7 @@ rn_status plugin_request_create(const plugin_plan *plan, rn_infer_request *owner
         plugin_request_free(r);
         return st;
     }
-    profile_template(r);
+    plugin_request_profile_init(r);
     *out = r;
     return RN_OK;
 }
