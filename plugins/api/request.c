@@ -2,9 +2,9 @@
  * its bindings, starting sync and async runs, and the task functions of
  * the request pipeline with what they run — the exec nodes, the device
  * stages, the device events and engines that complete a pending stage —,
- * then the results. Every run of a plan-based device passes through this
- * file only (and run.c, the run object); creating the request and its
- * memory per spec is request_spec.c's. */
+ * then the results: of the generic request, a run passes through this
+ * file (and run.c, the run object) only. What is made ahead of runs — the
+ * request and its memory per spec — is request_spec.c's. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
