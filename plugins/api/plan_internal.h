@@ -1,7 +1,8 @@
 /* Private to plugins/api: the compiled plan and the request that runs it,
  * shared by plan.c (the plan), plan_spec.c (lowering a graph of fixed input
  * shapes: kernels, layouts, partitions, memory plan, DAG), memory_plan.c
- * (buffer offsets), request.c and request_run.c (the run side).
+ * (buffer offsets), request_spec.c (a request and its memory per spec) and
+ * request.c (its bindings and runs: what a run passes through).
  *
  * Vocabulary:
  * - a *spec* (plan_spec) is the plan for one set of input shapes: every
@@ -284,21 +285,21 @@ struct rn_plugin_request {
 
 PLUGIN_RUN_FIRST(struct rn_plugin_request, run);
 
-/* DAG task functions (request_run.c). */
+/* DAG task functions (request.c). */
 int plugin_task_preprocess(const sched_task_ctx *ctx, void *arg);
 int plugin_task_kernels(const sched_task_ctx *ctx, void *arg);
 int plugin_task_postprocess(const sched_task_ctx *ctx, void *arg);
 int plugin_task_callback(const sched_task_ctx *ctx, void *arg);
 int plugin_task_stage(const sched_task_ctx *ctx, void *arg);
 
-/* The kernel callbacks of prebuilt arguments (request_run.c). */
+/* The kernel callbacks of prebuilt arguments (request.c). */
 rn_status plugin_alloc_output(plugin_kernel_args *args, int index, int rank, const int64_t *dims);
 rn_status plugin_move_output(plugin_kernel_args *args, int index, graph_tensor *value);
 
-/* Runs exec node i of the request's current spec (request_run.c). */
+/* Runs exec node i of the request's current spec (request.c). */
 rn_status plugin_run_node(plugin_request *r, int i);
 /* Runs task t's nodes in order, none after an error (recorded as the
- * request's) or a cancel (request_run.c). */
+ * request's) or a cancel (request.c). */
 void plugin_run_task(plugin_request *r, int t);
 
 /* Branch parallelism (branch.c): the tasks' DAG of a spec whose options ask
@@ -311,8 +312,12 @@ rn_status plan_branch_trace_new(plan_branch_trace **out);
 void plan_branch_trace_free(plan_branch_trace *t);
 rn_status plan_branch_trace_append(plan_branch_trace *t, const char *path, uint64_t origin_ns);
 
-/* The request's state for `spec`, made on first use (request.c). */
+/* The request's state for `spec` (the caller's reference passes to it),
+ * made on first use, made current (request_spec.c). */
 rn_status plugin_request_use_spec(plugin_request *r, plan_spec *spec);
+/* Resets the request's profiling entries (the stages, then the exec nodes)
+ * to those of its current spec, none run (request.c). */
+void plugin_request_profile_init(plugin_request *r);
 
 /* Dense row-major strides of a descriptor's shape. */
 void plan_dense_strides(graph_tensor *t);

@@ -1,6 +1,11 @@
-/* The infer request: bindings, its state per spec (arena, prebuilt kernel
- * arguments, DAG instances), sync and async runs, results. */
-#include <errno.h>
+/* The infer request's runs (docs/architecture.md, "The request walk"):
+ * its bindings, starting sync and async runs, and the task functions of
+ * the request pipeline with what they run — the exec nodes, the device
+ * stages, the device events and engines that complete a pending stage —,
+ * then the results: of the generic request, a run passes through this
+ * file (and run.c, the run object) only. What is made ahead of runs — the
+ * request and its memory per spec — is request_spec.c's. */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,337 +17,24 @@
 #include "plugins/api/plan_internal.h"
 #include "plugins/api/remote.h"
 
-static rn_status oom(void)
+/* The node this thread runs (plugin_running_node). */
+static _Thread_local const char *running_node;
+
+const char *plugin_running_node(void)
 {
-    return rn_set_error(RN_OUT_OF_MEMORY, "infer request: out of memory");
+    return running_node;
 }
 
-/* ---- the request's state for one spec ---- */
+static const max_align_t empty_tensor_data;
 
-static void request_spec_free(request_spec *rs, const rn_allocator *alloc)
+uint64_t plugin_now_ns(void)
 {
-    if (rs == NULL)
-        return;
-    plugin_run_instances_free(&rs->instances);
-    plugin_run_instances_free(&rs->direct_instances);
-    const plan_spec *s = rs->spec;
-    for (int v = 0; rs->slots != NULL && v < s->n_values; v++)
-        if (rs->slots[v].owned)
-            graph_tensor_release(&rs->slots[v].t);
-    if (rs->arena_buffer != NULL) {
-        if (alloc != NULL)
-            alloc->free(alloc->ctx, rs->arena_buffer);
-        else
-            free(rs->arena_buffer);
-    }
-    free(rs->host_arena);
-    free(rs->slots);
-    free(rs->remaining);
-    free(rs->io);
-    free(rs->ports);
-    free(rs->args);
-    free(rs->refresh_io);
-    free(rs->refresh_value);
-    free(rs->zc_node);
-    free(rs->zo_node);
-    free(rs->skip_node);
-    plan_spec_release(rs->spec);
-    free(rs);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The descriptor of static value v in this request's memory. */
-static void static_desc(const request_spec *rs, int v, graph_tensor *t)
-{
-    const plan_spec *s = rs->spec;
-    const plan_value *pv = &s->values[v];
-    const plan_value *root = &s->values[pv->root];
-    *t = pv->desc;
-    if (root->storage == PLAN_CONST) {
-        t->data = root->desc.data;
-    } else if (root->storage == PLAN_ARENA) {
-        if (root->host) {
-            t->data = rs->host_arena + pv->offset;
-        } else if (rs->arena != NULL) {
-            t->data = rs->arena + pv->offset;
-        } else {
-            t->data = NULL;
-            t->buffer = rs->arena_buffer;
-            t->offset = pv->offset;
-        }
-    }
-}
-
-/* Whether exec node n is the upload of a model input to a device layout
- * whose output nothing aliases: a run may skip it and read the input's
- * device memory instead (request_spec.zc_node). */
-static bool skippable_upload(const plan_spec *spec, const plan_node *n)
-{
-    if (n->kind != PLAN_NODE_CONVERT || n->to == NULL || n->in[0] < 0 || n->out[0] < 0)
-        return false;
-    int src = n->in[0], cv = n->out[0];
-    const plan_value *s = &spec->values[src], *c = &spec->values[cv];
-    if (s->storage != PLAN_INPUT || s->root != src || c->storage != PLAN_ARENA || c->root != cv)
-        return false;
-    for (int v = 0; v < spec->n_values; v++)
-        if (v != cv && spec->values[v].root == cv)
-            return false;
-    return true;
-}
-
-/* Whether exec node n is the download of a result from a device layout
- * whose source the producer may as well write into the caller's device
- * memory: an arena value nothing aliases, that only n reads and that is no
- * result itself (request_spec.zo_node). */
-static bool skippable_download(const plan_spec *spec, const plan_node *n)
-{
-    if (n->kind != PLAN_NODE_CONVERT || n->to != NULL || n->from == NULL || n->in[0] < 0 ||
-        n->out[0] < 0)
-        return false;
-    int src = n->in[0], res = n->out[0];
-    const plan_value *s = &spec->values[src], *d = &spec->values[res];
-    if (s->storage != PLAN_ARENA || s->root != src || s->n_readers != 1 || s->result >= 0 ||
-        d->storage != PLAN_ARENA || d->root != res || d->result < 0)
-        return false;
-    for (int v = 0; v < spec->n_values; v++)
-        if (v != src && v != res && (spec->values[v].root == src || spec->values[v].root == res))
-            return false;
-    return true;
-}
-
-static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request_spec **out)
-{
-    const plugin_plan *plan = r->plan;
-    const rn_allocator *alloc = plan->options.allocator;
-    request_spec *rs = calloc(1, sizeof *rs);
-    if (rs == NULL) {
-        plan_spec_release(spec);
-        return oom();
-    }
-    rs->spec = spec; /* the caller's reference passes to rs */
-    int nv = spec->n_values, nn = spec->n_nodes;
-    rs->slots = calloc((size_t)nv + 1, sizeof *rs->slots);
-    rs->remaining = calloc((size_t)nv + 1, sizeof *rs->remaining);
-    rs->io = calloc((size_t)spec->io_total + 1, sizeof *rs->io);
-    rs->ports = calloc((size_t)spec->io_total + 1, sizeof *rs->ports);
-    rs->args = calloc((size_t)nn + 1, sizeof *rs->args);
-    rs->refresh_io = calloc((size_t)spec->io_total + 1, sizeof *rs->refresh_io);
-    rs->refresh_value = calloc((size_t)spec->io_total + 1, sizeof *rs->refresh_value);
-    rs->zc_node = calloc((size_t)nn + 1, sizeof *rs->zc_node);
-    rs->zo_node = calloc((size_t)nn + 1, sizeof *rs->zo_node);
-    rs->skip_node = calloc((size_t)nn + 1, sizeof *rs->skip_node);
-    rn_status st = RN_OK;
-    if (!rs->slots || !rs->remaining || !rs->io || !rs->ports || !rs->args || !rs->refresh_io ||
-        !rs->refresh_value || !rs->zc_node || !rs->zo_node || !rs->skip_node) {
-        st = oom();
-        goto fail;
-    }
-    size_t bytes = spec->arena_bytes ? spec->arena_bytes : 64;
-    if (alloc != NULL) {
-        if ((st = alloc->alloc(alloc->ctx, bytes, 64, &rs->arena_buffer)) != RN_OK)
-            goto fail;
-        if (alloc->host)
-            rs->arena = rs->arena_buffer;
-        else if (spec->host_bytes > 0 &&
-                 (rs->host_arena = aligned_alloc(64, spec->host_bytes)) == NULL) {
-            st = rn_set_error(RN_OUT_OF_MEMORY,
-                              "infer request: cannot allocate its %zu bytes of results",
-                              spec->host_bytes);
-            goto fail;
-        }
-    } else {
-        rs->arena_buffer = aligned_alloc(64, (bytes + 63) / 64 * 64);
-        if (rs->arena_buffer == NULL) {
-            st = rn_set_error(RN_OUT_OF_MEMORY, "infer request: cannot allocate its %zu-byte arena",
-                              bytes);
-            goto fail;
-        }
-        rs->arena = rs->arena_buffer;
-    }
-    /* Slots of static values hold their descriptors for good. */
-    for (int v = 0; v < nv; v++) {
-        const plan_value *pv = &spec->values[v];
-        plan_storage root = spec->values[pv->root].storage;
-        if (root == PLAN_CONST || root == PLAN_ARENA) {
-            static_desc(rs, v, &rs->slots[v].t);
-            rs->slots[v].has_value = true;
-        } else if (root == PLAN_INPUT) {
-            rs->slots[v].t = pv->desc; /* data bound per run */
-        }
-    }
-    /* Uploads a remote input may replace (device arenas only). */
-    for (int i = 0; rs->arena == NULL && i < nn; i++)
-        if (skippable_upload(spec, &spec->nodes[i]))
-            rs->zc_node[rs->n_zc++] = i;
-        else if (skippable_download(spec, &spec->nodes[i]))
-            rs->zo_node[rs->n_zo++] = i;
-    /* Prebuilt arguments. */
-    for (int i = 0; i < nn; i++) {
-        const plan_node *n = &spec->nodes[i];
-        graph_tensor *in = rs->io + n->io, *outs = in + n->n_in, *impl = outs + n->n_out;
-        for (int k = 0; k < n->n_in + n->n_out; k++) {
-            int v = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
-            if (v < 0)
-                continue;
-            in[k] = rs->slots[v].t;
-            const plan_value *pv = &spec->values[v];
-            bool follows =
-                spec->values[pv->root].storage == PLAN_INPUT || spec->values[pv->root].result >= 0;
-            for (int z = 0; z < rs->n_zc && !follows; z++)
-                follows = spec->nodes[rs->zc_node[z]].out[0] == v;
-            for (int z = 0; z < rs->n_zo && !follows; z++)
-                follows = spec->nodes[rs->zo_node[z]].in[0] == v;
-            if (n->fast && follows) {
-                rs->refresh_io[rs->n_refresh] = n->io + k;
-                rs->refresh_value[rs->n_refresh++] = v;
-            }
-        }
-        rs->args[i] = (plugin_kernel_args){
-            .node = n->node,
-            .inputs = in,
-            .n_inputs = n->n_in,
-            .outputs = outs,
-            .n_outputs = n->n_out,
-            .state = n->state,
-            .alloc_output = plugin_alloc_output,
-            .alloc_ctx = r,
-            .move_output = plugin_move_output,
-            .implicit = n->n_implicit > 0 ? impl : NULL,
-            .n_implicit = n->n_implicit,
-            .cancel = plugin_run_cancel_flag(&r->run),
-        };
-        if (n->scratch >= 0)
-            static_desc(rs, n->scratch, &rs->args[i].scratch);
-    }
-    if (!plan->nested &&
-        ((st = plugin_run_instances_create(spec->pipeline, r, &rs->instances)) != RN_OK ||
-         (st = plugin_run_instances_create(spec->pipeline_direct, r, &rs->direct_instances)) !=
-             RN_OK))
-        goto fail;
-    *out = rs;
-    return RN_OK;
-fail:
-    request_spec_free(rs, alloc);
-    return st;
-}
-
-rn_status plugin_request_use_spec(plugin_request *r, plan_spec *spec)
-{
-    int free_slot = -1, oldest = -1;
-    for (int k = 0; k < REQUEST_SPECS; k++) {
-        request_spec *rs = r->specs[k];
-        if (rs == NULL) {
-            if (free_slot < 0)
-                free_slot = k;
-            continue;
-        }
-        if (rs->spec == spec) {
-            plan_spec_release(spec); /* rs holds its own reference */
-            rs->last_used = ++r->use_clock;
-            r->rs = rs;
-            return RN_OK;
-        }
-        if (rs != r->rs && (oldest < 0 || rs->last_used < r->specs[oldest]->last_used))
-            oldest = k;
-    }
-    if (free_slot < 0) {
-        if (oldest < 0) {
-            plan_spec_release(spec);
-            return rn_set_error(RN_INTERNAL, "infer request: no room for another plan");
-        }
-        request_spec_free(r->specs[oldest], r->plan->options.allocator);
-        r->specs[oldest] = NULL;
-        free_slot = oldest;
-    }
-    request_spec *rs = NULL;
-    rn_status st = request_spec_create(r, spec, &rs);
-    if (st != RN_OK)
-        return st;
-    size_t need = (size_t)spec->n_nodes + PLUGIN_STAGES;
-    if (need > r->profile_cap) {
-        rn_profiling_info *p = realloc(r->profile, need * sizeof *p);
-        if (p == NULL) {
-            request_spec_free(rs, r->plan->options.allocator);
-            return oom();
-        }
-        r->profile = p;
-        r->profile_cap = need;
-    }
-    rs->last_used = ++r->use_clock;
-    r->specs[free_slot] = rs;
-    r->rs = rs;
-    return RN_OK;
-}
-
-/* Profiling entries: the stages, then the spec's exec nodes. */
-static void profile_template(plugin_request *r)
-{
-    static const char *const stage_names[PLUGIN_STAGES] = {
-        "input preprocessing", "transfer to device", "execution", "transfer from device",
-        "output postprocessing"};
-    for (int k = 0; k < PLUGIN_STAGES; k++)
-        r->profile[k] = (rn_profiling_info){.node_name = stage_names[k],
-                                            .node_type = "Stage",
-                                            .exec_type = "stage",
-                                            .status = RN_NODE_NOT_RUN};
-    const plan_spec *s = r->rs->spec;
-    for (int i = 0; i < s->n_nodes; i++) {
-        const plan_node *n = &s->nodes[i];
-        r->profile[PLUGIN_STAGES + i] = (rn_profiling_info){.node_name = n->name,
-                                                            .node_type = n->type,
-                                                            .exec_type = n->impl,
-                                                            .status = RN_NODE_NOT_RUN};
-    }
-}
-
-/* ---- create / free / bind ---- */
-
-void plugin_request_free(plugin_request *r)
-{
-    if (r == NULL)
-        return;
-    plugin_run_destroy(&r->run); /* waits for a run in flight */
-    for (int k = 0; k < REQUEST_SPECS; k++)
-        request_spec_free(r->specs[k], r->plan->options.allocator);
-    free(r->inputs);
-    free(r->input_bound);
-    free(r->user_out);
-    free(r->remote_in);
-    free(r->remote_out);
-    free(r->shapes);
-    free(r->profile);
-    free(r);
-}
-
-rn_status plugin_request_create(const plugin_plan *plan, rn_infer_request *owner,
-                                plugin_request **out)
-{
-    const graph *g = plan->g;
-    plugin_request *r = calloc(1, sizeof *r);
-    if (r == NULL)
-        return oom();
-    r->plan = plan;
-    plugin_run_init(&r->run, owner);
-    r->inputs = calloc((size_t)g->n_inputs + 1, sizeof *r->inputs);
-    r->input_bound = calloc((size_t)g->n_inputs + 1, sizeof *r->input_bound);
-    r->user_out = calloc((size_t)g->n_outputs + 1, sizeof *r->user_out);
-    r->remote_in = calloc((size_t)g->n_inputs + 1, sizeof *r->remote_in);
-    r->remote_out = calloc((size_t)g->n_outputs + 1, sizeof *r->remote_out);
-    r->shapes = calloc((size_t)g->n_inputs + 1, sizeof *r->shapes);
-    if (!r->inputs || !r->input_bound || !r->user_out || !r->remote_in || !r->remote_out ||
-        !r->shapes) {
-        plugin_request_free(r);
-        return oom();
-    }
-    atomic_fetch_add(&plan->base->refs, 1);
-    rn_status st = plugin_request_use_spec(r, plan->base);
-    if (st != RN_OK) {
-        plugin_request_free(r);
-        return st;
-    }
-    profile_template(r);
-    *out = r;
-    return RN_OK;
-}
+/* ---- bindings ---- */
 
 /* Checks a value bound to v (an input or a capture): its kind must be one
  * v's declaration accepts (a value of unknown kind in a nested plan takes
@@ -574,6 +266,9 @@ static rn_status begin_run(plugin_request *r)
                 spec = r->specs[k]->spec;
                 atomic_fetch_add(&((plugin_plan *)plan)->cache_hits, 1);
             }
+        /* Shapes this request has no state for: the plan's spec for them
+         * (plan.c: cached, or built here the first time) and the request's
+         * memory for it (request_spec.c). */
         if (spec == NULL) {
             rn_status st = plugin_plan_spec_for((plugin_plan *)plan, r->shapes, &spec);
             if (st == RN_OK)
@@ -581,7 +276,7 @@ static rn_status begin_run(plugin_request *r)
             if (st != RN_OK)
                 return st;
         }
-        profile_template(r);
+        plugin_request_profile_init(r);
     }
     r->ran = true;
     return RN_OK;
@@ -626,6 +321,806 @@ rn_status plugin_request_cancel(plugin_request *r)
     return RN_OK;
 }
 
+/* ---- value slots of dynamic values ---- */
+
+static void slot_clear(value_slot *s)
+{
+    if (s->owned)
+        graph_tensor_release(&s->t);
+    s->t.data = NULL;
+    s->t.items = NULL;
+    s->t.n_items = 0;
+    s->owned = false;
+    s->has_value = false;
+}
+
+/* The caller's buffer for result value v when it has exactly the size the
+ * kernel will write; else NULL. */
+static void *user_buffer_for(plugin_request *r, int v, const graph_tensor *t)
+{
+    const plan_spec *s = r->rs->spec;
+    int o = s->values[v].result;
+    if (o < 0)
+        return NULL;
+    const graph_tensor *u = &r->user_out[o];
+    if (u->data != NULL && u->type == t->type && u->nbytes == t->nbytes && t->type != RN_STRING)
+        return u->data;
+    return NULL;
+}
+
+/* Allocates dynamic value v (shape in *t) for this run. */
+static rn_status alloc_dynamic(plugin_request *r, const plan_node *n, int v, graph_tensor *t)
+{
+    value_slot *s = &r->rs->slots[v];
+    slot_clear(s);
+    t->nbytes = plugin_tensor_nbytes(t->type, graph_tensor_count(t));
+    plan_dense_strides(t);
+    void *user = user_buffer_for(r, v, t);
+    if (user != NULL) {
+        t->data = user;
+        s->owned = false;
+    } else {
+        /* calloc: STRING outputs must start as NULL pointers; a 0-byte tensor
+         * still gets a valid pointer. */
+        t->data = calloc(1, t->nbytes ? t->nbytes : 1);
+        if (t->data == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "node '%s' (%s): cannot allocate %zu bytes",
+                                n->name, n->type, t->nbytes);
+        s->owned = true;
+    }
+    s->t = *t;
+    s->has_value = true;
+    return RN_OK;
+}
+
+/* Whether a tensor of this shape fits static value v. */
+static bool fits_planned(const plan_value *pv, int rank, const int64_t *dims)
+{
+    if (pv->desc.rank != rank)
+        return false;
+    for (int d = 0; d < rank; d++)
+        if (pv->desc.dims[d] != dims[d])
+            return false;
+    return true;
+}
+
+static int node_of_args(const plugin_request *r, const plugin_kernel_args *args)
+{
+    return (int)(args - r->rs->args);
+}
+
+rn_status plugin_alloc_output(plugin_kernel_args *args, int index, int rank, const int64_t *dims)
+{
+    plugin_request *r = args->alloc_ctx;
+    const plan_spec *s = r->rs->spec;
+    const plan_node *n = &s->nodes[node_of_args(r, args)];
+    if (index < 0 || index >= n->n_out || n->out[index] < 0)
+        return rn_set_error(RN_INTERNAL, "node '%s': alloc_output(%d) is not an output", n->name,
+                            index);
+    if (rank < 0 || rank > RN_MAX_RANK)
+        return rn_set_error(RN_INTERNAL, "node '%s': output rank %d", n->name, rank);
+    for (int d = 0; d < rank; d++)
+        if (dims[d] < 0)
+            return rn_set_error(RN_INTERNAL, "node '%s': negative output dim", n->name);
+    int v = n->out[index];
+    const plan_value *pv = &s->values[v];
+    if (pv->storage == PLAN_ARENA) {
+        if (!fits_planned(pv, rank, dims))
+            return rn_set_error(RN_SHAPE_MISMATCH,
+                                "node '%s' (%s): output '%s' has a shape other than the planned "
+                                "one",
+                                n->name, n->type, pv->name);
+        return RN_OK; /* the planned buffer stands */
+    }
+    graph_tensor *t = &args->outputs[index];
+    t->rank = rank;
+    memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+    return alloc_dynamic(r, n, v, t);
+}
+
+rn_status plugin_move_output(plugin_kernel_args *args, int index, graph_tensor *value)
+{
+    plugin_request *r = args->alloc_ctx;
+    const plan_spec *s = r->rs->spec;
+    const plan_node *n = &s->nodes[node_of_args(r, args)];
+    if (index < 0 || index >= n->n_out || n->out[index] < 0)
+        return rn_set_error(RN_INTERNAL, "node '%s': move_output(%d) is not an output", n->name,
+                            index);
+    int v = n->out[index];
+    const plan_value *pv = &s->values[v];
+    const graph_value *gv = pv->gv;
+    /* A value whose kind was not known at compile time reads as a tensor. */
+    if (gv != NULL && gv->kind != GRAPH_KIND_TENSOR && !graph_kind_accepts(gv->kind, value->kind))
+        return rn_set_error(RN_TYPE_MISMATCH, "node '%s' (%s): output '%s' is a %s, got a %s",
+                            n->name, n->type, pv->name, graph_kind_name(gv->kind),
+                            graph_kind_name(value->kind));
+    if (value->kind == GRAPH_KIND_TENSOR) {
+        if (value->rank < 0 || value->rank > RN_MAX_RANK)
+            return rn_set_error(RN_INTERNAL, "node '%s': output rank %d", n->name, value->rank);
+        value->nbytes = plugin_tensor_nbytes(value->type, graph_tensor_count(value));
+        plan_dense_strides(value);
+    }
+    if (pv->storage == PLAN_ARENA) {
+        /* Planned statically: copy into the plan's buffer. */
+        if (value->kind != GRAPH_KIND_TENSOR || value->type != pv->desc.type ||
+            !fits_planned(pv, value->rank, value->dims))
+            return rn_set_error(RN_SHAPE_MISMATCH,
+                                "node '%s' (%s): output '%s' differs from the planned one", n->name,
+                                n->type, pv->name);
+        memcpy(args->outputs[index].data, value->data, value->nbytes);
+        graph_tensor_release(value);
+        memset(value, 0, sizeof *value);
+        return RN_OK;
+    }
+    if (value->kind == GRAPH_KIND_TENSOR && value->data == NULL &&
+        (value->data = calloc(1, 1)) == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "node '%s' (%s): out of memory", n->name, n->type);
+    value_slot *slot = &r->rs->slots[v];
+    slot_clear(slot);
+    slot->t = *value;
+    slot->owned = true;
+    slot->has_value = true;
+    args->outputs[index] = *value;
+    memset(value, 0, sizeof *value);
+    return RN_OK;
+}
+
+/* Drops a slow node's reads of dynamic values; the last reader frees one. */
+static void release_inputs(plugin_request *r, const plan_node *n)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    for (int k = 0; k < n->n_in + n->n_implicit; k++) {
+        int v = k < n->n_in ? n->in[k] : n->implicit[k - n->n_in];
+        if (v >= 0 && s->values[v].storage == PLAN_DYNAMIC &&
+            atomic_fetch_sub(&rs->remaining[v], 1) == 1)
+            slot_clear(&rs->slots[v]);
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        int v = n->out[k];
+        if (v >= 0 && s->values[v].storage == PLAN_DYNAMIC && s->consumers[v] == 0)
+            slot_clear(&rs->slots[v]); /* nobody reads it */
+    }
+}
+
+/* Fills the inputs and outputs of slow node i from the slots: run-time
+ * shape inference and allocation of its dynamic outputs. */
+static rn_status prepare_slow(plugin_request *r, int i)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    const plan_node *n = &s->nodes[i];
+    graph_tensor *in = rs->io + n->io;
+    graph_tensor *out = in + n->n_in;
+    graph_tensor *implicit = out + n->n_out;
+    graph_port *pin = rs->ports + n->io;
+    graph_port *pout = pin + n->n_in;
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        memset(&in[k], 0, sizeof in[k]);
+        memset(&pin[k], 0, sizeof pin[k]);
+        if (v < 0)
+            continue;
+        const value_slot *sl = &rs->slots[v];
+        if (!sl->has_value)
+            return rn_set_error(RN_INTERNAL, "node '%s' (%s): input '%s' has no data", n->name,
+                                n->type, s->values[v].name);
+        in[k] = sl->t;
+        pin[k].present = true;
+        pin[k].type = sl->t.type;
+        pin[k].kind = sl->t.kind;
+        if (sl->t.kind != GRAPH_KIND_TENSOR && !n->kernel->values)
+            return rn_set_error(RN_TYPE_MISMATCH,
+                                "node '%s' (%s): input '%s' is a %s, and the kernel takes tensors",
+                                n->name, n->type, s->values[v].name, graph_kind_name(sl->t.kind));
+        if (sl->t.kind != GRAPH_KIND_TENSOR) {
+            pin[k].shape.rank = -1; /* sequences and absent optionals have no shape */
+            continue;
+        }
+        if (in[k].data == NULL && in[k].buffer == NULL) /* empty: still a valid pointer */
+            in[k].data = (void *)&empty_tensor_data;
+        pin[k].shape.rank = sl->t.rank;
+        memcpy(pin[k].shape.dims, sl->t.dims, sizeof pin[k].shape.dims);
+        pin[k].data = in[k].data;
+    }
+    for (int k = 0; k < n->n_implicit; k++) {
+        const value_slot *sl = &rs->slots[n->implicit[k]];
+        if (!sl->has_value)
+            return rn_set_error(RN_INTERNAL, "node '%s' (%s): outer value '%s' has no data",
+                                n->name, n->type, s->values[n->implicit[k]].name);
+        implicit[k] = sl->t;
+        if (implicit[k].kind == GRAPH_KIND_TENSOR && implicit[k].data == NULL)
+            implicit[k].data = (void *)&empty_tensor_data;
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        memset(&pout[k], 0, sizeof pout[k]);
+        pout[k].present = n->out[k] >= 0;
+        pout[k].shape.rank = -1;
+    }
+    /* Nodes with subgraphs learn their output shapes by running them (their
+     * kernels hand the outputs over); partitions allocate what they make. */
+    if (n->kind == PLAN_NODE_KERNEL && n->schema != NULL && n->schema->infer != NULL &&
+        !n->has_subgraphs) {
+        rn_status st = n->schema->infer(n->node, pin, n->n_in, pout, n->n_out);
+        if (st != RN_OK)
+            return st;
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        int v = n->out[k];
+        memset(&out[k], 0, sizeof out[k]);
+        if (v < 0)
+            continue;
+        const plan_value *pv = &s->values[v];
+        bool known = pout[k].kind == GRAPH_KIND_TENSOR && graph_shape_is_static(&pout[k].shape);
+        if (pv->storage == PLAN_ARENA) {
+            if (known && !fits_planned(pv, pout[k].shape.rank, pout[k].shape.dims)) {
+                char a[128], b[128];
+                graph_shape planned = {.rank = pv->desc.rank};
+                memcpy(planned.dims, pv->desc.dims, sizeof planned.dims);
+                return rn_set_error(RN_SHAPE_MISMATCH,
+                                    "node '%s' (%s): output '%s' is %s at run time, %s when "
+                                    "compiled",
+                                    n->name, n->type, pv->name,
+                                    graph_shape_str(&pout[k].shape, a, sizeof a),
+                                    graph_shape_str(&planned, b, sizeof b));
+            }
+            out[k] = rs->slots[v].t;
+            continue;
+        }
+        out[k].type = pout[k].type != RN_UNDEFINED ? pout[k].type
+                      : pv->gv != NULL             ? pv->gv->type
+                                                   : RN_UNDEFINED;
+        out[k].kind = pout[k].kind;
+        if (known) {
+            out[k].rank = pout[k].shape.rank;
+            memcpy(out[k].dims, pout[k].shape.dims, sizeof out[k].dims);
+            rn_status st = alloc_dynamic(r, n, v, &out[k]);
+            if (st != RN_OK)
+                return st;
+        } else {
+            slot_clear(&rs->slots[v]); /* the kernel writes it */
+        }
+    }
+    return RN_OK;
+}
+
+rn_status plugin_run_node(plugin_request *r, int i)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    const plan_node *n = &s->nodes[i];
+    if (n->skip || rs->skip_node[i])
+        return RN_OK;
+    rn_status st;
+    if (!n->fast && (st = prepare_slow(r, i)) != RN_OK)
+        return st;
+    plugin_kernel_args *args = &rs->args[i];
+    bool timed = r->profiling || r->log_level >= PLUGIN_LOG_TRACE;
+    uint64_t t0 = timed ? plugin_now_ns() : 0;
+    if (n->concat_partial) {
+        /* The inputs not produced in place go to their slices. */
+        unsigned char *y = args->outputs[0].data;
+        size_t off = 0;
+        for (int k = 0; k < n->n_in; k++) {
+            const graph_tensor *x = &args->inputs[k];
+            if (!(n->concat_placed >> k & 1) && x->nbytes > 0)
+                memcpy(y + off, x->data, x->nbytes);
+            off += x->nbytes;
+        }
+        st = RN_OK;
+    } else if (n->kind == PLAN_NODE_CONVERT) {
+        const rn_layout_ops *ops = n->to != NULL ? n->to->ops : n->from->ops;
+        running_node = n->name;
+        st = ops->convert(&args->inputs[0], &args->outputs[0]);
+        running_node = NULL;
+    } else {
+        running_node = n->name;
+        st = n->kernel->run(args);
+        running_node = NULL;
+    }
+    if (timed) {
+        uint64_t us = (plugin_now_ns() - t0) / 1000;
+        if (r->profiling) {
+            r->profile[PLUGIN_STAGES + i].real_time_us = us;
+            s->last_us[i] = (int64_t)us;
+        }
+        if (r->log_level >= PLUGIN_LOG_TRACE)
+            plugin_log(r->log_level, PLUGIN_LOG_TRACE, r->plan->options.device,
+                       "request %p: node '%s' (%s, %s): %llu us%s", (void *)r, n->name, n->type,
+                       n->impl, (unsigned long long)us, st == RN_OK ? "" : ", failed");
+    }
+    if (st != RN_OK)
+        return st;
+    if (r->profiling)
+        r->profile[PLUGIN_STAGES + i].status = RN_NODE_EXECUTED;
+    if (!n->fast) {
+        for (int k = 0; k < n->n_out; k++) {
+            int v = n->out[k];
+            if (v >= 0 && s->values[v].storage == PLAN_DYNAMIC && !rs->slots[v].has_value)
+                return rn_set_error(RN_INTERNAL,
+                                    "node '%s' (%s): kernel left output %d unallocated", n->name,
+                                    n->type, k);
+        }
+        release_inputs(r, n);
+    }
+    return RN_OK;
+}
+
+/* ---- stages ---- */
+
+static void stage_begin(plugin_request *r, int stage)
+{
+    if (r->profiling)
+        r->stage_start[stage] = plugin_now_ns();
+}
+
+static void stage_end(plugin_request *r, int stage)
+{
+    if (!r->profiling)
+        return;
+    r->profile[stage].real_time_us = (plugin_now_ns() - r->stage_start[stage]) / 1000;
+    r->profile[stage].status = RN_NODE_EXECUTED;
+}
+
+/* Binds the run's inputs and the caller's output buffers into the slots
+ * and the prebuilt descriptors that point at them. */
+static void bind_memory(plugin_request *r)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    const graph *g = s->g;
+    for (int i = 0; i < g->n_inputs; i++) {
+        value_slot *sl = &rs->slots[g->inputs[i]->id];
+        sl->t = r->inputs[i];
+        sl->has_value = true;
+    }
+    for (int o = 0; o < s->n_results; o++) {
+        int v = s->results[o];
+        const plan_value *pv = &s->values[v];
+        if (pv->storage != PLAN_ARENA || pv->root != v)
+            continue;
+        value_slot *sl = &rs->slots[v];
+        void *user = user_buffer_for(r, v, &pv->desc);
+        const graph_tensor *u = &r->user_out[o];
+        sl->t.buffer = NULL;
+        sl->t.offset = 0;
+        if (user == NULL && u->data == NULL && u->buffer != NULL && u->nbytes == pv->desc.nbytes) {
+            /* A remote tensor in device memory: the device's conversion
+             * writes the result there. */
+            sl->t.data = NULL;
+            sl->t.buffer = u->buffer;
+            sl->t.offset = u->offset;
+        } else if (user != NULL || pv->host || rs->arena != NULL) {
+            sl->t.data = user != NULL ? user
+                         : pv->host   ? rs->host_arena + pv->offset
+                                      : rs->arena + pv->offset;
+        } else {
+            sl->t.data = NULL;
+            sl->t.buffer = rs->arena_buffer;
+            sl->t.offset = pv->offset;
+        }
+    }
+    /* Views of inputs and of results follow their roots. */
+    for (int v = 0; v < s->n_values; v++) {
+        const plan_value *pv = &s->values[v];
+        if (pv->root != v && (pv->storage == PLAN_INPUT || s->values[pv->root].result >= 0)) {
+            const graph_tensor *root = &rs->slots[pv->root].t;
+            rs->slots[v].t.data = root->data;
+            rs->slots[v].t.buffer = root->buffer;
+            rs->slots[v].t.offset = root->offset;
+            rs->slots[v].has_value = true;
+        }
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        value_slot *sl = &rs->slots[g->inputs[i]->id];
+        if (sl->t.kind == GRAPH_KIND_TENSOR && sl->t.data == NULL && sl->t.buffer == NULL)
+            sl->t.data = (void *)&empty_tensor_data; /* empty: still a valid pointer */
+    }
+    /* An input in device memory already in the layout its upload writes:
+     * the upload is skipped and its readers read the caller's buffer. */
+    for (int k = 0; k < rs->n_zc; k++) {
+        const plan_node *n = &s->nodes[rs->zc_node[k]];
+        const graph_tensor *in = &rs->slots[n->in[0]].t;
+        graph_tensor *cv = &rs->slots[n->out[0]].t;
+        bool direct = in->data == NULL && in->buffer != NULL && in->layout != NULL &&
+                      in->layout->ops == n->to->ops && n->to->ops->equal(in->layout, n->to);
+        rs->skip_node[rs->zc_node[k]] = direct;
+        cv->buffer = direct ? in->buffer : rs->arena_buffer;
+        cv->offset = direct ? in->offset : s->values[n->out[0]].offset;
+    }
+    /* A result bound to device memory in the layout its producer writes:
+     * the download is skipped and the producer writes the caller's
+     * buffer. */
+    for (int k = 0; k < rs->n_zo; k++) {
+        const plan_node *n = &s->nodes[rs->zo_node[k]];
+        const graph_tensor *u = &r->user_out[s->values[n->out[0]].result];
+        graph_tensor *src = &rs->slots[n->in[0]].t;
+        bool direct = u->data == NULL && u->buffer != NULL && u->layout != NULL &&
+                      u->nbytes == src->nbytes && u->layout->ops == n->from->ops &&
+                      n->from->ops->equal(u->layout, n->from);
+        /* Not over a tensor that is also an input: the kernels before the
+         * producer may still read it. */
+        for (int i = 0; direct && i < g->n_inputs; i++)
+            direct = r->inputs[i].buffer != u->buffer;
+        rs->skip_node[rs->zo_node[k]] = direct;
+        src->buffer = direct ? u->buffer : rs->arena_buffer;
+        src->offset = direct ? u->offset : s->values[n->in[0]].offset;
+    }
+    for (int k = 0; k < rs->n_refresh; k++) {
+        graph_tensor *t = &rs->io[rs->refresh_io[k]];
+        const value_slot *sl = &rs->slots[rs->refresh_value[k]];
+        t->data = sl->t.data;
+        t->buffer = sl->t.buffer; /* device memory bound by a remote tensor */
+        t->offset = sl->t.offset;
+    }
+}
+
+static void preprocess(plugin_request *r)
+{
+    const plugin_plan *plan = r->plan;
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    r->profiling = plugin_plan_profiling(plan);
+    r->log_level = atomic_load_explicit(&plan->log_level, memory_order_relaxed);
+    if (r->log_level >= PLUGIN_LOG_DEBUG)
+        r->run_start_ns = plugin_now_ns();
+    stage_begin(r, STAGE_PREPROCESS);
+    bind_memory(r);
+    for (int k = 0; k < s->n_dynamic; k++) {
+        int v = s->dynamic[k];
+        atomic_store_explicit(&rs->remaining[v], s->consumers[v], memory_order_relaxed);
+    }
+    if (r->profiling) {
+        for (int i = 0; i < PLUGIN_STAGES + s->n_nodes; i++) {
+            r->profile[i].status = RN_NODE_NOT_RUN;
+            r->profile[i].real_time_us = 0;
+        }
+    }
+    stage_end(r, STAGE_PREPROCESS);
+    stage_begin(r, STAGE_EXECUTE);
+}
+
+/* Frees every dynamic value (intermediates and results) after a failed run. */
+static void clear_dynamic(plugin_request *r)
+{
+    const plan_spec *s = r->rs->spec;
+    for (int k = 0; k < s->n_dynamic; k++)
+        slot_clear(&r->rs->slots[s->dynamic[k]]);
+}
+
+static rn_status postprocess_results(plugin_request *r)
+{
+    request_spec *rs = r->rs;
+    const plan_spec *s = rs->spec;
+    rn_status st = plugin_run_status(&r->run);
+    if (st != RN_OK) {
+        clear_dynamic(r); /* leave no stale intermediates or partial results */
+        r->outputs_valid = false;
+        return st;
+    }
+    /* Copy results into the caller's buffers where they were not written in place. */
+    for (int o = 0; o < s->n_results; o++) {
+        const graph_tensor *u = &r->user_out[o];
+        const graph_tensor *t = &rs->slots[s->results[o]].t;
+        if (u->data == NULL || u->data == t->data)
+            continue;
+        if (u->type != t->type || u->nbytes != t->nbytes || t->type == RN_STRING ||
+            t->kind != GRAPH_KIND_TENSOR) {
+            st = rn_set_error(RN_SHAPE_MISMATCH,
+                              "output '%s': the result (%s, %zu bytes) does not fit the tensor "
+                              "set for it (%s, %zu bytes)",
+                              s->values[s->results[o]].name, rn_element_type_name(t->type),
+                              t->nbytes, rn_element_type_name(u->type), u->nbytes);
+            plugin_run_record_error(&r->run, st);
+            r->outputs_valid = false;
+            return st;
+        }
+        memcpy(u->data, t->data, t->nbytes);
+    }
+    r->outputs_valid = true;
+    return RN_OK;
+}
+
+static rn_status postprocess(plugin_request *r)
+{
+    stage_end(r, STAGE_EXECUTE);
+    stage_begin(r, STAGE_POSTPROCESS);
+    rn_status st = postprocess_results(r);
+    stage_end(r, STAGE_POSTPROCESS);
+    const char *device = r->plan->options.device;
+    if (st == RN_CANCELLED)
+        plugin_log(r->log_level, PLUGIN_LOG_INFO, device, "request %p: run cancelled", (void *)r);
+    else if (st != RN_OK)
+        plugin_log(r->log_level, PLUGIN_LOG_ERROR, device, "request %p: run failed: %s", (void *)r,
+                   r->run.error);
+    else if (r->log_level >= PLUGIN_LOG_DEBUG)
+        plugin_log(r->log_level, PLUGIN_LOG_DEBUG, device, "request %p: run done in %llu us",
+                   (void *)r, (unsigned long long)((plugin_now_ns() - r->run_start_ns) / 1000));
+    return st;
+}
+
+/* Profiling slot of a device stage. */
+static int stage_slot(executors_stage stage)
+{
+    return stage == EXECUTORS_STAGE_UPLOAD     ? STAGE_UPLOAD
+           : stage == EXECUTORS_STAGE_DOWNLOAD ? STAGE_DOWNLOAD
+                                               : STAGE_EXECUTE;
+}
+
+static void device_stage_done(plugin_request *r, int k)
+{
+    if (!r->profiling)
+        return;
+    rn_profiling_info *p = &r->profile[stage_slot(r->plan->options.stages[k].stage)];
+    p->real_time_us += (plugin_now_ns() - r->device_stage_start[k]) / 1000;
+    p->status = RN_NODE_EXECUTED;
+}
+
+/* A stage that waits for a device event: armed on the run's arena. */
+static int arm_event(plugin_request *r, int k)
+{
+    plugin_event *e = &r->events[k];
+    e->request = r;
+    e->stage = (uint32_t)k;
+    e->arena = plugin_request_arena(r);
+    if (e->arena == NULL)
+        return RN_OK;
+    atomic_store_explicit(&e->armed, 1, memory_order_release);
+    return r->plan->options.stages[k].arm(e->arena, e);
+}
+
+/* The event, once its arming is visible to the calling thread. */
+static plugin_event *armed(plugin_event *e)
+{
+    (void)atomic_load_explicit(&e->armed, memory_order_acquire);
+    return e;
+}
+
+void plugin_event_signal(plugin_event *event, rn_status status)
+{
+    plugin_event *e = armed(event);
+    plugin_request_complete_stage(e->request, e->stage, status);
+}
+
+void *plugin_event_arena(plugin_event *event)
+{
+    return armed(event)->arena;
+}
+
+rn_profiling_info *plugin_event_profile_entries(plugin_event *event, size_t *count)
+{
+    return plugin_request_profile_entries(armed(event)->request, count);
+}
+
+/* Runs device stage k (unless the run already failed or was cancelled and
+ * the stage is not one that always runs). */
+static int start_stage(plugin_request *r, int k)
+{
+    const plugin_plan_options *o = &r->plan->options;
+    if (plugin_run_stopping(&r->run) && !o->stages[k].always)
+        return RN_OK;
+    if (r->profiling)
+        r->device_stage_start[k] = plugin_now_ns();
+    int rc =
+        o->stages[k].arm != NULL ? arm_event(r, k) : o->stages[k].run(r, (uint32_t)k, o->stage_ctx);
+    /* A pending stage's time is recorded by its completion. */
+    if (rc != PLUGIN_STAGE_PENDING)
+        device_stage_done(r, k);
+    if (rc < 0)
+        plugin_run_record_error(&r->run, (rn_status)rc);
+    return rc;
+}
+
+int plugin_task_stage(const sched_task_ctx *ctx, void *arg)
+{
+    plugin_request *r = ctx->user_arg;
+    int k = (int)(intptr_t)arg;
+    if (!r->run.inline_run) {
+        int rc = start_stage(r, k);
+        return rc == PLUGIN_STAGE_PENDING ? SCHED_PENDING : SCHED_OK;
+    }
+    /* Inline: a pending stage is waited for in the caller's thread. */
+    plugin_run_expect(&r->run);
+    rn_status st = plugin_run_await(&r->run, start_stage(r, k) == PLUGIN_STAGE_PENDING);
+    if (st != RN_OK) {
+        rn_set_error(st, "device stage '%s' failed",
+                     executors_stage_name(r->plan->options.stages[k].stage));
+        plugin_run_record_error(&r->run, st);
+    }
+    return SCHED_OK;
+}
+
+void plugin_request_complete_stage(plugin_request *r, uint32_t stage, rn_status status)
+{
+    device_stage_done(r, (int)stage);
+    executors_stage kind = r->plan->options.stages[stage].stage;
+    if (status != RN_OK)
+        rn_set_error(status, "device stage '%s' failed", executors_stage_name(kind));
+    plugin_run_complete_node(&r->run, true, kind, status, r->plan->pool);
+}
+
+/* ---- engines: in-order device work on a thread of their own ---- */
+
+/* A work item: a queued stage (completed by the engine) or a call (the
+ * caller waits for `done`). */
+typedef struct engine_job {
+    plugin_request *request;
+    uint32_t stage;
+    plugin_engine_work work;
+    void *arg;
+    bool call;
+    bool done;         /* a call's: it ran (under the engine's lock) */
+    rn_status status;  /* a call's status */
+    char message[256]; /* a call's error message */
+    struct engine_job *next;
+} engine_job;
+
+struct plugin_engine {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* work queued, or stopping */
+    pthread_cond_t done; /* a call ran */
+    engine_job *head, *tail;
+    bool stopping;
+    char name[32];
+};
+
+static void *engine_main(void *arg)
+{
+    plugin_engine *e = arg;
+    pthread_mutex_lock(&e->lock);
+    for (;;) {
+        while (e->head == NULL && !e->stopping)
+            pthread_cond_wait(&e->cond, &e->lock);
+        engine_job *job = e->head;
+        if (job == NULL)
+            break; /* stopping, and everything queued ran */
+        e->head = job->next;
+        if (e->head == NULL)
+            e->tail = NULL;
+        pthread_mutex_unlock(&e->lock);
+        rn_status st = job->work(job->request, job->arg);
+        if (job->call) {
+            if (st != RN_OK)
+                snprintf(job->message, sizeof job->message, "%s", rn_last_error());
+            pthread_mutex_lock(&e->lock);
+            job->status = st;
+            job->done = true;
+            pthread_cond_broadcast(&e->done);
+            continue; /* the caller owns the job */
+        }
+        plugin_request_complete_stage(job->request, job->stage, st);
+        free(job);
+        pthread_mutex_lock(&e->lock);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+rn_status plugin_engine_open(const char *name, plugin_engine **out)
+{
+    *out = NULL;
+    plugin_engine *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "engine '%s': out of memory", name);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    pthread_cond_init(&e->done, NULL);
+    int rc = pthread_create(&e->thread, NULL, engine_main, e);
+    if (rc != 0) {
+        pthread_mutex_destroy(&e->lock);
+        pthread_cond_destroy(&e->cond);
+        pthread_cond_destroy(&e->done);
+        free(e);
+        return rn_set_error(RN_DEVICE_ERROR, "engine '%s': cannot start its thread (error %d)",
+                            name, rc);
+    }
+    *out = e;
+    return RN_OK;
+}
+
+void plugin_engine_close(plugin_engine *e)
+{
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&e->lock);
+    e->stopping = true;
+    pthread_cond_signal(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    pthread_join(e->thread, NULL);
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->cond);
+    pthread_cond_destroy(&e->done);
+    free(e);
+}
+
+static void engine_push(plugin_engine *e, engine_job *job)
+{
+    if (e->tail != NULL)
+        e->tail->next = job;
+    else
+        e->head = job;
+    e->tail = job;
+    pthread_cond_signal(&e->cond);
+}
+
+int plugin_engine_queue(plugin_engine *e, plugin_request *r, uint32_t stage,
+                        plugin_engine_work work, void *arg)
+{
+    engine_job *job = malloc(sizeof *job);
+    if (job == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "engine '%s': out of memory queueing work", e->name);
+    *job = (engine_job){.request = r, .stage = stage, .work = work, .arg = arg};
+    pthread_mutex_lock(&e->lock);
+    engine_push(e, job);
+    pthread_mutex_unlock(&e->lock);
+    return PLUGIN_STAGE_PENDING;
+}
+
+rn_status plugin_engine_call(plugin_engine *e, plugin_request *r, plugin_engine_work work,
+                             void *arg)
+{
+    engine_job job = {.request = r, .work = work, .arg = arg, .call = true};
+    pthread_mutex_lock(&e->lock);
+    engine_push(e, &job);
+    while (!job.done)
+        pthread_cond_wait(&e->done, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+    if (job.status != RN_OK)
+        return rn_set_error(job.status, "%s", job.message);
+    return RN_OK;
+}
+
+/* ---- task functions ---- */
+
+int plugin_task_preprocess(const sched_task_ctx *ctx, void *arg)
+{
+    (void)arg;
+    preprocess(ctx->user_arg);
+    return SCHED_OK;
+}
+
+void plugin_run_task(plugin_request *r, int t)
+{
+    const plan_spec *s = r->rs->spec;
+    for (int k = s->task_begin[t]; k < s->task_begin[t + 1]; k++) {
+        /* After an error or a cancel, kernels not yet started are skipped;
+         * their buffers are cleared by postprocess. */
+        if (plugin_run_stopping(&r->run))
+            return;
+        rn_status st = plugin_run_node(r, s->task_nodes[k]);
+        if (st != RN_OK) {
+            plugin_run_record_error(&r->run, st);
+            return;
+        }
+    }
+}
+
+int plugin_task_kernels(const sched_task_ctx *ctx, void *arg)
+{
+    plugin_run_task(ctx->user_arg, (int)(intptr_t)arg);
+    return SCHED_OK;
+}
+
+int plugin_task_postprocess(const sched_task_ctx *ctx, void *arg)
+{
+    (void)arg;
+    postprocess(ctx->user_arg);
+    return SCHED_OK;
+}
+
+/* The last stage, on the callback executor (or the stream): publish the
+ * status, call the user's callback (which may start the request again),
+ * then release waiters. Inline (sync) runs call no callback. */
+int plugin_task_callback(const sched_task_ctx *ctx, void *arg)
+{
+    (void)arg;
+    plugin_request *r = ctx->user_arg;
+    plugin_run_finish(&r->run);
+    return SCHED_OK;
+}
+
 /* ---- results ---- */
 
 rn_status plugin_request_get_output(plugin_request *r, size_t index, graph_tensor *out)
@@ -649,6 +1144,26 @@ rn_status plugin_request_get_output(plugin_request *r, size_t index, graph_tenso
     if (u->data != NULL)
         out->data = u->data;
     return RN_OK;
+}
+
+void plugin_request_profile_init(plugin_request *r)
+{
+    static const char *const stage_names[PLUGIN_STAGES] = {
+        "input preprocessing", "transfer to device", "execution", "transfer from device",
+        "output postprocessing"};
+    for (int k = 0; k < PLUGIN_STAGES; k++)
+        r->profile[k] = (rn_profiling_info){.node_name = stage_names[k],
+                                            .node_type = "Stage",
+                                            .exec_type = "stage",
+                                            .status = RN_NODE_NOT_RUN};
+    const plan_spec *s = r->rs->spec;
+    for (int i = 0; i < s->n_nodes; i++) {
+        const plan_node *n = &s->nodes[i];
+        r->profile[PLUGIN_STAGES + i] = (rn_profiling_info){.node_name = n->name,
+                                                            .node_type = n->type,
+                                                            .exec_type = n->impl,
+                                                            .status = RN_NODE_NOT_RUN};
+    }
 }
 
 rn_status plugin_request_profiling(plugin_request *r, const rn_profiling_info **info, size_t *count)

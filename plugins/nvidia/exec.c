@@ -55,6 +55,7 @@ struct nv_exec {
     bool allow_tf32, cuda_graph;
     int attention_mode;  /* NVK_ATTENTION_*: RUNNEL_NV_ATTENTION=rows for A/B runs */
     nv_weights *weights; /* the compiled model's (shared) or the program's own */
+    void *owner;         /* nv_exec_options.owner */
     void **const_dev;    /* per value: the device copy of an NV_CONST root */
     size_t workspace;
     cudnnHandle_t plan_handle; /* the handle the execution plans were made with */
@@ -630,8 +631,9 @@ static rn_status run_graph(const nv_exec *x, nv_slot *sl)
     return run_steps(x, sl);
 }
 
-rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args)
+rn_status nv_exec_run(rn_kernel_args *args)
 {
+    nv_exec *x = args->state;
     const nv_program *p = x->prog;
     if (args->cancel != NULL && atomic_load(args->cancel))
         return RN_CANCELLED;
@@ -759,6 +761,7 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     }
     x->prog = prog;
     x->device = o->device;
+    x->owner = o->owner;
     x->allow_tf32 = o->allow_tf32;
     x->cuda_graph = o->cuda_graph;
     const char *mode = getenv("RUNNEL_NV_ATTENTION");
@@ -839,6 +842,11 @@ void nv_exec_step_profile(nv_exec *x, char *buf, size_t size)
 const char *nv_exec_impl(const nv_exec *x)
 {
     return x->impl;
+}
+
+void *nv_exec_owner(const nv_exec *x)
+{
+    return x->owner;
 }
 
 const nv_program *nv_exec_program(const nv_exec *x)

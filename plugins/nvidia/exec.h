@@ -42,14 +42,20 @@ typedef struct nv_exec_options {
      * its device copy (NULL: not shared). NULL: none is shared. */
     const void *(*weight_key)(void *ctx, const nv_value *c);
     void *weight_ctx;
+    /* (optional) What the program belongs to (the plugin's record of it
+     * among its model's programs), handed back by nv_exec_owner. */
+    void *owner;
 } nv_exec_options;
 
 /* Takes `prog` over (freed on failure too). input_names are the
  * partition's, in the order the kernel's args.inputs come. */
 rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n_inputs,
                          const nv_exec_options *o, nv_exec **out);
-/* Runs the program for one request (the partition kernel's run). */
-rn_status nv_exec_run(nv_exec *x, const rn_kernel_args *args);
+/* The partition kernel's run: runs the program args->state (an nv_exec)
+ * for one request — the upload, the steps and the download. */
+rn_status nv_exec_run(rn_kernel_args *args);
+/* nv_exec_options.owner of the program. */
+void *nv_exec_owner(const nv_exec *x);
 /* NVIDIA_STEP_TIMING: CUDA events between the steps of each run, and the
  * sum of the steps' times of the last such run (ns): each layer alone, the
  * limit the benchmark compares with. */

@@ -43,7 +43,8 @@ typedef struct nv_model {
     bool timing;    /* NVIDIA_STEP_TIMING */
 } nv_model;
 
-/* The partition kernel's state: a program and its place among the model's. */
+/* A program's place among the model's (the owner of its nv_exec, which is
+ * the partition kernel's state). */
 struct nv_prog {
     nv_model *model;
     nv_exec *exec;
@@ -72,14 +73,9 @@ static bool claimed(const rn_node *node, const char **why)
     return true;
 }
 
-static rn_status program_run(rn_kernel_args *args)
-{
-    return nv_exec_run(((nv_prog *)args->state)->exec, args);
-}
-
 static void program_release(void *state)
 {
-    nv_prog *p = state;
+    nv_prog *p = nv_exec_owner(state);
     nv_model *m = p->model;
     pthread_mutex_lock(&m->lock);
     if (p->prev != NULL)
@@ -97,7 +93,7 @@ static void program_release(void *state)
 
 static const char *program_impl(const void *state)
 {
-    return nv_exec_impl(((const nv_prog *)state)->exec);
+    return nv_exec_impl(state);
 }
 
 static const rn_kernel nvidia_program_kernel = {
@@ -105,7 +101,7 @@ static const rn_kernel nvidia_program_kernel = {
     .op_type = "NvidiaProgram",
     .impl_type = "cudnn",
     .supports = claimed,
-    .run = program_run,
+    .run = nv_exec_run, /* exec.c: a request's run goes straight to the program */
     .release = program_release,
     .impl_name = program_impl,
 };
@@ -200,7 +196,8 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
                          .max_slots = (int)own->max_slots,
                          .weights = m->weights,
                          .weight_key = weight_key,
-                         .weight_ctx = c};
+                         .weight_ctx = c,
+                         .owner = p};
     bool channels_last = nv_program_channels_last(prog);
     st = nv_exec_create(prog, input_names, n_inputs, &o, &p->exec);
     if (st != RN_OK && st != RN_OUT_OF_MEMORY && channels_last) {
@@ -228,7 +225,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
     m->built++;
     pthread_mutex_unlock(&m->lock);
     *kernel = &nvidia_program_kernel;
-    *state = p;
+    *state = p->exec;
     return RN_OK;
 }
 

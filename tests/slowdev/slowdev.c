@@ -245,12 +245,22 @@ static rn_status slowdev_built(plugin_compiled *c, rn_status st)
     return st;
 }
 
+/* DEVICE_TYPE: the property's default ("integrated"), or, built with
+ * SLOWDEV_DISCRETE (libslowdev_discrete.so), "discrete": a stand-in for a
+ * discrete GPU, NVIDIA's kind, where AUTO ranks devices. */
+#ifdef SLOWDEV_DISCRETE
+#define SLOWDEV_DEVICE_TYPE "discrete"
+#else
+#define SLOWDEV_DEVICE_TYPE NULL
+#endif
+
 static const plugin_device_iface slowdev_device = {
     .info =
         {
             .name = "SLOWDEV",
             .full_name = "runnel simulated accelerator (tests)",
             .architecture = "slowdev",
+            .device_type = SLOWDEV_DEVICE_TYPE,
         },
     .context_kind = {"SLOWDEV", "SLOWDEV", "SLOWDEV_BUFFER"},
     .own_keys = slowdev_keys,
