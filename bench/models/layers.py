@@ -139,13 +139,18 @@ def main():
           f"{a.inferences} inferences, us")
     left = sorted(ov_types.items(), key=lambda kv: -kv[1][0])
     right = sorted(our_types.items(), key=lambda kv: -kv[1][0])
-    print(f"{'OpenVINO type':<16} {'layers':>6} {'us':>9}   {'runnel type':<16} {'nodes':>6} {'us':>9}")
+    def cell(rows, i):
+        if i >= len(rows):
+            return " " * 33
+        name, (us, count) = rows[i]
+        return f"{name:<16} {count:6d} {us:9.0f}"
+    print(f"{'OpenVINO type':<16} {'layers':>6} {'us':>9}   "
+          f"{'runnel type':<16} {'nodes':>6} {'us':>9}")
     for i in range(max(len(left), len(right))):
-        l = f"{left[i][0]:<16} {left[i][1][1]:6d} {left[i][1][0]:9.0f}" if i < len(left) else " " * 33
-        r = f"{right[i][0]:<16} {right[i][1][1]:6d} {right[i][1][0]:9.0f}" if i < len(right) else ""
-        print(f"{l}   {r}")
-    print(f"{'total':<16} {'':6} {sum(v[0] for v in ov_types.values()):9.0f}   {'total':<16} {'':6} "
-          f"{sum(v[0] for v in our_types.values()):9.0f}")
+        print(f"{cell(left, i)}   {cell(right, i)}")
+    ov_total = sum(v[0] for v in ov_types.values())
+    our_total = sum(v[0] for v in our_types.values())
+    print(f"{'total':<16} {'':6} {ov_total:9.0f}   {'total':<16} {'':6} {our_total:9.0f}")
 
     def conv_shapes(name):
         node = nodes.get(name)
