@@ -9,7 +9,18 @@
  * (twice as many in DenseNet: cheap next to the Conv). Only where the pool
  * shrinks the image, on static shapes. The nodes keep their names and the
  * AveragePool's output (the name users see) is the Conv's now; the value
- * between them takes the pooled shape of the Conv's input. */
+ * between them takes the pooled shape of the Conv's input.
+ *
+ * pool_after_conv is the same identity read the other way: an AveragePool
+ * that keeps the image size (stride 1, padded, Inception-v2's and -v3's
+ * pool projections: AveragePool 3x3/1 pad 1 -> Conv 1x1) whose only reader
+ * is a pointwise Conv with fewer output channels than input channels runs
+ * after the Conv, on its output channels. The Conv does the same work
+ * either way (same image); the pool averages 128 channels instead of 576.
+ * Padding is allowed where the pool excludes it from the divisor
+ * (count_include_pad 0, ONNX's default): every window's weights still sum
+ * to 1, so the bias commutes. It runs before fuse_activation: the Conv's
+ * ReLU (after BatchNormalization folded into it) stays after the pool. */
 #include <string.h>
 
 #include "transforms/rewrite.h"
@@ -55,6 +66,21 @@ static bool pointwise_conv(const graph_node *conv)
     return ints_all(conv, "strides", 1) && ints_all(conv, "pads", 0) && no_auto_pad(conv);
 }
 
+/* Whether pool's output is its input's average over windows whose weights
+ * sum to 1 (no dilation or ceil_mode; pads only where the divisor excludes
+ * them), of static shapes of one rank. */
+static bool unit_average_pool(const graph_node *pool)
+{
+    if (!is_default(pool, "AveragePool") || pool->n_inputs != 1 || pool->inputs[0] == NULL ||
+        pool->n_outputs != 1 || pool->outputs[0] == NULL ||
+        graph_node_attr_int(pool, "ceil_mode", 0) != 0 || !ints_all(pool, "dilations", 1) ||
+        !no_auto_pad(pool) ||
+        (graph_node_attr_int(pool, "count_include_pad", 0) != 0 && !ints_all(pool, "pads", 0)))
+        return false;
+    const graph_shape *xs = &pool->inputs[0]->shape, *ys = &pool->outputs[0]->shape;
+    return ys->rank == xs->rank && graph_shape_is_static(xs) && graph_shape_is_static(ys);
+}
+
 /* Whether pool averages its input c (the Conv's output, of x's rank)
  * without padding or dilation into a smaller static image. */
 static bool shrinking_average_pool(const graph_node *pool, const graph_value *c)
@@ -75,6 +101,23 @@ static bool shrinking_average_pool(const graph_node *pool, const graph_value *c)
     return out < in;
 }
 
+/* x -> first -> m -> second -> y becomes x -> second -> m -> first -> y:
+ * the two single-input, single-output nodes trade places, the value m
+ * between them stays (its shape is the caller's to set) and y keeps its
+ * name as first's output. */
+static void trade_places(graph_node *first, graph_node *second)
+{
+    graph_value *x = first->inputs[0], *m = first->outputs[0], *y = second->outputs[0];
+    second->inputs[0] = x;
+    first->inputs[0] = m;
+    m->producer = second;
+    m->producer_output = 0;
+    y->producer = first;
+    y->producer_output = 0;
+    second->outputs[0] = m;
+    first->outputs[0] = y;
+}
+
 rn_status transforms_pool_before_conv(graph *g, void *ctx, int *changes)
 {
     (void)ctx;
@@ -92,14 +135,52 @@ rn_status transforms_pool_before_conv(graph *g, void *ctx, int *changes)
         c->shape.dims[1] = x->shape.dims[1];
         for (int d = 2; d < c->shape.rank; d++)
             c->shape.dims[d] = y->shape.dims[d];
-        pool->inputs[0] = x;
-        conv->inputs[0] = c;
-        c->producer = pool;
-        c->producer_output = 0;
-        y->producer = conv;
-        y->producer_output = 0;
-        pool->outputs[0] = c;
-        conv->outputs[0] = y;
+        trade_places(conv, pool);
+        n++;
+    }
+    if (changes != NULL)
+        *changes = n;
+    return n > 0 ? graph_sort(g) : RN_OK;
+}
+
+static bool in_graph(const graph *g, const graph_node *node)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] == node)
+            return true;
+    return false;
+}
+
+/* Whether pool keeps its input's image size. */
+static bool same_image(const graph_node *pool)
+{
+    const graph_shape *xs = &pool->inputs[0]->shape, *ys = &pool->outputs[0]->shape;
+    for (int d = 2; d < xs->rank; d++)
+        if (xs->dims[d] != ys->dims[d])
+            return false;
+    return true;
+}
+
+rn_status transforms_pool_after_conv(graph *g, void *ctx, int *changes)
+{
+    (void)ctx;
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        graph_node *conv = g->nodes[i];
+        if (!pointwise_conv(conv))
+            continue;
+        graph_value *p = conv->inputs[0], *y = conv->outputs[0];
+        graph_node *pool = p->producer;
+        /* The pool is g's own node (not an outer scope's), p read by the
+         * Conv alone. */
+        if (pool == NULL || !in_graph(g, pool) || transforms_sole_reader(g, p) != conv ||
+            !unit_average_pool(pool) || !same_image(pool) || y->shape.rank != p->shape.rank ||
+            !graph_shape_is_static(&y->shape) || y->shape.dims[1] >= p->shape.dims[1])
+            continue;
+        /* x -> conv -> p -> pool -> y; p is the Conv's output, unpooled
+         * (the pool keeps the image, so only its channels change). */
+        p->shape.dims[1] = y->shape.dims[1];
+        trade_places(pool, conv);
         n++;
     }
     if (changes != NULL)

@@ -193,6 +193,17 @@ rn_status transforms_fuse_matmul_add(graph *g, void *ctx, int *changes);
  * pipeline). ctx: unused. */
 rn_status transforms_pool_before_conv(graph *g, void *ctx, int *changes);
 
+/* An AveragePool that keeps the image size (stride 1, padding excluded
+ * from the divisor or none; no dilation or ceil_mode) whose only reader is
+ * a pointwise Conv (as above) with fewer output than input channels -> the
+ * Conv, then the AveragePool on the Conv's output channels (the same
+ * result, up to rounding; the Conv's work is the same, the pool's shrinks
+ * by the channels: Inception-v2's pool projections). The Conv's output
+ * value is the pool's afterwards (transforms/pool_before_conv.c; off the
+ * default pipeline; before fuse_activation, which would keep the Conv's
+ * activation out of reach). ctx: unused. */
+rn_status transforms_pool_after_conv(graph *g, void *ctx, int *changes);
+
 /* Reshape -> Transpose -> Reshape that shuffles the channels of a
  * [N, C, H, W] tensor in g groups (ShuffleNet) -> runnel ShuffleChannels
  * (axis 1, group g), which keeps the last Reshape's name and output

@@ -53,6 +53,8 @@ static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
                                       TRANSFORMS_REPEAT)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "pool_before_conv", transforms_pool_before_conv, NULL,
                                       0)) != RN_OK ||
+        (st = transforms_pipeline_add(tp, "pool_after_conv", transforms_pool_after_conv, NULL,
+                                      0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_gelu", transforms_fuse_gelu, NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_layernorm", transforms_fuse_layernorm, NULL, 0)) !=
             RN_OK ||

@@ -566,8 +566,35 @@ Test(cpu, squeezenet_f32_matches_ref, .timeout = 300)
     compare_with_ref("squeezenet", "f32", 1e-3f);
 }
 
-Test(cpu, inception_v2_f32_matches_ref, .timeout = 300)
+/* Inception-v2's 7 pool projections (AveragePool 3x3/1 pad 1 -> Conv 1x1
+ * with its BatchNormalization folded -> Relu) run the Conv first and the
+ * pool on its fewer output channels (transforms pool_after_conv): each
+ * projection is a Conv without an activation, an AveragePool, and the
+ * ReLU after the pool, a node of its own (the eighth AveragePool is the
+ * classifier's, over the 7x7 map). The result is REF's, which runs the graph as
+ * written (pool first). */
+Test(cpu, inception_v2_pools_its_projections_after_the_conv_and_matches_ref, .timeout = 300)
 {
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("inception_v2", &core, &model);
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int convs = 0, relus = 0, pools = 0;
+    for (size_t i = 0; i < n; i++) {
+        convs += strcmp(nodes[i].layer_type, "Conv") == 0;
+        relus += strcmp(nodes[i].layer_type, "Relu") == 0;
+        pools += strcmp(nodes[i].layer_type, "AveragePool") == 0;
+    }
+    /* Before, every Conv was a FusedConv with its ReLU, and no ReLU was
+     * left on its own. */
+    cr_assert_eq(pools, 8, "%d AveragePools", pools);
+    cr_assert_eq(convs, 7, "%d Convs without an activation (the pool projections)", convs);
+    cr_assert_eq(relus, 7, "%d ReLUs of their own (after the projections' pools)", relus);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
     compare_with_ref("inception_v2", "f32", 1e-3f);
 }
 

@@ -553,24 +553,38 @@ Test(fuse_matmul_add, not_after_an_activation_nor_a_broadcast)
     graph_free(g);
 }
 
-/* x [1, 4, 5, 5] -> Conv 1x1 (W [6, 4, 1, 1], bias) "pw" -> AveragePool
- * "pool" (kernel, strides from the caller, pads `pad`) -> result. */
-static graph *pointwise_then_pool(int64_t kernel, int64_t stride, int64_t pad)
+/* in [1, 4, ...] -> Conv 1x1 "pw" to oc (at most 6) channels, with a bias:
+ * returns its output. */
+static graph_value *pointwise(graph *g, graph_value *in, int64_t oc)
 {
-    graph_value *x;
-    graph *g = start(&x);
     static float w[24];
     fill(w, 24, 11);
-    const int64_t wd[4] = {6, 4, 1, 1}, bd[1] = {6};
+    const int64_t wd[4] = {oc, 4, 1, 1}, bd[1] = {oc};
     const float b[6] = {0.5f, -0.25f, 0.0f, 1.0f, -1.0f, 0.125f};
-    graph_value *ins[3] = {x, tt_const_f32(g, "Wpw", 4, wd, w), tt_const_f32(g, "Bpw", 1, bd, b)};
-    graph_value *c = tt_op(g, "pw", "Conv", 3, ins);
-    graph_value *y = tt_unary(g, "pool", "AveragePool", c);
+    graph_value *ins[3] = {in, tt_const_f32(g, "Wpw", 4, wd, w), tt_const_f32(g, "Bpw", 1, bd, b)};
+    return tt_op(g, "pw", "Conv", 3, ins);
+}
+
+/* in -> AveragePool "pool" (square kernel, strides, pads on every side):
+ * returns its output. */
+static graph_value *average_pool(graph *g, graph_value *in, int64_t kernel, int64_t stride,
+                                 int64_t pad)
+{
+    graph_value *y = tt_unary(g, "pool", "AveragePool", in);
     const int64_t k[2] = {kernel, kernel}, s[2] = {stride, stride}, p[4] = {pad, pad, pad, pad};
     tt_attr_ints(g, "pool", "kernel_shape", 2, k);
     tt_attr_ints(g, "pool", "strides", 2, s);
     tt_attr_ints(g, "pool", "pads", 4, p);
-    tt_output(g, y);
+    return y;
+}
+
+/* x [1, 4, 5, 5] -> Conv 1x1 to 6 channels "pw" -> AveragePool "pool"
+ * (kernel, strides, pads from the caller) -> result. */
+static graph *pointwise_then_pool(int64_t kernel, int64_t stride, int64_t pad)
+{
+    graph_value *x;
+    graph *g = start(&x);
+    tt_output(g, average_pool(g, pointwise(g, x, 6), kernel, stride, pad));
     tt_finish(g);
     return g;
 }
@@ -622,5 +636,66 @@ Test(pool_before_conv, left_alone_where_it_would_change_the_result_or_gain_nothi
     g = pointwise_then_pool(2, 2, 0);
     tt_output(g, tt_find_node(g, "pw")->outputs[0]);
     cr_assert_eq(run_pass(transforms_pool_before_conv, g), 0, "the Conv's output is a result");
+    graph_free(g);
+}
+
+/* x [1, 4, 5, 5] -> AveragePool 3x3 "pool" (stride from the caller, pad
+ * 1, the divisor counting pads when include_pad) -> Conv 1x1 to oc
+ * channels "pw" -> result: Inception-v2's pool projection. */
+static graph *pool_then_pointwise(int64_t oc, int64_t stride, int64_t include_pad)
+{
+    graph_value *x;
+    graph *g = start(&x);
+    graph_value *p = average_pool(g, x, 3, stride, 1);
+    if (include_pad)
+        tt_attr_int(g, "pool", "count_include_pad", 1);
+    tt_output(g, pointwise(g, p, oc));
+    tt_finish(g);
+    return g;
+}
+
+/* Inception-v2's pool projection: the Conv runs first, on x, and the pool
+ * averages its 2 output channels instead of x's 4, with the padding
+ * excluded from the divisor (ONNX's default); REF's values agree. */
+Test(pool_after_conv, pool_projection_averages_the_conv_output_channels)
+{
+    graph *g = pool_then_pointwise(2, 1, 0);
+    graph *before = clone_of(g);
+    graph_value *y = g->outputs[0];
+    cr_assert_eq(run_pass(transforms_pool_after_conv, g), 1);
+    tt_assert_valid(g);
+    cr_assert_eq(g->n_nodes, 2);
+    cr_assert_str_eq(g->nodes[0]->op_type, "Conv");
+    cr_assert_str_eq(g->nodes[1]->op_type, "AveragePool");
+    cr_assert_eq(g->nodes[0]->inputs[0], g->inputs[0], "the Conv reads x");
+    cr_assert_eq(g->nodes[1]->outputs[0], y, "the pool writes the Conv's result");
+    const graph_shape *mid = &g->nodes[0]->outputs[0]->shape;
+    cr_assert(mid->rank == 4 && mid->dims[1] == 2 && mid->dims[2] == 5 && mid->dims[3] == 5);
+    assert_same_results(before, g, 1e-5f);
+    graph_free(before);
+    graph_free(g);
+}
+
+/* A divisor that counts pads (the bias would not commute at the border), a
+ * pool that shrinks the image (pool_before_conv's case: the Conv is cheaper
+ * after it), a Conv with as many output channels as input (nothing to
+ * gain), and a pool output another node reads: left alone. */
+Test(pool_after_conv, left_alone_where_it_would_change_the_result_or_gain_nothing)
+{
+    graph *g = pool_then_pointwise(2, 1, 1);
+    cr_assert_eq(run_pass(transforms_pool_after_conv, g), 0, "pads counted in the divisor");
+    graph_free(g);
+    g = pool_then_pointwise(2, 2, 0);
+    cr_assert_eq(run_pass(transforms_pool_after_conv, g), 0, "a shrinking pool");
+    graph_free(g);
+    g = pool_then_pointwise(4, 1, 0);
+    cr_assert_eq(run_pass(transforms_pool_after_conv, g), 0, "as many output channels");
+    graph_free(g);
+    g = pool_then_pointwise(6, 1, 0);
+    cr_assert_eq(run_pass(transforms_pool_after_conv, g), 0, "more output channels");
+    graph_free(g);
+    g = pool_then_pointwise(2, 1, 0);
+    tt_output(g, tt_find_node(g, "pool")->outputs[0]);
+    cr_assert_eq(run_pass(transforms_pool_after_conv, g), 0, "the pool's output is a result");
     graph_free(g);
 }
