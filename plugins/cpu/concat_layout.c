@@ -11,7 +11,8 @@
  * CPU_ATTR_CONCAT_BLOCK (the largest block, 16 or 8, that divides every
  * part's C), the convolutions that write a Concat's parts (directly or
  * through a pooling, which keeps its input's layout) and those that read
- * its output (directly or through a batch normalization, ReLU or pooling),
+ * its output or a part (directly or through a batch normalization, ReLU or
+ * pooling),
  * where every part is a convolution's of one group or a Concat steered so:
  * conv.c describes them over a blocked destination when oneDNN has a jit
  * kernel for it (the block its primitives take on this ISA), so the parts
@@ -209,6 +210,9 @@ rn_status cpu_mark_concat_convs(graph *g, void *ctx, int *changes)
             const graph_node *w = layout_writer(n->inputs[k]);
             if (w != NULL && is_conv(w))
                 plan_conv(g, &p, w, block);
+            /* A part's other readers read the Concat's bytes (DenseNet's
+             * block input, read by the block's first dense layer too). */
+            plan_readers(g, &p, n->inputs[k], block, 0);
         }
         plan_readers(g, &p, n->outputs[0], block, 0);
     }
