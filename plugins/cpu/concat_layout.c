@@ -12,9 +12,8 @@
  * part's C), the convolutions that write a Concat's parts (directly or
  * through a pooling, which keeps its input's layout) and those that read
  * its output or a part (directly or through a batch normalization, ReLU or
- * pooling),
- * where every part is a convolution's of one group or a Concat steered so:
- * conv.c describes them over a blocked destination when oneDNN has a jit
+ * pooling), where every part is a convolution's of one group or a Concat
+ * steered so: conv.c describes them over a blocked destination when oneDNN has a jit
  * kernel for it (the block its primitives take on this ISA), so the parts
  * are written into the Concat's buffer and its readers take it without a
  * conversion (SqueezeNet's fire modules, DenseNet's dense blocks).
@@ -184,8 +183,8 @@ static bool parts_steerable(const graph *g, const graph_node *n, const bool *ste
  * in place: above it the slower kernels cost more than the copies saved.
  * Measured on AVX2 (Zen 3, oneDNN 3.2, bench/LOG.md "Concats in place on
  * oneDNN 3.2"): SqueezeNet (~130 multiply-adds per element) and
- * DenseNet-121 (~120) gain, Inception-v1 (~600) loses 4-5 % (its 3x3s over
- * 96-192 channels). */
+ * DenseNet-121 (~130) gain, Inception-v1 and v2 (~600) lose 4-6 % at one
+ * thread (their 3x3s over 96-192 channels). */
 #define STEER_MACS_PER_ELEMENT 256.0
 
 rn_status cpu_mark_concat_convs(graph *g, void *ctx, int *changes)
