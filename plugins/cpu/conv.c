@@ -67,10 +67,12 @@ static bool set_tag(cpu_md *md, dnnl_format_tag_t tag)
     return cpu_md_init_by_tag(md, md->ndims, dims, md->data_type, tag) == dnnl_success;
 }
 
-/* The descriptor over activations in format tag (any: the primitive's
- * pick); *pd NULL when oneDNN has no implementation. */
+/* The descriptor over a source in format src_tag and a destination in
+ * dst_tag (any: the primitive's pick); *pd NULL when oneDNN has no
+ * implementation. */
 static rn_status conv_desc_ops(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
-                               dnnl_format_tag_t tag, bool post_ops, dnnl_primitive_desc_t *pd)
+                               dnnl_format_tag_t src_tag, dnnl_format_tag_t dst_tag, bool post_ops,
+                               dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape xs = rn_node_input_shape(node, 0), ws = rn_node_input_shape(node, 1);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -85,7 +87,8 @@ static rn_status conv_desc_ops(const rn_node *node, cpu_weighted *s, dnnl_data_t
         (st = cpu_any_md(rank, ys.dims, cpu_dst_type(node, dt), &s->dst)) != RN_OK ||
         (st = cpu_plain_md(RN_F32, 1, bdims, &s->bias)) != RN_OK)
         return st;
-    if (tag != dnnl_format_tag_any && (!set_tag(&s->src, tag) || !set_tag(&s->dst, tag)))
+    if ((src_tag != dnnl_format_tag_any && !set_tag(&s->src, src_tag)) ||
+        (dst_tag != dnnl_format_tag_any && !set_tag(&s->dst, dst_tag)))
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe the convolution's activations");
     cpu_op cd;
     dnnl_status_t ds =
@@ -100,7 +103,7 @@ static rn_status conv_desc_ops(const rn_node *node, cpu_weighted *s, dnnl_data_t
 static rn_status conv_desc_any(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
                                dnnl_format_tag_t tag, dnnl_primitive_desc_t *pd)
 {
-    return conv_desc_ops(node, s, dt, tag, true, pd);
+    return conv_desc_ops(node, s, dt, tag, tag, true, pd);
 }
 
 static bool is_gemm(const_dnnl_primitive_desc_t pd)
@@ -149,6 +152,53 @@ static rn_status conv_desc_prefer(const rn_node *node, cpu_weighted *s, dnnl_dat
         dnnl_primitive_desc_destroy(*pd);
         *pd = alt;
     } else {
+        dnnl_primitive_desc_destroy(alt);
+    }
+    return RN_OK;
+}
+
+/* The tag of a rank-3 to rank-5 activation blocked along C by `block` (8
+ * or 16; undef otherwise). */
+static dnnl_format_tag_t blocked_c(int rank, int64_t block)
+{
+    if (block == 8)
+        return rank == 3 ? dnnl_aBc8b : rank == 4 ? dnnl_aBcd8b : dnnl_aBcde8b;
+    if (block == 16)
+        return rank == 3 ? dnnl_aBc16b : rank == 4 ? dnnl_aBcd16b : dnnl_aBcde16b;
+    return dnnl_format_tag_undef;
+}
+
+/* A convolution around a Concat along C (CPU_ATTR_CONCAT_BLOCK, set by
+ * concat_layout.c where oneDNN picks channels-last) described again with
+ * its destination blocked along C, so that the Concat is written in place:
+ * the largest block, at most the mark's and dividing the output channels,
+ * for which oneDNN has a jit kernel (neither its reference one nor gemm);
+ * the source is the kernel's pick (that block, or plain for a few input
+ * channels). That block is what the ISA's primitives take (8 with AVX2,
+ * 16 with AVX-512), never one ISA's assumed. *pd is replaced when one is
+ * found; *steered says so. */
+static rn_status conv_desc_blocked(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                                   int rank, dnnl_primitive_desc_t *pd, bool *steered)
+{
+    *steered = false;
+    int64_t mark = rn_node_attr_int(node, CPU_ATTR_CONCAT_BLOCK, 0);
+    int64_t oc = rn_node_output_shape(node, 0).dims[1];
+    for (int64_t b = 16; b >= 8; b /= 2) {
+        if (b > mark || oc % b != 0)
+            continue;
+        dnnl_primitive_desc_t alt = NULL;
+        rn_status st =
+            conv_desc_ops(node, s, dt, dnnl_format_tag_any, blocked_c(rank, b), true, &alt);
+        if (st != RN_OK)
+            return st;
+        if (alt == NULL)
+            continue;
+        if (strncmp(cpu_pd_impl(alt), "ref", 3) != 0 && !is_gemm(alt)) {
+            dnnl_primitive_desc_destroy(*pd);
+            *pd = alt;
+            *steered = true;
+            return RN_OK;
+        }
         dnnl_primitive_desc_destroy(alt);
     }
     return RN_OK;
@@ -228,7 +278,7 @@ static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_
     if (tag == dnnl_format_tag_undef)
         return RN_OK;
     dnnl_primitive_desc_t bare = NULL, epi = NULL;
-    rn_status st = conv_desc_ops(node, s, dt, tag, false, &bare);
+    rn_status st = conv_desc_ops(node, s, dt, tag, tag, false, &bare);
     if (st == RN_OK && bare != NULL && is_gemm(bare) &&
         cpu_pd_md(bare, dnnl_query_dst_md, 0, &bare_dst))
         st = epilogue_pd(node, s, &bare_dst, &epi);
@@ -250,7 +300,9 @@ static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_
 }
 
 /* Creates the primitive descriptor for element type dt; *pd NULL when
- * oneDNN has no implementation. Where oneDNN's first pick over format
+ * oneDNN has no implementation. A convolution around a Concat along C
+ * takes a layout blocked along C where it has a jit kernel for one
+ * (conv_desc_blocked). Where oneDNN's first pick over format
  * "any" is slow for what it is asked (measured on oneDNN 2.6.3, AVX2, f32;
  * docs/cpu.md "Grouped convolutions"), another implementation is taken:
  * - the AVX2 direct jit kernel on a grouped 1x1 convolution (whole 8-channel
@@ -270,11 +322,17 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
                            dnnl_primitive_desc_t *pd)
 {
     rn_status st = conv_desc_any(node, s, dt, dnnl_format_tag_any, pd);
-    if (st != RN_OK || *pd == NULL || dt != dnnl_f32)
+    if (st != RN_OK || *pd == NULL)
         return st;
     cpu_conv_geometry g;
     if ((st = cpu_conv_geometry_read(node, 0, 1, &g)) != RN_OK)
         return st;
+    bool steered = false;
+    if (rn_node_attr_int(node, CPU_ATTR_CONCAT_BLOCK, 0) > 0 &&
+        ((st = conv_desc_blocked(node, s, dt, g.rank, pd, &steered)) != RN_OK || steered))
+        return st;
+    if (dt != dnnl_f32)
+        return RN_OK;
     if (grouped_1x1(node, &g) && strcmp(cpu_pd_impl(*pd), "jit:avx2") == 0 &&
         (st = conv_desc_prefer(node, s, dt, plain_tag(g.rank), true, pd)) != RN_OK)
         return st;

@@ -146,6 +146,16 @@ void cpu_layout_init_plain(cpu_layout *l, const cpu_md *md, const cpu_md *plain,
  * end along axis in whole's layout (nChw8c along C with N = 1, every part's
  * C a multiple of the block). */
 bool cpu_concat_dense(const rn_layout *whole, const rn_layout *const *parts, int n, int axis);
+/* The convolutions around Concats along C that are to write a layout
+ * blocked along C (concat_layout.c): CPU_ATTR_CONCAT_BLOCK, the largest
+ * block (16 or 8) that divides every part's C, on the Conv and FusedConv
+ * nodes that write a part or read the Concat's output (through poolings,
+ * batch normalizations, ReLUs), where oneDNN's convolutions would pick
+ * channels-last and the spatial work that changes kernel is small against
+ * the copies saved; conv.c takes the largest block its jit kernels write.
+ * A pass of the CPU's pipeline (ctx unused). */
+#define CPU_ATTR_CONCAT_BLOCK "runnel_cpu_concat_block"
+rn_status cpu_mark_concat_convs(graph *g, void *ctx, int *changes);
 /* The descriptor input layout `l` stands for: its md when it is a CPU
  * layout, else the plain md of (type, rank, dims). */
 rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims,

@@ -57,6 +57,11 @@ bool cpu_dnnl_isa_vnni(dnnl_cpu_isa_t isa)
     return i >= 0 && isas[i].vnni;
 }
 
+bool cpu_dnnl_convs_pick_channels_last(void)
+{
+    return DNNL_VERSION_MAJOR >= 3;
+}
+
 const char *cpu_dnnl_status_why(dnnl_status_t s)
 {
 #if DNNL_VERSION_MAJOR >= 3

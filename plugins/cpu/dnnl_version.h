@@ -150,6 +150,11 @@ bool cpu_dnnl_isa_bf16(dnnl_cpu_isa_t isa);
 bool cpu_dnnl_isa_vnni(dnnl_cpu_isa_t isa);
 /* What a status means, in words ("invalid arguments"). */
 const char *cpu_dnnl_status_why(dnnl_status_t s);
+/* Whether the convolutions pick channels-last activations over format
+ * "any" where a layout blocked along C is to be had too (3.x's brgconv on
+ * AVX2; 2.x picks nChw8c there): then the convolutions around a Concat
+ * along C are steered to the blocked one (concat_layout.c). */
+bool cpu_dnnl_convs_pick_channels_last(void);
 
 /* Descriptors in blobs. md as a blob stores it (3.x: a descriptor kept
  * whole, cpu_md.extra, this process's index, stored as -1: "the

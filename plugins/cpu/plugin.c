@@ -75,6 +75,10 @@ static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
         return st;
     st = transforms_pipeline_add(tp, "eliminate_dead_nodes_after_fusion",
                                  transforms_eliminate_dead_nodes, NULL, 0);
+    /* Concats along C in place where the convolutions would pick
+     * channels-last (oneDNN 3.x: concat_layout.c). */
+    if (st == RN_OK)
+        st = transforms_pipeline_add(tp, "cpu_concat_blocked", cpu_mark_concat_convs, NULL, 0);
     /* bf16's exceptions, on the fused graph: its products are the nodes
      * that compute in bf16 (docs/cpu.md, "Layouts and precision"). */
     if (st == RN_OK && props->inference_precision == RN_BF16)
