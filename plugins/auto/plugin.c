@@ -271,26 +271,6 @@ rn_status auto_target_compile(auto_compiled *c, int t)
     return st == RN_OK ? RN_OK : rn_set_error(st, "%s", target->error);
 }
 
-int auto_current_target(auto_compiled *c)
-{
-    if (atomic_load(&c->targets[c->chosen].state) == TARGET_READY || c->startup < 0)
-        return c->chosen;
-    return c->startup;
-}
-
-int auto_next_target(auto_compiled *c, int t, uint32_t tried)
-{
-    for (int k = 1; k < c->devs.n; k++) {
-        int next = (t + k) % c->devs.n;
-        int state = atomic_load(&c->targets[next].state);
-        if (state == TARGET_COMPILING || state == TARGET_FAILED || (tried & (1u << next)))
-            continue;
-        if (auto_target_compile(c, next) == RN_OK)
-            return next;
-    }
-    return -1;
-}
-
 static void *compile_in_background(void *arg)
 {
     auto_compiled *c = arg;

@@ -58,6 +58,29 @@ static rn_status prepare(auto_request *r, int t)
     return st;
 }
 
+/* The target runs go to and the one a failed run moves to: beside the
+ * runs that ask (the request walk names this file), over the targets'
+ * states that plugin.c's compiles set. */
+int auto_current_target(auto_compiled *c)
+{
+    if (atomic_load(&c->targets[c->chosen].state) == TARGET_READY || c->startup < 0)
+        return c->chosen;
+    return c->startup;
+}
+
+int auto_next_target(auto_compiled *c, int t, uint32_t tried)
+{
+    for (int k = 1; k < c->devs.n; k++) {
+        int next = (t + k) % c->devs.n;
+        int state = atomic_load(&c->targets[next].state);
+        if (state == TARGET_COMPILING || state == TARGET_FAILED || (tried & (1u << next)))
+            continue;
+        if (auto_target_compile(c, next) == RN_OK)
+            return next;
+    }
+    return -1;
+}
+
 /* Where a run goes: with CUMULATIVE_THROUGHPUT, the ready device with the
  * most of its optimal number of runs free (the run counts there until it
  * ends), else the device AUTO runs requests on now. */
