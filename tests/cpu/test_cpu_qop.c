@@ -181,19 +181,18 @@ Test(cpu_qop, qlinearconv_u8_grouped_per_channel_bias_on_onednn)
     check("qop_conv_u8", "QLinearFusedConv", true, 1);
 }
 
-/* Whether /proc/cpuinfo lists a VNNI flag (avx512_vnni, avx_vnni). */
+/* Whether the ISA oneDNN runs has VNNI (the CPU device's CPU_ISA:
+ * avx2_vnni, avx512_core_vnni and every later level). Not /proc/cpuinfo:
+ * with ONEDNN_MAX_CPU_ISA=AVX2 on a VNNI machine oneDNN runs without it. */
 static bool cpu_has_vnni_flag(void)
 {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f == NULL)
-        return false;
-    char line[8192];
-    bool vnni = false;
-    while (!vnni && fgets(line, sizeof line, f) != NULL)
-        vnni = strncmp(line, "flags", 5) == 0 &&
-               (strstr(line, " avx512_vnni") != NULL || strstr(line, " avx_vnni") != NULL);
-    fclose(f);
-    return vnni;
+    rn_core *core;
+    OK(rn_core_create(&core));
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    rn_core_free(core);
+    return strstr(isa, "vnni") != NULL || strstr(isa, "bf16") != NULL ||
+           strstr(isa, "amx") != NULL || strstr(isa, "fp16") != NULL;
 }
 
 /* An i8 x: oneDNN's convolution without VNNI halves the weights (its s8s8

@@ -44,23 +44,47 @@ static void write_pattern(const char *path, const int64_t *dims, size_t rank, do
     rn_tensor_free(x);
 }
 
-/* Runs the strided Conv of ONNX's node tests on `device` with the extra
- * flags, on inputs x [1,1,7,5] and W [1,1,3,3] written into dir, the output
- * into dir/<tag>/; returns the output tensor (the caller frees it) and
- * what run printed. */
-static rn_tensor *conv(const char *dir, const char *tag, const char *device,
+/* A Conv model run takes: its file, the inputs run is given (name, shape,
+ * the pattern's phase) and its output's name. */
+typedef struct conv_model {
+    const char *path;
+    struct {
+        const char *name;
+        int64_t dims[4];
+        double phase;
+    } in[2];
+    size_t n_in;
+    const char *output;
+} conv_model;
+
+/* The strided Conv of ONNX's node tests: x [1,1,7,5] and W [1,1,3,3] both
+ * inputs (the CPU device runs a Conv whose weights are an input with REF's
+ * kernel, in f32 at every precision). */
+static const conv_model node_conv = {
+    CONV_MODEL, {{"x", {1, 1, 7, 5}, 0.0}, {"W", {1, 1, 3, 3}, 0.5}}, 2, "y"};
+/* PyTorch's Conv2d as ONNX's converted tests hold it: x [2,3,7,5], its
+ * weights [4,3,3,2] and bias constants, which oneDNN runs in bf16 where the
+ * CPU has it natively. */
+static const conv_model torch_conv = {PT_CONV_MODEL, {{"0", {2, 3, 7, 5}, 0.0}}, 1, "3"};
+
+/* Runs model `m` on `device` with the extra flags, on its inputs written
+ * into dir, the output into dir/<tag>/; returns the output tensor (the
+ * caller frees it) and what run printed. */
+static rn_tensor *conv(const conv_model *m, const char *dir, const char *tag, const char *device,
                        const char *const *extra, char **stdout_text)
 {
-    char out[700], path[800], x[700], w[700], x_spec[720], w_spec[720];
+    char out[700], path[800], file[2][720], spec[2][800];
     snprintf(out, sizeof out, "%s/%s", dir, tag);
-    snprintf(x, sizeof x, "%s/x.npy", dir);
-    snprintf(w, sizeof w, "%s/w.npy", dir);
-    write_pattern(x, (int64_t[]){1, 1, 7, 5}, 4, 0.0);
-    write_pattern(w, (int64_t[]){1, 1, 3, 3}, 4, 0.5);
-    snprintf(x_spec, sizeof x_spec, "x=%s", x);
-    snprintf(w_spec, sizeof w_spec, "W=%s", w);
-    const char *args[32] = {"-m", CONV_MODEL, "-d", device, "-o", out, "-i", x_spec, "-i", w_spec};
-    size_t n = 10;
+    const char *args[32] = {"-m", m->path, "-d", device, "-o", out};
+    size_t n = 6;
+    for (size_t i = 0; i < m->n_in; i++) {
+        int a = snprintf(file[i], sizeof file[i], "%s/in%zu.npy", dir, i);
+        int b = snprintf(spec[i], sizeof spec[i], "%s=%s", m->in[i].name, file[i]);
+        cr_assert(a < (int)sizeof file[i] && b < (int)sizeof spec[i], "path too long: %s", dir);
+        write_pattern(file[i], m->in[i].dims, 4, m->in[i].phase);
+        args[n++] = "-i";
+        args[n++] = spec[i];
+    }
     for (size_t i = 0; extra != NULL && extra[i] != NULL; i++)
         args[n++] = extra[i];
     args[n] = NULL;
@@ -69,7 +93,7 @@ static rn_tensor *conv(const char *dir, const char *tag, const char *device,
     *stdout_text = r.out;
     r.out = NULL;
     tool_run_free(&r);
-    snprintf(path, sizeof path, "%s/y.npy", out);
+    snprintf(path, sizeof path, "%s/%s.npy", out, m->output);
     rn_tensor *t;
     cr_assert_eq(npy_read(path, &t), RN_OK, "%s: %s", path, rn_last_error());
     return t;
@@ -93,13 +117,13 @@ Test(run, infer_precision_f32_and_bf16_on_cpu)
     char dir[512];
     tool_temp_dir(dir, sizeof dir);
     char *out_ref, *out_f32, *out_bf16, *out_p;
-    rn_tensor *ref = conv(dir, "ref", "REF", NULL, &out_ref);
+    rn_tensor *ref = conv(&torch_conv, dir, "ref", "REF", NULL, &out_ref);
     const char *f32[] = {"-infer_precision", "f32", NULL};
-    rn_tensor *at_f32 = conv(dir, "f32", "CPU", f32, &out_f32);
+    rn_tensor *at_f32 = conv(&torch_conv, dir, "f32", "CPU", f32, &out_f32);
     const char *bf16[] = {"-infer_precision", "bf16", NULL};
-    rn_tensor *at_bf16 = conv(dir, "bf16", "CPU", bf16, &out_bf16);
+    rn_tensor *at_bf16 = conv(&torch_conv, dir, "bf16", "CPU", bf16, &out_bf16);
     const char *p_bf16[] = {"-p", "INFERENCE_PRECISION_HINT=bf16", NULL};
-    rn_tensor *at_p = conv(dir, "p", "CPU", p_bf16, &out_p);
+    rn_tensor *at_p = conv(&torch_conv, dir, "p", "CPU", p_bf16, &out_p);
 
     /* the compiled model reports the precision it runs: bf16 where the CPU
      * has it natively, f32 elsewhere (as OpenVINO's CPU plugin) */
@@ -110,8 +134,9 @@ Test(run, infer_precision_f32_and_bf16_on_cpu)
     cr_expect(strstr(out_p, want) != NULL, "%s", out_p);
 
     /* f32 agrees with REF closely. bf16 (8 bits of mantissa) departs from
-     * it where the CPU runs bf16 natively, by little on a 3x3 kernel (inputs
-     * within 1.2: at most 9 * 2 * 1.2^2 * 2^-9 = 0.05). Elsewhere oneDNN has
+     * it where the CPU runs bf16 natively, by little on a 3x3x2 kernel over 3
+     * channels (inputs within 1.2, PyTorch's weights within 0.24: at most
+     * 18 * 2 * 1.2 * 0.24 * 2^-9 = 0.02). Elsewhere oneDNN has
      * no bf16 kernels and the CPU device runs those nodes in f32
      * (docs/cpu.md), within the same bound. -p gives what -infer_precision
      * gives. */
@@ -138,7 +163,7 @@ Test(run, p_replaces_runs_own_setting)
     char dir[512], *text;
     tool_temp_dir(dir, sizeof dir);
     const char *prof[] = {"-p", "ENABLE_PROFILING=YES", NULL};
-    rn_tensor *t = conv(dir, "prof", "REF", prof, &text);
+    rn_tensor *t = conv(&node_conv, dir, "prof", "REF", prof, &text);
     cr_expect(strstr(text, "property ENABLE_PROFILING=YES\n") != NULL, "%s", text);
     cr_expect(strstr(text, "time (us)") != NULL, "no profiling table:\n%s", text);
     rn_tensor_free(t);

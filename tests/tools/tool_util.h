@@ -12,6 +12,7 @@
 #define NODE_DIR    "/usr/share/libonnx-testdata/data/node"
 #define ADD_MODEL   NODE_DIR "/test_add/model.onnx"
 #define CONV_MODEL  NODE_DIR "/test_conv_with_strides_padding/model.onnx"
+#define PT_CONV_MODEL "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx"
 #define DYN_MODEL   "tests/tools/data/dynamic_add.onnx"
 #define LIGHT_DIR   ".cache/onnx-1.22.0/light"
 #define SQUEEZENET  LIGHT_DIR "/light_squeezenet.onnx"
