@@ -47,6 +47,7 @@ typedef struct nv_step_dev {
     cudnnTensorDescriptor_t x, y;
     cudnnPoolingDescriptor_t pool;
     cudnnLRNDescriptor_t lrn;
+    nv_blas_gemm att[2]; /* BLAS_ATTENTION: scores = scale Q K^T, out = P V */
 } nv_step_dev;
 
 struct nv_exec {
@@ -249,6 +250,11 @@ static rn_status prepare_step(nv_exec *x, const nv_step *s, nv_step_dev *d)
         return prepare_conv(x, s, d);
     case NV_STEP_POOL:
         return prepare_pool(x, s, d);
+    case NV_STEP_BLAS_ATTENTION:
+        if (!nv_attention_blas_plan(&s->att, d->att))
+            return rn_set_error(RN_INTERNAL, "NVIDIA: node '%s': no cuBLAS form of its attention",
+                                s->node);
+        return RN_OK;
     case NV_STEP_LRN:
         if (s->size < CUDNN_LRN_MIN_N || s->size > CUDNN_LRN_MAX_N)
             return rn_set_error(RN_UNSUPPORTED,
@@ -446,6 +452,50 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
     return st;
 }
 
+/* One product of a BLAS_ATTENTION step (nv_blas_gemm, attention.c): x
+ * and y the left and right operands, c the result. */
+static rn_status attention_product(const nv_exec *x, const nv_slot *sl, const nv_step *s,
+                                   const nv_blas_gemm *g, const void *left, const void *right,
+                                   void *c)
+{
+    bool half = x->prog->half;
+    int64_t es = half ? 2 : 4; /* bytes per element */
+    cudaDataType_t t = half ? CUDA_R_16F : CUDA_R_32F;
+    cublasComputeType_t compute =
+        !half && x->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const char *a = g->swap ? right : left, *b = g->swap ? left : right;
+    float alpha = g->alpha, beta = 0.0f;
+    cublasStatus_t e = CUBLAS_STATUS_SUCCESS;
+    for (int i = 0; i < g->calls && e == CUBLAS_STATUS_SUCCESS; i++)
+        e = cublasGemmStridedBatchedEx(sl->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                       g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g->m, g->n, g->k,
+                                       &alpha, a + i * g->step_a * es, t, g->lda, g->stride_a,
+                                       b + i * g->step_b * es, t, g->ldb, g->stride_b, &beta,
+                                       (char *)c + i * g->step_c * es, t, g->ldc, g->stride_c,
+                                       g->count, compute, CUBLAS_GEMM_DEFAULT);
+    return blas_status(e, s);
+}
+
+/* BLAS_ATTENTION: scores = scale Q K^T (cuBLAS, the heads read with their
+ * strides), + mask and Softmax in place (runnel's kernel), out = P V
+ * (cuBLAS, written with the output's strides). The products were planned
+ * at compile (prepare_step). */
+static rn_status run_blas_attention(const nv_exec *x, const nv_slot *sl, const nv_step *s,
+                                    const nv_step_dev *d)
+{
+    void *scores = ptr(x, sl, s->in[4]);
+    rn_status st =
+        attention_product(x, sl, s, &d->att[0], ptr(x, sl, s->in[0]), ptr(x, sl, s->in[1]), scores);
+    if (st == RN_OK)
+        st = launch_error(
+            nvk_attention_softmax(sl->stream, x->prog->half, &s->att, scores, ptr(x, sl, s->in[3])),
+            s);
+    if (st == RN_OK)
+        st = attention_product(x, sl, s, &d->att[1], scores, ptr(x, sl, s->in[2]),
+                               ptr(x, sl, s->out));
+    return st;
+}
+
 /* Broadcast strides of `in` over the output's dims (right-aligned). */
 static void broadcast_strides(const nv_value *in, const nv_value *out, int64_t *strides)
 {
@@ -511,6 +561,8 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
             nvk_attention(sl->stream, half, &s->att, a, ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]),
                           s->n_in > 3 ? ptr(x, sl, s->in[3]) : NULL, y, x->attention_mode),
             s);
+    case NV_STEP_BLAS_ATTENTION:
+        return run_blas_attention(x, sl, s, d);
     case NV_STEP_UNARY:
         return launch_error(
             nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, a, y, (int64_t)out->count), s);

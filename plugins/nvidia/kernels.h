@@ -86,6 +86,13 @@ int nvk_attention(nvk_stream s, int half, const nvk_attention_args *a, const voi
                   const void *v, const void *mask, void *o, int mode);
 /* Softmax over the last axis of [rows, cols] (one warp per row). */
 int nvk_softmax(nvk_stream s, int half, const void *x, void *y, int64_t rows, int64_t cols);
+/* The attention's probabilities in place: scores [batch, heads, sq, sk]
+ * (contiguous, already scaled) plus the mask (NULL: none) read with
+ * a->mask_strides over (batch, head, query, key) and clamped to -1e30 as
+ * nvk_attention does, then Softmax over each row of sk keys (one warp per
+ * row). */
+int nvk_attention_softmax(nvk_stream s, int half, const nvk_attention_args *a, void *scores,
+                          const void *mask);
 
 #ifdef __cplusplus
 }

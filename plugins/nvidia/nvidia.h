@@ -88,8 +88,10 @@ typedef enum nv_step_kind {
     NV_STEP_REDUCE_MEAN, /* runnel kernel, last axis */
     NV_STEP_BATCHNORM,   /* runnel kernel: inference BatchNormalization (+ act) */
     NV_STEP_ATTENTION,   /* runnel kernel: fused scaled dot-product attention */
+    /* the same as cuBLAS's Q K^T, runnel's masked softmax, cuBLAS's P V */
+    NV_STEP_BLAS_ATTENTION,
 } nv_step_kind;
-#define NV_STEP_KINDS (NV_STEP_ATTENTION + 1)
+#define NV_STEP_KINDS (NV_STEP_BLAS_ATTENTION + 1)
 
 /* Activations fused into a step or run by NV_STEP_UNARY (the numbers are
  * the CUDA kernels', plugins/nvidia/kernels.h). */
@@ -180,9 +182,11 @@ typedef struct nv_step {
     int64_t perm[RN_MAX_RANK];
     nv_binary_op bin;
     float epsilon;
-    /* ATTENTION: in = Q, K, V[, mask]; the geometry and strides, and
-     * whether the output is written [B, S, H, D] (the Transpose after it a
-     * view). */
+    /* ATTENTION: in = Q, K, V[, mask]; BLAS_ATTENTION: in = Q, K, V, mask
+     * (-1: none), the scores [B, H, Sq, Sk] (a scratch value of the
+     * device's type, live during the step only). The geometry and strides,
+     * and whether the output is written [B, S, H, D] (the Transpose after it
+     * a view). */
     nvk_attention_args att;
     bool att_out_bshd;
     void *device; /* what exec.c prepared (a cuDNN plan, descriptors) */
@@ -270,6 +274,27 @@ int nv_collapse_broadcast(nvk_broadcast *b);
  * the innermost dim is read contiguously its runs become wider elements
  * (*esize 8 or 16 bytes). The new rank. */
 int nv_collapse_transpose(int *esize, int rank, int64_t *dims, int64_t *strides);
+
+/* One cuBLAS strided batched GEMM of an attention (cublasGemmStridedBatchedEx
+ * in cuBLAS's column-major terms): `calls` calls, call c on the operands
+ * moved c * step_* elements, each of `count` products C = alpha op(A)
+ * op(B), matrix j of an operand stride_* elements after matrix 0. */
+typedef struct nv_blas_gemm {
+    bool swap;             /* cuBLAS's A is the right operand (C^T = Y^T X^T), B the left */
+    bool trans_a, trans_b; /* CUBLAS_OP_T, else CUBLAS_OP_N */
+    int m, n, k, lda, ldb, ldc;
+    int count, calls;
+    int64_t stride_a, stride_b, stride_c;
+    int64_t step_a, step_b, step_c;
+    float alpha;
+} nv_blas_gemm;
+
+/* The two products of a BLAS_ATTENTION step: [0] scores = scale Q K^T
+ * (left Q, right K^T, C the scores [B, H, Sq, Sk] contiguous), [1] out =
+ * P V (left the scores, right V, C the output with a->o_strides). False
+ * when an operand has no unit stride over its rows or features (or a size
+ * beyond cuBLAS's int): no GEMM reads it in place. Pure: needs no GPU. */
+bool nv_attention_blas_plan(const nvk_attention_args *a, nv_blas_gemm out[2]);
 
 /* Steps of a kind, for tests and the runtime model. */
 int nv_program_count(const nv_program *p, nv_step_kind kind);

@@ -292,6 +292,45 @@ static void lower_attention(lowering *l, const rn_node *n, nv_step *s)
     }
 }
 
+/* How an attention step runs: runnel's fused kernel in f16 (tensor cores)
+ * and with RUNNEL_NV_ATTENTION=rows (the scalar kernel, for A/B runs);
+ * otherwise, and where the kernel's limits (heads of 256 features, 65535
+ * batch x heads) are passed, cuBLAS's two products around runnel's masked
+ * softmax (BLAS_ATTENTION: in f32 cuBLAS's products beat the scalar fused
+ * kernel), with the scores in a scratch value of the step, in[4], which the
+ * memory plan keeps live for that step only. */
+static rn_status choose_attention(lowering *l, nv_step *s)
+{
+    nv_program *p = l->p;
+    const nvk_attention_args *a = &s->att;
+    const char *mode = getenv("RUNNEL_NV_ATTENTION");
+    bool rows = mode != NULL && strcmp(mode, "rows") == 0;
+    bool kernel_fits = a->d <= 256 && a->dv <= 256 && a->batch * a->heads <= 65535;
+    nv_blas_gemm g[2];
+    bool blas = nv_attention_blas_plan(a, g);
+    s->kind = NV_STEP_ATTENTION;
+    if (kernel_fits && (p->half || rows || !blas))
+        return RN_OK;
+    if (!blas)
+        return rn_set_error(RN_UNSUPPORTED,
+                            "NVIDIA: node '%s' (%s): attention heads of more than 256 features "
+                            "or more than 65535 batch x heads, with strides no GEMM reads",
+                            s->node, s->op);
+    char name[512];
+    snprintf(name, sizeof name, "%s#scores", p->values[s->out].name);
+    rn_partial_shape sh = {.rank = 4, .dims = {a->batch, a->heads, a->sq, a->sk}};
+    int t;
+    rn_status st = add_value(l, name, RN_F32, &sh, &t); /* f16 in f16 mode */
+    if (st != RN_OK)
+        return st;
+    s->kind = NV_STEP_BLAS_ATTENTION;
+    if (s->n_in < 4)
+        s->in[3] = -1;
+    s->in[4] = t;
+    s->n_in = 5;
+    return RN_OK;
+}
+
 static rn_status lower_node(lowering *l, const rn_node *n)
 {
     const char *op = rn_node_op_type(n);
@@ -321,20 +360,25 @@ static rn_status lower_node(lowering *l, const rn_node *n)
         const int64_t *perm;
         int k = producer_step(p, s.in[0]);
         if (rn_node_attr_ints(n, "perm", &perm) == 4 && perm[0] == 0 && perm[1] == 2 &&
-            perm[2] == 1 && perm[3] == 3 && k >= 0 && p->steps[k].kind == NV_STEP_ATTENTION &&
+            perm[2] == 1 && perm[3] == 3 && k >= 0 &&
+            (p->steps[k].kind == NV_STEP_ATTENTION || p->steps[k].kind == NV_STEP_BLAS_ATTENTION) &&
             !p->steps[k].att_out_bshd && readers(l, x->name) == 1) {
-            int y;
-            if ((st = output_value(l, n, &y)) != RN_OK)
-                return st;
-            nv_step *a = &p->steps[k];
-            const nv_value *o = &p->values[y]; /* [B, S, H, D] */
-            a->att_out_bshd = true;
-            a->att.o_strides[0] = o->dims[1] * o->dims[2] * o->dims[3];
-            a->att.o_strides[1] = o->dims[3];
-            a->att.o_strides[2] = o->dims[2] * o->dims[3];
-            a->att.o_strides[3] = 1;
-            p->values[y].root = p->values[s.in[0]].root;
-            return RN_OK;
+            /* [B, H, S, D] written as [B, S, H, D]: batch, head, row, feature. */
+            nvk_attention_args att = p->steps[k].att;
+            att.o_strides[0] = x->dims[1] * x->dims[2] * x->dims[3];
+            att.o_strides[1] = x->dims[3];
+            att.o_strides[2] = x->dims[1] * x->dims[3];
+            att.o_strides[3] = 1;
+            nv_blas_gemm g[2];
+            if (p->steps[k].kind == NV_STEP_ATTENTION || nv_attention_blas_plan(&att, g)) {
+                int y;
+                if ((st = output_value(l, n, &y)) != RN_OK)
+                    return st;
+                p->steps[k].att_out_bshd = true;
+                p->steps[k].att = att;
+                p->values[y].root = p->values[s.in[0]].root;
+                return RN_OK;
+            }
         }
     }
     /* A bias Add after a MatMul or Gemm that nothing else reads: Gemm's C
@@ -416,8 +460,9 @@ static rn_status lower_node(lowering *l, const rn_node *n)
     const nv_value *y = &p->values[s.out];
 
     if (strcmp(op, "ScaledDotProductAttention") == 0) {
-        s.kind = NV_STEP_ATTENTION;
         lower_attention(l, n, &s);
+        if ((st = choose_attention(l, &s)) != RN_OK)
+            return st;
     } else if (strcmp(op, "Conv") == 0 || strcmp(op, "FusedConv") == 0) {
         s.kind = NV_STEP_CONV;
         conv_attrs(n, &s);
@@ -1101,6 +1146,7 @@ const char *nv_step_kind_name(nv_step_kind kind)
         [NV_STEP_REDUCE_MEAN] = "cuda_reduce_mean",
         [NV_STEP_BATCHNORM] = "cuda_batchnorm",
         [NV_STEP_ATTENTION] = "cuda_attention",
+        [NV_STEP_BLAS_ATTENTION] = "cublas_attention",
     };
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }

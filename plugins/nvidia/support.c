@@ -305,24 +305,19 @@ static bool view_ok(const rn_node *n, const char **why)
 }
 
 /* runnel's ScaledDotProductAttention (transforms/fuse_attention.c): Q, Kt,
- * V of rank 2 to 4 (BHSD) or the rank-4 head split (BSHD), heads of up to
- * 256 features, batch x heads within a grid's 65535 rows. */
+ * V of rank 2 to 4 (BHSD) or the rank-4 head split (BSHD). Any head size
+ * and count: what runnel's fused kernel does not take (heads of more than
+ * 256 features, more than 65535 batch x heads) runs as cuBLAS's products
+ * (program.c, choose_attention). */
 static bool attention_ok(const rn_node *n, const char **why)
 {
-    rn_partial_shape q = rn_node_input_shape(n, 0), v = rn_node_input_shape(n, 2);
+    rn_partial_shape q = rn_node_input_shape(n, 0);
     const char *layout = rn_node_attr_string(n, "qkv_layout", "BHSD");
     bool bshd = strcmp(layout, "BSHD") == 0;
-    if (!need(f32_io(n, 4), "f32 tensors only", why) ||
-        !need(q.rank >= 2 && q.rank <= 4, "attention over Q of rank 2 to 4 only", why) ||
-        !need(strcmp(layout, "BHSD") == 0 || (bshd && q.rank == 4),
-              "qkv_layout BHSD, or BSHD of rank-4 inputs", why))
-        return false;
-    int64_t d = bshd ? q.dims[3] : q.dims[q.rank - 1], dv = bshd ? v.dims[3] : v.dims[v.rank - 1];
-    int64_t bh = 1;
-    for (int k = 0; k < q.rank - 2; k++)
-        bh *= q.dims[bshd && k == 1 ? 2 : k];
-    return need(d <= 256 && dv <= 256, "attention heads of more than 256 features", why) &&
-           need(bh <= 65535, "more than 65535 batch x heads in one attention", why);
+    return need(f32_io(n, 4), "f32 tensors only", why) &&
+           need(q.rank >= 2 && q.rank <= 4, "attention over Q of rank 2 to 4 only", why) &&
+           need(strcmp(layout, "BHSD") == 0 || (bshd && q.rank == 4),
+                "qkv_layout BHSD, or BSHD of rank-4 inputs", why);
 }
 
 bool nv_supports(const rn_node *node, const char **why)

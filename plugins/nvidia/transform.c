@@ -11,20 +11,21 @@
 #include "plugins/nvidia/nvidia.h"
 #include "transforms/transforms.h"
 
-/* Attention fused in f16 (tensor cores; RUNNEL_NV_ATTENTION=unfused keeps
- * the matrix products, softmax and transposes, for A/B runs); in f32 the
- * unfused steps are cuBLAS's and faster than a scalar fused kernel. */
-static bool fuse_attention(const plugin_properties *props)
+/* Attention fused (one ScaledDotProductAttention node, which reads the
+ * heads with strides): in f16 runnel's kernel on tensor cores, in f32
+ * cuBLAS's two products around a masked softmax (program.c,
+ * choose_attention). RUNNEL_NV_ATTENTION=unfused keeps the exporters'
+ * matrix products, softmax and transposes, for A/B runs. */
+static bool fuse_attention(void)
 {
     const char *mode = getenv("RUNNEL_NV_ATTENTION");
-    if (mode != NULL && strcmp(mode, "unfused") == 0)
-        return false;
-    return props != NULL && props->inference_precision == RN_F16;
+    return mode == NULL || strcmp(mode, "unfused") != 0;
 }
 
 rn_status nv_add_passes(void *context, transforms_pipeline *tp, const plugin_properties *props)
 {
     (void)context;
+    (void)props; /* every pass applies to both precisions */
     struct {
         const char *name;
         transforms_pass_fn fn;
@@ -34,7 +35,7 @@ rn_status nv_add_passes(void *context, transforms_pipeline *tp, const plugin_pro
         {"fold_scale_shift", transforms_fold_scale_shift, TRANSFORMS_REPEAT},
         {"fuse_gelu", transforms_fuse_gelu, 0},
         {"fuse_layernorm", transforms_fuse_layernorm, 0},
-        {"fuse_attention", fuse_attention(props) ? transforms_fuse_attention : NULL, 0},
+        {"fuse_attention", fuse_attention() ? transforms_fuse_attention : NULL, 0},
         {"fuse_conv_add", transforms_fuse_conv_add, 0},
         {"fuse_activation", transforms_fuse_activation, 0},
         {"eliminate_dead_nodes_after_fusion", transforms_eliminate_dead_nodes, 0},

@@ -137,16 +137,54 @@ static graph *encoder(void)
     return g;
 }
 
-Test(nvidia_encoder, lowers_entirely_with_layernorm_and_gelu_fused)
+/* The encoder as NVIDIA compiles it with INFERENCE_PRECISION_HINT
+ * `precision`: the model, its transformed graph (which the program's
+ * constants and names point into) and the program. */
+typedef struct lowered {
+    graph *model, *g;
+    nv_program *p;
+} lowered;
+
+static lowered lower_encoder(rn_element_type precision)
 {
-    graph *model = encoder();
-    plugin_kernel_registry *ref = tt_registry();
+    lowered l = {.model = encoder()};
     plugin_properties props;
     plugin_properties_default(&props);
-    graph *g;
-    OK(nv_transform(model, ref, &props, &g));
-    nv_program *p;
-    OK(nv_lower_graph(g, false, &p));
+    props.inference_precision = precision;
+    OK(nv_transform(l.model, tt_registry(), &props, &l.g));
+    OK(nv_lower_graph(l.g, precision == RN_F16, &l.p));
+    return l;
+}
+
+static void lowered_free(lowered *l)
+{
+    nv_program_free(l->p);
+    graph_free(l->g);
+    graph_free(l->model);
+}
+
+/* The head split of [B, S, H, D] read in place: the strides over (batch,
+ * head, row, feature) of Q, K, V and of the output (the head merge a
+ * view). */
+static void assert_bshd_strides(const nv_step *a)
+{
+    const int64_t bshd[4] = {SEQ * HID, DH, HID, 1};
+    for (int d = 0; d < 4; d++) {
+        cr_assert_eq(a->att.q_strides[d], bshd[d], "q stride %d", d);
+        cr_assert_eq(a->att.k_strides[d], bshd[d], "k stride %d", d);
+        cr_assert_eq(a->att.v_strides[d], bshd[d], "v stride %d", d);
+        cr_assert_eq(a->att.o_strides[d], bshd[d], "output stride %d", d);
+    }
+    cr_assert(a->att_out_bshd);
+}
+
+/* The exporters' decomposition as it is (RUNNEL_NV_ATTENTION=unfused: the
+ * attention's products, softmax and transposes stay steps). */
+Test(nvidia_encoder, lowers_entirely_with_layernorm_and_gelu_fused)
+{
+    setenv("RUNNEL_NV_ATTENTION", "unfused", 1);
+    lowered l = lower_encoder(RN_F32);
+    const nv_program *p = l.p;
     cr_assert_eq(nv_program_count(p, NV_STEP_GATHER), 1);
     cr_assert_eq(nv_program_count(p, NV_STEP_GEMM), 8, "6 projections, QK^T and PV");
     cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 1);
@@ -161,12 +199,11 @@ Test(nvidia_encoder, lowers_entirely_with_layernorm_and_gelu_fused)
             batched++;
     cr_assert_eq(batched, 2);
     nv_program *h;
-    OK(nv_lower_graph(g, true, &h));
+    OK(nv_lower_graph(l.g, true, &h));
     cr_assert_eq(nv_program_count(h, NV_STEP_CONVERT), 1, "i64 ids stay, the f32 output converts");
     nv_program_free(h);
-    nv_program_free(p);
-    graph_free(g);
-    graph_free(model);
+    lowered_free(&l);
+    unsetenv("RUNNEL_NV_ATTENTION");
 }
 
 /* In f16 the attention is one step on tensor cores: the head split's three
@@ -175,16 +212,10 @@ Test(nvidia_encoder, lowers_entirely_with_layernorm_and_gelu_fused)
  * cuBLAS's C. */
 Test(nvidia_encoder, f16_attention_is_one_step_reading_the_heads_with_strides)
 {
-    graph *model = encoder();
-    plugin_kernel_registry *ref = tt_registry();
-    plugin_properties props;
-    plugin_properties_default(&props);
-    props.inference_precision = RN_F16;
-    graph *g;
-    OK(nv_transform(model, ref, &props, &g));
-    nv_program *p;
-    OK(nv_lower_graph(g, true, &p));
+    lowered l = lower_encoder(RN_F16);
+    const nv_program *p = l.p;
     cr_assert_eq(nv_program_count(p, NV_STEP_ATTENTION), 1);
+    cr_assert_eq(nv_program_count(p, NV_STEP_BLAS_ATTENTION), 0, "f16 stays on tensor cores");
     cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 0);
     cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 0, "heads read and written with strides");
     cr_assert_eq(nv_program_count(p, NV_STEP_GEMM), 6, "the projections only");
@@ -214,29 +245,82 @@ Test(nvidia_encoder, f16_attention_is_one_step_reading_the_heads_with_strides)
     cr_assert_eq(a->att.d, DH);
     cr_assert_eq(a->att.dv, DH);
     cr_assert_float_eq(a->att.scale, 1.0f / sqrtf((float)DH), 1e-6f);
-    /* [B, S, H, D]: batch, head, row, feature strides. */
-    const int64_t bshd[4] = {SEQ * HID, DH, HID, 1};
-    for (int d = 0; d < 4; d++) {
-        cr_assert_eq(a->att.q_strides[d], bshd[d], "q stride %d", d);
-        cr_assert_eq(a->att.k_strides[d], bshd[d], "k stride %d", d);
-        cr_assert_eq(a->att.v_strides[d], bshd[d], "v stride %d", d);
-        cr_assert_eq(a->att.o_strides[d], bshd[d], "output stride %d", d);
-    }
-    cr_assert(a->att_out_bshd);
+    assert_bshd_strides(a);
     cr_assert_eq(a->n_in, 3, "no mask");
-    nv_program_free(p);
-    graph_free(g);
+    lowered_free(&l);
+}
 
-    /* f32 keeps the unfused products (cuBLAS's tensor-free f32 is faster
-     * than a scalar fused kernel). */
-    props.inference_precision = RN_F32;
-    OK(nv_transform(model, ref, &props, &g));
-    OK(nv_lower_graph(g, false, &p));
+/* In f32 the fused node runs as cuBLAS's products (BLAS_ATTENTION): the
+ * same strided reads of the heads, no Transpose step for the head split
+ * or merge, the scores a scratch value live during the step only; the
+ * GEMMs read Q, K, V and write the output with their row strides. */
+Test(nvidia_encoder, f32_attention_is_cublas_products_reading_the_heads_with_strides)
+{
+    lowered l = lower_encoder(RN_F32);
+    const nv_program *p = l.p;
+    cr_assert_eq(nv_program_count(p, NV_STEP_BLAS_ATTENTION), 1);
     cr_assert_eq(nv_program_count(p, NV_STEP_ATTENTION), 0);
+    cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 0);
+    cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 0, "heads read and written with strides");
+    cr_assert_eq(nv_program_count(p, NV_STEP_GEMM), 6, "the projections only");
+    cr_assert_eq(nv_program_count(p, NV_STEP_BINARY), 0, "the scale is the GEMM's alpha");
+    cr_assert_str_eq(nv_step_kind_name(NV_STEP_BLAS_ATTENTION), "cublas_attention");
+    int k = 0;
+    while (p->steps[k].kind != NV_STEP_BLAS_ATTENTION)
+        k++;
+    const nv_step *a = &p->steps[k];
+    assert_bshd_strides(a);
+    cr_assert_eq(a->n_in, 5);
+    cr_assert_lt(a->in[3], 0, "no mask");
+    const nv_value *sc = &p->values[a->in[4]];
+    cr_assert_eq(sc->type, RN_F32);
+    cr_assert_eq(sc->rank, 4);
+    cr_assert_eq(sc->dims[0], 1);
+    cr_assert_eq(sc->dims[1], HEADS);
+    cr_assert_eq(sc->dims[2], SEQ);
+    cr_assert_eq(sc->dims[3], SEQ);
+    cr_assert_eq(sc->storage, NV_ARENA);
+    cr_assert_eq(sc->first, k, "the scores are scratch of the step");
+    cr_assert_eq(sc->last, k);
+    nv_blas_gemm gm[2];
+    cr_assert(nv_attention_blas_plan(&a->att, gm), "the GEMMs read the heads in place");
+    /* No live value shares the scratch's bytes. */
+    for (int v = 0; v < p->n_values; v++) {
+        const nv_value *o = &p->values[v];
+        if (v == a->in[4] || o->root != v || o->storage != NV_ARENA || o->first > k || o->last < k)
+            continue;
+        cr_assert(o->offset + o->nbytes <= sc->offset || sc->offset + sc->nbytes <= o->offset,
+                  "'%s' overlaps the scores", o->name);
+    }
+    lowered_free(&l);
+}
+
+/* The A/B switches in f32: RUNNEL_NV_ATTENTION=rows lowers the fused node
+ * to runnel's scalar kernel, =unfused keeps the exporters' steps (the two
+ * products batched over the heads, the softmax, the four transposes). */
+Test(nvidia_encoder, f32_attention_switches_for_a_b_runs)
+{
+    setenv("RUNNEL_NV_ATTENTION", "rows", 1);
+    lowered l = lower_encoder(RN_F32);
+    const nv_program *p = l.p;
+    cr_assert_eq(nv_program_count(p, NV_STEP_ATTENTION), 1);
+    cr_assert_eq(nv_program_count(p, NV_STEP_BLAS_ATTENTION), 0);
+    cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 0);
+    for (int k = 0; k < p->n_steps; k++)
+        if (p->steps[k].kind == NV_STEP_ATTENTION)
+            cr_assert_eq(p->steps[k].n_in, 3, "Q, K, V: no scratch");
+    lowered_free(&l);
+
+    setenv("RUNNEL_NV_ATTENTION", "unfused", 1);
+    l = lower_encoder(RN_F32);
+    p = l.p;
+    cr_assert_eq(nv_program_count(p, NV_STEP_ATTENTION), 0);
+    cr_assert_eq(nv_program_count(p, NV_STEP_BLAS_ATTENTION), 0);
     cr_assert_eq(nv_program_count(p, NV_STEP_SOFTMAX), 1);
-    nv_program_free(p);
-    graph_free(g);
-    graph_free(model);
+    cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 4);
+    cr_assert_eq(nv_program_count(p, NV_STEP_GEMM), 8);
+    lowered_free(&l);
+    unsetenv("RUNNEL_NV_ATTENTION");
 }
 
 /* nv_lower_graph reads the graph through the public accessors

@@ -135,10 +135,41 @@ extern "C" int nvk_layernorm(nvk_stream s, int half, const void *x, const void *
     return launched();
 }
 
+// The attention's additive mask over a row of scores (nvk_attention_softmax):
+// row = (b * heads + h) * sq + i; values clamped to -1e30 as the fused
+// attention kernel does, so that a row whose keys are all masked (-inf)
+// averages them as the f32 graph does instead of dividing 0 by 0.
+struct row_mask {
+    const void *data; // nullptr: none (a plain Softmax)
+    int64_t heads, sq;
+    int64_t strides[4]; // batch, head, query, key
+};
+
+constexpr float kMaskFloor = -1e30f;
+
+// Where row `row`'s mask starts (nullptr: no mask).
+template <typename T>
+__device__ __forceinline__ const T *mask_row(const row_mask &mk, int64_t row)
+{
+    if (mk.data == nullptr)
+        return nullptr;
+    int64_t i = row % mk.sq, bh = row / mk.sq, b = bh / mk.heads, h = bh % mk.heads;
+    return (const T *)mk.data + b * mk.strides[0] + h * mk.strides[1] + i * mk.strides[2];
+}
+
+// x[c] plus the clamped mask when there is one.
+template <typename T>
+__device__ __forceinline__ float masked(const T *in, const T *mrow, int64_t key_stride, int64_t c)
+{
+    float v = load(in, c);
+    return mrow != nullptr ? v + fmaxf(load(mrow, c * key_stride), kMaskFloor) : v;
+}
+
 // Softmax over rows of up to 1024 values: one warp per row in registers;
-// longer rows loop over memory three times.
+// longer rows loop over memory three times. In place when y is x (each lane
+// writes only what it has read). With a mask, the attention's scores.
 template <typename T, int PER_LANE>
-__global__ void softmax_warp_kernel(const T *x, T *y, int64_t rows, int64_t cols)
+__global__ void softmax_warp_kernel(const T *x, T *y, int64_t rows, int64_t cols, row_mask mk)
 {
     int64_t row = (int64_t)blockIdx.x * kRowWarps + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
@@ -146,18 +177,20 @@ __global__ void softmax_warp_kernel(const T *x, T *y, int64_t rows, int64_t cols
         return;
     const T *in = x + row * cols;
     T *out = y + row * cols;
+    const T *mrow = mask_row<T>(mk, row);
+    const int64_t ks = mk.strides[3];
     if (PER_LANE == 0) {
         float m = -INFINITY;
         for (int64_t c = lane; c < cols; c += 32)
-            m = fmaxf(m, load(in, c));
+            m = fmaxf(m, masked(in, mrow, ks, c));
         for (int off = 16; off > 0; off /= 2)
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
         float sum = 0.0f;
         for (int64_t c = lane; c < cols; c += 32)
-            sum += __expf(load(in, c) - m);
+            sum += __expf(masked(in, mrow, ks, c) - m);
         float inv = 1.0f / warp_sum(sum);
         for (int64_t c = lane; c < cols; c += 32)
-            store(out, c, __expf(load(in, c) - m) * inv);
+            store(out, c, __expf(masked(in, mrow, ks, c) - m) * inv);
         return;
     }
     float v[PER_LANE > 0 ? PER_LANE : 1];
@@ -165,7 +198,7 @@ __global__ void softmax_warp_kernel(const T *x, T *y, int64_t rows, int64_t cols
 #pragma unroll
     for (int t = 0; t < PER_LANE; t++) {
         int64_t c = lane + 32 * t;
-        v[t] = c < cols ? load(in, c) : -INFINITY;
+        v[t] = c < cols ? masked(in, mrow, ks, c) : -INFINITY;
         m = fmaxf(m, v[t]);
     }
     for (int off = 16; off > 0; off /= 2)
@@ -186,19 +219,20 @@ __global__ void softmax_warp_kernel(const T *x, T *y, int64_t rows, int64_t cols
 }
 
 template <typename T>
-static void softmax_typed(nvk_stream s, const void *x, void *y, int64_t rows, int64_t cols)
+static void softmax_typed(nvk_stream s, const void *x, void *y, int64_t rows, int64_t cols,
+                          const row_mask &mk)
 {
     unsigned grid = (unsigned)((rows + kRowWarps - 1) / kRowWarps);
     const T *xt = (const T *)x;
     T *yt = (T *)y;
     if (cols <= 128)
-        softmax_warp_kernel<T, 4><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols);
+        softmax_warp_kernel<T, 4><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols, mk);
     else if (cols <= 512)
-        softmax_warp_kernel<T, 16><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols);
+        softmax_warp_kernel<T, 16><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols, mk);
     else if (cols <= 1024)
-        softmax_warp_kernel<T, 32><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols);
+        softmax_warp_kernel<T, 32><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols, mk);
     else
-        softmax_warp_kernel<T, 0><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols);
+        softmax_warp_kernel<T, 0><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols, mk);
 }
 
 extern "C" int nvk_softmax(nvk_stream s, int half, const void *x, void *y, int64_t rows,
@@ -206,10 +240,27 @@ extern "C" int nvk_softmax(nvk_stream s, int half, const void *x, void *y, int64
 {
     if (rows <= 0 || cols <= 0)
         return 0;
+    row_mask none = {nullptr, 1, 1, {0, 0, 0, 0}};
     if (half)
-        softmax_typed<__half>(s, x, y, rows, cols);
+        softmax_typed<__half>(s, x, y, rows, cols, none);
     else
-        softmax_typed<float>(s, x, y, rows, cols);
+        softmax_typed<float>(s, x, y, rows, cols, none);
+    return launched();
+}
+
+extern "C" int nvk_attention_softmax(nvk_stream s, int half, const nvk_attention_args *a,
+                                     void *scores, const void *mask)
+{
+    int64_t rows = a->batch * a->heads * a->sq;
+    if (rows <= 0 || a->sk <= 0)
+        return 0;
+    row_mask mk = {mask, a->heads, a->sq, {0, 0, 0, 0}};
+    for (int d = 0; d < 4; d++)
+        mk.strides[d] = a->mask_strides[d];
+    if (half)
+        softmax_typed<__half>(s, scores, scores, rows, a->sk, mk);
+    else
+        softmax_typed<float>(s, scores, scores, rows, a->sk, mk);
     return launched();
 }
 
