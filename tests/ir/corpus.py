@@ -20,7 +20,8 @@ For the f32 IR, ONNX Runtime's outputs are a second data set (test_data_set_1) w
 types and shapes are OpenVINO's: runnel must agree with both. Nothing here computes an
 expected output: they come from OpenVINO and ONNX Runtime.
 
-The build is cached: DIR is keyed by the openvino version (tests/ir/run picks it), and a
+The build is cached: DIR is keyed by the openvino version and this file's MD5 (tests/ir/run
+picks it), and a
 case already built from the same model.onnx (by MD5) is not converted again.
 
 `run` runs the conformance runner over every kept case on each device and compares the
@@ -246,7 +247,16 @@ class Worker:
                     if not hit:
                         why = f"no ONNX output named {sorted(names)}"
                         break
-                    d = compare(ort_out[hit[0]], want, 1e-3, 1e-4 if variant == "f32" else 2e-2)
+                    ref = np.asarray(ort_out[hit[0]])
+                    atol = 1e-4
+                    if variant == "f16":
+                        # f16 weights: an absolute 2e-2 on outputs of order 1, scaled
+                        # down with smaller ones (a Softmax of 1000 classes is 1e-3:
+                        # OpenVINO 2026.4 on AVX-512 zeroes the last 8 of them).
+                        peak = float(np.nanmax(np.abs(ref))) if ref.size and \
+                            ref.dtype.kind in "fc" and np.isfinite(ref).any() else 1.0
+                        atol = 2e-2 * min(1.0, peak if np.isfinite(peak) else 1.0)
+                    d = compare(ref, want, 1e-3, atol)
                     if d is not None:
                         why = f"output '{hit[0]}': OpenVINO's {d} (ONNX Runtime's)"
                         break
