@@ -882,6 +882,48 @@ Test(cpu, shufflenet_bf16_is_close_to_ref, .timeout = 300)
     compare_with_ref("shufflenet", "bf16", 2e-2f);
 }
 
+/* In native bf16 ShuffleNet's convolutions write channels-last (oneDNN
+ * 2.6's brgconv on AVX-512; 3.x's): none runs gemm over plain between two
+ * conversions (conv.c describes a gemm pick again over channels-last), and
+ * no channel shuffle runs oneDNN's reference shuffle (nn.c,
+ * shuffle_channels_last: a jit reorder). The layouts are logged, never
+ * assumed; REF's output is checked by the test above. */
+Test(cpu, shufflenet_bf16_has_no_gemm_conv_nor_reference_shuffle, .timeout = 300)
+{
+    rn_core *core;
+    rn_model *model;
+    read_light("shufflenet", &core, &model);
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    if (strstr(isa, "bf16") == NULL && strstr(isa, "amx") == NULL) {
+        rn_model_free(model);
+        rn_core_free(core);
+        cr_skip_test("oneDNN runs %s here, without native bf16", isa);
+    }
+    rn_compiled_model *cm = compile(core, model, "CPU", "bf16");
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int shuffles = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *type = nodes[i].layer_type, *impl = nodes[i].impl_type;
+        if (strcmp(type, "Conv") == 0 || strcmp(type, "FusedConv") == 0)
+            cr_expect(strstr(impl, "gemm") == NULL, "%s: %s '%s' runs %s (reads %s)", isa, type,
+                      nodes[i].name, impl, nodes[i].input_layouts);
+        if (strcmp(type, "ShuffleChannels") == 0) {
+            shuffles++;
+            cr_expect(strncmp(impl, "ref", 3) != 0, "%s: ShuffleChannels '%s' runs %s over %s",
+                      isa, nodes[i].name, impl, nodes[i].input_layouts);
+            cr_log_info("%s: ShuffleChannels '%s' %s: %s -> %s", isa, nodes[i].name, impl,
+                        nodes[i].input_layouts, nodes[i].output_layouts);
+        }
+    }
+    cr_expect_eq(shuffles, 16);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
 /* ---- concurrent requests on streams ---- */
 
 typedef struct job {
