@@ -22,7 +22,14 @@
  * for 3x3s on many channels, so a model is steered only where the spatial
  * work of the convolutions that would change is small against the copies
  * saved (STEER_MACS_PER_ELEMENT): SqueezeNet and DenseNet are, Inception's
- * four-branch modules are not (their Concats copy, as before). */
+ * four-branch modules are not (their Concats copy, as before).
+ *
+ * oneDNN 2.6's brgconv picks channels-last too on AVX-512 and AMX (f32 and
+ * bf16); in native bf16 its jit kernel over nChw16c (jit_bf16) writes the
+ * Concats in place: SqueezeNet's LATENCY median on a Zen 4, against the
+ * copies, 0.94 against 1.02 ms quiet, 2.0-2.1 against 2.2 loaded (bench/LOG.md
+ * "AVX-512 bf16: ShuffleNet, SqueezeNet"). In f32 it is not steered there
+ * (unmeasured quiet: the one loaded run was not better). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,9 +196,10 @@ static bool parts_steerable(const graph *g, const graph_node *n, const bool *ste
 
 rn_status cpu_mark_concat_convs(graph *g, void *ctx, int *changes)
 {
-    (void)ctx;
+    const bool *native_bf16 = ctx;
     *changes = 0;
-    if (!cpu_dnnl_convs_pick_channels_last() || g->n_nodes == 0)
+    if (!(cpu_dnnl_convs_pick_channels_last() || (native_bf16 != NULL && *native_bf16)) ||
+        g->n_nodes == 0)
         return RN_OK;
     steer_plan p = {.block = calloc((size_t)g->n_nodes, sizeof *p.block)};
     bool *steered = calloc((size_t)g->n_nodes, sizeof *steered);

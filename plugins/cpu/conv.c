@@ -331,15 +331,17 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     if (rn_node_attr_int(node, CPU_ATTR_CONCAT_BLOCK, 0) > 0 &&
         ((st = conv_desc_blocked(node, s, dt, g.rank, pd, &steered)) != RN_OK || steered))
         return st;
+    dnnl_format_tag_t last = channels_last(g.rank);
     if (dt != dnnl_f32)
-        return RN_OK;
+        return is_gemm(*pd) && last != dnnl_format_tag_undef
+                   ? conv_desc_prefer(node, s, dt, last, false, pd)
+                   : RN_OK;
     if (grouped_1x1(node, &g) && strcmp(cpu_pd_impl(*pd), "jit:avx2") == 0 &&
         (st = conv_desc_prefer(node, s, dt, plain_tag(g.rank), true, pd)) != RN_OK)
         return st;
     if (is_gemm(*pd) && is_fused(node) && g.rank >= 3 && g.rank <= 5 &&
         (st = split_epilogue(node, s, dt, g.rank, pd)) != RN_OK)
         return st;
-    dnnl_format_tag_t last = channels_last(g.rank);
     if (s->epi_pd == NULL && s->sum >= 0 && is_gemm(*pd) && last != dnnl_format_tag_undef)
         return conv_desc_prefer(node, s, dt, last, false, pd);
     return RN_OK;

@@ -153,7 +153,9 @@ bool cpu_concat_dense(const rn_layout *whole, const rn_layout *const *parts, int
  * batch normalizations, ReLUs), where oneDNN's convolutions would pick
  * channels-last and the spatial work that changes kernel is small against
  * the copies saved; conv.c takes the largest block its jit kernels write.
- * A pass of the CPU's pipeline (ctx unused). */
+ * A pass of the CPU's pipeline; ctx, when not NULL, points to true where
+ * the model computes in native bf16, where oneDNN 2.6's brgconv picks
+ * channels-last (AVX-512 bf16, AMX): then it runs on 2.6 too. */
 #define CPU_ATTR_CONCAT_BLOCK "runnel_cpu_concat_block"
 rn_status cpu_mark_concat_convs(graph *g, void *ctx, int *changes);
 /* The descriptor input layout `l` stands for: its md when it is a CPU

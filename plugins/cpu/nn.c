@@ -432,9 +432,10 @@ static rn_status shuffle_as_reorder(const rn_node *node, nn_state *s, int n, con
     dnnl_dims_t xd;
     memcpy(xd, x->dims, sizeof xd);
     cpu_md dst;
-    if (cpu_md_init_by_strides(&s->shuffle_from, n, dims, dnnl_f32, from) != dnnl_success ||
-        cpu_md_init_by_strides(&s->shuffle_to, n, dims, dnnl_f32, to) != dnnl_success ||
-        cpu_md_init_by_tag(&dst, x->ndims, xd, dnnl_f32, tag) != dnnl_success)
+    dnnl_data_type_t dt = x->data_type;
+    if (cpu_md_init_by_strides(&s->shuffle_from, n, dims, dt, from) != dnnl_success ||
+        cpu_md_init_by_strides(&s->shuffle_to, n, dims, dt, to) != dnnl_success ||
+        cpu_md_init_by_tag(&dst, x->ndims, xd, dt, tag) != dnnl_success)
         return RN_OK;
     cpu_prim p;
     rn_status st = reorder_prim(node, &s->shuffle_from, &s->shuffle_to, &p);
@@ -547,8 +548,8 @@ static rn_status shuffle_channels_last(const rn_node *node, nn_state *s)
     const cpu_md *x = &s->src[0];
     int r = x->ndims;
     int64_t g = rn_node_attr_int(node, "group", 1), axis = rn_node_attr_int(node, "axis", 1);
-    if (r < 3 || r > 5 || x->data_type != dnnl_f32 || (axis != 1 && axis != 1 - r) || g < 1 ||
-        x->dims[1] % g != 0)
+    if (r < 3 || r > 5 || (x->data_type != dnnl_f32 && x->data_type != dnnl_bf16) ||
+        (axis != 1 && axis != 1 - r) || g < 1 || x->dims[1] % g != 0)
         return RN_OK;
     static const dnnl_format_tag_t last[3] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
     cpu_md t;
@@ -562,9 +563,9 @@ static rn_status shuffle_channels_last(const rn_node *node, nn_state *s)
             return RN_OK;
     /* Channels-last input, or plain where the depthwise convolutions
      * after a shuffle take channels-last (channels_last_consumer). */
-    if ((cpu_md_init_by_tag(&t, r, dims, dnnl_f32, last[r - 3]) != dnnl_success ||
+    if ((cpu_md_init_by_tag(&t, r, dims, x->data_type, last[r - 3]) != dnnl_success ||
          !cpu_md_equal(&t, x)) &&
-        !channels_last_consumer(node, x))
+        (x->data_type != dnnl_f32 || !channels_last_consumer(node, x)))
         return RN_OK;
     int64_t c = x->dims[1], k = c / g, sp = 1;
     for (int i = 2; i < r; i++)

@@ -76,9 +76,13 @@ static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
     st = transforms_pipeline_add(tp, "eliminate_dead_nodes_after_fusion",
                                  transforms_eliminate_dead_nodes, NULL, 0);
     /* Concats along C in place where the convolutions would pick
-     * channels-last (oneDNN 3.x: concat_layout.c). */
+     * channels-last (oneDNN 3.x; 2.6's brgconv in native bf16:
+     * concat_layout.c). */
+    static bool native_bf16 = true;
     if (st == RN_OK)
-        st = transforms_pipeline_add(tp, "cpu_concat_blocked", cpu_mark_concat_convs, NULL, 0);
+        st = transforms_pipeline_add(
+            tp, "cpu_concat_blocked", cpu_mark_concat_convs,
+            props->inference_precision == RN_BF16 && cpu_has_bf16() ? &native_bf16 : NULL, 0);
     /* bf16's exceptions, on the fused graph: its products are the nodes
      * that compute in bf16 (docs/cpu.md, "Layouts and precision"). */
     if (st == RN_OK && props->inference_precision == RN_BF16)

@@ -57,7 +57,14 @@ int64_t cpu_work(const rn_node *node)
         int64_t per = 1;
         for (int d = 1; d < w.rank; d++)
             per *= w.dims[d] > 0 ? w.dims[d] : 1;
-        return (transposed ? elements(x) : out) * per;
+        int64_t macs = (transposed ? elements(x) : out) * per;
+        /* A convolution of a few multiply-adds an output (a depthwise 3x3:
+         * 9) is bound by its memory as an eltwise is: its input and output
+         * elements are its work where they are more. ShuffleNet's depthwise
+         * convolutions of 136x28x28 and 272x14x14 (0.5-1 M multiply-adds)
+         * took 2x OpenVINO's time on one thread (bf16, AVX-512). */
+        int64_t touched = cpu_work_elements(elements(x) + out);
+        return macs > touched ? macs : touched;
     }
     if (has_prefix(op, "MatMul") || strcmp(op, "FusedMatMul") == 0 || strcmp(op, "Gemm") == 0 ||
         strcmp(op, "FusedGemm") == 0) {

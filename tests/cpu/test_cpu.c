@@ -287,14 +287,15 @@ static bool all_blocked_along_c(const char *list)
     return any;
 }
 
-/* The Concats of a light model whose inputs arrive blocked along C; each
- * of them must be blocked and in place. */
-static int expect_concats_in_place(const char *name, int concats_in_model, char *seen,
-                                   size_t seen_size)
+/* The Concats of a light model compiled at precision whose inputs arrive
+ * blocked along C; each of them must be blocked and in place. */
+static int expect_concats_in_place(const char *name, const char *precision, int concats_in_model,
+                                   char *seen, size_t seen_size)
 {
     rn_core *core;
     rn_model *model;
-    rn_compiled_model *cm = compile_light_f32(name, &core, &model);
+    read_light(name, &core, &model);
+    rn_compiled_model *cm = compile(core, model, "CPU", precision);
     const rn_runtime_node *nodes;
     size_t n;
     OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
@@ -331,8 +332,8 @@ static int expect_concats_in_place(const char *name, int concats_in_model, char 
 Test(cpu, blocked_concats_are_written_in_place, .timeout = 300)
 {
     char seen[256] = "";
-    int blocked = expect_concats_in_place("squeezenet", 8, seen, sizeof seen);
-    blocked += expect_concats_in_place("densenet121", 58, seen, sizeof seen);
+    int blocked = expect_concats_in_place("squeezenet", "f32", 8, seen, sizeof seen);
+    blocked += expect_concats_in_place("densenet121", "f32", 58, seen, sizeof seen);
     rn_core *core;
     OK(rn_core_create(&core));
     char isa[64];
@@ -346,6 +347,26 @@ Test(cpu, blocked_concats_are_written_in_place, .timeout = 300)
         cr_skip_test("oneDNN %d's convolutions write %s on %s, not a layout blocked along C: no "
                      "Concat can be written in place",
                      major, seen, isa);
+}
+
+/* In native bf16 (avx512_bf16, AMX) oneDNN 2.6's brgconv picks
+ * channels-last too: the convolutions around the Concats are steered to a
+ * block (concat_layout.c), and every Concat is blocked and in place. Where
+ * bf16 is not native it computes f32 (the test above). */
+Test(cpu, blocked_concats_are_written_in_place_in_native_bf16, .timeout = 300)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    rn_core_free(core);
+    if (strstr(isa, "bf16") == NULL && strstr(isa, "amx") == NULL)
+        cr_skip_test("oneDNN runs %s here, without native bf16", isa);
+    char seen[256] = "";
+    int blocked = expect_concats_in_place("squeezenet", "bf16", 8, seen, sizeof seen);
+    blocked += expect_concats_in_place("densenet121", "bf16", 58, seen, sizeof seen);
+    cr_assert_eq(blocked, 8 + 58, "%s, bf16: %d of 66 Concats blocked along C (%s)", isa, blocked,
+                 seen);
 }
 
 Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
@@ -859,6 +880,48 @@ Test(cpu, shufflenet_grouped_convs_take_the_fast_kernels_and_match_ref, .timeout
 Test(cpu, shufflenet_bf16_is_close_to_ref, .timeout = 300)
 {
     compare_with_ref("shufflenet", "bf16", 2e-2f);
+}
+
+/* In native bf16 ShuffleNet's convolutions write channels-last (oneDNN
+ * 2.6's brgconv on AVX-512; 3.x's): none runs gemm over plain between two
+ * conversions (conv.c describes a gemm pick again over channels-last), and
+ * no channel shuffle runs oneDNN's reference shuffle (nn.c,
+ * shuffle_channels_last: a jit reorder). The layouts are logged, never
+ * assumed; REF's output is checked by the test above. */
+Test(cpu, shufflenet_bf16_has_no_gemm_conv_nor_reference_shuffle, .timeout = 300)
+{
+    rn_core *core;
+    rn_model *model;
+    read_light("shufflenet", &core, &model);
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    if (strstr(isa, "bf16") == NULL && strstr(isa, "amx") == NULL) {
+        rn_model_free(model);
+        rn_core_free(core);
+        cr_skip_test("oneDNN runs %s here, without native bf16", isa);
+    }
+    rn_compiled_model *cm = compile(core, model, "CPU", "bf16");
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int shuffles = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *type = nodes[i].layer_type, *impl = nodes[i].impl_type;
+        if (strcmp(type, "Conv") == 0 || strcmp(type, "FusedConv") == 0)
+            cr_expect(strstr(impl, "gemm") == NULL, "%s: %s '%s' runs %s (reads %s)", isa, type,
+                      nodes[i].name, impl, nodes[i].input_layouts);
+        if (strcmp(type, "ShuffleChannels") == 0) {
+            shuffles++;
+            cr_expect(strncmp(impl, "ref", 3) != 0, "%s: ShuffleChannels '%s' runs %s over %s",
+                      isa, nodes[i].name, impl, nodes[i].input_layouts);
+            cr_log_info("%s: ShuffleChannels '%s' %s: %s -> %s", isa, nodes[i].name, impl,
+                        nodes[i].input_layouts, nodes[i].output_layouts);
+        }
+    }
+    cr_expect_eq(shuffles, 16);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
 }
 
 /* ---- concurrent requests on streams ---- */
