@@ -15,7 +15,9 @@
  * which the plan may put on the residual's bytes) and activation are the
  * convolution's bias and post-ops. Measured on
  * AVX2 in BERT-base at one thread: 0.82-0.91 of the matmul's time per
- * product (bench/LOG.md, "Encoder products as 1x1 convolutions"). */
+ * product (bench/LOG.md, "Encoder products as 1x1 convolutions"). The same
+ * in f32 where the matmul is brgemm on AVX-512, which keeps such weights
+ * plain too (gemm_desc). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +162,14 @@ static void conv1x1_desc(const rn_node *node, bool fused, bool sum, dnnl_primiti
         rn_clear_error();
 }
 
+/* Whether an f32 brgemm matmul by constant 2-D weights runs as the 1x1
+ * convolution too (gemm_desc); RN_CPU_MATMUL_CONV1X1=0: no. */
+static bool conv1x1_over_brgemm(void)
+{
+    const char *v = getenv("RN_CPU_MATMUL_CONV1X1");
+    return v == NULL || strcmp(v, "0") != 0;
+}
+
 /* The primitive descriptor for element type dt (NULL: unimplemented). */
 static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
                            dnnl_primitive_desc_t *pd)
@@ -218,13 +228,26 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
                  strcmp(rn_node_op_type(node), "FusedMatMul") == 0;
     st = cpu_weighted_pd(node, &d, fused, s->sum >= 0, pd);
     s->conv1x1 = false;
-    if (st != RN_OK || *pd == NULL || !s->matmul || dt != dnnl_f32 || !weights_2d(node) ||
-        strncmp(cpu_pd_impl(*pd), "gemm", 4) != 0)
+    /* f32 on AVX-512: oneDNN's brgemm matmul ("brg:avx512_core") reads the
+     * constant weights plain ([K, N] row-major whatever "any" asks) where
+     * its 1x1 convolution has them blocked; on MiniLM-L6's products
+     * (M 128, K and N 384 and 1536) the convolution took 0.89-0.92 of the
+     * matmul's time at one and two threads on a Zen 4 (bench/LOG.md,
+     * "MiniLM-L6 encoder per layer against OpenVINO on AVX-512").
+     * RN_CPU_MATMUL_CONV1X1=0 keeps the brgemm matmul (an A/B switch for
+     * bench/models). */
+    if (st != RN_OK || *pd == NULL || !s->matmul || dt != dnnl_f32 || !weights_2d(node))
+        return st;
+    const char *impl = cpu_pd_impl(*pd);
+    bool brg =
+        strncmp(impl, "brg", 3) == 0 && strstr(impl, "avx512") != NULL && conv1x1_over_brgemm();
+    if (strncmp(impl, "gemm", 4) != 0 && !brg)
         return st;
     dnnl_primitive_desc_t cpd = NULL;
     conv1x1_desc(node, fused, s->sum >= 0, &cpd);
-    /* A jit kernel (2.x's "jit:avx2", 3.x's "brgconv_1x1:avx2"). */
-    const char *impl = cpd != NULL ? cpu_pd_impl(cpd) : "";
+    /* A jit kernel (2.x's "jit:avx2", 3.x's "brgconv_1x1:avx2", on
+     * AVX-512 "brgconv_1x1:avx512_core"). */
+    impl = cpd != NULL ? cpu_pd_impl(cpd) : "";
     if (strncmp(impl, "jit", 3) == 0 || strncmp(impl, "brg", 3) == 0) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = cpd;
