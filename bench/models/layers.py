@@ -12,7 +12,7 @@ Conv's shapes. On a loaded machine the minimums are what still mean something
 (bench/LOG.md, "Inception-v2 per layer against OpenVINO, and its pool projections after the
 Conv").
 
-  bench/models/run --layers MODEL [--threads 1] [--inferences 40]
+  bench/models/run --layers MODEL [--threads 1] [--inferences 40] [--precision f32|bf16]
 """
 import argparse
 import collections
@@ -24,11 +24,13 @@ import tempfile
 from prim_min import model_inputs
 
 
-def runnel_layers(bench, model, threads, inferences):
+def runnel_layers(bench, model, threads, inferences, precision=None):
     """{node name: (minimum us, layer type, impl)} over the inferences."""
     cmd = [bench, "-m", model, "-d", "CPU", "-hint", "none", "-nstreams", "1", "-nthreads",
            str(threads), "-api", "sync", "-niter", str(inferences), "-report_type", "detailed",
            "-pc"]
+    if precision:
+        cmd += ["-infer_precision", precision]
     for name, path in model_inputs(model).items():
         cmd += ["-i", f"{name}={path}"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -48,15 +50,17 @@ def runnel_layers(bench, model, threads, inferences):
     return best
 
 
-def openvino_layers(model, threads, inferences):
+def openvino_layers(model, threads, inferences, precision=None):
     """{(layer, type, impl): minimum us} and {layer: [the model's node names it stands for]},
     from one compile: OpenVINO numbers the layers it makes (`Multiply_N`) per process, so a
     second compile names them differently."""
     import numpy as np
     import openvino as ov
-    compiled = ov.Core().compile_model(model, "CPU", {
-        "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1", "INFERENCE_NUM_THREADS": str(threads),
-        "PERF_COUNT": "YES"})
+    config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
+              "INFERENCE_NUM_THREADS": str(threads), "PERF_COUNT": "YES"}
+    if precision:
+        config["INFERENCE_PRECISION_HINT"] = precision
+    compiled = ov.Core().compile_model(model, "CPU", config)
     originals = {}
     for op in compiled.get_runtime_model().get_ordered_ops():
         rt = op.get_rt_info()
@@ -83,6 +87,8 @@ def main():
     ap.add_argument("--tools", required=True, help="the folder of the built tools/bench")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--inferences", type=int, default=40)
+    ap.add_argument("--precision", default=None,
+                    help="INFERENCE_PRECISION_HINT of both (f32, bf16); default: each one's own")
     a = ap.parse_args()
     if not os.path.exists(a.model):
         root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
@@ -94,8 +100,9 @@ def main():
     shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
               for v in list(graph.value_info) + list(graph.input) + list(graph.output)}
 
-    ov_best, originals = openvino_layers(a.model, a.threads, a.inferences)
-    ours = runnel_layers(os.path.join(a.tools, "bench"), a.model, a.threads, a.inferences)
+    ov_best, originals = openvino_layers(a.model, a.threads, a.inferences, a.precision)
+    ours = runnel_layers(os.path.join(a.tools, "bench"), a.model, a.threads, a.inferences,
+                         a.precision)
 
     def joined(layer, layer_type):
         if layer_type in ("Concatenation", "Concat", "Reorder"):

@@ -15,7 +15,10 @@
  * which the plan may put on the residual's bytes) and activation are the
  * convolution's bias and post-ops. Measured on
  * AVX2 in BERT-base at one thread: 0.82-0.91 of the matmul's time per
- * product (bench/LOG.md, "Encoder products as 1x1 convolutions"). */
+ * product (bench/LOG.md, "Encoder products as 1x1 convolutions"). The same
+ * in f32 and bf16 where the matmul is brgemm on AVX-512, which keeps such
+ * weights plain too (gemm_desc); in bf16 x and y keep the bf16 layout of
+ * the MatMul's own shape, the bytes the convolution reads as nhwc. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,8 +135,10 @@ static bool weights_2d(const rn_node *node)
 }
 
 /* The MatMul x [..., M, K] @ W [K, N] as a 1x1 convolution over x viewed
- * as [1, K, M, 1] nhwc (f32; *pd NULL when oneDNN has none). */
-static void conv1x1_desc(const rn_node *node, bool fused, bool sum, dnnl_primitive_desc_t *pd)
+ * as [1, K, M, 1] nhwc, x and W of element type dt, y of y_dt (*pd NULL
+ * when oneDNN has none). */
+static void conv1x1_desc(const rn_node *node, dnnl_data_type_t dt, dnnl_data_type_t y_dt,
+                         bool fused, bool sum, dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape a = rn_node_input_shape(node, 0), b = rn_node_input_shape(node, 1);
     int64_t k = a.dims[a.rank - 1], n = b.dims[b.rank - 1], m = 1;
@@ -144,11 +149,11 @@ static void conv1x1_desc(const rn_node *node, bool fused, bool sum, dnnl_primiti
     cpu_md x, w, bias, y;
     cpu_op cd;
     bool has_bias = rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
-    dnnl_status_t ds = cpu_md_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_nhwc);
+    dnnl_status_t ds = cpu_md_init_by_tag(&x, 4, xd, dt, dnnl_nhwc);
     if (ds == dnnl_success)
-        ds = cpu_md_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any);
+        ds = cpu_md_init_by_tag(&w, 4, wd, dt, dnnl_format_tag_any);
     if (ds == dnnl_success)
-        ds = cpu_md_init_by_tag(&y, 4, yd, dnnl_f32, dnnl_nhwc);
+        ds = cpu_md_init_by_tag(&y, 4, yd, y_dt, dnnl_nhwc);
     if (ds == dnnl_success)
         ds = cpu_md_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_a);
     if (ds == dnnl_success)
@@ -158,6 +163,14 @@ static void conv1x1_desc(const rn_node *node, bool fused, bool sum, dnnl_primiti
     /* Not describable or not creatable: the matmul stays. */
     if (ds != dnnl_success || cpu_weighted_pd(node, &cd, fused, sum, pd) != RN_OK)
         rn_clear_error();
+}
+
+/* Whether an f32 brgemm matmul by constant 2-D weights runs as the 1x1
+ * convolution too (gemm_desc); RN_CPU_MATMUL_CONV1X1=0: no. */
+static bool conv1x1_over_brgemm(void)
+{
+    const char *v = getenv("RN_CPU_MATMUL_CONV1X1");
+    return v == NULL || strcmp(v, "0") != 0;
 }
 
 /* The primitive descriptor for element type dt (NULL: unimplemented). */
@@ -218,13 +231,27 @@ static rn_status gemm_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
                  strcmp(rn_node_op_type(node), "FusedMatMul") == 0;
     st = cpu_weighted_pd(node, &d, fused, s->sum >= 0, pd);
     s->conv1x1 = false;
-    if (st != RN_OK || *pd == NULL || !s->matmul || dt != dnnl_f32 || !weights_2d(node) ||
-        strncmp(cpu_pd_impl(*pd), "gemm", 4) != 0)
+    /* On AVX-512 (not AMX: not measured), f32 and bf16: oneDNN 2.6's
+     * brgemm matmul ("brg:avx512_core", "brg:avx512_core_bf16") reads the
+     * constant weights plain ([K, N] row-major whatever "any" asks) where its 1x1
+     * convolution has them blocked; on MiniLM-L6's products (M 128, K and
+     * N 384 and 1536) the convolution took 0.89-0.92 of the matmul's time
+     * in f32 and 0.83-0.87 in bf16 at one and two threads on a Zen 4
+     * (bench/LOG.md, "MiniLM-L6 encoder per layer against OpenVINO on
+     * AVX-512"). RN_CPU_MATMUL_CONV1X1=0 keeps the brgemm matmul (an A/B
+     * switch for bench/models). */
+    if (st != RN_OK || *pd == NULL || !s->matmul || !weights_2d(node))
+        return st;
+    const char *impl = cpu_pd_impl(*pd);
+    bool brg = strncmp(impl, "brg", 3) == 0 && strstr(impl, "avx512") != NULL &&
+               strstr(impl, "amx") == NULL && conv1x1_over_brgemm();
+    if (!(strncmp(impl, "gemm", 4) == 0 && dt == dnnl_f32) && !brg)
         return st;
     dnnl_primitive_desc_t cpd = NULL;
-    conv1x1_desc(node, fused, s->sum >= 0, &cpd);
-    /* A jit kernel (2.x's "jit:avx2", 3.x's "brgconv_1x1:avx2"). */
-    const char *impl = cpd != NULL ? cpu_pd_impl(cpd) : "";
+    conv1x1_desc(node, dt, s->dst.data_type, fused, s->sum >= 0, &cpd);
+    /* A jit kernel (2.x's "jit:avx2", 3.x's "brgconv_1x1:avx2", on
+     * AVX-512 "brgconv_1x1:avx512_core"). */
+    impl = cpd != NULL ? cpu_pd_impl(cpd) : "";
     if (strncmp(impl, "jit", 3) == 0 || strncmp(impl, "brg", 3) == 0) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = cpd;
@@ -246,10 +273,23 @@ static rn_status gemm_prepare(const rn_node *node, const rn_kernel_ctx *ctx, voi
     w->sum = has_residual(node) ? 3 : -1;
     rn_status st = cpu_weighted_prepare(node, w, gemm_desc);
     if (st == RN_OK && w->conv1x1) {
-        /* x and y stay plain (nhwc of [1, K, M, 1] is [M, K] row-major);
+        /* x and y stay plain (nhwc of [1, K, M, 1] is [M, K] row-major):
+         * in f32 no layout, in bf16 the one of the MatMul's own shape;
          * the weights [K, N] are read as [N, K, 1, 1] with strides. */
         w->src_layout = NULL;
         w->dst_layout = NULL;
+        rn_partial_shape a = rn_node_input_shape(node, 0), y = rn_node_output_shape(node, 0);
+        cpu_md md;
+        if (st == RN_OK && w->src.data_type != dnnl_f32 &&
+            (st = cpu_plain_md(RN_F32, a.rank, a.dims, &md)) == RN_OK) {
+            md.data_type = w->src.data_type;
+            cpu_layout_init(&w->src_l, &md, RN_F32, &w->src_layout);
+        }
+        if (st == RN_OK && w->dst.data_type != dnnl_f32 &&
+            (st = cpu_plain_md(RN_F32, y.rank, y.dims, &md)) == RN_OK) {
+            md.data_type = w->dst.data_type;
+            cpu_layout_init(&w->dst_l, &md, RN_F32, &w->dst_layout);
+        }
         rn_partial_shape b = rn_node_input_shape(node, 1);
         int64_t k = b.dims[b.rank - 2], n = b.dims[b.rank - 1];
         dnnl_dims_t dims = {n, k, 1, 1}, strides = {1, n, n * k, n * k};
