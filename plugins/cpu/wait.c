@@ -174,6 +174,11 @@ static void hold_locked(void)
     (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     uint64_t episode = g.episode + 1;
     if (pthread_create(&t, &attr, hold_pool, (void *)(uintptr_t)episode) == 0) {
+        /* Named here as well as by itself: until it runs, a new thread has
+         * the process's name, which tests count as the caller's OpenMP
+         * pool (tests/cpu/test_cpu_threads.c). It cannot have ended: it
+         * waits for g.lock, held here, before it returns. */
+        (void)pthread_setname_np(t, "rn-omp-idle");
         g.episode = episode;
         g.held = true;
         atomic_store(&g.holding, true);
