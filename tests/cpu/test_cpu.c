@@ -953,8 +953,8 @@ Test(cpu, shufflenet_bf16_has_no_gemm_conv_nor_reference_shuffle, .timeout = 300
                       nodes[i].name, impl, nodes[i].input_layouts);
         if (strcmp(type, "ShuffleChannels") == 0) {
             shuffles++;
-            cr_expect(strncmp(impl, "ref", 3) != 0, "%s: ShuffleChannels '%s' runs %s over %s",
-                      isa, nodes[i].name, impl, nodes[i].input_layouts);
+            cr_expect(strncmp(impl, "ref", 3) != 0, "%s: ShuffleChannels '%s' runs %s over %s", isa,
+                      nodes[i].name, impl, nodes[i].input_layouts);
             cr_log_info("%s: ShuffleChannels '%s' %s: %s -> %s", isa, nodes[i].name, impl,
                         nodes[i].input_layouts, nodes[i].output_layouts);
         }

@@ -9,15 +9,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define NODE_DIR    "/usr/share/libonnx-testdata/data/node"
-#define ADD_MODEL   NODE_DIR "/test_add/model.onnx"
-#define CONV_MODEL  NODE_DIR "/test_conv_with_strides_padding/model.onnx"
+#define NODE_DIR      "/usr/share/libonnx-testdata/data/node"
+#define ADD_MODEL     NODE_DIR "/test_add/model.onnx"
+#define CONV_MODEL    NODE_DIR "/test_conv_with_strides_padding/model.onnx"
 #define PT_CONV_MODEL "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx"
-#define DYN_MODEL   "tests/tools/data/dynamic_add.onnx"
-#define LIGHT_DIR   ".cache/onnx-1.22.0/light"
-#define SQUEEZENET  LIGHT_DIR "/light_squeezenet.onnx"
-#define SLOWDEV_LIB "tests/slowdev/libslowdev.so"
-#define FAILING_LIB "tests/plugins/libtestdev_failing.so"
+#define DYN_MODEL     "tests/tools/data/dynamic_add.onnx"
+#define LIGHT_DIR     ".cache/onnx-1.22.0/light"
+#define SQUEEZENET    LIGHT_DIR "/light_squeezenet.onnx"
+#define SLOWDEV_LIB   "tests/slowdev/libslowdev.so"
+#define FAILING_LIB   "tests/plugins/libtestdev_failing.so"
 
 /* What a tool run left: its exit status (-1 if it did not exit normally),
  * stdout and stderr (NUL-terminated, malloc'ed). */
