@@ -22,7 +22,8 @@
  * A sched_item's `p` is a pointer (8-byte aligned) with the item kind in its low two bits:
  *   NODE   p = instance | 1, x = node index                 run the node
  *   RANGE  p = instance | 2, x = lo << 32 | hi              release the DAG edges [lo, hi)
- *   TASK   p = task record | 3, x = 0                       a one-off task (sched_submit)
+ *   TASK   p = task record | 3, x = 0 or SCHED_TASK_OWNED   a one-off task (sched_submit,
+ *                                                           sched_post)
  * Releasing a range of edges is itself work: a node with thousands of successors splits it in
  * halves that thieves take, instead of pushing thousands of items into a bounded deque. */
 enum {
@@ -32,12 +33,10 @@ enum {
     SCHED_ITEM_KIND_MASK = 3,
 };
 
-/* A one-off task from sched_submit; freed by the thread that runs it. */
-typedef struct sched_task_rec {
-    sched_task_fn fn;
-    void *arg;
-    uint32_t stream;
-} sched_task_rec;
+/* A one-off task: from sched_submit (x = 0: freed by the thread that runs it) or sched_post
+ * (x = SCHED_TASK_OWNED: its caller's). */
+typedef sched_job sched_task_rec;
+#define SCHED_TASK_OWNED 1u
 
 /* ------------------------------------------------------------------ DAG */
 

@@ -141,6 +141,19 @@ typedef int (*sched_task_fn)(const sched_task_ctx *ctx, void *node_arg);
  * Returns 0, -EINVAL (bad stream), -ENOMEM, or -EAGAIN when the injection queue is full. */
 int sched_submit(sched *s, int stream, sched_task_fn fn, void *arg);
 
+/* A one-off task's record that its caller owns (sched_post). */
+typedef struct sched_job {
+    sched_task_fn fn;
+    void *arg;
+    uint32_t stream; /* written by sched_post */
+} sched_job;
+
+/* sched_submit without its allocation: runs job->fn(ctx, job->arg) once on a worker of
+ * `stream`. The scheduler reads *job when the task starts, before calling fn, and never after:
+ * the caller keeps it valid until then (fn may free or reuse it). Returns 0, -EINVAL or
+ * -EAGAIN (the injection queue is full). */
+int sched_post(sched *s, int stream, sched_job *job);
+
 /* ------------------------------------------------------------------ DAG topology */
 
 /* Creates an empty builder. Returns 0 or -ENOMEM. */

@@ -48,6 +48,13 @@ static uint32_t round_up_pow2(uint32_t v)
 }
 
 /* Frees what create built; workers [0, n_started) are running and are stopped first. */
+/* Work nobody will run: sched_submit's task records are freed, sched_post's are their callers'. */
+static void drop_item(sched_item it)
+{
+    if ((it.p & SCHED_ITEM_KIND_MASK) == SCHED_ITEM_TASK && it.x != SCHED_TASK_OWNED)
+        free((void *)(uintptr_t)(it.p & ~(uint64_t)SCHED_ITEM_KIND_MASK));
+}
+
 static void teardown(sched *s, uint32_t n_started)
 {
     sched_atomic_store_u32(&s->shutdown, 1, SCHED_SEQ_CST);
@@ -57,15 +64,14 @@ static void teardown(sched *s, uint32_t n_started)
         pthread_join(s->workers[i].thread, NULL);
     sched_i_executors_stop(s);
 
-    /* Drop the work nobody will run; one-off task records are ours to free. */
+    /* Drop the work nobody will run; sched_submit's task records are ours to free. */
     sched_item it;
     for (uint32_t i = 0; s->workers != NULL && i < s->n_workers; i++) {
         sched_worker *w = &s->workers[i];
         if (w->deque.slots == NULL)
             continue;
         while (sched_deque_take(&w->deque, &it))
-            if ((it.p & SCHED_ITEM_KIND_MASK) == SCHED_ITEM_TASK)
-                free((void *)(uintptr_t)(it.p & ~(uint64_t)SCHED_ITEM_KIND_MASK));
+            drop_item(it);
         sched_deque_fini(&w->deque);
         sched_i_trace_fini(&w->trace);
     }
@@ -73,14 +79,12 @@ static void teardown(sched *s, uint32_t n_started)
         sched_stream *st = &s->streams[i];
         if (st->inject.cells != NULL) {
             while (sched_inject_pop(&st->inject, &it))
-                if ((it.p & SCHED_ITEM_KIND_MASK) == SCHED_ITEM_TASK)
-                    free((void *)(uintptr_t)(it.p & ~(uint64_t)SCHED_ITEM_KIND_MASK));
+                drop_item(it);
             sched_inject_fini(&st->inject);
         }
         for (sched_overflow *o = st->overflow_head; o != NULL;) {
             sched_overflow *next = o->next;
-            if ((o->item.p & SCHED_ITEM_KIND_MASK) == SCHED_ITEM_TASK)
-                free((void *)(uintptr_t)(o->item.p & ~(uint64_t)SCHED_ITEM_KIND_MASK));
+            drop_item(o->item);
             free(o);
             o = next;
         }
@@ -253,4 +257,16 @@ int sched_submit(sched *s, int stream, sched_task_fn fn, void *arg)
         return -EAGAIN;
     }
     return 0;
+}
+
+int sched_post(sched *s, int stream, sched_job *job)
+{
+    if (s == NULL || job == NULL || job->fn == NULL)
+        return -EINVAL;
+    uint32_t st;
+    if (sched_i_choose_stream(s, stream, &st) != 0)
+        return -EINVAL;
+    job->stream = st;
+    sched_item it = {.p = (uint64_t)(uintptr_t)job | SCHED_ITEM_TASK, .x = SCHED_TASK_OWNED};
+    return sched_i_push(s, sched_i_current_runner(), st, it, true) ? 0 : -EAGAIN;
 }

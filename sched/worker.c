@@ -305,7 +305,7 @@ static void run_chain(sched_runner *r, sched_instance *inst, uint32_t v)
     }
 }
 
-static void run_task(sched_runner *r, sched_task_rec *rec)
+static void run_task(sched_runner *r, sched_task_rec *rec, bool owned)
 {
     sched_task_fn fn = rec->fn;
     sched_task_ctx ctx = {
@@ -317,7 +317,8 @@ static void run_task(sched_runner *r, sched_task_rec *rec)
         .worker = r->id,
         .executor = r->exec != NULL ? r->exec->id : SCHED_EXECUTOR_STREAM,
     };
-    free(rec);
+    if (!owned)
+        free(rec); /* sched_post's record is its caller's: not touched again */
     if (r->trace != NULL) {
         sched_trace_event *ev = sched_i_trace_begin(r->trace, "task", 0, 0, SCHED_NONE, ctx.stream);
         (void)fn(&ctx, ctx.user_arg);
@@ -342,7 +343,7 @@ void sched_i_run_item(sched_runner *r, sched_item it)
         break;
     }
     default:
-        run_task(r, ptr);
+        run_task(r, ptr, it.x == SCHED_TASK_OWNED);
         break;
     }
 }

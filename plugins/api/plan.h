@@ -182,6 +182,19 @@ typedef struct plugin_plan_options {
     int branch_threads;
     void (*branch_fork)(void (*fn)(void *arg, int thread), void *arg, int threads);
     int64_t (*branch_work)(const rn_node *node);
+    /* (optional, with branch_threads > 1 and branch_fork NULL) Branches of
+     * a device whose kernels each run on one thread (REF): a fork hands
+     * ready chains to branch_threads - 1 more workers of the request's
+     * stream (one-off scheduler tasks that a fork which no longer needs
+     * them revokes), and the chains' costs are their measured run times
+     * (ns, a moving average; a chain not yet run costs 0, so the first run
+     * forks nothing). A fork pays when the ready chains, side by side,
+     * finish sooner than one after the other by more than what a fork
+     * costs: this estimate (a worker's wake-up and the data's move to its
+     * core), or more where forks were measured to cost more (a busy
+     * machine: branch.c). 0: the device forks its own threads
+     * (branch_fork). */
+    int64_t branch_fork_ns;
 } plugin_plan_options;
 
 /* Builds a plan for `model` (cloned; the caller keeps its graph) and

@@ -117,6 +117,7 @@ typedef struct plan_node {
 typedef struct plan_spec plan_spec;
 typedef struct plan_branches plan_branches;
 typedef struct plan_branch_trace plan_branch_trace;
+typedef struct plan_branch_state plan_branch_state;
 struct plan_spec {
     const plugin_plan *plan;
     graph *g; /* owned: the graph with this spec's shapes */
@@ -241,6 +242,7 @@ typedef struct request_spec {
     bool *skip_node;
     plugin_run_instances instances;        /* of pipeline */
     plugin_run_instances direct_instances; /* of pipeline_direct */
+    plan_branch_state *branch;             /* the branch runner's (spec->branches) */
     uint64_t last_used;
 } request_spec;
 
@@ -308,6 +310,10 @@ void plugin_run_task(plugin_request *r, int t);
 rn_status plan_branches_build(plan_spec *s, const int *task_of);
 void plan_branches_free(plan_branches *b);
 int plugin_task_branches(const sched_task_ctx *ctx, void *arg);
+/* A request's runner state for a spec with branches (its arrays, its fork
+ * threads' tickets); freeing it waits for revoked fork threads' tasks. */
+rn_status plan_branch_state_new(const plan_branches *b, plan_branch_state **out);
+void plan_branch_state_free(plan_branch_state *st);
 rn_status plan_branch_trace_new(plan_branch_trace **out);
 void plan_branch_trace_free(plan_branch_trace *t);
 rn_status plan_branch_trace_append(plan_branch_trace *t, const char *path, uint64_t origin_ns);

@@ -24,6 +24,7 @@ static void request_spec_free(request_spec *rs, const rn_allocator *alloc)
         return;
     plugin_run_instances_free(&rs->instances);
     plugin_run_instances_free(&rs->direct_instances);
+    plan_branch_state_free(rs->branch);
     const plan_spec *s = rs->spec;
     for (int v = 0; rs->slots != NULL && v < s->n_values; v++)
         if (rs->slots[v].owned)
@@ -135,6 +136,9 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
         st = oom();
         goto fail;
     }
+    if (spec->branches != NULL &&
+        (st = plan_branch_state_new(spec->branches, &rs->branch)) != RN_OK)
+        goto fail;
     size_t bytes = spec->arena_bytes ? spec->arena_bytes : 64;
     if (alloc != NULL) {
         if ((st = alloc->alloc(alloc->ctx, bytes, 64, &rs->arena_buffer)) != RN_OK)

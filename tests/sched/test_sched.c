@@ -103,6 +103,54 @@ Test(sched, submitted_tasks_run_once_with_their_context, .timeout = 30)
     sched_destroy(s);
 }
 
+/* sched_post: the caller's records, no allocation; each runs once with the context
+ * sched_submit's tasks get, from outside (the injection queue) and from a worker (its deque);
+ * the scheduler never frees them (ASan would see a free of a stack or static array). */
+#define POSTED 64
+
+typedef struct posting {
+    seen x;
+    sched_job inner[POSTED];
+} posting;
+
+static int post_more(const sched_task_ctx *ctx, void *arg)
+{
+    posting *p = arg;
+    for (int i = 0; i < POSTED; i++) {
+        p->inner[i] = (sched_job){.fn = record_task, .arg = &p->x};
+        while (sched_post(ctx->sched, (int)ctx->stream, &p->inner[i]) == -EAGAIN)
+            test_sleep_us(10);
+    }
+    return SCHED_OK;
+}
+
+Test(sched, posted_jobs_run_once_from_the_callers_records, .timeout = 30)
+{
+    sched_config c = test_config(2, 2, false);
+    sched *s = test_sched_create(&c);
+    sched_job outer[POSTED];
+    seen x = {.s = s, .expect_stream = 1};
+    for (int i = 0; i < POSTED; i++) {
+        outer[i] = (sched_job){.fn = record_task, .arg = &x};
+        cr_assert_eq(sched_post(s, 1, &outer[i]), 0);
+        cr_expect_eq(outer[i].stream, 1u);
+    }
+    wait_count(&x.count, POSTED);
+    cr_expect_eq(atomic_load(&x.bad), 0);
+    static posting p;
+    p.x = (seen){.s = s, .expect_stream = 0};
+    sched_job first = {.fn = post_more, .arg = &p};
+    cr_assert_eq(sched_post(s, 0, &first), 0);
+    wait_count(&p.x.count, POSTED);
+    cr_expect_eq(atomic_load(&p.x.bad), 0);
+    sched_job bad = {.fn = NULL};
+    cr_expect_eq(sched_post(s, 0, &bad), -EINVAL);
+    bad.fn = record_task;
+    cr_expect_eq(sched_post(s, 2, &bad), -EINVAL);
+    cr_expect_eq(sched_post(s, 0, NULL), -EINVAL);
+    sched_destroy(s);
+}
+
 /* A node that records the worker (and so the stream) that ran it. */
 typedef struct where {
     sched *s;
