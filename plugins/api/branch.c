@@ -30,8 +30,9 @@
  * stream has two or more scheduler workers (LATENCY: one stream on every
  * core), and a fork hands the ready chains to the others (fork_on_workers:
  * one-off scheduler tasks, revoked when the runner is done before they
- * start). There the costs are the chains' measured run times (ns), and what
- * a fork costs is measured too: a fork's thread that wakes on a busy core,
+ * start). There the costs are the chains' measured run times (ns; in a
+ * fork, the thread's CPU time), and what a fork costs is measured too: a
+ * fork's thread that wakes on a busy core,
  * or on the runner's own core (a hypervisor's 2 vCPUs, the kernel's wake-up
  * placement), makes the fork slower than one chain after the other, and
  * then forks stop until the estimate decays back (fork_cost). Before this
@@ -48,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "executors/executors.h"
 #include "plugins/api/plan_internal.h"
@@ -341,16 +343,31 @@ static void measure(const plan_branches *b, int t, uint64_t ns)
                           memory_order_relaxed);
 }
 
+/* The calling thread's CPU time, ns. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Timed: a chain run alone is measured by its time; one run in a fork by
+ * its thread's CPU time, since a fork's thread that shares a core (with
+ * the runner, or another process) runs its chain at a fraction of its
+ * speed, and that time would make the chain look costlier and the fork,
+ * measured against its chains' times, look free. */
 static void run_task(branch_run *br, int t, int thread, bool forked)
 {
     bool timed = br->b->timed;
     uint64_t t0 = br->trace != NULL || timed ? plugin_now_ns() : 0;
+    uint64_t c0 = timed && forked ? thread_cpu_ns() : 0;
     plugin_run_task(br->r, t);
     if (br->trace == NULL && !timed)
         return;
     uint64_t t1 = plugin_now_ns();
     if (timed)
-        measure(br->b, t, t1 - t0);
+        measure(br->b, t, forked && c0 > 0 ? thread_cpu_ns() - c0 : t1 - t0);
     if (br->trace != NULL) {
         const plan_spec *s = br->r->rs->spec;
         branch_event e = {.request = (uint64_t)(uintptr_t)br->r,
@@ -584,9 +601,12 @@ void plan_branch_state_free(plan_branch_state *st)
     free(st);
 }
 
+/* Nothing of a slot's ticket is read after its last reference is let go:
+ * the request's state may be freed at once (plan_branch_state_free). */
 static void ticket_unref(fork_ticket *k)
 {
-    if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1 && k->heap) {
+    bool heap = k->heap;
+    if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1 && heap) {
         ticket_destroy(k);
         free(k);
     }

@@ -187,8 +187,9 @@ typedef struct plugin_plan_options {
      * ready chains to branch_threads - 1 more workers of the request's
      * stream (one-off scheduler tasks that a fork which no longer needs
      * them revokes), and the chains' costs are their measured run times
-     * (ns, a moving average; a chain not yet run costs 0, so the first run
-     * forks nothing). A fork pays when the ready chains, side by side,
+     * (ns, a moving average; in a fork the thread's CPU time, which a
+     * shared core does not inflate; a chain not yet run costs 0, so the
+     * first run forks nothing). A fork pays when the ready chains, side by side,
      * finish sooner than one after the other by more than what a fork
      * costs: this estimate (a worker's wake-up and the data's move to its
      * core), or more where forks were measured to cost more (a busy
