@@ -28,6 +28,7 @@ constexpr int kBlockRows = 64; // query rows per block (16 per warp)
 constexpr int kTileKeys = 64;  // keys per tile
 constexpr int kWarps = 4;
 constexpr float kMaskFloor = -1e30f;
+constexpr int kSmemSlack = 128; // bytes to align the tensor-core kernel's shared memory
 
 struct geometry {
     int64_t q[4], k[4], v[4], o[4], m[4]; // strides: batch, head, row, feature
@@ -75,7 +76,13 @@ __device__ void load_tile(__half *dst, int ld, const __half *src, int64_t row_st
 __global__ void attention_wmma(geometry g, const __half *q, const __half *k, const __half *v,
                                const __half *mask, __half *o, int dp, int dvp, bool vec)
 {
-    extern __shared__ __align__(128) unsigned char smem[];
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    // WMMA loads and stores need 32-byte aligned tiles. The declared
+    // alignment of dynamic shared memory is a compile-time promise; the base
+    // is rounded up here too (the launch asks for kSmemSlack bytes more), so
+    // that the tiles stay aligned wherever a tool or driver puts the window.
+    unsigned char *smem =
+        (unsigned char *)(((uintptr_t)smem_raw + (kSmemSlack - 1)) & ~(uintptr_t)(kSmemSlack - 1));
     const int ldq = dp + 8, ldv = dvp + 8, lds = kTileKeys + 4, ldp = kTileKeys + 8,
               ldo = dvp + 4;
     __half *qs = (__half *)smem;
@@ -286,7 +293,7 @@ extern "C" int nvk_attention(nvk_stream s, int half, const nvk_attention_args *a
                                          (size_t)kTileKeys * (dvp + 8)) +
                        sizeof(float) * (size_t)kWarps * 16 * (kTileKeys + 4) +
                        sizeof(__half) * (size_t)kWarps * 16 * (kTileKeys + 8) +
-                       sizeof(float) * (size_t)kWarps * 16 * (dvp + 4);
+                       sizeof(float) * (size_t)kWarps * 16 * (dvp + 4) + kSmemSlack;
         cudaError_t e = cudaFuncSetAttribute(attention_wmma,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)bytes);
