@@ -317,7 +317,9 @@ static bool attention_ok(const rn_node *n, const char **why)
     return need(f32_io(n, 4), "f32 tensors only", why) &&
            need(q.rank >= 2 && q.rank <= 4, "attention over Q of rank 2 to 4 only", why) &&
            need(strcmp(layout, "BHSD") == 0 || (bshd && q.rank == 4),
-                "qkv_layout BHSD, or BSHD of rank-4 inputs", why);
+                "qkv_layout BHSD, or BSHD of rank-4 inputs", why) &&
+           need(strcmp(rn_node_attr_string(n, "out_layout", "BHSD"), "BHSD") == 0,
+                "out_layout BHSD only (the CPU's pipeline absorbs the head merge)", why);
 }
 
 bool nv_supports(const rn_node *node, const char **why)
