@@ -21,7 +21,8 @@ struct nv_conv_graph {
     cudnnBackendDescriptor_t ops[4];
     int n_ops;
     cudnnBackendDescriptor_t plan, cfg; /* the chosen engine configuration */
-    bool bias, residual, half;
+    bool bias, residual;
+    bool f32;  /* f32 data (not f16 or bf16): tensor-core engines only with TF32 allowed */
     bool nhwc; /* a tensor of the graph is channels-last */
     char engine[48];
 };
@@ -145,8 +146,10 @@ static bool act_mode(const nv_step *st, cudnnPointwiseMode_t *mode, float clip[3
 static cudnnStatus_t build(nv_conv_graph *g, const nv_program *p, const nv_step *st, bool fused)
 {
     const nv_value *x = &p->values[st->in[0]], *w = &p->values[st->in[1]], *y = &p->values[st->out];
-    cudnnDataType_t dt = p->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    g->half = p->half;
+    cudnnDataType_t dt = p->compute == RN_BF16  ? CUDNN_DATA_BFLOAT16
+                         : p->compute == RN_F16 ? CUDNN_DATA_HALF
+                                                : CUDNN_DATA_FLOAT;
+    g->f32 = dt == CUDNN_DATA_FLOAT;
     cudnnDataType_t acc = CUDNN_DATA_FLOAT;
     cudnnPointwiseMode_t mode = CUDNN_POINTWISE_RELU_FWD;
     float clip[3];
@@ -326,8 +329,9 @@ static bool choose(nv_conv_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t g
         int64_t index;
         bool rtc;
         ++*tried;
-        /* f32 stays f32 unless NVIDIA_ALLOW_TF32 (f16 runs on tensor cores anyway). */
-        if (uses_tf32(cfgs[i], &index, &rtc) && !g->half && !allow_tf32) {
+        /* f32 stays f32 unless NVIDIA_ALLOW_TF32 (f16 and bf16 run on
+         * tensor cores anyway). */
+        if (uses_tf32(cfgs[i], &index, &rtc) && g->f32 && !allow_tf32) {
             ++*excluded;
             continue;
         }

@@ -171,7 +171,35 @@ static rn_status upload_weights(nv_exec *x, const nv_exec_options *o)
 
 static cudnnDataType_t dnn_type(const nv_program *p)
 {
-    return p->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    return p->compute == RN_BF16  ? CUDNN_DATA_BFLOAT16
+           : p->compute == RN_F16 ? CUDNN_DATA_HALF
+                                  : CUDNN_DATA_FLOAT;
+}
+
+/* The kernels' element type (NVK_*) of a device type. */
+static int kernel_type(rn_element_type t)
+{
+    return t == RN_BF16 ? NVK_BF16 : t == RN_F16 ? NVK_F16 : NVK_F32;
+}
+
+/* cuBLAS's data type and compute type of the program's products: f32
+ * accumulation in every precision, TF32 only for f32 and only when asked. */
+static cudaDataType_t blas_type(const nv_program *p)
+{
+    return p->compute == RN_BF16 ? CUDA_R_16BF : p->compute == RN_F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+static cublasComputeType_t blas_compute(const nv_exec *x)
+{
+    return x->prog->compute == RN_F32 && x->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                       : CUBLAS_COMPUTE_32F;
+}
+
+/* cuDNN's LRN has no bf16 kernels (libcudnn_ops 9 ships f32, f16 and int8
+ * ones): bf16 runs runnel's. */
+static bool cudnn_lrn(const nv_program *p)
+{
+    return p->compute != RN_BF16;
 }
 
 static rn_status prepare_conv(nv_exec *x, const nv_step *s, nv_step_dev *d)
@@ -260,6 +288,8 @@ static rn_status prepare_step(nv_exec *x, const nv_step *s, nv_step_dev *d)
             return rn_set_error(RN_UNSUPPORTED,
                                 "NVIDIA: node '%s': LRN size %lld (cuDNN: %d to %d)", s->node,
                                 (long long)s->size, CUDNN_LRN_MIN_N, CUDNN_LRN_MAX_N);
+        if (!cudnn_lrn(p))
+            return RN_OK;
         if ((e = cudnnCreateLRNDescriptor(&d->lrn)) == CUDNN_STATUS_SUCCESS &&
             (e = cudnnSetLRNDescriptor(d->lrn, (unsigned)s->size, s->alpha, s->beta, s->epsilon)) ==
                 CUDNN_STATUS_SUCCESS)
@@ -406,7 +436,7 @@ static void *ptr(const nv_exec *x, const nv_slot *s, int v)
 static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
 {
     const nv_program *p = x->prog;
-    bool half = p->half;
+    int type = kernel_type(p->compute);
     void *a = ptr(x, sl, s->in[0]), *b = ptr(x, sl, s->in[1]), *y = ptr(x, sl, s->out);
     float beta = 0.0f;
     if (s->gemm_beta != 0.0f && s->n_in > 2 && s->in[2] >= 0 && !s->bias_after) {
@@ -416,7 +446,7 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
             rs = c->dims[0] == 1 ? 0 : c->dims[1], cs = c->dims[1] == 1 ? 0 : 1;
         else if (c->rank == 1)
             cs = c->dims[0] == 1 ? 0 : 1;
-        rn_status st = launch_error(nvk_broadcast_2d(sl->stream, half, ptr(x, sl, s->in[2]), rs, cs,
+        rn_status st = launch_error(nvk_broadcast_2d(sl->stream, type, ptr(x, sl, s->in[2]), rs, cs,
                                                      s->gemm_beta, y, s->m, s->n),
                                     s);
         if (st != RN_OK)
@@ -424,9 +454,8 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
         beta = 1.0f;
     }
     float alpha = s->gemm_alpha;
-    cudaDataType_t t = half ? CUDA_R_16F : CUDA_R_32F;
-    cublasComputeType_t compute =
-        !half && x->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    cudaDataType_t t = blas_type(p);
+    cublasComputeType_t compute = blas_compute(x);
     /* Row-major Y = A B is column-major Y^T = B^T A^T. */
     cublasOperation_t ob = s->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t oa = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -442,11 +471,11 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
                                        CUBLAS_GEMM_DEFAULT);
     rn_status st = blas_status(e, s);
     if (st == RN_OK && s->bias_after) /* y = act(y + bias) in one pass */
-        return launch_error(nvk_bias_act(sl->stream, half, y, ptr(x, sl, s->in[2]), NULL, s->m,
+        return launch_error(nvk_bias_act(sl->stream, type, y, ptr(x, sl, s->in[2]), NULL, s->m,
                                          s->n, 1, s->act, s->alpha, s->beta),
                             s);
     if (st == RN_OK && s->act != NV_ACT_NONE)
-        st = launch_error(nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, y, y,
+        st = launch_error(nvk_unary(sl->stream, type, s->act, s->alpha, s->beta, y, y,
                                     (int64_t)p->values[s->out].count),
                           s);
     return st;
@@ -458,11 +487,9 @@ static rn_status attention_product(const nv_exec *x, const nv_slot *sl, const nv
                                    const nv_blas_gemm *g, const void *left, const void *right,
                                    void *c)
 {
-    bool half = x->prog->half;
-    int64_t es = half ? 2 : 4; /* bytes per element */
-    cudaDataType_t t = half ? CUDA_R_16F : CUDA_R_32F;
-    cublasComputeType_t compute =
-        !half && x->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    int64_t es = (int64_t)rn_element_type_size(x->prog->compute); /* bytes per element */
+    cudaDataType_t t = blas_type(x->prog);
+    cublasComputeType_t compute = blas_compute(x);
     const char *a = g->swap ? right : left, *b = g->swap ? left : right;
     float alpha = g->alpha, beta = 0.0f;
     cublasStatus_t e = CUBLAS_STATUS_SUCCESS;
@@ -487,9 +514,9 @@ static rn_status run_blas_attention(const nv_exec *x, const nv_slot *sl, const n
     rn_status st =
         attention_product(x, sl, s, &d->att[0], ptr(x, sl, s->in[0]), ptr(x, sl, s->in[1]), scores);
     if (st == RN_OK)
-        st = launch_error(
-            nvk_attention_softmax(sl->stream, x->prog->half, &s->att, scores, ptr(x, sl, s->in[3])),
-            s);
+        st = launch_error(nvk_attention_softmax(sl->stream, kernel_type(x->prog->compute), &s->att,
+                                                scores, ptr(x, sl, s->in[3])),
+                          s);
     if (st == RN_OK)
         st = attention_product(x, sl, s, &d->att[1], scores, ptr(x, sl, s->in[2]),
                                ptr(x, sl, s->out));
@@ -516,7 +543,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
     const nv_step *s = &x->prog->steps[k];
     const nv_step_dev *d = &x->dev[k];
     const nv_program *p = x->prog;
-    int half = p->half;
+    int type = kernel_type(p->compute);
     const nv_value *out = &p->values[s->out];
     const nv_value *in = &p->values[s->in[0]];
     void *y = ptr(x, sl, s->out), *a = ptr(x, sl, s->in[0]);
@@ -524,7 +551,8 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
     float one = 1.0f, zero = 0.0f;
     switch (s->kind) {
     case NV_STEP_CONVERT:
-        return launch_error(nvk_convert(sl->stream, out->type == RN_F16, a, y, (int64_t)out->count),
+        return launch_error(nvk_convert(sl->stream, kernel_type(in->type), kernel_type(out->type),
+                                        a, y, (int64_t)out->count),
                             s);
     case NV_STEP_CONV: {
         void *bias = ptr(x, sl, s->in[2]), *res = ptr(x, sl, s->in[3]);
@@ -533,7 +561,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         if (st != RN_OK || d->conv_fused || (bias == NULL && res == NULL && s->act == NV_ACT_NONE))
             return st;
         int64_t hw = out->dims[2] * out->dims[3];
-        return launch_error(nvk_bias_act(sl->stream, half, y, bias, res,
+        return launch_error(nvk_bias_act(sl->stream, type, y, bias, res,
                                          out->nhwc ? out->dims[0] * hw : out->dims[0], out->dims[1],
                                          out->nhwc ? 1 : hw, s->act, s->alpha, s->beta),
                             s);
@@ -544,28 +572,33 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         if (d->cudnn_pool)
             return dnn_status(cudnnPoolingForward(sl->dnn, d->pool, &one, d->x, a, &zero, d->y, y),
                               s);
-        return launch_error(nvk_pool2d(sl->stream, half, s->pool_mode, s->flag, a, y, in->dims[0],
+        return launch_error(nvk_pool2d(sl->stream, type, s->pool_mode, s->flag, a, y, in->dims[0],
                                        in->dims[1], in->dims[2], in->dims[3], out->dims[2],
                                        out->dims[3], s->kernel[0], s->kernel[1], s->strides[0],
                                        s->strides[1], s->pads[0], s->pads[1], s->pads[2],
                                        s->pads[3]),
                             s);
     case NV_STEP_LRN:
+        if (!cudnn_lrn(p))
+            return launch_error(nvk_lrn(sl->stream, type, a, y, in->dims[0], in->dims[1],
+                                        (int64_t)(in->count / (size_t)(in->dims[0] * in->dims[1])),
+                                        s->size, s->alpha, s->beta, s->epsilon),
+                                s);
         return dnn_status(cudnnLRNCrossChannelForward(sl->dnn, d->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1,
                                                       &one, d->x, a, &zero, d->x, y),
                           s);
     case NV_STEP_SOFTMAX:
-        return launch_error(nvk_softmax(sl->stream, half, a, y, s->rows, s->cols), s);
+        return launch_error(nvk_softmax(sl->stream, type, a, y, s->rows, s->cols), s);
     case NV_STEP_ATTENTION:
         return launch_error(
-            nvk_attention(sl->stream, half, &s->att, a, ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]),
+            nvk_attention(sl->stream, type, &s->att, a, ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]),
                           s->n_in > 3 ? ptr(x, sl, s->in[3]) : NULL, y, x->attention_mode),
             s);
     case NV_STEP_BLAS_ATTENTION:
         return run_blas_attention(x, sl, s, d);
     case NV_STEP_UNARY:
         return launch_error(
-            nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, a, y, (int64_t)out->count), s);
+            nvk_unary(sl->stream, type, s->act, s->alpha, s->beta, a, y, (int64_t)out->count), s);
     case NV_STEP_BINARY: {
         nvk_broadcast b = {.rank = out->rank};
         memcpy(b.dims, out->dims, (size_t)out->rank * sizeof b.dims[0]);
@@ -573,7 +606,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         broadcast_strides(&p->values[s->in[1]], out, b.b_strides);
         nv_collapse_broadcast(&b);
         return launch_error(
-            nvk_binary(sl->stream, half, (int)s->bin, &b, a, ptr(x, sl, s->in[1]), y), s);
+            nvk_binary(sl->stream, type, (int)s->bin, &b, a, ptr(x, sl, s->in[1]), y), s);
     }
     case NV_STEP_CONCAT: {
         size_t es = rn_element_type_size(out->type), off = 0;
@@ -620,7 +653,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         return launch_error(nvk_transpose(sl->stream, esize, a, y, rank, dims, perm_strides), s);
     }
     case NV_STEP_LAYERNORM:
-        return launch_error(nvk_layernorm(sl->stream, half, a, ptr(x, sl, s->in[3]),
+        return launch_error(nvk_layernorm(sl->stream, type, a, ptr(x, sl, s->in[3]),
                                           ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]), s->epsilon, y,
                                           s->rows, s->cols),
                             s);
@@ -630,9 +663,9 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
                                        s->outer, s->axis_dim, s->inner, s->n_idx),
                             s);
     case NV_STEP_REDUCE_MEAN:
-        return launch_error(nvk_reduce_mean(sl->stream, half, a, y, s->rows, s->cols), s);
+        return launch_error(nvk_reduce_mean(sl->stream, type, a, y, s->rows, s->cols), s);
     case NV_STEP_BATCHNORM:
-        return launch_error(nvk_batchnorm(sl->stream, half, a, ptr(x, sl, s->in[1]),
+        return launch_error(nvk_batchnorm(sl->stream, type, a, ptr(x, sl, s->in[1]),
                                           ptr(x, sl, s->in[2]), ptr(x, sl, s->in[3]),
                                           ptr(x, sl, s->in[4]), s->epsilon, y, s->rows, s->cols,
                                           s->inner, s->act, s->alpha, s->beta),
@@ -848,8 +881,8 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
         nv_exec_free(x);
         return st;
     }
-    snprintf(x->impl, sizeof x->impl, "cudnn+cublas:%s:%d steps", prog->half ? "f16" : "f32",
-             prog->n_steps);
+    snprintf(x->impl, sizeof x->impl, "cudnn+cublas:%s:%d steps",
+             rn_element_type_name(prog->compute), prog->n_steps);
     *out = x;
     return RN_OK;
 }

@@ -66,6 +66,9 @@ void nv_format_architecture(int major, int minor, char *buf, size_t size);
 
 /* Tensor cores (f16 by default, as OpenVINO's GPU plugin): Volta and later. */
 bool nv_has_tensor_cores(int cc_major);
+/* bf16 (cuDNN, cuBLAS and WMMA's bf16 tensor-core paths): Ampere (compute
+ * capability 8.0) and later. */
+bool nv_has_bf16(int cc_major);
 
 /* Reads device `device_id` (the plugin's create: fails with the reason). */
 rn_status nv_device_probe(int device_id, nv_device_info *out);
@@ -73,11 +76,11 @@ rn_status nv_device_probe(int device_id, nv_device_info *out);
 /* ---- the program (program.c, support.c) ---- */
 
 typedef enum nv_step_kind {
-    NV_STEP_CONVERT,     /* element type conversion (f32 <-> f16) */
+    NV_STEP_CONVERT,     /* element type conversion (f32 <-> f16 or bf16) */
     NV_STEP_CONV,        /* cuDNN convolution + bias (+ residual) (+ activation) */
     NV_STEP_GEMM,        /* cuBLAS: Gemm / MatMul (batched, broadcast), + bias (+ act) */
     NV_STEP_POOL,        /* cuDNN pooling: MaxPool, AveragePool, Global* */
-    NV_STEP_LRN,         /* cuDNN cross-channel LRN */
+    NV_STEP_LRN,         /* cuDNN cross-channel LRN (runnel's kernel in bf16) */
     NV_STEP_SOFTMAX,     /* cuDNN softmax over the last axis */
     NV_STEP_UNARY,       /* runnel kernel: elementwise activation */
     NV_STEP_BINARY,      /* runnel kernel: broadcast Add, Sub, Mul, Div, Pow, Sum of 2 */
@@ -133,7 +136,7 @@ typedef enum nv_storage {
 
 typedef struct nv_value {
     char *name;
-    rn_element_type type; /* on the device (f16 for f32 values in f16 mode) */
+    rn_element_type type; /* on the device (the program's compute type for f32 values) */
     rn_element_type host_type;
     int rank;
     int64_t dims[RN_MAX_RANK];
@@ -144,8 +147,8 @@ typedef struct nv_value {
     int first, last;       /* steps that write it first and read it last */
     const void *host_data; /* NV_CONST: the constant (host type), the graph's */
     int input, output;     /* index among the partition's inputs / outputs, or -1 */
-    /* A rank-4 value (dims N, C, H, W) stored channels-last (NHWC): f16
-     * convolutions and what runs between them (nv_choose_layouts); a
+    /* A rank-4 value (dims N, C, H, W) stored channels-last (NHWC): f16 and
+     * bf16 convolutions and what runs between them (choose_layouts); a
      * convolution's weights then are KRSC. */
     bool nhwc;
 } nv_value;
@@ -207,7 +210,9 @@ typedef struct nv_program {
     size_t arena_bytes;   /* values + staging, before the workspace */
     size_t weights_bytes; /* constants on the device */
     size_t pinned_bytes;
-    bool half; /* f32 values computed in f16 */
+    /* What f32 values are computed in on the device: RN_F32, RN_F16 or
+     * RN_BF16 (INFERENCE_PRECISION_HINT); f32 accumulation in every one. */
+    rn_element_type compute;
 } nv_program;
 
 /* Whether NVIDIA runs `node` (op, types, attributes, static shapes); on
@@ -224,15 +229,16 @@ extern const char *const nv_supported_ops[][2];
 /* Lowers the partition (the plugin claims every node of the transformed
  * model: nodes in topological order, the names of the values it reads from
  * outside, constants included, and of those it produces) to a program with
- * its memory plan. `half`: f32 values are computed in f16. A node NVIDIA
- * does not run is RN_UNSUPPORTED naming it, its op and why. */
+ * its memory plan. `precision`: what f32 values are computed in (RN_F16 or
+ * RN_BF16: converted at the inputs and outputs; any other type: f32). A
+ * node NVIDIA does not run is RN_UNSUPPORTED naming it, its op and why. */
 rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
-                   int n_inputs, const char *const *output_names, int n_outputs, bool half,
-                   nv_program **out);
+                   int n_inputs, const char *const *output_names, int n_outputs,
+                   rn_element_type precision, nv_program **out);
 /* nv_lower with channels-last layouts chosen or not (nv_lower: chosen). */
 rn_status nv_lower_layouts(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
-                           int n_inputs, const char *const *output_names, int n_outputs, bool half,
-                           bool channels_last, nv_program **out);
+                           int n_inputs, const char *const *output_names, int n_outputs,
+                           rn_element_type precision, bool channels_last, nv_program **out);
 /* Whether a value of p is stored channels-last. */
 bool nv_program_channels_last(const nv_program *p);
 void nv_program_free(nv_program *p);
@@ -249,12 +255,17 @@ extern const plugin_device_iface nv_device_iface;
 /* nv_lower over a whole graph, read with the rn_graph accessors: every
  * node, the parameters and constants they read as inputs (each once, in
  * the order first read), its results as outputs. */
-rn_status nv_lower_graph(const rn_graph *g, bool half, nv_program **out);
+rn_status nv_lower_graph(const rn_graph *g, rn_element_type precision, nv_program **out);
 /* plugin_device_iface.check_specialized: the graph of a model with dynamic
  * inputs as a run with every dynamic dim 1 specialises it
  * (plugin_specialize_at_one) lowers; else the lowering's error (the node,
  * its op, why), saying so. Needs no device. */
-rn_status nv_check_lowering(const rn_graph *g, bool half);
+rn_status nv_check_lowering(const rn_graph *g, rn_element_type precision);
+
+/* f32 values as the 16-bit type `type` (RN_F16 or RN_BF16), rounded to
+ * nearest even (plugin_f32_to_f16 / plugin_f32_to_bf16, as the device's
+ * conversions round): how weights are uploaded (weights.c). */
+void nv_round_to(rn_element_type type, const float *x, uint16_t *y, size_t n);
 /* The identity of constant `v` (an NV_CONST value of a program) in a
  * compiled model whose plan's graph is `base`: the data of base's constant
  * of that name (rn_graph_constant) when the bytes are the same, else NULL
@@ -349,11 +360,14 @@ typedef struct nv_properties {
     nv_own own;
 } nv_properties;
 
-/* The defaults: f16 where the device has tensor cores, else f32. */
-void nv_properties_default(nv_properties *p, bool tensor_cores);
-/* The shared values' precisions: f32 and f16 accepted, f16 by default
- * with tensor cores. */
-void nv_precision_defaults(plugin_properties *p, bool tensor_cores);
+/* The defaults of a device of compute capability `cc_major`.x: f16 where
+ * it has tensor cores, else f32. */
+void nv_properties_default(nv_properties *p, int cc_major);
+/* The shared values' precisions: f32 and f16 accepted, bf16 too from
+ * compute capability 8.0 (INFERENCE_PRECISION_HINT=bf16 elsewhere is
+ * RN_INVALID_ARG naming the values accepted); f16 by default with tensor
+ * cores, else f32. */
+void nv_precision_defaults(plugin_properties *p, int cc_major);
 /* Applies properties (NVIDIA's and the shared ones): the first bad one is
  * RN_INVALID_ARG naming it, and `p` is unchanged. */
 rn_status nv_properties_apply(nv_properties *p, const rn_property *props, size_t n);

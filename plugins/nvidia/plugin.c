@@ -182,7 +182,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
     }
     nv_program *prog;
     rn_status st = nv_lower(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs,
-                            c->props.inference_precision == RN_F16, &prog);
+                            c->props.inference_precision, &prog);
     if (st != RN_OK)
         return st;
     nv_prog *p = calloc(1, sizeof *p);
@@ -206,7 +206,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
         plugin_log(c->props.log_level, PLUGIN_LOG_WARNING, "NVIDIA",
                    "channels-last program refused (%s); compiling it NCHW", rn_last_error());
         if ((st = nv_lower_layouts(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs,
-                                   true, false, &prog)) == RN_OK)
+                                   c->props.inference_precision, false, &prog)) == RN_OK)
             st = nv_exec_create(prog, input_names, n_inputs, &o, &p->exec);
     }
     if (st != RN_OK) {
@@ -234,7 +234,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
  * naming the node. */
 static rn_status nvidia_check_specialized(plugin_compiled *c, const rn_graph *g)
 {
-    return nv_check_lowering(g, c->props.inference_precision == RN_F16);
+    return nv_check_lowering(g, c->props.inference_precision);
 }
 
 /* Nodes are claimed whole, so a kernel of this registry never runs: it
@@ -297,7 +297,7 @@ static rn_status nvidia_register_kernels(void *context, plugin_kernel_registry *
 static void nvidia_defaults(void *context, plugin_properties *props, void *own)
 {
     (void)own;
-    nv_precision_defaults(props, nv_has_tensor_cores(((nvidia *)context)->info.cc_major));
+    nv_precision_defaults(props, ((nvidia *)context)->info.cc_major);
 }
 
 static rn_status nvidia_read(void *context, const char *id, const char *key, char *buf, size_t size)
