@@ -54,6 +54,9 @@ struct nv_exec {
     nv_program *prog;
     int device;
     bool allow_tf32, cuda_graph;
+    nv_tuner *tuner;     /* NVIDIA_AUTOTUNE, while the steps are prepared */
+    nv_tuner tuning;     /* what it did (its counts), kept after it is freed */
+    bool tuned;          /* NVIDIA_AUTOTUNE was on */
     int attention_mode;  /* NVK_ATTENTION_*: RUNNEL_NV_ATTENTION=rows for A/B runs */
     nv_weights *weights; /* the compiled model's (shared) or the program's own */
     void *owner;         /* nv_exec_options.owner */
@@ -67,7 +70,7 @@ struct nv_exec {
     pthread_cond_t cond;
     nv_slot *slots;
     int n_slots, max_slots;
-    char impl[96];
+    char impl[160];
     _Atomic(bool) timing;       /* NVIDIA_STEP_TIMING: events between steps */
     _Atomic(uint64_t) steps_ns; /* sum of the steps' times in the last timed run */
     /* Per step kind of the last timed run (under `lock`): time and count. */
@@ -207,7 +210,7 @@ static rn_status prepare_conv(nv_exec *x, const nv_step *s, nv_step_dev *d)
     size_t ws = 0;
     rn_status st = nv_conv_graph_create(x->prog, s, true, &d->conv);
     if (st == RN_OK &&
-        (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, &ws)) == RN_OK) {
+        (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, x->tuner, &ws)) == RN_OK) {
         d->conv_fused = true;
     } else {
         /* No engine fuses this chain: the convolution alone, then runnel's
@@ -215,7 +218,8 @@ static rn_status prepare_conv(nv_exec *x, const nv_step *s, nv_step_dev *d)
         nv_conv_graph_free(d->conv);
         d->conv = NULL;
         if ((st = nv_conv_graph_create(x->prog, s, false, &d->conv)) != RN_OK ||
-            (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, &ws)) != RN_OK)
+            (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, x->tuner, &ws)) !=
+                RN_OK)
             return st;
     }
     if (ws > x->workspace)
@@ -875,14 +879,28 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
         st = rn_set_error(RN_DEVICE_ERROR, "NVIDIA: cannot create a cuDNN handle");
     if (st == RN_OK)
         st = upload_weights(x, o);
+    /* A tuner that cannot be made (its events) leaves the heuristic's
+     * choices: tuning is an optimisation, not a condition of compiling. */
+    x->tuned = o->autotune;
+    if (st == RN_OK && o->autotune && nv_tuner_create(NV_TUNE_BUDGET_MS, &x->tuner) != RN_OK)
+        x->tuner = NULL;
     for (int k = 0; k < prog->n_steps && st == RN_OK; k++)
         st = prepare_step(x, &prog->steps[k], &x->dev[k]);
+    if (x->tuner != NULL) {
+        x->tuning = *x->tuner;
+        x->tuning.scratch = x->tuning.start = x->tuning.stop = NULL;
+        nv_tuner_free(x->tuner); /* its scratch goes before the slots take theirs */
+        x->tuner = NULL;
+    }
     if (st != RN_OK) {
         nv_exec_free(x);
         return st;
     }
-    snprintf(x->impl, sizeof x->impl, "cudnn+cublas:%s:%d steps",
-             rn_element_type_name(prog->compute), prog->n_steps);
+    int w = snprintf(x->impl, sizeof x->impl, "cudnn+cublas:%s:%d steps",
+                     rn_element_type_name(prog->compute), prog->n_steps);
+    if (x->tuned && w > 0 && (size_t)w < sizeof x->impl)
+        snprintf(x->impl + w, sizeof x->impl - (size_t)w, ":tuned %d of %d convolutions",
+                 x->tuning.changed, x->tuning.graphs);
     *out = x;
     return RN_OK;
 }
@@ -921,6 +939,31 @@ void nv_exec_step_profile(nv_exec *x, char *buf, size_t size)
             break;
         used += (size_t)w < size - used ? (size_t)w : size - used - 1;
         steps[best] = 0;
+    }
+}
+
+void nv_exec_conv_engines(const nv_exec *x, char *buf, size_t size)
+{
+    const nv_tuner *t = &x->tuning;
+    int w;
+    if (!x->tuned)
+        w = snprintf(buf, size, "heuristic");
+    else
+        w = snprintf(buf, size,
+                     "tuned graphs=%d timed=%d changed=%d failed=%d over_budget=%d "
+                     "candidates<=%d tune_ms=%.0f conv_time=%.3f of the heuristic's",
+                     t->tuned, t->timed, t->changed, t->failed, t->over_budget,
+                     NV_TUNE_MAX_CANDIDATES, t->spent_ms,
+                     t->first_ms > 0 ? t->best_ms / t->first_ms : 1.0);
+    size_t used = w > 0 && (size_t)w < size ? (size_t)w : 0;
+    for (int k = 0; k < x->prog->n_steps && used + 1 < size; k++) {
+        if (x->dev[k].conv == NULL)
+            continue;
+        w = snprintf(buf + used, size - used, "; %s: %s", x->prog->steps[k].node,
+                     nv_conv_graph_engine(x->dev[k].conv));
+        if (w < 0)
+            break;
+        used += (size_t)w < size - used ? (size_t)w : size - used - 1;
     }
 }
 

@@ -33,6 +33,10 @@ void nv_weights_get_stats(nv_weights *w, nv_weights_stats *out);
 typedef struct nv_exec_options {
     int device;
     bool allow_tf32;
+    /* NVIDIA_AUTOTUNE: each convolution's engine chosen by timing cuDNN's
+     * candidates at compile (nv_conv_graph_plan with a tuner), within
+     * NV_TUNE_BUDGET_MS per program. */
+    bool autotune;
     bool cuda_graph; /* capture each slot's steps into a CUDA graph after a warm-up run */
     int max_slots;   /* request slots made on demand (arena, stream, handles) */
     /* (optional) The compiled model's weights, shared with its other
@@ -64,6 +68,10 @@ uint64_t nv_exec_steps_ns(const nv_exec *x);
 /* The last timed run's time per step kind, costliest first:
  * "cublas_gemm 72x 5.120 ms; cuda_attention 12x 0.800 ms; ...". */
 void nv_exec_step_profile(nv_exec *x, char *buf, size_t size);
+/* NVIDIA_CONV_ENGINES: what tuning did (or "heuristic" untuned) and each
+ * convolution step's engine, "node: engine 12 (tuned: ...)", in step order,
+ * cut at `size`. */
+void nv_exec_conv_engines(const nv_exec *x, char *buf, size_t size);
 const char *nv_exec_impl(const nv_exec *x);
 const nv_program *nv_exec_program(const nv_exec *x);
 void nv_exec_free(nv_exec *x);

@@ -323,13 +323,84 @@ rn_status nv_conv_graph_create(const nv_program *p, const nv_step *s, bool fused
                                nv_conv_graph **out);
 /* Operations of the graph (1 to 4), for tests. */
 int nv_conv_graph_ops(const nv_conv_graph *g);
+typedef struct nv_tuner nv_tuner;
 /* Builds the operation graph on `handle` (a cudnnHandle_t), asks the
- * heuristics (mode A) for engine configurations and keeps the first whose
- * execution plan finalises (skipping TF32 engines unless allow_tf32):
- * *workspace its bytes. Needs the device. */
-rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, size_t *workspace);
-/* The chosen engine, for the runtime model ("engine 3"). */
+ * heuristics (mode A, then the fallback list where mode A gives none) for
+ * engine configurations and keeps the first whose execution plan finalises
+ * (skipping TF32 engines unless allow_tf32, and runtime-compiled ones for a
+ * channels-last graph): *workspace its bytes. With a tuner
+ * (NVIDIA_AUTOTUNE) it finalises up to NV_TUNE_MAX_CANDIDATES that pass the
+ * same filters, times each on the tuner's scratch and keeps the fastest
+ * (the first where timing fails or the tuner's budget is spent). Needs the
+ * device. */
+rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv_tuner *tuner,
+                             size_t *workspace);
+/* The chosen engine, for the runtime model and NVIDIA_CONV_ENGINES
+ * ("engine 3", "engine 12 (tuned: 0.41 of the first's time, 8 timed)"). */
 const char *nv_conv_graph_engine(const nv_conv_graph *g);
+/* Device bytes of the graph's operands (X, W, Y, and the bias and residual
+ * when fused), each rounded up to 256: what timing a candidate needs
+ * beside its workspace. Needs no device. */
+size_t nv_conv_graph_operand_bytes(const nv_conv_graph *g);
+
+/* ---- NVIDIA_AUTOTUNE (autotune.c) ---- */
+
+/* Bounds of tuning, documented in docs/nvidia.md: candidates finalised and
+ * timed per convolution graph, timed runs of each after one warm-up (the
+ * minimum counts), a candidate whose warm-up is over NV_TUNE_SLOW times the
+ * best so far is not run again, the wall time one program may spend tuning
+ * (finalising candidates and timing them, checked before each candidate
+ * after a graph's first: one candidate may overrun it; later graphs then
+ * take the heuristic's first), and the workspace a candidate may ask beyond the
+ * first's (every request slot holds the largest). */
+#define NV_TUNE_MAX_CANDIDATES      8
+#define NV_TUNE_RUNS                5
+#define NV_TUNE_SLOW                4.0f
+#define NV_TUNE_BUDGET_MS           10000.0
+#define NV_TUNE_MAX_EXTRA_WORKSPACE ((size_t)64 << 20)
+
+/* A program's tuning: scratch on the device for one graph's operands and
+ * workspace (grown as needed), two CUDA events, the budget and what was
+ * done (for NVIDIA_CONV_ENGINES). */
+struct nv_tuner {
+    void *scratch; /* device */
+    size_t scratch_bytes;
+    void *start, *stop; /* cudaEvent_t */
+    double budget_ms, spent_ms;
+    int graphs;               /* graphs planned with the tuner */
+    int tuned;                /* graphs with two or more candidates timed */
+    int changed;              /* of those, graphs whose fastest was not the first */
+    int failed;               /* graphs whose timings all failed: the first kept */
+    int over_budget;          /* graphs that took the first because the budget was spent */
+    int timed;                /* candidates timed */
+    double first_ms, best_ms; /* sums over the tuned graphs: the first's, the kept one's */
+};
+
+/* A tuner with `budget_ms` of tuning time (NV_TUNE_BUDGET_MS): the events
+ * made, no scratch yet. Needs the device. */
+rn_status nv_tuner_create(double budget_ms, nv_tuner **out);
+/* At least `bytes` of device scratch in *scratch (the tuner's, valid until
+ * the next call or the free). */
+rn_status nv_tuner_reserve(nv_tuner *t, size_t bytes, void **scratch);
+void nv_tuner_free(nv_tuner *t);
+
+/* Pure, needing no device: */
+/* How many candidates to finalise for the next graph: NV_TUNE_MAX_CANDIDATES,
+ * or 1 (the heuristic's first, as untuned) once spent_ms reaches budget_ms. */
+int nv_tune_cap(double spent_ms, double budget_ms);
+/* The fastest of n timings in ms (one that failed is <= 0 or not finite),
+ * ties to the earlier (the heuristic's order); -1 when every one failed. */
+int nv_tune_pick(const float *ms, int n);
+/* The minimum of n run times (ms), or -1 when one failed (<= 0 or not
+ * finite) or n is 0. */
+float nv_tune_min(const float *runs, int n);
+/* The engine's label: "engine 12" ("(fallback)" from the fallback list);
+ * after timing n candidates (ms[0] the heuristic's first, `best` the kept
+ * one: nv_tune_pick, -1 when every timing failed) "engine 12 (tuned: 0.41
+ * of the first's time, 8 timed)", "(tuned: the first, 8 timed)" or
+ * "(tuning failed: the heuristic's first)". */
+void nv_tune_label(char *buf, size_t size, long long engine, bool fallback, const float *ms, int n,
+                   int best);
 /* An execution plan of the chosen engine on another handle (a request
  * slot's): no heuristics, the same kernels. */
 rn_status nv_conv_plan_create(const nv_conv_graph *g, void *handle, void **plan);
@@ -349,9 +420,10 @@ typedef struct nv_own {
     bool cuda_graph;    /* NVIDIA_CUDA_GRAPH: a CUDA graph per slot after a warm-up run */
     uint32_t max_slots; /* NVIDIA_MAX_SLOTS: request slots (arenas) per compiled model */
     bool step_timing;   /* NVIDIA_STEP_TIMING: events between steps (LIVE) */
+    bool autotune;      /* NVIDIA_AUTOTUNE: time cuDNN's candidate engines at compile */
 } nv_own;
 
-#define NV_N_PROPERTY_KEYS 4
+#define NV_N_PROPERTY_KEYS 5
 extern const plugin_property_def nv_property_keys[NV_N_PROPERTY_KEYS];
 
 /* The shared and own values together, as a device holds them. */

@@ -192,6 +192,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
     }
     nv_exec_options o = {.device = d->info.device_id,
                          .allow_tf32 = own->allow_tf32,
+                         .autotune = own->autotune,
                          .cuda_graph = own->cuda_graph,
                          .max_slots = (int)own->max_slots,
                          .weights = m->weights,
@@ -398,7 +399,7 @@ static rn_status nvidia_built(plugin_compiled *c, rn_status st)
 }
 
 static const char *const nvidia_compiled_keys[] = {"NVIDIA_STEP_TIME_US", "NVIDIA_STEP_PROFILE",
-                                                   "NVIDIA_PROGRAMS", NULL};
+                                                   "NVIDIA_PROGRAMS", "NVIDIA_CONV_ENGINES", NULL};
 
 /* NVIDIA_PROGRAMS: the programs compiled for the model's input shapes and
  * live now, the plan's shape cache (specialised plans built and reused),
@@ -434,6 +435,18 @@ static rn_status nvidia_compiled_read(plugin_compiled *c, const char *key, char 
         programs_line(c, x->model, tmp, sizeof tmp);
         return plugin_property_string(key, tmp, buf, size);
     }
+    if (k == 3) {
+        /* The newest program's (each input shape has its own): what
+         * NVIDIA_AUTOTUNE did and each convolution's engine. */
+        char engines[8192] = "";
+        if (x != NULL) {
+            pthread_mutex_lock(&x->model->lock);
+            if (x->model->progs != NULL)
+                nv_exec_conv_engines(x->model->progs->exec, engines, sizeof engines);
+            pthread_mutex_unlock(&x->model->lock);
+        }
+        return plugin_property_string(key, engines, buf, size);
+    }
     /* The step times of the newest program that ran timed (each input shape
      * has its own). */
     uint64_t ns = 0;
@@ -456,7 +469,8 @@ const plugin_device_iface nv_device_iface = {
             .architecture = "nvidia", /* the probe's sm_XY (read) */
             .device_type = "discrete",
             .range_for_streams = "1 64",
-            .caching_properties = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT NVIDIA_ALLOW_TF32",
+            .caching_properties = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT NVIDIA_ALLOW_TF32 "
+                                  "NVIDIA_AUTOTUNE",
         },
     .context_kind = {"NVIDIA", "HOST", "HOST_BUFFER", nv_host_alloc, nv_host_free},
     .own_keys = nv_property_keys,

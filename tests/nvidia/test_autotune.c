@@ -1,0 +1,199 @@
+/* NVIDIA_AUTOTUNE without a GPU: the property (default NO, parsed, refused
+ * for a bad value naming it, listed among the device's keys and its caching
+ * properties, part of the cache key), the tuning policy (how many
+ * candidates, which timing wins, what a failed timing means, how the
+ * choice is named) and the scratch one convolution graph's timing needs.
+ * The timing itself runs on the GPU machine (scripts/nvidia-harness). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graph/onnx/onnx_reader.h"
+#include "graph/serialize.h"
+#include "plugins/api/device.h"
+#include "plugins/nvidia/nvidia.h"
+
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        rn_status st_ = (expr);                                                                    \
+        cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
+    } while (0)
+
+Test(nvidia_autotune, property_defaults_to_no_parses_and_refuses_bad_values)
+{
+    nv_properties p;
+    nv_properties_default(&p, 9);
+    cr_assert(!p.own.autotune, "NVIDIA_AUTOTUNE is off by default");
+    char buf[32];
+    OK(nv_properties_get(&p, "NVIDIA_AUTOTUNE", buf, sizeof buf));
+    cr_assert_str_eq(buf, "NO");
+    rn_property on[] = {{"NVIDIA_AUTOTUNE", "YES"}};
+    OK(nv_properties_apply(&p, on, 1));
+    cr_assert(p.own.autotune);
+    OK(nv_properties_get(&p, "NVIDIA_AUTOTUNE", buf, sizeof buf));
+    cr_assert_str_eq(buf, "YES");
+    /* A bad value names the key and changes nothing, the good one before
+     * it in the same call included. */
+    rn_property bad[] = {{"NVIDIA_ALLOW_TF32", "YES"}, {"NVIDIA_AUTOTUNE", "fast"}};
+    cr_assert_eq(nv_properties_apply(&p, bad, 2), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), "NVIDIA_AUTOTUNE") != NULL, "%s", rn_last_error());
+    cr_assert(p.own.autotune);
+    cr_assert(!p.own.allow_tf32);
+    rn_property off[] = {{"NVIDIA_AUTOTUNE", "NO"}};
+    OK(nv_properties_apply(&p, off, 1));
+    cr_assert(!p.own.autotune);
+}
+
+static bool listed(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *at = list; (at = strstr(at, word)) != NULL; at += n)
+        if ((at == list || at[-1] == ' ') && (at[n] == ' ' || at[n] == '\0'))
+            return true;
+    return false;
+}
+
+/* SUPPORTED_PROPERTIES lists the device's own keys (plugins/api/device.c),
+ * CACHING_PROPERTIES is the descriptor's text, and a compiled model
+ * answers NVIDIA_CONV_ENGINES. */
+Test(nvidia_autotune, listed_among_supported_and_caching_properties)
+{
+    const plugin_device_iface *d = &nv_device_iface;
+    bool own = false;
+    for (size_t i = 0; i < d->n_own_keys; i++)
+        own |= strcmp(d->own_keys[i].key, "NVIDIA_AUTOTUNE") == 0;
+    cr_assert(own, "NVIDIA_AUTOTUNE is one of the device's own keys");
+    cr_assert_eq(d->n_own_keys, NV_N_PROPERTY_KEYS);
+    cr_assert(listed(d->info.caching_properties, "NVIDIA_AUTOTUNE"), "%s",
+              d->info.caching_properties);
+    cr_assert(listed(d->info.caching_properties, "NVIDIA_ALLOW_TF32"), "%s",
+              d->info.caching_properties);
+    bool engines = false;
+    for (int i = 0; d->compiled_ro_keys[i] != NULL; i++)
+        engines |= strcmp(d->compiled_ro_keys[i], "NVIDIA_CONV_ENGINES") == 0;
+    cr_assert(engines, "a compiled model answers NVIDIA_CONV_ENGINES");
+}
+
+/* The Core keys CACHE_DIR blobs on the compile properties (graph_hash):
+ * a model compiled with NVIDIA_AUTOTUNE YES is not the NO one's blob. */
+Test(nvidia_autotune, changes_the_cache_key)
+{
+    char path[512];
+    const char *roots[] = {".cache/onnx-1.22.0", "../.cache/onnx-1.22.0"};
+    bool found = false;
+    for (int i = 0; i < 2 && !found; i++) {
+        snprintf(path, sizeof path, "%s/light/light_squeezenet.onnx", roots[i]);
+        found = access(path, R_OK) == 0;
+    }
+    if (!found)
+        cr_skip_test("light_squeezenet.onnx is missing: run scripts/setup");
+    graph *g;
+    OK(onnx_read_file(path, &g));
+    const char *keys[] = {"INFERENCE_PRECISION_HINT", "NVIDIA_AUTOTUNE"};
+    const char *no[] = {"f16", "NO"}, *yes[] = {"f16", "YES"};
+    uint64_t k_no, k_yes, k_again;
+    OK(graph_hash(g, 2, keys, no, "NVIDIA", "sm_90", &k_no));
+    OK(graph_hash(g, 2, keys, yes, "NVIDIA", "sm_90", &k_yes));
+    OK(graph_hash(g, 2, keys, no, "NVIDIA", "sm_90", &k_again));
+    cr_assert_neq(k_no, k_yes, "NVIDIA_AUTOTUNE YES and NO share a cache key");
+    cr_assert_eq(k_no, k_again, "the key is stable");
+    graph_free(g);
+}
+
+Test(nvidia_autotune, caps_candidates_until_the_budget_is_spent)
+{
+    cr_assert_eq(nv_tune_cap(0, NV_TUNE_BUDGET_MS), NV_TUNE_MAX_CANDIDATES);
+    cr_assert_eq(nv_tune_cap(NV_TUNE_BUDGET_MS - 1, NV_TUNE_BUDGET_MS), NV_TUNE_MAX_CANDIDATES);
+    cr_assert_eq(nv_tune_cap(NV_TUNE_BUDGET_MS, NV_TUNE_BUDGET_MS), 1, "spent: the first only");
+    cr_assert_eq(nv_tune_cap(5, 0), 1, "no budget: the first only");
+    /* Bounded: at most a few candidates, a budget of seconds. */
+    cr_assert(NV_TUNE_MAX_CANDIDATES >= 2 && NV_TUNE_MAX_CANDIDATES <= 16);
+    cr_assert(NV_TUNE_BUDGET_MS > 0 && NV_TUNE_BUDGET_MS <= 60000);
+}
+
+Test(nvidia_autotune, picks_the_fastest_and_ignores_failed_timings)
+{
+    float ms[] = {1.0f, 0.5f, 0.25f, 0.75f};
+    cr_assert_eq(nv_tune_pick(ms, 4), 2);
+    cr_assert_eq(nv_tune_pick(ms, 2), 1, "only the first n count");
+    float tie[] = {0.5f, 0.5f, 0.5f};
+    cr_assert_eq(nv_tune_pick(tie, 3), 0, "a tie keeps the heuristic's order");
+    float failed[] = {-1.0f, NAN, 0.0f, INFINITY, 0.3f, 0.4f};
+    cr_assert_eq(nv_tune_pick(failed, 6), 4, "failed, zero and infinite timings never win");
+    float none[] = {-1.0f, NAN, 0.0f};
+    cr_assert_eq(nv_tune_pick(none, 3), -1, "all failed: none (the heuristic's first is kept)");
+    cr_assert_eq(nv_tune_pick(ms, 0), -1);
+}
+
+Test(nvidia_autotune, a_candidate_time_is_its_fastest_run_unless_one_failed)
+{
+    float runs[] = {0.31f, 0.29f, 0.40f, 0.30f, 0.33f};
+    cr_assert_float_eq(nv_tune_min(runs, 5), 0.29f, 1e-9);
+    float one_failed[] = {0.31f, -1.0f, 0.30f};
+    cr_assert_lt(nv_tune_min(one_failed, 3), 0.0f, "a failed run fails the candidate");
+    float nan_run[] = {0.31f, NAN};
+    cr_assert_lt(nv_tune_min(nan_run, 2), 0.0f);
+    cr_assert_lt(nv_tune_min(runs, 0), 0.0f, "no runs: failed");
+}
+
+Test(nvidia_autotune, names_the_engine_and_what_tuning_did)
+{
+    char buf[96];
+    nv_tune_label(buf, sizeof buf, 3, false, NULL, 1, 0);
+    cr_assert_str_eq(buf, "engine 3", "untuned: as before");
+    nv_tune_label(buf, sizeof buf, 7, true, NULL, 1, 0);
+    cr_assert_str_eq(buf, "engine 7 (fallback)");
+    float ms[] = {1.0f, 0.41f, 0.9f};
+    nv_tune_label(buf, sizeof buf, 12, false, ms, 3, 1);
+    cr_assert_str_eq(buf, "engine 12 (tuned: 0.41 of the first's time, 3 timed)");
+    nv_tune_label(buf, sizeof buf, 5, false, ms, 3, 0);
+    cr_assert_str_eq(buf, "engine 5 (tuned: the first, 3 timed)");
+    nv_tune_label(buf, sizeof buf, 5, true, ms, 3, -1);
+    cr_assert_str_eq(buf, "engine 5 (fallback, tuning failed: the heuristic's first)");
+    float first_failed[] = {-1.0f, 0.5f};
+    nv_tune_label(buf, sizeof buf, 9, false, first_failed, 2, 1);
+    cr_assert_str_eq(buf, "engine 9 (tuned: the first failed, 2 timed)");
+}
+
+/* Timing a candidate needs X, W and Y (and the fused bias and residual) on
+ * the device: each rounded up to 256 bytes, in the program's type. */
+Test(nvidia_autotune, scratch_holds_the_operands_of_the_convolution)
+{
+    /* One 3x3 convolution, 1x8x16x16 -> 1x4x16x16, with a bias and a ReLU,
+     * as a program holds it (only what the descriptors read). */
+    nv_value v[4] = {
+        {.name = "x", .rank = 4, .dims = {1, 8, 16, 16}},
+        {.name = "w", .rank = 4, .dims = {4, 8, 3, 3}},
+        {.name = "b", .rank = 1, .dims = {4}},
+        {.name = "y", .rank = 4, .dims = {1, 4, 16, 16}},
+    };
+    for (int i = 0; i < 4; i++)
+        v[i].root = i;
+    nv_step s = {.kind = NV_STEP_CONV,
+                 .node = "conv",
+                 .op = "Conv",
+                 .in = {0, 1, 2, -1},
+                 .n_in = 3,
+                 .out = 3,
+                 .act = NV_ACT_RELU,
+                 .pads = {1, 1, 1, 1},
+                 .strides = {1, 1},
+                 .dilations = {1, 1},
+                 .group = 1};
+    for (int t = 0; t < 2; t++) {
+        nv_program p = {.values = v, .n_values = 4, .steps = &s, .n_steps = 1};
+        p.compute = t ? RN_F16 : RN_F32;
+        size_t e = t ? 2 : 4;
+        nv_conv_graph *fused, *alone;
+        OK(nv_conv_graph_create(&p, &s, true, &fused));
+        OK(nv_conv_graph_create(&p, &s, false, &alone));
+        size_t x = 8 * 16 * 16 * e, w = 4 * 8 * 9 * e, y = 4 * 16 * 16 * e, b = 256;
+        size_t up_w = (w + 255) / 256 * 256;
+        cr_assert_eq(nv_conv_graph_operand_bytes(alone), x + up_w + y, "%s", t ? "f16" : "f32");
+        cr_assert_eq(nv_conv_graph_operand_bytes(fused), x + up_w + y + b, "%s", t ? "f16" : "f32");
+        nv_conv_graph_free(fused);
+        nv_conv_graph_free(alone);
+    }
+}
