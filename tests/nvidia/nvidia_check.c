@@ -5,7 +5,7 @@
  *
  *   nvidia_check --plugin libnvidia.so --models DIR [--precision f32|f16|bf16|both|all]
  *                [--only MODEL] [--extra DIR] [--no-dynamic] [--bench [--seconds S]]
- *                [--allow-skip]
+ *                [--autotune-ab] [--allow-skip]
  *
  * Checks: each light model of DIR (light_X.onnx, whose input is arange(n)/n,
  * against light_X_output_0.pb, ONNX's output) in f32 (rtol 1e-3), f16
@@ -24,7 +24,10 @@
  * and 32, f32 and f16, and at batch 32 in bf16,
  * LATENCY (median latency) and THROUGHPUT (FPS with the optimal requests in
  * flight), and ratio= against the sum of the per-layer times measured with
- * CUDA events in the same run (NVIDIA_STEP_TIMING).
+ * CUDA events in the same run (NVIDIA_STEP_TIMING). --autotune-ab, alone:
+ * the exported ResNet-50 at batch 32 (f16 and f32 as --precision selects)
+ * compiled with NVIDIA_AUTOTUNE NO and YES, compile times, latencies and
+ * their ratio, the tuned engines, the two outputs compared.
  *
  * --precision picks the precisions: one of them, both (f32 and f16) or all
  * (the default: f32, f16 and bf16; bf16 is skipped, saying so, on a device
@@ -959,11 +962,106 @@ static void bench(rn_core *core, const char *dir, const char *extra, double seco
             }
 }
 
+/* ---- NVIDIA_AUTOTUNE A/B (--autotune-ab) ---- */
+
+/* Compiled for LATENCY with NVIDIA_AUTOTUNE `tune`; *seconds its compile. */
+static rn_compiled_model *compile_tune(rn_core *core, rn_model *m, const char *precision,
+                                       const char *tune, double *seconds)
+{
+    rn_property p[] = {{"INFERENCE_PRECISION_HINT", precision},
+                       {"PERFORMANCE_HINT", "LATENCY"},
+                       {"NVIDIA_AUTOTUNE", tune}};
+    rn_compiled_model *cm = NULL;
+    double t0 = now_s();
+    rn_status st = rn_core_compile_model(core, m, "NVIDIA", p, 3, &cm);
+    *seconds = now_s() - t0;
+    return st == RN_OK ? cm : NULL;
+}
+
+/* The exported ResNet-50 at batch 32 in f16 and f32 (as --precision
+ * selects) compiled with NVIDIA_AUTOTUNE NO and YES in the same run: each
+ * compile's time, the latency of each (median over rounds that alternate
+ * NO and YES, 10 runs a side a round), the ratio YES/NO and what tuning did
+ * (NVIDIA_CONV_ENGINES). It passes when both compile and run and the tuned
+ * engines' outputs match the heuristic's within twice the precision's
+ * bound (each engine within one of the truth); the ratio is measured, not
+ * judged. */
+static void autotune_ab(rn_core *core, const char *extra, const char *precision)
+{
+    const char *precs[] = {"f16", "f32"};
+    for (int pi = 0; pi < 2; pi++) {
+        const char *prec = precs[pi];
+        if (!selected(precision, prec))
+            continue;
+        char name[96];
+        snprintf(name, sizeof name, "autotune tv_resnet50 batch=32 %s", prec);
+        rn_partial_shape shape;
+        rn_model *m = extra != NULL ? read_exported(core, extra, "tv_resnet50", 32, &shape) : NULL;
+        if (m == NULL) {
+            result(false, name, "not exported here (%s)", extra ? rn_last_error() : "no --extra");
+            continue;
+        }
+        double compile_s[2] = {0, 0};
+        rn_compiled_model *cm[2] = {compile_tune(core, m, prec, "NO", &compile_s[0]),
+                                    compile_tune(core, m, prec, "YES", &compile_s[1])};
+        rn_infer_request *r[2] = {NULL, NULL};
+        bool ok = true;
+        for (int t = 0; t < 2 && ok; t++)
+            ok = cm[t] != NULL && rn_compiled_model_create_infer_request(cm[t], &r[t]) == RN_OK;
+        if (!ok) {
+            result(false, name, "compile or request: %s", rn_last_error());
+        } else {
+            for (int t = 0; t < 2; t++) {
+                fill_input(r[t], 0.0f);
+                for (int i = 0; i < 5; i++)
+                    ok &= rn_infer_request_infer(r[t]) == RN_OK;
+            }
+            size_t n[2] = {0, 0};
+            const float *y[2] = {output(r[0], &n[0]), output(r[1], &n[1])};
+            const precision_bound *b = bound_of(prec);
+            double w = ok && y[0] != NULL && y[1] != NULL && n[0] == n[1] && n[0] > 0
+                           ? worst(y[1], y[0], n[0], b->rtol, b->rtol * rms_of(y[0], n[0]))
+                           : INFINITY;
+            enum { ROUNDS = 7, RUNS = 10 };
+            double times[2][ROUNDS * RUNS];
+            for (int round = 0; round < ROUNDS; round++)
+                for (int k = 0; k < 2; k++) {
+                    int t = (round + k) % 2; /* NO first, then YES first, ... */
+                    for (int i = 0; i < RUNS; i++) {
+                        double t0 = now_s();
+                        rn_infer_request_infer(r[t]);
+                        times[t][round * RUNS + i] = now_s() - t0;
+                    }
+                }
+            for (int t = 0; t < 2; t++)
+                qsort(times[t], ROUNDS * RUNS, sizeof times[t][0], cmp_double);
+            double med[2] = {times[0][ROUNDS * RUNS / 2] * 1e3, times[1][ROUNDS * RUNS / 2] * 1e3};
+            static char engines[8192];
+            engines[0] = '\0';
+            rn_compiled_model_get_property(cm[1], "NVIDIA_CONV_ENGINES", engines, sizeof engines);
+            printf("autotune tv_resnet50 batch=32 %s: compile NO %.2f s YES %.2f s | LATENCY "
+                   "median NO %.3f ms YES %.3f ms ratio YES/NO %.3f\n",
+                   prec, compile_s[0], compile_s[1], med[0], med[1],
+                   med[0] > 0 ? med[1] / med[0] : 0);
+            printf("autotune tv_resnet50 batch=32 %s engines: %.600s\n", prec, engines);
+            result(ok && w <= 2.0, name,
+                   "tuned against the heuristic's engines: worst |diff| / (%g + %g |ref|) = %.3f "
+                   "(<= 2 passes)",
+                   b->rtol * (y[0] != NULL ? rms_of(y[0], n[0]) : 0), b->rtol, w);
+        }
+        for (int t = 0; t < 2; t++) {
+            rn_infer_request_free(r[t]);
+            rn_compiled_model_free(cm[t]);
+        }
+        rn_model_free(m);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *plugin = "libnvidia.so", *dir = "models", *precision = "all", *only = NULL;
     const char *extra = NULL;
-    bool do_bench = false, allow_skip = false, dynamic = true;
+    bool do_bench = false, allow_skip = false, dynamic = true, autotune = false;
     double seconds = 10;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
@@ -984,11 +1082,13 @@ int main(int argc, char **argv)
             allow_skip = true;
         else if (strcmp(argv[i], "--no-dynamic") == 0)
             dynamic = false;
+        else if (strcmp(argv[i], "--autotune-ab") == 0)
+            autotune = true;
         else {
             fprintf(stderr,
                     "usage: %s [--plugin PATH] [--models DIR] [--precision f32|f16|bf16|both|all] "
                     "[--only MODEL] [--extra DIR] [--no-dynamic] [--bench [--seconds S]] "
-                    "[--allow-skip]\n",
+                    "[--autotune-ab] [--allow-skip]\n",
                     argv[0]);
             return 2;
         }
@@ -1020,6 +1120,12 @@ int main(int argc, char **argv)
         RN_OK) {
         printf("OPTIMIZATION_CAPABILITIES = %s\n", caps);
         bf16_offered = strstr(caps, "BF16") != NULL;
+    }
+    if (autotune) { /* the A/B alone: the harness's checks ran before it */
+        autotune_ab(core, extra, precision);
+        printf("%d passed, %d failed\n", passed, failed);
+        rn_core_free(core);
+        return failed == 0 ? 0 : 1;
     }
     const char *names[] = {"bvlc_alexnet", "densenet121", "inception_v1",
                            "inception_v2", "resnet50",    "shufflenet",
