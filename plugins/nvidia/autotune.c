@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugins/nvidia/nvidia.h"
 
@@ -59,6 +60,53 @@ void nv_tune_label(char *buf, size_t size, long long engine, bool fallback, cons
         snprintf(buf, size, "engine %lld (%stuned: the first failed, %d timed)", engine, from, n);
 }
 
+void nv_tune_label_again(char *buf, size_t size, long long engine, bool fallback,
+                         const nv_tune_record *r, bool same)
+{
+    const char *from = fallback ? "fallback, " : "";
+    if (!same)
+        snprintf(buf, size,
+                 "engine %lld (%sthe first: fewer candidates than an earlier graph of "
+                 "its shapes)",
+                 engine, from);
+    else if (r->rank == 0)
+        snprintf(buf, size, "engine %lld (%stuned as an earlier graph of its shapes: the first)",
+                 engine, from);
+    else if (r->first_ms > 0.0f)
+        snprintf(
+            buf, size,
+            "engine %lld (%stuned as an earlier graph of its shapes: %.2f of the first's time)",
+            engine, from, (double)(r->best_ms / r->first_ms));
+    else
+        snprintf(buf, size, "engine %lld (%stuned as an earlier graph of its shapes)", engine,
+                 from);
+}
+
+const nv_tune_record *nv_tune_find(const nv_tuner *t, const int64_t *key)
+{
+    for (int i = 0; i < t->n_records; i++)
+        if (memcmp(t->records[i].key, key, sizeof t->records[i].key) == 0)
+            return &t->records[i];
+    return NULL;
+}
+
+void nv_tune_remember(nv_tuner *t, const int64_t *key, int rank, float first_ms, float best_ms)
+{
+    if (t->n_records == t->records_cap) {
+        int cap = t->records_cap ? 2 * t->records_cap : 16;
+        nv_tune_record *r = realloc(t->records, (size_t)cap * sizeof *r);
+        if (r == NULL)
+            return;
+        t->records = r;
+        t->records_cap = cap;
+    }
+    nv_tune_record *r = &t->records[t->n_records++];
+    memcpy(r->key, key, sizeof r->key);
+    r->rank = rank;
+    r->first_ms = first_ms;
+    r->best_ms = best_ms;
+}
+
 rn_status nv_tuner_create(double budget_ms, nv_tuner **out)
 {
     nv_tuner *t = calloc(1, sizeof *t);
@@ -107,5 +155,6 @@ void nv_tuner_free(nv_tuner *t)
         cudaEventDestroy((cudaEvent_t)t->start);
     if (t->stop != NULL)
         cudaEventDestroy((cudaEvent_t)t->stop);
+    free(t->records);
     free(t);
 }

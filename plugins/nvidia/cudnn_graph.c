@@ -27,6 +27,7 @@ struct nv_conv_graph {
     bool f32;        /* f32 data (not f16 or bf16): tensor-core engines only with TF32 allowed */
     bool nhwc;       /* a tensor of the graph is channels-last */
     size_t bytes[5]; /* device bytes of X, W, Y, the bias and the residual (0: absent) */
+    int64_t key[NV_CONV_KEY]; /* what the heuristics see: nv_conv_graph_key */
     char engine[96];
 };
 
@@ -172,6 +173,22 @@ static cudnnStatus_t build(nv_conv_graph *g, const nv_program *p, const nv_step 
     cudnnStatus_t s;
     bool xl = x->nhwc, wl = p->values[w->root].nhwc, yl = y->nhwc;
     g->nhwc = xl || wl || yl;
+    /* The key: type, shapes, layouts, geometry and the fused chain. */
+    int64_t *k = g->key;
+    k[0] = dt;
+    for (int i = 0; i < 4; i++)
+        k[1 + i] = x->dims[i], k[5 + i] = w->dims[i], k[9 + i] = y->dims[i],
+              k[14 + i] = st->pads[i];
+    k[13] = (int64_t)xl | (int64_t)wl << 1 | (int64_t)yl << 2;
+    k[18] = st->strides[0], k[19] = st->strides[1];
+    k[20] = st->dilations[0], k[21] = st->dilations[1];
+    k[22] = g->bias, k[23] = g->residual, k[24] = act ? (int64_t)mode : -1;
+    for (int i = 0; i < 3; i++) {
+        uint32_t bits = 0;
+        if (clipped)
+            memcpy(&bits, &clip[i], sizeof bits);
+        k[25 + i] = bits;
+    }
     if ((s = tensor(g, UID_X, dt, x->dims, false, xl, &tx)) != CUDNN_STATUS_SUCCESS ||
         (s = tensor(g, UID_W, dt, w->dims, false, wl, &tw)) != CUDNN_STATUS_SUCCESS ||
         (s = tensor(g, UID_Y, dt, y->dims, false, yl, &ty)) != CUDNN_STATUS_SUCCESS)
@@ -261,6 +278,11 @@ rn_status nv_conv_graph_create(const nv_program *p, const nv_step *s, bool fused
 int nv_conv_graph_ops(const nv_conv_graph *g)
 {
     return g->n_ops;
+}
+
+const int64_t *nv_conv_graph_key(const nv_conv_graph *g)
+{
+    return g->key;
 }
 
 /* Whether an engine configuration computes f32 through TF32 tensor cores
@@ -507,13 +529,21 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv
         return dnn_error(s, "operation graph");
     double t0 = now_ms();
     int cap = 1;
-    if (tuner != NULL) {
+    /* A graph of the same key as one tuned before gets the same candidates
+     * in the same order: the winner's rank is taken again, untimed, within
+     * the budget or past it. */
+    const nv_tune_record *again = tuner != NULL ? nv_tune_find(tuner, g->key) : NULL;
+    if (again != NULL) {
+        tuner->graphs++;
+        cap = again->rank + 1;
+    } else if (tuner != NULL) {
         tuner->graphs++;
         cap = nv_tune_cap(tuner->spent_ms, tuner->budget_ms);
         if (cap == 1)
             tuner->over_budget++;
     }
-    double deadline = tuner != NULL ? t0 + (tuner->budget_ms - tuner->spent_ms) : 0;
+    double deadline =
+        tuner != NULL && again == NULL ? t0 + (tuner->budget_ms - tuner->spent_ms) : 0;
     /* Heuristics mode A in its order; then the fallback list, which holds
      * the engines without tensor cores that f32 without TF32 needs. */
     candidate c[NV_TUNE_MAX_CANDIDATES];
@@ -533,7 +563,16 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv
                             tried, excluded);
     float ms[NV_TUNE_MAX_CANDIDATES] = {0};
     int best = 0, pick = 0;
-    if (n > 1) {
+    if (again != NULL) {
+        /* Fewer candidates than before (not expected): the first. */
+        best = n == again->rank + 1 ? again->rank : 0;
+        tuner->reused++;
+        tuner->changed += best != 0;
+        if (best == again->rank && again->first_ms > 0.0f) {
+            tuner->first_ms += again->first_ms;
+            tuner->best_ms += again->best_ms;
+        }
+    } else if (n > 1) {
         pick = time_candidates(g, h, tuner, c, n, deadline, ms) ? nv_tune_pick(ms, n) : -1;
         best = pick >= 0 ? pick : 0;
         tuner->tuned++;
@@ -543,6 +582,8 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv
             tuner->first_ms += ms[0];
             tuner->best_ms += ms[best];
         }
+        if (pick >= 0)
+            nv_tune_remember(tuner, g->key, pick, ms[0], ms[pick]);
     }
     for (int i = 0; i < n; i++)
         if (i != best)
@@ -550,7 +591,11 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv
     g->plan = c[best].plan;
     g->cfg = c[best].cfg;
     *workspace = c[best].workspace;
-    nv_tune_label(g->engine, sizeof g->engine, (long long)c[best].index, fallback, ms, n, pick);
+    if (again != NULL)
+        nv_tune_label_again(g->engine, sizeof g->engine, (long long)c[best].index, fallback, again,
+                            best == again->rank);
+    else
+        nv_tune_label(g->engine, sizeof g->engine, (long long)c[best].index, fallback, ms, n, pick);
     if (tuner != NULL)
         tuner->spent_ms += now_ms() - t0;
     return RN_OK;

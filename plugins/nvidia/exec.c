@@ -889,6 +889,7 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     if (x->tuner != NULL) {
         x->tuning = *x->tuner;
         x->tuning.scratch = x->tuning.start = x->tuning.stop = NULL;
+        x->tuning.records = NULL;
         nv_tuner_free(x->tuner); /* its scratch goes before the slots take theirs */
         x->tuner = NULL;
     }
@@ -950,9 +951,9 @@ void nv_exec_conv_engines(const nv_exec *x, char *buf, size_t size)
         w = snprintf(buf, size, "heuristic");
     else
         w = snprintf(buf, size,
-                     "tuned graphs=%d timed=%d changed=%d failed=%d over_budget=%d "
+                     "tuned graphs=%d reused=%d timed=%d changed=%d failed=%d over_budget=%d "
                      "candidates<=%d tune_ms=%.0f conv_time=%.3f of the heuristic's",
-                     t->tuned, t->timed, t->changed, t->failed, t->over_budget,
+                     t->tuned, t->reused, t->timed, t->changed, t->failed, t->over_budget,
                      NV_TUNE_MAX_CANDIDATES, t->spent_ms,
                      t->first_ms > 0 ? t->best_ms / t->first_ms : 1.0);
     size_t used = w > 0 && (size_t)w < size ? (size_t)w : 0;

@@ -323,6 +323,13 @@ rn_status nv_conv_graph_create(const nv_program *p, const nv_step *s, bool fused
                                nv_conv_graph **out);
 /* Operations of the graph (1 to 4), for tests. */
 int nv_conv_graph_ops(const nv_conv_graph *g);
+/* What cuDNN's heuristics see of the graph, NV_CONV_KEY values: the data
+ * type, X, W and Y dims and layouts, pads, strides, dilations, and the fused
+ * bias, residual and activation (mode and clip). Two graphs of equal keys
+ * get the same candidates in the same order, so a tuned choice holds for
+ * both. Needs no device. */
+#define NV_CONV_KEY 28
+const int64_t *nv_conv_graph_key(const nv_conv_graph *g);
 typedef struct nv_tuner nv_tuner;
 /* Builds the operation graph on `handle` (a cudnnHandle_t), asks the
  * heuristics (mode A, then the fallback list where mode A gives none) for
@@ -359,20 +366,34 @@ size_t nv_conv_graph_operand_bytes(const nv_conv_graph *g);
 #define NV_TUNE_BUDGET_MS           10000.0
 #define NV_TUNE_MAX_EXTRA_WORKSPACE ((size_t)64 << 20)
 
+/* A tuned graph's choice: its key, the rank of the kept candidate among
+ * those finalised, the first's and the kept one's time (ms; the first's
+ * <= 0 when it failed). */
+typedef struct nv_tune_record {
+    int64_t key[NV_CONV_KEY];
+    int rank;
+    float first_ms, best_ms;
+} nv_tune_record;
+
 /* A program's tuning: scratch on the device for one graph's operands and
- * workspace (grown as needed), two CUDA events, the budget and what was
- * done (for NVIDIA_CONV_ENGINES). */
+ * workspace (grown as needed), two CUDA events, the budget, the choices
+ * made (a graph of a key tuned before takes the same rank untimed: ResNet-50
+ * has 53 convolutions of 24 keys) and what was done (for
+ * NVIDIA_CONV_ENGINES). */
 struct nv_tuner {
     void *scratch; /* device */
     size_t scratch_bytes;
     void *start, *stop; /* cudaEvent_t */
     double budget_ms, spent_ms;
-    int graphs;               /* graphs planned with the tuner */
-    int tuned;                /* graphs with two or more candidates timed */
-    int changed;              /* of those, graphs whose fastest was not the first */
-    int failed;               /* graphs whose timings all failed: the first kept */
-    int over_budget;          /* graphs that took the first because the budget was spent */
-    int timed;                /* candidates timed */
+    int graphs;      /* graphs planned with the tuner */
+    int tuned;       /* graphs with two or more candidates timed */
+    int changed;     /* graphs whose engine is not the heuristic's first (timed or reused) */
+    int failed;      /* graphs whose timings all failed: the first kept */
+    int over_budget; /* graphs that took the first because the budget was spent */
+    int timed;       /* candidates timed */
+    int reused;      /* graphs that took the choice of an earlier graph of their key */
+    nv_tune_record *records;
+    int n_records, records_cap;
     double first_ms, best_ms; /* sums over the tuned graphs: the first's, the kept one's */
 };
 
@@ -383,6 +404,11 @@ rn_status nv_tuner_create(double budget_ms, nv_tuner **out);
  * the next call or the free). */
 rn_status nv_tuner_reserve(nv_tuner *t, size_t bytes, void **scratch);
 void nv_tuner_free(nv_tuner *t);
+/* The choice made for a graph of `key` (NV_CONV_KEY values), or NULL. */
+const nv_tune_record *nv_tune_find(const nv_tuner *t, const int64_t *key);
+/* Records a graph's choice (nothing when memory runs out: the next graph
+ * of the key is timed again). */
+void nv_tune_remember(nv_tuner *t, const int64_t *key, int rank, float first_ms, float best_ms);
 
 /* Pure, needing no device: */
 /* How many candidates to finalise for the next graph: NV_TUNE_MAX_CANDIDATES,
@@ -401,6 +427,11 @@ float nv_tune_min(const float *runs, int n);
  * "(tuning failed: the heuristic's first)". */
 void nv_tune_label(char *buf, size_t size, long long engine, bool fallback, const float *ms, int n,
                    int best);
+/* The label of a graph that took record r's choice (`same`: the candidate
+ * of r's rank was there; else the first was kept): "engine 12 (tuned as
+ * an earlier graph of its shapes: 0.41 of the first's time)". */
+void nv_tune_label_again(char *buf, size_t size, long long engine, bool fallback,
+                         const nv_tune_record *r, bool same);
 /* An execution plan of the chosen engine on another handle (a request
  * slot's): no heuristics, the same kernels. */
 rn_status nv_conv_plan_create(const nv_conv_graph *g, void *handle, void **plan);

@@ -3,10 +3,13 @@
  * properties, part of the cache key), the tuning policy (how many
  * candidates, which timing wins, what a failed timing means, how the
  * choice is named) and the scratch one convolution graph's timing needs.
- * The timing itself runs on the GPU machine (scripts/nvidia-harness). */
+ * The timing itself runs on the GPU machine (scripts/nvidia-harness). The
+ * choices remembered by graph key, and the keys of ResNet-50's
+ * convolutions. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,6 +17,7 @@
 #include "graph/serialize.h"
 #include "plugins/api/device.h"
 #include "plugins/nvidia/nvidia.h"
+#include "plugins/ref/ref.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
@@ -196,4 +200,99 @@ Test(nvidia_autotune, scratch_holds_the_operands_of_the_convolution)
         nv_conv_graph_free(fused);
         nv_conv_graph_free(alone);
     }
+}
+
+/* A tuned choice is taken again, untimed, by a graph of the same key. */
+Test(nvidia_autotune, remembers_choices_by_key)
+{
+    nv_tuner t = {.budget_ms = NV_TUNE_BUDGET_MS};
+    int64_t a[NV_CONV_KEY] = {1, 2, 3}, b[NV_CONV_KEY] = {1, 2, 4};
+    cr_assert_null(nv_tune_find(&t, a));
+    nv_tune_remember(&t, a, 3, 1.0f, 0.5f);
+    const nv_tune_record *r = nv_tune_find(&t, a);
+    cr_assert_not_null(r);
+    cr_assert_eq(r->rank, 3);
+    cr_assert_null(nv_tune_find(&t, b), "another key is not the same choice");
+    /* Past the first allocation: every record still found. */
+    for (int i = 0; i < 40; i++) {
+        int64_t k[NV_CONV_KEY] = {100 + i};
+        nv_tune_remember(&t, k, i % NV_TUNE_MAX_CANDIDATES, 1.0f, 1.0f);
+    }
+    for (int i = 0; i < 40; i++) {
+        int64_t k[NV_CONV_KEY] = {100 + i};
+        r = nv_tune_find(&t, k);
+        cr_assert(r != NULL && r->rank == i % NV_TUNE_MAX_CANDIDATES, "record %d", i);
+    }
+    cr_assert_eq(nv_tune_find(&t, a)->rank, 3);
+    free(t.records);
+
+    char buf[128];
+    nv_tune_record kept = {.rank = 2, .first_ms = 1.0f, .best_ms = 0.5f};
+    nv_tune_label_again(buf, sizeof buf, 12, false, &kept, true);
+    cr_assert_str_eq(buf, "engine 12 (tuned as an earlier graph of its shapes: 0.50 of the first's "
+                          "time)");
+    nv_tune_record first = {.rank = 0, .first_ms = 1.0f, .best_ms = 1.0f};
+    nv_tune_label_again(buf, sizeof buf, 4, true, &first, true);
+    cr_assert_str_eq(buf,
+                     "engine 4 (fallback, tuned as an earlier graph of its shapes: the first)");
+    nv_tune_label_again(buf, sizeof buf, 4, false, &kept, false);
+    cr_assert(strstr(buf, "the first: fewer candidates") != NULL, "%s", buf);
+}
+
+/* The key is what the heuristics see: the same step gives the same key, the
+ * fused chain and the shapes change it, and ResNet-50's 53 convolutions
+ * repeat keys (its blocks repeat shapes), which is what reuse saves. */
+Test(nvidia_autotune, graph_keys_repeat_across_resnet_blocks)
+{
+    char path[512];
+    const char *roots[] = {".cache/onnx-1.22.0", "../.cache/onnx-1.22.0"};
+    bool found = false;
+    for (int i = 0; i < 2 && !found; i++) {
+        snprintf(path, sizeof path, "%s/light/light_resnet50.onnx", roots[i]);
+        found = access(path, R_OK) == 0;
+    }
+    if (!found)
+        cr_skip_test("light_resnet50.onnx is missing: run scripts/setup");
+    graph *model, *g;
+    OK(onnx_read_file(path, &model));
+    plugin_kernel_registry *ref;
+    OK(plugin_kernel_registry_create(&ref));
+    OK(ref_register_kernels(ref));
+    plugin_properties props;
+    plugin_properties_default(&props);
+    OK(nv_transform(model, ref, &props, &g));
+    nv_program *p;
+    OK(nv_lower_graph(g, RN_F16, &p));
+    enum { MAX = 128 };
+    int64_t keys[MAX][NV_CONV_KEY];
+    int n = 0, distinct = 0;
+    for (int k = 0; k < p->n_steps && n < MAX; k++) {
+        if (p->steps[k].kind != NV_STEP_CONV)
+            continue;
+        nv_conv_graph *fused, *again, *alone;
+        OK(nv_conv_graph_create(p, &p->steps[k], true, &fused));
+        OK(nv_conv_graph_create(p, &p->steps[k], true, &again));
+        OK(nv_conv_graph_create(p, &p->steps[k], false, &alone));
+        cr_assert(memcmp(nv_conv_graph_key(fused), nv_conv_graph_key(again), sizeof keys[0]) == 0,
+                  "'%s': the same graph, the same key", p->steps[k].node);
+        cr_assert(memcmp(nv_conv_graph_key(fused), nv_conv_graph_key(alone), sizeof keys[0]) != 0,
+                  "'%s': the fused chain is part of the key", p->steps[k].node);
+        memcpy(keys[n], nv_conv_graph_key(fused), sizeof keys[0]);
+        bool seen = false;
+        for (int i = 0; i < n && !seen; i++)
+            seen = memcmp(keys[i], keys[n], sizeof keys[0]) == 0;
+        distinct += !seen;
+        n++;
+        nv_conv_graph_free(fused);
+        nv_conv_graph_free(again);
+        nv_conv_graph_free(alone);
+    }
+    cr_log_info("ResNet-50 f16: %d graph keys for %d convolutions", distinct, n);
+    cr_assert_eq(n, 53, "ResNet-50: 53 convolutions");
+    cr_assert(distinct < n / 2, "%d keys for %d convolutions: blocks repeat", distinct, n);
+    cr_assert(distinct >= 10, "%d keys: different shapes are different keys", distinct);
+    nv_program_free(p);
+    graph_free(g);
+    graph_free(model);
+    plugin_kernel_registry_free(ref);
 }
