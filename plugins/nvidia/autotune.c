@@ -82,29 +82,126 @@ void nv_tune_label_again(char *buf, size_t size, long long engine, bool fallback
                  from);
 }
 
-const nv_tune_record *nv_tune_find(const nv_tuner *t, const int64_t *key)
+const nv_tune_record *nv_tune_find(const nv_tune_table *t, const int64_t *key)
 {
-    for (int i = 0; i < t->n_records; i++)
+    for (int i = 0; i < t->n; i++)
         if (memcmp(t->records[i].key, key, sizeof t->records[i].key) == 0)
             return &t->records[i];
     return NULL;
 }
 
-void nv_tune_remember(nv_tuner *t, const int64_t *key, int rank, float first_ms, float best_ms)
+void nv_tune_remember(nv_tune_table *t, const int64_t *key, int rank, float first_ms, float best_ms)
 {
-    if (t->n_records == t->records_cap) {
-        int cap = t->records_cap ? 2 * t->records_cap : 16;
+    if (nv_tune_find(t, key) != NULL)
+        return;
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 16;
         nv_tune_record *r = realloc(t->records, (size_t)cap * sizeof *r);
         if (r == NULL)
             return;
         t->records = r;
-        t->records_cap = cap;
+        t->cap = cap;
     }
-    nv_tune_record *r = &t->records[t->n_records++];
+    nv_tune_record *r = &t->records[t->n++];
     memcpy(r->key, key, sizeof r->key);
     r->rank = rank;
     r->first_ms = first_ms;
     r->best_ms = best_ms;
+}
+
+void nv_tune_merge(nv_tune_table *t, const nv_tune_table *from)
+{
+    for (int i = 0; i < from->n; i++)
+        nv_tune_remember(t, from->records[i].key, from->records[i].rank, from->records[i].first_ms,
+                         from->records[i].best_ms);
+}
+
+void nv_tune_table_release(nv_tune_table *t)
+{
+    free(t->records);
+    *t = (nv_tune_table){0};
+}
+
+rn_status nv_tune_format(const nv_tune_table *t, size_t cudnn_version, bool allow_tf32, char **text)
+{
+    /* A record: 28 keys of up to 20 characters, the rank, two times. */
+    size_t size = 64 + (size_t)t->n * (NV_CONV_KEY * 21 + 64);
+    char *buf = malloc(size);
+    if (buf == NULL)
+        return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
+    size_t used =
+        (size_t)snprintf(buf, size, "nvtune1 cudnn=%zu tf32=%d", cudnn_version, (int)allow_tf32);
+    for (int i = 0; i < t->n && used < size; i++) {
+        const nv_tune_record *r = &t->records[i];
+        for (int k = 0; k < NV_CONV_KEY && used < size; k++)
+            used += (size_t)snprintf(buf + used, size - used, "%s%lld", k ? "," : " ",
+                                     (long long)r->key[k]);
+        if (used < size)
+            used += (size_t)snprintf(buf + used, size - used, ":%d:%.6g:%.6g", r->rank,
+                                     (double)r->first_ms, (double)r->best_ms);
+    }
+    if (used >= size) { /* cannot happen with the sizes above */
+        free(buf);
+        return rn_set_error(RN_INTERNAL, "NVIDIA: the tuned choices do not fit their text");
+    }
+    *text = buf;
+    return RN_OK;
+}
+
+/* One record "K0,...,K27:RANK:FIRST:BEST" at *at; *at past it. */
+static bool parse_record(const char **at, nv_tune_record *r)
+{
+    const char *p = *at;
+    char *end;
+    for (int k = 0; k < NV_CONV_KEY; k++) {
+        if (k > 0 && *p++ != ',')
+            return false;
+        r->key[k] = strtoll(p, &end, 10);
+        if (end == p)
+            return false;
+        p = end;
+    }
+    if (*p++ != ':')
+        return false;
+    long rank = strtol(p, &end, 10);
+    if (end == p || *end != ':' || rank < 0 || rank >= NV_TUNE_MAX_CANDIDATES)
+        return false;
+    p = end + 1;
+    r->rank = (int)rank;
+    r->first_ms = strtof(p, &end);
+    if (end == p || *end != ':')
+        return false;
+    p = end + 1;
+    r->best_ms = strtof(p, &end);
+    if (end == p || (*end != ' ' && *end != '\0'))
+        return false;
+    *at = end;
+    return true;
+}
+
+bool nv_tune_parse(const char *text, size_t cudnn_version, bool allow_tf32, nv_tune_table *t)
+{
+    size_t version;
+    int tf32, n = 0;
+    if (text == NULL || sscanf(text, "nvtune1 cudnn=%zu tf32=%d%n", &version, &tf32, &n) != 2 ||
+        n == 0 || version != cudnn_version || (tf32 != 0) != allow_tf32)
+        return false;
+    nv_tune_table read = {0};
+    const char *at = text + n;
+    while (*at == ' ') {
+        at++;
+        nv_tune_record r;
+        if (!parse_record(&at, &r)) {
+            nv_tune_table_release(&read);
+            return false;
+        }
+        nv_tune_remember(&read, r.key, r.rank, r.first_ms, r.best_ms);
+    }
+    bool ok = *at == '\0' && read.n > 0;
+    if (ok)
+        nv_tune_merge(t, &read);
+    nv_tune_table_release(&read);
+    return ok;
 }
 
 rn_status nv_tuner_create(double budget_ms, nv_tuner **out)
@@ -155,6 +252,6 @@ void nv_tuner_free(nv_tuner *t)
         cudaEventDestroy((cudaEvent_t)t->start);
     if (t->stop != NULL)
         cudaEventDestroy((cudaEvent_t)t->stop);
-    free(t->records);
+    nv_tune_table_release(&t->table);
     free(t);
 }

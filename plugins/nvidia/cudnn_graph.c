@@ -532,7 +532,7 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv
     /* A graph of the same key as one tuned before gets the same candidates
      * in the same order: the winner's rank is taken again, untimed, within
      * the budget or past it. */
-    const nv_tune_record *again = tuner != NULL ? nv_tune_find(tuner, g->key) : NULL;
+    const nv_tune_record *again = tuner != NULL ? nv_tune_find(&tuner->table, g->key) : NULL;
     if (again != NULL) {
         tuner->graphs++;
         cap = again->rank + 1;
@@ -583,7 +583,7 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv
             tuner->best_ms += ms[best];
         }
         if (pick >= 0)
-            nv_tune_remember(tuner, g->key, pick, ms[0], ms[pick]);
+            nv_tune_remember(&tuner->table, g->key, pick, ms[0], ms[pick]);
     }
     for (int i = 0; i < n; i++)
         if (i != best)

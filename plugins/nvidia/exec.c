@@ -55,7 +55,7 @@ struct nv_exec {
     int device;
     bool allow_tf32, cuda_graph;
     nv_tuner *tuner;     /* NVIDIA_AUTOTUNE, while the steps are prepared */
-    nv_tuner tuning;     /* what it did (its counts), kept after it is freed */
+    nv_tuner tuning;     /* what it did (its counts and choices), kept after it is freed */
     bool tuned;          /* NVIDIA_AUTOTUNE was on */
     int attention_mode;  /* NVK_ATTENTION_*: RUNNEL_NV_ATTENTION=rows for A/B runs */
     nv_weights *weights; /* the compiled model's (shared) or the program's own */
@@ -884,13 +884,15 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     x->tuned = o->autotune;
     if (st == RN_OK && o->autotune && nv_tuner_create(NV_TUNE_BUDGET_MS, &x->tuner) != RN_OK)
         x->tuner = NULL;
+    if (x->tuner != NULL && o->tuned != NULL)
+        nv_tune_merge(&x->tuner->table, o->tuned);
     for (int k = 0; k < prog->n_steps && st == RN_OK; k++)
         st = prepare_step(x, &prog->steps[k], &x->dev[k]);
     if (x->tuner != NULL) {
         x->tuning = *x->tuner;
         x->tuning.scratch = x->tuning.start = x->tuning.stop = NULL;
-        x->tuning.records = NULL;
-        nv_tuner_free(x->tuner); /* its scratch goes before the slots take theirs */
+        x->tuner->table = (nv_tune_table){0}; /* the choices stay with the program */
+        nv_tuner_free(x->tuner);              /* its scratch goes before the slots take theirs */
         x->tuner = NULL;
     }
     if (st != RN_OK) {
@@ -941,6 +943,11 @@ void nv_exec_step_profile(nv_exec *x, char *buf, size_t size)
         used += (size_t)w < size - used ? (size_t)w : size - used - 1;
         steps[best] = 0;
     }
+}
+
+const nv_tune_table *nv_exec_tuned(const nv_exec *x)
+{
+    return &x->tuning.table;
 }
 
 void nv_exec_conv_engines(const nv_exec *x, char *buf, size_t size)
@@ -995,6 +1002,7 @@ void nv_exec_free(nv_exec *x)
         if (x->const_dev[v] != NULL)
             nv_weights_put(x->weights, x->const_dev[v]);
     free(x->const_dev);
+    nv_tune_table_release(&x->tuning.table);
     nv_weights_release(x->weights);
     if (x->plan_handle)
         cudnnDestroy(x->plan_handle);

@@ -37,6 +37,9 @@ typedef struct nv_exec_options {
      * candidates at compile (nv_conv_graph_plan with a tuner), within
      * NV_TUNE_BUDGET_MS per program. */
     bool autotune;
+    /* (optional) Choices made before (the compiled model's other programs,
+     * an imported blob): graphs of their keys take them untimed. */
+    const nv_tune_table *tuned;
     bool cuda_graph; /* capture each slot's steps into a CUDA graph after a warm-up run */
     int max_slots;   /* request slots made on demand (arena, stream, handles) */
     /* (optional) The compiled model's weights, shared with its other
@@ -72,6 +75,9 @@ void nv_exec_step_profile(nv_exec *x, char *buf, size_t size);
  * convolution step's engine, "node: engine 12 (tuned: ...)", in step order,
  * cut at `size`. */
 void nv_exec_conv_engines(const nv_exec *x, char *buf, size_t size);
+/* NVIDIA_AUTOTUNE's choices of the program (those it was given included;
+ * empty untuned), the program's. */
+const nv_tune_table *nv_exec_tuned(const nv_exec *x);
 const char *nv_exec_impl(const nv_exec *x);
 const nv_program *nv_exec_program(const nv_exec *x);
 void nv_exec_free(nv_exec *x);

@@ -375,6 +375,13 @@ typedef struct nv_tune_record {
     float first_ms, best_ms;
 } nv_tune_record;
 
+/* Tuned choices by graph key: a program's (its tuner's), a compiled
+ * model's (every program's, and what an imported blob held). */
+typedef struct nv_tune_table {
+    nv_tune_record *records;
+    int n, cap;
+} nv_tune_table;
+
 /* A program's tuning: scratch on the device for one graph's operands and
  * workspace (grown as needed), two CUDA events, the budget, the choices
  * made (a graph of a key tuned before takes the same rank untimed: ResNet-50
@@ -385,15 +392,14 @@ struct nv_tuner {
     size_t scratch_bytes;
     void *start, *stop; /* cudaEvent_t */
     double budget_ms, spent_ms;
-    int graphs;      /* graphs planned with the tuner */
-    int tuned;       /* graphs with two or more candidates timed */
-    int changed;     /* graphs whose engine is not the heuristic's first (timed or reused) */
-    int failed;      /* graphs whose timings all failed: the first kept */
-    int over_budget; /* graphs that took the first because the budget was spent */
-    int timed;       /* candidates timed */
-    int reused;      /* graphs that took the choice of an earlier graph of their key */
-    nv_tune_record *records;
-    int n_records, records_cap;
+    int graphs;          /* graphs planned with the tuner */
+    int tuned;           /* graphs with two or more candidates timed */
+    int changed;         /* graphs whose engine is not the heuristic's first (timed or reused) */
+    int failed;          /* graphs whose timings all failed: the first kept */
+    int over_budget;     /* graphs that took the first because the budget was spent */
+    int timed;           /* candidates timed */
+    int reused;          /* graphs that took the choice of an earlier graph of their key */
+    nv_tune_table table; /* the choices made, and those it was seeded with */
     double first_ms, best_ms; /* sums over the tuned graphs: the first's, the kept one's */
 };
 
@@ -405,10 +411,23 @@ rn_status nv_tuner_create(double budget_ms, nv_tuner **out);
 rn_status nv_tuner_reserve(nv_tuner *t, size_t bytes, void **scratch);
 void nv_tuner_free(nv_tuner *t);
 /* The choice made for a graph of `key` (NV_CONV_KEY values), or NULL. */
-const nv_tune_record *nv_tune_find(const nv_tuner *t, const int64_t *key);
-/* Records a graph's choice (nothing when memory runs out: the next graph
- * of the key is timed again). */
-void nv_tune_remember(nv_tuner *t, const int64_t *key, int rank, float first_ms, float best_ms);
+const nv_tune_record *nv_tune_find(const nv_tune_table *t, const int64_t *key);
+/* Records a graph's choice unless its key has one (nothing when memory runs
+ * out: the next graph of the key is timed again). */
+void nv_tune_remember(nv_tune_table *t, const int64_t *key, int rank, float first_ms,
+                      float best_ms);
+/* Remembers every choice of `from` (nv_tune_remember). */
+void nv_tune_merge(nv_tune_table *t, const nv_tune_table *from);
+void nv_tune_table_release(nv_tune_table *t);
+/* The choices as text for a compiled blob (NVIDIA_TUNED): "nvtune1
+ * cudnn=91900 tf32=0" and " K0,...,K27:RANK:FIRST_MS:BEST_MS" per record,
+ * in *text (malloc'ed). */
+rn_status nv_tune_format(const nv_tune_table *t, size_t cudnn_version, bool allow_tf32,
+                         char **text);
+/* Reads nv_tune_format's text into *t (empty first). Text of another cuDNN
+ * version or TF32 setting (whose candidates may differ), or malformed, adds
+ * nothing: those graphs are tuned again. False when it added nothing. */
+bool nv_tune_parse(const char *text, size_t cudnn_version, bool allow_tf32, nv_tune_table *t);
 
 /* Pure, needing no device: */
 /* How many candidates to finalise for the next graph: NV_TUNE_MAX_CANDIDATES,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "plugins/api/device.h"
+#include "plugins/api/export.h"
 #include "plugins/api/kit_id.h"
 #include "plugins/api/log.h"
 #include "plugins/nvidia/exec.h"
@@ -41,6 +42,9 @@ typedef struct nv_model {
     int live;
     uint64_t built; /* programs compiled */
     bool timing;    /* NVIDIA_STEP_TIMING */
+    /* NVIDIA_AUTOTUNE's choices by graph key: every program's, and an
+     * imported blob's; exported with the model (NVIDIA_TUNED). */
+    nv_tune_table tuned;
 } nv_model;
 
 /* A program's place among the model's (the owner of its nv_exec, which is
@@ -61,6 +65,7 @@ static void model_release(nv_model *m)
     if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
         return;
     nv_weights_release(m->weights);
+    nv_tune_table_release(&m->tuned);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -190,9 +195,18 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
         nv_program_free(prog);
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
     }
+    /* The choices of the model's other programs and of an imported blob,
+     * a copy: programs of other shapes compile concurrently. */
+    nv_tune_table seen = {0};
+    if (own->autotune) {
+        pthread_mutex_lock(&m->lock);
+        nv_tune_merge(&seen, &m->tuned);
+        pthread_mutex_unlock(&m->lock);
+    }
     nv_exec_options o = {.device = d->info.device_id,
                          .allow_tf32 = own->allow_tf32,
                          .autotune = own->autotune,
+                         .tuned = &seen,
                          .cuda_graph = own->cuda_graph,
                          .max_slots = (int)own->max_slots,
                          .weights = m->weights,
@@ -210,6 +224,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
                                    c->props.inference_precision, false, &prog)) == RN_OK)
             st = nv_exec_create(prog, input_names, n_inputs, &o, &p->exec);
     }
+    nv_tune_table_release(&seen);
     if (st != RN_OK) {
         free(p);
         return st;
@@ -218,6 +233,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
     p->model = m;
     pthread_mutex_lock(&m->lock);
     nv_exec_set_timing(p->exec, m->timing);
+    nv_tune_merge(&m->tuned, nv_exec_tuned(p->exec));
     p->next = m->progs;
     if (m->progs != NULL)
         m->progs->prev = p;
@@ -462,6 +478,70 @@ static rn_status nvidia_compiled_read(plugin_compiled *c, const char *key, char 
     return plugin_property_string(key, tmp, buf, size);
 }
 
+/* ---- export and import: NVIDIA_AUTOTUNE's choices travel with the blob ---- */
+
+#define TUNED_KEY "NVIDIA_TUNED"
+
+/* The blob holds the transformed graph (plugin_export), not cuDNN's plans:
+ * an import builds them again. The model's tuned choices go in its header
+ * (TUNED_KEY) so that an import with NVIDIA_AUTOTUNE takes them untimed. */
+static rn_status nvidia_export(plugin_compiled *c, const plugin_properties *props, void **data,
+                               size_t *size)
+{
+    const plugin_device *dev = c->device;
+    const nvidia *d = dev->context;
+    nvidia_compiled *x = state_of(c);
+    char *text = NULL;
+    rn_status st = RN_OK;
+    if (x != NULL && x->model != NULL) {
+        pthread_mutex_lock(&x->model->lock);
+        if (x->model->tuned.n > 0)
+            st = nv_tune_format(&x->model->tuned, d->info.cudnn_version,
+                                ((const nv_own *)c->own)->allow_tf32, &text);
+        pthread_mutex_unlock(&x->model->lock);
+    }
+    if (st == RN_OK)
+        st = text != NULL ? plugin_export_extra(c->plan, dev->iface->info.name, dev->architecture,
+                                                props, TUNED_KEY, text, data, size)
+                          : plugin_export(c->plan, dev->iface->info.name, dev->architecture, props,
+                                          data, size);
+    free(text);
+    return st;
+}
+
+/* *pending: the blob's TUNED_KEY text (NULL: none). */
+static rn_status nvidia_import(plugin_compiled *c, const void *data, size_t size,
+                               const rn_property *overrides, size_t n_overrides, graph **g,
+                               void **pending)
+{
+    char *text = NULL;
+    rn_status st =
+        plugin_import_extra(data, size, c->device->iface->info.name, c->device->architecture,
+                            overrides, n_overrides, &c->props, g, TUNED_KEY, &text);
+    if (st == RN_OK)
+        *pending = text;
+    return st;
+}
+
+/* The blob's choices seed the model's (ignored when they were made with
+ * another cuDNN or TF32 setting: nv_tune_parse). */
+static void nvidia_import_placed(plugin_compiled *c, void *pending)
+{
+    nvidia_compiled *x = state_of(c);
+    if (pending == NULL || x == NULL || x->model == NULL)
+        return;
+    const nvidia *d = c->device->context;
+    pthread_mutex_lock(&x->model->lock);
+    nv_tune_parse(pending, d->info.cudnn_version, ((const nv_own *)c->own)->allow_tf32,
+                  &x->model->tuned);
+    pthread_mutex_unlock(&x->model->lock);
+}
+
+static void nvidia_import_done(void *pending)
+{
+    free(pending);
+}
+
 const plugin_device_iface nv_device_iface = {
     .info =
         {
@@ -493,6 +573,10 @@ const plugin_device_iface nv_device_iface = {
     .built = nvidia_built,
     .compiled_read = nvidia_compiled_read,
     .compiled_changed = nvidia_timing,
+    .export_blob = nvidia_export,
+    .import_blob = nvidia_import,
+    .import_placed = nvidia_import_placed,
+    .import_done = nvidia_import_done,
 };
 
 PLUGIN_DEVICE_DEFINE(nvidia_plugin_ops, "NVIDIA", nv_device_iface, NULL, NULL);

@@ -27,7 +27,8 @@
  * CUDA events in the same run (NVIDIA_STEP_TIMING). --autotune-ab, alone:
  * the exported ResNet-50 at batch 32 (f16 and f32 as --precision selects)
  * compiled with NVIDIA_AUTOTUNE NO and YES, compile times, latencies and
- * their ratio, the tuned engines, the two outputs compared.
+ * their ratio, the tuned engines, the two outputs compared; the tuned model
+ * exported and imported without timing again.
  *
  * --precision picks the precisions: one of them, both (f32 and f16) or all
  * (the default: f32, f16 and bf16; bf16 is skipped, saying so, on a device
@@ -978,6 +979,41 @@ static rn_compiled_model *compile_tune(rn_core *core, rn_model *m, const char *p
     return st == RN_OK ? cm : NULL;
 }
 
+/* The tuned model exported and imported with NVIDIA_AUTOTUNE YES: the
+ * blob carries the choices, so the import times no candidate (unless the
+ * compile ran out of its budget: those graphs tune again). */
+static void autotune_import(rn_core *core, const rn_compiled_model *tuned, const char *name,
+                            double compile_s, const char *engines)
+{
+    char check[128];
+    snprintf(check, sizeof check, "%s export+import", name);
+    void *blob = NULL;
+    size_t size = 0;
+    rn_compiled_model *im = NULL;
+    rn_property p[] = {{"NVIDIA_AUTOTUNE", "YES"}, {"PERFORMANCE_HINT", "LATENCY"}};
+    double t0 = now_s();
+    bool ok = rn_compiled_model_export(tuned, &blob, &size) == RN_OK &&
+              rn_core_import_model(core, blob, size, "NVIDIA", p, 2, &im) == RN_OK;
+    double import_s = now_s() - t0;
+    static char again[8192];
+    again[0] = '\0';
+    if (ok)
+        rn_compiled_model_get_property(im, "NVIDIA_CONV_ENGINES", again, sizeof again);
+    bool budget_spent = strstr(engines, " over_budget=0 ") == NULL;
+    bool untimed = strstr(again, " timed=0 ") != NULL;
+    if (!ok)
+        result(false, check, "%s", rn_last_error());
+    else
+        result(untimed || budget_spent, check,
+               "blob %zu bytes, export+import %.2f s against the tuned compile's %.2f s; the "
+               "import %s: %.160s",
+               size, import_s, compile_s,
+               untimed ? "timed no candidate" : "timed candidates (the compile's budget ran out)",
+               again);
+    rn_compiled_model_free(im);
+    free(blob);
+}
+
 /* The exported ResNet-50 at batch 32 in f16 and f32 (as --precision
  * selects) compiled with NVIDIA_AUTOTUNE NO and YES in the same run: each
  * compile's time, the latency of each (median over rounds that alternate
@@ -985,7 +1021,7 @@ static rn_compiled_model *compile_tune(rn_core *core, rn_model *m, const char *p
  * (NVIDIA_CONV_ENGINES). It passes when both compile and run and the tuned
  * engines' outputs match the heuristic's within twice the precision's
  * bound (each engine within one of the truth); the ratio is measured, not
- * judged. */
+ * judged. Then autotune_import. */
 static void autotune_ab(rn_core *core, const char *extra, const char *precision)
 {
     const char *precs[] = {"f16", "f32"};
@@ -1044,6 +1080,7 @@ static void autotune_ab(rn_core *core, const char *extra, const char *precision)
                    prec, compile_s[0], compile_s[1], med[0], med[1],
                    med[0] > 0 ? med[1] / med[0] : 0);
             printf("autotune tv_resnet50 batch=32 %s engines: %.600s\n", prec, engines);
+            autotune_import(core, cm[1], name, compile_s[1], engines);
             result(ok && w <= 2.0, name,
                    "tuned against the heuristic's engines: worst |diff| / (%g + %g |ref|) = %.3f "
                    "(<= 2 passes)",

@@ -212,7 +212,7 @@ Test(nvidia_autotune, scratch_holds_the_operands_of_the_convolution)
 /* A tuned choice is taken again, untimed, by a graph of the same key. */
 Test(nvidia_autotune, remembers_choices_by_key)
 {
-    nv_tuner t = {.budget_ms = NV_TUNE_BUDGET_MS};
+    nv_tune_table t = {0};
     int64_t a[NV_CONV_KEY] = {1, 2, 3}, b[NV_CONV_KEY] = {1, 2, 4};
     cr_assert_null(nv_tune_find(&t, a));
     nv_tune_remember(&t, a, 3, 1.0f, 0.5f);
@@ -220,6 +220,8 @@ Test(nvidia_autotune, remembers_choices_by_key)
     cr_assert_not_null(r);
     cr_assert_eq(r->rank, 3);
     cr_assert_null(nv_tune_find(&t, b), "another key is not the same choice");
+    nv_tune_remember(&t, a, 5, 1.0f, 0.4f);
+    cr_assert_eq(nv_tune_find(&t, a)->rank, 3, "a key's first choice stays");
     /* Past the first allocation: every record still found. */
     for (int i = 0; i < 40; i++) {
         int64_t k[NV_CONV_KEY] = {100 + i};
@@ -231,7 +233,14 @@ Test(nvidia_autotune, remembers_choices_by_key)
         cr_assert(r != NULL && r->rank == i % NV_TUNE_MAX_CANDIDATES, "record %d", i);
     }
     cr_assert_eq(nv_tune_find(&t, a)->rank, 3);
-    free(t.records);
+    cr_assert_eq(t.n, 41);
+    nv_tune_table merged = {0};
+    nv_tune_remember(&merged, b, 1, 2.0f, 1.0f);
+    nv_tune_merge(&merged, &t);
+    cr_assert_eq(merged.n, 42, "a merge adds the keys it lacks");
+    nv_tune_table_release(&merged);
+    nv_tune_table_release(&t);
+    cr_assert_eq(t.n, 0);
 
     char buf[128];
     nv_tune_record kept = {.rank = 2, .first_ms = 1.0f, .best_ms = 0.5f};
@@ -292,4 +301,48 @@ Test(nvidia_autotune, graph_keys_repeat_across_resnet_blocks)
     graph_free(g);
     graph_free(model);
     plugin_kernel_registry_free(ref);
+}
+
+/* The choices travel in a compiled blob's header as text (NVIDIA_TUNED):
+ * read back they are the same records; made with another cuDNN or TF32
+ * setting, or damaged, they are not taken (those graphs tune again). */
+Test(nvidia_autotune, choices_round_trip_through_the_blob_text)
+{
+    nv_tune_table t = {0};
+    for (int i = 0; i < 24; i++) {
+        int64_t k[NV_CONV_KEY];
+        for (int j = 0; j < NV_CONV_KEY; j++)
+            k[j] = (int64_t)i * 1000003 - j * 7 - (j == 27 ? 1LL << 40 : 0);
+        nv_tune_remember(&t, k, i % NV_TUNE_MAX_CANDIDATES, 0.25f + (float)i, 0.125f + (float)i);
+    }
+    char *text = NULL;
+    OK(nv_tune_format(&t, 91900, false, &text));
+    nv_tune_table back = {0};
+    cr_assert(nv_tune_parse(text, 91900, false, &back), "%.200s", text);
+    cr_assert_eq(back.n, t.n);
+    for (int i = 0; i < t.n; i++) {
+        const nv_tune_record *r = nv_tune_find(&back, t.records[i].key);
+        cr_assert_not_null(r, "record %d", i);
+        cr_assert_eq(r->rank, t.records[i].rank);
+        cr_assert_float_eq(r->first_ms, t.records[i].first_ms, 1e-5);
+        cr_assert_float_eq(r->best_ms, t.records[i].best_ms, 1e-5);
+    }
+    nv_tune_table other = {0};
+    cr_assert(!nv_tune_parse(text, 91400, false, &other), "another cuDNN");
+    cr_assert(!nv_tune_parse(text, 91900, true, &other), "another TF32 setting");
+    cr_assert_eq(other.n, 0);
+    /* Damaged: cut in a key, a bad rank, a record cut short, another format. */
+    char *cut = strndup(text, (size_t)(strrchr(text, ' ') - text) + 10); /* in the last key */
+    cr_assert(!nv_tune_parse(cut, 91900, false, &other), "cut short: %s", strrchr(cut, ' '));
+    char *colon = strchr(text, ':');
+    colon[1] = '9';
+    cr_assert(!nv_tune_parse(text, 91900, false, &other), "rank 9 is past the candidates");
+    cr_assert(!nv_tune_parse("nvtune1 cudnn=91900 tf32=0 1,2", 91900, false, &other));
+    cr_assert(!nv_tune_parse("nvtune2 cudnn=91900 tf32=0", 91900, false, &other));
+    cr_assert(!nv_tune_parse(NULL, 91900, false, &other));
+    cr_assert_eq(other.n, 0, "a refused text adds nothing");
+    free(cut);
+    free(text);
+    nv_tune_table_release(&back);
+    nv_tune_table_release(&t);
 }
