@@ -344,14 +344,16 @@ static const rn_allocator nv_pinned_arenas = {
     .free = arena_free,
 };
 
-/* One partition, one stream worker per request in flight (each waits for
- * its slot's event while the GPU works), requests in flight = the slots. */
-static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
+/* The compiled model's state and its model, made by the plan, or before it
+ * by an import that seeds the model's tuned choices (nvidia_import_placed);
+ * unplace frees them. */
+static rn_status make_state(plugin_compiled *c)
 {
-    nvidia_compiled *x = calloc(1, sizeof *x);
-    if (x == NULL)
+    if (c->state == NULL && (c->state = calloc(1, sizeof(nvidia_compiled))) == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
-    c->state = x;
+    nvidia_compiled *x = state_of(c);
+    if (x->model != NULL)
+        return RN_OK;
     nv_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
@@ -364,6 +366,17 @@ static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
     atomic_init(&m->refs, 1);
     pthread_mutex_init(&m->lock, NULL);
     x->model = m;
+    return RN_OK;
+}
+
+/* One partition, one stream worker per request in flight (each waits for
+ * its slot's event while the GPU works), requests in flight = the slots. */
+static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
+{
+    rn_status st = make_state(c);
+    if (st != RN_OK)
+        return st;
+    nvidia_compiled *x = state_of(c);
     x->parts = (rn_partition_ops){.abi_version = RN_KERNEL_ABI_VERSION,
                                   .claim = claim_all,
                                   .compile = compile_partition,
@@ -524,12 +537,14 @@ static rn_status nvidia_import(plugin_compiled *c, const void *data, size_t size
 }
 
 /* The blob's choices seed the model's (ignored when they were made with
- * another cuDNN or TF32 setting: nv_tune_parse). */
+ * another cuDNN or TF32 setting: nv_tune_parse). This runs before the plan:
+ * the state is made here (the plan then finds it); if it cannot be, the
+ * plan fails saying why. */
 static void nvidia_import_placed(plugin_compiled *c, void *pending)
 {
-    nvidia_compiled *x = state_of(c);
-    if (pending == NULL || x == NULL || x->model == NULL)
+    if (pending == NULL || make_state(c) != RN_OK)
         return;
+    nvidia_compiled *x = state_of(c);
     const nvidia *d = c->device->context;
     pthread_mutex_lock(&x->model->lock);
     nv_tune_parse(pending, d->info.cudnn_version, ((const nv_own *)c->own)->allow_tf32,
