@@ -582,8 +582,8 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv
             tuner->first_ms += ms[0];
             tuner->best_ms += ms[best];
         }
-        if (pick >= 0)
-            nv_tune_remember(&tuner->table, g->key, pick, ms[0], ms[pick]);
+        /* Failed timings too: the key then keeps the first, untimed. */
+        nv_tune_remember(&tuner->table, g->key, best, ms[0], ms[best]);
     }
     for (int i = 0; i < n; i++)
         if (i != best)
