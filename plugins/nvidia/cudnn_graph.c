@@ -464,8 +464,8 @@ static float time_once(nv_conv_graph *g, cudnnHandle_t h, nv_tuner *t, cudaStrea
 /* Times the n candidates (a warm-up run, then NV_TUNE_RUNS, the minimum;
  * a candidate whose warm-up is over NV_TUNE_SLOW times the best so far
  * keeps the warm-up's time; after the first, none starts past `deadline`)
- * into ms[]: false when the scratch could not be had (every ms -1). The operands are the scratch's
- * first bytes: their values do not matter to the time. */
+ * into ms[]: false when the scratch could not be had (every ms -1). The
+ * operands are the scratch's first bytes, the workspace after them. */
 static bool time_candidates(nv_conv_graph *g, cudnnHandle_t h, nv_tuner *t, const candidate *c,
                             int n, double deadline, float *ms)
 {
