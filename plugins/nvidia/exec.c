@@ -38,7 +38,41 @@ typedef struct nv_slot {
     bool graph_failed;     /* capture refused: eager launches from now on */
     uint64_t runs;
     bool busy;
+    /* The run whose work is queued on the slot: where its outputs go (the
+     * pinned staging's copies land there after the wait), which it got
+     * from the DMA directly, its host copy-in time and whether it was
+     * timed; and, with NVIDIA_ASYNC_STAGES, the run's record while it is in
+     * flight (under run_lock). */
+    void **out_dst;
+    uint64_t direct_out;
+    double host_in;
+    bool timing;
+    struct nv_run *run;
 } nv_slot;
+
+/* NVIDIA_ASYNC_STAGES: a request's run in flight, in a header before its
+ * arena (nv_exec_arena_alloc), so that the program's node, the wait's arm
+ * and the finish stage of one run find it from the arena alone. From the
+ * program's node to the finish stage `slot` is the slot the run owns; a
+ * run that needs a slot when every one is in flight may finish another's
+ * (`finishing`: waits for its GPU work, copies its outputs out) and keep
+ * that slot, leaving the status for the victim's finish stage. Under
+ * run_lock. */
+typedef struct nv_run {
+    uint64_t magic; /* NV_RUN_MAGIC: the arena is nv_exec_arena_alloc's */
+    nv_slot *slot;
+    struct nv_exec *exec;
+    bool finishing;
+    rn_status status; /* of a run finished by another */
+    char error[200];
+} nv_run;
+
+#define NV_RUN_MAGIC  0x6e7672756e68647full /* "nvrunhdr" */
+#define NV_RUN_HEADER NV_RUN_ARENA_HEADER   /* keeps the arena 256-byte aligned */
+_Static_assert(sizeof(nv_run) <= NV_RUN_HEADER, "the run's record fits its header");
+
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t run_done = PTHREAD_COND_INITIALIZER; /* a `finishing` cleared */
 
 typedef struct nv_step_dev {
     nv_conv_graph *conv;
@@ -54,6 +88,7 @@ struct nv_exec {
     nv_program *prog;
     int device;
     bool allow_tf32, cuda_graph;
+    bool async_stages;   /* NVIDIA_ASYNC_STAGES: the run returns once queued */
     nv_tuner *tuner;     /* NVIDIA_AUTOTUNE, while the steps are prepared */
     nv_tuner tuning;     /* what it did (its counts and choices), kept after it is freed */
     bool tuned;          /* NVIDIA_AUTOTUNE was on */
@@ -330,6 +365,7 @@ static void slot_release(nv_slot *s, int n_marks)
         if (s->marks[i])
             cudaEventDestroy(s->marks[i]);
     free(s->marks);
+    free(s->out_dst);
     if (s->blas)
         cublasDestroy(s->blas);
     if (s->dnn)
@@ -374,7 +410,8 @@ static rn_status slot_init(nv_exec *x, nv_slot *s)
             return cuda_error(e, NULL, "creating the step events");
         }
     s->plans = calloc((size_t)n_marks, sizeof *s->plans);
-    if (s->marks == NULL || s->plans == NULL) {
+    s->out_dst = calloc((size_t)x->prog->n_outputs + 1, sizeof *s->out_dst);
+    if (s->marks == NULL || s->plans == NULL || s->out_dst == NULL) {
         slot_release(s, n_marks);
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
     }
@@ -390,38 +427,45 @@ static rn_status slot_init(nv_exec *x, nv_slot *s)
     return RN_OK;
 }
 
+/* Under x->lock: a free slot, or one made now while there are fewer than
+ * max_slots (*st: whether making it failed); NULL when every slot is made
+ * and busy. */
+static nv_slot *slot_take(nv_exec *x, rn_status *st)
+{
+    *st = RN_OK;
+    for (int i = 0; i < x->n_slots; i++)
+        if (!x->slots[i].busy) {
+            x->slots[i].busy = true;
+            return &x->slots[i];
+        }
+    if (x->n_slots >= x->max_slots)
+        return NULL;
+    nv_slot *s = &x->slots[x->n_slots];
+    if ((*st = slot_init(x, s)) == RN_OK) {
+        s->busy = true;
+        x->n_slots++;
+    }
+    return s;
+}
+
 /* A free slot (made on first use, up to max_slots; then waits for one). */
 static rn_status slot_acquire(nv_exec *x, nv_slot **out)
 {
+    rn_status st;
+    nv_slot *s;
     pthread_mutex_lock(&x->lock);
-    for (;;) {
-        for (int i = 0; i < x->n_slots; i++)
-            if (!x->slots[i].busy) {
-                x->slots[i].busy = true;
-                pthread_mutex_unlock(&x->lock);
-                *out = &x->slots[i];
-                return RN_OK;
-            }
-        if (x->n_slots < x->max_slots) {
-            nv_slot *s = &x->slots[x->n_slots];
-            rn_status st = slot_init(x, s);
-            if (st == RN_OK) {
-                s->busy = true;
-                x->n_slots++;
-            }
-            pthread_mutex_unlock(&x->lock);
-            *out = s;
-            return st;
-        }
+    while ((s = slot_take(x, &st)) == NULL)
         pthread_cond_wait(&x->cond, &x->lock);
-    }
+    pthread_mutex_unlock(&x->lock);
+    *out = s;
+    return st;
 }
 
 static void slot_give_back(nv_exec *x, nv_slot *s)
 {
     pthread_mutex_lock(&x->lock);
     s->busy = false;
-    pthread_cond_signal(&x->cond);
+    pthread_cond_broadcast(&x->cond);
     pthread_mutex_unlock(&x->lock);
 }
 
@@ -720,25 +764,19 @@ static rn_status run_graph(const nv_exec *x, nv_slot *sl)
     return run_steps(x, sl);
 }
 
-rn_status nv_exec_run(rn_kernel_args *args)
+/* Queues the run of `args` on the slot: the host inputs through the
+ * pinned staging (or straight from pinned memory), the upload, the steps
+ * (a CUDA graph, or eager launches when timed) and the download, then the
+ * slot's `done` event; records where each output goes (sl->out_dst, and
+ * which the DMA writes directly). The outputs are not there before `done`
+ * completed and finish_run ran. */
+static rn_status queue_run(nv_exec *x, nv_slot *sl, rn_kernel_args *args)
 {
-    nv_exec *x = args->state;
     const nv_program *p = x->prog;
-    if (args->cancel != NULL && atomic_load(args->cancel))
-        return RN_CANCELLED;
-    cudaError_t set = cudaSetDevice(x->device); /* the runtime's device is per thread */
-    if (set != cudaSuccess)
-        return cuda_error(set, NULL, "cudaSetDevice");
-    if (args->n_inputs != x->n_args || args->n_outputs != p->n_outputs)
-        return rn_set_error(RN_INTERNAL, "NVIDIA: partition called with %d inputs, %d outputs",
-                            args->n_inputs, args->n_outputs);
-    nv_slot *sl;
-    rn_status st = slot_acquire(x, &sl);
-    if (st != RN_OK)
-        return st;
+    rn_status st = RN_OK;
     cudaError_t e = cudaSuccess;
-    double host_in = 0;
-    uint64_t direct_out = 0;
+    sl->host_in = 0;
+    sl->direct_out = 0;
     for (int k = 0; k < args->n_inputs && st == RN_OK; k++) {
         int i = x->arg_input[k];
         if (i < 0)
@@ -760,7 +798,7 @@ rn_status nv_exec_run(rn_kernel_args *args)
             char *pin = (char *)sl->pinned + p->input_pinned[i];
             double t0 = now_ns();
             memcpy(pin, src, bytes);
-            host_in += now_ns() - t0;
+            sl->host_in += now_ns() - t0;
             src = pin;
         }
         e = cudaMemcpyAsync((char *)sl->arena + p->input_stage[i], src, bytes,
@@ -769,6 +807,7 @@ rn_status nv_exec_run(rn_kernel_args *args)
             st = cuda_error(e, NULL, "upload");
     }
     bool timing = atomic_load(&x->timing);
+    sl->timing = timing;
     if (st == RN_OK && x->cuda_graph && !timing)
         st = run_graph(x, sl);
     for (int k = 0; k < p->n_steps && st == RN_OK && !(x->cuda_graph && !timing); k++) {
@@ -788,21 +827,32 @@ rn_status nv_exec_run(rn_kernel_args *args)
             break;
         }
         void *dst = args->outputs[o].data;
+        sl->out_dst[o] = dst;
         if (!host_pinned(dst))
             dst = (char *)sl->pinned + p->output_pinned[o];
         else
-            direct_out |= 1ull << (o < 63 ? o : 63);
+            sl->direct_out |= 1ull << (o < 63 ? o : 63);
         e = cudaMemcpyAsync(dst, (char *)sl->arena + p->output_stage[o], bytes,
                             cudaMemcpyDeviceToHost, sl->stream);
         if (e != cudaSuccess)
             st = cuda_error(e, NULL, "download");
     }
-    /* Wait for what was queued, even after an error, before the slot is reused. */
+    /* Recorded even after an error: what was queued is waited for before
+     * the slot is reused. */
     e = cudaEventRecord(sl->done, sl->stream);
-    if (e == cudaSuccess)
-        e = cudaEventSynchronize(sl->done);
     if (e != cudaSuccess && st == RN_OK)
         st = cuda_error(e, NULL, "the run");
+    return st;
+}
+
+/* After the slot's `done` event completed (`st`: the run's status so
+ * far): the step timings (NVIDIA_STEP_TIMING) and, when the run
+ * succeeded, the outputs the DMA did not write copied out of the pinned
+ * staging. The slot stays the caller's. */
+static rn_status finish_run(nv_exec *x, nv_slot *sl, rn_status st)
+{
+    const nv_program *p = x->prog;
+    bool timing = sl->timing;
     if (timing && st == RN_OK) {
         /* Each step alone: the stream runs them one after the other. */
         double ns = 0, kind_ms[NV_STEP_KINDS] = {0};
@@ -824,16 +874,247 @@ rn_status nv_exec_run(rn_kernel_args *args)
     for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
         const nv_value *v = &p->values[p->output_value[o]];
         size_t bytes = v->count * rn_element_type_size(v->host_type);
-        if (o < 63 && (direct_out >> o & 1))
+        if (o < 63 && (sl->direct_out >> o & 1))
             continue; /* the DMA wrote it */
-        memcpy(args->outputs[o].data, (char *)sl->pinned + p->output_pinned[o], bytes);
+        memcpy(sl->out_dst[o], (char *)sl->pinned + p->output_pinned[o], bytes);
     }
     if (timing) {
         pthread_mutex_lock(&x->lock);
-        x->host_in_ms = host_in * 1e-6;
+        x->host_in_ms = sl->host_in * 1e-6;
         x->host_out_ms = (now_ns() - t_out) * 1e-6;
         pthread_mutex_unlock(&x->lock);
     }
+    return st;
+}
+
+/* Waits (blocking) for the slot's queued work: its status joined to `st`. */
+static rn_status drain(nv_slot *sl, rn_status st)
+{
+    cudaError_t e = cudaEventSynchronize(sl->done);
+    if (e != cudaSuccess && st == RN_OK)
+        st = cuda_error(e, NULL, "the run");
+    return st;
+}
+
+/* ---- NVIDIA_ASYNC_STAGES: the wait and the copy-out as DAG stages ---- */
+
+static nv_run *run_of(void *arena)
+{
+    return (nv_run *)((char *)arena - NV_RUN_HEADER);
+}
+
+rn_status nv_exec_arena_alloc(size_t size, void **arena)
+{
+    void *base;
+    rn_status st = nv_host_alloc(size + NV_RUN_HEADER, &base);
+    if (st != RN_OK)
+        return st;
+    memset(base, 0, sizeof(nv_run));
+    ((nv_run *)base)->magic = NV_RUN_MAGIC;
+    *arena = (char *)base + NV_RUN_HEADER;
+    return RN_OK;
+}
+
+void nv_exec_arena_free(void *arena)
+{
+    if (arena != NULL)
+        nv_host_free(run_of(arena));
+}
+
+/* Finishes run `run` (in flight on `sl`, marked finishing by the caller):
+ * waits for its work, copies its outputs out, and leaves its status for its
+ * finish stage. The slot stays the caller's. Called by a run that found
+ * every slot in flight: its worker waits for the GPU, as the synchronous
+ * path waits for a slot. */
+static void finish_other(nv_exec *x, nv_slot *sl, nv_run *run)
+{
+    rn_status st = finish_run(x, sl, drain(sl, RN_OK));
+    pthread_mutex_lock(&run_lock);
+    run->status = st;
+    snprintf(run->error, sizeof run->error, "%s", st == RN_OK ? "" : rn_last_error());
+    run->slot = NULL;
+    run->finishing = false;
+    sl->run = NULL;
+    pthread_cond_broadcast(&run_done);
+    pthread_mutex_unlock(&run_lock);
+}
+
+/* A slot for an async run: a free one, a new one, or one whose run is in
+ * flight, finished here (finish_other). Never waits for a stage of another
+ * run, which may be queued behind this one on the same stream worker; waits
+ * only while every slot is being queued or finished by another thread. */
+static rn_status slot_acquire_async(nv_exec *x, nv_slot **out)
+{
+    pthread_mutex_lock(&x->lock);
+    for (;;) {
+        rn_status st;
+        nv_slot *s = slot_take(x, &st);
+        if (s != NULL) {
+            pthread_mutex_unlock(&x->lock);
+            *out = s;
+            return st;
+        }
+        nv_slot *victim = NULL;
+        nv_run *run = NULL;
+        pthread_mutex_lock(&run_lock);
+        for (int i = 0; i < x->n_slots && victim == NULL; i++) {
+            nv_run *r = x->slots[i].run;
+            if (r != NULL && r->slot == &x->slots[i] && !r->finishing) {
+                r->finishing = true;
+                victim = &x->slots[i];
+                run = r;
+            }
+        }
+        pthread_mutex_unlock(&run_lock);
+        if (victim != NULL) {
+            pthread_mutex_unlock(&x->lock);
+            finish_other(x, victim, run);
+            *out = victim;
+            return RN_OK;
+        }
+        pthread_cond_wait(&x->cond, &x->lock);
+    }
+}
+
+/* The async run: queued, recorded in the arena's header and handed to the
+ * wait stage; on an error, drained here and the slot given back. */
+static rn_status run_async(nv_exec *x, rn_kernel_args *args, void *arena)
+{
+    nv_slot *sl;
+    rn_status st = slot_acquire_async(x, &sl);
+    if (st != RN_OK)
+        return st;
+    if ((st = queue_run(x, sl, args)) != RN_OK) {
+        st = drain(sl, st);
+        slot_give_back(x, sl);
+        return st;
+    }
+    nv_run *run = run_of(arena);
+    pthread_mutex_lock(&run_lock);
+    run->slot = sl;
+    run->exec = x;
+    run->finishing = false;
+    run->status = RN_OK;
+    sl->run = run;
+    pthread_mutex_unlock(&run_lock);
+    /* A run waiting for a slot may finish this one. */
+    pthread_mutex_lock(&x->lock);
+    pthread_cond_broadcast(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+    return RN_OK;
+}
+
+/* The driver's thread once the stream reached the callback: signals only
+ * (no CUDA call is allowed here). cudaStreamAddCallback rather than
+ * cudaLaunchHostFunc: its callback runs, with the error, after a device
+ * error too, where a host function is not called and the run would hang. */
+static void CUDART_CB stream_reached(cudaStream_t stream, cudaError_t status, void *event)
+{
+    (void)stream;
+    plugin_event_signal(event, status == cudaSuccess ? RN_OK : RN_DEVICE_ERROR);
+}
+
+int nv_exec_stage_arm(void *arena, plugin_event *event)
+{
+    nv_run *run = run_of(arena);
+    pthread_mutex_lock(&run_lock);
+    nv_slot *sl = run->slot;
+    if (sl == NULL || run->finishing) {
+        /* Nothing queued (the program failed or was skipped), or another
+         * run is finishing it: the finish stage sees to it. */
+        pthread_mutex_unlock(&run_lock);
+        return RN_OK;
+    }
+    /* Under the lock: the slot cannot be finished and reused meanwhile. */
+    cudaError_t e = cudaSetDevice(run->exec->device);
+    if (e == cudaSuccess)
+        e = cudaStreamAddCallback(sl->stream, stream_reached, event, 0);
+    pthread_mutex_unlock(&run_lock);
+    if (e == cudaSuccess)
+        return PLUGIN_STAGE_PENDING; /* the event may be signalled already */
+    cudaGetLastError();
+    return cuda_error(e, NULL, "cudaStreamAddCallback"); /* the finish stage drains */
+}
+
+int nv_exec_stage_finish(plugin_request *request, uint32_t stage, void *ctx)
+{
+    (void)stage, (void)ctx;
+    void *arena = plugin_request_arena(request);
+    if (arena == NULL)
+        return RN_OK;
+    nv_run *run = run_of(arena);
+    pthread_mutex_lock(&run_lock);
+    while (run->finishing)
+        pthread_cond_wait(&run_done, &run_lock);
+    nv_slot *sl = run->slot;
+    if (sl == NULL) {
+        /* Not queued, or finished by the run that took its slot. */
+        rn_status st = run->status;
+        run->status = RN_OK;
+        pthread_mutex_unlock(&run_lock);
+        return st == RN_OK ? RN_OK : rn_set_error(st, "%s", run->error);
+    }
+    nv_exec *x = run->exec;
+    run->finishing = true;
+    pthread_mutex_unlock(&run_lock);
+    cudaError_t e = cudaSetDevice(x->device);
+    /* The wait completed, so this returns at once; it drains if the wait
+     * could not be armed. */
+    rn_status st = drain(sl, e == cudaSuccess ? RN_OK : cuda_error(e, NULL, "cudaSetDevice"));
+    st = finish_run(x, sl, st);
+    pthread_mutex_lock(&run_lock);
+    run->slot = NULL;
+    run->finishing = false;
+    sl->run = NULL;
+    pthread_cond_broadcast(&run_done);
+    pthread_mutex_unlock(&run_lock);
+    slot_give_back(x, sl);
+    return st;
+}
+
+void nv_exec_plan_stages(plugin_plan_options *o, bool async_stages)
+{
+    o->n_stages = 0;
+    if (!async_stages)
+        return;
+    o->n_stages = 2;
+    o->stages[0] = (plugin_stage){.stage = EXECUTORS_STAGE_WAIT,
+                                  .where = EXECUTORS_ON_STREAM,
+                                  .always = true,
+                                  .arm = nv_exec_stage_arm};
+    o->stages[1] = (plugin_stage){.stage = EXECUTORS_STAGE_DOWNLOAD,
+                                  .where = EXECUTORS_ON_STREAM,
+                                  .always = true,
+                                  .run = nv_exec_stage_finish};
+}
+
+rn_status nv_exec_run(rn_kernel_args *args)
+{
+    nv_exec *x = args->state;
+    const nv_program *p = x->prog;
+    if (args->cancel != NULL && atomic_load(args->cancel))
+        return RN_CANCELLED;
+    cudaError_t set = cudaSetDevice(x->device); /* the runtime's device is per thread */
+    if (set != cudaSuccess)
+        return cuda_error(set, NULL, "cudaSetDevice");
+    if (args->n_inputs != x->n_args || args->n_outputs != p->n_outputs)
+        return rn_set_error(RN_INTERNAL, "NVIDIA: partition called with %d inputs, %d outputs",
+                            args->n_inputs, args->n_outputs);
+    if (x->async_stages) {
+        plugin_request *r = plugin_kernel_request(args);
+        void *arena = r != NULL ? plugin_request_arena(r) : NULL;
+        /* Only in a plan whose arenas carry the record (NVIDIA's own with
+         * the property on); anywhere else the synchronous run below. */
+        if (arena != NULL && run_of(arena)->magic == NV_RUN_MAGIC)
+            return run_async(x, args, arena);
+    }
+    nv_slot *sl;
+    rn_status st = slot_acquire(x, &sl);
+    if (st != RN_OK)
+        return st;
+    /* Wait for what was queued, even after an error, before the slot is
+     * reused. */
+    st = finish_run(x, sl, drain(sl, queue_run(x, sl, args)));
     slot_give_back(x, sl);
     return st;
 }
@@ -853,6 +1134,7 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     x->owner = o->owner;
     x->allow_tf32 = o->allow_tf32;
     x->cuda_graph = o->cuda_graph;
+    x->async_stages = o->async_stages;
     const char *mode = getenv("RUNNEL_NV_ATTENTION");
     x->attention_mode =
         mode != NULL && strcmp(mode, "rows") == 0 ? NVK_ATTENTION_ROWS : NVK_ATTENTION_AUTO;

@@ -471,9 +471,13 @@ typedef struct nv_own {
     uint32_t max_slots; /* NVIDIA_MAX_SLOTS: request slots (arenas) per compiled model */
     bool step_timing;   /* NVIDIA_STEP_TIMING: events between steps (LIVE) */
     bool autotune;      /* NVIDIA_AUTOTUNE: time cuDNN's candidate engines at compile */
+    /* NVIDIA_ASYNC_STAGES: the wait and the copy-out as device stages of
+     * the DAG (exec.h, nv_exec_plan_stages) rather than a blocking sync
+     * inside the program's node. */
+    bool async_stages;
 } nv_own;
 
-#define NV_N_PROPERTY_KEYS 5
+#define NV_N_PROPERTY_KEYS 6
 extern const plugin_property_def nv_property_keys[NV_N_PROPERTY_KEYS];
 
 /* The shared and own values together, as a device holds them. */

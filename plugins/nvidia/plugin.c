@@ -208,6 +208,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
                          .autotune = own->autotune,
                          .tuned = &seen,
                          .cuda_graph = own->cuda_graph,
+                         .async_stages = own->async_stages,
                          .max_slots = (int)own->max_slots,
                          .weights = m->weights,
                          .weight_key = weight_key,
@@ -344,6 +345,27 @@ static const rn_allocator nv_pinned_arenas = {
     .free = arena_free,
 };
 
+static rn_status run_arena_alloc(void *ctx, size_t size, size_t alignment, void **buffer)
+{
+    (void)ctx, (void)alignment; /* 256 bytes past a page */
+    return nv_exec_arena_alloc(size, buffer);
+}
+
+static void run_arena_free(void *ctx, void *buffer)
+{
+    (void)ctx;
+    nv_exec_arena_free(buffer);
+}
+
+/* The same with NVIDIA_ASYNC_STAGES: each arena carries its run's record
+ * (exec.h). */
+static const rn_allocator nv_run_arenas = {
+    .name = "cuda-pinned-host",
+    .host = true,
+    .alloc = run_arena_alloc,
+    .free = run_arena_free,
+};
+
 /* The compiled model's state and its model, made by the plan, or before it
  * by an import that seeds the model's tuned choices (nvidia_import_placed);
  * unplace frees them. */
@@ -370,7 +392,8 @@ static rn_status make_state(plugin_compiled *c)
 }
 
 /* One partition, one stream worker per request in flight (each waits for
- * its slot's event while the GPU works), requests in flight = the slots. */
+ * its slot's event while the GPU works, unless NVIDIA_ASYNC_STAGES makes
+ * the wait a pending stage), requests in flight = the slots. */
 static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
 {
     rn_status st = make_state(c);
@@ -382,8 +405,10 @@ static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
                                   .compile = compile_partition,
                                   .ctx = c};
     o->partitions = &x->parts;
-    o->allocator = &nv_pinned_arenas;
-    uint32_t max_slots = ((const nv_own *)c->own)->max_slots;
+    const nv_own *own = c->own;
+    o->allocator = own->async_stages ? &nv_run_arenas : &nv_pinned_arenas;
+    nv_exec_plan_stages(o, own->async_stages);
+    uint32_t max_slots = own->max_slots;
     uint32_t streams, threads;
     plugin_properties_streams(&c->props, 64, &streams, &threads, &c->optimal_requests);
     if (c->props.performance_hint == PLUGIN_HINT_THROUGHPUT && c->optimal_requests < 4)

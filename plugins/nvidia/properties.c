@@ -13,6 +13,7 @@ const plugin_property_def nv_property_keys[NV_N_PROPERTY_KEYS] = {
     PLUGIN_OWN_UINT("NVIDIA_MAX_SLOTS", nv_own, max_slots, 1, 64, "8"),
     PLUGIN_OWN_BOOL("NVIDIA_STEP_TIMING", nv_own, step_timing, PLUGIN_PROPERTY_LIVE, "NO"),
     PLUGIN_OWN_BOOL("NVIDIA_AUTOTUNE", nv_own, autotune, PLUGIN_PROPERTY_RW, "NO"),
+    PLUGIN_OWN_BOOL("NVIDIA_ASYNC_STAGES", nv_own, async_stages, PLUGIN_PROPERTY_RW, "NO"),
 };
 
 void nv_precision_defaults(plugin_properties *p, int cc_major)
