@@ -5,7 +5,7 @@
  *
  *   nvidia_check --plugin libnvidia.so --models DIR [--precision f32|f16|bf16|both|all]
  *                [--only MODEL] [--extra DIR] [--no-dynamic] [--bench [--seconds S]]
- *                [--autotune-ab] [--allow-skip]
+ *                [--autotune-ab] [--async-ab] [--allow-skip]
  *
  * Checks: each light model of DIR (light_X.onnx, whose input is arange(n)/n,
  * against light_X_output_0.pb, ONNX's output) in f32 (rtol 1e-3), f16
@@ -28,7 +28,10 @@
  * the exported ResNet-50 at batch 32 (f16 and f32 as --precision selects)
  * compiled with NVIDIA_AUTOTUNE NO and YES, compile times, latencies and
  * their ratio, the tuned engines, the two outputs compared; the tuned model
- * exported and imported without timing again.
+ * exported and imported without timing again. --async-ab, alone: the async
+ * checks with NVIDIA_ASYNC_STAGES NO and YES (and YES with fewer slots than
+ * requests), and with --extra and --seconds > 0 the exported ResNet-50 at
+ * batch 32 in f16 for THROUGHPUT with NO and YES in the same run.
  *
  * --precision picks the precisions: one of them, both (f32 and f16) or all
  * (the default: f32, f16 and bf16; bf16 is skipped, saying so, on a device
@@ -201,12 +204,21 @@ static const float *output(rn_infer_request *r, size_t *n)
     return rn_tensor_data(out);
 }
 
+/* NVIDIA_ASYNC_STAGES of the models compile() compiles (NULL: the
+ * device's default) and NVIDIA_MAX_SLOTS (NULL: the default). */
+static const char *async_stages, *max_slots;
+
 static rn_compiled_model *compile(rn_core *core, rn_model *m, const char *precision,
                                   const char *hint)
 {
-    rn_property p[] = {{"INFERENCE_PRECISION_HINT", precision}, {"PERFORMANCE_HINT", hint}};
+    rn_property p[4] = {{"INFERENCE_PRECISION_HINT", precision}, {"PERFORMANCE_HINT", hint}};
+    size_t n = 2;
+    if (async_stages != NULL)
+        p[n++] = (rn_property){"NVIDIA_ASYNC_STAGES", async_stages};
+    if (max_slots != NULL)
+        p[n++] = (rn_property){"NVIDIA_MAX_SLOTS", max_slots};
     rn_compiled_model *cm = NULL;
-    if (rn_core_compile_model(core, m, "NVIDIA", p, 2, &cm) != RN_OK)
+    if (rn_core_compile_model(core, m, "NVIDIA", p, n, &cm) != RN_OK)
         return NULL;
     return cm;
 }
@@ -691,34 +703,46 @@ static void on_done(rn_infer_request *r, rn_status st, void *user)
     atomic_fetch_add(&c->calls, 1);
 }
 
-#define N_FLIGHT 4
+#define N_FLIGHT   4
+#define MAX_FLIGHT 8
 
-static void check_async(rn_core *core, const char *dir)
+/* `base` with check_async's tag (the properties it ran with). */
+static const char *tagged(char *buf, size_t size, const char *base, const char *tag)
 {
+    snprintf(buf, size, "%s%s", base, tag);
+    return buf;
+}
+
+/* Async runs of light SqueezeNet, f32, `flight` requests (up to
+ * MAX_FLIGHT): each check named with `tag`. */
+static void check_async(rn_core *core, const char *dir, int flight, const char *tag)
+{
+    char nm[160];
     char path[1024];
     snprintf(path, sizeof path, "%s/light_squeezenet.onnx", dir);
     rn_model *m = NULL;
     if (rn_core_read_model(core, path, &m) != RN_OK) {
-        result(false, "async", "cannot read %s: %s", path, rn_last_error());
+        result(false, tagged(nm, sizeof nm, "async", tag), "cannot read %s: %s", path,
+               rn_last_error());
         return;
     }
     rn_compiled_model *cm = compile(core, m, "f32", "THROUGHPUT");
-    rn_infer_request *r[N_FLIGHT] = {0};
-    float *ref[N_FLIGHT] = {0};
+    rn_infer_request *r[MAX_FLIGHT] = {0};
+    float *ref[MAX_FLIGHT] = {0};
     size_t n = 0;
     bool ok = cm != NULL;
-    for (int i = 0; i < N_FLIGHT && ok; i++)
+    for (int i = 0; i < flight && ok; i++)
         ok = rn_compiled_model_create_infer_request(cm, &r[i]) == RN_OK;
     if (!ok) {
-        result(false, "async", "compile: %s", rn_last_error());
+        result(false, tagged(nm, sizeof nm, "async", tag), "compile: %s", rn_last_error());
         goto done;
     }
     /* References: sync runs of each request's input. */
-    for (int i = 0; i < N_FLIGHT; i++) {
+    for (int i = 0; i < flight; i++) {
         fill_input(r[i], 0.1f * (float)i);
         const float *o;
         if (rn_infer_request_infer(r[i]) != RN_OK || (o = output(r[i], &n)) == NULL) {
-            result(false, "async", "sync infer: %s", rn_last_error());
+            result(false, tagged(nm, sizeof nm, "async", tag), "sync infer: %s", rn_last_error());
             goto done;
         }
         ref[i] = malloc(n * sizeof(float));
@@ -727,16 +751,16 @@ static void check_async(rn_core *core, const char *dir)
     /* 1: requests in flight together give their sync results. */
     double w = 0;
     bool started = true;
-    for (int i = 0; i < N_FLIGHT; i++)
+    for (int i = 0; i < flight; i++)
         started &= rn_infer_request_start_async(r[i]) == RN_OK;
-    for (int i = 0; i < N_FLIGHT; i++) {
+    for (int i = 0; i < flight; i++) {
         started &= rn_infer_request_wait(r[i]) == RN_OK;
         const float *o = output(r[i], &n);
         double e = o ? worst(o, ref[i], n, 1e-5, 1e-6) : INFINITY;
         w = e > w ? e : w;
     }
-    result(started && w <= 1.0, "async_matches_sync", "%d in flight, worst %.3f (%s)", N_FLIGHT, w,
-           started ? "ok" : rn_last_error());
+    result(started && w <= 1.0, tagged(nm, sizeof nm, "async_matches_sync", tag),
+           "%d in flight, worst %.3f (%s)", flight, w, started ? "ok" : rn_last_error());
     /* 2: the callback receives the status, before wait returns. */
     callback_state cb = {0};
     rn_infer_request_set_callback(r[0], on_done, &cb);
@@ -744,15 +768,16 @@ static void check_async(rn_core *core, const char *dir)
     if (st == RN_OK)
         st = rn_infer_request_wait(r[0]);
     result(st == RN_OK && atomic_load(&cb.calls) == 1 && atomic_load(&cb.status) == RN_OK,
-           "callback_gets_status", "calls %d, status %d", atomic_load(&cb.calls),
-           atomic_load(&cb.status));
+           tagged(nm, sizeof nm, "callback_gets_status", tag), "calls %d, status %d",
+           atomic_load(&cb.calls), atomic_load(&cb.status));
     rn_infer_request_set_callback(r[0], NULL, NULL);
     /* 3: wait_for with no time left says not ready or done; wait finishes. */
     st = rn_infer_request_start_async(r[1]);
     rn_status early = rn_infer_request_wait_for(r[1], 0);
     rn_status late = rn_infer_request_wait(r[1]);
     result(st == RN_OK && (early == RN_RESULT_NOT_READY || early == RN_OK) && late == RN_OK,
-           "wait_for", "wait_for(0) %s, wait %s", rn_status_name(early), rn_status_name(late));
+           tagged(nm, sizeof nm, "wait_for", tag), "wait_for(0) %s, wait %s", rn_status_name(early),
+           rn_status_name(late));
     /* 4: cancel: the run ends cancelled or complete, and the request runs again. */
     st = rn_infer_request_start_async(r[2]);
     rn_infer_request_cancel(r[2]);
@@ -761,28 +786,30 @@ static void check_async(rn_core *core, const char *dir)
     const float *o = output(r[2], &n);
     double e = o ? worst(o, ref[2], n, 1e-5, 1e-6) : INFINITY;
     result(st == RN_OK && (end == RN_OK || end == RN_CANCELLED) && again == RN_OK && e <= 1.0,
-           "cancel_then_reuse", "cancelled run %s, next run %s, worst %.3f", rn_status_name(end),
-           rn_status_name(again), e);
+           tagged(nm, sizeof nm, "cancel_then_reuse", tag),
+           "cancelled run %s, next run %s, worst %.3f", rn_status_name(end), rn_status_name(again),
+           e);
     /* 5: stress: rounds of every request in flight, results checked at the end. */
     double t0 = now_s();
     int rounds = 200, errors = 0;
     for (int k = 0; k < rounds; k++) {
-        for (int i = 0; i < N_FLIGHT; i++)
+        for (int i = 0; i < flight; i++)
             errors += rn_infer_request_start_async(r[i]) != RN_OK;
-        for (int i = 0; i < N_FLIGHT; i++)
+        for (int i = 0; i < flight; i++)
             errors += rn_infer_request_wait(r[i]) != RN_OK;
     }
     double secs = now_s() - t0;
     w = 0;
-    for (int i = 0; i < N_FLIGHT; i++) {
+    for (int i = 0; i < flight; i++) {
         o = output(r[i], &n);
         e = o ? worst(o, ref[i], n, 1e-5, 1e-6) : INFINITY;
         w = e > w ? e : w;
     }
-    result(errors == 0 && w <= 1.0, "stress", "%d runs, %d errors, worst %.3f, %.0f runs/s",
-           rounds * N_FLIGHT, errors, w, rounds * N_FLIGHT / secs);
+    result(errors == 0 && w <= 1.0, tagged(nm, sizeof nm, "stress", tag),
+           "%d runs, %d errors, worst %.3f, %.0f runs/s", rounds * flight, errors, w,
+           rounds * flight / secs);
 done:
-    for (int i = 0; i < N_FLIGHT; i++) {
+    for (int i = 0; i < flight; i++) {
         rn_infer_request_free(r[i]);
         free(ref[i]);
     }
@@ -1094,11 +1121,112 @@ static void autotune_ab(rn_core *core, const char *extra, const char *precision)
     }
 }
 
+/* ---- NVIDIA_ASYNC_STAGES A/B (--async-ab) ---- */
+
+/* THROUGHPUT of the exported ResNet-50 at batch 32 in f16 with
+ * NVIDIA_ASYNC_STAGES `on`, `nr` requests in flight (0: the optimal
+ * number) for `seconds`: its frames per second; the first request's output
+ * into *out (malloc'ed, *n_out values) unless NULL. */
+static double async_throughput(rn_core *core, rn_model *m, const char *on, int nr, double seconds,
+                               float **out, size_t *n_out)
+{
+    async_stages = on;
+    rn_compiled_model *tp = compile(core, m, "f16", "THROUGHPUT");
+    async_stages = NULL;
+    if (tp == NULL) {
+        printf("async-ab: compile with NVIDIA_ASYNC_STAGES %s: %s\n", on, rn_last_error());
+        return 0;
+    }
+    char buf[64];
+    if (nr <= 0)
+        nr = rn_compiled_model_get_property(tp, "OPTIMAL_NUMBER_OF_INFER_REQUESTS", buf,
+                                            sizeof buf) == RN_OK
+                 ? atoi(buf)
+                 : 4;
+    nr = nr < 1 ? 1 : nr > 16 ? 16 : nr;
+    rn_infer_request *rs[16] = {0};
+    bool ok = true;
+    for (int i = 0; i < nr && ok; i++)
+        if ((ok = rn_compiled_model_create_infer_request(tp, &rs[i]) == RN_OK))
+            fill_input(rs[i], 0.01f * (float)i);
+    for (int i = 0; i < nr && ok; i++) /* warm-up: every slot's first run and capture */
+        ok = rn_infer_request_infer(rs[i]) == RN_OK && rn_infer_request_infer(rs[i]) == RN_OK;
+    long runs = 0, errors = 0;
+    double t0 = now_s(), elapsed = 0;
+    while (ok && (elapsed = now_s() - t0) < seconds) {
+        for (int i = 0; i < nr; i++)
+            errors += rn_infer_request_start_async(rs[i]) != RN_OK;
+        for (int i = 0; i < nr; i++)
+            errors += rn_infer_request_wait(rs[i]) != RN_OK;
+        runs += nr;
+    }
+    double fps = ok && elapsed > 0 && errors == 0 ? (double)runs * 32 / elapsed : 0;
+    printf("async-ab tv_resnet50 batch=32 f16 THROUGHPUT NVIDIA_ASYNC_STAGES=%s requests=%d "
+           "fps=%.1f (%ld runs, %ld errors)\n",
+           on, nr, fps, runs, errors);
+    fflush(stdout);
+    if (out != NULL && ok) {
+        size_t n = 0;
+        const float *o = output(rs[0], &n);
+        if (o != NULL && (*out = malloc(n * sizeof **out)) != NULL) {
+            memcpy(*out, o, n * sizeof **out);
+            *n_out = n;
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        rn_infer_request_free(rs[i]);
+    rn_compiled_model_free(tp);
+    return fps;
+}
+
+/* The async checks of light SqueezeNet with NVIDIA_ASYNC_STAGES NO and YES;
+ * with YES also more requests in flight than slots (NVIDIA_MAX_SLOTS 2, 8
+ * requests: a run finishes another's to take its slot); with --extra and
+ * seconds > 0, the exported ResNet-50 at batch 32 in f16 for THROUGHPUT
+ * with NO and YES in the same process, at the optimal number of requests
+ * and twice it, and the first request's outputs compared byte for byte. */
+static void async_ab(rn_core *core, const char *dir, const char *extra, double seconds)
+{
+    async_stages = "NO";
+    check_async(core, dir, N_FLIGHT, " NVIDIA_ASYNC_STAGES=NO");
+    async_stages = "YES";
+    check_async(core, dir, N_FLIGHT, " NVIDIA_ASYNC_STAGES=YES");
+    max_slots = "2";
+    check_async(core, dir, MAX_FLIGHT, " NVIDIA_ASYNC_STAGES=YES NVIDIA_MAX_SLOTS=2");
+    max_slots = NULL;
+    async_stages = NULL;
+    if (extra == NULL || seconds <= 0)
+        return;
+    rn_partial_shape shape;
+    rn_model *m = read_exported(core, extra, "tv_resnet50", 32, &shape);
+    if (m == NULL) {
+        result(false, "async-ab throughput", "tv_resnet50 not exported here (%s)", rn_last_error());
+        return;
+    }
+    float *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    double no = async_throughput(core, m, "NO", 0, seconds, &a, &na);
+    double yes = async_throughput(core, m, "YES", 0, seconds, &b, &nb);
+    double no2 = async_throughput(core, m, "NO", 8, seconds, NULL, NULL);
+    double yes2 = async_throughput(core, m, "YES", 8, seconds, NULL, NULL);
+    printf("async-ab tv_resnet50 batch=32 f16 THROUGHPUT ratio YES/NO=%.3f (optimal requests), "
+           "%.3f (8 requests)\n",
+           no > 0 ? yes / no : 0, no2 > 0 ? yes2 / no2 : 0);
+    bool same = a != NULL && b != NULL && na == nb && memcmp(a, b, na * sizeof *a) == 0;
+    result(same && no > 0 && yes > 0 && no2 > 0 && yes2 > 0, "async-ab tv_resnet50 b32 f16",
+           "%s; fps NO %.1f YES %.1f; 8 requests NO %.1f YES %.1f",
+           same ? "NVIDIA_ASYNC_STAGES YES gives NO's bytes" : "outputs differ or missing", no, yes,
+           no2, yes2);
+    free(a);
+    free(b);
+    rn_model_free(m);
+}
+
 int main(int argc, char **argv)
 {
     const char *plugin = "libnvidia.so", *dir = "models", *precision = "all", *only = NULL;
     const char *extra = NULL;
-    bool do_bench = false, allow_skip = false, dynamic = true, autotune = false;
+    bool do_bench = false, allow_skip = false, dynamic = true, autotune = false, async = false;
     double seconds = 10;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
@@ -1121,11 +1249,13 @@ int main(int argc, char **argv)
             dynamic = false;
         else if (strcmp(argv[i], "--autotune-ab") == 0)
             autotune = true;
+        else if (strcmp(argv[i], "--async-ab") == 0)
+            async = true;
         else {
             fprintf(stderr,
                     "usage: %s [--plugin PATH] [--models DIR] [--precision f32|f16|bf16|both|all] "
                     "[--only MODEL] [--extra DIR] [--no-dynamic] [--bench [--seconds S]] "
-                    "[--autotune-ab] [--allow-skip]\n",
+                    "[--autotune-ab] [--async-ab] [--allow-skip]\n",
                     argv[0]);
             return 2;
         }
@@ -1157,6 +1287,12 @@ int main(int argc, char **argv)
         RN_OK) {
         printf("OPTIMIZATION_CAPABILITIES = %s\n", caps);
         bf16_offered = strstr(caps, "BF16") != NULL;
+    }
+    if (async) { /* the A/B alone, as --autotune-ab */
+        async_ab(core, dir, extra, seconds);
+        printf("%d passed, %d failed\n", passed, failed);
+        rn_core_free(core);
+        return failed == 0 ? 0 : 1;
     }
     if (autotune) { /* the A/B alone: the harness's checks ran before it */
         autotune_ab(core, extra, precision);
@@ -1201,7 +1337,7 @@ int main(int argc, char **argv)
             fclose(f);
     }
     if (only == NULL)
-        check_async(core, dir);
+        check_async(core, dir, N_FLIGHT, "");
     if (do_bench)
         bench(core, dir, extra, seconds, only, precision);
     if (skipped > 0)
