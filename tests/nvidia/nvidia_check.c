@@ -5,7 +5,7 @@
  *
  *   nvidia_check --plugin libnvidia.so --models DIR [--precision f32|f16|bf16|both|all]
  *                [--only MODEL] [--extra DIR] [--no-dynamic] [--bench [--seconds S]]
- *                [--autotune-ab] [--async-ab] [--allow-skip]
+ *                [--autotune-ab] [--async-ab [--async-flight N]] [--allow-skip]
  *
  * Checks: each light model of DIR (light_X.onnx, whose input is arange(n)/n,
  * against light_X_output_0.pb, ONNX's output) in f32 (rtol 1e-3), f16
@@ -31,7 +31,8 @@
  * exported and imported without timing again. --async-ab, alone: the async
  * checks with NVIDIA_ASYNC_STAGES NO and YES (and YES with fewer slots than
  * requests), and with --extra and --seconds > 0 the exported ResNet-50 at
- * batch 32 in f16 for THROUGHPUT with NO and YES in the same run.
+ * batch 32 in f16 for THROUGHPUT with NO and YES in the same run (and with
+ * N requests in flight: --async-flight).
  *
  * --precision picks the precisions: one of them, both (f32 and f16) or all
  * (the default: f32, f16 and bf16; bf16 is skipped, saying so, on a device
@@ -1184,8 +1185,9 @@ static double async_throughput(rn_core *core, rn_model *m, const char *on, int n
  * requests: a run finishes another's to take its slot); with --extra and
  * seconds > 0, the exported ResNet-50 at batch 32 in f16 for THROUGHPUT
  * with NO and YES in the same process, at the optimal number of requests
- * and twice it, and the first request's outputs compared byte for byte. */
-static void async_ab(rn_core *core, const char *dir, const char *extra, double seconds)
+ * and (flight > 0) at `flight`, and the first request's outputs compared
+ * byte for byte. */
+static void async_ab(rn_core *core, const char *dir, const char *extra, double seconds, int flight)
 {
     async_stages = "NO";
     check_async(core, dir, N_FLIGHT, " NVIDIA_ASYNC_STAGES=NO");
@@ -1207,16 +1209,18 @@ static void async_ab(rn_core *core, const char *dir, const char *extra, double s
     size_t na = 0, nb = 0;
     double no = async_throughput(core, m, "NO", 0, seconds, &a, &na);
     double yes = async_throughput(core, m, "YES", 0, seconds, &b, &nb);
-    double no2 = async_throughput(core, m, "NO", 8, seconds, NULL, NULL);
-    double yes2 = async_throughput(core, m, "YES", 8, seconds, NULL, NULL);
+    /* More requests than the streams (--async-flight): with YES a stream
+     * worker serves several requests in flight. */
+    double no2 = flight > 0 ? async_throughput(core, m, "NO", flight, seconds, NULL, NULL) : -1;
+    double yes2 = flight > 0 ? async_throughput(core, m, "YES", flight, seconds, NULL, NULL) : -1;
     printf("async-ab tv_resnet50 batch=32 f16 THROUGHPUT ratio YES/NO=%.3f (optimal requests), "
-           "%.3f (8 requests)\n",
-           no > 0 ? yes / no : 0, no2 > 0 ? yes2 / no2 : 0);
+           "%.3f (%d requests)\n",
+           no > 0 ? yes / no : 0, no2 > 0 ? yes2 / no2 : 0, flight);
     bool same = a != NULL && b != NULL && na == nb && memcmp(a, b, na * sizeof *a) == 0;
-    result(same && no > 0 && yes > 0 && no2 > 0 && yes2 > 0, "async-ab tv_resnet50 b32 f16",
-           "%s; fps NO %.1f YES %.1f; 8 requests NO %.1f YES %.1f",
+    result(same && no > 0 && yes > 0 && no2 != 0 && yes2 != 0, "async-ab tv_resnet50 b32 f16",
+           "%s; fps NO %.1f YES %.1f; %d requests NO %.1f YES %.1f",
            same ? "NVIDIA_ASYNC_STAGES YES gives NO's bytes" : "outputs differ or missing", no, yes,
-           no2, yes2);
+           flight, no2, yes2);
     free(a);
     free(b);
     rn_model_free(m);
@@ -1227,6 +1231,7 @@ int main(int argc, char **argv)
     const char *plugin = "libnvidia.so", *dir = "models", *precision = "all", *only = NULL;
     const char *extra = NULL;
     bool do_bench = false, allow_skip = false, dynamic = true, autotune = false, async = false;
+    int async_flight = 0;
     double seconds = 10;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
@@ -1251,11 +1256,13 @@ int main(int argc, char **argv)
             autotune = true;
         else if (strcmp(argv[i], "--async-ab") == 0)
             async = true;
+        else if (strcmp(argv[i], "--async-flight") == 0 && i + 1 < argc)
+            async_flight = atoi(argv[++i]);
         else {
             fprintf(stderr,
                     "usage: %s [--plugin PATH] [--models DIR] [--precision f32|f16|bf16|both|all] "
                     "[--only MODEL] [--extra DIR] [--no-dynamic] [--bench [--seconds S]] "
-                    "[--autotune-ab] [--async-ab] [--allow-skip]\n",
+                    "[--autotune-ab] [--async-ab [--async-flight N]] [--allow-skip]\n",
                     argv[0]);
             return 2;
         }
@@ -1289,7 +1296,7 @@ int main(int argc, char **argv)
         bf16_offered = strstr(caps, "BF16") != NULL;
     }
     if (async) { /* the A/B alone, as --autotune-ab */
-        async_ab(core, dir, extra, seconds);
+        async_ab(core, dir, extra, seconds, async_flight);
         printf("%d passed, %d failed\n", passed, failed);
         rn_core_free(core);
         return failed == 0 ? 0 : 1;
