@@ -5,11 +5,13 @@
  * wait with `arm` and a finish stage, both `always`), and those stages on
  * the generic plan's DAG with REF's kernels in place of the program: a run
  * with nothing in flight passes through both, sync, async, several in
- * flight and cancelled. What they do with a GPU (the callback, the slot
- * handed from the program's node to the finish stage, another run taking a
- * slot in flight) runs on the GPU machine (scripts/nvidia-harness check:
- * nvidia_check with NVIDIA_ASYNC_STAGES NO and YES). */
+ * flight and cancelled; a kernel finds its request and arena
+ * (plugin_kernel_request), as NVIDIA's program node does. What they do with a GPU (the callback,
+ * the slot handed from the program's node to the finish stage, another run taking a slot in flight)
+ * runs on the GPU machine (scripts/nvidia-harness check: nvidia_check with NVIDIA_ASYNC_STAGES NO
+ * and YES). */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,8 +132,46 @@ static graph *light(const char *name)
     return NULL;
 }
 
-/* Light SqueezeNet on REF's kernels with NVIDIA's async stages: two
- * streams, `requests` requests with an input of zeros each. */
+/* The requests of the test in progress, and what a kernel saw of them
+ * through plugin_kernel_request: calls, and calls that did not find one
+ * of them with an arena. */
+static plugin_request *requests[4];
+static atomic_int kernel_calls, kernel_misses;
+
+static bool relu_supports(const rn_node *node, const char **why)
+{
+    (void)node, (void)why;
+    return true;
+}
+
+/* Relu (f32) that checks that it finds its request: the way NVIDIA's
+ * program node finds its run's arena. */
+static rn_status relu_run(rn_kernel_args *args)
+{
+    plugin_request *r = plugin_kernel_request(args);
+    bool known = false;
+    for (int k = 0; k < 4; k++)
+        known |= r != NULL && r == requests[k];
+    if (!known || plugin_request_arena(r) == NULL)
+        atomic_fetch_add(&kernel_misses, 1);
+    atomic_fetch_add(&kernel_calls, 1);
+    const float *x = args->inputs[0].data;
+    float *y = args->outputs[0].data;
+    for (size_t i = 0; i < args->inputs[0].nbytes / sizeof(float); i++)
+        y[i] = x[i] > 0 ? x[i] : 0;
+    return RN_OK;
+}
+
+static const plugin_kernel finding_relu = {
+    .domain = "",
+    .op_type = "Relu",
+    .impl_type = "test",
+    .supports = relu_supports,
+    .run = relu_run,
+};
+
+/* Light SqueezeNet on REF's kernels (Relu: finding_relu) with NVIDIA's
+ * async stages: two streams, four requests with an input of zeros each. */
 typedef struct staged {
     graph *g;
     plugin_kernel_registry *reg;
@@ -145,6 +185,7 @@ static void staged_build(staged *s)
     memset(s, 0, sizeof *s);
     s->g = light("squeezenet");
     OK(plugin_kernel_registry_create(&s->reg));
+    OK(plugin_kernel_registry_add(s->reg, &finding_relu));
     OK(ref_register_kernels(s->reg));
     plugin_plan_options o = {.n_streams = 2, .threads_per_stream = 1, .device = "NVIDIA"};
     nv_exec_plan_stages(&o, true);
@@ -166,7 +207,10 @@ static void staged_build(staged *s)
     for (int k = 0; k < 4; k++) {
         OK(plugin_request_create(s->plan, NULL, &s->req[k]));
         OK(plugin_request_set_input(s->req[k], 0, &in));
+        requests[k] = s->req[k];
     }
+    atomic_store(&kernel_calls, 0);
+    atomic_store(&kernel_misses, 0);
 }
 
 static void staged_free(staged *s)
@@ -225,6 +269,11 @@ Test(nvidia_stages, pass_a_run_with_nothing_in_flight_sync_async_and_cancelled)
     OK(plugin_request_get_output(s.req[1], 0, &b));
     cr_assert_eq(a.nbytes, b.nbytes);
     cr_assert_eq(memcmp(a.data, b.data, a.nbytes), 0, "same input, same output");
+    /* Every kernel call found its own request (one of the four) and its
+     * arena, on whichever thread it ran. */
+    cr_assert_gt(atomic_load(&kernel_calls), 0, "the test's Relu ran");
+    cr_assert_eq(atomic_load(&kernel_misses), 0, "%d of %d calls did not find their request",
+                 atomic_load(&kernel_misses), atomic_load(&kernel_calls));
     staged_free(&s);
 }
 
