@@ -21,7 +21,10 @@
  * the pattern, the three Transposes go too: the node reads [B, S, H, D]
  * (qkv_layout "BSHD") and a device reads the heads with strides instead of
  * copying them. The second MatMul becomes the fused node: it keeps its name
- * and output and carries every original name. */
+ * and output and carries every original name. Where the device asks for it
+ * (transforms_attention_options), the head merge after it goes too: a
+ * Transpose [0, 2, 1, 3] of the output, its only reader, whose output the
+ * node then writes ([B, S, H, Dv], out_layout "BSHD"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +90,8 @@ typedef struct sdpa_match {
     int count;
     graph_value *q, *kt, *v, *mask;
     float scale;
-    bool bshd; /* the head Transposes absorbed (qkv_layout BSHD) */
+    bool bshd;         /* the head Transposes absorbed (qkv_layout BSHD) */
+    graph_node *merge; /* the head merge Transpose absorbed (out_layout BSHD) */
 } sdpa_match;
 
 /* Absorbs a scaling of operand `*x` of the first MatMul when that MatMul is
@@ -235,6 +239,20 @@ static void absorb_heads(graph *g, sdpa_match *m, const graph_node *pv)
     m->bshd = true;
 }
 
+/* The head merge after the node: a Transpose [0, 2, 1, 3] of its rank-4
+ * output, the output's only reader, the output not a result. */
+static void absorb_merge(graph *g, sdpa_match *m, const graph_node *pv)
+{
+    static const int64_t merge[4] = {0, 2, 1, 3};
+    graph_value *y = pv->n_outputs == 1 ? pv->outputs[0] : NULL;
+    if (y == NULL || y->shape.rank != 4 || transforms_is_result(g, y))
+        return;
+    graph_node *t = transforms_sole_reader(g, y);
+    if (t != NULL && t->n_outputs == 1 && t->outputs[0] != NULL && t->outputs[0]->producer == t &&
+        t->inputs[0] == y && transposed(t->outputs[0], merge))
+        m->merge = t;
+}
+
 /* Turns the second MatMul into the fused node and unhooks the others. */
 static rn_status fuse(graph_node *pv, const sdpa_match *m, transforms_node_list *removed)
 {
@@ -265,12 +283,31 @@ static rn_status fuse(graph_node *pv, const sdpa_match *m, transforms_node_list 
         free(in);
         return st;
     }
+    if (st == RN_OK && m->merge != NULL && (st = transforms_merge_fused(pv, m->merge)) == RN_OK)
+        st = transforms_node_list_push(removed, m->merge);
+    if (st != RN_OK) {
+        free(op);
+        free(domain);
+        free(in);
+        return st;
+    }
     for (int i = 0; i < m->count; i++) {
         graph_node *n = m->nodes[i];
         for (int k = 0; k < n->n_inputs; k++)
             n->inputs[k] = NULL;
         if (n->outputs[0] != NULL)
             n->outputs[0]->producer = NULL;
+    }
+    if (m->merge != NULL) {
+        /* The node writes the Transpose's output; its own, which only the
+         * Transpose read, is left to the Transpose and goes with it. */
+        graph_node *t = m->merge;
+        graph_value *merged = t->outputs[0], *heads = pv->outputs[0];
+        t->inputs[0] = NULL;
+        t->outputs[0] = heads;
+        heads->producer = NULL;
+        pv->outputs[0] = merged;
+        merged->producer = pv;
     }
     free(pv->inputs);
     pv->inputs = in;
@@ -283,20 +320,16 @@ static rn_status fuse(graph_node *pv, const sdpa_match *m, transforms_node_list 
     graph_attr a = {.name = strdup("scale"), .type = GRAPH_ATTR_FLOAT, .f = m->scale};
     rn_status st2 = a.name != NULL ? graph_node_add_attr(pv, &a)
                                    : rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
-    if (st2 != RN_OK || !m->bshd)
-        return st2;
-    graph_attr l = {.name = strdup("qkv_layout"), .type = GRAPH_ATTR_STRING, .s = strdup("BSHD")};
-    if (l.name == NULL || l.s == NULL) {
-        free(l.name);
-        free(l.s);
-        return rn_set_error(RN_OUT_OF_MEMORY, "transforms: out of memory");
-    }
-    return graph_node_add_attr(pv, &l);
+    if (st2 == RN_OK && m->bshd)
+        st2 = transforms_set_attr_string(pv, "qkv_layout", "BSHD");
+    if (st2 == RN_OK && m->merge != NULL)
+        st2 = transforms_set_attr_string(pv, "out_layout", "BSHD");
+    return st2;
 }
 
 rn_status transforms_fuse_attention(graph *g, void *ctx, int *changes)
 {
-    (void)ctx;
+    const transforms_attention_options *o = ctx;
     transforms_node_list removed = {0};
     rn_status st = RN_OK;
     for (int i = 0; i < g->n_nodes && st == RN_OK; i++) {
@@ -313,6 +346,8 @@ rn_status transforms_fuse_attention(graph *g, void *ctx, int *changes)
         if (!match_scores(g, softmax, &m) || !shapes_fit(&m, s))
             continue;
         absorb_heads(g, &m, pv);
+        if (o != NULL && o->absorb_output)
+            absorb_merge(g, &m, pv);
         st = fuse(pv, &m, &removed);
     }
     return transforms_finish_removal(g, &removed, st, changes);

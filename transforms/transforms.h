@@ -237,7 +237,14 @@ RN_KIT rn_status transforms_fuse_layernorm(graph *g, void *ctx, int *changes);
  * (transforms/fuse_attention.c; off the default pipeline). Only where no
  * intermediate has another reader and the shapes fit. The exporters' head
  * Transposes of Q, K and V (from [B, S, H, D]) join it as qkv_layout
- * "BSHD" when the pattern alone reads them. ctx: unused. */
+ * "BSHD" when the pattern alone reads them. ctx: NULL, or a pointer to a
+ * transforms_attention_options. */
+typedef struct transforms_attention_options {
+    /* The exporters' head merge (a Transpose [0, 2, 1, 3] of the rank-4
+     * output, its only reader) joins the node too, as out_layout "BSHD":
+     * for devices whose attention kernel writes [B, S, H, Dv] directly. */
+    bool absorb_output;
+} transforms_attention_options;
 RN_KIT rn_status transforms_fuse_attention(graph *g, void *ctx, int *changes);
 
 /* QDQ (DequantizeLinear -> Conv / Gemm -> QuantizeLinear, with the

@@ -205,7 +205,9 @@ static rn_status infer_fused_matmul(const graph_node *node, const graph_port *in
  * the scores [..., Sq, Sk]: MatMul's shapes twice. With qkv_layout "BSHD"
  * the inputs are rank 4 before the exporters' head Transposes: Q [B, Sq,
  * H, D], K [B, Sk, H, D] and V [B, Sk, H, Dv] (Q and V permuted [0, 2, 1,
- * 3], K [0, 2, 3, 1]); the output is [B, H, Sq, Dv] either way. */
+ * 3], K [0, 2, 3, 1]). The output is [B, H, Sq, Dv], or with out_layout
+ * "BSHD" (rank 4) [B, Sq, H, Dv]: the exporters' head merge Transpose
+ * [0, 2, 1, 3] absorbed too. */
 static rn_status infer_sdpa(const graph_node *node, const graph_port *in, int n_in, graph_port *out,
                             int n_out)
 {
@@ -230,7 +232,19 @@ static rn_status infer_sdpa(const graph_node *node, const graph_port *in, int n_
     if (st != RN_OK)
         return st;
     graph_port pv[2] = {scores, ops[2]};
-    return infer_matmul(node, pv, 2, out, n_out);
+    if ((st = infer_matmul(node, pv, 2, out, n_out)) != RN_OK ||
+        strcmp(graph_node_attr_string(node, "out_layout", "BHSD"), "BSHD") != 0 ||
+        out[0].shape.rank < 0)
+        return st;
+    if (out[0].shape.rank != 4)
+        return rn_set_error(RN_SHAPE_MISMATCH,
+                            "node '%s' (%s): out_layout BSHD writes a rank-4 output, this one "
+                            "has rank %d",
+                            node->name, node->op_type, out[0].shape.rank);
+    int64_t h = out[0].shape.dims[1];
+    out[0].shape.dims[1] = out[0].shape.dims[2];
+    out[0].shape.dims[2] = h;
+    return RN_OK;
 }
 
 /* ShuffleChannels (runnel; OpenVINO's): the input's shape, the group
@@ -786,7 +800,8 @@ const graph_op_schema graph_ops_nn[] = {
      1,
      0,
      infer_sdpa,
-     {GRAPH_REQUIRED("scale", FLOAT), GRAPH_OPTIONAL("qkv_layout", STRING)}},
+     {GRAPH_REQUIRED("scale", FLOAT), GRAPH_OPTIONAL("qkv_layout", STRING),
+      GRAPH_OPTIONAL("out_layout", STRING)}},
     {"runnel",
      "ShuffleChannels",
      1,

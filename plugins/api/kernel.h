@@ -78,6 +78,6 @@ RN_KIT bool plugin_shape_is_static(rn_partial_shape s);
 float plugin_f16_to_f32(uint16_t h);
 RN_KIT uint16_t plugin_f32_to_f16(float f);
 float plugin_bf16_to_f32(uint16_t h);
-uint16_t plugin_f32_to_bf16(float f);
+RN_KIT uint16_t plugin_f32_to_bf16(float f);
 
 #endif /* RUNNEL_PLUGINS_API_KERNEL_H */

@@ -312,6 +312,11 @@ rn_status plugin_request_profiling(plugin_request *request, const rn_profiling_i
  * that run (a device that times its nodes itself overwrites their
  * real_time_us); NULL when the run is not profiled. */
 RN_KIT rn_profiling_info *plugin_request_profile_entries(plugin_request *request, size_t *count);
+/* The request a kernel's run is for (args as the plan hands them to the
+ * kernel): a device whose kernel queues work that a later device stage of
+ * the same run waits for finds that run's arena with it
+ * (plugin_request_arena), which its stage and `arm` hooks are given. */
+RN_KIT plugin_request *plugin_kernel_request(const rn_kernel_args *args);
 /* The name of the node (kernel or layout conversion) the calling thread is
  * running for a request, NULL outside one: a conversion's device commands
  * can be attributed to its node. */

@@ -25,6 +25,13 @@ const char *plugin_running_node(void)
     return running_node;
 }
 
+/* Every request's kernel arguments carry it as their alloc_ctx
+ * (request_spec.c). */
+plugin_request *plugin_kernel_request(const rn_kernel_args *args)
+{
+    return args->alloc_ctx;
+}
+
 static const max_align_t empty_tensor_data;
 
 uint64_t plugin_now_ns(void)

@@ -14,7 +14,9 @@
  * scratchpad, for the node's run only. Q, Kt, V, the mask and y are plain
  * row-major f32 (the plan converts a blocked producer's output); with
  * qkv_layout "BSHD" the matmuls read the heads of Q, K and V [B, S, H, D]
- * through strided descriptors, where the exporter's Transposes copied them. */
+ * through strided descriptors, where the exporter's Transposes copied them;
+ * with out_layout "BSHD" y is [B, S, H, Dv], each head's rows written with a
+ * stride where the exporter's head merge Transpose copied them. */
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
@@ -51,6 +53,8 @@ typedef struct sdpa_state {
     int64_t m_step[RN_MAX_RANK - 2]; /* the mask's (0: broadcast) */
     int64_t m_row, m_col;            /* the mask's row and column strides */
     size_t head_scores;              /* bytes of one thread's scores, aligned */
+    int64_t y_ld;                    /* row stride of one head's output */
+    int64_t y_step[RN_MAX_RANK - 2]; /* per batch index: the output's offset */
 } sdpa_state;
 
 static bool sdpa_supports(const rn_node *node, const char **why)
@@ -76,7 +80,32 @@ static bool sdpa_supports(const rn_node *node, const char **why)
         *why = "qkv_layout BHSD, or BSHD of rank-4 inputs";
         return false;
     }
+    const char *out = rn_node_attr_string(node, "out_layout", "BHSD");
+    if (strcmp(out, "BHSD") != 0 && (strcmp(out, "BSHD") != 0 || r != 4)) {
+        *why = "out_layout BHSD, or BSHD of a rank-4 output";
+        return false;
+    }
     return cpu_static_node(node, why);
+}
+
+/* Whether the node writes [B, S, H, Dv] (out_layout BSHD: the head merge
+ * Transpose absorbed) instead of [B, H, S, Dv]. */
+static bool merged_output(const rn_node *node)
+{
+    return strcmp(rn_node_attr_string(node, "out_layout", "BHSD"), "BSHD") == 0;
+}
+
+/* The output's dims in the heads' order [.., H, S, Dv] (the stored ones
+ * with H and S swapped back for out_layout BSHD). */
+static rn_partial_shape heads_shape(const rn_node *node)
+{
+    rn_partial_shape y = rn_node_output_shape(node, 0);
+    if (merged_output(node)) {
+        int64_t h = y.dims[2];
+        y.dims[2] = y.dims[1];
+        y.dims[1] = h;
+    }
+    return y;
 }
 
 static void sdpa_release(void *state)
@@ -195,7 +224,7 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     bool bshd = strcmp(rn_node_attr_string(node, "qkv_layout", "BHSD"), "BSHD") == 0;
     if (heads_enabled() && heads_build(node, s, bshd))
         return RN_OK;
-    rn_partial_shape y = rn_node_output_shape(node, 0);
+    rn_partial_shape y = heads_shape(node);
     int r = y.rank;
     rn_status st;
     if ((st = input_md(node, 0, r, bshd ? split : NULL, &s->q)) != RN_OK ||
@@ -206,9 +235,18 @@ static rn_status build(const rn_node *node, sdpa_state *s)
     int64_t sdims[RN_MAX_RANK];
     for (int i = 0; i < r; i++)
         sdims[i] = i < r - 1 ? y.dims[i] : s->kt.dims[r - 1];
-    if ((st = cpu_plain_md(RN_F32, r, sdims, &s->scores)) != RN_OK ||
-        (st = cpu_plain_md(RN_F32, r, y.dims, &s->dst)) != RN_OK)
+    if ((st = cpu_plain_md(RN_F32, r, sdims, &s->scores)) != RN_OK)
         return st;
+    if (merged_output(node)) { /* [B, H, S, Dv] over the bytes of [B, S, H, Dv] */
+        dnnl_dims_t dims = {y.dims[0], y.dims[1], y.dims[2], y.dims[3]},
+                    strides = {y.dims[2] * y.dims[1] * y.dims[3], y.dims[3], y.dims[1] * y.dims[3],
+                               1};
+        dnnl_status_t ds = cpu_md_init_by_strides(&s->dst, 4, dims, dnnl_f32, strides);
+        if (ds != dnnl_success)
+            return cpu_error(node, "describing the attention's merged heads", ds);
+    } else if ((st = cpu_plain_md(RN_F32, r, y.dims, &s->dst)) != RN_OK) {
+        return st;
+    }
     bool done = false;
     if ((st = qk_prim(node, s, s->has_mask, &done)) != RN_OK)
         return st;
@@ -369,7 +407,7 @@ static void bcast_strides(const int64_t *dims, int n, int64_t inner, int64_t *st
  * the strides of one head in each. */
 static bool heads_build(const rn_node *node, sdpa_state *s, bool bshd)
 {
-    rn_partial_shape y = rn_node_output_shape(node, 0);
+    rn_partial_shape y = heads_shape(node);
     int r = y.rank, nb = r - 2;
     int64_t in[4][RN_MAX_RANK];
     for (int k = 0; k < 3 + s->has_mask; k++) {
@@ -427,6 +465,17 @@ static bool heads_build(const rn_node *node, sdpa_state *s, bool bshd)
     }
     if (s->units < 1 || s->S < 1 || s->Sk < 1 || s->D < 1 || s->Dv < 1)
         return false;
+    if (merged_output(node)) { /* y [B, S, H, Dv]: a head's rows H * Dv apart */
+        s->y_ld = y.dims[1] * s->Dv;
+        s->y_step[0] = s->S * s->y_ld, s->y_step[1] = s->Dv;
+    } else {
+        s->y_ld = s->Dv;
+        int64_t yi = s->S * s->Dv;
+        for (int d = nb - 1; d >= 0; d--) {
+            s->y_step[d] = yi;
+            yi *= y.dims[d];
+        }
+    }
     int team = cpu_team_size(node, cpu_config_get()->threads);
     s->team = team > s->units ? (int)s->units : team < 1 ? 1 : team;
     s->head_scores = ((size_t)(s->S * s->Sk) * sizeof(float) + 63) & ~(size_t)63;
@@ -464,12 +513,12 @@ static void heads_work(void *arg, int thread)
         long long u = atomic_fetch_add_explicit(&w->next, 1, memory_order_relaxed);
         if (u >= s->units)
             break;
-        int64_t qo = 0, ko = 0, vo = 0, mo = 0, rest = u;
+        int64_t qo = 0, ko = 0, vo = 0, mo = 0, yo = 0, rest = u;
         for (int d = s->n_batch - 1; d >= 0; d--) {
             int64_t i = rest % s->batch[d];
             rest /= s->batch[d];
             qo += i * s->q_step[d], ko += i * s->k_step[d], vo += i * s->v_step[d];
-            mo += i * s->m_step[d];
+            mo += i * s->m_step[d], yo += i * s->y_step[d];
         }
         dnnl_status_t ds = dnnl_sgemm('N', s->k_t ? 'T' : 'N', s->S, s->Sk, s->D, w->scale,
                                       w->q + qo, s->q_ld, w->k + ko, s->k_ld, 0.0f, sc, s->Sk);
@@ -482,7 +531,7 @@ static void heads_work(void *arg, int thread)
         }
         if (ds == dnnl_success)
             ds = dnnl_sgemm('N', 'N', s->S, s->Dv, s->Sk, 1.0f, sc, s->Sk, w->v + vo, s->v_ld, 0.0f,
-                            w->y + u * s->S * s->Dv, s->Dv);
+                            w->y + yo, s->y_ld);
         if (ds != dnnl_success) {
             atomic_store_explicit(&w->failed, (int)ds, memory_order_relaxed);
             break;

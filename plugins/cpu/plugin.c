@@ -42,6 +42,9 @@ static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
                                 const plugin_properties *props)
 {
     (void)context;
+    /* attention.c writes the heads merged ([B, S, H, Dv]) with strides:
+     * the exporters' head merge Transpose joins the fused node. */
+    static transforms_attention_options cpu_attention_options = {.absorb_output = true};
     rn_status st;
     if ((st = transforms_pipeline_insert_before(tp, "constant_folding", "fuse_qdq",
                                                 transforms_fuse_qdq, NULL, 0)) != RN_OK ||
@@ -58,8 +61,8 @@ static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
         (st = transforms_pipeline_add(tp, "fuse_gelu", transforms_fuse_gelu, NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_layernorm", transforms_fuse_layernorm, NULL, 0)) !=
             RN_OK ||
-        (st = transforms_pipeline_add(tp, "fuse_attention", transforms_fuse_attention, NULL, 0)) !=
-            RN_OK ||
+        (st = transforms_pipeline_add(tp, "fuse_attention", transforms_fuse_attention,
+                                      (void *)&cpu_attention_options, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_shuffle_channels", transforms_fuse_shuffle_channels,
                                       NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fuse_matmul_bias", transforms_fuse_matmul_bias, NULL,

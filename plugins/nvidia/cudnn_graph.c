@@ -4,10 +4,12 @@
  * the chain as one kernel. Building the descriptors needs no device; the
  * operation graph, the heuristics (mode A) and the execution plan, chosen
  * once at compile time with its workspace size, need the handle. */
+#include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugins/nvidia/nvidia.h"
 
@@ -21,9 +23,12 @@ struct nv_conv_graph {
     cudnnBackendDescriptor_t ops[4];
     int n_ops;
     cudnnBackendDescriptor_t plan, cfg; /* the chosen engine configuration */
-    bool bias, residual, half;
-    bool nhwc; /* a tensor of the graph is channels-last */
-    char engine[48];
+    bool bias, residual;
+    bool f32;        /* f32 data (not f16 or bf16): tensor-core engines only with TF32 allowed */
+    bool nhwc;       /* a tensor of the graph is channels-last */
+    size_t bytes[5]; /* device bytes of X, W, Y, the bias and the residual (0: absent) */
+    int64_t key[NV_CONV_KEY]; /* what the heuristics see: nv_conv_graph_key */
+    char engine[96];
 };
 
 static rn_status dnn_error(cudnnStatus_t s, const char *what)
@@ -145,8 +150,10 @@ static bool act_mode(const nv_step *st, cudnnPointwiseMode_t *mode, float clip[3
 static cudnnStatus_t build(nv_conv_graph *g, const nv_program *p, const nv_step *st, bool fused)
 {
     const nv_value *x = &p->values[st->in[0]], *w = &p->values[st->in[1]], *y = &p->values[st->out];
-    cudnnDataType_t dt = p->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    g->half = p->half;
+    cudnnDataType_t dt = p->compute == RN_BF16  ? CUDNN_DATA_BFLOAT16
+                         : p->compute == RN_F16 ? CUDNN_DATA_HALF
+                                                : CUDNN_DATA_FLOAT;
+    g->f32 = dt == CUDNN_DATA_FLOAT;
     cudnnDataType_t acc = CUDNN_DATA_FLOAT;
     cudnnPointwiseMode_t mode = CUDNN_POINTWISE_RELU_FWD;
     float clip[3];
@@ -155,11 +162,33 @@ static cudnnStatus_t build(nv_conv_graph *g, const nv_program *p, const nv_step 
         return CUDNN_STATUS_NOT_SUPPORTED;
     g->bias = fused && st->in[2] >= 0;
     g->residual = fused && st->in[3] >= 0;
+    size_t esize = dt == CUDNN_DATA_FLOAT ? 4 : 2;
+    g->bytes[0] = (size_t)(x->dims[0] * x->dims[1] * x->dims[2] * x->dims[3]) * esize;
+    g->bytes[1] = (size_t)(w->dims[0] * w->dims[1] * w->dims[2] * w->dims[3]) * esize;
+    g->bytes[2] = (size_t)(y->dims[0] * y->dims[1] * y->dims[2] * y->dims[3]) * esize;
+    g->bytes[3] = g->bias ? (size_t)y->dims[1] * esize : 0;
+    g->bytes[4] = g->residual ? g->bytes[2] : 0;
     int chained = (int)g->bias + (int)g->residual + (int)act;
     cudnnBackendDescriptor_t tx, tw, ty, tc;
     cudnnStatus_t s;
     bool xl = x->nhwc, wl = p->values[w->root].nhwc, yl = y->nhwc;
     g->nhwc = xl || wl || yl;
+    /* The key: type, shapes, layouts, geometry and the fused chain. */
+    int64_t *k = g->key;
+    k[0] = dt;
+    for (int i = 0; i < 4; i++)
+        k[1 + i] = x->dims[i], k[5 + i] = w->dims[i], k[9 + i] = y->dims[i],
+              k[14 + i] = st->pads[i];
+    k[13] = (int64_t)xl | (int64_t)wl << 1 | (int64_t)yl << 2;
+    k[18] = st->strides[0], k[19] = st->strides[1];
+    k[20] = st->dilations[0], k[21] = st->dilations[1];
+    k[22] = g->bias, k[23] = g->residual, k[24] = act ? (int64_t)mode : -1;
+    for (int i = 0; i < 3; i++) {
+        uint32_t bits = 0;
+        if (clipped)
+            memcpy(&bits, &clip[i], sizeof bits);
+        k[25 + i] = bits;
+    }
     if ((s = tensor(g, UID_X, dt, x->dims, false, xl, &tx)) != CUDNN_STATUS_SUCCESS ||
         (s = tensor(g, UID_W, dt, w->dims, false, wl, &tw)) != CUDNN_STATUS_SUCCESS ||
         (s = tensor(g, UID_Y, dt, y->dims, false, yl, &ty)) != CUDNN_STATUS_SUCCESS)
@@ -251,6 +280,11 @@ int nv_conv_graph_ops(const nv_conv_graph *g)
     return g->n_ops;
 }
 
+const int64_t *nv_conv_graph_key(const nv_conv_graph *g)
+{
+    return g->key;
+}
+
 /* Whether an engine configuration computes f32 through TF32 tensor cores
  * (or converts its inputs down); its engine's global index in *index. */
 static bool uses_tf32(cudnnBackendDescriptor_t cfg, int64_t *index, bool *rtc)
@@ -290,20 +324,44 @@ static bool uses_tf32(cudnnBackendDescriptor_t cfg, int64_t *index, bool *rtc)
 
 enum { MAX_CANDIDATES = 64 };
 
-/* Tries the engine configurations of one heuristics mode in their order;
- * the first that finalises becomes the plan. *tried counts the candidates,
- * *excluded those skipped for TF32. */
-static bool choose(nv_conv_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t graph,
-                   cudnnBackendHeurMode_t mode, bool allow_tf32, size_t *workspace, int *tried,
-                   int *excluded)
+/* An engine configuration whose execution plan finalised. */
+typedef struct candidate {
+    cudnnBackendDescriptor_t plan, cfg;
+    int64_t index; /* the engine's global index */
+    size_t workspace;
+} candidate;
+
+static void candidate_free(candidate *c)
+{
+    if (c->plan != NULL)
+        cudnnBackendDestroyDescriptor(c->plan);
+    if (c->cfg != NULL)
+        cudnnBackendDestroyDescriptor(c->cfg);
+    c->plan = c->cfg = NULL;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* Tries the engine configurations of one heuristics mode in their order and
+ * keeps up to `cap` whose plans finalise in out[*n...] (their workspace at
+ * most NV_TUNE_MAX_EXTRA_WORKSPACE beyond the first kept's); after the
+ * first, none is tried past `deadline` (now_ms; 0: none). *tried counts the
+ * candidates, *excluded those skipped for TF32 or runtime compilation. */
+static void collect(nv_conv_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t graph,
+                    cudnnBackendHeurMode_t mode, bool allow_tf32, int cap, double deadline,
+                    candidate *out, int *n, int *tried, int *excluded)
 {
     cudnnBackendDescriptor_t heur;
     if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) !=
         CUDNN_STATUS_SUCCESS)
-        return false;
+        return;
     cudnnBackendDescriptor_t cfgs[MAX_CANDIDATES];
     int64_t count = 0, made = 0;
-    bool found = false;
     if (cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
                                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                  &graph) != CUDNN_STATUS_SUCCESS ||
@@ -322,12 +380,15 @@ static bool choose(nv_conv_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t g
     if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                  made, &count, cfgs) != CUDNN_STATUS_SUCCESS)
         goto done;
-    for (int64_t i = 0; i < count && i < made && !found; i++) {
+    for (int64_t i = 0; i < count && i < made && *n < cap; i++) {
+        if (*n > 0 && deadline > 0 && now_ms() > deadline)
+            break;
         int64_t index;
         bool rtc;
         ++*tried;
-        /* f32 stays f32 unless NVIDIA_ALLOW_TF32 (f16 runs on tensor cores anyway). */
-        if (uses_tf32(cfgs[i], &index, &rtc) && !g->half && !allow_tf32) {
+        /* f32 stays f32 unless NVIDIA_ALLOW_TF32 (f16 and bf16 run on
+         * tensor cores anyway). */
+        if (uses_tf32(cfgs[i], &index, &rtc) && g->f32 && !allow_tf32) {
             ++*excluded;
             continue;
         }
@@ -343,35 +404,117 @@ static bool choose(nv_conv_graph *g, cudnnHandle_t h, cudnnBackendDescriptor_t g
         if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) !=
             CUDNN_STATUS_SUCCESS)
             continue;
+        int64_t ws = 0, nws = 0;
         if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
-                                     &h) == CUDNN_STATUS_SUCCESS &&
+                                     &h) != CUDNN_STATUS_SUCCESS ||
             cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                     &cfgs[i]) == CUDNN_STATUS_SUCCESS &&
-            cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS) {
-            int64_t ws = 0, n = 0;
-            cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                     CUDNN_TYPE_INT64, 1, &n, &ws);
-            g->plan = plan;
-            g->cfg = cfgs[i];
-            cfgs[i] = NULL; /* kept: each request slot builds its plan from it */
-            snprintf(g->engine, sizeof g->engine, "engine %lld%s", (long long)index,
-                     mode == CUDNN_HEUR_MODE_FALLBACK ? " (fallback)" : "");
-            *workspace = (size_t)(ws > 0 ? ws : 0);
-            found = true;
-        } else {
+                                     &cfgs[i]) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS) {
             cudnnBackendDestroyDescriptor(plan);
+            continue;
         }
+        cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+                                 1, &nws, &ws);
+        size_t bytes = (size_t)(ws > 0 ? ws : 0);
+        if (*n > 0 && bytes > out[0].workspace + NV_TUNE_MAX_EXTRA_WORKSPACE) {
+            cudnnBackendDestroyDescriptor(plan);
+            continue;
+        }
+        /* The configuration is kept with its plan: each request slot
+         * builds its own plan from it. */
+        out[*n] = (candidate){.plan = plan, .cfg = cfgs[i], .index = index, .workspace = bytes};
+        cfgs[i] = NULL;
+        ++*n;
     }
 done:
     for (int64_t i = 0; i < made; i++)
         if (cfgs[i] != NULL)
             cudnnBackendDestroyDescriptor(cfgs[i]);
     cudnnBackendDestroyDescriptor(heur);
-    return found;
 }
 
-rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, size_t *workspace)
+size_t nv_conv_graph_operand_bytes(const nv_conv_graph *g)
+{
+    size_t sum = 0;
+    for (int i = 0; i < 5; i++)
+        sum += (g->bytes[i] + 255) / 256 * 256;
+    return sum;
+}
+
+/* One run of candidate c on the tuner's scratch timed with its events on
+ * the handle's stream (ms; -1 when it failed). */
+static float time_once(nv_conv_graph *g, cudnnHandle_t h, nv_tuner *t, cudaStream_t stream,
+                       const candidate *c, void *const *ops, void *workspace)
+{
+    float ms = -1.0f;
+    if (cudaEventRecord((cudaEvent_t)t->start, stream) != cudaSuccess ||
+        nv_conv_graph_execute(g, h, c->plan, ops[0], ops[1], ops[2], ops[3], ops[4], workspace) !=
+            RN_OK ||
+        cudaEventRecord((cudaEvent_t)t->stop, stream) != cudaSuccess ||
+        cudaEventSynchronize((cudaEvent_t)t->stop) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, (cudaEvent_t)t->start, (cudaEvent_t)t->stop) != cudaSuccess) {
+        cudaGetLastError();
+        cudaStreamSynchronize(stream);
+        return -1.0f;
+    }
+    return ms;
+}
+
+/* Times the n candidates (a warm-up run, then NV_TUNE_RUNS, the minimum;
+ * a candidate whose warm-up is over NV_TUNE_SLOW times the best so far
+ * keeps the warm-up's time; after the first, none starts past `deadline`)
+ * into ms[]: false when the scratch could not be had (every ms -1). The
+ * operands are the scratch's first bytes, the workspace after them. */
+static bool time_candidates(nv_conv_graph *g, cudnnHandle_t h, nv_tuner *t, const candidate *c,
+                            int n, double deadline, float *ms)
+{
+    for (int i = 0; i < n; i++)
+        ms[i] = -1.0f;
+    size_t ws = 0;
+    for (int i = 0; i < n; i++)
+        ws = c[i].workspace > ws ? c[i].workspace : ws;
+    void *base, *ops[5];
+    cudaStream_t stream = NULL;
+    if (nv_tuner_reserve(t, nv_conv_graph_operand_bytes(g) + ws + 256, &base) != RN_OK ||
+        cudnnGetStream(h, &stream) != CUDNN_STATUS_SUCCESS)
+        return false;
+    char *at = base;
+    for (int i = 0; i < 5; i++) {
+        ops[i] = g->bytes[i] > 0 ? at : NULL;
+        at += (g->bytes[i] + 255) / 256 * 256;
+    }
+    /* Zeros, not whatever the last graph left: NaNs and denormals would
+     * time differently from what a model feeds. */
+    if (cudaMemsetAsync(base, 0, (size_t)(at - (char *)base), stream) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    float best = -1.0f;
+    for (int i = 0; i < n; i++) {
+        /* Past the budget the rest stay untimed (-1): they cannot win. */
+        if (i > 0 && now_ms() > deadline)
+            break;
+        float warm = time_once(g, h, t, stream, &c[i], ops, ws > 0 ? at : NULL);
+        if (warm <= 0.0f)
+            continue;
+        t->timed++;
+        if (best > 0.0f && warm > NV_TUNE_SLOW * best) {
+            ms[i] = warm;
+            continue;
+        }
+        float runs[NV_TUNE_RUNS];
+        for (int r = 0; r < NV_TUNE_RUNS; r++)
+            runs[r] = time_once(g, h, t, stream, &c[i], ops, ws > 0 ? at : NULL);
+        ms[i] = nv_tune_min(runs, NV_TUNE_RUNS);
+        if (ms[i] > 0.0f && (best < 0.0f || ms[i] < best))
+            best = ms[i];
+    }
+    return true;
+}
+
+rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv_tuner *tuner,
+                             size_t *workspace)
 {
     cudnnHandle_t h = handle;
     cudnnBackendDescriptor_t graph;
@@ -384,16 +527,78 @@ rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, si
                                       &h)) != CUDNN_STATUS_SUCCESS ||
         (s = cudnnBackendFinalize(graph)) != CUDNN_STATUS_SUCCESS)
         return dnn_error(s, "operation graph");
+    double t0 = now_ms();
+    int cap = 1;
+    /* A graph of the same key as one tuned before gets the same candidates
+     * in the same order: the winner's rank is taken again, untimed, within
+     * the budget or past it. */
+    const nv_tune_record *again = tuner != NULL ? nv_tune_find(&tuner->table, g->key) : NULL;
+    if (again != NULL) {
+        tuner->graphs++;
+        cap = again->rank + 1;
+    } else if (tuner != NULL) {
+        tuner->graphs++;
+        cap = nv_tune_cap(tuner->spent_ms, tuner->budget_ms);
+        if (cap == 1)
+            tuner->over_budget++;
+    }
+    double deadline =
+        tuner != NULL && again == NULL ? t0 + (tuner->budget_ms - tuner->spent_ms) : 0;
     /* Heuristics mode A in its order; then the fallback list, which holds
      * the engines without tensor cores that f32 without TF32 needs. */
-    int tried = 0, excluded = 0;
-    if (choose(g, h, graph, CUDNN_HEUR_MODE_A, allow_tf32, workspace, &tried, &excluded) ||
-        choose(g, h, graph, CUDNN_HEUR_MODE_FALLBACK, allow_tf32, workspace, &tried, &excluded))
-        return RN_OK;
-    return rn_set_error(RN_UNSUPPORTED,
-                        "NVIDIA: cuDNN has no engine for this convolution (%d candidates of "
-                        "heuristics A and fallback, %d with TF32 excluded)",
-                        tried, excluded);
+    candidate c[NV_TUNE_MAX_CANDIDATES];
+    int n = 0, tried = 0, excluded = 0;
+    bool fallback = false;
+    collect(g, h, graph, CUDNN_HEUR_MODE_A, allow_tf32, cap, deadline, c, &n, &tried, &excluded);
+    if (n == 0) {
+        fallback = true;
+        collect(g, h, graph, CUDNN_HEUR_MODE_FALLBACK, allow_tf32, cap, deadline, c, &n, &tried,
+                &excluded);
+    }
+    if (n == 0)
+        return rn_set_error(RN_UNSUPPORTED,
+                            "NVIDIA: cuDNN has no engine for this convolution (%d candidates of "
+                            "heuristics A and fallback, %d with TF32 or runtime compilation "
+                            "excluded)",
+                            tried, excluded);
+    float ms[NV_TUNE_MAX_CANDIDATES] = {0};
+    int best = 0, pick = 0;
+    if (again != NULL) {
+        /* Fewer candidates than before (not expected): the first. */
+        best = n == again->rank + 1 ? again->rank : 0;
+        tuner->reused++;
+        tuner->changed += best != 0;
+        if (best == again->rank && again->first_ms > 0.0f) {
+            tuner->first_ms += again->first_ms;
+            tuner->best_ms += again->best_ms;
+        }
+    } else if (n > 1) {
+        pick = time_candidates(g, h, tuner, c, n, deadline, ms) ? nv_tune_pick(ms, n) : -1;
+        best = pick >= 0 ? pick : 0;
+        tuner->tuned++;
+        tuner->changed += best != 0;
+        tuner->failed += pick < 0;
+        if (pick >= 0 && ms[0] > 0.0f) {
+            tuner->first_ms += ms[0];
+            tuner->best_ms += ms[best];
+        }
+        /* Failed timings too: the key then keeps the first, untimed. */
+        nv_tune_remember(&tuner->table, g->key, best, ms[0], ms[best]);
+    }
+    for (int i = 0; i < n; i++)
+        if (i != best)
+            candidate_free(&c[i]);
+    g->plan = c[best].plan;
+    g->cfg = c[best].cfg;
+    *workspace = c[best].workspace;
+    if (again != NULL)
+        nv_tune_label_again(g->engine, sizeof g->engine, (long long)c[best].index, fallback, again,
+                            best == again->rank);
+    else
+        nv_tune_label(g->engine, sizeof g->engine, (long long)c[best].index, fallback, ms, n, pick);
+    if (tuner != NULL)
+        tuner->spent_ms += now_ms() - t0;
+    return RN_OK;
 }
 
 const char *nv_conv_graph_engine(const nv_conv_graph *g)

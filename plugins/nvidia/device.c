@@ -57,6 +57,11 @@ bool nv_has_tensor_cores(int cc_major)
     return cc_major >= 7;
 }
 
+bool nv_has_bf16(int cc_major)
+{
+    return cc_major >= 8;
+}
+
 rn_status nv_device_probe(int device_id, nv_device_info *out)
 {
     int count = 0;

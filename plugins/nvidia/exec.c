@@ -38,7 +38,41 @@ typedef struct nv_slot {
     bool graph_failed;     /* capture refused: eager launches from now on */
     uint64_t runs;
     bool busy;
+    /* The run whose work is queued on the slot: where its outputs go (the
+     * pinned staging's copies land there after the wait), which it got
+     * from the DMA directly, its host copy-in time and whether it was
+     * timed; and, with NVIDIA_ASYNC_STAGES, the run's record while it is in
+     * flight (under run_lock). */
+    void **out_dst;
+    uint64_t direct_out;
+    double host_in;
+    bool timing;
+    struct nv_run *run;
 } nv_slot;
+
+/* NVIDIA_ASYNC_STAGES: a request's run in flight, in a header before its
+ * arena (nv_exec_arena_alloc), so that the program's node, the wait's arm
+ * and the finish stage of one run find it from the arena alone. From the
+ * program's node to the finish stage `slot` is the slot the run owns; a
+ * run that needs a slot when every one is in flight may finish another's
+ * (`finishing`: waits for its GPU work, copies its outputs out) and keep
+ * that slot, leaving the status for the victim's finish stage. Under
+ * run_lock. */
+typedef struct nv_run {
+    uint64_t magic; /* NV_RUN_MAGIC: the arena is nv_exec_arena_alloc's */
+    nv_slot *slot;
+    struct nv_exec *exec;
+    bool finishing;
+    rn_status status; /* of a run finished by another */
+    char error[200];
+} nv_run;
+
+#define NV_RUN_MAGIC  0x6e7672756e68647full /* "nvrunhdr" */
+#define NV_RUN_HEADER NV_RUN_ARENA_HEADER   /* keeps the arena 256-byte aligned */
+_Static_assert(sizeof(nv_run) <= NV_RUN_HEADER, "the run's record fits its header");
+
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t run_done = PTHREAD_COND_INITIALIZER; /* a `finishing` cleared */
 
 typedef struct nv_step_dev {
     nv_conv_graph *conv;
@@ -54,6 +88,10 @@ struct nv_exec {
     nv_program *prog;
     int device;
     bool allow_tf32, cuda_graph;
+    bool async_stages;   /* NVIDIA_ASYNC_STAGES: the run returns once queued */
+    nv_tuner *tuner;     /* NVIDIA_AUTOTUNE, while the steps are prepared */
+    nv_tuner tuning;     /* what it did (its counts and choices), kept after it is freed */
+    bool tuned;          /* NVIDIA_AUTOTUNE was on */
     int attention_mode;  /* NVK_ATTENTION_*: RUNNEL_NV_ATTENTION=rows for A/B runs */
     nv_weights *weights; /* the compiled model's (shared) or the program's own */
     void *owner;         /* nv_exec_options.owner */
@@ -67,7 +105,7 @@ struct nv_exec {
     pthread_cond_t cond;
     nv_slot *slots;
     int n_slots, max_slots;
-    char impl[96];
+    char impl[160];
     _Atomic(bool) timing;       /* NVIDIA_STEP_TIMING: events between steps */
     _Atomic(uint64_t) steps_ns; /* sum of the steps' times in the last timed run */
     /* Per step kind of the last timed run (under `lock`): time and count. */
@@ -171,7 +209,35 @@ static rn_status upload_weights(nv_exec *x, const nv_exec_options *o)
 
 static cudnnDataType_t dnn_type(const nv_program *p)
 {
-    return p->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    return p->compute == RN_BF16  ? CUDNN_DATA_BFLOAT16
+           : p->compute == RN_F16 ? CUDNN_DATA_HALF
+                                  : CUDNN_DATA_FLOAT;
+}
+
+/* The kernels' element type (NVK_*) of a device type. */
+static int kernel_type(rn_element_type t)
+{
+    return t == RN_BF16 ? NVK_BF16 : t == RN_F16 ? NVK_F16 : NVK_F32;
+}
+
+/* cuBLAS's data type and compute type of the program's products: f32
+ * accumulation in every precision, TF32 only for f32 and only when asked. */
+static cudaDataType_t blas_type(const nv_program *p)
+{
+    return p->compute == RN_BF16 ? CUDA_R_16BF : p->compute == RN_F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+static cublasComputeType_t blas_compute(const nv_exec *x)
+{
+    return x->prog->compute == RN_F32 && x->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                       : CUBLAS_COMPUTE_32F;
+}
+
+/* cuDNN's LRN has no bf16 kernels (libcudnn_ops 9 ships f32, f16 and int8
+ * ones): bf16 runs runnel's. */
+static bool cudnn_lrn(const nv_program *p)
+{
+    return p->compute != RN_BF16;
 }
 
 static rn_status prepare_conv(nv_exec *x, const nv_step *s, nv_step_dev *d)
@@ -179,7 +245,7 @@ static rn_status prepare_conv(nv_exec *x, const nv_step *s, nv_step_dev *d)
     size_t ws = 0;
     rn_status st = nv_conv_graph_create(x->prog, s, true, &d->conv);
     if (st == RN_OK &&
-        (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, &ws)) == RN_OK) {
+        (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, x->tuner, &ws)) == RN_OK) {
         d->conv_fused = true;
     } else {
         /* No engine fuses this chain: the convolution alone, then runnel's
@@ -187,7 +253,8 @@ static rn_status prepare_conv(nv_exec *x, const nv_step *s, nv_step_dev *d)
         nv_conv_graph_free(d->conv);
         d->conv = NULL;
         if ((st = nv_conv_graph_create(x->prog, s, false, &d->conv)) != RN_OK ||
-            (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, &ws)) != RN_OK)
+            (st = nv_conv_graph_plan(d->conv, x->plan_handle, x->allow_tf32, x->tuner, &ws)) !=
+                RN_OK)
             return st;
     }
     if (ws > x->workspace)
@@ -260,6 +327,8 @@ static rn_status prepare_step(nv_exec *x, const nv_step *s, nv_step_dev *d)
             return rn_set_error(RN_UNSUPPORTED,
                                 "NVIDIA: node '%s': LRN size %lld (cuDNN: %d to %d)", s->node,
                                 (long long)s->size, CUDNN_LRN_MIN_N, CUDNN_LRN_MAX_N);
+        if (!cudnn_lrn(p))
+            return RN_OK;
         if ((e = cudnnCreateLRNDescriptor(&d->lrn)) == CUDNN_STATUS_SUCCESS &&
             (e = cudnnSetLRNDescriptor(d->lrn, (unsigned)s->size, s->alpha, s->beta, s->epsilon)) ==
                 CUDNN_STATUS_SUCCESS)
@@ -296,6 +365,7 @@ static void slot_release(nv_slot *s, int n_marks)
         if (s->marks[i])
             cudaEventDestroy(s->marks[i]);
     free(s->marks);
+    free(s->out_dst);
     if (s->blas)
         cublasDestroy(s->blas);
     if (s->dnn)
@@ -340,7 +410,8 @@ static rn_status slot_init(nv_exec *x, nv_slot *s)
             return cuda_error(e, NULL, "creating the step events");
         }
     s->plans = calloc((size_t)n_marks, sizeof *s->plans);
-    if (s->marks == NULL || s->plans == NULL) {
+    s->out_dst = calloc((size_t)x->prog->n_outputs + 1, sizeof *s->out_dst);
+    if (s->marks == NULL || s->plans == NULL || s->out_dst == NULL) {
         slot_release(s, n_marks);
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
     }
@@ -356,38 +427,45 @@ static rn_status slot_init(nv_exec *x, nv_slot *s)
     return RN_OK;
 }
 
+/* Under x->lock: a free slot, or one made now while there are fewer than
+ * max_slots (*st: whether making it failed); NULL when every slot is made
+ * and busy. */
+static nv_slot *slot_take(nv_exec *x, rn_status *st)
+{
+    *st = RN_OK;
+    for (int i = 0; i < x->n_slots; i++)
+        if (!x->slots[i].busy) {
+            x->slots[i].busy = true;
+            return &x->slots[i];
+        }
+    if (x->n_slots >= x->max_slots)
+        return NULL;
+    nv_slot *s = &x->slots[x->n_slots];
+    if ((*st = slot_init(x, s)) == RN_OK) {
+        s->busy = true;
+        x->n_slots++;
+    }
+    return s;
+}
+
 /* A free slot (made on first use, up to max_slots; then waits for one). */
 static rn_status slot_acquire(nv_exec *x, nv_slot **out)
 {
+    rn_status st;
+    nv_slot *s;
     pthread_mutex_lock(&x->lock);
-    for (;;) {
-        for (int i = 0; i < x->n_slots; i++)
-            if (!x->slots[i].busy) {
-                x->slots[i].busy = true;
-                pthread_mutex_unlock(&x->lock);
-                *out = &x->slots[i];
-                return RN_OK;
-            }
-        if (x->n_slots < x->max_slots) {
-            nv_slot *s = &x->slots[x->n_slots];
-            rn_status st = slot_init(x, s);
-            if (st == RN_OK) {
-                s->busy = true;
-                x->n_slots++;
-            }
-            pthread_mutex_unlock(&x->lock);
-            *out = s;
-            return st;
-        }
+    while ((s = slot_take(x, &st)) == NULL)
         pthread_cond_wait(&x->cond, &x->lock);
-    }
+    pthread_mutex_unlock(&x->lock);
+    *out = s;
+    return st;
 }
 
 static void slot_give_back(nv_exec *x, nv_slot *s)
 {
     pthread_mutex_lock(&x->lock);
     s->busy = false;
-    pthread_cond_signal(&x->cond);
+    pthread_cond_broadcast(&x->cond);
     pthread_mutex_unlock(&x->lock);
 }
 
@@ -406,7 +484,7 @@ static void *ptr(const nv_exec *x, const nv_slot *s, int v)
 static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
 {
     const nv_program *p = x->prog;
-    bool half = p->half;
+    int type = kernel_type(p->compute);
     void *a = ptr(x, sl, s->in[0]), *b = ptr(x, sl, s->in[1]), *y = ptr(x, sl, s->out);
     float beta = 0.0f;
     if (s->gemm_beta != 0.0f && s->n_in > 2 && s->in[2] >= 0 && !s->bias_after) {
@@ -416,7 +494,7 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
             rs = c->dims[0] == 1 ? 0 : c->dims[1], cs = c->dims[1] == 1 ? 0 : 1;
         else if (c->rank == 1)
             cs = c->dims[0] == 1 ? 0 : 1;
-        rn_status st = launch_error(nvk_broadcast_2d(sl->stream, half, ptr(x, sl, s->in[2]), rs, cs,
+        rn_status st = launch_error(nvk_broadcast_2d(sl->stream, type, ptr(x, sl, s->in[2]), rs, cs,
                                                      s->gemm_beta, y, s->m, s->n),
                                     s);
         if (st != RN_OK)
@@ -424,9 +502,8 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
         beta = 1.0f;
     }
     float alpha = s->gemm_alpha;
-    cudaDataType_t t = half ? CUDA_R_16F : CUDA_R_32F;
-    cublasComputeType_t compute =
-        !half && x->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    cudaDataType_t t = blas_type(p);
+    cublasComputeType_t compute = blas_compute(x);
     /* Row-major Y = A B is column-major Y^T = B^T A^T. */
     cublasOperation_t ob = s->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t oa = s->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -442,11 +519,11 @@ static rn_status run_gemm(const nv_exec *x, const nv_slot *sl, const nv_step *s)
                                        CUBLAS_GEMM_DEFAULT);
     rn_status st = blas_status(e, s);
     if (st == RN_OK && s->bias_after) /* y = act(y + bias) in one pass */
-        return launch_error(nvk_bias_act(sl->stream, half, y, ptr(x, sl, s->in[2]), NULL, s->m,
+        return launch_error(nvk_bias_act(sl->stream, type, y, ptr(x, sl, s->in[2]), NULL, s->m,
                                          s->n, 1, s->act, s->alpha, s->beta),
                             s);
     if (st == RN_OK && s->act != NV_ACT_NONE)
-        st = launch_error(nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, y, y,
+        st = launch_error(nvk_unary(sl->stream, type, s->act, s->alpha, s->beta, y, y,
                                     (int64_t)p->values[s->out].count),
                           s);
     return st;
@@ -458,11 +535,9 @@ static rn_status attention_product(const nv_exec *x, const nv_slot *sl, const nv
                                    const nv_blas_gemm *g, const void *left, const void *right,
                                    void *c)
 {
-    bool half = x->prog->half;
-    int64_t es = half ? 2 : 4; /* bytes per element */
-    cudaDataType_t t = half ? CUDA_R_16F : CUDA_R_32F;
-    cublasComputeType_t compute =
-        !half && x->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    int64_t es = (int64_t)rn_element_type_size(x->prog->compute); /* bytes per element */
+    cudaDataType_t t = blas_type(x->prog);
+    cublasComputeType_t compute = blas_compute(x);
     const char *a = g->swap ? right : left, *b = g->swap ? left : right;
     float alpha = g->alpha, beta = 0.0f;
     cublasStatus_t e = CUBLAS_STATUS_SUCCESS;
@@ -487,9 +562,9 @@ static rn_status run_blas_attention(const nv_exec *x, const nv_slot *sl, const n
     rn_status st =
         attention_product(x, sl, s, &d->att[0], ptr(x, sl, s->in[0]), ptr(x, sl, s->in[1]), scores);
     if (st == RN_OK)
-        st = launch_error(
-            nvk_attention_softmax(sl->stream, x->prog->half, &s->att, scores, ptr(x, sl, s->in[3])),
-            s);
+        st = launch_error(nvk_attention_softmax(sl->stream, kernel_type(x->prog->compute), &s->att,
+                                                scores, ptr(x, sl, s->in[3])),
+                          s);
     if (st == RN_OK)
         st = attention_product(x, sl, s, &d->att[1], scores, ptr(x, sl, s->in[2]),
                                ptr(x, sl, s->out));
@@ -516,7 +591,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
     const nv_step *s = &x->prog->steps[k];
     const nv_step_dev *d = &x->dev[k];
     const nv_program *p = x->prog;
-    int half = p->half;
+    int type = kernel_type(p->compute);
     const nv_value *out = &p->values[s->out];
     const nv_value *in = &p->values[s->in[0]];
     void *y = ptr(x, sl, s->out), *a = ptr(x, sl, s->in[0]);
@@ -524,7 +599,8 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
     float one = 1.0f, zero = 0.0f;
     switch (s->kind) {
     case NV_STEP_CONVERT:
-        return launch_error(nvk_convert(sl->stream, out->type == RN_F16, a, y, (int64_t)out->count),
+        return launch_error(nvk_convert(sl->stream, kernel_type(in->type), kernel_type(out->type),
+                                        a, y, (int64_t)out->count),
                             s);
     case NV_STEP_CONV: {
         void *bias = ptr(x, sl, s->in[2]), *res = ptr(x, sl, s->in[3]);
@@ -533,7 +609,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         if (st != RN_OK || d->conv_fused || (bias == NULL && res == NULL && s->act == NV_ACT_NONE))
             return st;
         int64_t hw = out->dims[2] * out->dims[3];
-        return launch_error(nvk_bias_act(sl->stream, half, y, bias, res,
+        return launch_error(nvk_bias_act(sl->stream, type, y, bias, res,
                                          out->nhwc ? out->dims[0] * hw : out->dims[0], out->dims[1],
                                          out->nhwc ? 1 : hw, s->act, s->alpha, s->beta),
                             s);
@@ -544,28 +620,33 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         if (d->cudnn_pool)
             return dnn_status(cudnnPoolingForward(sl->dnn, d->pool, &one, d->x, a, &zero, d->y, y),
                               s);
-        return launch_error(nvk_pool2d(sl->stream, half, s->pool_mode, s->flag, a, y, in->dims[0],
+        return launch_error(nvk_pool2d(sl->stream, type, s->pool_mode, s->flag, a, y, in->dims[0],
                                        in->dims[1], in->dims[2], in->dims[3], out->dims[2],
                                        out->dims[3], s->kernel[0], s->kernel[1], s->strides[0],
                                        s->strides[1], s->pads[0], s->pads[1], s->pads[2],
                                        s->pads[3]),
                             s);
     case NV_STEP_LRN:
+        if (!cudnn_lrn(p))
+            return launch_error(nvk_lrn(sl->stream, type, a, y, in->dims[0], in->dims[1],
+                                        (int64_t)(in->count / (size_t)(in->dims[0] * in->dims[1])),
+                                        s->size, s->alpha, s->beta, s->epsilon),
+                                s);
         return dnn_status(cudnnLRNCrossChannelForward(sl->dnn, d->lrn, CUDNN_LRN_CROSS_CHANNEL_DIM1,
                                                       &one, d->x, a, &zero, d->x, y),
                           s);
     case NV_STEP_SOFTMAX:
-        return launch_error(nvk_softmax(sl->stream, half, a, y, s->rows, s->cols), s);
+        return launch_error(nvk_softmax(sl->stream, type, a, y, s->rows, s->cols), s);
     case NV_STEP_ATTENTION:
         return launch_error(
-            nvk_attention(sl->stream, half, &s->att, a, ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]),
+            nvk_attention(sl->stream, type, &s->att, a, ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]),
                           s->n_in > 3 ? ptr(x, sl, s->in[3]) : NULL, y, x->attention_mode),
             s);
     case NV_STEP_BLAS_ATTENTION:
         return run_blas_attention(x, sl, s, d);
     case NV_STEP_UNARY:
         return launch_error(
-            nvk_unary(sl->stream, half, s->act, s->alpha, s->beta, a, y, (int64_t)out->count), s);
+            nvk_unary(sl->stream, type, s->act, s->alpha, s->beta, a, y, (int64_t)out->count), s);
     case NV_STEP_BINARY: {
         nvk_broadcast b = {.rank = out->rank};
         memcpy(b.dims, out->dims, (size_t)out->rank * sizeof b.dims[0]);
@@ -573,7 +654,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         broadcast_strides(&p->values[s->in[1]], out, b.b_strides);
         nv_collapse_broadcast(&b);
         return launch_error(
-            nvk_binary(sl->stream, half, (int)s->bin, &b, a, ptr(x, sl, s->in[1]), y), s);
+            nvk_binary(sl->stream, type, (int)s->bin, &b, a, ptr(x, sl, s->in[1]), y), s);
     }
     case NV_STEP_CONCAT: {
         size_t es = rn_element_type_size(out->type), off = 0;
@@ -620,7 +701,7 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
         return launch_error(nvk_transpose(sl->stream, esize, a, y, rank, dims, perm_strides), s);
     }
     case NV_STEP_LAYERNORM:
-        return launch_error(nvk_layernorm(sl->stream, half, a, ptr(x, sl, s->in[3]),
+        return launch_error(nvk_layernorm(sl->stream, type, a, ptr(x, sl, s->in[3]),
                                           ptr(x, sl, s->in[1]), ptr(x, sl, s->in[2]), s->epsilon, y,
                                           s->rows, s->cols),
                             s);
@@ -630,9 +711,9 @@ static rn_status run_step(const nv_exec *x, const nv_slot *sl, int k)
                                        s->outer, s->axis_dim, s->inner, s->n_idx),
                             s);
     case NV_STEP_REDUCE_MEAN:
-        return launch_error(nvk_reduce_mean(sl->stream, half, a, y, s->rows, s->cols), s);
+        return launch_error(nvk_reduce_mean(sl->stream, type, a, y, s->rows, s->cols), s);
     case NV_STEP_BATCHNORM:
-        return launch_error(nvk_batchnorm(sl->stream, half, a, ptr(x, sl, s->in[1]),
+        return launch_error(nvk_batchnorm(sl->stream, type, a, ptr(x, sl, s->in[1]),
                                           ptr(x, sl, s->in[2]), ptr(x, sl, s->in[3]),
                                           ptr(x, sl, s->in[4]), s->epsilon, y, s->rows, s->cols,
                                           s->inner, s->act, s->alpha, s->beta),
@@ -683,25 +764,19 @@ static rn_status run_graph(const nv_exec *x, nv_slot *sl)
     return run_steps(x, sl);
 }
 
-rn_status nv_exec_run(rn_kernel_args *args)
+/* Queues the run of `args` on the slot: the host inputs through the
+ * pinned staging (or straight from pinned memory), the upload, the steps
+ * (a CUDA graph, or eager launches when timed) and the download, then the
+ * slot's `done` event; records where each output goes (sl->out_dst, and
+ * which the DMA writes directly). The outputs are not there before `done`
+ * completed and finish_run ran. */
+static rn_status queue_run(nv_exec *x, nv_slot *sl, rn_kernel_args *args)
 {
-    nv_exec *x = args->state;
     const nv_program *p = x->prog;
-    if (args->cancel != NULL && atomic_load(args->cancel))
-        return RN_CANCELLED;
-    cudaError_t set = cudaSetDevice(x->device); /* the runtime's device is per thread */
-    if (set != cudaSuccess)
-        return cuda_error(set, NULL, "cudaSetDevice");
-    if (args->n_inputs != x->n_args || args->n_outputs != p->n_outputs)
-        return rn_set_error(RN_INTERNAL, "NVIDIA: partition called with %d inputs, %d outputs",
-                            args->n_inputs, args->n_outputs);
-    nv_slot *sl;
-    rn_status st = slot_acquire(x, &sl);
-    if (st != RN_OK)
-        return st;
+    rn_status st = RN_OK;
     cudaError_t e = cudaSuccess;
-    double host_in = 0;
-    uint64_t direct_out = 0;
+    sl->host_in = 0;
+    sl->direct_out = 0;
     for (int k = 0; k < args->n_inputs && st == RN_OK; k++) {
         int i = x->arg_input[k];
         if (i < 0)
@@ -723,7 +798,7 @@ rn_status nv_exec_run(rn_kernel_args *args)
             char *pin = (char *)sl->pinned + p->input_pinned[i];
             double t0 = now_ns();
             memcpy(pin, src, bytes);
-            host_in += now_ns() - t0;
+            sl->host_in += now_ns() - t0;
             src = pin;
         }
         e = cudaMemcpyAsync((char *)sl->arena + p->input_stage[i], src, bytes,
@@ -732,6 +807,7 @@ rn_status nv_exec_run(rn_kernel_args *args)
             st = cuda_error(e, NULL, "upload");
     }
     bool timing = atomic_load(&x->timing);
+    sl->timing = timing;
     if (st == RN_OK && x->cuda_graph && !timing)
         st = run_graph(x, sl);
     for (int k = 0; k < p->n_steps && st == RN_OK && !(x->cuda_graph && !timing); k++) {
@@ -751,21 +827,32 @@ rn_status nv_exec_run(rn_kernel_args *args)
             break;
         }
         void *dst = args->outputs[o].data;
+        sl->out_dst[o] = dst;
         if (!host_pinned(dst))
             dst = (char *)sl->pinned + p->output_pinned[o];
         else
-            direct_out |= 1ull << (o < 63 ? o : 63);
+            sl->direct_out |= 1ull << (o < 63 ? o : 63);
         e = cudaMemcpyAsync(dst, (char *)sl->arena + p->output_stage[o], bytes,
                             cudaMemcpyDeviceToHost, sl->stream);
         if (e != cudaSuccess)
             st = cuda_error(e, NULL, "download");
     }
-    /* Wait for what was queued, even after an error, before the slot is reused. */
+    /* Recorded even after an error: what was queued is waited for before
+     * the slot is reused. */
     e = cudaEventRecord(sl->done, sl->stream);
-    if (e == cudaSuccess)
-        e = cudaEventSynchronize(sl->done);
     if (e != cudaSuccess && st == RN_OK)
         st = cuda_error(e, NULL, "the run");
+    return st;
+}
+
+/* After the slot's `done` event completed (`st`: the run's status so
+ * far): the step timings (NVIDIA_STEP_TIMING) and, when the run
+ * succeeded, the outputs the DMA did not write copied out of the pinned
+ * staging. The slot stays the caller's. */
+static rn_status finish_run(nv_exec *x, nv_slot *sl, rn_status st)
+{
+    const nv_program *p = x->prog;
+    bool timing = sl->timing;
     if (timing && st == RN_OK) {
         /* Each step alone: the stream runs them one after the other. */
         double ns = 0, kind_ms[NV_STEP_KINDS] = {0};
@@ -787,16 +874,247 @@ rn_status nv_exec_run(rn_kernel_args *args)
     for (int o = 0; o < p->n_outputs && st == RN_OK; o++) {
         const nv_value *v = &p->values[p->output_value[o]];
         size_t bytes = v->count * rn_element_type_size(v->host_type);
-        if (o < 63 && (direct_out >> o & 1))
+        if (o < 63 && (sl->direct_out >> o & 1))
             continue; /* the DMA wrote it */
-        memcpy(args->outputs[o].data, (char *)sl->pinned + p->output_pinned[o], bytes);
+        memcpy(sl->out_dst[o], (char *)sl->pinned + p->output_pinned[o], bytes);
     }
     if (timing) {
         pthread_mutex_lock(&x->lock);
-        x->host_in_ms = host_in * 1e-6;
+        x->host_in_ms = sl->host_in * 1e-6;
         x->host_out_ms = (now_ns() - t_out) * 1e-6;
         pthread_mutex_unlock(&x->lock);
     }
+    return st;
+}
+
+/* Waits (blocking) for the slot's queued work: its status joined to `st`. */
+static rn_status drain(nv_slot *sl, rn_status st)
+{
+    cudaError_t e = cudaEventSynchronize(sl->done);
+    if (e != cudaSuccess && st == RN_OK)
+        st = cuda_error(e, NULL, "the run");
+    return st;
+}
+
+/* ---- NVIDIA_ASYNC_STAGES: the wait and the copy-out as DAG stages ---- */
+
+static nv_run *run_of(void *arena)
+{
+    return (nv_run *)((char *)arena - NV_RUN_HEADER);
+}
+
+rn_status nv_exec_arena_alloc(size_t size, void **arena)
+{
+    void *base;
+    rn_status st = nv_host_alloc(size + NV_RUN_HEADER, &base);
+    if (st != RN_OK)
+        return st;
+    memset(base, 0, sizeof(nv_run));
+    ((nv_run *)base)->magic = NV_RUN_MAGIC;
+    *arena = (char *)base + NV_RUN_HEADER;
+    return RN_OK;
+}
+
+void nv_exec_arena_free(void *arena)
+{
+    if (arena != NULL)
+        nv_host_free(run_of(arena));
+}
+
+/* Finishes run `run` (in flight on `sl`, marked finishing by the caller):
+ * waits for its work, copies its outputs out, and leaves its status for its
+ * finish stage. The slot stays the caller's. Called by a run that found
+ * every slot in flight: its worker waits for the GPU, as the synchronous
+ * path waits for a slot. */
+static void finish_other(nv_exec *x, nv_slot *sl, nv_run *run)
+{
+    rn_status st = finish_run(x, sl, drain(sl, RN_OK));
+    pthread_mutex_lock(&run_lock);
+    run->status = st;
+    snprintf(run->error, sizeof run->error, "%s", st == RN_OK ? "" : rn_last_error());
+    run->slot = NULL;
+    run->finishing = false;
+    sl->run = NULL;
+    pthread_cond_broadcast(&run_done);
+    pthread_mutex_unlock(&run_lock);
+}
+
+/* A slot for an async run: a free one, a new one, or one whose run is in
+ * flight, finished here (finish_other). Never waits for a stage of another
+ * run, which may be queued behind this one on the same stream worker; waits
+ * only while every slot is being queued or finished by another thread. */
+static rn_status slot_acquire_async(nv_exec *x, nv_slot **out)
+{
+    pthread_mutex_lock(&x->lock);
+    for (;;) {
+        rn_status st;
+        nv_slot *s = slot_take(x, &st);
+        if (s != NULL) {
+            pthread_mutex_unlock(&x->lock);
+            *out = s;
+            return st;
+        }
+        nv_slot *victim = NULL;
+        nv_run *run = NULL;
+        pthread_mutex_lock(&run_lock);
+        for (int i = 0; i < x->n_slots && victim == NULL; i++) {
+            nv_run *r = x->slots[i].run;
+            if (r != NULL && r->slot == &x->slots[i] && !r->finishing) {
+                r->finishing = true;
+                victim = &x->slots[i];
+                run = r;
+            }
+        }
+        pthread_mutex_unlock(&run_lock);
+        if (victim != NULL) {
+            pthread_mutex_unlock(&x->lock);
+            finish_other(x, victim, run);
+            *out = victim;
+            return RN_OK;
+        }
+        pthread_cond_wait(&x->cond, &x->lock);
+    }
+}
+
+/* The async run: queued, recorded in the arena's header and handed to the
+ * wait stage; on an error, drained here and the slot given back. */
+static rn_status run_async(nv_exec *x, rn_kernel_args *args, void *arena)
+{
+    nv_slot *sl;
+    rn_status st = slot_acquire_async(x, &sl);
+    if (st != RN_OK)
+        return st;
+    if ((st = queue_run(x, sl, args)) != RN_OK) {
+        st = drain(sl, st);
+        slot_give_back(x, sl);
+        return st;
+    }
+    nv_run *run = run_of(arena);
+    pthread_mutex_lock(&run_lock);
+    run->slot = sl;
+    run->exec = x;
+    run->finishing = false;
+    run->status = RN_OK;
+    sl->run = run;
+    pthread_mutex_unlock(&run_lock);
+    /* A run waiting for a slot may finish this one. */
+    pthread_mutex_lock(&x->lock);
+    pthread_cond_broadcast(&x->cond);
+    pthread_mutex_unlock(&x->lock);
+    return RN_OK;
+}
+
+/* The driver's thread once the stream reached the callback: signals only
+ * (no CUDA call is allowed here). cudaStreamAddCallback rather than
+ * cudaLaunchHostFunc: its callback runs, with the error, after a device
+ * error too, where a host function is not called and the run would hang. */
+static void CUDART_CB stream_reached(cudaStream_t stream, cudaError_t status, void *event)
+{
+    (void)stream;
+    plugin_event_signal(event, status == cudaSuccess ? RN_OK : RN_DEVICE_ERROR);
+}
+
+int nv_exec_stage_arm(void *arena, plugin_event *event)
+{
+    nv_run *run = run_of(arena);
+    pthread_mutex_lock(&run_lock);
+    nv_slot *sl = run->slot;
+    if (sl == NULL || run->finishing) {
+        /* Nothing queued (the program failed or was skipped), or another
+         * run is finishing it: the finish stage sees to it. */
+        pthread_mutex_unlock(&run_lock);
+        return RN_OK;
+    }
+    /* Under the lock: the slot cannot be finished and reused meanwhile. */
+    cudaError_t e = cudaSetDevice(run->exec->device);
+    if (e == cudaSuccess)
+        e = cudaStreamAddCallback(sl->stream, stream_reached, event, 0);
+    pthread_mutex_unlock(&run_lock);
+    if (e == cudaSuccess)
+        return PLUGIN_STAGE_PENDING; /* the event may be signalled already */
+    cudaGetLastError();
+    return cuda_error(e, NULL, "cudaStreamAddCallback"); /* the finish stage drains */
+}
+
+int nv_exec_stage_finish(plugin_request *request, uint32_t stage, void *ctx)
+{
+    (void)stage, (void)ctx;
+    void *arena = plugin_request_arena(request);
+    if (arena == NULL)
+        return RN_OK;
+    nv_run *run = run_of(arena);
+    pthread_mutex_lock(&run_lock);
+    while (run->finishing)
+        pthread_cond_wait(&run_done, &run_lock);
+    nv_slot *sl = run->slot;
+    if (sl == NULL) {
+        /* Not queued, or finished by the run that took its slot. */
+        rn_status st = run->status;
+        run->status = RN_OK;
+        pthread_mutex_unlock(&run_lock);
+        return st == RN_OK ? RN_OK : rn_set_error(st, "%s", run->error);
+    }
+    nv_exec *x = run->exec;
+    run->finishing = true;
+    pthread_mutex_unlock(&run_lock);
+    cudaError_t e = cudaSetDevice(x->device);
+    /* The wait completed, so this returns at once; it drains if the wait
+     * could not be armed. */
+    rn_status st = drain(sl, e == cudaSuccess ? RN_OK : cuda_error(e, NULL, "cudaSetDevice"));
+    st = finish_run(x, sl, st);
+    pthread_mutex_lock(&run_lock);
+    run->slot = NULL;
+    run->finishing = false;
+    sl->run = NULL;
+    pthread_cond_broadcast(&run_done);
+    pthread_mutex_unlock(&run_lock);
+    slot_give_back(x, sl);
+    return st;
+}
+
+void nv_exec_plan_stages(plugin_plan_options *o, bool async_stages)
+{
+    o->n_stages = 0;
+    if (!async_stages)
+        return;
+    o->n_stages = 2;
+    o->stages[0] = (plugin_stage){.stage = EXECUTORS_STAGE_WAIT,
+                                  .where = EXECUTORS_ON_STREAM,
+                                  .always = true,
+                                  .arm = nv_exec_stage_arm};
+    o->stages[1] = (plugin_stage){.stage = EXECUTORS_STAGE_DOWNLOAD,
+                                  .where = EXECUTORS_ON_STREAM,
+                                  .always = true,
+                                  .run = nv_exec_stage_finish};
+}
+
+rn_status nv_exec_run(rn_kernel_args *args)
+{
+    nv_exec *x = args->state;
+    const nv_program *p = x->prog;
+    if (args->cancel != NULL && atomic_load(args->cancel))
+        return RN_CANCELLED;
+    cudaError_t set = cudaSetDevice(x->device); /* the runtime's device is per thread */
+    if (set != cudaSuccess)
+        return cuda_error(set, NULL, "cudaSetDevice");
+    if (args->n_inputs != x->n_args || args->n_outputs != p->n_outputs)
+        return rn_set_error(RN_INTERNAL, "NVIDIA: partition called with %d inputs, %d outputs",
+                            args->n_inputs, args->n_outputs);
+    if (x->async_stages) {
+        plugin_request *r = plugin_kernel_request(args);
+        void *arena = r != NULL ? plugin_request_arena(r) : NULL;
+        /* Only in a plan whose arenas carry the record (NVIDIA's own with
+         * the property on); anywhere else the synchronous run below. */
+        if (arena != NULL && run_of(arena)->magic == NV_RUN_MAGIC)
+            return run_async(x, args, arena);
+    }
+    nv_slot *sl;
+    rn_status st = slot_acquire(x, &sl);
+    if (st != RN_OK)
+        return st;
+    /* Wait for what was queued, even after an error, before the slot is
+     * reused. */
+    st = finish_run(x, sl, drain(sl, queue_run(x, sl, args)));
     slot_give_back(x, sl);
     return st;
 }
@@ -816,6 +1134,7 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
     x->owner = o->owner;
     x->allow_tf32 = o->allow_tf32;
     x->cuda_graph = o->cuda_graph;
+    x->async_stages = o->async_stages;
     const char *mode = getenv("RUNNEL_NV_ATTENTION");
     x->attention_mode =
         mode != NULL && strcmp(mode, "rows") == 0 ? NVK_ATTENTION_ROWS : NVK_ATTENTION_AUTO;
@@ -842,14 +1161,31 @@ rn_status nv_exec_create(nv_program *prog, const char *const *input_names, int n
         st = rn_set_error(RN_DEVICE_ERROR, "NVIDIA: cannot create a cuDNN handle");
     if (st == RN_OK)
         st = upload_weights(x, o);
+    /* A tuner that cannot be made (its events) leaves the heuristic's
+     * choices: tuning is an optimisation, not a condition of compiling. */
+    x->tuned = o->autotune;
+    if (st == RN_OK && o->autotune && nv_tuner_create(NV_TUNE_BUDGET_MS, &x->tuner) != RN_OK)
+        x->tuner = NULL;
+    if (x->tuner != NULL && o->tuned != NULL)
+        nv_tune_merge(&x->tuner->table, o->tuned);
     for (int k = 0; k < prog->n_steps && st == RN_OK; k++)
         st = prepare_step(x, &prog->steps[k], &x->dev[k]);
+    if (x->tuner != NULL) {
+        x->tuning = *x->tuner;
+        x->tuning.scratch = x->tuning.start = x->tuning.stop = NULL;
+        x->tuner->table = (nv_tune_table){0}; /* the choices stay with the program */
+        nv_tuner_free(x->tuner);              /* its scratch goes before the slots take theirs */
+        x->tuner = NULL;
+    }
     if (st != RN_OK) {
         nv_exec_free(x);
         return st;
     }
-    snprintf(x->impl, sizeof x->impl, "cudnn+cublas:%s:%d steps", prog->half ? "f16" : "f32",
-             prog->n_steps);
+    int w = snprintf(x->impl, sizeof x->impl, "cudnn+cublas:%s:%d steps",
+                     rn_element_type_name(prog->compute), prog->n_steps);
+    if (x->tuned && w > 0 && (size_t)w < sizeof x->impl)
+        snprintf(x->impl + w, sizeof x->impl - (size_t)w, ":tuned %d of %d convolutions",
+                 x->tuning.changed, x->tuning.graphs);
     *out = x;
     return RN_OK;
 }
@@ -891,6 +1227,36 @@ void nv_exec_step_profile(nv_exec *x, char *buf, size_t size)
     }
 }
 
+const nv_tune_table *nv_exec_tuned(const nv_exec *x)
+{
+    return &x->tuning.table;
+}
+
+void nv_exec_conv_engines(const nv_exec *x, char *buf, size_t size)
+{
+    const nv_tuner *t = &x->tuning;
+    int w;
+    if (!x->tuned)
+        w = snprintf(buf, size, "heuristic");
+    else
+        w = snprintf(buf, size,
+                     "tuned graphs=%d reused=%d timed=%d changed=%d failed=%d over_budget=%d "
+                     "candidates<=%d tune_ms=%.0f conv_time=%.3f of the heuristic's",
+                     t->tuned, t->reused, t->timed, t->changed, t->failed, t->over_budget,
+                     NV_TUNE_MAX_CANDIDATES, t->spent_ms,
+                     t->first_ms > 0 ? t->best_ms / t->first_ms : 1.0);
+    size_t used = w > 0 && (size_t)w < size ? (size_t)w : 0;
+    for (int k = 0; k < x->prog->n_steps && used + 1 < size; k++) {
+        if (x->dev[k].conv == NULL)
+            continue;
+        w = snprintf(buf + used, size - used, "; %s: %s", x->prog->steps[k].node,
+                     nv_conv_graph_engine(x->dev[k].conv));
+        if (w < 0)
+            break;
+        used += (size_t)w < size - used ? (size_t)w : size - used - 1;
+    }
+}
+
 const char *nv_exec_impl(const nv_exec *x)
 {
     return x->impl;
@@ -918,6 +1284,7 @@ void nv_exec_free(nv_exec *x)
         if (x->const_dev[v] != NULL)
             nv_weights_put(x->weights, x->const_dev[v]);
     free(x->const_dev);
+    nv_tune_table_release(&x->tuning.table);
     nv_weights_release(x->weights);
     if (x->plan_handle)
         cudnnDestroy(x->plan_handle);

@@ -66,6 +66,9 @@ void nv_format_architecture(int major, int minor, char *buf, size_t size);
 
 /* Tensor cores (f16 by default, as OpenVINO's GPU plugin): Volta and later. */
 bool nv_has_tensor_cores(int cc_major);
+/* bf16 (cuDNN, cuBLAS and WMMA's bf16 tensor-core paths): Ampere (compute
+ * capability 8.0) and later. */
+bool nv_has_bf16(int cc_major);
 
 /* Reads device `device_id` (the plugin's create: fails with the reason). */
 rn_status nv_device_probe(int device_id, nv_device_info *out);
@@ -73,11 +76,11 @@ rn_status nv_device_probe(int device_id, nv_device_info *out);
 /* ---- the program (program.c, support.c) ---- */
 
 typedef enum nv_step_kind {
-    NV_STEP_CONVERT,     /* element type conversion (f32 <-> f16) */
+    NV_STEP_CONVERT,     /* element type conversion (f32 <-> f16 or bf16) */
     NV_STEP_CONV,        /* cuDNN convolution + bias (+ residual) (+ activation) */
     NV_STEP_GEMM,        /* cuBLAS: Gemm / MatMul (batched, broadcast), + bias (+ act) */
     NV_STEP_POOL,        /* cuDNN pooling: MaxPool, AveragePool, Global* */
-    NV_STEP_LRN,         /* cuDNN cross-channel LRN */
+    NV_STEP_LRN,         /* cuDNN cross-channel LRN (runnel's kernel in bf16) */
     NV_STEP_SOFTMAX,     /* cuDNN softmax over the last axis */
     NV_STEP_UNARY,       /* runnel kernel: elementwise activation */
     NV_STEP_BINARY,      /* runnel kernel: broadcast Add, Sub, Mul, Div, Pow, Sum of 2 */
@@ -133,7 +136,7 @@ typedef enum nv_storage {
 
 typedef struct nv_value {
     char *name;
-    rn_element_type type; /* on the device (f16 for f32 values in f16 mode) */
+    rn_element_type type; /* on the device (the program's compute type for f32 values) */
     rn_element_type host_type;
     int rank;
     int64_t dims[RN_MAX_RANK];
@@ -144,8 +147,8 @@ typedef struct nv_value {
     int first, last;       /* steps that write it first and read it last */
     const void *host_data; /* NV_CONST: the constant (host type), the graph's */
     int input, output;     /* index among the partition's inputs / outputs, or -1 */
-    /* A rank-4 value (dims N, C, H, W) stored channels-last (NHWC): f16
-     * convolutions and what runs between them (nv_choose_layouts); a
+    /* A rank-4 value (dims N, C, H, W) stored channels-last (NHWC): f16 and
+     * bf16 convolutions and what runs between them (choose_layouts); a
      * convolution's weights then are KRSC. */
     bool nhwc;
 } nv_value;
@@ -207,7 +210,9 @@ typedef struct nv_program {
     size_t arena_bytes;   /* values + staging, before the workspace */
     size_t weights_bytes; /* constants on the device */
     size_t pinned_bytes;
-    bool half; /* f32 values computed in f16 */
+    /* What f32 values are computed in on the device: RN_F32, RN_F16 or
+     * RN_BF16 (INFERENCE_PRECISION_HINT); f32 accumulation in every one. */
+    rn_element_type compute;
 } nv_program;
 
 /* Whether NVIDIA runs `node` (op, types, attributes, static shapes); on
@@ -224,15 +229,16 @@ extern const char *const nv_supported_ops[][2];
 /* Lowers the partition (the plugin claims every node of the transformed
  * model: nodes in topological order, the names of the values it reads from
  * outside, constants included, and of those it produces) to a program with
- * its memory plan. `half`: f32 values are computed in f16. A node NVIDIA
- * does not run is RN_UNSUPPORTED naming it, its op and why. */
+ * its memory plan. `precision`: what f32 values are computed in (RN_F16 or
+ * RN_BF16: converted at the inputs and outputs; any other type: f32). A
+ * node NVIDIA does not run is RN_UNSUPPORTED naming it, its op and why. */
 rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
-                   int n_inputs, const char *const *output_names, int n_outputs, bool half,
-                   nv_program **out);
+                   int n_inputs, const char *const *output_names, int n_outputs,
+                   rn_element_type precision, nv_program **out);
 /* nv_lower with channels-last layouts chosen or not (nv_lower: chosen). */
 rn_status nv_lower_layouts(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
-                           int n_inputs, const char *const *output_names, int n_outputs, bool half,
-                           bool channels_last, nv_program **out);
+                           int n_inputs, const char *const *output_names, int n_outputs,
+                           rn_element_type precision, bool channels_last, nv_program **out);
 /* Whether a value of p is stored channels-last. */
 bool nv_program_channels_last(const nv_program *p);
 void nv_program_free(nv_program *p);
@@ -249,12 +255,17 @@ extern const plugin_device_iface nv_device_iface;
 /* nv_lower over a whole graph, read with the rn_graph accessors: every
  * node, the parameters and constants they read as inputs (each once, in
  * the order first read), its results as outputs. */
-rn_status nv_lower_graph(const rn_graph *g, bool half, nv_program **out);
+rn_status nv_lower_graph(const rn_graph *g, rn_element_type precision, nv_program **out);
 /* plugin_device_iface.check_specialized: the graph of a model with dynamic
  * inputs as a run with every dynamic dim 1 specialises it
  * (plugin_specialize_at_one) lowers; else the lowering's error (the node,
  * its op, why), saying so. Needs no device. */
-rn_status nv_check_lowering(const rn_graph *g, bool half);
+rn_status nv_check_lowering(const rn_graph *g, rn_element_type precision);
+
+/* f32 values as the 16-bit type `type` (RN_F16 or RN_BF16), rounded to
+ * nearest even (plugin_f32_to_f16 / plugin_f32_to_bf16, as the device's
+ * conversions round): how weights are uploaded (weights.c). */
+void nv_round_to(rn_element_type type, const float *x, uint16_t *y, size_t n);
 /* The identity of constant `v` (an NV_CONST value of a program) in a
  * compiled model whose plan's graph is `base`: the data of base's constant
  * of that name (rn_graph_constant) when the bytes are the same, else NULL
@@ -312,13 +323,134 @@ rn_status nv_conv_graph_create(const nv_program *p, const nv_step *s, bool fused
                                nv_conv_graph **out);
 /* Operations of the graph (1 to 4), for tests. */
 int nv_conv_graph_ops(const nv_conv_graph *g);
+/* What cuDNN's heuristics see of the graph, NV_CONV_KEY values: the data
+ * type, X, W and Y dims and layouts, pads, strides, dilations, and the fused
+ * bias, residual and activation (mode and clip). Two graphs of equal keys
+ * get the same candidates in the same order, so a tuned choice holds for
+ * both. Needs no device. */
+#define NV_CONV_KEY 28
+const int64_t *nv_conv_graph_key(const nv_conv_graph *g);
+typedef struct nv_tuner nv_tuner;
 /* Builds the operation graph on `handle` (a cudnnHandle_t), asks the
- * heuristics (mode A) for engine configurations and keeps the first whose
- * execution plan finalises (skipping TF32 engines unless allow_tf32):
- * *workspace its bytes. Needs the device. */
-rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, size_t *workspace);
-/* The chosen engine, for the runtime model ("engine 3"). */
+ * heuristics (mode A, then the fallback list where mode A gives none) for
+ * engine configurations and keeps the first whose execution plan finalises
+ * (skipping TF32 engines unless allow_tf32, and runtime-compiled ones for a
+ * channels-last graph): *workspace its bytes. With a tuner
+ * (NVIDIA_AUTOTUNE) it finalises up to NV_TUNE_MAX_CANDIDATES that pass the
+ * same filters, times each on the tuner's scratch and keeps the fastest
+ * (the first where timing fails or the tuner's budget is spent). Needs the
+ * device. */
+rn_status nv_conv_graph_plan(nv_conv_graph *g, void *handle, bool allow_tf32, nv_tuner *tuner,
+                             size_t *workspace);
+/* The chosen engine, for the runtime model and NVIDIA_CONV_ENGINES
+ * ("engine 3", "engine 12 (tuned: 0.41 of the first's time, 8 timed)"). */
 const char *nv_conv_graph_engine(const nv_conv_graph *g);
+/* Device bytes of the graph's operands (X, W, Y, and the bias and residual
+ * when fused), each rounded up to 256: what timing a candidate needs
+ * beside its workspace. Needs no device. */
+size_t nv_conv_graph_operand_bytes(const nv_conv_graph *g);
+
+/* ---- NVIDIA_AUTOTUNE (autotune.c) ---- */
+
+/* Bounds of tuning, documented in docs/nvidia.md: candidates finalised and
+ * timed per convolution graph, timed runs of each after one warm-up (the
+ * minimum counts), a candidate whose warm-up is over NV_TUNE_SLOW times the
+ * best so far is not run again, the wall time one program may spend tuning
+ * (finalising candidates and timing them, checked before each candidate
+ * after a graph's first: one candidate may overrun it; later graphs then
+ * take the heuristic's first), and the workspace a candidate may ask beyond the
+ * first's (every request slot holds the largest). */
+#define NV_TUNE_MAX_CANDIDATES      8
+#define NV_TUNE_RUNS                5
+#define NV_TUNE_SLOW                4.0f
+#define NV_TUNE_BUDGET_MS           10000.0
+#define NV_TUNE_MAX_EXTRA_WORKSPACE ((size_t)64 << 20)
+
+/* A tuned graph's choice: its key, the rank of the kept candidate among
+ * those finalised, the first's and the kept one's time (ms; the first's
+ * <= 0 when it failed). */
+typedef struct nv_tune_record {
+    int64_t key[NV_CONV_KEY];
+    int rank;
+    float first_ms, best_ms;
+} nv_tune_record;
+
+/* Tuned choices by graph key: a program's (its tuner's), a compiled
+ * model's (every program's, and what an imported blob held). */
+typedef struct nv_tune_table {
+    nv_tune_record *records;
+    int n, cap;
+} nv_tune_table;
+
+/* A program's tuning: scratch on the device for one graph's operands and
+ * workspace (grown as needed), two CUDA events, the budget, the choices
+ * made (a graph of a key tuned before takes the same rank untimed: ResNet-50
+ * has 53 convolutions of 24 keys) and what was done (for
+ * NVIDIA_CONV_ENGINES). */
+struct nv_tuner {
+    void *scratch; /* device */
+    size_t scratch_bytes;
+    void *start, *stop; /* cudaEvent_t */
+    double budget_ms, spent_ms;
+    int graphs;          /* graphs planned with the tuner */
+    int tuned;           /* graphs with two or more candidates timed */
+    int changed;         /* graphs whose engine is not the heuristic's first (timed or reused) */
+    int failed;          /* graphs whose timings all failed: the first kept */
+    int over_budget;     /* graphs that took the first because the budget was spent */
+    int timed;           /* candidates timed */
+    int reused;          /* graphs that took the choice of an earlier graph of their key */
+    nv_tune_table table; /* the choices made, and those it was seeded with */
+    double first_ms, best_ms; /* sums over the tuned graphs: the first's, the kept one's */
+};
+
+/* A tuner with `budget_ms` of tuning time (NV_TUNE_BUDGET_MS): the events
+ * made, no scratch yet. Needs the device. */
+rn_status nv_tuner_create(double budget_ms, nv_tuner **out);
+/* At least `bytes` of device scratch in *scratch (the tuner's, valid until
+ * the next call or the free). */
+rn_status nv_tuner_reserve(nv_tuner *t, size_t bytes, void **scratch);
+void nv_tuner_free(nv_tuner *t);
+/* The choice made for a graph of `key` (NV_CONV_KEY values), or NULL. */
+const nv_tune_record *nv_tune_find(const nv_tune_table *t, const int64_t *key);
+/* Records a graph's choice unless its key has one (nothing when memory runs
+ * out: the next graph of the key is timed again). */
+void nv_tune_remember(nv_tune_table *t, const int64_t *key, int rank, float first_ms,
+                      float best_ms);
+/* Remembers every choice of `from` (nv_tune_remember). */
+void nv_tune_merge(nv_tune_table *t, const nv_tune_table *from);
+void nv_tune_table_release(nv_tune_table *t);
+/* The choices as text for a compiled blob (NVIDIA_TUNED): "nvtune1
+ * cudnn=91900 tf32=0" and " K0,...,K27:RANK:FIRST_MS:BEST_MS" per record,
+ * in *text (malloc'ed). */
+rn_status nv_tune_format(const nv_tune_table *t, size_t cudnn_version, bool allow_tf32,
+                         char **text);
+/* Reads nv_tune_format's text into *t (empty first). Text of another cuDNN
+ * version or TF32 setting (whose candidates may differ), or malformed, adds
+ * nothing: those graphs are tuned again. False when it added nothing. */
+bool nv_tune_parse(const char *text, size_t cudnn_version, bool allow_tf32, nv_tune_table *t);
+
+/* Pure, needing no device: */
+/* How many candidates to finalise for the next graph: NV_TUNE_MAX_CANDIDATES,
+ * or 1 (the heuristic's first, as untuned) once spent_ms reaches budget_ms. */
+int nv_tune_cap(double spent_ms, double budget_ms);
+/* The fastest of n timings in ms (one that failed is <= 0 or not finite),
+ * ties to the earlier (the heuristic's order); -1 when every one failed. */
+int nv_tune_pick(const float *ms, int n);
+/* The minimum of n run times (ms), or -1 when one failed (<= 0 or not
+ * finite) or n is 0. */
+float nv_tune_min(const float *runs, int n);
+/* The engine's label: "engine 12" ("(fallback)" from the fallback list);
+ * after timing n candidates (ms[0] the heuristic's first, `best` the kept
+ * one: nv_tune_pick, -1 when every timing failed) "engine 12 (tuned: 0.41
+ * of the first's time, 8 timed)", "(tuned: the first, 8 timed)" or
+ * "(tuning failed: the heuristic's first)". */
+void nv_tune_label(char *buf, size_t size, long long engine, bool fallback, const float *ms, int n,
+                   int best);
+/* The label of a graph that took record r's choice (`same`: the candidate
+ * of r's rank was there; else the first was kept): "engine 12 (tuned as
+ * an earlier graph of its shapes: 0.41 of the first's time)". */
+void nv_tune_label_again(char *buf, size_t size, long long engine, bool fallback,
+                         const nv_tune_record *r, bool same);
 /* An execution plan of the chosen engine on another handle (a request
  * slot's): no heuristics, the same kernels. */
 rn_status nv_conv_plan_create(const nv_conv_graph *g, void *handle, void **plan);
@@ -338,9 +470,14 @@ typedef struct nv_own {
     bool cuda_graph;    /* NVIDIA_CUDA_GRAPH: a CUDA graph per slot after a warm-up run */
     uint32_t max_slots; /* NVIDIA_MAX_SLOTS: request slots (arenas) per compiled model */
     bool step_timing;   /* NVIDIA_STEP_TIMING: events between steps (LIVE) */
+    bool autotune;      /* NVIDIA_AUTOTUNE: time cuDNN's candidate engines at compile */
+    /* NVIDIA_ASYNC_STAGES: the wait and the copy-out as device stages of
+     * the DAG (exec.h, nv_exec_plan_stages) rather than a blocking sync
+     * inside the program's node. */
+    bool async_stages;
 } nv_own;
 
-#define NV_N_PROPERTY_KEYS 4
+#define NV_N_PROPERTY_KEYS 6
 extern const plugin_property_def nv_property_keys[NV_N_PROPERTY_KEYS];
 
 /* The shared and own values together, as a device holds them. */
@@ -349,11 +486,14 @@ typedef struct nv_properties {
     nv_own own;
 } nv_properties;
 
-/* The defaults: f16 where the device has tensor cores, else f32. */
-void nv_properties_default(nv_properties *p, bool tensor_cores);
-/* The shared values' precisions: f32 and f16 accepted, f16 by default
- * with tensor cores. */
-void nv_precision_defaults(plugin_properties *p, bool tensor_cores);
+/* The defaults of a device of compute capability `cc_major`.x: f16 where
+ * it has tensor cores, else f32. */
+void nv_properties_default(nv_properties *p, int cc_major);
+/* The shared values' precisions: f32 and f16 accepted, bf16 too from
+ * compute capability 8.0 (INFERENCE_PRECISION_HINT=bf16 elsewhere is
+ * RN_INVALID_ARG naming the values accepted); f16 by default with tensor
+ * cores, else f32. */
+void nv_precision_defaults(plugin_properties *p, int cc_major);
 /* Applies properties (NVIDIA's and the shared ones): the first bad one is
  * RN_INVALID_ARG naming it, and `p` is unchanged. */
 rn_status nv_properties_apply(nv_properties *p, const rn_property *props, size_t n);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "plugins/api/device.h"
+#include "plugins/api/export.h"
 #include "plugins/api/kit_id.h"
 #include "plugins/api/log.h"
 #include "plugins/nvidia/exec.h"
@@ -41,6 +42,9 @@ typedef struct nv_model {
     int live;
     uint64_t built; /* programs compiled */
     bool timing;    /* NVIDIA_STEP_TIMING */
+    /* NVIDIA_AUTOTUNE's choices by graph key: every program's, and an
+     * imported blob's; exported with the model (NVIDIA_TUNED). */
+    nv_tune_table tuned;
 } nv_model;
 
 /* A program's place among the model's (the owner of its nv_exec, which is
@@ -61,6 +65,7 @@ static void model_release(nv_model *m)
     if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
         return;
     nv_weights_release(m->weights);
+    nv_tune_table_release(&m->tuned);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -182,7 +187,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
     }
     nv_program *prog;
     rn_status st = nv_lower(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs,
-                            c->props.inference_precision == RN_F16, &prog);
+                            c->props.inference_precision, &prog);
     if (st != RN_OK)
         return st;
     nv_prog *p = calloc(1, sizeof *p);
@@ -190,9 +195,20 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
         nv_program_free(prog);
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
     }
+    /* The choices of the model's other programs and of an imported blob,
+     * a copy: programs of other shapes compile concurrently. */
+    nv_tune_table seen = {0};
+    if (own->autotune) {
+        pthread_mutex_lock(&m->lock);
+        nv_tune_merge(&seen, &m->tuned);
+        pthread_mutex_unlock(&m->lock);
+    }
     nv_exec_options o = {.device = d->info.device_id,
                          .allow_tf32 = own->allow_tf32,
+                         .autotune = own->autotune,
+                         .tuned = &seen,
                          .cuda_graph = own->cuda_graph,
+                         .async_stages = own->async_stages,
                          .max_slots = (int)own->max_slots,
                          .weights = m->weights,
                          .weight_key = weight_key,
@@ -206,9 +222,10 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
         plugin_log(c->props.log_level, PLUGIN_LOG_WARNING, "NVIDIA",
                    "channels-last program refused (%s); compiling it NCHW", rn_last_error());
         if ((st = nv_lower_layouts(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs,
-                                   true, false, &prog)) == RN_OK)
+                                   c->props.inference_precision, false, &prog)) == RN_OK)
             st = nv_exec_create(prog, input_names, n_inputs, &o, &p->exec);
     }
+    nv_tune_table_release(&seen);
     if (st != RN_OK) {
         free(p);
         return st;
@@ -217,6 +234,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
     p->model = m;
     pthread_mutex_lock(&m->lock);
     nv_exec_set_timing(p->exec, m->timing);
+    nv_tune_merge(&m->tuned, nv_exec_tuned(p->exec));
     p->next = m->progs;
     if (m->progs != NULL)
         m->progs->prev = p;
@@ -234,7 +252,7 @@ static rn_status compile_partition(void *ctx, const rn_node *const *nodes, int n
  * naming the node. */
 static rn_status nvidia_check_specialized(plugin_compiled *c, const rn_graph *g)
 {
-    return nv_check_lowering(g, c->props.inference_precision == RN_F16);
+    return nv_check_lowering(g, c->props.inference_precision);
 }
 
 /* Nodes are claimed whole, so a kernel of this registry never runs: it
@@ -297,7 +315,7 @@ static rn_status nvidia_register_kernels(void *context, plugin_kernel_registry *
 static void nvidia_defaults(void *context, plugin_properties *props, void *own)
 {
     (void)own;
-    nv_precision_defaults(props, nv_has_tensor_cores(((nvidia *)context)->info.cc_major));
+    nv_precision_defaults(props, ((nvidia *)context)->info.cc_major);
 }
 
 static rn_status nvidia_read(void *context, const char *id, const char *key, char *buf, size_t size)
@@ -327,14 +345,37 @@ static const rn_allocator nv_pinned_arenas = {
     .free = arena_free,
 };
 
-/* One partition, one stream worker per request in flight (each waits for
- * its slot's event while the GPU works), requests in flight = the slots. */
-static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
+static rn_status run_arena_alloc(void *ctx, size_t size, size_t alignment, void **buffer)
 {
-    nvidia_compiled *x = calloc(1, sizeof *x);
-    if (x == NULL)
+    (void)ctx, (void)alignment; /* 256 bytes past a page */
+    return nv_exec_arena_alloc(size, buffer);
+}
+
+static void run_arena_free(void *ctx, void *buffer)
+{
+    (void)ctx;
+    nv_exec_arena_free(buffer);
+}
+
+/* The same with NVIDIA_ASYNC_STAGES: each arena carries its run's record
+ * (exec.h). */
+static const rn_allocator nv_run_arenas = {
+    .name = "cuda-pinned-host",
+    .host = true,
+    .alloc = run_arena_alloc,
+    .free = run_arena_free,
+};
+
+/* The compiled model's state and its model, made by the plan, or before it
+ * by an import that seeds the model's tuned choices (nvidia_import_placed);
+ * unplace frees them. */
+static rn_status make_state(plugin_compiled *c)
+{
+    if (c->state == NULL && (c->state = calloc(1, sizeof(nvidia_compiled))) == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
-    c->state = x;
+    nvidia_compiled *x = state_of(c);
+    if (x->model != NULL)
+        return RN_OK;
     nv_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
@@ -347,13 +388,27 @@ static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
     atomic_init(&m->refs, 1);
     pthread_mutex_init(&m->lock, NULL);
     x->model = m;
+    return RN_OK;
+}
+
+/* One partition, one stream worker per request in flight (each waits for
+ * its slot's event while the GPU works, unless NVIDIA_ASYNC_STAGES makes
+ * the wait a pending stage), requests in flight = the slots. */
+static rn_status nvidia_plan(plugin_compiled *c, plugin_plan_options *o)
+{
+    rn_status st = make_state(c);
+    if (st != RN_OK)
+        return st;
+    nvidia_compiled *x = state_of(c);
     x->parts = (rn_partition_ops){.abi_version = RN_KERNEL_ABI_VERSION,
                                   .claim = claim_all,
                                   .compile = compile_partition,
                                   .ctx = c};
     o->partitions = &x->parts;
-    o->allocator = &nv_pinned_arenas;
-    uint32_t max_slots = ((const nv_own *)c->own)->max_slots;
+    const nv_own *own = c->own;
+    o->allocator = own->async_stages ? &nv_run_arenas : &nv_pinned_arenas;
+    nv_exec_plan_stages(o, own->async_stages);
+    uint32_t max_slots = own->max_slots;
     uint32_t streams, threads;
     plugin_properties_streams(&c->props, 64, &streams, &threads, &c->optimal_requests);
     if (c->props.performance_hint == PLUGIN_HINT_THROUGHPUT && c->optimal_requests < 4)
@@ -398,7 +453,7 @@ static rn_status nvidia_built(plugin_compiled *c, rn_status st)
 }
 
 static const char *const nvidia_compiled_keys[] = {"NVIDIA_STEP_TIME_US", "NVIDIA_STEP_PROFILE",
-                                                   "NVIDIA_PROGRAMS", NULL};
+                                                   "NVIDIA_PROGRAMS", "NVIDIA_CONV_ENGINES", NULL};
 
 /* NVIDIA_PROGRAMS: the programs compiled for the model's input shapes and
  * live now, the plan's shape cache (specialised plans built and reused),
@@ -434,6 +489,18 @@ static rn_status nvidia_compiled_read(plugin_compiled *c, const char *key, char 
         programs_line(c, x->model, tmp, sizeof tmp);
         return plugin_property_string(key, tmp, buf, size);
     }
+    if (k == 3) {
+        /* The newest program's (each input shape has its own): what
+         * NVIDIA_AUTOTUNE did and each convolution's engine. */
+        char engines[8192] = "";
+        if (x != NULL) {
+            pthread_mutex_lock(&x->model->lock);
+            if (x->model->progs != NULL)
+                nv_exec_conv_engines(x->model->progs->exec, engines, sizeof engines);
+            pthread_mutex_unlock(&x->model->lock);
+        }
+        return plugin_property_string(key, engines, buf, size);
+    }
     /* The step times of the newest program that ran timed (each input shape
      * has its own). */
     uint64_t ns = 0;
@@ -449,6 +516,72 @@ static rn_status nvidia_compiled_read(plugin_compiled *c, const char *key, char 
     return plugin_property_string(key, tmp, buf, size);
 }
 
+/* ---- export and import: NVIDIA_AUTOTUNE's choices travel with the blob ---- */
+
+#define TUNED_KEY "NVIDIA_TUNED"
+
+/* The blob holds the transformed graph (plugin_export), not cuDNN's plans:
+ * an import builds them again. The model's tuned choices go in its header
+ * (TUNED_KEY) so that an import with NVIDIA_AUTOTUNE takes them untimed. */
+static rn_status nvidia_export(plugin_compiled *c, const plugin_properties *props, void **data,
+                               size_t *size)
+{
+    const plugin_device *dev = c->device;
+    const nvidia *d = dev->context;
+    nvidia_compiled *x = state_of(c);
+    char *text = NULL;
+    rn_status st = RN_OK;
+    if (x != NULL && x->model != NULL) {
+        pthread_mutex_lock(&x->model->lock);
+        if (x->model->tuned.n > 0)
+            st = nv_tune_format(&x->model->tuned, d->info.cudnn_version,
+                                ((const nv_own *)c->own)->allow_tf32, &text);
+        pthread_mutex_unlock(&x->model->lock);
+    }
+    if (st == RN_OK)
+        st = text != NULL ? plugin_export_extra(c->plan, dev->iface->info.name, dev->architecture,
+                                                props, TUNED_KEY, text, data, size)
+                          : plugin_export(c->plan, dev->iface->info.name, dev->architecture, props,
+                                          data, size);
+    free(text);
+    return st;
+}
+
+/* *pending: the blob's TUNED_KEY text (NULL: none). */
+static rn_status nvidia_import(plugin_compiled *c, const void *data, size_t size,
+                               const rn_property *overrides, size_t n_overrides, graph **g,
+                               void **pending)
+{
+    char *text = NULL;
+    rn_status st =
+        plugin_import_extra(data, size, c->device->iface->info.name, c->device->architecture,
+                            overrides, n_overrides, &c->props, g, TUNED_KEY, &text);
+    if (st == RN_OK)
+        *pending = text;
+    return st;
+}
+
+/* The blob's choices seed the model's (ignored when they were made with
+ * another cuDNN or TF32 setting: nv_tune_parse). This runs before the plan:
+ * the state is made here (the plan then finds it); if it cannot be, the
+ * plan fails saying why. */
+static void nvidia_import_placed(plugin_compiled *c, void *pending)
+{
+    if (pending == NULL || make_state(c) != RN_OK)
+        return;
+    nvidia_compiled *x = state_of(c);
+    const nvidia *d = c->device->context;
+    pthread_mutex_lock(&x->model->lock);
+    nv_tune_parse(pending, d->info.cudnn_version, ((const nv_own *)c->own)->allow_tf32,
+                  &x->model->tuned);
+    pthread_mutex_unlock(&x->model->lock);
+}
+
+static void nvidia_import_done(void *pending)
+{
+    free(pending);
+}
+
 const plugin_device_iface nv_device_iface = {
     .info =
         {
@@ -456,7 +589,8 @@ const plugin_device_iface nv_device_iface = {
             .architecture = "nvidia", /* the probe's sm_XY (read) */
             .device_type = "discrete",
             .range_for_streams = "1 64",
-            .caching_properties = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT NVIDIA_ALLOW_TF32",
+            .caching_properties = "DEVICE_ARCHITECTURE INFERENCE_PRECISION_HINT NVIDIA_ALLOW_TF32 "
+                                  "NVIDIA_AUTOTUNE",
         },
     .context_kind = {"NVIDIA", "HOST", "HOST_BUFFER", nv_host_alloc, nv_host_free},
     .own_keys = nv_property_keys,
@@ -479,6 +613,10 @@ const plugin_device_iface nv_device_iface = {
     .built = nvidia_built,
     .compiled_read = nvidia_compiled_read,
     .compiled_changed = nvidia_timing,
+    .export_blob = nvidia_export,
+    .import_blob = nvidia_import,
+    .import_placed = nvidia_import_placed,
+    .import_done = nvidia_import_done,
 };
 
 PLUGIN_DEVICE_DEFINE(nvidia_plugin_ops, "NVIDIA", nv_device_iface, NULL, NULL);

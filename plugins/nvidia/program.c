@@ -1,6 +1,6 @@
 /* Lowering the claimed model to a program: values (with views resolved to
  * their roots), steps with their attributes parsed once, the conversions
- * f16 mode needs at the inputs and outputs, and the static memory plan
+ * f16 and bf16 need at the inputs and outputs, and the static memory plan
  * (liveness-based offsets in one arena per request slot; constants in one
  * weights buffer per compiled model; pinned staging for the host copies).
  * Plain C: it needs no GPU, and tests check it on the light models. */
@@ -24,7 +24,7 @@ typedef struct lowering {
     int n_nodes;
     const char *const *output_names;
     int n_outputs;
-    bool channels_last; /* NHWC around f16 convolutions (choose_layouts) */
+    bool channels_last; /* NHWC around f16 and bf16 convolutions (choose_layouts) */
 } lowering;
 
 static rn_status oom(void)
@@ -40,8 +40,8 @@ static int find_value(const nv_program *p, const char *name)
     return -1;
 }
 
-/* Adds a value of `host_type` and shape (static), on the device in f16
- * when the program computes f32 values in f16. */
+/* Adds a value of `host_type` and shape (static), on the device in the
+ * program's compute type when that is f32 (f16 or bf16 in those modes). */
 static rn_status add_value(lowering *l, const char *name, rn_element_type host_type,
                            const rn_partial_shape *shape, int *out)
 {
@@ -59,7 +59,7 @@ static rn_status add_value(lowering *l, const char *name, rn_element_type host_t
     if ((v->name = strdup(name)) == NULL)
         return oom();
     v->host_type = host_type;
-    v->type = p->half && host_type == RN_F32 ? RN_F16 : host_type;
+    v->type = host_type == RN_F32 ? p->compute : host_type;
     v->rank = shape->rank;
     v->count = 1;
     for (int d = 0; d < shape->rank; d++) {
@@ -292,7 +292,7 @@ static void lower_attention(lowering *l, const rn_node *n, nv_step *s)
     }
 }
 
-/* How an attention step runs: runnel's fused kernel in f16 (tensor cores)
+/* How an attention step runs: runnel's fused kernel in f16 and bf16 (tensor cores)
  * and with RUNNEL_NV_ATTENTION=rows (the scalar kernel, for A/B runs);
  * otherwise, and where the kernel's limits (heads of 256 features, 65535
  * batch x heads) are passed, cuBLAS's two products around runnel's masked
@@ -309,7 +309,7 @@ static rn_status choose_attention(lowering *l, nv_step *s)
     nv_blas_gemm g[2];
     bool blas = nv_attention_blas_plan(a, g);
     s->kind = NV_STEP_ATTENTION;
-    if (kernel_fits && (p->half || rows || !blas))
+    if (kernel_fits && (p->compute != RN_F32 || rows || !blas))
         return RN_OK;
     if (!blas)
         return rn_set_error(RN_UNSUPPORTED,
@@ -320,7 +320,7 @@ static rn_status choose_attention(lowering *l, nv_step *s)
     snprintf(name, sizeof name, "%s#scores", p->values[s->out].name);
     rn_partial_shape sh = {.rank = 4, .dims = {a->batch, a->heads, a->sq, a->sk}};
     int t;
-    rn_status st = add_value(l, name, RN_F32, &sh, &t); /* f16 in f16 mode */
+    rn_status st = add_value(l, name, RN_F32, &sh, &t); /* the compute type */
     if (st != RN_OK)
         return st;
     s->kind = NV_STEP_BLAS_ATTENTION;
@@ -657,7 +657,7 @@ static rn_status lower_inputs(lowering *l, const char *const *names, int n)
     return RN_OK;
 }
 
-/* In f16 mode an f32 input is uploaded as f32 into a staging value and
+/* In f16 and bf16 an f32 input is uploaded as f32 into a staging value and
  * converted; an output is converted into a staging value and downloaded. */
 static rn_status add_staging(lowering *l, int v, bool output, int *stage)
 {
@@ -670,10 +670,10 @@ static rn_status add_staging(lowering *l, int v, bool output, int *stage)
     snprintf(name, sizeof name, "%s#%s", x->name, output ? "download" : "upload");
     rn_partial_shape s = {.rank = x->rank};
     memcpy(s.dims, x->dims, sizeof s.dims);
-    bool half = p->half;
-    p->half = false; /* the staging value keeps the host type */
+    rn_element_type compute = p->compute;
+    p->compute = RN_F32; /* the staging value keeps the host type */
     rn_status st = add_value(l, name, x->host_type, &s, stage);
-    p->half = half;
+    p->compute = compute;
     return st;
 }
 
@@ -741,7 +741,7 @@ static rn_status plan_memory(nv_program *p)
     return RN_OK;
 }
 
-/* ---- layouts: channels-last (NHWC) around f16 convolutions ---- */
+/* ---- layouts: channels-last (NHWC) around f16 and bf16 convolutions ---- */
 
 void nv_value_strides(const nv_value *v, int64_t *strides)
 {
@@ -874,9 +874,9 @@ static rn_status insert_step(lowering *l, int at, const nv_step *s)
     return RN_OK;
 }
 
-/* f16 convolutions and what runs between them in NHWC, cuDNN's fast
- * layout on tensor cores (ResNet-50 batch 32 on an H200: 2.5 ms against
- * 4.0 ms NCHW): every spatial rank-4 value inside the program
+/* f16 and bf16 convolutions and what runs between them in NHWC, cuDNN's
+ * fast layout on tensor cores (ResNet-50 batch 32 f16 on an H200: 2.5 ms
+ * against 4.0 ms NCHW): every spatial rank-4 value inside the program
  * whose steps all take channels-last (convolutions, cuDNN pooling,
  * elementwise over equal shapes, Concat over channels) and that no view
  * reads; a convolution whose input has the other layout reads a converted
@@ -886,7 +886,7 @@ static rn_status choose_layouts(lowering *l)
 {
     nv_program *p = l->p;
     const char *env = getenv("RUNNEL_NV_LAYOUT");
-    if (!p->half || !l->channels_last || (env != NULL && strcmp(env, "nchw") == 0) ||
+    if (p->compute == RN_F32 || !l->channels_last || (env != NULL && strcmp(env, "nchw") == 0) ||
         nv_program_count(p, NV_STEP_CONV) == 0)
         return RN_OK;
     int nv = p->n_values;
@@ -900,7 +900,7 @@ static rn_status choose_layouts(lowering *l)
     for (int v = 0; v < nv; v++) {
         const nv_value *x = &p->values[v];
         cand[v] = x->root == v && x->storage == NV_ARENA && spatial(x) && x->input < 0 &&
-                  x->output < 0 && x->type == RN_F16;
+                  x->output < 0 && x->type == p->compute;
         converted[v] = -1;
     }
     for (int v = 0; v < nv; v++)
@@ -967,11 +967,11 @@ static rn_status choose_layouts(lowering *l)
 }
 
 rn_status nv_lower(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
-                   int n_inputs, const char *const *output_names, int n_outputs, bool half,
-                   nv_program **out)
+                   int n_inputs, const char *const *output_names, int n_outputs,
+                   rn_element_type precision, nv_program **out)
 {
-    return nv_lower_layouts(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs, half,
-                            true, out);
+    return nv_lower_layouts(nodes, n_nodes, input_names, n_inputs, output_names, n_outputs,
+                            precision, true, out);
 }
 
 bool nv_program_channels_last(const nv_program *p)
@@ -983,13 +983,13 @@ bool nv_program_channels_last(const nv_program *p)
 }
 
 rn_status nv_lower_layouts(const rn_node *const *nodes, int n_nodes, const char *const *input_names,
-                           int n_inputs, const char *const *output_names, int n_outputs, bool half,
-                           bool channels_last, nv_program **out)
+                           int n_inputs, const char *const *output_names, int n_outputs,
+                           rn_element_type precision, bool channels_last, nv_program **out)
 {
     nv_program *p = calloc(1, sizeof *p);
     if (p == NULL)
         return oom();
-    p->half = half;
+    p->compute = precision == RN_F16 || precision == RN_BF16 ? precision : RN_F32;
     lowering l = {.p = p,
                   .nodes = nodes,
                   .n_nodes = n_nodes,
@@ -1028,7 +1028,7 @@ rn_status nv_lower_layouts(const rn_node *const *nodes, int n_nodes, const char 
     }
     for (int i = 0; i < n_nodes && st == RN_OK; i++)
         st = lower_node(&l, nodes[i]);
-    /* Outputs, converted back to f32 where they were computed in f16. */
+    /* Outputs, converted back to f32 where they were computed in f16 or bf16. */
     p->n_outputs = n_outputs;
     p->output_value = calloc((size_t)n_outputs + 1, sizeof *p->output_value);
     p->output_stage = calloc((size_t)n_outputs + 1, sizeof *p->output_stage);

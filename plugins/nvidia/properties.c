@@ -1,6 +1,6 @@
-/* NVIDIA's properties: the shared ones (plugins/api/properties.h) with f32
- * and f16 as INFERENCE_PRECISION_HINT, its own rows, and the read-only
- * keys it answers from the probe. */
+/* NVIDIA's properties: the shared ones (plugins/api/properties.h) with f32,
+ * f16 and, from compute capability 8.0, bf16 as INFERENCE_PRECISION_HINT,
+ * its own rows, and the read-only keys it answers from the probe. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,19 +12,25 @@ const plugin_property_def nv_property_keys[NV_N_PROPERTY_KEYS] = {
     PLUGIN_OWN_BOOL("NVIDIA_CUDA_GRAPH", nv_own, cuda_graph, PLUGIN_PROPERTY_RW, "YES"),
     PLUGIN_OWN_UINT("NVIDIA_MAX_SLOTS", nv_own, max_slots, 1, 64, "8"),
     PLUGIN_OWN_BOOL("NVIDIA_STEP_TIMING", nv_own, step_timing, PLUGIN_PROPERTY_LIVE, "NO"),
+    PLUGIN_OWN_BOOL("NVIDIA_AUTOTUNE", nv_own, autotune, PLUGIN_PROPERTY_RW, "NO"),
+    PLUGIN_OWN_BOOL("NVIDIA_ASYNC_STAGES", nv_own, async_stages, PLUGIN_PROPERTY_RW, "NO"),
 };
 
-void nv_precision_defaults(plugin_properties *p, bool tensor_cores)
+void nv_precision_defaults(plugin_properties *p, int cc_major)
 {
-    p->precisions = PLUGIN_PRECISION(RN_F32) | PLUGIN_PRECISION(RN_F16);
-    p->inference_precision = tensor_cores ? RN_F16 : RN_F32;
+    /* Not offered where the device lacks it: the shared parser then
+     * refuses bf16 naming what it accepts, rather than computing in f32
+     * (native_precisions) behind the user's back. */
+    p->precisions = PLUGIN_PRECISION(RN_F32) | PLUGIN_PRECISION(RN_F16) |
+                    (nv_has_bf16(cc_major) ? PLUGIN_PRECISION(RN_BF16) : 0);
+    p->inference_precision = nv_has_tensor_cores(cc_major) ? RN_F16 : RN_F32;
 }
 
-void nv_properties_default(nv_properties *p, bool tensor_cores)
+void nv_properties_default(nv_properties *p, int cc_major)
 {
     plugin_properties_default(&p->base);
     plugin_property_defaults(nv_property_keys, NV_N_PROPERTY_KEYS, &p->own, sizeof p->own);
-    nv_precision_defaults(&p->base, tensor_cores);
+    nv_precision_defaults(&p->base, cc_major);
 }
 
 rn_status nv_properties_apply(nv_properties *p, const rn_property *props, size_t n)
@@ -61,7 +67,9 @@ rn_status nv_device_property(const nv_device_info *d, const char *key, char *buf
     else if (strcmp(key, "DEVICE_ARCHITECTURE") == 0)
         nv_format_architecture(d->cc_major, d->cc_minor, tmp, sizeof tmp);
     else if (strcmp(key, "OPTIMIZATION_CAPABILITIES") == 0)
-        value = nv_has_tensor_cores(d->cc_major) ? "FP32 FP16 EXPORT_IMPORT" : "FP32 EXPORT_IMPORT";
+        value = nv_has_bf16(d->cc_major)           ? "FP32 FP16 BF16 EXPORT_IMPORT"
+                : nv_has_tensor_cores(d->cc_major) ? "FP32 FP16 EXPORT_IMPORT"
+                                                   : "FP32 EXPORT_IMPORT";
     else if (strcmp(key, "DEVICE_TOTAL_MEM_SIZE") == 0)
         snprintf(tmp, sizeof tmp, "%zu", d->total_memory);
     else if (strcmp(key, "NVIDIA_CUDA_VERSION") == 0)

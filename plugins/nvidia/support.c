@@ -1,5 +1,5 @@
 /* Which nodes NVIDIA runs: the ops of the light CNNs and of a transformer
- * encoder, in f32 (computed in f32 or f16). Dynamic dims are accepted by
+ * encoder, in f32 (computed in f32, f16 or bf16). Dynamic dims are accepted by
  * nv_supports_op (query_model; a run's plan is specialised for its shapes
  * before it is lowered) and refused by nv_supports (the lowering). Everything
  * else is refused with the reason, so that HETERO and query_model can place
@@ -80,7 +80,8 @@ static bool check_ports(const rn_node *n, bool fixed, const char **why)
         }
         rn_element_type t = rn_node_input_type(n, i);
         if (t == RN_F64 || t == RN_BF16 || t == RN_F16 || t == RN_STRING) {
-            *why = "only f32 models run on NVIDIA (f16 is chosen with INFERENCE_PRECISION_HINT)";
+            *why = "only f32 models run on NVIDIA (f16 or bf16 is chosen with "
+                   "INFERENCE_PRECISION_HINT)";
             return false;
         }
     }
@@ -317,7 +318,9 @@ static bool attention_ok(const rn_node *n, const char **why)
     return need(f32_io(n, 4), "f32 tensors only", why) &&
            need(q.rank >= 2 && q.rank <= 4, "attention over Q of rank 2 to 4 only", why) &&
            need(strcmp(layout, "BHSD") == 0 || (bshd && q.rank == 4),
-                "qkv_layout BHSD, or BSHD of rank-4 inputs", why);
+                "qkv_layout BHSD, or BSHD of rank-4 inputs", why) &&
+           need(strcmp(rn_node_attr_string(n, "out_layout", "BHSD"), "BHSD") == 0,
+                "out_layout BHSD only (the CPU's pipeline absorbs the head merge)", why);
 }
 
 bool nv_supports(const rn_node *node, const char **why)

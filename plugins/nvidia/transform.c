@@ -12,7 +12,7 @@
 #include "transforms/transforms.h"
 
 /* Attention fused (one ScaledDotProductAttention node, which reads the
- * heads with strides): in f16 runnel's kernel on tensor cores, in f32
+ * heads with strides): in f16 and bf16 runnel's kernel on tensor cores, in f32
  * cuBLAS's two products around a masked softmax (program.c,
  * choose_attention). RUNNEL_NV_ATTENTION=unfused keeps the exporters'
  * matrix products, softmax and transposes, for A/B runs. */
@@ -25,7 +25,7 @@ static bool fuse_attention(void)
 rn_status nv_add_passes(void *context, transforms_pipeline *tp, const plugin_properties *props)
 {
     (void)context;
-    (void)props; /* every pass applies to both precisions */
+    (void)props; /* every pass applies to every precision */
     struct {
         const char *name;
         transforms_pass_fn fn;
@@ -72,7 +72,7 @@ static bool is_parameter(const rn_graph *g, const char *name)
     return false;
 }
 
-rn_status nv_lower_graph(const rn_graph *g, bool half, nv_program **out)
+rn_status nv_lower_graph(const rn_graph *g, rn_element_type precision, nv_program **out)
 {
     int n_nodes = rn_graph_node_count(g), n_outputs = rn_graph_output_count(g), n_reads = 0;
     for (int k = 0; k < n_nodes; k++)
@@ -101,17 +101,17 @@ rn_status nv_lower_graph(const rn_graph *g, bool half, nv_program **out)
     }
     for (int o = 0; o < n_outputs; o++)
         outs[o] = rn_graph_output_name(g, o);
-    rn_status st = nv_lower(nodes, n_nodes, in, n_in, outs, n_outputs, half, out);
+    rn_status st = nv_lower(nodes, n_nodes, in, n_in, outs, n_outputs, precision, out);
     free(nodes);
     free(in);
     free(outs);
     return st;
 }
 
-rn_status nv_check_lowering(const rn_graph *g, bool half)
+rn_status nv_check_lowering(const rn_graph *g, rn_element_type precision)
 {
     nv_program *p = NULL;
-    rn_status st = nv_lower_graph(g, half, &p);
+    rn_status st = nv_lower_graph(g, precision, &p);
     nv_program_free(p);
     if (st != RN_OK)
         return rn_wrap_error(st, "the model with its dynamic dims 1 (as a run specialises it): ");

@@ -3,7 +3,7 @@
  * specialise for (the plan's shape cache, 8 by default), and each would
  * otherwise upload every weight again. One copy per constant identity (the
  * key the compiled model gives: the constant of its base graph) and device
- * type (f32 or f16), counted per program that uses it and freed with the
+ * type (f32, f16 or bf16), counted per program that uses it and freed with the
  * last; the table itself goes with the last of the compiled model and its
  * programs. Uploads run under the table's lock, so two programs being
  * compiled at once upload a constant once. */
@@ -63,8 +63,15 @@ void nv_weights_release(nv_weights *w)
     free(w);
 }
 
-/* Uploads constant c as c->type (f32 host data converted to f16 when the
- * program computes in f16). */
+void nv_round_to(rn_element_type type, const float *x, uint16_t *y, size_t n)
+{
+    uint16_t (*round)(float) = type == RN_BF16 ? plugin_f32_to_bf16 : plugin_f32_to_f16;
+    for (size_t i = 0; i < n; i++)
+        y[i] = round(x[i]);
+}
+
+/* Uploads constant c as c->type (f32 host data converted to f16 or bf16
+ * when the program computes in it). */
 static rn_status upload(const nv_value *c, void **dev)
 {
     cudaError_t e = cudaMalloc(dev, c->nbytes ? c->nbytes : 1);
@@ -75,7 +82,7 @@ static rn_status upload(const nv_value *c, void **dev)
                             c->nbytes, cudaGetErrorString(e));
     }
     const void *src = c->host_data;
-    uint16_t *half = NULL;
+    uint16_t *narrow = NULL;
     float *krsc = NULL;
     if (c->nhwc && c->rank == 4 && c->host_type == RN_F32) {
         /* A filter KCRS -> KRSC, for channels-last convolutions. */
@@ -92,19 +99,18 @@ static rn_status upload(const nv_value *c, void **dev)
                     krsc[(o * rs + r) * ch + i] = w[(o * ch + i) * rs + r];
         src = krsc;
     }
-    if (c->type == RN_F16 && c->host_type == RN_F32) {
-        if ((half = malloc(c->nbytes + 1)) == NULL) {
+    if ((c->type == RN_F16 || c->type == RN_BF16) && c->host_type == RN_F32) {
+        if ((narrow = malloc(c->nbytes + 1)) == NULL) {
             free(krsc);
             cudaFree(*dev);
             *dev = NULL;
             return rn_set_error(RN_OUT_OF_MEMORY, "NVIDIA: out of memory");
         }
-        for (size_t i = 0; i < c->count; i++)
-            half[i] = plugin_f32_to_f16(((const float *)src)[i]);
-        src = half;
+        nv_round_to(c->type, src, narrow, c->count);
+        src = narrow;
     }
     e = c->nbytes ? cudaMemcpy(*dev, src, c->nbytes, cudaMemcpyHostToDevice) : cudaSuccess;
-    free(half);
+    free(narrow);
     free(krsc);
     if (e != cudaSuccess) {
         cudaFree(*dev);

@@ -530,18 +530,20 @@ static void check_attention(const char *path, const char *name, int transposes)
 
 /* One BERT encoder layer as PyTorch exports it
  * (tests/cpu/make_attention_model.py), mask [B, 1, 1, S]: the head
- * Transposes of Q, K and V are read with strides (qkv_layout BSHD); the
- * context's stays. */
+ * Transposes of Q, K and V are read with strides (qkv_layout BSHD), and
+ * the context's head merge is written with them (out_layout BSHD): no
+ * Transpose is left. */
 Test(cpu, attention_is_one_onednn_kernel_and_matches_ref)
 {
-    check_attention("tests/cpu/attention_encoder.onnx", "attention_encoder", 1);
+    check_attention("tests/cpu/attention_encoder.onnx", "attention_encoder", 0);
 }
 
 /* Constant K^T and V (qkv_layout BHSD: the Q Transpose stays), a scale by
- * Mul, a causal mask [1, 1, S, S] broadcast over batch and heads. */
+ * Mul, a causal mask [1, 1, S, S] broadcast over batch and heads; the head
+ * merge is written by the attention (out_layout BSHD). */
 Test(cpu, causal_attention_matches_ref)
 {
-    check_attention("tests/cpu/attention_causal.onnx", "attention_causal", 2);
+    check_attention("tests/cpu/attention_causal.onnx", "attention_causal", 1);
 }
 
 /* The FusedMatMul nodes of cm's plan, asserting none runs REF's kernel or

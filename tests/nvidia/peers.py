@@ -4,7 +4,8 @@ torch.compile (inductor) on the models tests/nvidia/export_models.py exports
 (torchvision's ResNet-50, a BERT-base encoder called with inputs_embeds),
 measured the way nvidia_check measures runnel: the median of 50 synchronous
 runs after 10 warm-up runs, a host (numpy, f32) array in and a host f32 array
-out, at batch 1 and 32, f32 (TF32 off, as runnel's default) and f16.
+out, at batch 1 and 32, f32 (TF32 off, as runnel's default) and f16, and at
+batch 32 in bf16 (nvidia_check's bf16 rows).
 
     python3 tests/nvidia/peers.py [--compile-budget SECONDS] [--compile-mode MODE]
 
@@ -83,9 +84,12 @@ def main():
     for name in ["tv_resnet50", "bert_encoder"]:
         if args.only and args.only != name:
             continue
-        for precision in ["f32", "f16"]:
+        for precision in ["f32", "f16", "bf16"]:
             for batch in [1, 32]:
-                dtype = torch.float16 if precision == "f16" else torch.float32
+                if precision == "bf16" and (batch != 32 or not torch.cuda.is_bf16_supported()):
+                    continue
+                dtype = {"f16": torch.float16, "bf16": torch.bfloat16}.get(precision,
+                                                                          torch.float32)
                 try:
                     m, x, call = make(name, batch)
                     m = m.to("cuda", dtype)

@@ -221,7 +221,7 @@ static void check_case(const attention_case *c)
     graph *g;
     OK(nv_transform(model, tt_registry(), &props, &g));
     nv_program *p;
-    OK(nv_lower_graph(g, false, &p));
+    OK(nv_lower_graph(g, RN_F32, &p));
     cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 0, "%s: no head split or merge copies",
                  c->name);
     cr_assert_eq(nv_program_count(p, NV_STEP_GEMM), 0, "%s", c->name);

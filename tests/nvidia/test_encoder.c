@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "plugins/nvidia/nvidia.h"
+#include "tests/nvidia/same_program.h"
 #include "tests/transforms/transforms_test_util.h"
 
 #define OK(expr)                                                                                   \
@@ -152,7 +153,7 @@ static lowered lower_encoder(rn_element_type precision)
     plugin_properties_default(&props);
     props.inference_precision = precision;
     OK(nv_transform(l.model, tt_registry(), &props, &l.g));
-    OK(nv_lower_graph(l.g, precision == RN_F16, &l.p));
+    OK(nv_lower_graph(l.g, precision, &l.p));
     return l;
 }
 
@@ -199,11 +200,25 @@ Test(nvidia_encoder, lowers_entirely_with_layernorm_and_gelu_fused)
             batched++;
     cr_assert_eq(batched, 2);
     nv_program *h;
-    OK(nv_lower_graph(l.g, true, &h));
+    OK(nv_lower_graph(l.g, RN_F16, &h));
     cr_assert_eq(nv_program_count(h, NV_STEP_CONVERT), 1, "i64 ids stay, the f32 output converts");
     nv_program_free(h);
     lowered_free(&l);
     unsetenv("RUNNEL_NV_ATTENTION");
+}
+
+/* bf16 lowers the encoder as f16 does: the attention one step on tensor
+ * cores reading the heads with strides, the biases and Gelu folded into
+ * the GEMMs, the residuals into the LayerNorms; bf16 values where f16 has
+ * f16. */
+Test(nvidia_encoder, bf16_lowers_as_f16)
+{
+    lowered h = lower_encoder(RN_F16), b = lower_encoder(RN_BF16);
+    nv_test_assert_bf16_as_f16(h.p, b.p, "encoder");
+    cr_assert_eq(nv_program_count(b.p, NV_STEP_ATTENTION), 1);
+    cr_assert_eq(nv_program_count(b.p, NV_STEP_BLAS_ATTENTION), 0);
+    lowered_free(&h);
+    lowered_free(&b);
 }
 
 /* In f16 the attention is one step on tensor cores: the head split's three
@@ -344,7 +359,7 @@ Test(nvidia_encoder, a_graph_lowers_with_each_read_input_once)
     cr_assert_not_null(rn_graph_constant(g, "w"));
     cr_assert_null(rn_graph_constant(g, "x"), "a parameter is no constant");
     nv_program *p;
-    OK(nv_lower_graph(g, false, &p));
+    OK(nv_lower_graph(g, RN_F32, &p));
     cr_assert_eq(p->n_inputs, 1);
     cr_assert_str_eq(p->values[p->input_value[0]].name, "x");
     cr_assert_eq(p->n_outputs, 1);

@@ -1,9 +1,11 @@
 /* What the NVIDIA device decides without a GPU: which nodes it runs (the
  * light CNNs entirely, an LSTM not), how the light models lower (fusions
  * into cuDNN convolutions, a memory plan whose live values never share
- * bytes, the f16 conversions), its properties and the reasons create
- * gives, and cuDNN backend descriptors, which build on the host. */
+ * bytes, the f16 and bf16 conversions), its properties (bf16 from compute
+ * capability 8.0) and the reasons create gives, the weights' rounding to
+ * f16 and bf16, and cuDNN backend descriptors, which build on the host. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "plugins/api/plan.h"
 #include "plugins/nvidia/nvidia.h"
 #include "plugins/ref/ref.h"
+#include "tests/nvidia/same_program.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
@@ -95,7 +98,7 @@ Test(nvidia_lowering, runs_every_light_model_entirely)
                       g->nodes[k]->name, g->nodes[k]->op_type, why);
         }
         nv_program *p;
-        OK(nv_lower_graph(g, false, &p));
+        OK(nv_lower_graph(g, RN_F32, &p));
         cr_assert_eq(p->n_inputs, 1, "%s", light_models[i]);
         cr_assert_eq(p->n_outputs, 1, "%s", light_models[i]);
         cr_assert_eq(nv_program_count(p, NV_STEP_CONVERT), 0);
@@ -104,7 +107,7 @@ Test(nvidia_lowering, runs_every_light_model_entirely)
         /* f16 channels-last too, with its layout conversions: each converts
          * a value that is NCHW into a channels-last copy for a convolution,
          * or back. */
-        OK(nv_lower_graph(g, true, &p));
+        OK(nv_lower_graph(g, RN_F16, &p));
         check_memory_plan(p);
         int convs = nv_program_count(p, NV_STEP_CONV), nhwc = 0;
         for (int k = 0; k < p->n_steps; k++) {
@@ -121,11 +124,134 @@ Test(nvidia_lowering, runs_every_light_model_entirely)
     }
 }
 
+Test(nvidia_lowering, bf16_lowers_every_light_model_as_f16_with_bf16_values)
+{
+    for (size_t i = 0; i < sizeof light_models / sizeof light_models[0]; i++) {
+        graph *g = light(light_models[i]);
+        nv_program *h, *b;
+        OK(nv_lower_graph(g, RN_F16, &h));
+        OK(nv_lower_graph(g, RN_BF16, &b));
+        nv_test_assert_bf16_as_f16(h, b, light_models[i]);
+        check_memory_plan(b);
+        cr_assert_eq(nv_program_count(b, NV_STEP_CONVERT), 2, "%s: input and output",
+                     light_models[i]);
+        for (int v = 0; v < b->n_values; v++) {
+            const nv_value *x = &b->values[v];
+            if (x->host_type == RN_F32 && strchr(x->name, '#') == NULL)
+                cr_assert_eq(x->type, RN_BF16, "%s", x->name);
+        }
+        nv_program_free(h);
+        nv_program_free(b);
+        graph_free(g);
+    }
+    /* ResNet-50 in bf16 is channels-last throughout, as in f16. */
+    graph *g = light("resnet50");
+    nv_program *b;
+    OK(nv_lower_graph(g, RN_BF16, &b));
+    cr_assert_eq(nv_program_count(b, NV_STEP_TRANSPOSE), 1, "the input, once");
+    for (int k = 0; k < b->n_steps; k++)
+        if (b->steps[k].kind == NV_STEP_CONV)
+            cr_assert(b->values[b->steps[k].out].nhwc, "conv '%s' writes NHWC", b->steps[k].node);
+    nv_program_free(b);
+    graph_free(g);
+}
+
+/* y is the element of the 16-bit format (decoded exactly by `decode`)
+ * nearest to x, ties to the even encoding; beyond the largest finite value
+ * by half its spacing or more, the infinity of x's sign. */
+static void assert_rounded(float x, uint16_t y, float (*decode)(uint16_t), uint16_t inf,
+                           const char *fmt)
+{
+    if (isnan(x)) {
+        cr_assert(isnan(decode(y)), "%s: NaN stays NaN", fmt);
+        return;
+    }
+    uint16_t sign = signbit(x) ? 0x8000 : 0, mag = y & 0x7fff;
+    cr_assert_eq(y & 0x8000, sign, "%s: the sign of %a", fmt, (double)x);
+    double ax = fabs((double)x), max = decode(inf - 1), beyond = max - decode(inf - 2);
+    if (mag == inf) {
+        cr_assert(isinf(x) || ax >= max + beyond / 2, "%s: %a is finite", fmt, (double)x);
+        return;
+    }
+    cr_assert(mag < inf, "%s: %a became %#x", fmt, (double)x, y);
+    cr_assert(ax < max + beyond / 2, "%s: %a should overflow", fmt, (double)x);
+    double got = fabs((double)decode(y)), err = fabs(ax - got);
+    /* Each neighbour is as far or farther; at equal distance y is even. */
+    for (int d = -1; d <= 1; d += 2) {
+        if ((d < 0 && mag == 0) || (d > 0 && mag + 1 >= inf))
+            continue;
+        double other = fabs(ax - fabs((double)decode((uint16_t)(mag + d))));
+        cr_assert(err <= other, "%s: %a -> %a, but %a is nearer", fmt, (double)x, got,
+                  (double)decode((uint16_t)(mag + d)));
+        if (err == other)
+            cr_assert_eq(mag & 1, 0, "%s: the tie %a goes to the even neighbour", fmt, (double)x);
+    }
+}
+
+Test(nvidia_weights, rounding_to_f16_and_bf16_is_to_nearest_even)
+{
+    enum { N = 200000 };
+    float *x = malloc(N * sizeof *x);
+    uint16_t *h = malloc(N * sizeof *h), *b = malloc(N * sizeof *b);
+    cr_assert(x != NULL && h != NULL && b != NULL);
+    /* Special values, exact ties of both formats, then bit patterns from
+     * a fixed LCG over every exponent. */
+    const float special[] = {0.0f,
+                             -0.0f,
+                             1.0f,
+                             -1.0f,
+                             INFINITY,
+                             -INFINITY,
+                             NAN,
+                             65504.0f,
+                             65520.0f,
+                             65519.99f,
+                             3.3895314e38f,
+                             3.4028235e38f,
+                             -3.4028235e38f,
+                             1e-40f,
+                             6.0e-8f,
+                             1.0f + 0x1p-8f,
+                             1.0f + 0x3p-8f,
+                             1.0f + 0x1p-11f,
+                             1.0f + 0x3p-11f,
+                             0.1f};
+    size_t n = 0;
+    for (; n < sizeof special / sizeof special[0]; n++)
+        x[n] = special[n];
+    uint32_t state = 12345;
+    for (; n < N; n++) {
+        state = state * 1664525u + 1013904223u;
+        uint32_t bits = state;
+        if (n % 4 == 0) /* near the f16 range, where its rounding matters */
+            bits = (bits & 0x807fffffu) | ((uint32_t)(100 + bits % 50) << 23);
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        x[n] = f;
+    }
+    nv_round_to(RN_F16, x, h, N);
+    nv_round_to(RN_BF16, x, b, N);
+    for (size_t i = 0; i < N; i++) {
+        assert_rounded(x[i], h[i], plugin_f16_to_f32, 0x7c00, "f16");
+        assert_rounded(x[i], b[i], plugin_bf16_to_f32, 0x7f80, "bf16");
+    }
+    /* A few by hand: 1 + 2^-8 is a bf16 tie that goes down to 1, 1 + 3 *
+     * 2^-8 one that goes up to 1 + 2^-6 (both even); the largest f32
+     * overflows bf16. */
+    cr_assert_eq(b[15], 0x3f80);
+    cr_assert_eq(b[16], 0x3f82);
+    cr_assert_eq(b[11], 0x7f80);
+    cr_assert_eq(b[12], 0xff80);
+    free(x);
+    free(h);
+    free(b);
+}
+
 Test(nvidia_lowering, resnet50_is_53_fused_convolutions)
 {
     graph *g = light("resnet50");
     nv_program *p;
-    OK(nv_lower_graph(g, false, &p));
+    OK(nv_lower_graph(g, RN_F32, &p));
     /* ResNet-50: 49 convolutions on the main path and 4 projections; every
      * BatchNormalization, ReLU and residual Add is inside a convolution. */
     cr_assert_eq(nv_program_count(p, NV_STEP_CONV), 53);
@@ -160,7 +286,7 @@ Test(nvidia_lowering, f16_resnet50_runs_channels_last)
 {
     graph *g = light("resnet50");
     nv_program *p;
-    OK(nv_lower_graph(g, true, &p));
+    OK(nv_lower_graph(g, RN_F16, &p));
     cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 1, "the input, once");
     int convs = 0;
     for (int k = 0; k < p->n_steps; k++) {
@@ -184,7 +310,7 @@ Test(nvidia_lowering, f16_resnet50_runs_channels_last)
     nv_program_free(p);
     /* RUNNEL_NV_LAYOUT=nchw keeps every value NCHW. */
     setenv("RUNNEL_NV_LAYOUT", "nchw", 1);
-    OK(nv_lower_graph(g, true, &p));
+    OK(nv_lower_graph(g, RN_F16, &p));
     unsetenv("RUNNEL_NV_LAYOUT");
     cr_assert_eq(nv_program_count(p, NV_STEP_TRANSPOSE), 0);
     for (int v = 0; v < p->n_values; v++)
@@ -197,8 +323,8 @@ Test(nvidia_lowering, f16_converts_at_the_edges_and_halves_the_weights)
 {
     graph *g = light("squeezenet");
     nv_program *f32, *f16;
-    OK(nv_lower_graph(g, false, &f32));
-    OK(nv_lower_graph(g, true, &f16));
+    OK(nv_lower_graph(g, RN_F32, &f32));
+    OK(nv_lower_graph(g, RN_F16, &f16));
     cr_assert_eq(nv_program_count(f16, NV_STEP_CONVERT), 2, "input and output");
     cr_assert_eq(f16->steps[0].kind, NV_STEP_CONVERT);
     cr_assert_eq(f16->steps[f16->n_steps - 1].kind, NV_STEP_CONVERT);
@@ -230,13 +356,13 @@ Test(nvidia_lowering, refuses_what_it_does_not_run_naming_the_node)
 {
     graph *g = transformed("node/test_lstm_defaults/model.onnx");
     nv_program *p = NULL;
-    cr_assert_eq(nv_lower_graph(g, false, &p), RN_UNSUPPORTED);
+    cr_assert_eq(nv_lower_graph(g, RN_F32, &p), RN_UNSUPPORTED);
     cr_assert_null(p);
     cr_assert(strstr(rn_last_error(), "(LSTM)") != NULL, "%s", rn_last_error());
     cr_assert(strstr(rn_last_error(), "no kernel for this op") != NULL, "%s", rn_last_error());
     graph_free(g);
     g = transformed("node/test_nonzero_example/model.onnx");
-    cr_assert_eq(nv_lower_graph(g, false, &p), RN_UNSUPPORTED);
+    cr_assert_eq(nv_lower_graph(g, RN_F32, &p), RN_UNSUPPORTED);
     cr_assert(strstr(rn_last_error(), "NonZero") != NULL, "%s", rn_last_error());
     graph_free(g);
 }
@@ -244,13 +370,13 @@ Test(nvidia_lowering, refuses_what_it_does_not_run_naming_the_node)
 Test(nvidia_properties, precision_tf32_and_slots)
 {
     nv_properties p;
-    nv_properties_default(&p, true);
+    nv_properties_default(&p, 7);
     cr_assert_eq(p.base.inference_precision, RN_F16, "f16 by default with tensor cores");
     cr_assert(p.own.cuda_graph, "CUDA graphs by default");
     rn_property eager[] = {{"NVIDIA_CUDA_GRAPH", "NO"}};
     OK(nv_properties_apply(&p, eager, 1));
     cr_assert(!p.own.cuda_graph);
-    nv_properties_default(&p, false);
+    nv_properties_default(&p, 6);
     cr_assert_eq(p.base.inference_precision, RN_F32);
     rn_property ok[] = {{"INFERENCE_PRECISION_HINT", "f16"},
                         {"NVIDIA_ALLOW_TF32", "YES"},
@@ -278,6 +404,45 @@ Test(nvidia_properties, precision_tf32_and_slots)
     rn_property unknown[] = {{"NVIDIA_FAST", "YES"}};
     cr_assert_eq(nv_properties_apply(&p, unknown, 1), RN_INVALID_ARG);
     cr_assert(strstr(rn_last_error(), "NVIDIA_FAST") != NULL, "%s", rn_last_error());
+}
+
+/* bf16 is offered from compute capability 8.0 (Ampere, Hopper) and refused
+ * before it naming what the device accepts; f16 stays the default. */
+Test(nvidia_properties, bf16_from_compute_capability_8)
+{
+    rn_property bf16[] = {{"INFERENCE_PRECISION_HINT", "bf16"}};
+    char buf[64];
+    for (int cc = 8; cc <= 10; cc++) {
+        nv_properties p;
+        nv_properties_default(&p, cc);
+        cr_assert_eq(p.base.inference_precision, RN_F16, "cc %d: f16 stays the default", cc);
+        OK(nv_properties_apply(&p, bf16, 1));
+        cr_assert_eq(p.base.inference_precision, RN_BF16, "cc %d", cc);
+        OK(nv_properties_get(&p, "INFERENCE_PRECISION_HINT", buf, sizeof buf));
+        cr_assert_str_eq(buf, "bf16");
+        rn_property back[] = {{"INFERENCE_PRECISION_HINT", "f32"}};
+        OK(nv_properties_apply(&p, back, 1));
+        cr_assert_eq(p.base.inference_precision, RN_F32);
+    }
+    for (int cc = 6; cc <= 7; cc++) {
+        nv_properties p;
+        nv_properties_default(&p, cc);
+        rn_element_type before = p.base.inference_precision;
+        cr_assert_eq(nv_properties_apply(&p, bf16, 1), RN_INVALID_ARG, "cc %d", cc);
+        const char *e = rn_last_error();
+        cr_assert(strstr(e, "INFERENCE_PRECISION_HINT") != NULL && strstr(e, "'bf16'") != NULL,
+                  "%s", e);
+        cr_assert(strstr(e, "f32") != NULL && strstr(e, "f16") != NULL, "names what it takes: %s",
+                  e);
+        cr_assert_eq(p.base.inference_precision, before, "unchanged");
+    }
+    cr_assert(!nv_has_bf16(7) && nv_has_bf16(8) && nv_has_bf16(9));
+    nv_device_info d = {.cc_major = 8, .cc_minor = 0};
+    OK(nv_device_property(&d, "OPTIMIZATION_CAPABILITIES", buf, sizeof buf));
+    cr_assert_str_eq(buf, "FP32 FP16 BF16 EXPORT_IMPORT");
+    d.cc_major = 7, d.cc_minor = 5;
+    OK(nv_device_property(&d, "OPTIMIZATION_CAPABILITIES", buf, sizeof buf));
+    cr_assert_str_eq(buf, "FP32 FP16 EXPORT_IMPORT");
 }
 
 Test(nvidia_properties, device_properties_from_the_probe)
@@ -341,7 +506,7 @@ Test(nvidia_cudnn, backend_descriptors_of_resnet_convolutions)
 {
     graph *g = light("resnet50");
     nv_program *p;
-    OK(nv_lower_graph(g, false, &p));
+    OK(nv_lower_graph(g, RN_F32, &p));
     int checked_residual = 0, checked_first = 0;
     for (int k = 0; k < p->n_steps; k++) {
         const nv_step *s = &p->steps[k];
@@ -361,17 +526,22 @@ Test(nvidia_cudnn, backend_descriptors_of_resnet_convolutions)
         checked_residual |= s->in[3] >= 0;
     }
     cr_assert(checked_first && checked_residual);
-    /* f16 descriptors too. */
-    nv_program *h;
-    OK(nv_lower_graph(g, true, &h));
-    for (int k = 0; k < h->n_steps; k++)
-        if (h->steps[k].kind == NV_STEP_CONV) {
-            nv_conv_graph *cg;
-            OK(nv_conv_graph_create(h, &h->steps[k], true, &cg));
-            nv_conv_graph_free(cg);
-            break;
-        }
-    nv_program_free(h);
+    /* f16 and bf16 descriptors too (channels-last). */
+    for (int t = 0; t < 2; t++) {
+        nv_program *h;
+        OK(nv_lower_graph(g, t ? RN_BF16 : RN_F16, &h));
+        for (int k = 0; k < h->n_steps; k++)
+            if (h->steps[k].kind == NV_STEP_CONV) {
+                nv_conv_graph *cg;
+                OK(nv_conv_graph_create(h, &h->steps[k], true, &cg));
+                int want = 1 + (h->steps[k].in[2] >= 0) + (h->steps[k].in[3] >= 0) +
+                           (h->steps[k].act != NV_ACT_NONE);
+                cr_assert_eq(nv_conv_graph_ops(cg), want);
+                nv_conv_graph_free(cg);
+                break;
+            }
+        nv_program_free(h);
+    }
     nv_program_free(p);
     graph_free(g);
 }
@@ -491,7 +661,7 @@ Test(nvidia_dynamic, squeezenet_with_a_dynamic_batch_lowers_once_specialised)
     }
     /* ...but the lowering needs the shapes of a run. */
     nv_program *p = NULL;
-    cr_assert_eq(nv_lower_graph(g, false, &p), RN_UNSUPPORTED);
+    cr_assert_eq(nv_lower_graph(g, RN_F32, &p), RN_UNSUPPORTED);
     cr_assert(strstr(rn_last_error(), "dynamic shape") != NULL, "%s", rn_last_error());
     /* The compile's check: the model with its dynamic dims 1. */
     graph *one;
@@ -501,9 +671,9 @@ Test(nvidia_dynamic, squeezenet_with_a_dynamic_batch_lowers_once_specialised)
     /* A run of batch 7: the program of batch 1 over 7 images. */
     OK(plugin_specialize_at_one(g, ref, true, &one));
     nv_program *p1;
-    OK(nv_lower_graph(one, false, &p1));
+    OK(nv_lower_graph(one, RN_F32, &p1));
     graph *b7 = specialised(g, ref, 7);
-    OK(nv_lower_graph(b7, false, &p));
+    OK(nv_lower_graph(b7, RN_F32, &p));
     cr_assert_eq(p->n_steps, p1->n_steps);
     cr_assert_gt(nv_program_count(p, NV_STEP_CONV), 20);
     cr_assert_eq(nv_program_count(p, NV_STEP_CONV), nv_program_count(p1, NV_STEP_CONV));

@@ -179,6 +179,87 @@ Test(fuse_attention, head_transposes_are_absorbed)
     graph_free(g);
 }
 
+/* The head split, the attention and the head merge (Transpose [0, 2, 1, 3]
+ * back to [B, S, H, D]) as exporters write an encoder's self-attention;
+ * `merge_perm` is the merge's perm, `extra` also returns the attention's
+ * own output. */
+static graph *split_attend_merge(graph_value **x, graph_value **merged, const int64_t *merge_perm,
+                                 bool extra)
+{
+    fill(q_data, 64, 1);
+    fill(k_data, 64, 2);
+    fill(v_data, 64, 3);
+    graph *g = tt_graph();
+    graph_value *h[3];
+    split_heads(g, x, h);
+    graph_value *s = tt_binary(g, "scores", "MatMul", h[0], h[1]);
+    graph_value *d = tt_binary(g, "div", "Div", s, scalar(g, "sqrt_d", sqrtf(8.0f)));
+    graph_value *p = tt_unary(g, "softmax", "Softmax", d);
+    graph_value *y = tt_binary(g, "context", "MatMul", p, h[2]);
+    *merged = tt_unary(g, "merge", "Transpose", y);
+    tt_attr_ints(g, "merge", "perm", 4, merge_perm);
+    tt_output(g, *merged);
+    if (extra)
+        tt_output(g, y);
+    tt_finish(g);
+    return g;
+}
+
+/* Where the device asks for it (the CPU's pipeline), the head merge joins
+ * the node too: it writes the Transpose's output [B, S, H, D] (out_layout
+ * BSHD), which REF computes as the unfused graph does. */
+Test(fuse_attention, head_merge_is_absorbed_when_the_device_asks)
+{
+    static const int64_t merge[4] = {0, 2, 1, 3};
+    graph_value *x[3], *merged;
+    graph *g = split_attend_merge(x, &merged, merge, false);
+    graph *before = clone_of(g);
+    transforms_attention_options o = {.absorb_output = true};
+    int changes = -1;
+    OK(transforms_fuse_attention(g, &o, &changes));
+    cr_assert_eq(changes, 7, "MatMul, Div, Softmax and the four Transposes go");
+    cr_assert_eq(g->n_nodes, 1);
+    graph_node *n = g->nodes[0];
+    cr_assert_str_eq(n->op_type, "ScaledDotProductAttention");
+    cr_assert_str_eq(graph_node_attr_string(n, "qkv_layout", ""), "BSHD");
+    cr_assert_str_eq(graph_node_attr_string(n, "out_layout", ""), "BSHD");
+    cr_assert_eq(n->outputs[0], merged, "the node writes the merge's output");
+    cr_assert_eq(merged->producer, n);
+    cr_assert(tt_has_fused(n, "merge") && tt_has_fused(n, "context"));
+    for (int d = 0; d < 4; d++)
+        cr_assert_eq(merged->shape.dims[d], bshd[d], "[B, S, H, D], dim %d", d);
+    tt_assert_valid(g);
+    assert_same_results_of(before, g, bshd);
+    graph_free(before);
+    graph_free(g);
+}
+
+/* Without the device's option (NVIDIA's pipeline, the default), and where
+ * the merge is another permutation or the attention's output is read
+ * elsewhere, the Transpose stays. */
+Test(fuse_attention, head_merge_stays_unless_asked_and_alone)
+{
+    static const int64_t merge[4] = {0, 2, 1, 3}, other[4] = {0, 1, 3, 2};
+    transforms_attention_options o = {.absorb_output = true};
+    const struct {
+        const int64_t *perm;
+        bool extra, ask;
+    } cases[3] = {{merge, false, false}, {other, false, true}, {merge, true, true}};
+    for (int c = 0; c < 3; c++) {
+        graph_value *x[3], *merged;
+        graph *g = split_attend_merge(x, &merged, cases[c].perm, cases[c].extra);
+        int changes = -1;
+        OK(transforms_fuse_attention(g, cases[c].ask ? &o : NULL, &changes));
+        cr_assert_eq(changes, 6, "case %d: the attention fuses, the merge stays", c);
+        cr_assert_eq(tt_count_op(g, "Transpose"), 1, "case %d", c);
+        graph_node *n = tt_find_node(g, "context");
+        cr_assert_str_eq(graph_node_attr_string(n, "out_layout", "BHSD"), "BHSD", "case %d", c);
+        cr_assert_eq(merged->producer, tt_find_node(g, "merge"), "case %d", c);
+        tt_assert_valid(g);
+        graph_free(g);
+    }
+}
+
 /* A head Transpose read elsewhere too: all three stay (and the rest fuses). */
 Test(fuse_attention, head_transpose_read_elsewhere_stays)
 {
@@ -408,4 +489,39 @@ Test(scaled_dot_product_attention, shapes_that_do_not_chain_are_refused)
     const int64_t kt3[3] = {2, 8, 4};
     cr_assert_neq(infer_sdpa(kt3, 3, "BSHD"), RN_OK, "BSHD on rank 3 was accepted");
     cr_assert(strstr(rn_last_error(), "qkv_layout BSHD") != NULL, "%s", rn_last_error());
+}
+
+/* out_layout BSHD: the output [B, S, H, Dv] of the heads [B, H, S, Dv];
+ * on a rank-3 output the node is refused, naming the attribute. */
+Test(scaled_dot_product_attention, merged_output_is_bshd)
+{
+    const int64_t q[4] = {1, 2, 4, 8}, kt[4] = {1, 2, 8, 6}, v[4] = {1, 2, 6, 5};
+    for (int rank = 4; rank >= 3; rank--) {
+        graph *g = tt_graph();
+        graph_value *ins[3] = {tt_input(g, "q", RN_F32, rank, q + 4 - rank),
+                               tt_input(g, "kt", RN_F32, rank, kt + 4 - rank),
+                               tt_input(g, "v", RN_F32, rank, v + 4 - rank)};
+        graph_value *y;
+        graph_node *n;
+        OK(graph_add_value(g, "y", &y));
+        OK(graph_add_node(g, "attn", "runnel", "ScaledDotProductAttention", 1, 3, ins, 1, &y, &n));
+        graph_attr a = {
+            .name = strdup("out_layout"), .type = GRAPH_ATTR_STRING, .s = strdup("BSHD")};
+        OK(graph_node_add_attr(n, &a));
+        tt_output(g, y);
+        OK(graph_sort(g));
+        rn_status st = graph_infer_shapes(g);
+        if (rank == 4) {
+            cr_assert_eq(st, RN_OK, "%s", rn_last_error());
+            const int64_t want[4] = {1, 4, 2, 5};
+            cr_assert_eq(y->shape.rank, 4);
+            for (int d = 0; d < 4; d++)
+                cr_assert_eq(y->shape.dims[d], want[d], "dim %d: %lld", d,
+                             (long long)y->shape.dims[d]);
+        } else {
+            cr_assert_neq(st, RN_OK, "out_layout BSHD on rank 3 was accepted");
+            cr_assert(strstr(rn_last_error(), "out_layout BSHD") != NULL, "%s", rn_last_error());
+        }
+        graph_free(g);
+    }
 }

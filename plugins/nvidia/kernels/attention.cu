@@ -2,12 +2,15 @@
 // per (batch, head), the scores never leaving the chip (flash attention's
 // online softmax over tiles of keys).
 //
-// f16 with head sizes up to 128: tensor cores through WMMA (16x16x16, f32
-// accumulation). A block of 4 warps takes 64 query rows of one (batch,
+// f16 and bf16 with head sizes up to 128: tensor cores through WMMA
+// (16x16x16, f32 accumulation; bf16 fragments need sm_80, which is the
+// oldest architecture built, and the plugin offers bf16 from compute
+// capability 8.0 only). A block of 4 warps takes 64 query rows of one (batch,
 // head); each warp 16 of them. For each tile of 64 keys the block loads K
 // and V into shared memory, each warp computes its 16x64 scores, updates
 // its rows' running maximum and sum, rescales its running output (in shared
-// memory, f32) and adds P V. Everything else (f32, larger heads) runs the
+// memory, f32) and adds P V (P rounded to the element type, as the
+// products read it). Everything else (f32, larger heads) runs the
 // scalar kernel: one warp per query row, the same online softmax.
 //
 // Q, K, V, the mask and the output are read and written with element
@@ -28,6 +31,7 @@ constexpr int kBlockRows = 64; // query rows per block (16 per warp)
 constexpr int kTileKeys = 64;  // keys per tile
 constexpr int kWarps = 4;
 constexpr float kMaskFloor = -1e30f;
+constexpr int kSmemSlack = 128; // bytes to align the tensor-core kernel's shared memory
 
 struct geometry {
     int64_t q[4], k[4], v[4], o[4], m[4]; // strides: batch, head, row, feature
@@ -36,23 +40,23 @@ struct geometry {
     int has_mask;
 };
 
-__device__ __forceinline__ float mask_at(const geometry &g, const void *mask, bool half,
-                                         int64_t b, int64_t h, int64_t i, int64_t j)
+template <typename T>
+__device__ __forceinline__ float mask_at(const geometry &g, const T *mask, int64_t b, int64_t h,
+                                         int64_t i, int64_t j)
 {
     if (!g.has_mask)
         return 0.0f;
     int64_t off = b * g.m[0] + h * g.m[1] + i * g.m[2] + j * g.m[3];
-    float v = half ? __half2float(((const __half *)mask)[off]) : ((const float *)mask)[off];
-    return fmaxf(v, kMaskFloor);
+    return fmaxf(load(mask, off), kMaskFloor);
 }
 
-// ---- tensor cores (f16) ----
+// ---- tensor cores (f16, bf16) ----
 
 // Rows of a [rows, width] tile of `src` (strides over row and feature) into
 // shared memory [rows][ld], zeros beyond `valid` rows and `width` features.
-__device__ void load_tile(__half *dst, int ld, const __half *src, int64_t row_stride,
-                          int64_t feat_stride, int rows, int valid, int width, int padded,
-                          bool vec)
+template <typename T>
+__device__ void load_tile(T *dst, int ld, const T *src, int64_t row_stride, int64_t feat_stride,
+                          int rows, int valid, int width, int padded, bool vec)
 {
     if (vec) { // 8 features (16 bytes) at a time: feat_stride 1, aligned
         int chunks = padded / 8;
@@ -68,36 +72,43 @@ __device__ void load_tile(__half *dst, int ld, const __half *src, int64_t row_st
     for (int idx = threadIdx.x; idx < rows * padded; idx += blockDim.x) {
         int r = idx / padded, c = idx % padded;
         dst[r * ld + c] =
-            r < valid && c < width ? src[r * row_stride + c * feat_stride] : __float2half(0.0f);
+            r < valid && c < width ? src[r * row_stride + c * feat_stride] : to_elem<T>(0.0f);
     }
 }
 
-__global__ void attention_wmma(geometry g, const __half *q, const __half *k, const __half *v,
-                               const __half *mask, __half *o, int dp, int dvp, bool vec)
+template <typename T>
+__global__ void attention_wmma(geometry g, const T *q, const T *k, const T *v, const T *mask, T *o,
+                               int dp, int dvp, bool vec)
 {
-    extern __shared__ __align__(128) unsigned char smem[];
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    // WMMA loads and stores need 32-byte aligned tiles. The declared
+    // alignment of dynamic shared memory is a compile-time promise; the base
+    // is rounded up here too (the launch asks for kSmemSlack bytes more), so
+    // that the tiles stay aligned wherever a tool or driver puts the window.
+    unsigned char *smem =
+        (unsigned char *)(((uintptr_t)smem_raw + (kSmemSlack - 1)) & ~(uintptr_t)(kSmemSlack - 1));
     const int ldq = dp + 8, ldv = dvp + 8, lds = kTileKeys + 4, ldp = kTileKeys + 8,
               ldo = dvp + 4;
-    __half *qs = (__half *)smem;
-    __half *ks = qs + kBlockRows * ldq;
-    __half *vs = ks + kTileKeys * ldq;
+    T *qs = (T *)smem;
+    T *ks = qs + kBlockRows * ldq;
+    T *vs = ks + kTileKeys * ldq;
     float *ss = (float *)(vs + kTileKeys * ldv);
-    __half *ps = (__half *)(ss + kWarps * 16 * lds);
+    T *ps = (T *)(ss + kWarps * 16 * lds);
     float *os = (float *)(ps + kWarps * 16 * ldp);
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t bh = blockIdx.y, b = bh / g.heads, h = bh % g.heads;
     const int row0 = blockIdx.x * kBlockRows;
-    const __half *qb = q + b * g.q[0] + h * g.q[1] + row0 * g.q[2];
-    const __half *kb = k + b * g.k[0] + h * g.k[1];
-    const __half *vb = v + b * g.v[0] + h * g.v[1];
+    const T *qb = q + b * g.q[0] + h * g.q[1] + row0 * g.q[2];
+    const T *kb = k + b * g.k[0] + h * g.k[1];
+    const T *vb = v + b * g.v[0] + h * g.v[1];
 
     load_tile(qs, ldq, qb, g.q[2], g.q[3], kBlockRows, g.sq - row0, g.d, dp, vec);
     float *ow = os + warp * 16 * ldo;
     for (int idx = lane; idx < 16 * ldo; idx += 32)
         ow[idx] = 0.0f;
     float *sw = ss + warp * 16 * lds;
-    __half *pw = ps + warp * 16 * ldp;
+    T *pw = ps + warp * 16 * ldp;
 
     // Lane -> (row, half of the columns), fixed for the whole block.
     const int r = lane / 2, part = lane % 2;
@@ -117,8 +128,8 @@ __global__ void attention_wmma(geometry g, const __half *q, const __half *k, con
             wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
             wmma::fill_fragment(acc, 0.0f);
             for (int kk = 0; kk < dp; kk += 16) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
                 wmma::load_matrix_sync(fa, qs + warp * 16 * ldq + kk, ldq);
                 wmma::load_matrix_sync(fb, ks + n * 16 * ldq + kk, ldq);
                 wmma::mma_sync(acc, fa, fb, acc);
@@ -136,7 +147,7 @@ __global__ void attention_wmma(geometry g, const __half *q, const __half *k, con
             int64_t j = key0 + col;
             float x = -INFINITY;
             if (j < g.sk && qi < g.sq)
-                x = sw[r * lds + col] * g.scale + mask_at(g, mask, true, b, h, qi, j);
+                x = sw[r * lds + col] * g.scale + mask_at(g, mask, b, h, qi, j);
             s[c] = x;
             tile_max = fmaxf(tile_max, x);
         }
@@ -148,7 +159,7 @@ __global__ void attention_wmma(geometry g, const __half *q, const __half *k, con
         for (int c = 0; c < 32; c++) {
             float p = m_new == -INFINITY ? 0.0f : __expf(s[c] - m_new);
             sum += p;
-            pw[r * ldp + part * 32 + c] = __float2half(p);
+            pw[r * ldp + part * 32 + c] = to_elem<T>(p);
         }
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
         l_run = l_run * alpha + sum;
@@ -162,8 +173,8 @@ __global__ void attention_wmma(geometry g, const __half *q, const __half *k, con
             wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
             wmma::load_matrix_sync(acc, ow + n * 16, ldo, wmma::mem_row_major);
             for (int kk = 0; kk < kTileKeys; kk += 16) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
                 wmma::load_matrix_sync(fa, pw + kk, ldp);
                 wmma::load_matrix_sync(fb, vs + kk * ldv + n * 16, ldv);
                 wmma::mma_sync(acc, fa, fb, acc);
@@ -176,9 +187,9 @@ __global__ void attention_wmma(geometry g, const __half *q, const __half *k, con
     if (qi >= g.sq)
         return;
     float inv = l_run > 0.0f ? 1.0f / l_run : 0.0f;
-    __half *ob = o + b * g.o[0] + h * g.o[1] + qi * g.o[2];
+    T *ob = o + b * g.o[0] + h * g.o[1] + qi * g.o[2];
     for (int c = part; c < g.dv; c += 2)
-        ob[c * g.o[3]] = __float2half(ow[r * ldo + c] * inv);
+        store(ob, c * g.o[3], ow[r * ldo + c] * inv);
 }
 
 // ---- any type, any head size up to 256: one warp per query row ----
@@ -214,7 +225,7 @@ __global__ void attention_rows(geometry g, const T *q, const T *k, const T *v, c
             float dot = 0.0f;
             for (int c = 0; c < g.d; c++)
                 dot += qrow[c] * load(kr, c * g.k[3]);
-            s = dot * g.scale + mask_at(g, mask, sizeof(T) == 2, b, h, i, j);
+            s = dot * g.scale + mask_at(g, mask, b, h, i, j);
         }
         float tile_max = s;
         for (int off = 16; off > 0; off /= 2)
@@ -249,9 +260,35 @@ __global__ void attention_rows(geometry g, const T *q, const T *k, const T *v, c
     }
 }
 
+// The tensor-core kernel's launch for element type T (f16 or bf16).
+template <typename T>
+int attention_tensor_cores(nvk_stream s, const geometry &g, int64_t bh, const void *q,
+                           const void *k, const void *v, const void *mask, void *o)
+{
+    int dp = (g.d + 15) / 16 * 16, dvp = (g.dv + 15) / 16 * 16;
+    bool vec = g.d % 8 == 0 && g.dv % 8 == 0 && g.q[3] == 1 && g.k[3] == 1 && g.v[3] == 1;
+    for (int d = 0; d < 3 && vec; d++)
+        vec = g.q[d] % 8 == 0 && g.k[d] % 8 == 0 && g.v[d] % 8 == 0;
+    vec = vec && ((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) % 16 == 0;
+    size_t bytes = sizeof(T) * ((size_t)kBlockRows * (dp + 8) + (size_t)kTileKeys * (dp + 8) +
+                                (size_t)kTileKeys * (dvp + 8)) +
+                   sizeof(float) * (size_t)kWarps * 16 * (kTileKeys + 4) +
+                   sizeof(T) * (size_t)kWarps * 16 * (kTileKeys + 8) +
+                   sizeof(float) * (size_t)kWarps * 16 * (dvp + 4) + kSmemSlack;
+    cudaError_t e = cudaFuncSetAttribute(attention_wmma<T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess)
+        return (int)e;
+    dim3 grid((unsigned)((g.sq + kBlockRows - 1) / kBlockRows), (unsigned)bh);
+    attention_wmma<T><<<grid, kWarps * 32, bytes, s>>>(g, (const T *)q, (const T *)k,
+                                                       (const T *)v, (const T *)mask, (T *)o, dp,
+                                                       dvp, vec);
+    return launched();
+}
+
 } // namespace
 
-extern "C" int nvk_attention(nvk_stream s, int half, const nvk_attention_args *a, const void *q,
+extern "C" int nvk_attention(nvk_stream s, int type, const nvk_attention_args *a, const void *q,
                              const void *k, const void *v, const void *mask, void *o, int mode)
 {
     geometry g;
@@ -274,41 +311,19 @@ extern "C" int nvk_attention(nvk_stream s, int half, const nvk_attention_args *a
         return 0;
     if (g.d > 256 || g.dv > 256 || bh > 65535)
         return (int)cudaErrorInvalidValue;
-    bool tensor_cores = half && mode != NVK_ATTENTION_ROWS && g.d <= 128 && g.dv <= 128;
-    if (tensor_cores) {
-        int dp = (g.d + 15) / 16 * 16, dvp = (g.dv + 15) / 16 * 16;
-        bool vec = g.d % 8 == 0 && g.dv % 8 == 0 && g.q[3] == 1 && g.k[3] == 1 && g.v[3] == 1;
-        for (int d = 0; d < 3 && vec; d++)
-            vec = g.q[d] % 8 == 0 && g.k[d] % 8 == 0 && g.v[d] % 8 == 0;
-        vec = vec && ((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) % 16 == 0;
-        size_t bytes = sizeof(__half) * ((size_t)kBlockRows * (dp + 8) +
-                                         (size_t)kTileKeys * (dp + 8) +
-                                         (size_t)kTileKeys * (dvp + 8)) +
-                       sizeof(float) * (size_t)kWarps * 16 * (kTileKeys + 4) +
-                       sizeof(__half) * (size_t)kWarps * 16 * (kTileKeys + 8) +
-                       sizeof(float) * (size_t)kWarps * 16 * (dvp + 4);
-        cudaError_t e = cudaFuncSetAttribute(attention_wmma,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)bytes);
-        if (e != cudaSuccess)
-            return (int)e;
-        dim3 grid((unsigned)((g.sq + kBlockRows - 1) / kBlockRows), (unsigned)bh);
-        attention_wmma<<<grid, kWarps * 32, bytes, s>>>(g, (const __half *)q, (const __half *)k,
-                                                        (const __half *)v, (const __half *)mask,
-                                                        (__half *)o, dp, dvp, vec);
-        return launched();
-    }
+    if (type != NVK_F32 && mode != NVK_ATTENTION_ROWS && g.d <= 128 && g.dv <= 128)
+        return type == NVK_BF16
+                   ? attention_tensor_cores<__nv_bfloat16>(s, g, bh, q, k, v, mask, o)
+                   : attention_tensor_cores<__half>(s, g, bh, q, k, v, mask, o);
     const int warps = 4;
     int64_t rows = bh * g.sq;
     size_t bytes = sizeof(float) * (size_t)warps * (size_t)g.d;
     unsigned grid = (unsigned)((rows + warps - 1) / warps);
-    if (half)
-        attention_rows<<<grid, warps * 32, bytes, s>>>(g, (const __half *)q, (const __half *)k,
-                                                       (const __half *)v, (const __half *)mask,
-                                                       (__half *)o, rows);
-    else
-        attention_rows<<<grid, warps * 32, bytes, s>>>(g, (const float *)q, (const float *)k,
-                                                       (const float *)v, (const float *)mask,
-                                                       (float *)o, rows);
+    with_type(type, [&](auto t) {
+        using T = typename decltype(t)::type;
+        attention_rows<<<grid, warps * 32, bytes, s>>>(g, (const T *)q, (const T *)k,
+                                                       (const T *)v, (const T *)mask, (T *)o,
+                                                       rows);
+    });
     return launched();
 }

@@ -1,8 +1,10 @@
-// Shared by runnel's CUDA kernels: loads and stores as f32, activations,
-// grid sizes.
+// Shared by runnel's CUDA kernels: loads and stores as f32 of each element
+// type (f32, f16, bf16: arithmetic is f32 for every one), the launchers'
+// dispatch on an NVK_* type, activations, grid sizes.
 #ifndef RUNNEL_PLUGINS_NVIDIA_KERNELS_COMMON_CUH
 #define RUNNEL_PLUGINS_NVIDIA_KERNELS_COMMON_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -15,6 +17,38 @@ __device__ __forceinline__ float load(const float *p, int64_t i) { return p[i]; 
 __device__ __forceinline__ float load(const __half *p, int64_t i) { return __half2float(p[i]); }
 __device__ __forceinline__ void store(float *p, int64_t i, float v) { p[i] = v; }
 __device__ __forceinline__ void store(__half *p, int64_t i, float v) { p[i] = __float2half(v); }
+// bf16: round to nearest even, as the host's plugin_f32_to_bf16 (weights.c).
+__device__ __forceinline__ float load(const __nv_bfloat16 *p, int64_t i)
+{
+    return __bfloat162float(p[i]);
+}
+__device__ __forceinline__ void store(__nv_bfloat16 *p, int64_t i, float v)
+{
+    p[i] = __float2bfloat16(v);
+}
+// v as an element of type T (rounded as store rounds).
+template <typename T> __device__ __forceinline__ T to_elem(float v)
+{
+    T r;
+    store(&r, 0, v);
+    return r;
+}
+
+// Calls f(type_tag<T>{}) with T the element type of an NVK_* type (f32 for
+// any other value), so that a launcher instantiates its kernel once per
+// type:
+//     with_type(type, [&](auto t) { using T = typename decltype(t)::type; ... });
+template <typename T> struct type_tag {
+    using type = T;
+};
+template <typename F> inline void with_type(int type, F &&f)
+{
+    switch (type) {
+    case NVK_F16: f(type_tag<__half>{}); break;
+    case NVK_BF16: f(type_tag<__nv_bfloat16>{}); break;
+    default: f(type_tag<float>{}); break;
+    }
+}
 
 // nv_act's numbers (plugins/nvidia/nvidia.h).
 enum {

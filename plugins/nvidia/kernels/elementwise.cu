@@ -1,6 +1,7 @@
 // Elementwise kernels: activations, broadcast binary ops, bias + residual
 // + activation after a convolution that cuDNN could not fuse, Gemm's C,
-// f32 <-> f16 conversions and inference batch normalization.
+// conversions between f32, f16 and bf16 and inference batch normalization,
+// each for every element type (NVK_*).
 #include "plugins/nvidia/kernels/common.cuh"
 
 using namespace nvk;
@@ -11,15 +12,13 @@ __global__ void unary_kernel(int act, float alpha, float beta, const T *x, T *y,
     NVK_FOR(i, n) store(y, i, activate(act, load(x, i), alpha, beta));
 }
 
-extern "C" int nvk_unary(nvk_stream s, int half, int act, float alpha, float beta, const void *x,
+extern "C" int nvk_unary(nvk_stream s, int type, int act, float alpha, float beta, const void *x,
                          void *y, int64_t n)
 {
-    if (half)
-        unary_kernel<<<blocks(n), kThreads, 0, s>>>(act, alpha, beta, (const __half *)x,
-                                                     (__half *)y, n);
-    else
-        unary_kernel<<<blocks(n), kThreads, 0, s>>>(act, alpha, beta, (const float *)x,
-                                                     (float *)y, n);
+    with_type(type, [&](auto t) {
+        using T = typename decltype(t)::type;
+        unary_kernel<<<blocks(n), kThreads, 0, s>>>(act, alpha, beta, (const T *)x, (T *)y, n);
+    });
     return launched();
 }
 
@@ -69,7 +68,7 @@ static void binary_typed(nvk_stream s, int op, const nvk_broadcast *bc, const vo
                                                                   (const T *)b, (T *)y, n);
 }
 
-extern "C" int nvk_binary(nvk_stream s, int half, int op, const nvk_broadcast *bc, const void *a,
+extern "C" int nvk_binary(nvk_stream s, int type, int op, const nvk_broadcast *bc, const void *a,
                           const void *b, void *y)
 {
     int64_t n = 1, reach_a = 0, reach_b = 0;
@@ -81,10 +80,9 @@ extern "C" int nvk_binary(nvk_stream s, int half, int op, const nvk_broadcast *b
     if (n <= 0)
         return 0;
     bool small = n < INT32_MAX && reach_a < INT32_MAX && reach_b < INT32_MAX;
-    if (half)
-        binary_typed<__half>(s, op, bc, a, b, y, n, small);
-    else
-        binary_typed<float>(s, op, bc, a, b, y, n, small);
+    with_type(type, [&](auto t) {
+        binary_typed<typename decltype(t)::type>(s, op, bc, a, b, y, n, small);
+    });
     return launched();
 }
 
@@ -104,19 +102,17 @@ __global__ void bias_act_kernel(T *y, const T *bias, const T *residual, int64_t 
     }
 }
 
-extern "C" int nvk_bias_act(nvk_stream s, int half, void *y, const void *bias,
+extern "C" int nvk_bias_act(nvk_stream s, int type, void *y, const void *bias,
                             const void *residual, int64_t outer, int64_t channels, int64_t inner,
                             int act, float alpha, float beta)
 {
     int64_t n = outer * channels * inner;
-    if (half)
-        bias_act_kernel<<<blocks(n), kThreads, 0, s>>>((__half *)y, (const __half *)bias,
-                                                        (const __half *)residual, channels, inner,
-                                                        act, alpha, beta, n);
-    else
-        bias_act_kernel<<<blocks(n), kThreads, 0, s>>>((float *)y, (const float *)bias,
-                                                        (const float *)residual, channels, inner,
-                                                        act, alpha, beta, n);
+    with_type(type, [&](auto t) {
+        using T = typename decltype(t)::type;
+        bias_act_kernel<<<blocks(n), kThreads, 0, s>>>((T *)y, (const T *)bias,
+                                                        (const T *)residual, channels, inner, act,
+                                                        alpha, beta, n);
+    });
     return launched();
 }
 
@@ -127,16 +123,15 @@ __global__ void broadcast_2d_kernel(const T *x, int64_t rs, int64_t cs, float sc
     NVK_FOR(i, n) store(y, i, scale * load(x, i / cols * rs + i % cols * cs));
 }
 
-extern "C" int nvk_broadcast_2d(nvk_stream s, int half, const void *x, int64_t rs, int64_t cs,
+extern "C" int nvk_broadcast_2d(nvk_stream s, int type, const void *x, int64_t rs, int64_t cs,
                                 float scale, void *y, int64_t rows, int64_t cols)
 {
     int64_t n = rows * cols;
-    if (half)
-        broadcast_2d_kernel<<<blocks(n), kThreads, 0, s>>>((const __half *)x, rs, cs, scale,
-                                                            (__half *)y, cols, n);
-    else
-        broadcast_2d_kernel<<<blocks(n), kThreads, 0, s>>>((const float *)x, rs, cs, scale,
-                                                            (float *)y, cols, n);
+    with_type(type, [&](auto t) {
+        using T = typename decltype(t)::type;
+        broadcast_2d_kernel<<<blocks(n), kThreads, 0, s>>>((const T *)x, rs, cs, scale, (T *)y,
+                                                            cols, n);
+    });
     return launched();
 }
 
@@ -145,12 +140,15 @@ template <typename S, typename D> __global__ void convert_kernel(const S *x, D *
     NVK_FOR(i, n) store(y, i, load(x, i));
 }
 
-extern "C" int nvk_convert(nvk_stream s, int to_half, const void *x, void *y, int64_t n)
+extern "C" int nvk_convert(nvk_stream s, int from, int to, const void *x, void *y, int64_t n)
 {
-    if (to_half)
-        convert_kernel<<<blocks(n), kThreads, 0, s>>>((const float *)x, (__half *)y, n);
-    else
-        convert_kernel<<<blocks(n), kThreads, 0, s>>>((const __half *)x, (float *)y, n);
+    with_type(from, [&](auto f) {
+        using S = typename decltype(f)::type;
+        with_type(to, [&](auto t) {
+            using D = typename decltype(t)::type;
+            convert_kernel<<<blocks(n), kThreads, 0, s>>>((const S *)x, (D *)y, n);
+        });
+    });
     return launched();
 }
 
@@ -169,19 +167,17 @@ __global__ void batchnorm_kernel(const T *x, const T *scale, const T *bias, cons
     }
 }
 
-extern "C" int nvk_batchnorm(nvk_stream s, int half, const void *x, const void *scale,
+extern "C" int nvk_batchnorm(nvk_stream s, int type, const void *x, const void *scale,
                              const void *bias, const void *mean, const void *var, float eps,
                              void *y, int64_t outer, int64_t channels, int64_t inner, int act,
                              float alpha, float beta)
 {
     int64_t n = outer * channels * inner;
-    if (half)
+    with_type(type, [&](auto t) {
+        using T = typename decltype(t)::type;
         batchnorm_kernel<<<blocks(n), kThreads, 0, s>>>(
-            (const __half *)x, (const __half *)scale, (const __half *)bias, (const __half *)mean,
-            (const __half *)var, eps, (__half *)y, channels, inner, act, alpha, beta, n);
-    else
-        batchnorm_kernel<<<blocks(n), kThreads, 0, s>>>(
-            (const float *)x, (const float *)scale, (const float *)bias, (const float *)mean,
-            (const float *)var, eps, (float *)y, channels, inner, act, alpha, beta, n);
+            (const T *)x, (const T *)scale, (const T *)bias, (const T *)mean, (const T *)var, eps,
+            (T *)y, channels, inner, act, alpha, beta, n);
+    });
     return launched();
 }

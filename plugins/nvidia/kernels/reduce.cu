@@ -1,6 +1,7 @@
 // Row reductions (LayerNormalization, ReduceMean over the last axis: one
-// block per row, a shared-memory tree) and 2D pooling for the pads cuDNN's
-// pooling does not take.
+// block per row, a shared-memory tree), 2D pooling for the pads cuDNN's
+// pooling does not take and cross-channel LRN where cuDNN has none (bf16).
+// Every launcher takes an NVK_* element type; sums are f32.
 #include "plugins/nvidia/kernels/common.cuh"
 
 using namespace nvk;
@@ -122,16 +123,16 @@ static void layernorm_typed(nvk_stream s, const void *x, const void *residual, c
         layernorm_kernel<<<(unsigned)rows, kThreads, 0, s>>>(xt, rt, st, bt, eps, yt, cols);
 }
 
-extern "C" int nvk_layernorm(nvk_stream s, int half, const void *x, const void *residual,
+extern "C" int nvk_layernorm(nvk_stream s, int type, const void *x, const void *residual,
                              const void *scale, const void *bias, float eps, void *y,
                              int64_t rows, int64_t cols)
 {
     if (rows <= 0)
         return 0;
-    if (half)
-        layernorm_typed<__half>(s, x, residual, scale, bias, eps, y, rows, cols);
-    else
-        layernorm_typed<float>(s, x, residual, scale, bias, eps, y, rows, cols);
+    with_type(type, [&](auto t) {
+        layernorm_typed<typename decltype(t)::type>(s, x, residual, scale, bias, eps, y, rows,
+                                                    cols);
+    });
     return launched();
 }
 
@@ -235,20 +236,19 @@ static void softmax_typed(nvk_stream s, const void *x, void *y, int64_t rows, in
         softmax_warp_kernel<T, 0><<<grid, kRowWarps * 32, 0, s>>>(xt, yt, rows, cols, mk);
 }
 
-extern "C" int nvk_softmax(nvk_stream s, int half, const void *x, void *y, int64_t rows,
+extern "C" int nvk_softmax(nvk_stream s, int type, const void *x, void *y, int64_t rows,
                            int64_t cols)
 {
     if (rows <= 0 || cols <= 0)
         return 0;
     row_mask none = {nullptr, 1, 1, {0, 0, 0, 0}};
-    if (half)
-        softmax_typed<__half>(s, x, y, rows, cols, none);
-    else
-        softmax_typed<float>(s, x, y, rows, cols, none);
+    with_type(type, [&](auto t) {
+        softmax_typed<typename decltype(t)::type>(s, x, y, rows, cols, none);
+    });
     return launched();
 }
 
-extern "C" int nvk_attention_softmax(nvk_stream s, int half, const nvk_attention_args *a,
+extern "C" int nvk_attention_softmax(nvk_stream s, int type, const nvk_attention_args *a,
                                      void *scores, const void *mask)
 {
     int64_t rows = a->batch * a->heads * a->sq;
@@ -257,10 +257,9 @@ extern "C" int nvk_attention_softmax(nvk_stream s, int half, const nvk_attention
     row_mask mk = {mask, a->heads, a->sq, {0, 0, 0, 0}};
     for (int d = 0; d < 4; d++)
         mk.strides[d] = a->mask_strides[d];
-    if (half)
-        softmax_typed<__half>(s, scores, scores, rows, a->sk, mk);
-    else
-        softmax_typed<float>(s, scores, scores, rows, a->sk, mk);
+    with_type(type, [&](auto t) {
+        softmax_typed<typename decltype(t)::type>(s, scores, scores, rows, a->sk, mk);
+    });
     return launched();
 }
 
@@ -276,16 +275,15 @@ template <typename T> __global__ void reduce_mean_kernel(const T *x, T *y, int64
         store(y, blockIdx.x, total / (float)cols);
 }
 
-extern "C" int nvk_reduce_mean(nvk_stream s, int half, const void *x, void *y, int64_t rows,
+extern "C" int nvk_reduce_mean(nvk_stream s, int type, const void *x, void *y, int64_t rows,
                                int64_t cols)
 {
     if (rows <= 0)
         return 0;
-    if (half)
-        reduce_mean_kernel<<<(unsigned)rows, kThreads, 0, s>>>((const __half *)x, (__half *)y,
-                                                               cols);
-    else
-        reduce_mean_kernel<<<(unsigned)rows, kThreads, 0, s>>>((const float *)x, (float *)y, cols);
+    with_type(type, [&](auto t) {
+        using T = typename decltype(t)::type;
+        reduce_mean_kernel<<<(unsigned)rows, kThreads, 0, s>>>((const T *)x, (T *)y, cols);
+    });
     return launched();
 }
 
@@ -319,7 +317,7 @@ template <typename T> __global__ void pool_kernel(const T *x, T *y, pool_args a,
     }
 }
 
-extern "C" int nvk_pool2d(nvk_stream s, int half, int mode, int include_pad, const void *x,
+extern "C" int nvk_pool2d(nvk_stream s, int type, int mode, int include_pad, const void *x,
                           void *y, int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh,
                           int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
                           int64_t pad_top, int64_t pad_left, int64_t pad_bottom,
@@ -328,9 +326,45 @@ extern "C" int nvk_pool2d(nvk_stream s, int half, int mode, int include_pad, con
     pool_args a = {mode, include_pad, h,  w,  oh,      ow,       kh,
                    kw,   sh,          sw, pad_top, pad_left, pad_bottom, pad_right};
     int64_t total = n * c * oh * ow;
-    if (half)
-        pool_kernel<<<blocks(total), kThreads, 0, s>>>((const __half *)x, (__half *)y, a, total);
-    else
-        pool_kernel<<<blocks(total), kThreads, 0, s>>>((const float *)x, (float *)y, a, total);
+    with_type(type, [&](auto t) {
+        using T = typename decltype(t)::type;
+        pool_kernel<<<blocks(total), kThreads, 0, s>>>((const T *)x, (T *)y, a, total);
+    });
+    return launched();
+}
+
+// ONNX's LRN of NCHW: y = x / (bias + alpha / size * sum of x^2 over the
+// channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2))^beta,
+// one thread per element, the window read from memory (sizes are small).
+template <typename T>
+__global__ void lrn_kernel(const T *x, T *y, int64_t channels, int64_t inner, int64_t size,
+                           float alpha, float beta, float bias, int64_t n)
+{
+    NVK_FOR(i, n)
+    {
+        int64_t c = i / inner % channels;
+        int64_t lo = c - (size - 1) / 2, hi = c + size / 2;
+        const T *at = x + (i - c * inner);
+        float sum = 0.0f;
+        for (int64_t k = lo > 0 ? lo : 0; k <= hi && k < channels; k++) {
+            float v = load(at, k * inner);
+            sum += v * v;
+        }
+        store(y, i, load(x, i) * powf(bias + alpha / (float)size * sum, -beta));
+    }
+}
+
+extern "C" int nvk_lrn(nvk_stream s, int type, const void *x, void *y, int64_t outer,
+                       int64_t channels, int64_t inner, int64_t size, float alpha, float beta,
+                       float bias)
+{
+    int64_t n = outer * channels * inner;
+    if (n <= 0)
+        return 0;
+    with_type(type, [&](auto t) {
+        using T = typename decltype(t)::type;
+        lrn_kernel<<<blocks(n), kThreads, 0, s>>>((const T *)x, (T *)y, channels, inner, size,
+                                                  alpha, beta, bias, n);
+    });
     return launched();
 }

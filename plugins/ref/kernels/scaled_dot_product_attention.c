@@ -6,7 +6,9 @@
  * the unfused graph (sgemm, the mask added, softmax with the maximum
  * subtracted, sgemm), the scores in a buffer of one batch index. With
  * qkv_layout "BSHD" the inputs are [B, S, H, D] before the head Transposes
- * (Q and V permuted [0, 2, 1, 3], K [0, 2, 3, 1]): permuted copies first. */
+ * (Q and V permuted [0, 2, 1, 3], K [0, 2, 3, 1]): permuted copies first.
+ * With out_layout "BSHD" (rank 4) the output is [B, S, H, Dv], the head
+ * merge Transpose absorbed: each head's rows are written with a stride. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,11 @@ static bool sdpa_supports(const graph_node *node, const char **why)
     if (strcmp(graph_node_attr_string(node, "qkv_layout", "BHSD"), "BHSD") != 0 &&
         (strcmp(graph_node_attr_string(node, "qkv_layout", "BHSD"), "BSHD") != 0 || r != 4)) {
         *why = "qkv_layout BHSD, or BSHD of rank-4 inputs";
+        return false;
+    }
+    const char *out = graph_node_attr_string(node, "out_layout", "BHSD");
+    if (strcmp(out, "BHSD") != 0 && (strcmp(out, "BSHD") != 0 || r != 4)) {
+        *why = "out_layout BHSD, or BSHD of a rank-4 output";
         return false;
     }
     return true;
@@ -113,6 +120,9 @@ static rn_status sdpa_compute(plugin_kernel_args *args, const graph_tensor *q,
         return rn_set_error(RN_OUT_OF_MEMORY, "node '%s': out of memory", args->node->name);
     const float *qd = q->data, *kd = kt->data, *vd = v->data;
     float *y = args->outputs[0].data;
+    /* out_layout BSHD: batch index b is (b / H, b % H) of [B, S, H, Dv]. */
+    bool merged = strcmp(graph_node_attr_string(args->node, "out_layout", "BHSD"), "BSHD") == 0;
+    int64_t heads = merged ? q->dims[1] : 1, ldy = merged ? heads * dv : dv;
     for (int64_t b = 0; b < batch && st == RN_OK; b++) {
         st = ref_sgemm(false, false, sq, sk, d, scale, qd + b * sq * d, d, kd + b * d * sk, sk,
                        0.0f, s, sk);
@@ -144,8 +154,9 @@ static rn_status sdpa_compute(plugin_kernel_args *args, const graph_tensor *q,
             for (int64_t j = 0; j < sk; j++)
                 row[j] /= sum;
         }
-        if (ref_sgemm(false, false, sq, dv, sk, 1.0f, s, sk, vd + b * sk * dv, dv, 0.0f,
-                      y + b * sq * dv, dv) != RN_OK)
+        float *yb = merged ? y + (b / heads) * sq * ldy + (b % heads) * dv : y + b * sq * dv;
+        if (ref_sgemm(false, false, sq, dv, sk, 1.0f, s, sk, vd + b * sk * dv, dv, 0.0f, yb, ldy) !=
+            RN_OK)
             st = rn_set_error(RN_OUT_OF_MEMORY, "node '%s': out of memory", args->node->name);
     }
     free(s);
