@@ -665,14 +665,42 @@ Test(cpu, inception_v2_pools_its_projections_after_the_conv_and_matches_ref, .ti
         pools += strcmp(nodes[i].layer_type, "AveragePool") == 0;
     }
     /* Before, every Conv was a FusedConv with its ReLU, and no ReLU was
-     * left on its own. */
+     * left on its own. The other 2 Convs without an activation are merged
+     * duplicates read by several BatchNormalizations
+     * (inception_v2_runs_each_duplicate_convolution_once). */
     cr_assert_eq(pools, 8, "%d AveragePools", pools);
-    cr_assert_eq(convs, 7, "%d Convs without an activation (the pool projections)", convs);
+    cr_assert_eq(convs, 9, "%d Convs without an activation (the pool projections and 2 shared)",
+                 convs);
     cr_assert_eq(relus, 7, "%d ReLUs of their own (after the projections' pools)", relus);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);
     compare_with_ref("inception_v2", "f32", 1e-3f);
+}
+
+/* The light Inception-v2 fills most of its weights with one number
+ * (ConstantOfShape 0.02), so sibling convolutions over one input often hold
+ * equal weights: transforms merge_duplicates runs each such convolution
+ * once (OpenVINO's SharedOpOptimization does too: 60 of the 69
+ * convolutions run in its exec graph). Where the merged convolution's
+ * BatchNormalizations differ, each reader's BatchNormalization + ReLU is a
+ * FusedBatchNormalization of its own (it cannot fold into the shared
+ * weights). The result is REF's, which runs all 69
+ * (inception_v2_pools_its_projections_after_the_conv_and_matches_ref). */
+Test(cpu, inception_v2_runs_each_duplicate_convolution_once, .timeout = 300)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("inception_v2", &core, &model);
+    int ref = 0;
+    int convs = count_type(cm, "Conv", &ref) + count_type(cm, "FusedConv", &ref);
+    cr_assert_eq(convs, 60, "%d convolutions run (69 in the model, 9 duplicates)", convs);
+    cr_assert_eq(count_type(cm, "FusedBatchNormalization", &ref), 6);
+    cr_assert_eq(count_type(cm, "BatchNormalization", NULL), 0, "a BatchNormalization unfused");
+    cr_assert_eq(ref, 0, "a convolution or normalization runs REF's kernel");
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
 }
 
 /* DenseNet-121: every Concat in place (blocked_concats_are_written_in_place)
