@@ -729,6 +729,48 @@ Test(cpu, densenet121_fuses_its_batchnorms_and_matches_ref, .timeout = 600)
     compare_with_ref("densenet121", "f32", 1e-3f);
 }
 
+/* DenseNet-121's 62 pre-activations (BatchNormalization + ReLU after a
+ * Concat) over channels-last f32, where 2.6's convolutions write it on
+ * AVX-512, run as a depthwise 1x1 convolution with the statistics folded
+ * (nn.c, bn_as_depthwise: brdgmm_dw:avx512_core), not oneDNN's bnorm_jit,
+ * 1.5-2x slower there; over a blocked layout (AVX2's nChw8c, steered
+ * Concats) they stay bnorm. Every one is one of the two, no other kernel
+ * (no gemm or reference depthwise convolution), and the result is REF's
+ * (densenet121_fuses_its_batchnorms_and_matches_ref). */
+Test(cpu, densenet121_batchnorms_over_channels_last_are_depthwise_convolutions, .timeout = 600)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("densenet121", &core, &model);
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    int major = cpu_testing_onednn_major(core);
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int depthwise = 0, bnorm = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].layer_type, "FusedBatchNormalization") != 0)
+            continue;
+        bool dw = strncmp(nodes[i].impl_type, "brdgmm_dw:avx512", 16) == 0;
+        bool bn = strncmp(nodes[i].impl_type, "bnorm", 5) == 0;
+        cr_assert(dw || bn, "%s runs %s", nodes[i].name, nodes[i].impl_type);
+        depthwise += dw;
+        bnorm += bn;
+    }
+    cr_assert_eq(depthwise + bnorm, 62);
+    /* 2.6 in f32 on AVX-512: brgconv writes channels-last and no Concat is
+     * steered (blocked_concats_are_written_in_place skips there). */
+    if (major == 2 && strncmp(isa, "avx512", 6) == 0)
+        cr_assert_eq(depthwise, 62, "oneDNN 2 on %s: %d of 62 as depthwise convolutions", isa,
+                     depthwise);
+    else
+        cr_log_info("oneDNN %d on %s: %d depthwise, %d bnorm", major, isa, depthwise, bnorm);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
 /* bf16 on request: native where the CPU has it, f32 on AVX2 (the precision
  * the compiled model reports, precision_follows_the_isa); either way the
  * shared, in-place Concat buffers hold what REF computes. The tolerance is
