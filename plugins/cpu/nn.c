@@ -7,6 +7,7 @@
 
 #include "graph/ops/attr_parse.h"
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/team.h"
 
 #define MAX_CONCAT 64
 
@@ -39,6 +40,12 @@ typedef struct nn_state {
     bool bn_conv;
     cpu_md bn_wei, bn_bias;
     float *bn_wei_data, *bn_bias_data;
+    /* A Concat of channels-last parts as one reorder per part into its
+     * channel range of the output (concat_by_reorders): part_view[k] is
+     * that range, part_at[k] its byte offset in the output. */
+    cpu_prim *part;
+    cpu_md *part_view;
+    size_t *part_at;
 } nn_state;
 
 static void nn_release(void *state)
@@ -51,6 +58,11 @@ static void nn_release(void *state)
     cpu_prim_release(&s->from_plain);
     free(s->bn_wei_data);
     free(s->bn_bias_data);
+    for (int k = 0; s->part != NULL && k < s->n_src; k++)
+        cpu_prim_release(&s->part[k]);
+    free(s->part);
+    free(s->part_view);
+    free(s->part_at);
     free(s);
 }
 
@@ -748,6 +760,86 @@ static rn_status bn_as_depthwise(const rn_node *node, nn_state *s, dnnl_primitiv
     return RN_OK;
 }
 
+/* Whether md is dense channels-last (acdb, acdeb, ...) of rank 3 to 5. */
+static bool dense_channels_last(const cpu_md *md)
+{
+    if (md->format_kind != dnnl_blocked || md->ndims < 3 || md->ndims > 5 ||
+        md->format_desc.blocking.inner_nblks != 0 || md->offset0 != 0)
+        return false;
+    const dnnl_dim_t *st = md->format_desc.blocking.strides;
+    dnnl_dim_t want = md->dims[1];
+    if (st[1] != 1)
+        return false;
+    for (int d = md->ndims - 1; d >= 2; d--) {
+        if (st[d] != want)
+            return false;
+        want *= md->dims[d];
+    }
+    return st[0] == want || md->dims[0] == 1;
+}
+
+/* A Concat along C whose parts and output are dense channels-last, where
+ * oneDNN runs its generic concat (simple:any), as one jit reorder per part
+ * into the part's channel range of the output (a strided view): oneDNN
+ * 2.6.3's simple concat copies pixel by pixel and took 1.1-1.6x the
+ * reorders' time at one thread on a Zen 4 (64+64 x 55x55 47 against 30 us,
+ * 64+96 x 28x28 12.1 against 7.6, 224+32 x 56x56 68 against 53: a memcpy
+ * of the output takes 26, 4.4 and 48). The parts' own layouts stay. Left
+ * as it is on any failure. */
+static rn_status concat_by_reorders(const rn_node *node, nn_state *s)
+{
+    if (strncmp(s->p.impl, "simple", 6) != 0 || !dense_channels_last(&s->dst))
+        return RN_OK;
+    for (int k = 0; k < s->n_src; k++)
+        if (!dense_channels_last(&s->src[k]) || s->src[k].data_type != s->dst.data_type)
+            return RN_OK;
+    size_t elem = cpu_md_get_size(&s->dst);
+    for (int d = 0; d < s->dst.ndims; d++)
+        elem /= (size_t)s->dst.dims[d];
+    cpu_prim *part = calloc((size_t)s->n_src, sizeof *part);
+    cpu_md *view = calloc((size_t)s->n_src, sizeof *view);
+    size_t *at = calloc((size_t)s->n_src, sizeof *at);
+    rn_status st = part != NULL && view != NULL && at != NULL
+                       ? RN_OK
+                       : rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
+    int made = 0;
+    dnnl_dim_t c = 0;
+    bool ok = true;
+    for (int k = 0; k < s->n_src && st == RN_OK && ok; k++) {
+        dnnl_dims_t dims;
+        memcpy(dims, s->dst.dims, sizeof dims);
+        dims[1] = s->src[k].dims[1];
+        ok = cpu_md_init_by_strides(&view[k], s->dst.ndims, dims, s->dst.data_type,
+                                    s->dst.format_desc.blocking.strides) == dnnl_success;
+        at[k] = (size_t)c * elem;
+        c += dims[1];
+        if (ok && (st = reorder_prim(node, &s->src[k], &view[k], &part[k])) == RN_OK)
+            made++;
+    }
+    if (st == RN_OK && ok) {
+        size_t pad = s->scratch;
+        for (int k = 0; k < made; k++) {
+            part[k].kind = CPU_TEAM_REORDER;
+            pad = part[k].scratch > pad ? part[k].scratch : pad;
+        }
+        s->scratch = pad;
+        s->part = part;
+        s->part_view = view;
+        s->part_at = at;
+        size_t len = strnlen(part[0].impl, sizeof s->p.impl - sizeof " (reorders)");
+        memcpy(s->p.impl, part[0].impl, len);
+        memcpy(s->p.impl + len, " (reorders)", sizeof " (reorders)");
+        return RN_OK;
+    }
+    for (int k = 0; k < made; k++)
+        cpu_prim_release(&part[k]);
+    free(part);
+    free(view);
+    free(at);
+    /* A reorder oneDNN refuses leaves the concat as it was. */
+    return st == RN_OK || plugin_kernel_may_fall_back(st) ? RN_OK : st;
+}
+
 static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
 {
     nn_state *s = calloc(1, sizeof *s);
@@ -790,6 +882,10 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
     cpu_pd_md(pd, dnnl_query_dst_md, 0, &s->dst);
     cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
     s->scratch = s->p.scratch;
+    if (is_op(node, "Concat") && (st = concat_by_reorders(node, s)) != RN_OK) {
+        nn_release(s);
+        return st;
+    }
     if (is_op(node, "LRN") && channel_blocked(&s->src[0]) &&
         (st = lrn_over_plain(node, s)) != RN_OK) {
         nn_release(s);
@@ -835,6 +931,16 @@ static rn_status nn_run(rn_kernel_args *args)
             st = cpu_execute(&s->p, args, lrn, 2);
         if (st == RN_OK)
             st = cpu_execute(&s->from_plain, args, out, 2);
+        return st;
+    }
+    if (s->part != NULL) {
+        rn_status st = RN_OK;
+        for (int k = 0; k < s->n_src && st == RN_OK; k++) {
+            cpu_arg r[2] = {
+                {DNNL_ARG_FROM, &s->src[k], args->inputs[k].data},
+                {DNNL_ARG_TO, &s->part_view[k], (char *)args->outputs[0].data + s->part_at[k]}};
+            st = cpu_execute(&s->part[k], args, r, 2);
+        }
         return st;
     }
     if (s->bn_conv) {
