@@ -209,15 +209,21 @@ static bool transposed(const graph_value *x, const int64_t *perm)
     return true;
 }
 
-/* Whether n is one of the nodes the match replaces (or the second MatMul). */
-static bool in_pattern(const sdpa_match *m, const graph_node *pv, const graph_node *n)
+/* Whether every read of x is by a node of the pattern (Q and V may be one
+ * value, read by both MatMuls, where merge_duplicates merged two equal
+ * Transposes). */
+static bool read_by_pattern_only(const graph *g, const sdpa_match *m, const graph_node *pv,
+                                 const graph_value *x)
 {
-    if (n != NULL && n == pv)
-        return true;
-    for (int i = 0; i < m->count; i++)
-        if (n != NULL && m->nodes[i] == n)
-            return true;
-    return false;
+    if (transforms_is_result(g, x))
+        return false;
+    int inside = 0;
+    for (int i = -1; i < m->count; i++) {
+        const graph_node *n = i < 0 ? pv : m->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++)
+            inside += n->inputs[k] == x;
+    }
+    return inside == transforms_count_uses(g, x);
 }
 
 /* The exporters' head split: Q and V Transposed [0, 2, 1, 3] from [B, S,
@@ -228,11 +234,11 @@ static void absorb_heads(graph *g, sdpa_match *m, const graph_node *pv)
     static const int64_t split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
     graph_value *x[3] = {m->q, m->kt, m->v};
     for (int k = 0; k < 3; k++)
-        if (!transposed(x[k], k == 1 ? split_t : split) ||
-            !in_pattern(m, pv, transforms_sole_reader(g, x[k])))
+        if (!transposed(x[k], k == 1 ? split_t : split) || !read_by_pattern_only(g, m, pv, x[k]))
             return;
     for (int k = 0; k < 3; k++)
-        m->nodes[m->count++] = x[k]->producer;
+        if (k < 2 || x[2] != x[0])
+            m->nodes[m->count++] = x[k]->producer;
     m->q = x[0]->producer->inputs[0];
     m->kt = x[1]->producer->inputs[0];
     m->v = x[2]->producer->inputs[0];

@@ -147,6 +147,18 @@ typedef struct transforms_preprocess {
  * it once per graph. ctx: a transforms_preprocess (borrowed); NULL: nothing. */
 rn_status transforms_add_preprocessing(graph *g, void *ctx, int *changes);
 
+/* Common subexpression elimination (transforms/merge_duplicates.c; off the
+ * default pipeline: the CPU device adds it before its fusions). A node of
+ * the default domain that reads the same inputs as an earlier node of the
+ * same op type, opset and attributes is dropped and its readers read the
+ * earlier node's outputs, which carries both nodes' fused names. Inputs are
+ * the same when they are one value, or constants of one element type and
+ * shape with equal bytes. Left alone: random ops and Dropout, nodes with
+ * subgraphs or without inputs, and nodes that write a result. One run in
+ * topological order reaches the fixed point (chains of duplicates go
+ * together). ctx: unused. */
+RN_KIT rn_status transforms_merge_duplicates(graph *g, void *ctx, int *changes);
+
 /* Fusions for devices that run a convolution or a GEMM with its epilogue
  * as one primitive (transforms/fuse_conv.c; off the default pipeline: a
  * device adds them). Each fuses only where the intermediate value has no

@@ -25,7 +25,7 @@ sum of the minimums and of the medians. OpenVINO's the same way: its request's l
 its layers' real_time summed per inference.
 
   bench/models/run --prim-min MODEL [--threads 1,2] [--inferences 40] [--top 15]
-                   [--openvino] [--hint none|latency]
+                   [--openvino] [--hint none|latency] [--precision f32|bf16]
 """
 import argparse
 import collections
@@ -50,13 +50,15 @@ def model_inputs(model):
             if f.endswith(".npy")}
 
 
-def runnel_minimums(bench, model, threads, inferences, hint="none"):
+def runnel_minimums(bench, model, threads, inferences, hint="none", precision=None):
     """{key: (minimum us, executions an inference)} and the inferences' account."""
     env = dict(os.environ, ONEDNN_VERBOSE="1", RUNNEL_INSTALLED_PLUGINS="0")
     cmd = [bench, "-m", model, "-d", "CPU", "-hint", hint, "-nthreads", str(threads), "-api",
            "sync", "-niter", str(inferences), "-report_type", "detailed", "-pc"]
     if hint == "none":
         cmd += ["-nstreams", "1"]
+    if precision:
+        cmd += ["-infer_precision", precision]
     for name, path in model_inputs(model).items():
         cmd += ["-i", f"{name}={path}"]
     # The verbose lines go to a file, not a pipe: a line a primitive writes into a full pipe
@@ -145,12 +147,14 @@ def print_account(who, a):
           f"{a['node_min'] / 1000:.2f}, of their medians {a['node_median'] / 1000:.2f}")
 
 
-def openvino_minimums(model, threads, inferences):
+def openvino_minimums(model, threads, inferences, precision=None):
     import numpy as np
     import openvino as ov
-    compiled = ov.Core().compile_model(model, "CPU", {
-        "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
-        "INFERENCE_NUM_THREADS": str(threads), "PERF_COUNT": "YES"})
+    config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
+              "INFERENCE_NUM_THREADS": str(threads), "PERF_COUNT": "YES"}
+    if precision:
+        config["INFERENCE_PRECISION_HINT"] = precision
+    compiled = ov.Core().compile_model(model, "CPU", config)
     request = compiled.create_infer_request()
     recorded = model_inputs(model)
     feeds = {i.any_name: np.load(recorded[i.any_name]) if i.any_name in recorded
@@ -186,6 +190,8 @@ def main():
                     help="runnel's PERFORMANCE_HINT (none: one stream of --threads; latency: "
                          "what a user gets, the stream and its team from the hint; OpenVINO "
                          "runs LATENCY, one stream, either way)")
+    ap.add_argument("--precision", choices=["f32", "bf16"],
+                    help="INFERENCE_PRECISION_HINT for both runtimes (default: each one's own)")
     a = ap.parse_args()
     counts = [int(t) for t in a.threads.split(",")]
     if not os.path.exists(a.model):
@@ -199,7 +205,7 @@ def main():
             ap.error(f"no model {a.model} (a path, or a name under .cache/onnx-1.22.0/light or "
                      ".cache/bench-models: bench/models/run --suite --models NAME makes those)")
     bench = os.path.join(a.tools, "bench")
-    measured = {t: runnel_minimums(bench, a.model, t, a.inferences, a.hint) for t in counts}
+    measured = {t: runnel_minimums(bench, a.model, t, a.inferences, a.hint, a.precision) for t in counts}
     mins = {t: m for t, (m, _) in measured.items()}
     for t in counts:
         kinds = collections.defaultdict(lambda: [0.0, 0])
@@ -212,7 +218,7 @@ def main():
             print(f"  {us:9.0f} us {100 * us / total:5.1f} %  {n:3d}  {kind} {impl}")
         print_account(f"runnel, {t} thread(s), where an inference's time goes", measured[t][1])
         if a.openvino:
-            best, ov_account = openvino_minimums(a.model, t, a.inferences)
+            best, ov_account = openvino_minimums(a.model, t, a.inferences, a.precision)
             types = collections.defaultdict(lambda: [0.0, 0])
             for (_, typ, impl), us in best.items():
                 types[(typ, impl)][0] += us

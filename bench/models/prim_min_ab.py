@@ -33,6 +33,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--inferences", type=int, default=30)
     ap.add_argument("--sums", help="thread counts: compare sums of minimums only")
+    ap.add_argument("--precision", choices=["f32", "bf16"],
+                    help="INFERENCE_PRECISION_HINT (default: the device's own)")
     a = ap.parse_args()
     if a.sums:
         return compare_sums(a, [int(t) for t in a.sums.split(",")])
@@ -42,7 +44,7 @@ def main():
         for r in range(a.rounds):
             for cfg in runs if r == 0 else runs[1:]:
                 os.environ["LD_LIBRARY_PATH"] = a.lib_a if cfg[0] == "A" else a.lib_b
-                mins, _ = runnel_minimums(a.bench, model, cfg[1], a.inferences)
+                mins, _ = runnel_minimums(a.bench, model, cfg[1], a.inferences, precision=a.precision)
                 for k, (m, per) in mins.items():
                     old = best[k].get(cfg)
                     best[k][cfg] = (min(m, old[0]) if old else m, per)
@@ -72,7 +74,7 @@ def compare_sums(a, threads):
             for t in threads:
                 for build in ("A", "B"):
                     os.environ["LD_LIBRARY_PATH"] = a.lib_a if build == "A" else a.lib_b
-                    mins, _ = runnel_minimums(a.bench, model, t, a.inferences)
+                    mins, _ = runnel_minimums(a.bench, model, t, a.inferences, precision=a.precision)
                     total = sum(m * per for m, per in mins.values())
                     best[(build, t)] = min(total, best.get((build, t), total))
                     census = collections.Counter()

@@ -28,8 +28,11 @@
  * bf16); in native bf16 its jit kernel over nChw16c (jit_bf16) writes the
  * Concats in place: SqueezeNet's LATENCY median on a Zen 4, against the
  * copies, 0.94 against 1.02 ms quiet, 2.0-2.1 against 2.2 loaded (bench/LOG.md
- * "AVX-512 bf16: ShuffleNet, SqueezeNet"). In f32 it is not steered there
- * (unmeasured quiet: the one loaded run was not better). */
+ * "AVX-512 bf16: ShuffleNet, SqueezeNet"). In f32 it is not steered there:
+ * per primitive at one thread DenseNet-121 gained (24.02 -> 23.24 ms) but
+ * SqueezeNet lost (2.89 -> 3.75: its 512 -> 1000 classifier as jit_1x1 over
+ * nChw16c takes twice brgconv's time); DenseNet's normalizations over
+ * channels-last are depthwise convolutions instead (nn.c, bn_as_depthwise). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -50,6 +50,11 @@ static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
                                                 transforms_fuse_qdq, NULL, 0)) != RN_OK ||
         (st = transforms_pipeline_insert_before(tp, "constant_folding", "fuse_qop",
                                                 transforms_fuse_qop, NULL, 0)) != RN_OK ||
+        /* Before the folds, which give each of two equal Convs weights of
+         * its own (their BatchNormalizations differ): OpenVINO merges them
+         * too (docs/transforms.md). */
+        (st = transforms_pipeline_add(tp, "merge_duplicates", transforms_merge_duplicates, NULL,
+                                      0)) != RN_OK ||
         (st = transforms_pipeline_add(tp, "fold_batchnorm", transforms_fold_batchnorm, NULL, 0)) !=
             RN_OK ||
         (st = transforms_pipeline_add(tp, "fold_scale_shift", transforms_fold_scale_shift, NULL,

@@ -369,6 +369,59 @@ Test(cpu, blocked_concats_are_written_in_place_in_native_bf16, .timeout = 300)
                  seen);
 }
 
+/* Whether every comma-separated layout in `list` is channels-last ("acdb",
+ * "bf16:acdb"). */
+static bool all_channels_last(const char *list)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    bool any = false;
+    for (char *save, *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+        const char *colon = strrchr(t, ':');
+        if (strcmp(colon != NULL ? colon + 1 : t, "acdb") != 0)
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+/* A Concat along C of channels-last parts that is not in place (oneDNN
+ * 2.6's brgconv on AVX-512 in f32, 3.x's on AVX2 where not steered) is one
+ * jit reorder per part into its channel range (nn.c, concat_by_reorders),
+ * not oneDNN's generic simple:any concat, 1.1-1.6x slower at one thread;
+ * the outputs are REF's (squeezenet_f32_matches_ref, the Inception-v2
+ * test). Where no Concat reads channels-last (2.6 on AVX2: in place) it
+ * skips. */
+Test(cpu, channels_last_concats_are_reorders_into_their_ranges, .timeout = 300)
+{
+    static const char *const models[] = {"squeezenet", "inception_v2", "inception_v1"};
+    int channels_last = 0;
+    for (int m = 0; m < 3; m++) {
+        rn_core *core;
+        rn_model *model;
+        rn_compiled_model *cm = compile_light_f32(models[m], &core, &model);
+        const rn_runtime_node *nodes;
+        size_t n;
+        OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(nodes[i].layer_type, "Concat") != 0 ||
+                strcmp(nodes[i].impl_type, "concat_in_place") == 0 ||
+                !all_channels_last(nodes[i].input_layouts))
+                continue;
+            channels_last++;
+            cr_assert(strstr(nodes[i].impl_type, "(reorders)") != NULL,
+                      "%s: Concat '%s' over %s runs %s", models[m], nodes[i].name,
+                      nodes[i].input_layouts, nodes[i].impl_type);
+        }
+        rn_compiled_model_free(cm);
+        rn_model_free(model);
+        rn_core_free(core);
+    }
+    if (channels_last == 0)
+        cr_skip_test("no Concat reads channels-last parts here");
+    cr_log_info("%d channels-last Concats, each one reorder per part", channels_last);
+}
+
 Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
 {
     rn_core *core;
@@ -667,14 +720,42 @@ Test(cpu, inception_v2_pools_its_projections_after_the_conv_and_matches_ref, .ti
         pools += strcmp(nodes[i].layer_type, "AveragePool") == 0;
     }
     /* Before, every Conv was a FusedConv with its ReLU, and no ReLU was
-     * left on its own. */
+     * left on its own. The other 2 Convs without an activation are merged
+     * duplicates read by several BatchNormalizations
+     * (inception_v2_runs_each_duplicate_convolution_once). */
     cr_assert_eq(pools, 8, "%d AveragePools", pools);
-    cr_assert_eq(convs, 7, "%d Convs without an activation (the pool projections)", convs);
+    cr_assert_eq(convs, 9, "%d Convs without an activation (the pool projections and 2 shared)",
+                 convs);
     cr_assert_eq(relus, 7, "%d ReLUs of their own (after the projections' pools)", relus);
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);
     compare_with_ref("inception_v2", "f32", 1e-3f);
+}
+
+/* The light Inception-v2 fills most of its weights with one number
+ * (ConstantOfShape 0.02), so sibling convolutions over one input often hold
+ * equal weights: transforms merge_duplicates runs each such convolution
+ * once (OpenVINO's SharedOpOptimization does too: 60 of the 69
+ * convolutions run in its exec graph). Where the merged convolution's
+ * BatchNormalizations differ, each reader's BatchNormalization + ReLU is a
+ * FusedBatchNormalization of its own (it cannot fold into the shared
+ * weights). The result is REF's, which runs all 69
+ * (inception_v2_pools_its_projections_after_the_conv_and_matches_ref). */
+Test(cpu, inception_v2_runs_each_duplicate_convolution_once, .timeout = 300)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("inception_v2", &core, &model);
+    int ref = 0;
+    int convs = count_type(cm, "Conv", &ref) + count_type(cm, "FusedConv", &ref);
+    cr_assert_eq(convs, 60, "%d convolutions run (69 in the model, 9 duplicates)", convs);
+    cr_assert_eq(count_type(cm, "FusedBatchNormalization", &ref), 6);
+    cr_assert_eq(count_type(cm, "BatchNormalization", NULL), 0, "a BatchNormalization unfused");
+    cr_assert_eq(ref, 0, "a convolution or normalization runs REF's kernel");
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
 }
 
 /* DenseNet-121: every Concat in place (blocked_concats_are_written_in_place)
@@ -701,6 +782,48 @@ Test(cpu, densenet121_fuses_its_batchnorms_and_matches_ref, .timeout = 600)
     rn_model_free(model);
     rn_core_free(core);
     compare_with_ref("densenet121", "f32", 1e-3f);
+}
+
+/* DenseNet-121's 62 pre-activations (BatchNormalization + ReLU after a
+ * Concat) over channels-last f32, where 2.6's convolutions write it on
+ * AVX-512, run as a depthwise 1x1 convolution with the statistics folded
+ * (nn.c, bn_as_depthwise: brdgmm_dw:avx512_core), not oneDNN's bnorm_jit,
+ * 1.5-2x slower there; over a blocked layout (AVX2's nChw8c, steered
+ * Concats) they stay bnorm. Every one is one of the two, no other kernel
+ * (no gemm or reference depthwise convolution), and the result is REF's
+ * (densenet121_fuses_its_batchnorms_and_matches_ref). */
+Test(cpu, densenet121_batchnorms_over_channels_last_are_depthwise_convolutions, .timeout = 600)
+{
+    rn_core *core;
+    rn_model *model;
+    rn_compiled_model *cm = compile_light_f32("densenet121", &core, &model);
+    char isa[64];
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    int major = cpu_testing_onednn_major(core);
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int depthwise = 0, bnorm = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(nodes[i].layer_type, "FusedBatchNormalization") != 0)
+            continue;
+        bool dw = strncmp(nodes[i].impl_type, "brdgmm_dw:avx512", 16) == 0;
+        bool bn = strncmp(nodes[i].impl_type, "bnorm", 5) == 0;
+        cr_assert(dw || bn, "%s runs %s", nodes[i].name, nodes[i].impl_type);
+        depthwise += dw;
+        bnorm += bn;
+    }
+    cr_assert_eq(depthwise + bnorm, 62);
+    /* 2.6 in f32 on AVX-512: brgconv writes channels-last and no Concat is
+     * steered (blocked_concats_are_written_in_place skips there). */
+    if (major == 2 && strncmp(isa, "avx512", 6) == 0)
+        cr_assert_eq(depthwise, 62, "oneDNN 2 on %s: %d of 62 as depthwise convolutions", isa,
+                     depthwise);
+    else
+        cr_log_info("oneDNN %d on %s: %d depthwise, %d bnorm", major, isa, depthwise, bnorm);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
 }
 
 /* bf16 on request: native where the CPU has it, f32 on AVX2 (the precision

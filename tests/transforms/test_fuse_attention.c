@@ -234,6 +234,45 @@ Test(fuse_attention, head_merge_is_absorbed_when_the_device_asks)
     graph_free(g);
 }
 
+/* Q and V one head split (one Transpose read by both MatMuls, as
+ * merge_duplicates leaves two equal ones): absorbed once, the node reads its
+ * input as Q and as V. */
+Test(fuse_attention, head_transpose_shared_by_q_and_v_is_absorbed)
+{
+    fill(q_data, 64, 1);
+    fill(k_data, 64, 2);
+    graph *g = tt_graph();
+    static const int64_t split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
+    graph_value *x = tt_input(g, "q", RN_F32, 4, bshd), *xk = tt_input(g, "k", RN_F32, 4, bshd);
+    graph_value *h = tt_unary(g, "qv_heads", "Transpose", x);
+    tt_attr_ints(g, "qv_heads", "perm", 4, split);
+    graph_value *hk = tt_unary(g, "k_heads", "Transpose", xk);
+    tt_attr_ints(g, "k_heads", "perm", 4, split_t);
+    graph_value *s = tt_binary(g, "scores", "MatMul", h, hk);
+    graph_value *d = tt_binary(g, "div", "Div", s, scalar(g, "sqrt_d", sqrtf(8.0f)));
+    graph_value *y = tt_binary(g, "context", "MatMul", tt_unary(g, "softmax", "Softmax", d), h);
+    tt_output(g, y);
+    tt_finish(g);
+    graph *before = clone_of(g);
+    cr_assert_eq(run_fusion(g), 5, "MatMul, Div, Softmax and the two Transposes go");
+    cr_assert_eq(g->n_nodes, 1);
+    graph_node *n = g->nodes[0];
+    cr_assert_str_eq(graph_node_attr_string(n, "qkv_layout", ""), "BSHD");
+    cr_assert_eq(n->inputs[0], x);
+    cr_assert_eq(n->inputs[1], xk);
+    cr_assert_eq(n->inputs[2], x);
+    tt_assert_valid(g);
+    graph_tensor in[2] = {tt_tensor_f32(4, bshd, q_data), tt_tensor_f32(4, bshd, k_data)};
+    graph_tensor a[1] = {0}, b[1] = {0};
+    tt_run(before, in, 2, a);
+    tt_run(g, in, 2, b);
+    tt_assert_close_f32(&b[0], &a[0], 1e-5f);
+    graph_tensor_release(&a[0]);
+    graph_tensor_release(&b[0]);
+    graph_free(before);
+    graph_free(g);
+}
+
 /* Without the device's option (NVIDIA's pipeline, the default), and where
  * the merge is another permutation or the attention's output is read
  * elsewhere, the Transpose stays. */

@@ -621,3 +621,97 @@ Test(eliminate_dead_nodes, unread_branch_and_constants_go)
     tt_assert_valid(g);
     graph_free(g);
 }
+
+/* ---- common subexpression elimination ---- */
+
+/* x -> Mul(x, c1) -> Relu and x -> Mul(x, c2) -> Relu with c1, c2 two
+ * constants of equal bytes (as constant folding leaves a model's
+ * ConstantOfShape weights): one Mul and one Relu stay, and both results
+ * read them (through Sigmoids, so that no result is a merged node's). */
+Test(merge_duplicates, equal_constants_merge_a_chain)
+{
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, dims23);
+    graph_value *c1 = tt_const_f32(g, "c1", 2, dims23, data23);
+    graph_value *c2 = tt_const_f32(g, "c2", 2, dims23, data23);
+    graph_value *r1 = tt_unary(g, "r1", "Relu", tt_binary(g, "m1", "Mul", x, c1));
+    graph_value *r2 = tt_unary(g, "r2", "Relu", tt_binary(g, "m2", "Mul", x, c2));
+    tt_output(g, tt_unary(g, "s1", "Sigmoid", r1));
+    tt_output(g, tt_unary(g, "s2", "Tanh", r2));
+    tt_finish(g);
+    graph *before = clone_of(g);
+
+    cr_assert_eq(run_pass(transforms_merge_duplicates, g, NULL), 2);
+    cr_assert_eq(tt_count_op(g, "Mul"), 1);
+    cr_assert_eq(tt_count_op(g, "Relu"), 1);
+    graph_node *m = tt_find_node(g, "m1"), *r = tt_find_node(g, "r1");
+    cr_assert(m != NULL && r != NULL, "the first of each pair stays");
+    cr_assert(tt_has_fused(m, "m2") && tt_has_fused(r, "r2"));
+    cr_assert_eq(tt_find_node(g, "s1")->inputs[0], r->outputs[0]);
+    cr_assert_eq(tt_find_node(g, "s2")->inputs[0], r->outputs[0]);
+    tt_assert_valid(g);
+    assert_same_results(before, g, 0);
+    cr_assert_eq(run_pass(transforms_merge_duplicates, g, NULL), 0, "one run is the fixed point");
+    graph_free(before);
+    graph_free(g);
+}
+
+Test(merge_duplicates, different_constants_or_attributes_stay)
+{
+    float other[6] = {-3.0f, -1.5f, 0.5f, 1.0f, 2.5f, -0.25f};
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, dims23);
+    graph_value *c1 = tt_const_f32(g, "c1", 2, dims23, data23);
+    graph_value *c2 = tt_const_f32(g, "c2", 2, dims23, other);
+    tt_output(g, tt_unary(g, "s1", "Sigmoid", tt_binary(g, "m1", "Mul", x, c1)));
+    tt_output(g, tt_unary(g, "s2", "Tanh", tt_binary(g, "m2", "Mul", x, c2)));
+    /* Same input, other attributes: Softmax over axis 0 and over axis 1. */
+    tt_unary(g, "sm0", "Softmax", x);
+    tt_unary(g, "sm1", "Softmax", x);
+    tt_attr_int(g, "sm0", "axis", 0);
+    tt_attr_int(g, "sm1", "axis", 1);
+    tt_output(g, tt_unary(g, "e0", "Exp", graph_find_value(g, "sm0", false)));
+    tt_output(g, tt_unary(g, "e1", "Neg", graph_find_value(g, "sm1", false)));
+    tt_finish(g);
+    int nodes = g->n_nodes;
+    cr_assert_eq(run_pass(transforms_merge_duplicates, g, NULL), 0);
+    cr_assert_eq(g->n_nodes, nodes);
+    graph_free(g);
+}
+
+Test(merge_duplicates, results_and_random_ops_stay)
+{
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, dims23);
+    /* Two equal Relus, each a result the user reads by its name. */
+    tt_output(g, tt_unary(g, "r1", "Relu", x));
+    tt_output(g, tt_unary(g, "r2", "Relu", x));
+    /* Two draws of one distribution are two draws. */
+    tt_output(g, tt_unary(g, "a1", "Abs", tt_unary(g, "u1", "RandomUniformLike", x)));
+    tt_output(g, tt_unary(g, "a2", "Neg", tt_unary(g, "u2", "RandomUniformLike", x)));
+    tt_finish(g);
+    cr_assert_eq(run_pass(transforms_merge_duplicates, g, NULL), 0);
+    cr_assert_eq(tt_count_op(g, "Relu"), 2);
+    cr_assert_eq(tt_count_op(g, "RandomUniformLike"), 2);
+    graph_free(g);
+}
+
+/* A duplicate read by the other's reader too (x -> Relu r1, Relu r2 -> Add
+ * r1 + r2): the Add reads the kept Relu twice. */
+Test(merge_duplicates, a_reader_of_both_reads_one_twice)
+{
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, dims23);
+    graph_value *r1 = tt_unary(g, "r1", "Relu", x), *r2 = tt_unary(g, "r2", "Relu", x);
+    tt_output(g, tt_binary(g, "add", "Add", r1, r2));
+    tt_finish(g);
+    graph *before = clone_of(g);
+    cr_assert_eq(run_pass(transforms_merge_duplicates, g, NULL), 1);
+    graph_node *add = tt_find_node(g, "add");
+    cr_assert_eq(add->inputs[0], r1);
+    cr_assert_eq(add->inputs[1], r1);
+    tt_assert_valid(g);
+    assert_same_results(before, g, 0);
+    graph_free(before);
+    graph_free(g);
+}
