@@ -1,5 +1,5 @@
 /* Shared by the NVIDIA tests: a bf16 program is its f16 program with bf16
- * values (tests/nvidia/same_program.h). */
+ * values; the device's own YES/NO properties (tests/nvidia/same_program.h). */
 #include "tests/nvidia/same_program.h"
 
 #include <criterion/criterion.h>
@@ -48,4 +48,30 @@ void nv_test_assert_bf16_as_f16(const nv_program *h, const nv_program *b, const 
     cr_assert_eq(b->arena_bytes, h->arena_bytes, "%s", what);
     cr_assert_eq(b->weights_bytes, h->weights_bytes, "%s", what);
     cr_assert_eq(b->pinned_bytes, h->pinned_bytes, "%s", what);
+}
+
+void nv_test_assert_own_bool(const char *key, size_t offset, const char *bad)
+{
+    nv_properties p;
+    nv_properties_default(&p, 9);
+    const bool *on = (const bool *)((const char *)&p + offset);
+    cr_assert(!*on, "%s is off by default", key);
+    char buf[32];
+    cr_assert_eq(nv_properties_get(&p, key, buf, sizeof buf), RN_OK, "%s", rn_last_error());
+    cr_assert_str_eq(buf, "NO");
+    rn_property yes[] = {{key, "YES"}};
+    cr_assert_eq(nv_properties_apply(&p, yes, 1), RN_OK, "%s", rn_last_error());
+    cr_assert(*on, "%s YES", key);
+    cr_assert_eq(nv_properties_get(&p, key, buf, sizeof buf), RN_OK, "%s", rn_last_error());
+    cr_assert_str_eq(buf, "YES");
+    /* A bad value names the key and changes nothing, the good one before
+     * it in the same call included. */
+    rn_property wrong[] = {{"NVIDIA_ALLOW_TF32", "YES"}, {key, bad}};
+    cr_assert_eq(nv_properties_apply(&p, wrong, 2), RN_INVALID_ARG);
+    cr_assert(strstr(rn_last_error(), key) != NULL, "%s", rn_last_error());
+    cr_assert(*on);
+    cr_assert(!p.own.allow_tf32);
+    rn_property no[] = {{key, "NO"}};
+    cr_assert_eq(nv_properties_apply(&p, no, 1), RN_OK, "%s", rn_last_error());
+    cr_assert(!*on, "%s NO", key);
 }

@@ -2,6 +2,8 @@
 #ifndef RUNNEL_TESTS_NVIDIA_SAME_PROGRAM_H
 #define RUNNEL_TESTS_NVIDIA_SAME_PROGRAM_H
 
+#include <stddef.h>
+
 #include "plugins/nvidia/nvidia.h"
 
 /* Asserts (Criterion) that `b`, lowered in bf16, is `h`, the same graph
@@ -10,5 +12,12 @@
  * at the same offsets, with bf16 wherever h has f16. `what` names the
  * model in messages. */
 void nv_test_assert_bf16_as_f16(const nv_program *h, const nv_program *b, const char *what);
+
+/* Asserts (Criterion) that the NVIDIA-own YES/NO property `key`, stored at
+ * byte `offset` of nv_properties (offsetof(nv_properties, own.FIELD)), is
+ * off by default, reads and parses YES and NO, and that a bad value `bad`
+ * is refused naming the key with nothing of the same call applied (a good
+ * NVIDIA_ALLOW_TF32 before it included). */
+void nv_test_assert_own_bool(const char *key, size_t offset, const char *bad);
 
 #endif /* RUNNEL_TESTS_NVIDIA_SAME_PROGRAM_H */

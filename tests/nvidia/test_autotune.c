@@ -8,6 +8,7 @@
  * convolutions. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "plugins/api/device.h"
 #include "plugins/nvidia/nvidia.h"
 #include "plugins/ref/ref.h"
+#include "tests/nvidia/same_program.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
@@ -44,27 +46,7 @@ static graph *light(const char *name)
 
 Test(nvidia_autotune, property_defaults_to_no_parses_and_refuses_bad_values)
 {
-    nv_properties p;
-    nv_properties_default(&p, 9);
-    cr_assert(!p.own.autotune, "NVIDIA_AUTOTUNE is off by default");
-    char buf[32];
-    OK(nv_properties_get(&p, "NVIDIA_AUTOTUNE", buf, sizeof buf));
-    cr_assert_str_eq(buf, "NO");
-    rn_property on[] = {{"NVIDIA_AUTOTUNE", "YES"}};
-    OK(nv_properties_apply(&p, on, 1));
-    cr_assert(p.own.autotune);
-    OK(nv_properties_get(&p, "NVIDIA_AUTOTUNE", buf, sizeof buf));
-    cr_assert_str_eq(buf, "YES");
-    /* A bad value names the key and changes nothing, the good one before
-     * it in the same call included. */
-    rn_property bad[] = {{"NVIDIA_ALLOW_TF32", "YES"}, {"NVIDIA_AUTOTUNE", "fast"}};
-    cr_assert_eq(nv_properties_apply(&p, bad, 2), RN_INVALID_ARG);
-    cr_assert(strstr(rn_last_error(), "NVIDIA_AUTOTUNE") != NULL, "%s", rn_last_error());
-    cr_assert(p.own.autotune);
-    cr_assert(!p.own.allow_tf32);
-    rn_property off[] = {{"NVIDIA_AUTOTUNE", "NO"}};
-    OK(nv_properties_apply(&p, off, 1));
-    cr_assert(!p.own.autotune);
+    nv_test_assert_own_bool("NVIDIA_AUTOTUNE", offsetof(nv_properties, own.autotune), "fast");
 }
 
 static bool listed(const char *list, const char *word)

@@ -12,6 +12,7 @@
  * and YES). */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "plugins/nvidia/exec.h"
 #include "plugins/nvidia/nvidia.h"
 #include "plugins/ref/ref.h"
+#include "tests/nvidia/same_program.h"
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \
@@ -32,27 +34,8 @@
 
 Test(nvidia_stages, property_defaults_to_no_parses_and_refuses_bad_values)
 {
-    nv_properties p;
-    nv_properties_default(&p, 9);
-    cr_assert(!p.own.async_stages, "NVIDIA_ASYNC_STAGES is off by default");
-    char buf[32];
-    OK(nv_properties_get(&p, "NVIDIA_ASYNC_STAGES", buf, sizeof buf));
-    cr_assert_str_eq(buf, "NO");
-    rn_property on[] = {{"NVIDIA_ASYNC_STAGES", "YES"}};
-    OK(nv_properties_apply(&p, on, 1));
-    cr_assert(p.own.async_stages);
-    OK(nv_properties_get(&p, "NVIDIA_ASYNC_STAGES", buf, sizeof buf));
-    cr_assert_str_eq(buf, "YES");
-    /* A bad value names the key and changes nothing, the good one before
-     * it in the same call included. */
-    rn_property bad[] = {{"NVIDIA_ALLOW_TF32", "YES"}, {"NVIDIA_ASYNC_STAGES", "sometimes"}};
-    cr_assert_eq(nv_properties_apply(&p, bad, 2), RN_INVALID_ARG);
-    cr_assert(strstr(rn_last_error(), "NVIDIA_ASYNC_STAGES") != NULL, "%s", rn_last_error());
-    cr_assert(p.own.async_stages);
-    cr_assert(!p.own.allow_tf32);
-    rn_property off[] = {{"NVIDIA_ASYNC_STAGES", "NO"}};
-    OK(nv_properties_apply(&p, off, 1));
-    cr_assert(!p.own.async_stages);
+    nv_test_assert_own_bool("NVIDIA_ASYNC_STAGES", offsetof(nv_properties, own.async_stages),
+                            "sometimes");
 }
 
 Test(nvidia_stages, is_a_device_key_and_not_a_caching_property)
