@@ -1,10 +1,15 @@
 /* Shared by the NVIDIA tests: a bf16 program is its f16 program with bf16
- * values; the device's own YES/NO properties (tests/nvidia/same_program.h). */
+ * values; the device's own YES/NO properties; the light models as read
+ * (tests/nvidia/same_program.h). */
 #include "tests/nvidia/same_program.h"
 
 #include <criterion/criterion.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "graph/onnx/onnx_reader.h"
 
 /* bf16 lowers as f16 does, step for step (the same fusions, attention
  * choice, channels-last layouts, conversions at the edges and memory plan:
@@ -74,4 +79,21 @@ void nv_test_assert_own_bool(const char *key, size_t offset, const char *bad)
     rn_property no[] = {{key, "NO"}};
     cr_assert_eq(nv_properties_apply(&p, no, 1), RN_OK, "%s", rn_last_error());
     cr_assert(!*on, "%s NO", key);
+}
+
+graph *nv_test_light(const char *name)
+{
+    const char *roots[] = {".cache/onnx-1.22.0", "../.cache/onnx-1.22.0"};
+    char path[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/light/light_%s.onnx", roots[i], name);
+        if (access(path, R_OK) == 0) {
+            graph *g = NULL;
+            rn_status st = onnx_read_file(path, &g);
+            cr_assert_eq(st, RN_OK, "reading %s: %s", path, rn_last_error());
+            return g;
+        }
+    }
+    cr_skip_test("light_%s.onnx is missing: run scripts/setup", name);
+    return NULL;
 }

@@ -20,4 +20,9 @@ void nv_test_assert_bf16_as_f16(const nv_program *h, const nv_program *b, const 
  * NVIDIA_ALLOW_TF32 before it included). */
 void nv_test_assert_own_bool(const char *key, size_t offset, const char *bad);
 
+/* The onnx wheel's light model `name` as read (light_NAME.onnx under
+ * .cache/onnx-1.22.0, from the workspace or one folder below); skips the
+ * test (Criterion), saying so, when it is missing. */
+graph *nv_test_light(const char *name);
+
 #endif /* RUNNEL_TESTS_NVIDIA_SAME_PROGRAM_H */

@@ -12,9 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "graph/onnx/onnx_reader.h"
 #include "graph/serialize.h"
 #include "plugins/api/device.h"
 #include "plugins/nvidia/nvidia.h"
@@ -26,23 +24,6 @@
         rn_status st_ = (expr);                                                                    \
         cr_assert_eq(st_, RN_OK, "%s: %s (%s)", #expr, rn_status_name(st_), rn_last_error());      \
     } while (0)
-
-/* Light model `name` as read (skips the test when it is missing). */
-static graph *light(const char *name)
-{
-    const char *roots[] = {".cache/onnx-1.22.0", "../.cache/onnx-1.22.0"};
-    char path[512];
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/light/light_%s.onnx", roots[i], name);
-        if (access(path, R_OK) == 0) {
-            graph *g;
-            OK(onnx_read_file(path, &g));
-            return g;
-        }
-    }
-    cr_skip_test("light_%s.onnx is missing: run scripts/setup", name);
-    return NULL;
-}
 
 Test(nvidia_autotune, property_defaults_to_no_parses_and_refuses_bad_values)
 {
@@ -83,7 +64,7 @@ Test(nvidia_autotune, listed_among_supported_and_caching_properties)
  * a model compiled with NVIDIA_AUTOTUNE YES is not the NO one's blob. */
 Test(nvidia_autotune, changes_the_cache_key)
 {
-    graph *g = light("squeezenet");
+    graph *g = nv_test_light("squeezenet");
     const char *keys[] = {"INFERENCE_PRECISION_HINT", "NVIDIA_AUTOTUNE"};
     const char *no[] = {"f16", "NO"}, *yes[] = {"f16", "YES"};
     uint64_t k_no, k_yes, k_again;
@@ -242,7 +223,7 @@ Test(nvidia_autotune, remembers_choices_by_key)
  * repeat keys (its blocks repeat shapes), which is what reuse saves. */
 Test(nvidia_autotune, graph_keys_repeat_across_resnet_blocks)
 {
-    graph *model = light("resnet50"), *g;
+    graph *model = nv_test_light("resnet50"), *g;
     plugin_kernel_registry *ref;
     OK(plugin_kernel_registry_create(&ref));
     OK(ref_register_kernels(ref));

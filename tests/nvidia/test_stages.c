@@ -16,9 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "graph/onnx/onnx_reader.h"
 #include "plugins/api/device.h"
 #include "plugins/api/run.h"
 #include "plugins/nvidia/exec.h"
@@ -99,22 +97,6 @@ static const rn_allocator header_arenas = {
     .free = header_free,
 };
 
-static graph *light(const char *name)
-{
-    const char *roots[] = {".cache/onnx-1.22.0", "../.cache/onnx-1.22.0"};
-    char path[512];
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/light/light_%s.onnx", roots[i], name);
-        if (access(path, R_OK) == 0) {
-            graph *g;
-            OK(onnx_read_file(path, &g));
-            return g;
-        }
-    }
-    cr_skip_test("light_%s.onnx is missing: run scripts/setup", name);
-    return NULL;
-}
-
 /* The requests of the test in progress, and what a kernel saw of them
  * through plugin_kernel_request: calls, and calls that did not find one
  * of them with an arena. */
@@ -166,7 +148,7 @@ typedef struct staged {
 static void staged_build(staged *s)
 {
     memset(s, 0, sizeof *s);
-    s->g = light("squeezenet");
+    s->g = nv_test_light("squeezenet");
     OK(plugin_kernel_registry_create(&s->reg));
     OK(plugin_kernel_registry_add(s->reg, &finding_relu));
     OK(ref_register_kernels(s->reg));
