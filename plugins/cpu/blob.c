@@ -140,6 +140,8 @@ static rn_status add_weight(void *arg, const graph_tensor *plain, const graph_te
     size_t src_bytes = cpu_md_get_size(&smd), bytes = cpu_md_get_size(&dmd);
     if (bytes == 0 || bytes > converted->nbytes || src_bytes > plain->nbytes)
         return RN_OK; /* not one layout_convert made */
+    if (dmd.format_kind != dnnl_blocked)
+        return RN_OK; /* a kernel's own layout (Winograd's): the import converts it again */
     if (x->n_borrowed == x->cap_borrowed) {
         int cap = x->cap_borrowed * 2 + 16;
         graph_value **b = realloc(x->borrowed, sizeof *b * (size_t)cap);

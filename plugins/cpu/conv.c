@@ -70,9 +70,9 @@ static bool set_tag(cpu_md *md, dnnl_format_tag_t tag)
 /* The descriptor over a source in format src_tag and a destination in
  * dst_tag (any: the primitive's pick); *pd NULL when oneDNN has no
  * implementation. */
-static rn_status conv_desc_ops(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
-                               dnnl_format_tag_t src_tag, dnnl_format_tag_t dst_tag, bool post_ops,
-                               dnnl_primitive_desc_t *pd)
+static rn_status conv_desc_alg(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                               dnnl_alg_kind_t alg, dnnl_format_tag_t src_tag,
+                               dnnl_format_tag_t dst_tag, bool post_ops, dnnl_primitive_desc_t *pd)
 {
     rn_partial_shape xs = rn_node_input_shape(node, 0), ws = rn_node_input_shape(node, 1);
     rn_partial_shape ys = rn_node_output_shape(node, 0);
@@ -91,12 +91,23 @@ static rn_status conv_desc_ops(const rn_node *node, cpu_weighted *s, dnnl_data_t
         (dst_tag != dnnl_format_tag_any && !set_tag(&s->dst, dst_tag)))
         return rn_set_error(RN_UNSUPPORTED, "CPU: cannot describe the convolution's activations");
     cpu_op cd;
-    dnnl_status_t ds =
-        cpu_op_conv(&cd, dnnl_convolution_direct, &s->src, &s->wei, s->has_bias ? &s->bias : NULL,
-                    &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
+    dnnl_status_t ds = cpu_op_conv(&cd, alg, &s->src, &s->wei, s->has_bias ? &s->bias : NULL,
+                                   &s->dst, g.strides, g.dilations, g.pads_begin, g.pads_end);
+    if (ds == dnnl_unimplemented && alg != dnnl_convolution_direct) {
+        *pd = NULL; /* oneDNN 3.x has no Winograd on x64 */
+        return RN_OK;
+    }
     if (ds != dnnl_success)
         return cpu_error(node, "describing the convolution", ds);
     return cpu_weighted_pd(node, &cd, post_ops && is_fused(node), post_ops && s->sum >= 0, pd);
+}
+
+/* The direct convolution's descriptor (conv_desc_alg). */
+static rn_status conv_desc_ops(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                               dnnl_format_tag_t src_tag, dnnl_format_tag_t dst_tag, bool post_ops,
+                               dnnl_primitive_desc_t *pd)
+{
+    return conv_desc_alg(node, s, dt, dnnl_convolution_direct, src_tag, dst_tag, post_ops, pd);
 }
 
 /* The descriptor with the node's post-ops over activations in format tag. */
@@ -299,6 +310,79 @@ static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_
     return RN_OK;
 }
 
+bool cpu_winograd_enabled(bool performance)
+{
+    const char *v = getenv("RN_CPU_WINOGRAD");
+    return performance && (v == NULL || strcmp(v, "0") != 0);
+}
+
+/* Winograd F(4x4, 3x3) and F(2x2, 3x3): oneDNN 2.6.3 has them for f32 on
+ * AVX-512 (`jit_wino_4x3`, `jit_fp32_wino_2x3`; none for AVX2, none on x64
+ * in 3.x), over activations blocked by 16 channels (nChw16c) with the
+ * weights in a layout of their own, the post-ops included. Alone, one
+ * thread, Zen 4 (bench/onednn/run --winograd; bench/LOG.md "Winograd
+ * convolutions on AVX-512"): 0.38-0.5x the direct brgconv's time from
+ * 28x28 to 224x224 maps (oneDNN picks 4x3 there, or 2x3), 0.5-0.65x at
+ * 13x13 and 14x14 (2x3), 0.75-0.85x at 7x7, at 64 to 512 channels. It
+ * rounds differently from the direct sum (sums of products of transformed
+ * tiles: 1.1e-6 of the output's scale from REF where the direct kernel is
+ * 0.9e-6 from it, tests/cpu winograd_convolutions_match_ref), so it runs
+ * under EXECUTION_MODE_HINT PERFORMANCE (the default) only, as OpenVINO
+ * lets PERFORMANCE trade exactness for speed; ACCURACY keeps the direct
+ * sum. Taken for 2-D, ungrouped, 3x3, stride 1, undilated convolutions of
+ * at least 64 input and output channels, whole blocks of 16, on maps of
+ * 14x14 or more, or 13x13 from 128 input channels (64->256 at 13x13, as in
+ * SqueezeNet: 0.97x; at 7x7 the conversions to and from its layout eat
+ * most of the gain). */
+static bool winograd_shape(const rn_node *node, const cpu_conv_geometry *g)
+{
+    int64_t oc = g->weights_dims[0], ic = g->weights_dims[1];
+    if (g->rank != 4 || g->weights_rank != 4 || g->weights_dims[2] != 3 ||
+        g->weights_dims[3] != 3 || oc < 64 || ic < 64 || oc % 16 != 0 || ic % 16 != 0)
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (g->strides[i] != 1 || g->dilations[i] != 0)
+            return false;
+    rn_partial_shape y = rn_node_output_shape(node, 0);
+    int64_t map = y.dims[2] < y.dims[3] ? y.dims[2] : y.dims[3];
+    return map >= 14 || (map == 13 && ic >= 128);
+}
+
+/* Whether the Winograd implementation oneDNN picked is faster than the
+ * direct one. Its 2x3 kernel (small maps) is slower than brgconv, up to
+ * 2.3x, where the output channels are 11, 13, 14 or 15 blocks of 16
+ * (Inception-v1's 96->208 and 112->224 at 14x14: 1.7x and 1.1x; 128->176:
+ * 2.0x; 128->240: 1.0x), and 0.5-0.82x at 4 to 10, 12 and 16 to 32 blocks
+ * (bench/LOG.md "Winograd convolutions on AVX-512"); the 4x3 kernel was
+ * faster on every shape measured. */
+static bool winograd_pays(const_dnnl_primitive_desc_t pd, int64_t oc)
+{
+    const char *impl = cpu_pd_impl(pd);
+    if (strstr(impl, "wino") == NULL || strncmp(impl, "ref", 3) == 0)
+        return false;
+    int64_t blocks = oc / 16;
+    return strstr(impl, "2x3") == NULL || blocks < 11 || blocks == 12 || blocks > 15;
+}
+
+/* Describes the convolution again as Winograd (winograd_shape); *pd is
+ * replaced when oneDNN has a jit kernel for it that pays (winograd_pays). */
+static rn_status conv_desc_winograd(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                                    const cpu_conv_geometry *g, dnnl_primitive_desc_t *pd)
+{
+    dnnl_primitive_desc_t alt = NULL;
+    rn_status st = conv_desc_alg(node, s, dt, dnnl_convolution_winograd, dnnl_format_tag_any,
+                                 dnnl_format_tag_any, true, &alt);
+    if (st != RN_OK || alt == NULL)
+        return st;
+    if (winograd_pays(alt, g->weights_dims[0])) {
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = alt;
+    } else {
+        dnnl_primitive_desc_destroy(alt);
+    }
+    return RN_OK;
+}
+
 /* Creates the primitive descriptor for element type dt; *pd NULL when
  * oneDNN has no implementation. A convolution around a Concat along C
  * takes a layout blocked along C where it has a jit kernel for one
@@ -317,7 +401,9 @@ static rn_status split_epilogue(const rn_node *node, cpu_weighted *s, dnnl_data_
  *   post-op pass is scalar (980 us with sum+relu, 90 us without), while the
  *   direct jit kernel over channels-last takes any channels per group with
  *   free post-ops (220 us): described again over channels-last, kept when
- *   that is not gemm. */
+ *   that is not gemm.
+ * An f32 3x3 convolution Winograd is faster for (winograd_shape) takes
+ * it where oneDNN has it and the config allows it. */
 static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
                            dnnl_primitive_desc_t *pd)
 {
@@ -331,6 +417,8 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
     if (rn_node_attr_int(node, CPU_ATTR_CONCAT_BLOCK, 0) > 0 &&
         ((st = conv_desc_blocked(node, s, dt, g.rank, pd, &steered)) != RN_OK || steered))
         return st;
+    if (dt == dnnl_f32 && cpu_config_get()->winograd && winograd_shape(node, &g))
+        return conv_desc_winograd(node, s, dt, &g, pd);
     dnnl_format_tag_t last = channels_last(g.rank);
     if (dt != dnnl_f32)
         return is_gemm(*pd) && last != dnnl_format_tag_undef

@@ -39,6 +39,7 @@ typedef struct cpu_config {
     int threads;             /* OpenMP team size of each primitive (1: single-threaded) */
     bool denormals;          /* flush denormals to zero (FTZ/DAZ) in kernels' threads */
     plugin_bind_thread bind; /* CPU_BIND_THREAD (bind.c) */
+    bool winograd;           /* f32 3x3 convolutions may run Winograd (conv.c) */
 } cpu_config;
 
 void cpu_config_set(const cpu_config *config);
@@ -368,5 +369,11 @@ typedef struct cpu_conv_geometry {
 } cpu_conv_geometry;
 
 rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geometry *g);
+
+/* Whether f32 3x3 convolutions may run oneDNN's Winograd kernels (conv.c):
+ * `performance` is EXECUTION_MODE_HINT PERFORMANCE (ACCURACY keeps the
+ * direct ones); RN_CPU_WINOGRAD=0 in the environment at compile time keeps
+ * them too (an A/B switch). */
+bool cpu_winograd_enabled(bool performance);
 
 #endif /* RUNNEL_PLUGINS_CPU_CPU_H */

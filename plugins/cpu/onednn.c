@@ -238,6 +238,15 @@ rn_status cpu_plain_md(rn_element_type type, int rank, const int64_t *dims, cpu_
  * ("aBcd16b" is nChw16c); prefixed by the element type when not f32. */
 static void format_name(const cpu_md *md, char *buf, size_t size)
 {
+    if (md->format_kind != dnnl_blocked) { /* a kernel's own (Winograd weights) */
+#if DNNL_VERSION_MAJOR < 3
+        bool wino = md->format_kind == dnnl_format_kind_wino;
+#else
+        bool wino = false;
+#endif
+        snprintf(buf, size, "%s", wino ? "wino" : "opaque");
+        return;
+    }
     const cpu_blocking *b = &md->format_desc.blocking;
     int n = md->ndims, order[DNNL_MAX_NDIMS];
     for (int i = 0; i < n; i++)

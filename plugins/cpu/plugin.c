@@ -108,6 +108,7 @@ static void cpu_configure(plugin_compiled *compiled, plugin_plan_options *option
         .threads = options->threads_per_stream > 0 ? (int)options->threads_per_stream : 1,
         .denormals = props->denormals_optimization,
         .bind = props->bind_thread,
+        .winograd = cpu_winograd_enabled(props->execution_mode == 0),
     };
     cpu_config_set(&c);
     options->compute_threads_per_stream = (uint32_t)c.threads;

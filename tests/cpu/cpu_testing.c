@@ -125,3 +125,14 @@ int cpu_testing_onednn_major(rn_core *core)
     cr_assert_not_null(v, "FULL_DEVICE_NAME names no oneDNN: %s", name);
     return atoi(v + strlen("oneDNN "));
 }
+
+int cpu_testing_winograd_nodes(rn_compiled_model *cm)
+{
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += strstr(nodes[i].impl_type, "wino") != NULL;
+    return count;
+}

@@ -38,6 +38,10 @@ void cpu_testing_compile_latency(const char *path, cpu_testing_compiled *c);
 int cpu_testing_onednn_major(rn_core *core);
 void cpu_testing_free(cpu_testing_compiled *c);
 
+/* The compiled model's runtime nodes whose implementation is a Winograd
+ * kernel (plugins/cpu/conv.c). */
+int cpu_testing_winograd_nodes(rn_compiled_model *cm);
+
 /* Skips the test, saying why, where the CPU device's LATENCY stream has no
  * OpenMP team: under ThreadSanitizer (cpu_enter) or on one CPU. */
 void cpu_testing_skip_without_teams(void);

@@ -422,11 +422,39 @@ Test(cpu, channels_last_concats_are_reorders_into_their_ranges, .timeout = 300)
     cr_log_info("%d channels-last Concats, each one reorder per part", channels_last);
 }
 
+/* Whether the device runs Winograd convolutions here: oneDNN 2.x has them
+ * for f32 on AVX-512 only (plugins/cpu/conv.c), as its CPU_ISA and
+ * FULL_DEVICE_NAME ("runnel CPU device (oneDNN 2.6.3, avx512_core_bf16)
+ * ...") say, under ONEDNN_MAX_CPU_ISA too. */
+static bool device_has_winograd(void)
+{
+    rn_core *core;
+    OK(rn_core_create(&core));
+    char name[256], isa[64];
+    OK(rn_core_get_property(core, "CPU", "FULL_DEVICE_NAME", name, sizeof name));
+    OK(rn_core_get_property(core, "CPU", "CPU_ISA", isa, sizeof isa));
+    rn_core_free(core);
+    return strstr(name, "oneDNN 2.") != NULL && strncmp(isa, "avx512", 6) == 0;
+}
+
+/* Compiled for CPU in f32 with EXECUTION_MODE_HINT `mode`. */
+static rn_compiled_model *compile_f32_mode(rn_core *core, rn_model *model, const char *mode)
+{
+    rn_property p[] = {{"INFERENCE_PRECISION_HINT", "f32"}, {"EXECUTION_MODE_HINT", mode}};
+    rn_compiled_model *cm;
+    OK(rn_core_compile_model(core, model, "CPU", p, 2, &cm));
+    return cm;
+}
+
+/* Under ACCURACY (direct convolutions only: Winograd's blocked layout would
+ * add its own conversions) the layouts flow from primitive to primitive. */
 Test(cpu, resnet50_compiles_to_fused_primitives, .timeout = 300)
 {
     rn_core *core;
     rn_model *model;
-    rn_compiled_model *cm = compile_light_f32("resnet50", &core, &model);
+    read_light("resnet50", &core, &model);
+    rn_compiled_model *cm = compile_f32_mode(core, model, "ACCURACY");
+    cr_assert_eq(cpu_testing_winograd_nodes(cm), 0, "Winograd under EXECUTION_MODE_HINT ACCURACY");
     int ref = 0;
     int fused = count_type(cm, "FusedConv", &ref);
     int conv = count_type(cm, "Conv", &ref);
@@ -539,6 +567,76 @@ static void compare_with_ref(const char *name, const char *precision, float rtol
     char path[512];
     cpu_testing_light(name, path, sizeof path);
     compare_path_with_ref(path, name, precision, rtol);
+}
+
+/* ResNet-50's stride-1 3x3 convolutions at 14x14 and more (3 at 56x56, 3
+ * at 28x28, 5 at 14x14; not the 3 stride-2 ones nor the 3 at 7x7) run
+ * Winograd where oneDNN has it, under PERFORMANCE (the default), and the
+ * result stays REF's within ONNX's f32 tolerance; elsewhere (AVX2, oneDNN
+ * 3.x) none does. */
+Test(cpu, resnet50_runs_its_3x3_convolutions_as_winograd_where_it_pays, .timeout = 300)
+{
+    rn_core *core;
+    rn_model *model;
+    read_light("resnet50", &core, &model);
+    rn_compiled_model *cm = compile(core, model, "CPU", "f32");
+    int wino = cpu_testing_winograd_nodes(cm), expect = device_has_winograd() ? 11 : 0;
+    cr_assert_eq(wino, expect, "%d Winograd convolutions, expected %d", wino, expect);
+    cr_log_info("%d of ResNet-50's convolutions run Winograd here", wino);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+    compare_with_ref("resnet50", "f32", 1e-3f);
+}
+
+/* tests/cpu/winograd.onnx (make_winograd_model.py): two 3x3 convolutions of
+ * He-initialised weights, at 56x56 (F(2x2, 3x3) here) and 28x28 (F(4x4,
+ * 3x3)). Winograd sums the products of transformed 4x4 or 6x6 tiles, not
+ * the 576 products of each output: its rounding differs from the direct
+ * sum's as the direct sum's differs from REF's order, by a few ulps of the
+ * sums, ~1e-6 of the output's scale (measured on AVX-512: 1.1e-6 Winograd,
+ * 0.9e-6 direct), inside the 1e-5 of it asserted here, a hundredth of what
+ * the f32 comparisons with REF above allow (ONNX's rtol 1e-3). Under
+ * ACCURACY the direct kernels run. */
+Test(cpu, winograd_convolutions_match_ref)
+{
+    const char *path = "tests/cpu/winograd.onnx";
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, path, &model));
+    rn_compiled_model *perf = compile_f32_mode(core, model, "PERFORMANCE");
+    rn_compiled_model *acc = compile_f32_mode(core, model, "ACCURACY");
+    int expect = device_has_winograd() ? 2 : 0;
+    cr_assert_eq(cpu_testing_winograd_nodes(perf), expect,
+                 "%d Winograd convolutions under PERFORMANCE", cpu_testing_winograd_nodes(perf));
+    cr_assert_eq(cpu_testing_winograd_nodes(acc), 0);
+    rn_compiled_model *ref = compile(core, model, "REF", NULL);
+    size_t n1, n2, n3;
+    float *a = cpu_testing_run_once(perf, &n1);
+    float *d = cpu_testing_run_once(acc, &n2);
+    float *b = cpu_testing_run_once(ref, &n3);
+    cr_assert(n1 == n3 && n2 == n3);
+    float scale = 0.0f, worst = 0.0f, worst_direct = 0.0f;
+    for (size_t i = 0; i < n3; i++)
+        scale = fmaxf(scale, fabsf(b[i]));
+    cr_assert_gt(scale, 0.0f);
+    for (size_t i = 0; i < n3; i++) {
+        worst = fmaxf(worst, fabsf(a[i] - b[i]) / scale);
+        worst_direct = fmaxf(worst_direct, fabsf(d[i] - b[i]) / scale);
+    }
+    cr_log_info("largest difference from REF / scale: %g (%s), %g (direct)", worst,
+                expect > 0 ? "Winograd" : "direct", worst_direct);
+    cr_assert_leq(worst, 1e-5f, "PERFORMANCE: %g of the output's scale from REF", worst);
+    cr_assert_leq(worst_direct, 1e-5f, "ACCURACY: %g of the output's scale from REF", worst_direct);
+    free(a);
+    free(b);
+    free(d);
+    rn_compiled_model_free(ref);
+    rn_compiled_model_free(acc);
+    rn_compiled_model_free(perf);
+    rn_model_free(model);
+    rn_core_free(core);
 }
 
 /* Transpose as a oneDNN reorder straight from the Conv's blocked output
