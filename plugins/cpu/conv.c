@@ -331,8 +331,9 @@ bool cpu_winograd_enabled(bool performance)
  * lets PERFORMANCE trade exactness for speed; ACCURACY keeps the direct
  * sum. Taken for 2-D, ungrouped, 3x3, stride 1, undilated convolutions of
  * at least 64 input and output channels, whole blocks of 16, on maps of
- * 14x14 or more, or 13x13 from 128 input channels (64->256 at 13x13, as in
- * SqueezeNet: 0.97x; at 7x7 the conversions to and from its layout eat
+ * 14x14 or more, or 12x12 and 13x13 from 128 input channels (AlexNet's and
+ * ZFNet's 256-512 channels at 12x12: 0.53-0.56x; SqueezeNet's 64->256 at
+ * 13x13: 0.97x; at 7x7, 0.8x, the conversions to and from its layout eat
  * most of the gain). */
 static bool winograd_shape(const rn_node *node, const cpu_conv_geometry *g)
 {
@@ -345,7 +346,7 @@ static bool winograd_shape(const rn_node *node, const cpu_conv_geometry *g)
             return false;
     rn_partial_shape y = rn_node_output_shape(node, 0);
     int64_t map = y.dims[2] < y.dims[3] ? y.dims[2] : y.dims[3];
-    return map >= 14 || (map == 13 && ic >= 128);
+    return map >= 14 || (map >= 12 && ic >= 128);
 }
 
 /* Whether the Winograd implementation oneDNN picked is faster than the
