@@ -766,6 +766,48 @@ static const char *activation(gen *g, const char *y)
     return dm_op1(g->g, act, y);
 }
 
+/* A Conv of x by constant weights wd (bias sometimes) over window w, then
+ * sometimes an activation, a residual, a BatchNormalization or a
+ * per-channel Mul/Add: the model's result. */
+static void conv_and_after(gen *g, const char *x, int rank, const int64_t *wd, const window *w,
+                           int64_t group, int64_t cin, int64_t cout)
+{
+    int n = rank - 2;
+    const char *ins[3] = {x, cst(g, RN_F32, rank, wd, -1, 1), NULL};
+    if (chance(g, 0.6))
+        ins[2] = cst(g, RN_F32, 1, &cout, -1, 1);
+    const char *y = dm_node(g->g, "Conv", ins[2] ? 3 : 2, ins, 1, NULL);
+    desc(g, "Conv %dD group=%lld in=%lld out=%lld%s", n, (long long)group, (long long)cin,
+         (long long)cout, ins[2] ? " bias" : "");
+    window_attrs(g, w, true);
+    dm_attr_int(g->g, "group", group);
+    int post = rnd(g, 0, 5);
+    if (post == 1) {
+        y = activation(g, y);
+    } else if (post == 2) {
+        /* A residual of the output's shape: Conv(x) + Conv(x) by other
+         * weights, so that its shape follows x's. */
+        const char *ins2[3] = {x, cst(g, RN_F32, rank, wd, -1, 1), NULL};
+        const char *r = dm_node(g->g, "Conv", 2, ins2, 1, NULL);
+        window_attrs(g, w, true);
+        dm_attr_int(g->g, "group", group);
+        y = dm_op2(g->g, "Add", y, r);
+        desc(g, " + a residual");
+        if (chance(g, 0.5))
+            y = activation(g, y);
+    } else if (post == 3) {
+        const char *bn[5] = {y, cst(g, RN_F32, 1, &cout, 0.5f, 2), cst(g, RN_F32, 1, &cout, -1, 1),
+                             cst(g, RN_F32, 1, &cout, -1, 1), cst(g, RN_F32, 1, &cout, 0.1f, 2)};
+        y = dm_node(g->g, "BatchNormalization", 5, bn, 1, NULL);
+        desc(g, " then BatchNormalization");
+    } else if (post == 4) {
+        int64_t cd[4] = {cout, 1, 1, 1};
+        y = dm_op2(g->g, chance(g, 0.5) ? "Mul" : "Add", y, cst(g, RN_F32, rank - 1, cd, -1, 1));
+        desc(g, " then a per-channel Mul/Add");
+    }
+    result(g, y, RN_F32);
+}
+
 static void gen_conv(void *p)
 {
     gen *g = p;
@@ -786,40 +828,37 @@ static void gen_conv(void *p)
         wd[2 + i] = w.k[i];
         syms[2 + i] = sym(g, w.in[i], (w.k[i] - 1) * w.dl[i] + 1);
     }
-    const char *x = input(g, RN_F32, rank, dims, syms, -1, 1);
-    const char *ins[3] = {x, cst(g, RN_F32, rank, wd, -1, 1), NULL};
-    if (chance(g, 0.6))
-        ins[2] = cst(g, RN_F32, 1, &cout, -1, 1);
-    const char *y = dm_node(g->g, "Conv", ins[2] ? 3 : 2, ins, 1, NULL);
-    desc(g, "Conv %dD group=%lld in=%lld out=%lld%s", n, (long long)group, (long long)cin,
-         (long long)cout, ins[2] ? " bias" : "");
-    window_attrs(g, &w, true);
-    dm_attr_int(g->g, "group", group);
-    int post = rnd(g, 0, 5);
-    if (post == 1) {
-        y = activation(g, y);
-    } else if (post == 2) {
-        /* A residual of the output's shape: Conv(x) + Conv(x) by other
-         * weights, so that its shape follows x's. */
-        const char *ins2[3] = {x, cst(g, RN_F32, rank, wd, -1, 1), NULL};
-        const char *r = dm_node(g->g, "Conv", 2, ins2, 1, NULL);
-        window_attrs(g, &w, true);
-        dm_attr_int(g->g, "group", group);
-        y = dm_op2(g->g, "Add", y, r);
-        desc(g, " + a residual");
-        if (chance(g, 0.5))
-            y = activation(g, y);
-    } else if (post == 3) {
-        const char *bn[5] = {y, cst(g, RN_F32, 1, &cout, 0.5f, 2), cst(g, RN_F32, 1, &cout, -1, 1),
-                             cst(g, RN_F32, 1, &cout, -1, 1), cst(g, RN_F32, 1, &cout, 0.1f, 2)};
-        y = dm_node(g->g, "BatchNormalization", 5, bn, 1, NULL);
-        desc(g, " then BatchNormalization");
-    } else if (post == 4) {
-        int64_t cd[4] = {cout, 1, 1, 1};
-        y = dm_op2(g->g, chance(g, 0.5) ? "Mul" : "Add", y, cst(g, RN_F32, rank - 1, cd, -1, 1));
-        desc(g, " then a per-channel Mul/Add");
+    conv_and_after(g, input(g, RN_F32, rank, dims, syms, -1, 1), rank, wd, &w, group, cin, cout);
+}
+
+/* The 3x3 stride-1 2-D convolutions the CPU device runs as Winograd on
+ * AVX-512 (plugins/cpu/conv.c: 64 or more channels in whole blocks of 16,
+ * maps of 12x12 and more), with the pads (asymmetric, or auto_pad) and
+ * post-ops of gen_conv's cases, at batch 1 or 2: its kernels against
+ * REF's direct sum at f32's tolerance. */
+static void gen_conv_winograd(void *p)
+{
+    gen *g = p;
+    g->c->op = "Conv";
+    dm_set_opset(g->m, 15);
+    static const int64_t channels[] = {64, 80, 96, 128};
+    int64_t cin = channels[rnd(g, 0, 3)], cout = channels[rnd(g, 0, 3)];
+    window w;
+    draw_window(g, 2, 3, false, true, &w);
+    int64_t dims[4] = {rnd(g, 1, 2), cin}, wd[4] = {cout, cin, 3, 3};
+    int syms[4] = {sym(g, dims[0], 1), -1};
+    for (int i = 0; i < 2; i++) {
+        w.k[i] = 3;
+        w.s[i] = 1;
+        w.dl[i] = 1;
+        if (w.auto_pad == NULL) {
+            w.pads[i] = rnd(g, 0, 1);
+            w.pads[2 + i] = rnd(g, 0, 1);
+        }
+        w.in[i] = dims[2 + i] = rnd(g, 14, 20);
+        syms[2 + i] = sym(g, w.in[i], 3);
     }
-    result(g, y, RN_F32);
+    conv_and_after(g, input(g, RN_F32, 4, dims, syms, -1, 1), 4, wd, &w, 1, cin, cout);
 }
 
 static void gen_conv_transpose(void *p)
@@ -1264,16 +1303,27 @@ static void gen_qdq(void *p)
 }
 
 const dg_family dg_families[] = {
-    {"unary", gen_unary},         {"binary", gen_binary},
-    {"concat", gen_concat},       {"concat_grid", gen_concat_grid},
-    {"transpose", gen_transpose}, {"softmax", gen_softmax},
-    {"pool", gen_pool},           {"lrn", gen_lrn},
-    {"batchnorm", gen_batchnorm}, {"layernorm", gen_layernorm},
-    {"conv", gen_conv},           {"conv_transpose", gen_conv_transpose},
-    {"gemm", gen_gemm},           {"matmul", gen_matmul},
-    {"reduce", gen_reduce},       {"resize", gen_resize},
-    {"shuffle", gen_shuffle},     {"attention", gen_attention},
-    {"quant", gen_quant},         {"qdq", gen_qdq},
+    {"unary", gen_unary},
+    {"binary", gen_binary},
+    {"concat", gen_concat},
+    {"concat_grid", gen_concat_grid},
+    {"transpose", gen_transpose},
+    {"softmax", gen_softmax},
+    {"pool", gen_pool},
+    {"lrn", gen_lrn},
+    {"batchnorm", gen_batchnorm},
+    {"layernorm", gen_layernorm},
+    {"conv", gen_conv},
+    {"conv_transpose", gen_conv_transpose},
+    {"conv_winograd", gen_conv_winograd},
+    {"gemm", gen_gemm},
+    {"matmul", gen_matmul},
+    {"reduce", gen_reduce},
+    {"resize", gen_resize},
+    {"shuffle", gen_shuffle},
+    {"attention", gen_attention},
+    {"quant", gen_quant},
+    {"qdq", gen_qdq},
 };
 const int dg_family_count = (int)(sizeof dg_families / sizeof dg_families[0]);
 

@@ -687,6 +687,7 @@ FAMILY_TEST(lrn)
 FAMILY_TEST(batchnorm)
 FAMILY_TEST(layernorm)
 FAMILY_TEST(conv)
+FAMILY_TEST(conv_winograd)
 FAMILY_TEST(conv_transpose)
 FAMILY_TEST(gemm)
 FAMILY_TEST(matmul)
@@ -700,7 +701,7 @@ FAMILY_TEST(qdq)
 /* Every family has its test above. */
 Test(cpu_diff, every_family_has_a_test)
 {
-    cr_assert_eq(dg_family_count, 20, "a family was added: add its FAMILY_TEST");
+    cr_assert_eq(dg_family_count, 21, "a family was added: add its FAMILY_TEST");
 }
 
 /* ---- regressions: cases the generator found, built by hand ---- */
