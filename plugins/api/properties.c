@@ -1,5 +1,6 @@
 /* Shared plugin properties: validation, read-back, stream configuration. */
 #include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,13 +260,38 @@ static const plugin_property_def *rw_row(const plugin_properties *p, const char 
     return d;
 }
 
+/* After `d` was set: an explicit INFERENCE_PRECISION_HINT is kept from then
+ * on; EXECUTION_MODE_HINT ACCURACY makes the precision the model's own, f32,
+ * where the device's default is lower (CPU's bf16, GPU's f16), and
+ * PERFORMANCE gives that default back, as OpenVINO's plugins do. */
+static void precision_follows_mode(plugin_properties *p, const plugin_property_def *d)
+{
+    if (d->offset == offsetof(plugin_properties, inference_precision)) {
+        p->precision_set = true;
+        p->accuracy_f32 = false;
+    } else if (d->offset == offsetof(plugin_properties, execution_mode) && !p->precision_set) {
+        if (p->execution_mode == 1 && !p->accuracy_f32 && p->inference_precision != RN_F32) {
+            p->precision_performance = p->inference_precision;
+            p->inference_precision = RN_F32;
+            p->accuracy_f32 = true;
+        } else if (p->execution_mode == 0 && p->accuracy_f32) {
+            p->inference_precision = p->precision_performance;
+            p->accuracy_f32 = false;
+        }
+    }
+}
+
 rn_status plugin_properties_set(plugin_properties *p, const char *key, const char *value)
 {
     if (key == NULL || value == NULL)
         return rn_set_error(RN_INVALID_ARG, "property: key and value must be set");
     const plugin_property_def *d = rw_row(p, key);
-    if (d != NULL)
-        return plugin_property_parse(d, p, value, p);
+    if (d != NULL) {
+        rn_status st = plugin_property_parse(d, p, value, p);
+        if (st == RN_OK && d->where == PLUGIN_WHERE_FIELD)
+            precision_follows_mode(p, d);
+        return st;
+    }
     char accepted[512] = "";
     size_t used = 0;
     for (int i = 0; plugin_rw_property_keys[i] != NULL && used < sizeof accepted; i++)

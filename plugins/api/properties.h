@@ -38,6 +38,12 @@ typedef struct plugin_properties {
     uint32_t inference_num_threads; /* 0: all CPUs */
     rn_element_type inference_precision;
     int execution_mode; /* 0 PERFORMANCE, 1 ACCURACY */
+    /* OpenVINO's rule (plugin_properties_set): EXECUTION_MODE_HINT ACCURACY
+     * runs at f32 unless INFERENCE_PRECISION_HINT was set (precision_set);
+     * PERFORMANCE gives the device's default back (precision_performance,
+     * kept while accuracy_f32). */
+    bool precision_set, accuracy_f32;
+    rn_element_type precision_performance;
     int model_priority; /* 0 LOW, 1 MEDIUM, 2 HIGH */
     int log_level;      /* 0 NO .. 5 TRACE */
     bool disable_transformations;

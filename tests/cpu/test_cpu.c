@@ -99,6 +99,48 @@ Test(cpu, precision_follows_the_isa)
     rn_core_free(core);
 }
 
+/* The compiled model's INFERENCE_PRECISION_HINT for these properties. */
+static void expect_compiled_precision(rn_core *core, rn_model *model, const rn_property *p,
+                                      size_t n, const char *expect)
+{
+    rn_compiled_model *cm;
+    OK(rn_core_compile_model(core, model, "CPU", p, n, &cm));
+    char buf[64];
+    OK(rn_compiled_model_get_property(cm, "INFERENCE_PRECISION_HINT", buf, sizeof buf));
+    cr_assert_str_eq(buf, expect, "%zu properties, the first %s=%s", n, n ? p[0].key : "-",
+                     n ? p[0].value : "-");
+    rn_compiled_model_free(cm);
+}
+
+/* OpenVINO's rule: EXECUTION_MODE_HINT ACCURACY runs at f32 where the
+ * default is bf16, unless INFERENCE_PRECISION_HINT is set too (in either
+ * order); PERFORMANCE gives the default back. */
+Test(cpu, accuracy_mode_runs_f32_unless_the_precision_is_set)
+{
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, "tests/cpu/conv_relu_transpose.onnx", &model));
+    const char *deflt = native_bf16() ? "bf16" : "f32";
+    rn_property acc = {"EXECUTION_MODE_HINT", "ACCURACY"};
+    rn_property perf = {"EXECUTION_MODE_HINT", "PERFORMANCE"};
+    rn_property bf16 = {"INFERENCE_PRECISION_HINT", "bf16"};
+    expect_compiled_precision(core, model, NULL, 0, deflt);
+    expect_compiled_precision(core, model, &acc, 1, "f32");
+    expect_compiled_precision(core, model, (rn_property[]){acc, bf16}, 2, deflt);
+    expect_compiled_precision(core, model, (rn_property[]){bf16, acc}, 2, deflt);
+    expect_compiled_precision(core, model, (rn_property[]){acc, perf}, 2, deflt);
+    /* Set on the device, it holds for every compile that does not say. */
+    OK(rn_core_set_property(core, "CPU", &acc, 1));
+    char buf[64];
+    OK(rn_core_get_property(core, "CPU", "INFERENCE_PRECISION_HINT", buf, sizeof buf));
+    cr_assert_str_eq(buf, "f32");
+    expect_compiled_precision(core, model, NULL, 0, "f32");
+    expect_compiled_precision(core, model, &bf16, 1, deflt);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
 /* What the device says about the machine: the ISA oneDNN dispatches to,
  * the processor in FULL_DEVICE_NAME, BF16 among the capabilities only where
  * it is native (as OpenVINO's CPU plugin), and CPU_ISA in
