@@ -5,15 +5,30 @@
  * primitives in it; in bf16 the activations and weights are bf16, the bias
  * f32. The residual of a FusedConv is added by a sum post-op over the
  * output, which the plan places on the residual's bytes (inplace_input). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "graph/ops/attr_parse.h"
 #include "plugins/cpu/cpu.h"
 
 static bool is_fused(const rn_node *node)
 {
     return strcmp(rn_node_op_type(node), "FusedConv") == 0;
+}
+
+static bool conv_has_bias(const rn_node *node)
+{
+    return rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
+}
+
+/* The input a FusedConv's residual sum reads (3), or -1. */
+static int conv_sum_input(const rn_node *node)
+{
+    return is_fused(node) && rn_node_input_count(node) > 3 && rn_node_input_name(node, 3)[0] != '\0'
+               ? 3
+               : -1;
 }
 
 static bool conv_supports(const rn_node *node, const char **why)
@@ -384,6 +399,108 @@ static rn_status conv_desc_winograd(const rn_node *node, cpu_weighted *s, dnnl_d
     return RN_OK;
 }
 
+bool cpu_conv_takes_winograd(const rn_node *node)
+{
+    const char *why = NULL;
+    cpu_conv_geometry g;
+    if (!conv_supports(node, &why) || cpu_conv_geometry_read(node, 0, 1, &g) != RN_OK ||
+        !winograd_shape(node, &g)) {
+        rn_clear_error();
+        return false;
+    }
+    cpu_weighted s = {.has_bias = conv_has_bias(node), .sum = conv_sum_input(node)};
+    dnnl_primitive_desc_t pd = NULL;
+    rn_status st = conv_desc_alg(node, &s, dnnl_f32, dnnl_convolution_winograd, dnnl_format_tag_any,
+                                 dnnl_format_tag_any, true, &pd);
+    bool takes = st == RN_OK && pd != NULL && winograd_pays(pd, g.weights_dims[0]);
+    if (pd != NULL)
+        dnnl_primitive_desc_destroy(pd);
+    if (st != RN_OK)
+        rn_clear_error();
+    return takes;
+}
+
+static bool is_result(const graph *g, const graph_value *v)
+{
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == v)
+            return true;
+    return false;
+}
+
+/* The nodes that read v, in readers (at most max), each as its input 0;
+ * -1 when there are more, or one reads it as another input. */
+static int value_readers(const graph *g, const graph_value *v, graph_node **readers, int max)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
+            if (g->nodes[i]->inputs[k] == v) {
+                if (n == max || k != 0)
+                    return -1;
+                readers[n++] = g->nodes[i];
+                break;
+            }
+    return n;
+}
+
+static bool is_conv_node(const graph_node *n)
+{
+    return (n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0
+                ? strcmp(n->op_type, "Conv") == 0
+                : strcmp(n->domain, "runnel") == 0 && strcmp(n->op_type, "FusedConv") == 0);
+}
+
+rn_status cpu_mark_winograd_inputs(graph *g, void *ctx, int *changes)
+{
+    (void)ctx;
+    for (int i = 0; i < g->n_nodes; i++) {
+        graph_node *n = g->nodes[i];
+        const graph_value *w = n->n_inputs > 1 ? n->inputs[1] : NULL;
+        if (!is_conv_node(n) || n->n_outputs != 1 || graph_node_attr_int(n, "group", 1) != 1 ||
+            w == NULL || w->shape.rank != 4 || w->shape.dims[1] >= 16 ||
+            graph_node_attr_int(n, CPU_ATTR_WINOGRAD_INPUT, 0) != 0 || is_result(g, n->outputs[0]))
+            continue;
+        graph_node *readers[8];
+        int r = value_readers(g, n->outputs[0], readers, 8);
+        bool all = r > 0;
+        for (int k = 0; k < r && all; k++)
+            all = is_conv_node(readers[k]) && cpu_conv_takes_winograd(readers[k]);
+        if (!all)
+            continue;
+        graph_attr attr = {.type = GRAPH_ATTR_INT, .i = 16};
+        attr.name = strdup(CPU_ATTR_WINOGRAD_INPUT);
+        if (attr.name == NULL)
+            return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory marking '%s'", n->name);
+        rn_status st = graph_node_add_attr(n, &attr);
+        if (st != RN_OK) {
+            free(attr.name);
+            return st;
+        }
+        (*changes)++;
+    }
+    return RN_OK;
+}
+
+/* A first convolution marked CPU_ATTR_WINOGRAD_INPUT described over a
+ * plain source and an nChw16c destination; *pd replaced when oneDNN has a
+ * jit kernel for that (the direct one for a few input channels). */
+static rn_status conv_desc_winograd_input(const rn_node *node, cpu_weighted *s, dnnl_data_type_t dt,
+                                          int rank, dnnl_primitive_desc_t *pd)
+{
+    dnnl_primitive_desc_t alt = NULL;
+    rn_status st = conv_desc_ops(node, s, dt, plain_tag(rank), blocked_c(rank, 16), true, &alt);
+    if (st != RN_OK || alt == NULL)
+        return st;
+    if (strncmp(cpu_pd_impl(alt), "ref", 3) != 0 && !is_gemm(alt)) {
+        dnnl_primitive_desc_destroy(*pd);
+        *pd = alt;
+    } else {
+        dnnl_primitive_desc_destroy(alt);
+    }
+    return RN_OK;
+}
+
 /* Creates the primitive descriptor for element type dt; *pd NULL when
  * oneDNN has no implementation. A convolution around a Concat along C
  * takes a layout blocked along C where it has a jit kernel for one
@@ -420,6 +537,9 @@ static rn_status conv_desc(const rn_node *node, cpu_weighted *s, dnnl_data_type_
         return st;
     if (dt == dnnl_f32 && cpu_config_get()->winograd && winograd_shape(node, &g))
         return conv_desc_winograd(node, s, dt, &g, pd);
+    if (dt == dnnl_f32 && cpu_config_get()->winograd && g.rank == 4 &&
+        rn_node_attr_int(node, CPU_ATTR_WINOGRAD_INPUT, 0) > 0)
+        return conv_desc_winograd_input(node, s, dt, g.rank, pd);
     dnnl_format_tag_t last = channels_last(g.rank);
     if (dt != dnnl_f32)
         return is_gemm(*pd) && last != dnnl_format_tag_undef
@@ -442,11 +562,8 @@ static rn_status conv_prepare(const rn_node *node, const rn_kernel_ctx *ctx, voi
     cpu_weighted *w = calloc(1, sizeof *w);
     if (w == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
-    w->has_bias = rn_node_input_count(node) > 2 && rn_node_input_name(node, 2)[0] != '\0';
-    w->sum =
-        is_fused(node) && rn_node_input_count(node) > 3 && rn_node_input_name(node, 3)[0] != '\0'
-            ? 3
-            : -1;
+    w->has_bias = conv_has_bias(node);
+    w->sum = conv_sum_input(node);
     rn_status st = cpu_weighted_prepare(node, w, conv_desc);
     if (st != RN_OK) {
         cpu_weighted_release(w);

@@ -370,6 +370,20 @@ typedef struct cpu_conv_geometry {
 
 rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geometry *g);
 
+/* A first convolution (fewer than 16 input channels: an image's) whose
+ * output every reader takes as the source of a Winograd convolution
+ * (cpu_mark_winograd_inputs) is marked CPU_ATTR_WINOGRAD_INPUT: conv.c
+ * describes it over a plain source and a destination blocked by 16, the
+ * layouts the model's input and the Winograd kernel have, so that neither
+ * is converted (VGG's first convolution: a 1.6 ms conversion of its output
+ * at one thread, and its input's). A pass of the CPU's pipeline in f32
+ * under EXECUTION_MODE_HINT PERFORMANCE; ctx unused. */
+#define CPU_ATTR_WINOGRAD_INPUT "runnel_cpu_winograd_input"
+rn_status cpu_mark_winograd_inputs(graph *g, void *ctx, int *changes);
+/* Whether the convolution node (static, f32) would run oneDNN's Winograd
+ * kernel here, and one that pays (conv.c). */
+bool cpu_conv_takes_winograd(const rn_node *node);
+
 /* Whether f32 3x3 convolutions may run oneDNN's Winograd kernels (conv.c):
  * `performance` is EXECUTION_MODE_HINT PERFORMANCE (ACCURACY keeps the
  * direct ones); RN_CPU_WINOGRAD=0 in the environment at compile time keeps

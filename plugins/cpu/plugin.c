@@ -91,6 +91,11 @@ static rn_status cpu_add_passes(void *context, transforms_pipeline *tp,
         st = transforms_pipeline_add(
             tp, "cpu_concat_blocked", cpu_mark_concat_convs,
             props->inference_precision == RN_BF16 && cpu_has_bf16() ? &native_bf16 : NULL, 0);
+    /* A first convolution that feeds Winograd ones writes their layout
+     * (conv.c, cpu_mark_winograd_inputs). */
+    if (st == RN_OK && props->inference_precision == RN_F32 &&
+        cpu_winograd_enabled(props->execution_mode == 0))
+        st = transforms_pipeline_add(tp, "cpu_winograd_inputs", cpu_mark_winograd_inputs, NULL, 0);
     /* bf16's exceptions, on the fused graph: its products are the nodes
      * that compute in bf16 (docs/cpu.md, "Layouts and precision"). */
     if (st == RN_OK && props->inference_precision == RN_BF16)

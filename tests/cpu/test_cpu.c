@@ -631,9 +631,12 @@ Test(cpu, resnet50_runs_its_3x3_convolutions_as_winograd_where_it_pays, .timeout
     compare_with_ref("resnet50", "f32", 1e-3f);
 }
 
-/* tests/cpu/winograd.onnx (make_winograd_model.py): two 3x3 convolutions of
- * He-initialised weights, at 56x56 (F(2x2, 3x3) here) and 28x28 (F(4x4,
- * 3x3)). Winograd sums the products of transformed 4x4 or 6x6 tiles, not
+/* tests/cpu/winograd.onnx (make_winograd_model.py): a first convolution of
+ * 3 channels, then two 3x3 convolutions of 64, all of He-initialised
+ * weights, the two at 56x56 (F(2x2, 3x3) here) and 28x28 (F(4x4, 3x3)).
+ * Where they run Winograd, the first reads the model's plain input and
+ * writes their nChw16c (cpu_mark_winograd_inputs), so the only conversion
+ * left is the result's to plain. Winograd sums the products of transformed 4x4 or 6x6 tiles, not
  * the 576 products of each output: its rounding differs from the direct
  * sum's as the direct sum's differs from REF's order, by a few ulps of the
  * sums, ~1e-6 of the output's scale (measured on AVX-512: 1.1e-6 Winograd,
@@ -653,6 +656,9 @@ Test(cpu, winograd_convolutions_match_ref)
     cr_assert_eq(cpu_testing_winograd_nodes(perf), expect,
                  "%d Winograd convolutions under PERFORMANCE", cpu_testing_winograd_nodes(perf));
     cr_assert_eq(cpu_testing_winograd_nodes(acc), 0);
+    if (expect > 0)
+        cr_assert_eq(conversions(perf), 1, "%d conversions, the result's expected only",
+                     conversions(perf));
     rn_compiled_model *ref = compile(core, model, "REF", NULL);
     size_t n1, n2, n3;
     float *a = cpu_testing_run_once(perf, &n1);
