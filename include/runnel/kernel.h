@@ -165,7 +165,9 @@ enum {
     RN_KERNEL_INPLACE = 1u << 0,
     /* Output 0 is input 0's bytes under another shape (Reshape, Squeeze,
      * Flatten, Identity): the plan makes it a view and skips the kernel when
-     * it can, and runs it (a copy) when it cannot. */
+     * it can, and runs it (a copy) when it cannot. Input and output plain;
+     * or, for a kernel with both layout hooks, in the device layouts they
+     * name, which the kernel vouches describe the same bytes. */
     RN_KERNEL_VIEW = 1u << 1,
 };
 
