@@ -23,9 +23,10 @@
  * and in a bf16 model on a CPU with avx512_bf16 (bf16_build) those heads
  * read Q, K and V in the plain bf16 the products wrote (through the CPU's
  * Reshape views, reshape.c) and write y in plain bf16: the products by
- * vdpbf16ps with f32 sums, the softmax in f32, the probabilities rounded
- * to bf16 before @ V, as oneDNN's bf16 matmuls would; no conversion is left
- * around the attention. */
+ * vdpbf16ps with f32 sums, the softmax in f32 (AVX-512: the rows'
+ * maximums taken as the scores are stored, exp(score - maximum) rounded to
+ * bf16 before @ V, each output row scaled by 1 / the f32 sum as it is
+ * stored); no conversion is left around the attention. */
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
@@ -609,6 +610,12 @@ BF16_TARGET static inline void tile_bf16(const uint16_t *const a[BF16_ROWS], int
     }
 }
 
+/* The columns j..j+15 of a row of n as a mask: all, the tail, or none. */
+static __mmask16 cols16(int64_t j, int64_t n)
+{
+    return j + 16 <= n ? (__mmask16)0xffff : j < n ? (__mmask16)((1u << (n - j)) - 1) : 0;
+}
+
 /* dst[p][j] = (src[2p][j], src[2p + 1][j]) for j < n, 0 up to ldb: rows of
  * src (k of them, ld apart) interleaved in pairs; an odd k's last pair
  * has a 0 above. */
@@ -619,9 +626,7 @@ BF16_TARGET static void pack_rows(const uint16_t *src, int64_t ld, int64_t k, in
         const uint16_t *lo = src + 2 * p * ld, *hi = 2 * p + 1 < k ? lo + ld : NULL;
         uint32_t *d = dst + p * ldb;
         for (int64_t j = 0; j < ldb; j += 16) {
-            __mmask16 m = j + 16 <= n ? (__mmask16)0xffff
-                          : j < n     ? (__mmask16)((1u << (n - j)) - 1)
-                                      : 0;
+            __mmask16 m = cols16(j, n);
             __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + j));
             __m512i h = hi != NULL ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi + j))
                                    : _mm512_setzero_si512();
@@ -638,9 +643,7 @@ BF16_TARGET static void pack_cols(const uint16_t *src, int64_t ld, int64_t k, in
 {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int64_t j = 0; j < ldb; j += 16) {
-        __mmask16 m = j + 16 <= n ? (__mmask16)0xffff
-                      : j < n     ? (__mmask16)((1u << (n - j)) - 1)
-                                  : 0;
+        __mmask16 m = cols16(j, n);
         __m512i rows = _mm512_add_epi32(lane, _mm512_set1_epi32((int)j));
         __m512i at = _mm512_mullo_epi32(rows, _mm512_set1_epi32((int)ld));
         for (int64_t p = 0; p < k / 2; p++)
@@ -650,24 +653,69 @@ BF16_TARGET static void pack_cols(const uint16_t *src, int64_t ld, int64_t k, in
     }
 }
 
-/* Row x[0..n) of probabilities in f32 as bf16 (round to nearest even) in
- * y[0..round_up(n, 2)), an odd n's last pair closed by a 0. */
-BF16_TARGET static void row_to_bf16(const float *x, int64_t n, uint16_t *y)
+/* exp of 16 floats x <= 0 (x - the row's maximum): Cephes' polynomial on
+ * x - n ln 2, n = round(x / ln 2), times 2^n by scalef (relative error
+ * ~1e-7, exp8's); x clamped at ln of f32's least normal, so that a masked
+ * score (float32 min added) gives ~1e-38, nothing against the row's sum
+ * of at least 1. */
+BF16_TARGET static inline __m512 exp16(__m512 x)
 {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.33654f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    x = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), x);
+    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(y, n);
+}
+
+/* Stores columns j..j+15 of a score row: scale * c plus the mask's (m:
+ * the row's mask, m_col 1 a value per column, 0 one for the row; NULL
+ * none), and folds them (the row's columns only) into the row's maximum. */
+BF16_TARGET static inline void store_scores(float *row, int64_t j, int64_t n, __m512 c,
+                                            __m512 scale, const float *m, int64_t m_col,
+                                            __m512 *max)
+{
+    __mmask16 k = cols16(j, n);
+    __m512 x = _mm512_mul_ps(c, scale);
+    if (m != NULL)
+        x = _mm512_add_ps(x, m_col == 1 ? _mm512_maskz_loadu_ps(k, m + j) : _mm512_set1_ps(m[0]));
+    _mm512_storeu_ps(row + j, x);
+    *max = _mm512_mask_max_ps(*max, k, *max, x);
+}
+
+/* Row x[0..n) of masked scores whose maximum is in max's lanes as
+ * exp(x - max) in bf16 (round to nearest even) in y[0..round_up(n, 2)),
+ * an odd n's last pair closed by a 0; returns 1 / their sum (in f32),
+ * by which the row's output is scaled. */
+BF16_TARGET static float exp_row(const float *x, int64_t n, __m512 max, uint16_t *y)
+{
+    __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(max)), sum = _mm512_setzero_ps();
     for (int64_t j = 0; j < n; j += 16) {
-        __mmask16 m = j + 16 <= n ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
-        __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + j));
-        _mm256_mask_storeu_epi16(y + j, m, (__m256i)v);
+        __mmask16 k = cols16(j, n);
+        __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), mx)));
+        sum = _mm512_add_ps(sum, e);
+        _mm256_mask_storeu_epi16(y + j, k, (__m256i)_mm512_cvtneps_pbh(e));
     }
     if (n % 2 != 0)
         y[n] = 0;
+    return 1.0f / _mm512_reduce_add_ps(sum);
 }
 
 /* One head: Q_h [S, D], K_h (k_t: [Sk, D], else K^T [D, Sk]), V_h [Sk, Dv]
  * in bf16, y_h [S, Dv] in bf16; mask (f32) as the f32 heads read it.
- * Blocks of BF16_ROWS rows: scale * Q @ K^T in f32, the mask and softmax
- * per row (softmax_avx2), the rows as bf16, then @ V. A block's rows past
- * S read the last row again and are not stored. */
+ * Blocks of BF16_ROWS rows: scale * Q @ K^T + mask in f32 (the rows'
+ * maximums as they are stored), exp(score - maximum) as bf16 (the
+ * softmax's numerators), @ V, each row scaled by 1 / its numerators' sum
+ * (f32) as it is stored: the softmax normalised after the product, which
+ * rounds the same probabilities to bf16 to within the scaling. A block's
+ * rows past S read the last row again and are not stored. */
 BF16_TARGET static void head_bf16(const sdpa_state *s, const uint16_t *q, const uint16_t *k,
                                   const uint16_t *v, const float *mask, uint16_t *y, float scale,
                                   char *scratch)
@@ -681,37 +729,39 @@ BF16_TARGET static void head_bf16(const sdpa_state *s, const uint16_t *q, const 
         pack_rows(k, s->k_ld, s->D, s->Sk, kp, s->ldk);
     pack_rows(v, s->v_ld, s->Sk, s->Dv, vp, s->ldv);
     __m512 vscale = _mm512_set1_ps(scale);
-    __m512 c[BF16_ROWS][2];
+    __m512 c[BF16_ROWS][2], max[BF16_ROWS];
+    float inv[BF16_ROWS];
     const uint16_t *a[BF16_ROWS];
+    const float *m[BF16_ROWS];
     for (int64_t i0 = 0; i0 < s->S; i0 += BF16_ROWS) {
         int mb = s->S - i0 < BF16_ROWS ? (int)(s->S - i0) : BF16_ROWS;
-        for (int r = 0; r < BF16_ROWS; r++)
+        for (int r = 0; r < BF16_ROWS; r++) {
             a[r] = q + (i0 + (r < mb ? r : mb - 1)) * s->q_ld;
+            m[r] = mask != NULL && r < mb ? mask + (i0 + r) * s->m_row : NULL;
+            max[r] = _mm512_set1_ps(-INFINITY);
+        }
         for (int64_t j0 = 0; j0 < s->Sk; j0 += BF16_COLS) {
             tile_bf16(a, s->D / 2, kp + j0, s->ldk, c);
             for (int r = 0; r < mb; r++) {
-                _mm512_storeu_ps(sc + r * s->ldk + j0, _mm512_mul_ps(c[r][0], vscale));
-                _mm512_storeu_ps(sc + r * s->ldk + j0 + 16, _mm512_mul_ps(c[r][1], vscale));
+                float *row = sc + r * s->ldk;
+                store_scores(row, j0, s->Sk, c[r][0], vscale, m[r], s->m_col, &max[r]);
+                store_scores(row, j0 + 16, s->Sk, c[r][1], vscale, m[r], s->m_col, &max[r]);
             }
         }
-        for (int r = 0; r < mb; r++) {
-            const float *m = mask != NULL ? mask + (i0 + r) * s->m_row : NULL;
-            softmax_avx2(sc + r * s->ldk, m, s->m_col, s->Sk);
-            row_to_bf16(sc + r * s->ldk, s->Sk, pb + r * s->ldp);
-        }
+        for (int r = 0; r < mb; r++)
+            inv[r] = exp_row(sc + r * s->ldk, s->Sk, max[r], pb + r * s->ldp);
         for (int r = 0; r < BF16_ROWS; r++)
             a[r] = pb + (r < mb ? r : mb - 1) * s->ldp;
         for (int64_t d0 = 0; d0 < s->Dv; d0 += BF16_COLS) {
             tile_bf16(a, s->ldp / 2, vp + d0, s->ldv, c);
-            int64_t w = s->Dv - d0;
-            __mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
-            __mmask16 m1 = w >= 32   ? (__mmask16)0xffff
-                           : w > 16 ? (__mmask16)((1u << (w - 16)) - 1)
-                                    : 0;
+            __mmask16 m0 = cols16(d0, s->Dv), m1 = cols16(d0 + 16, s->Dv);
             for (int r = 0; r < mb; r++) {
+                __m512 f = _mm512_set1_ps(inv[r]);
                 uint16_t *row = y + (i0 + r) * s->y_ld + d0;
-                _mm256_mask_storeu_epi16(row, m0, (__m256i)_mm512_cvtneps_pbh(c[r][0]));
-                _mm256_mask_storeu_epi16(row + 16, m1, (__m256i)_mm512_cvtneps_pbh(c[r][1]));
+                _mm256_mask_storeu_epi16(row, m0,
+                                         (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(c[r][0], f)));
+                _mm256_mask_storeu_epi16(row + 16, m1,
+                                         (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(c[r][1], f)));
             }
         }
     }

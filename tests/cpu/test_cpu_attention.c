@@ -223,8 +223,9 @@ static void expect_within(const float *a, const float *b, size_t n, float bound,
  * same bf16 Q, K, V (the f32 heads after exact bf16 -> f32 conversions),
  * compute the scores in f32 from the same exact products (only the order
  * of the additions differs: ~1e-7 relative) and the same softmax. What
- * differs: the bf16 heads round each probability to bf16 (relative error
- * at most u = 2^-8) before @ V, moving y by at most u * sum_j p_j |v_j| <=
+ * differs: the bf16 heads round each probability to bf16 (its numerator
+ * exp(s_j - max), scaled by 1 / the f32 sum after @ V: the same relative
+ * error, at most u = 2^-8), moving y by at most u * sum_j p_j |v_j| <=
  * u max |V|; and both round y to bf16 (the bf16 heads as they store it,
  * the f32 path in its conversion before the output product): u |y| each,
  * |y| <= max |V|. V is the input rounded to bf16 (Wv = Wo = I), |V| < 1:
