@@ -988,17 +988,17 @@ static bool others_read_before(plan_spec *s, int r, int node)
 }
 
 /* Whether view node n's output may share its input's bytes as far as
- * layouts go: both plain, or both in layouts of one device whose kernel
- * asked for the input's and wrote the output's (a view kernel with layout
- * hooks says by them that its output layout describes the input's bytes:
- * the CPU's Reshape over plain bf16). */
+ * layouts go: both plain, or, for a kernel that says so
+ * (RN_KERNEL_VIEW_LAYOUTS), both in layouts of one device, the ones its
+ * hooks asked for and wrote (the CPU's Reshape over plain bf16). */
 static bool view_layouts(const plan_node *n, const plan_value *src, const plan_value *dst)
 {
     const rn_layout *a = src->desc.layout, *b = dst->desc.layout;
     if (a == NULL || b == NULL)
         return a == NULL && b == NULL;
     const plugin_kernel *k = n->kernel;
-    return k->input_layout != NULL && k->output_layout != NULL && a->ops == b->ops &&
+    return (k->flags & RN_KERNEL_VIEW_LAYOUTS) && k->input_layout != NULL &&
+           k->output_layout != NULL && a->ops == b->ops &&
            same_layout(a, k->input_layout(n->state, 0)) &&
            same_layout(b, k->output_layout(n->state, 0));
 }

@@ -6,8 +6,8 @@
  * dense) was converted to f32 before the Reshape and back after it. This
  * kernel takes a plain (dense row-major) bf16 CPU layout as it is and
  * writes the same bytes as plain bf16 of the output's shape, so the plan
- * makes the node a view (RN_KERNEL_VIEW with layout hooks: the plan's
- * alias, plugins/api/plan_spec.c) and runs nothing. Any other input
+ * makes the node a view (RN_KERNEL_VIEW_LAYOUTS: the plan's alias,
+ * plugins/api/plan_spec.c) and runs nothing. Any other input
  * (plain f32, a blocked layout, which the plan converts to plain f32 first)
  * is REF's case: plain f32 in and out, a view too. Run only where the plan
  * cannot make it a view (a result, a model input of unknown bytes): one
@@ -94,7 +94,7 @@ static rn_status reshape_run(rn_kernel_args *args)
         .prepare_ctx = reshape_prepare,                                                            \
         .run = reshape_run,                                                                        \
         .release = reshape_release,                                                                \
-        .flags = RN_KERNEL_VIEW,                                                                   \
+        .flags = RN_KERNEL_VIEW | RN_KERNEL_VIEW_LAYOUTS,                                          \
         .input_layout = reshape_input_layout,                                                      \
         .output_layout = reshape_output_layout,                                                    \
         .impl_name = reshape_impl,                                                                 \
