@@ -37,6 +37,7 @@
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/team.h"
+#include "transforms/transforms.h"
 
 enum { QK, ADD, SOFTMAX, PV, N_PRIMS };
 
@@ -70,6 +71,7 @@ typedef struct sdpa_state {
      * write them; per thread K and V packed in pairs for vdpbf16ps, a block
      * of score rows in f32 and as bf16 probabilities. */
     bool bf16;
+    bool y_f32; /* the bf16 policy's tail (TRANSFORMS_ATTR_F32_OUTPUT): y in f32 */
     cpu_layout in_l[3], out_l;
     const rn_layout *in_layout[3], *out_layout;
     int64_t ldk, ldv, ldp;          /* row strides (elements) of K packed, V packed, P */
@@ -157,7 +159,7 @@ static const rn_layout *sdpa_input_layout(const void *state, int i)
 static const rn_layout *sdpa_output_layout(const void *state, int i)
 {
     const sdpa_state *s = state;
-    return s->bf16 && i == 0 ? s->out_layout : NULL;
+    return s->bf16 && i == 0 ? s->out_layout : NULL; /* NULL too for y_f32 */
 }
 
 /* The plain descriptor of input k at rank r (leading 1s); with `perm`
@@ -553,7 +555,8 @@ static size_t aligned(size_t bytes)
  * is plain bf16 of the output's shape. Else the f32 heads, unchanged. */
 static void bf16_build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state *s)
 {
-    if (!cpu_config_get()->bf16 || !bf16_enabled() || !__builtin_cpu_supports("avx512bf16") ||
+    if (!cpu_config_get()->bf16 || rn_node_attr_int(node, TRANSFORMS_ATTR_F32, 0) != 0 ||
+        !bf16_enabled() || !__builtin_cpu_supports("avx512bf16") ||
         !__builtin_cpu_supports("avx512bw") || ctx == NULL || ctx->n_input_layouts < 3 ||
         s->D % 2 != 0 || round_up(s->Sk, 16) * s->k_ld >= INT32_MAX)
         return;
@@ -564,9 +567,12 @@ static void bf16_build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state
             return;
         cpu_layout_init(&s->in_l[k], (const cpu_md *)l->desc, RN_F32, &s->in_layout[k]);
     }
+    /* The output in bf16, or, where the bf16 policy keeps the tail f32, in
+     * plain f32 (no layout). */
     rn_partial_shape y = rn_node_output_shape(node, 0);
     cpu_md md;
-    if (cpu_plain_md(RN_BF16, y.rank, y.dims, &md) != RN_OK) {
+    s->y_f32 = cpu_dst_type(node, dnnl_bf16) == dnnl_f32;
+    if (cpu_plain_md(s->y_f32 ? RN_F32 : RN_BF16, y.rank, y.dims, &md) != RN_OK) {
         rn_clear_error();
         return;
     }
@@ -717,7 +723,7 @@ BF16_TARGET static float exp_row(const float *x, int64_t n, __m512 max, uint16_t
  * rounds the same probabilities to bf16 to within the scaling. A block's
  * rows past S read the last row again and are not stored. */
 BF16_TARGET static void head_bf16(const sdpa_state *s, const uint16_t *q, const uint16_t *k,
-                                  const uint16_t *v, const float *mask, uint16_t *y, float scale,
+                                  const uint16_t *v, const float *mask, void *y, float scale,
                                   char *scratch)
 {
     uint32_t *kp = (uint32_t *)(scratch + s->kp_at), *vp = (uint32_t *)(scratch + s->vp_at);
@@ -757,11 +763,16 @@ BF16_TARGET static void head_bf16(const sdpa_state *s, const uint16_t *q, const 
             __mmask16 m0 = cols16(d0, s->Dv), m1 = cols16(d0 + 16, s->Dv);
             for (int r = 0; r < mb; r++) {
                 __m512 f = _mm512_set1_ps(inv[r]);
-                uint16_t *row = y + (i0 + r) * s->y_ld + d0;
-                _mm256_mask_storeu_epi16(row, m0,
-                                         (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(c[r][0], f)));
-                _mm256_mask_storeu_epi16(row + 16, m1,
-                                         (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(c[r][1], f)));
+                __m512 y0 = _mm512_mul_ps(c[r][0], f), y1 = _mm512_mul_ps(c[r][1], f);
+                int64_t at = (i0 + r) * s->y_ld + d0;
+                if (s->y_f32) {
+                    _mm512_mask_storeu_ps((float *)y + at, m0, y0);
+                    _mm512_mask_storeu_ps((float *)y + at + 16, m1, y1);
+                } else {
+                    uint16_t *row = (uint16_t *)y + at;
+                    _mm256_mask_storeu_epi16(row, m0, (__m256i)_mm512_cvtneps_pbh(y0));
+                    _mm256_mask_storeu_epi16(row + 16, m1, (__m256i)_mm512_cvtneps_pbh(y1));
+                }
             }
         }
     }
@@ -804,7 +815,8 @@ static void heads_work(void *arg, int thread)
         if (s->bf16) {
             head_bf16(s, (const uint16_t *)w->q + qo, (const uint16_t *)w->k + ko,
                       (const uint16_t *)w->v + vo, w->mask != NULL ? w->mask + mo : NULL,
-                      (uint16_t *)w->y + yo, w->scale, (char *)sc);
+                      s->y_f32 ? (void *)((float *)w->y + yo) : (void *)((uint16_t *)w->y + yo),
+                      w->scale, (char *)sc);
             continue;
         }
         dnnl_status_t ds =

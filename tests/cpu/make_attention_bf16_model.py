@@ -14,7 +14,8 @@ exact in bf16, so that the products add no rounding of their own and test_cpu_at
 bound the bf16 result from the input's rounding alone: Q = x/2, K = 2x, V = x with x rounded
 to bf16, scores x_i . x_j / sqrt(24) (up to 4.9 for the tests' inputs in [-1, 1)), and y the
 attention's output itself (the three products differ so that merge_duplicates keeps them).
-Run with the bench venv's Python:
+Also tests/cpu/attention_bf16_tail.onnx, the same without Wo: the attention is the model's
+tail, which the bf16 policy keeps writing f32. Run with the bench venv's Python:
   .cache/venv-bench/bin/python tests/cpu/make_attention_bf16_model.py"""
 import os
 
@@ -67,11 +68,20 @@ nodes = [
     helper.make_node("Reshape", ["ct", "merged"], ["cm"]),
     helper.make_node("MatMul", ["cm", "wo"], ["y"]),
 ]
-graph = helper.make_graph(
-    nodes, "attention_bf16",
-    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, S, E])],
-    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, S, E])], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-model.ir_version = 8
-onnx.checker.check_model(model, full_check=True)
-onnx.save(model, os.path.join(HERE, "attention_bf16.onnx"))
+
+
+def save(name, nodes, inits):
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, S, E])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, S, E])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(HERE, name + ".onnx"))
+
+
+save("attention_bf16", nodes, inits)
+# attention_bf16_tail.onnx: the same without Wo, so that the attention is the graph's tail
+# (the bf16 policy, transforms/precision.c, has it write f32) and y its merged output.
+tail = nodes[:-2] + [helper.make_node("Reshape", ["ct", "merged"], ["y"])]
+save("attention_bf16_tail", tail, [i for i in inits if i.name != "wo"])

@@ -180,10 +180,12 @@ static rn_compiled_model *compile_bf16(rn_core *core, rn_model *model, const cha
     return cm;
 }
 
-/* The plan in bf16: the attention runs the bf16 heads, its three input
- * Reshapes and its output Reshape are views of the products' plain bf16
- * (no Reorder but the model input's, into bf16 for the first products). */
-static void check_bf16_plan(rn_compiled_model *cm)
+/* The plan in bf16: the attention runs the bf16 heads and writes
+ * `output` ("bf16:abcd", or "plain" in the tail), its three input Reshapes
+ * and, unless it is the model's result, its output Reshape are views of
+ * the products' plain bf16 (no Reorder but the model input's, into bf16
+ * for the first products). */
+static void check_bf16_plan(rn_compiled_model *cm, int reshape_views, const char *output)
 {
     const rn_runtime_node *nodes;
     size_t n;
@@ -194,16 +196,15 @@ static void check_bf16_plan(rn_compiled_model *cm)
                     nodes[i].impl_type, nodes[i].input_layouts, nodes[i].output_layouts);
         if (strcmp(nodes[i].layer_type, "ScaledDotProductAttention") == 0) {
             cr_assert_str_eq(nodes[i].impl_type, "avx512_bf16:heads", "%s", nodes[i].name);
+            cr_assert_str_eq(nodes[i].output_layouts, output, "%s", nodes[i].name);
             attention++;
         }
-        if (strcmp(nodes[i].layer_type, "Reshape") == 0) {
-            cr_assert_str_eq(nodes[i].impl_type, "view", "%s", nodes[i].name);
-            views++;
-        }
+        views += strcmp(nodes[i].layer_type, "Reshape") == 0 &&
+                 strcmp(nodes[i].impl_type, "view") == 0;
         reorders += strcmp(nodes[i].layer_type, "Reorder") == 0;
     }
     cr_assert_eq(attention, 1);
-    cr_assert_eq(views, 4);
+    cr_assert_eq(views, reshape_views);
     cr_assert_eq(reorders, 1, "%d Reorders: only the model input's may be converted", reorders);
 }
 
@@ -243,7 +244,7 @@ Test(cpu_attention, bf16_heads_match_the_f32_heads_within_bf16_rounding, .timeou
         rn_core_free(core);
         cr_skip_test("bf16 is not native here (avx512_bf16 or AMX)");
     }
-    check_bf16_plan(bf);
+    check_bf16_plan(bf, 4, "bf16:abcd");
     rn_compiled_model *f = compile_bf16(core, model, "2", true);
     cr_assert_not_null(f);
     size_t n1, n2;
@@ -269,21 +270,22 @@ Test(cpu_attention, bf16_heads_match_the_f32_heads_within_bf16_rounding, .timeou
  * delta moves each p_j by a factor in [e^-2delta, e^2delta], so
  * sum_j |p~_j - p_j| <= e^(2 delta) - 1, and y by at most that times
  * max|V| < 1; V's own rounding adds u, the probabilities' bf16 rounding
- * u, the output's u: |y - y_ref| <= e^(2 delta) - 1 + 3u (0.092 for
- * D = 24), plus 1e-5 for REF's own f32 arithmetic. */
-Test(cpu_attention, bf16_heads_are_close_to_ref, .timeout = 120)
+ * u, the output's u (none where the attention writes f32): |y - y_ref| <=
+ * e^(2 delta) - 1 + 3u (0.092 for D = 24), plus 1e-5 for REF's own f32
+ * arithmetic. */
+static void expect_close_to_ref(const char *path, int reshape_views, const char *output)
 {
     rn_core *core;
     rn_model *model;
     OK(rn_core_create(&core));
-    OK(rn_core_read_model(core, BF16_MODEL, &model));
+    OK(rn_core_read_model(core, path, &model));
     rn_compiled_model *cm = compile_bf16(core, model, "1", false);
     if (cm == NULL) {
         rn_model_free(model);
         rn_core_free(core);
         cr_skip_test("bf16 is not native here (avx512_bf16 or AMX)");
     }
-    check_bf16_plan(cm);
+    check_bf16_plan(cm, reshape_views, output);
     rn_compiled_model *ref;
     OK(rn_core_compile_model(core, model, "REF", NULL, 0, &ref));
     size_t n1, n2;
@@ -298,4 +300,18 @@ Test(cpu_attention, bf16_heads_are_close_to_ref, .timeout = 120)
     rn_compiled_model_free(cm);
     rn_model_free(model);
     rn_core_free(core);
+}
+
+Test(cpu_attention, bf16_heads_are_close_to_ref, .timeout = 120)
+{
+    expect_close_to_ref(BF16_MODEL, 4, "bf16:abcd");
+}
+
+/* The attention as the model's tail (no output product after it): the
+ * bf16 policy (transforms/precision.c) has it write f32, which the bf16
+ * heads do from the same bf16 Q, K, V (the output's Reshape, the model's
+ * result, copies). */
+Test(cpu_attention, bf16_heads_in_the_tail_write_f32, .timeout = 120)
+{
+    expect_close_to_ref("tests/cpu/attention_bf16_tail.onnx", 3, "plain");
 }
