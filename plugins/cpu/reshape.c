@@ -18,7 +18,7 @@
 #include "plugins/cpu/cpu.h"
 
 typedef struct reshape_state {
-    cpu_layout out_l;
+    cpu_layout in_l, out_l; /* copies: the producer's layout lives in its own state */
     const rn_layout *in_layout, *out_layout; /* both NULL (plain f32) or plain bf16 */
 } reshape_state;
 
@@ -46,7 +46,7 @@ static rn_status reshape_prepare(const rn_node *node, const rn_kernel_ctx *ctx, 
             free(s);
             return st;
         }
-        s->in_layout = in;
+        cpu_layout_init(&s->in_l, (const cpu_md *)in->desc, RN_F32, &s->in_layout);
         cpu_layout_init(&s->out_l, &md, RN_F32, &s->out_layout);
     }
     *state = s;
