@@ -6,7 +6,8 @@
 // blocked layout, converted once. Builds against oneDNN 2.x (Debian's libdnnl) or 3.x (PyPI's
 // onednn-devel-cpu-gomp): bench/onednn/run --fc. Prints, per line, the time (the 20th
 // percentile of 30 runs, best of 5 rounds, microseconds), GFLOP/s, the primitive, its
-// implementation and the epilogue. Threads: OMP_NUM_THREADS. Not a test: timings on a
+// implementation and the epilogue. Threads: OMP_NUM_THREADS. FC_DT=bf16: x, W and y in bf16
+// (the bias f32), as the CPU device runs the products in bf16. Not a test: timings on a
 // shared machine are for same-run comparisons only.
 #include <dnnl.hpp>
 
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -45,6 +47,16 @@ static double time_us(stream &st, candidate &c, int reps)
 static memory filled(const memory::desc &d, const engine &eng, float v)
 {
     memory m(d, eng);
+    if (d.data_type() == dt::bf16) { // the upper half of each f32
+        unsigned short *p = static_cast<unsigned short *>(m.get_data_handle());
+        for (size_t i = 0; i < d.get_size() / sizeof *p; i++) {
+            float f = v * (float)((i % 7) + 1) / 7.f;
+            unsigned u;
+            std::memcpy(&u, &f, sizeof u);
+            p[i] = (unsigned short)(u >> 16);
+        }
+        return m;
+    }
     float *p = static_cast<float *>(m.get_data_handle());
     for (size_t i = 0; i < d.get_size() / sizeof(float); i++)
         p[i] = v * (float)((i % 7) + 1) / 7.f;
@@ -115,6 +127,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "fc: M, K and N must be positive\n");
         return 2;
     }
+    const char *dts = std::getenv("FC_DT");
+    const dt a = dts != nullptr && std::string(dts) == "bf16" ? dt::bf16 : dt::f32;
     engine eng(engine::kind::cpu, 0);
     stream st(eng);
     std::vector<candidate> cs;
@@ -122,28 +136,28 @@ int main(int argc, char **argv)
         primitive_attr attr = make_attr(post);
         // matmul: x [1, M, K] plain, W [1, K, N] any, b [1, 1, N], y [1, M, N] plain
         // (what plugins/cpu/gemm.c asks for).
-        memory::desc x({1, m, k}, dt::f32, tag::abc), w({1, k, n}, dt::f32, tag::any),
-            b({1, 1, n}, dt::f32, tag::abc), y({1, m, n}, dt::f32, tag::abc);
+        memory::desc x({1, m, k}, a, tag::abc), w({1, k, n}, a, tag::any),
+            b({1, 1, n}, dt::f32, tag::abc), y({1, m, n}, a, tag::abc);
 #if DNNL_VERSION_MAJOR >= 3
         mm_pd mpd(eng, x, w, b, y, attr);
 #else
         mm_pd mpd(matmul::desc(x, w, b, y), attr, eng);
 #endif
-        add(cs, eng, mpd, memory::desc({1, k, n}, dt::f32, tag::abc), "matmul", post, false);
+        add(cs, eng, mpd, memory::desc({1, k, n}, a, tag::abc), "matmul", post, false);
         // inner product: x [M, K] plain, W [N, K] any, y [M, N] plain.
-        memory::desc x2({m, k}, dt::f32, tag::ab), w2({n, k}, dt::f32, tag::any),
-            b2({n}, dt::f32, tag::a), y2({m, n}, dt::f32, tag::ab);
+        memory::desc x2({m, k}, a, tag::ab), w2({n, k}, a, tag::any), b2({n}, dt::f32, tag::a),
+            y2({m, n}, a, tag::ab);
 #if DNNL_VERSION_MAJOR >= 3
         ip_pd ipd(eng, prop_kind::forward_inference, x2, w2, b2, y2, attr);
 #else
         ip_pd ipd(inner_product_forward::desc(prop_kind::forward_inference, x2, w2, b2, y2), attr,
                   eng);
 #endif
-        add(cs, eng, ipd, memory::desc({n, k}, dt::f32, tag::ab), "inner product", post, false);
+        add(cs, eng, ipd, memory::desc({n, k}, a, tag::ab), "inner product", post, false);
         // 1x1 convolution: x as [1, K, M, 1] nhwc (the same bytes as [M, K]), W [N, K, 1, 1]
         // any, y [1, N, M, 1] nhwc.
-        memory::desc x3({1, k, m, 1}, dt::f32, tag::nhwc), w3({n, k, 1, 1}, dt::f32, tag::any),
-            b3({n}, dt::f32, tag::a), y3({1, n, m, 1}, dt::f32, tag::nhwc);
+        memory::desc x3({1, k, m, 1}, a, tag::nhwc), w3({n, k, 1, 1}, a, tag::any),
+            b3({n}, dt::f32, tag::a), y3({1, n, m, 1}, a, tag::nhwc);
 #if DNNL_VERSION_MAJOR >= 3
         conv_pd cpd(eng, prop_kind::forward_inference, algorithm::convolution_direct, x3, w3, b3,
                     y3, {1, 1}, {0, 0}, {0, 0}, attr);
@@ -153,7 +167,7 @@ int main(int argc, char **argv)
                                               {0, 0}, {0, 0}),
                     attr, eng);
 #endif
-        add(cs, eng, cpd, memory::desc({n, k, 1, 1}, dt::f32, tag::abcd), "conv 1x1 nhwc", post,
+        add(cs, eng, cpd, memory::desc({n, k, 1, 1}, a, tag::abcd), "conv 1x1 nhwc", post,
             true);
     }
     std::vector<double> best(cs.size(), 1e30);
@@ -163,8 +177,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < cs.size(); i++)
             best[i] = std::min(best[i], time_us(st, cs[i], 30));
     const char *thr = std::getenv("OMP_NUM_THREADS");
-    std::printf("# oneDNN %d.%d.%d, M %ld K %ld N %ld, OMP_NUM_THREADS %s\n", dnnl_version()->major,
-                dnnl_version()->minor, dnnl_version()->patch, m, k, n, thr ? thr : "unset");
+    std::printf("# oneDNN %d.%d.%d, %s, M %ld K %ld N %ld, OMP_NUM_THREADS %s\n",
+                dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch,
+                a == dt::bf16 ? "bf16" : "f32", m, k, n, thr ? thr : "unset");
     double flop = 2.0 * m * k * n;
     for (size_t i = 0; i < cs.size(); i++)
         std::printf("%9.1f us %6.1f GFLOP/s  %s\n", best[i], flop / best[i] / 1e3,

@@ -165,8 +165,12 @@ enum {
     RN_KERNEL_INPLACE = 1u << 0,
     /* Output 0 is input 0's bytes under another shape (Reshape, Squeeze,
      * Flatten, Identity): the plan makes it a view and skips the kernel when
-     * it can, and runs it (a copy) when it cannot. */
+     * it can, and runs it (a copy) when it cannot; input and output plain. */
     RN_KERNEL_VIEW = 1u << 1,
+    /* With RN_KERNEL_VIEW: also a view where input 0 and output 0 are in
+     * the device layouts the kernel's layout hooks name, which the kernel
+     * vouches are the same bytes (the CPU's Reshape over plain bf16). */
+    RN_KERNEL_VIEW_LAYOUTS = 1u << 2,
 };
 
 typedef struct rn_kernel {

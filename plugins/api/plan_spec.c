@@ -987,6 +987,22 @@ static bool others_read_before(plan_spec *s, int r, int node)
     return ok;
 }
 
+/* Whether view node n's output may share its input's bytes as far as
+ * layouts go: both plain, or, for a kernel that says so
+ * (RN_KERNEL_VIEW_LAYOUTS), both in layouts of one device, the ones its
+ * hooks asked for and wrote (the CPU's Reshape over plain bf16). */
+static bool view_layouts(const plan_node *n, const plan_value *src, const plan_value *dst)
+{
+    const rn_layout *a = src->desc.layout, *b = dst->desc.layout;
+    if (a == NULL || b == NULL)
+        return a == NULL && b == NULL;
+    const plugin_kernel *k = n->kernel;
+    return (k->flags & RN_KERNEL_VIEW_LAYOUTS) && k->input_layout != NULL &&
+           k->output_layout != NULL && a->ops == b->ops &&
+           same_layout(a, k->input_layout(n->state, 0)) &&
+           same_layout(b, k->output_layout(n->state, 0));
+}
+
 static void alias(plan_spec *s)
 {
     /* Readers per value (exec node inputs and implicit reads). */
@@ -1019,7 +1035,7 @@ static void alias(plan_spec *s)
         plan_storage rs = s->values[find_root(s, n->in[0])].storage;
         if (!single || dst->storage != PLAN_ARENA || dst->result >= 0 ||
             (rs != PLAN_ARENA && rs != PLAN_CONST && rs != PLAN_INPUT) ||
-            src->desc.layout != NULL || dst->desc.layout != NULL || src->nbytes != dst->nbytes ||
+            !view_layouts(n, src, dst) || src->nbytes != dst->nbytes ||
             (rs == PLAN_INPUT && (src->gv == NULL || !graph_shape_is_static(&src->gv->shape))) ||
             src->gv == NULL || src->gv->type != dst->desc.type)
             continue;

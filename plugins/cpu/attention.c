@@ -16,16 +16,28 @@
  * qkv_layout "BSHD" the matmuls read the heads of Q, K and V [B, S, H, D]
  * through strided descriptors, where the exporter's Transposes copied them;
  * with out_layout "BSHD" y is [B, S, H, Dv], each head's rows written with a
- * stride where the exporter's head merge Transpose copied them. */
+ * stride where the exporter's head merge Transpose copied them.
+ *
+ * Where the batch dims allow it the heads are split across the team
+ * instead (heads_build: per head dnnl_sgemm, mask and softmax, dnnl_sgemm),
+ * and in a bf16 model on a CPU with avx512_bf16 (bf16_build) those heads
+ * read Q, K and V in the plain bf16 the products wrote (through the CPU's
+ * Reshape views, reshape.c) and write y in plain bf16: the products by
+ * vdpbf16ps with f32 sums, the softmax in f32 (AVX-512: the rows'
+ * maximums taken as the scores are stored, exp(score - maximum) rounded to
+ * bf16 before @ V, each output row scaled by 1 / the f32 sum as it is
+ * stored); no conversion is left around the attention. */
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugins/cpu/cpu.h"
 #include "plugins/cpu/team.h"
+#include "transforms/transforms.h"
 
 enum { QK, ADD, SOFTMAX, PV, N_PRIMS };
 
@@ -55,6 +67,15 @@ typedef struct sdpa_state {
     size_t head_scores;              /* bytes of one thread's scores, aligned */
     int64_t y_ld;                    /* row stride of one head's output */
     int64_t y_step[RN_MAX_RANK - 2]; /* per batch index: the output's offset */
+    /* bf16 heads (bf16_build): Q, K, V and y plain bf16 as the products
+     * write them; per thread K and V packed in pairs for vdpbf16ps, a block
+     * of score rows in f32 and as bf16 probabilities. */
+    bool bf16;
+    bool y_f32; /* the bf16 policy's tail (TRANSFORMS_ATTR_F32_OUTPUT): y in f32 */
+    cpu_layout in_l[3], out_l;
+    const rn_layout *in_layout[3], *out_layout;
+    int64_t ldk, ldv, ldp;          /* row strides (elements) of K packed, V packed, P */
+    size_t kp_at, vp_at, sc_at, pb_at; /* offsets in a thread's scratch */
 } sdpa_state;
 
 static bool sdpa_supports(const rn_node *node, const char **why)
@@ -126,7 +147,19 @@ static size_t sdpa_scratch(const void *state)
 static const char *sdpa_impl(const void *state)
 {
     const sdpa_state *s = state;
-    return s->heads ? "gemm:heads" : s->p[QK].impl;
+    return s->bf16 ? "avx512_bf16:heads" : s->heads ? "gemm:heads" : s->p[QK].impl;
+}
+
+static const rn_layout *sdpa_input_layout(const void *state, int i)
+{
+    const sdpa_state *s = state;
+    return s->bf16 && i < 3 ? s->in_layout[i] : NULL;
+}
+
+static const rn_layout *sdpa_output_layout(const void *state, int i)
+{
+    const sdpa_state *s = state;
+    return s->bf16 && i == 0 ? s->out_layout : NULL; /* NULL too for y_f32 */
 }
 
 /* The plain descriptor of input k at rank r (leading 1s); with `perm`
@@ -209,6 +242,7 @@ static rn_status qk_prim(const rn_node *node, sdpa_state *s, bool post, bool *do
 }
 
 static bool heads_build(const rn_node *node, sdpa_state *s, bool bshd);
+static void bf16_build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state *s);
 
 /* RN_CPU_ATTENTION_HEADS=0 keeps the batched primitives below (an A/B
  * switch for bench/models: docs/cpu.md). */
@@ -218,12 +252,14 @@ static bool heads_enabled(void)
     return v == NULL || strcmp(v, "0") != 0;
 }
 
-static rn_status build(const rn_node *node, sdpa_state *s)
+static rn_status build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state *s)
 {
     static const int split[4] = {0, 2, 1, 3}, split_t[4] = {0, 2, 3, 1};
     bool bshd = strcmp(rn_node_attr_string(node, "qkv_layout", "BHSD"), "BSHD") == 0;
-    if (heads_enabled() && heads_build(node, s, bshd))
+    if (heads_enabled() && heads_build(node, s, bshd)) {
+        bf16_build(node, ctx, s);
         return RN_OK;
+    }
     rn_partial_shape y = heads_shape(node);
     int r = y.rank;
     rn_status st;
@@ -487,10 +523,266 @@ static bool heads_build(const rn_node *node, sdpa_state *s, bool bshd)
     return true;
 }
 
+/* ---- bf16 heads: Q, K, V and y in bf16, products by vdpbf16ps ---- */
+
+/* RN_CPU_ATTENTION_BF16=0 at compile time keeps the f32 heads (and the
+ * conversions of Q, K, V to f32 around them) in bf16 models: an A/B switch
+ * for bench/models (docs/cpu.md). */
+static bool bf16_enabled(void)
+{
+    const char *v = getenv("RN_CPU_ATTENTION_BF16");
+    return v == NULL || strcmp(v, "0") != 0;
+}
+
+#define BF16_ROWS 8  /* score rows a tile computes */
+#define BF16_COLS 32 /* columns of a tile: two vectors of 16 */
+
+static int64_t round_up(int64_t x, int64_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+static size_t aligned(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+/* Where the heads path runs in bf16: the model computes in bf16 on a CPU
+ * with avx512_bf16 (AMX ones have it too), and the producers of Q, K and
+ * V wrote plain bf16 of the inputs' shapes (the products' outputs through
+ * the CPU's Reshape views), so reading them as they are needs no
+ * conversion; D even (Q's pairs along D are read in place). The output
+ * is plain bf16 of the output's shape. Else the f32 heads, unchanged. */
+static void bf16_build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state *s)
+{
+    if (!cpu_config_get()->bf16 || rn_node_attr_int(node, TRANSFORMS_ATTR_F32, 0) != 0 ||
+        !bf16_enabled() || !__builtin_cpu_supports("avx512bf16") ||
+        !__builtin_cpu_supports("avx512bw") || ctx == NULL || ctx->n_input_layouts < 3 ||
+        s->D % 2 != 0 || round_up(s->Sk, 16) * s->k_ld >= INT32_MAX)
+        return;
+    for (int k = 0; k < 3; k++) {
+        rn_partial_shape x = rn_node_input_shape(node, k);
+        const rn_layout *l = ctx->input_layouts[k];
+        if (!cpu_layout_plain_of(l, RN_BF16, x.rank, x.dims))
+            return;
+        cpu_layout_init(&s->in_l[k], (const cpu_md *)l->desc, RN_F32, &s->in_layout[k]);
+    }
+    /* The output in bf16, or, where the bf16 policy keeps the tail f32, in
+     * plain f32 (no layout). */
+    rn_partial_shape y = rn_node_output_shape(node, 0);
+    cpu_md md;
+    s->y_f32 = cpu_dst_type(node, dnnl_bf16) == dnnl_f32;
+    if (cpu_plain_md(s->y_f32 ? RN_F32 : RN_BF16, y.rank, y.dims, &md) != RN_OK) {
+        rn_clear_error();
+        return;
+    }
+    cpu_layout_init(&s->out_l, &md, RN_F32, &s->out_layout);
+    int64_t k2 = s->D / 2, sk2 = (s->Sk + 1) / 2;
+    s->ldk = round_up(s->Sk, BF16_COLS);
+    s->ldv = round_up(s->Dv, BF16_COLS);
+    s->ldp = 2 * sk2;
+    s->kp_at = 0;
+    s->vp_at = s->kp_at + aligned((size_t)(k2 * s->ldk) * 4);
+    s->sc_at = s->vp_at + aligned((size_t)(sk2 * s->ldv) * 4);
+    s->pb_at = s->sc_at + aligned((size_t)(BF16_ROWS * s->ldk) * 4);
+    s->head_scores = s->pb_at + aligned((size_t)(BF16_ROWS * s->ldp) * 2);
+    s->scratch = (size_t)s->team * s->head_scores;
+    s->bf16 = true;
+}
+
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+/* c[r][0..1] = sum over p < k2 of a_r's pair p times b's row p (32
+ * columns): a_r bf16 rows (pairs read as dwords), b dwords [k2][ldb], each
+ * a pair of bf16 of one column, lower element first. */
+BF16_TARGET static inline void tile_bf16(const uint16_t *const a[BF16_ROWS], int64_t k2,
+                                         const uint32_t *b, int64_t ldb,
+                                         __m512 c[BF16_ROWS][2])
+{
+#pragma GCC unroll 8
+    for (int r = 0; r < BF16_ROWS; r++)
+        c[r][0] = c[r][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < k2; p++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + p * ldb);
+        __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + p * ldb + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < BF16_ROWS; r++) {
+            int32_t pair;
+            memcpy(&pair, a[r] + 2 * p, sizeof pair);
+            __m512bh x = (__m512bh)_mm512_set1_epi32(pair);
+            c[r][0] = _mm512_dpbf16_ps(c[r][0], x, b0);
+            c[r][1] = _mm512_dpbf16_ps(c[r][1], x, b1);
+        }
+    }
+}
+
+/* The columns j..j+15 of a row of n as a mask: all, the tail, or none. */
+static __mmask16 cols16(int64_t j, int64_t n)
+{
+    return j + 16 <= n ? (__mmask16)0xffff : j < n ? (__mmask16)((1u << (n - j)) - 1) : 0;
+}
+
+/* dst[p][j] = (src[2p][j], src[2p + 1][j]) for j < n, 0 up to ldb: rows of
+ * src (k of them, ld apart) interleaved in pairs; an odd k's last pair
+ * has a 0 above. */
+BF16_TARGET static void pack_rows(const uint16_t *src, int64_t ld, int64_t k, int64_t n,
+                                  uint32_t *dst, int64_t ldb)
+{
+    for (int64_t p = 0; p < (k + 1) / 2; p++) {
+        const uint16_t *lo = src + 2 * p * ld, *hi = 2 * p + 1 < k ? lo + ld : NULL;
+        uint32_t *d = dst + p * ldb;
+        for (int64_t j = 0; j < ldb; j += 16) {
+            __mmask16 m = cols16(j, n);
+            __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + j));
+            __m512i h = hi != NULL ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi + j))
+                                   : _mm512_setzero_si512();
+            _mm512_storeu_si512(d + j, _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
+        }
+    }
+}
+
+/* dst[p][j] = (src[j][2p], src[j][2p + 1]) for j < n rows of src (ld
+ * apart, k columns, k even), 0 up to ldb: K's rows as the columns of K^T,
+ * 16 rows a gather (bf16_build checks that n * ld fits an int32). */
+BF16_TARGET static void pack_cols(const uint16_t *src, int64_t ld, int64_t k, int64_t n,
+                                  uint32_t *dst, int64_t ldb)
+{
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int64_t j = 0; j < ldb; j += 16) {
+        __mmask16 m = cols16(j, n);
+        __m512i rows = _mm512_add_epi32(lane, _mm512_set1_epi32((int)j));
+        __m512i at = _mm512_mullo_epi32(rows, _mm512_set1_epi32((int)ld));
+        for (int64_t p = 0; p < k / 2; p++)
+            _mm512_storeu_si512(dst + p * ldb + j,
+                                _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, at,
+                                                            src + 2 * p, 2));
+    }
+}
+
+/* exp of 16 floats x <= 0 (x - the row's maximum): Cephes' polynomial on
+ * x - n ln 2, n = round(x / ln 2), times 2^n by scalef (relative error
+ * ~1e-7, exp8's); x clamped at ln of f32's least normal, so that a masked
+ * score (float32 min added) gives ~1e-38, nothing against the row's sum
+ * of at least 1. */
+BF16_TARGET static inline __m512 exp16(__m512 x)
+{
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.33654f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    x = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), x);
+    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(y, n);
+}
+
+/* Stores columns j..j+15 of a score row: scale * c plus the mask's (m:
+ * the row's mask, m_col 1 a value per column, 0 one for the row; NULL
+ * none), and folds them (the row's columns only) into the row's maximum. */
+BF16_TARGET static inline void store_scores(float *row, int64_t j, int64_t n, __m512 c,
+                                            __m512 scale, const float *m, int64_t m_col,
+                                            __m512 *max)
+{
+    __mmask16 k = cols16(j, n);
+    __m512 x = _mm512_mul_ps(c, scale);
+    if (m != NULL)
+        x = _mm512_add_ps(x, m_col == 1 ? _mm512_maskz_loadu_ps(k, m + j) : _mm512_set1_ps(m[0]));
+    _mm512_storeu_ps(row + j, x);
+    *max = _mm512_mask_max_ps(*max, k, *max, x);
+}
+
+/* Row x[0..n) of masked scores whose maximum is in max's lanes as
+ * exp(x - max) in bf16 (round to nearest even) in y[0..round_up(n, 2)),
+ * an odd n's last pair closed by a 0; returns 1 / their sum (in f32),
+ * by which the row's output is scaled. */
+BF16_TARGET static float exp_row(const float *x, int64_t n, __m512 max, uint16_t *y)
+{
+    __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(max)), sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 k = cols16(j, n);
+        __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), mx)));
+        sum = _mm512_add_ps(sum, e);
+        _mm256_mask_storeu_epi16(y + j, k, (__m256i)_mm512_cvtneps_pbh(e));
+    }
+    if (n % 2 != 0)
+        y[n] = 0;
+    return 1.0f / _mm512_reduce_add_ps(sum);
+}
+
+/* One head: Q_h [S, D], K_h (k_t: [Sk, D], else K^T [D, Sk]), V_h [Sk, Dv]
+ * in bf16, y_h [S, Dv] in bf16; mask (f32) as the f32 heads read it.
+ * Blocks of BF16_ROWS rows: scale * Q @ K^T + mask in f32 (the rows'
+ * maximums as they are stored), exp(score - maximum) as bf16 (the
+ * softmax's numerators), @ V, each row scaled by 1 / its numerators' sum
+ * (f32) as it is stored: the softmax normalised after the product, which
+ * rounds the same probabilities to bf16 to within the scaling. A block's
+ * rows past S read the last row again and are not stored. */
+BF16_TARGET static void head_bf16(const sdpa_state *s, const uint16_t *q, const uint16_t *k,
+                                  const uint16_t *v, const float *mask, void *y, float scale,
+                                  char *scratch)
+{
+    uint32_t *kp = (uint32_t *)(scratch + s->kp_at), *vp = (uint32_t *)(scratch + s->vp_at);
+    float *sc = (float *)(scratch + s->sc_at);
+    uint16_t *pb = (uint16_t *)(scratch + s->pb_at);
+    if (s->k_t)
+        pack_cols(k, s->k_ld, s->D, s->Sk, kp, s->ldk);
+    else
+        pack_rows(k, s->k_ld, s->D, s->Sk, kp, s->ldk);
+    pack_rows(v, s->v_ld, s->Sk, s->Dv, vp, s->ldv);
+    __m512 vscale = _mm512_set1_ps(scale);
+    __m512 c[BF16_ROWS][2], max[BF16_ROWS];
+    float inv[BF16_ROWS];
+    const uint16_t *a[BF16_ROWS];
+    const float *m[BF16_ROWS];
+    for (int64_t i0 = 0; i0 < s->S; i0 += BF16_ROWS) {
+        int mb = s->S - i0 < BF16_ROWS ? (int)(s->S - i0) : BF16_ROWS;
+        for (int r = 0; r < BF16_ROWS; r++) {
+            a[r] = q + (i0 + (r < mb ? r : mb - 1)) * s->q_ld;
+            m[r] = mask != NULL && r < mb ? mask + (i0 + r) * s->m_row : NULL;
+            max[r] = _mm512_set1_ps(-INFINITY);
+        }
+        for (int64_t j0 = 0; j0 < s->Sk; j0 += BF16_COLS) {
+            tile_bf16(a, s->D / 2, kp + j0, s->ldk, c);
+            for (int r = 0; r < mb; r++) {
+                float *row = sc + r * s->ldk;
+                store_scores(row, j0, s->Sk, c[r][0], vscale, m[r], s->m_col, &max[r]);
+                store_scores(row, j0 + 16, s->Sk, c[r][1], vscale, m[r], s->m_col, &max[r]);
+            }
+        }
+        for (int r = 0; r < mb; r++)
+            inv[r] = exp_row(sc + r * s->ldk, s->Sk, max[r], pb + r * s->ldp);
+        for (int r = 0; r < BF16_ROWS; r++)
+            a[r] = pb + (r < mb ? r : mb - 1) * s->ldp;
+        for (int64_t d0 = 0; d0 < s->Dv; d0 += BF16_COLS) {
+            tile_bf16(a, s->ldp / 2, vp + d0, s->ldv, c);
+            __mmask16 m0 = cols16(d0, s->Dv), m1 = cols16(d0 + 16, s->Dv);
+            for (int r = 0; r < mb; r++) {
+                __m512 f = _mm512_set1_ps(inv[r]);
+                __m512 y0 = _mm512_mul_ps(c[r][0], f), y1 = _mm512_mul_ps(c[r][1], f);
+                int64_t at = (i0 + r) * s->y_ld + d0;
+                if (s->y_f32) {
+                    _mm512_mask_storeu_ps((float *)y + at, m0, y0);
+                    _mm512_mask_storeu_ps((float *)y + at + 16, m1, y1);
+                } else {
+                    uint16_t *row = (uint16_t *)y + at;
+                    _mm256_mask_storeu_epi16(row, m0, (__m256i)_mm512_cvtneps_pbh(y0));
+                    _mm256_mask_storeu_epi16(row + 16, m1, (__m256i)_mm512_cvtneps_pbh(y1));
+                }
+            }
+        }
+    }
+}
+
 typedef struct heads_run {
     const sdpa_state *s;
-    const float *q, *k, *v, *mask;
-    float *y;
+    const void *q, *k, *v; /* f32, or bf16 (s->bf16) */
+    const float *mask;
+    void *y;
     char *scratch;
     float scale;
     bool denormals, avx2;
@@ -520,8 +812,17 @@ static void heads_work(void *arg, int thread)
             qo += i * s->q_step[d], ko += i * s->k_step[d], vo += i * s->v_step[d];
             mo += i * s->m_step[d], yo += i * s->y_step[d];
         }
-        dnnl_status_t ds = dnnl_sgemm('N', s->k_t ? 'T' : 'N', s->S, s->Sk, s->D, w->scale,
-                                      w->q + qo, s->q_ld, w->k + ko, s->k_ld, 0.0f, sc, s->Sk);
+        if (s->bf16) {
+            head_bf16(s, (const uint16_t *)w->q + qo, (const uint16_t *)w->k + ko,
+                      (const uint16_t *)w->v + vo, w->mask != NULL ? w->mask + mo : NULL,
+                      s->y_f32 ? (void *)((float *)w->y + yo) : (void *)((uint16_t *)w->y + yo),
+                      w->scale, (char *)sc);
+            continue;
+        }
+        dnnl_status_t ds =
+            dnnl_sgemm('N', s->k_t ? 'T' : 'N', s->S, s->Sk, s->D, w->scale,
+                       (const float *)w->q + qo, s->q_ld, (const float *)w->k + ko, s->k_ld, 0.0f,
+                       sc, s->Sk);
         for (int64_t i = 0; i < s->S && ds == dnnl_success; i++) {
             const float *m = w->mask != NULL ? w->mask + mo + i * s->m_row : NULL;
             if (w->avx2)
@@ -530,8 +831,8 @@ static void heads_work(void *arg, int thread)
                 softmax_plain(sc + i * s->Sk, m, s->m_col, s->Sk);
         }
         if (ds == dnnl_success)
-            ds = dnnl_sgemm('N', 'N', s->S, s->Dv, s->Sk, 1.0f, sc, s->Sk, w->v + vo, s->v_ld, 0.0f,
-                            w->y + yo, s->y_ld);
+            ds = dnnl_sgemm('N', 'N', s->S, s->Dv, s->Sk, 1.0f, sc, s->Sk, (const float *)w->v + vo,
+                            s->v_ld, 0.0f, (float *)w->y + yo, s->y_ld);
         if (ds != dnnl_success) {
             atomic_store_explicit(&w->failed, (int)ds, memory_order_relaxed);
             break;
@@ -578,12 +879,11 @@ static rn_status heads_run_node(rn_kernel_args *args)
 
 static rn_status sdpa_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
 {
-    (void)ctx;
     sdpa_state *s = calloc(1, sizeof *s);
     if (s == NULL)
         return rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
     s->has_mask = rn_node_input_count(node) > 3 && rn_node_input_name(node, 3)[0] != '\0';
-    rn_status st = build(node, s);
+    rn_status st = build(node, ctx, s);
     if (st != RN_OK) {
         sdpa_release(s);
         return st;
@@ -638,6 +938,8 @@ const rn_kernel cpu_kernel_scaled_dot_product_attention = {
     .prepare_ctx = sdpa_prepare,
     .run = sdpa_run,
     .release = sdpa_release,
+    .input_layout = sdpa_input_layout,
+    .output_layout = sdpa_output_layout,
     .scratch_bytes = sdpa_scratch,
     .impl_name = sdpa_impl,
 };

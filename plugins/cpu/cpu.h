@@ -159,6 +159,9 @@ bool cpu_concat_dense(const rn_layout *whole, const rn_layout *const *parts, int
  * channels-last (AVX-512 bf16, AMX): then it runs on 2.6 too. */
 #define CPU_ATTR_CONCAT_BLOCK "runnel_cpu_concat_block"
 rn_status cpu_mark_concat_convs(graph *g, void *ctx, int *changes);
+/* Whether l is a CPU layout of plain (dense row-major) `type` elements of
+ * those dims: a product's bf16 output in the MatMul's own shape. */
+bool cpu_layout_plain_of(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims);
 /* The descriptor input layout `l` stands for: its md when it is a CPU
  * layout, else the plain md of (type, rank, dims). */
 rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims,

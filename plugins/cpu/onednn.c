@@ -386,6 +386,19 @@ void cpu_layout_init_plain(cpu_layout *l, const cpu_md *md, const cpu_md *plain,
     *out = &l->base;
 }
 
+bool cpu_layout_plain_of(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims)
+{
+    if (l == NULL || l->ops != &cpu_layout_ops || rank < 1)
+        return false;
+    const cpu_layout *cl = (const cpu_layout *)l;
+    cpu_md plain;
+    if (cl->plain.ndims != 0 || cpu_plain_md(type, rank, dims, &plain) != RN_OK) {
+        rn_clear_error();
+        return false;
+    }
+    return cpu_md_equal(&cl->md, &plain) != 0;
+}
+
 rn_status cpu_input_md(const rn_layout *l, rn_element_type type, int rank, const int64_t *dims,
                        cpu_md *md)
 {

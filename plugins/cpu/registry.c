@@ -18,6 +18,7 @@ extern const rn_kernel cpu_kernel_conv_transpose, cpu_kernel_resize, cpu_kernel_
 extern const rn_kernel cpu_kernel_qlinear_fused_conv, cpu_kernel_qlinear_fused_gemm,
     cpu_kernel_qlinear_fused_matmul, cpu_kernel_quantize_linear, cpu_kernel_dequantize_linear;
 extern const rn_kernel cpu_kernel_scaled_dot_product_attention;
+extern const rn_kernel cpu_kernel_reshape, cpu_kernel_squeeze, cpu_kernel_unsqueeze;
 
 const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_conv,
@@ -75,5 +76,8 @@ const rn_kernel *const cpu_kernels[] = {
     &cpu_kernel_reduce_l2,
     &cpu_kernel_reduce_sum_square,
     &cpu_kernel_scaled_dot_product_attention,
+    &cpu_kernel_reshape,
+    &cpu_kernel_squeeze,
+    &cpu_kernel_unsqueeze,
     NULL,
 };

@@ -147,3 +147,171 @@ Test(cpu_attention, heads_on_one_thread_run_alone_and_match_ref, .timeout = 120)
     rn_model_free(model);
     rn_core_free(core);
 }
+
+/* ---- bf16 heads: tests/cpu/attention_bf16.onnx (make_attention_bf16_model.py) ---- */
+
+#define BF16_MODEL "tests/cpu/attention_bf16.onnx"
+#define BF16_D     24
+#define BF16_U     (1.0f / 256) /* bf16's unit roundoff: 8 bits of significand */
+
+/* The bf16 model compiled for CPU in bf16 under LATENCY on `threads`
+ * threads; NULL where bf16 is not native here (it resolves to f32). With
+ * f32_attention the attention's bf16 heads are switched off at compile
+ * time (RN_CPU_ATTENTION_BF16=0): the f32 heads behind conversions. */
+static rn_compiled_model *compile_bf16(rn_core *core, rn_model *model, const char *threads,
+                                       bool f32_attention)
+{
+    rn_property p[] = {{"PERFORMANCE_HINT", "LATENCY"},
+                       {"INFERENCE_PRECISION_HINT", "bf16"},
+                       {"INFERENCE_NUM_THREADS", threads}};
+    rn_compiled_model *cm;
+    if (f32_attention)
+        setenv("RN_CPU_ATTENTION_BF16", "0", 1);
+    rn_status st = rn_core_compile_model(core, model, "CPU", p, 3, &cm);
+    unsetenv("RN_CPU_ATTENTION_BF16");
+    OK(st);
+    char precision[32];
+    OK(rn_compiled_model_get_property(cm, "INFERENCE_PRECISION_HINT", precision,
+                                      sizeof precision));
+    if (strcmp(precision, "bf16") != 0) {
+        rn_compiled_model_free(cm);
+        return NULL;
+    }
+    return cm;
+}
+
+/* The plan in bf16: the attention runs the bf16 heads and writes
+ * `output` ("bf16:abcd", or "plain" in the tail), its three input Reshapes
+ * and, unless it is the model's result, its output Reshape are views of
+ * the products' plain bf16 (no Reorder but the model input's, into bf16
+ * for the first products). */
+static void check_bf16_plan(rn_compiled_model *cm, int reshape_views, const char *output)
+{
+    const rn_runtime_node *nodes;
+    size_t n;
+    OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
+    int attention = 0, views = 0, reorders = 0;
+    for (size_t i = 0; i < n; i++) {
+        cr_log_info("%s %s: %s (%s -> %s)", nodes[i].layer_type, nodes[i].name,
+                    nodes[i].impl_type, nodes[i].input_layouts, nodes[i].output_layouts);
+        if (strcmp(nodes[i].layer_type, "ScaledDotProductAttention") == 0) {
+            cr_assert_str_eq(nodes[i].impl_type, "avx512_bf16:heads", "%s", nodes[i].name);
+            cr_assert_str_eq(nodes[i].output_layouts, output, "%s", nodes[i].name);
+            attention++;
+        }
+        views += strcmp(nodes[i].layer_type, "Reshape") == 0 &&
+                 strcmp(nodes[i].impl_type, "view") == 0;
+        reorders += strcmp(nodes[i].layer_type, "Reorder") == 0;
+    }
+    cr_assert_eq(attention, 1);
+    cr_assert_eq(views, reshape_views);
+    cr_assert_eq(reorders, 1, "%d Reorders: only the model input's may be converted", reorders);
+}
+
+/* |a[i] - b[i]| <= bound for the n outputs of both, the largest logged. */
+static void expect_within(const float *a, const float *b, size_t n, float bound, const char *what)
+{
+    float worst = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float d = fabsf(a[i] - b[i]);
+        worst = fmaxf(worst, d);
+        cr_assert(d <= bound, "[%zu]: bf16 heads %g, %s %g (bound %g)", i, a[i], what, b[i], bound);
+    }
+    cr_log_info("against %s: largest difference %g (bound %g)", what, worst, bound);
+}
+
+/* bf16 heads against the f32 heads in the same bf16 plan: both read the
+ * same bf16 Q, K, V (the f32 heads after exact bf16 -> f32 conversions),
+ * compute the scores in f32 from the same exact products (only the order
+ * of the additions differs: ~1e-7 relative) and the same softmax. What
+ * differs: the bf16 heads round each probability to bf16 (its numerator
+ * exp(s_j - max), scaled by 1 / the f32 sum after @ V: the same relative
+ * error, at most u = 2^-8), moving y by at most u * sum_j p_j |v_j| <=
+ * u max |V|; and both round y to bf16 (the bf16 heads as they store it,
+ * the f32 path in its conversion before the output product): u |y| each,
+ * |y| <= max |V|. V is the input rounded to bf16 (Wv = Wo = I), |V| < 1:
+ * so |difference| <= 3u, plus 1e-5 for the scores' additions. Two threads:
+ * the heads split across the team where it pays. */
+Test(cpu_attention, bf16_heads_match_the_f32_heads_within_bf16_rounding, .timeout = 120)
+{
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, BF16_MODEL, &model));
+    rn_compiled_model *bf = compile_bf16(core, model, "2", false);
+    if (bf == NULL) {
+        rn_model_free(model);
+        rn_core_free(core);
+        cr_skip_test("bf16 is not native here (avx512_bf16 or AMX)");
+    }
+    check_bf16_plan(bf, 4, "bf16:abcd");
+    rn_compiled_model *f = compile_bf16(core, model, "2", true);
+    cr_assert_not_null(f);
+    size_t n1, n2;
+    float *a = cpu_testing_run_once(bf, &n1);
+    float *b = cpu_testing_run_once(f, &n2);
+    cr_assert_eq(n1, n2);
+    cr_assert_eq(n1, (size_t)2 * 77 * 96);
+    expect_within(a, b, n1, 3 * BF16_U + 1e-5f, "f32 heads");
+    free(a);
+    free(b);
+    rn_compiled_model_free(f);
+    rn_compiled_model_free(bf);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+/* bf16 heads against REF's f32 graph, one thread. Q = x~/2, K = 2x~,
+ * V = x~ exactly (weights powers of two times I, no rounding of the
+ * products'), x~ the input x rounded to bf16, |x~ - x| <= u|x|, |x| < 1.
+ * The scores x~_i . x~_j / sqrt(D) differ from REF's by at most
+ * delta = (2u + u^2) D / sqrt(D) (|x~ x~' - x x'| <= |x~ - x| |x~'| +
+ * |x| |x~' - x'|, each term of D); a softmax whose inputs move by at most
+ * delta moves each p_j by a factor in [e^-2delta, e^2delta], so
+ * sum_j |p~_j - p_j| <= e^(2 delta) - 1, and y by at most that times
+ * max|V| < 1; V's own rounding adds u, the probabilities' bf16 rounding
+ * u, the output's u (none where the attention writes f32): |y - y_ref| <=
+ * e^(2 delta) - 1 + 3u (0.092 for D = 24), plus 1e-5 for REF's own f32
+ * arithmetic. */
+static void expect_close_to_ref(const char *path, int reshape_views, const char *output)
+{
+    rn_core *core;
+    rn_model *model;
+    OK(rn_core_create(&core));
+    OK(rn_core_read_model(core, path, &model));
+    rn_compiled_model *cm = compile_bf16(core, model, "1", false);
+    if (cm == NULL) {
+        rn_model_free(model);
+        rn_core_free(core);
+        cr_skip_test("bf16 is not native here (avx512_bf16 or AMX)");
+    }
+    check_bf16_plan(cm, reshape_views, output);
+    rn_compiled_model *ref;
+    OK(rn_core_compile_model(core, model, "REF", NULL, 0, &ref));
+    size_t n1, n2;
+    float *a = cpu_testing_run_once(cm, &n1);
+    float *b = cpu_testing_run_once(ref, &n2);
+    cr_assert_eq(n1, n2);
+    float delta = (2 * BF16_U + BF16_U * BF16_U) * sqrtf((float)BF16_D);
+    expect_within(a, b, n1, expf(2 * delta) - 1 + 3 * BF16_U + 1e-5f, "REF");
+    free(a);
+    free(b);
+    rn_compiled_model_free(ref);
+    rn_compiled_model_free(cm);
+    rn_model_free(model);
+    rn_core_free(core);
+}
+
+Test(cpu_attention, bf16_heads_are_close_to_ref, .timeout = 120)
+{
+    expect_close_to_ref(BF16_MODEL, 4, "bf16:abcd");
+}
+
+/* The attention as the model's tail (no output product after it): the
+ * bf16 policy (transforms/precision.c) has it write f32, which the bf16
+ * heads do from the same bf16 Q, K, V (the output's Reshape, the model's
+ * result, copies). */
+Test(cpu_attention, bf16_heads_in_the_tail_write_f32, .timeout = 120)
+{
+    expect_close_to_ref("tests/cpu/attention_bf16_tail.onnx", 3, "plain");
+}

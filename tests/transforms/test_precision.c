@@ -1,5 +1,5 @@
 /* bf16's exceptions (transforms/precision.c): which products write f32
- * (the graph's tail, a recurrence's input) and which stay f32 throughout
+ * (the graph's tail, a recurrence's input, a residual sum) and which stay f32 throughout
  * (inside a Loop's body), on small graphs; the walk stops at the first
  * product, so products earlier in the graph keep bf16. */
 #include <criterion/criterion.h>
@@ -113,5 +113,45 @@ Test(keep_f32, a_branch_reading_outer_values_stays_in_its_graph)
     OK(transforms_keep_f32(g, NULL, &changes));
     cr_assert_eq(mark_of(g, "m", TRANSFORMS_ATTR_F32_OUTPUT), 1);
     cr_assert_eq(changes, 1);
+    graph_free(g);
+}
+
+/* A runnel FusedMatMul of x [n, 4] by constant weights, with a residual
+ * (input 3) when `residual` is not NULL. */
+static graph_value *fused_matmul(graph *g, const char *name, graph_value *x, graph_value *residual)
+{
+    const int64_t wd[2] = {4, 4}, bd[1] = {4};
+    char w[32], b[32];
+    snprintf(w, sizeof w, "%s_w", name);
+    snprintf(b, sizeof b, "%s_b", name);
+    graph_value *ins[4] = {x, tt_const_f32(g, w, 2, wd, zeros), tt_const_f32(g, b, 1, bd, zeros),
+                           residual};
+    graph_value *out;
+    OK(graph_add_value(g, name, &out));
+    OK(graph_add_node(g, name, "runnel", "FusedMatMul", 1, residual != NULL ? 4 : 3, ins, 1, &out,
+                      NULL));
+    return out;
+}
+
+/* x [2, 4] -> FusedMatMul a (no residual) -> FusedMatMul r (+ residual x)
+ * -> MatMul m -> Softmax -> y: r writes f32 although a product reads it
+ * (the residual stream), a does not, m does (the tail). */
+Test(keep_f32, a_product_adding_a_residual_writes_f32)
+{
+    const int64_t xd[2] = {2, 4}, wd[2] = {4, 4};
+    graph *g = tt_graph();
+    graph_value *x = tt_input(g, "x", RN_F32, 2, xd);
+    graph_value *a = fused_matmul(g, "a", x, NULL);
+    graph_value *r = fused_matmul(g, "r", a, x);
+    graph_value *m = tt_binary(g, "m", "MatMul", r, tt_const_f32(g, "wm", 2, wd, zeros));
+    tt_output(g, tt_unary(g, "s", "Softmax", m));
+    tt_finish(g);
+    int changes = -1;
+    OK(transforms_keep_f32(g, NULL, &changes));
+    cr_assert_eq(changes, 2);
+    cr_assert_eq(mark_of(g, "r", TRANSFORMS_ATTR_F32_OUTPUT), 1, "r adds a residual");
+    cr_assert_eq(mark_of(g, "m", TRANSFORMS_ATTR_F32_OUTPUT), 1, "m feeds the tail");
+    cr_assert_eq(mark_of(g, "a", TRANSFORMS_ATTR_F32_OUTPUT), 0, "a feeds a product");
+    tt_assert_valid(g);
     graph_free(g);
 }
