@@ -25,6 +25,8 @@ void plugin_run_init(plugin_run *run, rn_infer_request *owner)
     atomic_init(&run->cancel, false);
     atomic_init(&run->done_runs, 0);
     run->start_ns = run->last_run_ns = 0;
+    run->finishing = 0;
+    run->destroying = false;
     run->cancel_source = &run->cancel;
     pthread_mutex_init(&run->lock, NULL);
     pthread_cond_init(&run->done, NULL);
@@ -34,9 +36,11 @@ void plugin_run_destroy(plugin_run *run)
 {
     /* An async run is idle before its callback is called, and done only
      * once its outcome is published and waiters released: wait for that
-     * (a run started, or one whose completion is still under way). */
+     * (a run started, or one whose completion is still under way, up to
+     * its broadcast). */
     pthread_mutex_lock(&run->lock);
-    while (run->completed < run->started)
+    run->destroying = true;
+    while (run->completed < run->started || run->finishing > 0)
         pthread_cond_wait(&run->done, &run->lock);
     pthread_mutex_unlock(&run->lock);
     pthread_cond_destroy(&run->done);
@@ -247,7 +251,21 @@ void plugin_run_finish(plugin_run *run)
         snprintf(run->last_error, sizeof run->last_error, "%s", message);
         atomic_store_explicit(&run->done_runs, started, memory_order_release);
     }
+    run->finishing++;
+    pthread_mutex_unlock(&run->lock);
+    /* The broadcast after the unlock: a waiter it wakes takes the lock at
+     * once. Under the lock, the woken waiter (which the kernel runs at once
+     * on this thread's core, preempting it) blocked on the mutex this
+     * thread still held and was woken a second time by the unlock (issue
+     * 30: 1.5-1.9 wake-ups of the caller per async request). The condition
+     * outlives this call: plugin_run_destroy waits for `finishing`. */
     pthread_cond_broadcast(&run->done);
+    pthread_mutex_lock(&run->lock);
+    /* Only for plugin_run_destroy: a waiter of the next run (which the
+     * woken caller may have started already) would be woken for nothing,
+     * and on a busy core it preempts this thread again. */
+    if (--run->finishing == 0 && run->destroying)
+        pthread_cond_broadcast(&run->done);
     pthread_mutex_unlock(&run->lock);
 }
 

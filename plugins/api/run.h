@@ -58,6 +58,11 @@ typedef struct plugin_run {
      * its start to its completion (CLOCK_MONOTONIC ns; 0: none yet), for
      * the waiters' choice to spin (wait_until in run.c). */
     uint64_t start_ns, last_run_ns;
+    /* plugin_run_finish calls between publishing a completion and their
+     * broadcast, which comes after the unlock (plugin_run_destroy waits
+     * for them). */
+    unsigned finishing;
+    bool destroying; /* plugin_run_destroy waits for the finishers */
     int current;
     sched_instance *instance;
     const executors_pipeline *pipeline;

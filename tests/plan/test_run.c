@@ -5,6 +5,7 @@
  * thread (async and inline), and a run with no pipeline (AUTO's). */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -329,4 +330,34 @@ Test(run, a_waiter_sleeps_at_once_for_a_run_longer_than_the_spin)
     cr_expect_lt(least, 20000, "the waiter spent %lld ns of CPU in each wait, at least",
                  (long long)least);
     request_fini(&r);
+}
+
+static void *finish_now(void *arg)
+{
+    plugin_run_finish(arg);
+    return NULL;
+}
+
+/* plugin_run_finish broadcasts to the waiters after it unlocks (a waiter it
+ * wakes then takes the lock at once instead of blocking on it): the run may
+ * be destroyed and freed as soon as its waiter returns, and the finishing
+ * thread must not touch it after that. Freed at once, over many runs, so
+ * that ASan (heap-use-after-free) and TSan (a race with the destroy) see a
+ * finisher that did. */
+Test(run, a_run_freed_as_soon_as_its_wait_returns_is_not_touched_after)
+{
+    for (int i = 0; i < 300; i++) {
+        plugin_run *run = malloc(sizeof *run);
+        cr_assert_not_null(run);
+        memset(run, 0, sizeof *run);
+        plugin_run_init(run, NULL);
+        cr_assert_eq(plugin_run_begin(run, "start_async"), RN_OK);
+        plugin_run_start_external(run);
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, finish_now, run), 0);
+        cr_assert_eq(plugin_run_wait(run), RN_OK, "%s", rn_last_error());
+        plugin_run_destroy(run);
+        free(run);
+        pthread_join(t, NULL);
+    }
 }
