@@ -182,7 +182,10 @@ int sched_trace_write_json(sched *s, const char *path)
     if (f == NULL)
         return -errno;
     json_writer j = {.f = f, .t0 = s->t0_ns, .first = true};
-    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
+    /* otherData.origin_ns: the CLOCK_MONOTONIC instant the events' ts count from, so that a
+     * program's own instants (bench/latency --stamps) line up with them. */
+    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"origin_ns\":%llu},\"traceEvents\":[",
+            (unsigned long long)s->t0_ns);
     for (uint32_t i = 0; i < s->n_streams; i++)
         put_meta(&j, "process_name", i, 0, "stream ", NULL, i);
     for (uint32_t i = 0; i < s->n_workers; i++)

@@ -42,7 +42,7 @@
  *   bazel run //bench/latency:bench_latency -- [--devices CPU,REF,GPU,HETERO:CPU+REF,AUTO]
  *       [--models squeezenet,shufflenet,...] [--rounds N] [--seconds S] [--warmup N]
  *       [--order isolated|interleaved|sync-first|async-first] [--release-caller-team]
- *       [--callback] [-p KEY=VALUE ...]
+ *       [--callback] [--stamps DIR] [-p KEY=VALUE ...]
  *
  * Models are the light ONNX test models of onnx 1.22.0
  * (.cache/onnx-1.22.0/light/light_NAME.onnx, fetched by scripts/setup), or
@@ -53,8 +53,14 @@
  * on the request: an async run then ends with its callback stage on the callback executor's
  * thread ("rn-callback"), as in a program that uses callbacks (runnel-server), instead of on
  * the stream worker. --release-caller-team is an experiment: after
- * compiling, the caller's libgomp pool is released (omp_pause_resource_all). docs/performance.md
- * ("sync and async under LATENCY") has the numbers. */
+ * compiling, the caller's libgomp pool is released (omp_pause_resource_all). --stamps DIR
+ * compiles with ENABLE_TRACE=YES and writes, for every round, the CLOCK_MONOTONIC instants each
+ * timed request was started and returned (DIR/DEVICE-MODEL-MODE-PID.stamps: "t0_ns t1_ns" a
+ * line) and the scheduler's trace of the round (DIR/...json, whose otherData.origin_ns is the
+ * instant its ts count from); bench/latency/handoff.py DIR lines them up: where an async
+ * request's time goes between start_async, the stream's first node, its last node and the
+ * caller's return from wait. docs/performance.md ("sync and async under LATENCY") has the
+ * numbers. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -145,6 +151,7 @@ typedef enum outcome { OUTCOME_OK, OUTCOME_SKIPPED, OUTCOME_FAILED } outcome;
 
 static char process_comm[32];
 static long caller_tid;
+static const char *stamps_dir; /* --stamps DIR: each round's request instants and trace */
 
 /* Threads named as the process that were there once the devices had
  * started, before compiling (a device library's own: PoCL's for GPU, which
@@ -284,6 +291,7 @@ static void add_threads(const snapshot *before, const snapshot *after, uint64_t 
 /* ---------------------------------------------------------------- a session */
 
 typedef struct session {
+    const char *device, *model;
     rn_core *core;
     rn_compiled_model *compiled;
     rn_infer_request *rq;
@@ -365,6 +373,8 @@ static outcome session_open(session *s, const char *device, const char *model, c
                             result *res, char *why, size_t why_size)
 {
     memset(s, 0, sizeof *s);
+    s->device = device;
+    s->model = model;
     if (rn_core_create(&s->core) != RN_OK) {
         snprintf(why, why_size, "rn_core_create: %s", rn_last_error());
         return OUTCOME_FAILED;
@@ -428,12 +438,37 @@ static outcome session_open(session *s, const char *device, const char *model, c
     return OUTCOME_OK;
 }
 
+/* --stamps: the round's request instants and its trace, for handoff.py. */
+static void write_stamps(const session *s, int mode, const uint64_t (*stamps)[2], int n)
+{
+    char base[1024], path[1100];
+    char name[256];
+    snprintf(name, sizeof name, "%s", short_name(s->model));
+    name[strcspn(name, ".")] = '\0';
+    snprintf(base, sizeof base, "%s/%s-%s-%s-%d", stamps_dir, s->device, name, mode_names[mode],
+             (int)getpid());
+    snprintf(path, sizeof path, "%s.stamps", base);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "bench_latency: cannot write %s\n", path);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%llu %llu\n", (unsigned long long)stamps[i][0],
+                (unsigned long long)stamps[i][1]);
+    fclose(f);
+    snprintf(path, sizeof path, "%s.json", base);
+    if (rn_compiled_model_write_trace(s->compiled, path) != RN_OK)
+        fprintf(stderr, "bench_latency: %s: %s\n", path, rn_last_error());
+}
+
 /* One round of a mode: the warm-up, then requests timed one by one for
  * `seconds` (at least 3). Adds the round's median to res. */
 static outcome measure_round(session *s, int mode, int warmup, double seconds, result *res,
                              char *why, size_t why_size)
 {
     static double samples[MAX_SAMPLES];
+    static uint64_t stamps[MAX_SAMPLES][2];
     bool marks = getenv("RUNNEL_OMP_WAIT_LOG") != NULL; /* rounds in the wait log (wait.c) */
     if (marks)
         fprintf(stderr, "bench_latency: %d %s warm-up from t %.3f\n", (int)getpid(),
@@ -452,7 +487,10 @@ static outcome measure_round(session *s, int mode, int warmup, double seconds, r
         uint64_t t0 = bench_now_ns();
         if (run_mode(s->rq, mode) != RN_OK)
             goto failed;
-        samples[n++] = (double)(bench_now_ns() - t0) / 1e6;
+        uint64_t t1 = bench_now_ns();
+        stamps[n][0] = t0;
+        stamps[n][1] = t1;
+        samples[n++] = (double)(t1 - t0) / 1e6;
     }
     uint64_t wall = bench_now_ns() - start;
     if (marks)
@@ -461,6 +499,8 @@ static outcome measure_round(session *s, int mode, int warmup, double seconds, r
                 bench_median(samples, n));
     take_snapshot(&after);
     add_threads(&before, &after, wall, res, mode);
+    if (stamps_dir != NULL)
+        write_stamps(s, mode, (const uint64_t(*)[2])stamps, n);
     int now[N_KINDS];
     census(now);
     res->pool_rounds[mode] += now[KIND_IDLE_POOL] > 0;
@@ -684,7 +724,10 @@ static int parse_options(int argc, char **argv, options *o)
             goto usage;
         if (strcmp(a, "--devices") == 0)
             o->n_devices = split(v, o->devices);
-        else if (strcmp(a, "--models") == 0)
+        else if (strcmp(a, "--stamps") == 0 && o->n_properties < MAX_PROPERTIES) {
+            stamps_dir = v;
+            o->properties[o->n_properties++] = (rn_property){.key = "ENABLE_TRACE", .value = "YES"};
+        } else if (strcmp(a, "--models") == 0)
             o->n_models = split(v, o->models);
         else if (strcmp(a, "--rounds") == 0)
             o->rounds = atoi(v);
@@ -708,7 +751,7 @@ usage:
             "usage: bench_latency [--devices CPU,REF,GPU] [--models squeezenet,shufflenet,...] "
             "[--rounds N (1-%d)] [--seconds S] [--warmup N] "
             "[--order isolated|interleaved|sync-first|async-first] [--release-caller-team] "
-            "[--callback] [-p KEY=VALUE ...]\n",
+            "[--callback] [--stamps DIR] [-p KEY=VALUE ...]\n",
             MAX_ROUNDS);
     return -1;
 }

@@ -24,6 +24,9 @@ void plugin_run_init(plugin_run *run, rn_infer_request *owner)
     atomic_init(&run->status, RN_OK);
     atomic_init(&run->cancel, false);
     atomic_init(&run->done_runs, 0);
+    run->start_ns = run->last_run_ns = 0;
+    run->finishing = 0;
+    run->destroying = false;
     run->cancel_source = &run->cancel;
     pthread_mutex_init(&run->lock, NULL);
     pthread_cond_init(&run->done, NULL);
@@ -33,9 +36,11 @@ void plugin_run_destroy(plugin_run *run)
 {
     /* An async run is idle before its callback is called, and done only
      * once its outcome is published and waiters released: wait for that
-     * (a run started, or one whose completion is still under way). */
+     * (a run started, or one whose completion is still under way, up to
+     * its broadcast). */
     pthread_mutex_lock(&run->lock);
-    while (run->completed < run->started)
+    run->destroying = true;
+    while (run->completed < run->started || run->finishing > 0)
         pthread_cond_wait(&run->done, &run->lock);
     pthread_mutex_unlock(&run->lock);
     pthread_cond_destroy(&run->done);
@@ -135,6 +140,7 @@ void plugin_run_start_external(plugin_run *run)
 {
     pthread_mutex_lock(&run->lock);
     run->started++;
+    run->start_ns = now_ns();
     pthread_mutex_unlock(&run->lock);
 }
 
@@ -155,6 +161,7 @@ rn_status plugin_run_start(plugin_run *run, const executors_pipeline *p, plugin_
     run->instance = inst;
     run->pipeline = p;
     run->started++;
+    run->start_ns = now_ns();
     pthread_mutex_unlock(&run->lock);
     /* The other run of this request may still be finishing its completion
      * (after its callback returned): wait for it, it is not blocked on us. */
@@ -228,6 +235,8 @@ void plugin_run_finish(plugin_run *run)
     uint64_t started = run->started;
     rn_infer_callback cb = run->callback;
     void *cb_data = run->callback_data;
+    uint64_t now = now_ns();
+    run->last_run_ns = now > run->start_ns ? now - run->start_ns : 1;
     pthread_mutex_unlock(&run->lock);
     plugin_run_end(run);
     if (cb != NULL) {
@@ -242,25 +251,54 @@ void plugin_run_finish(plugin_run *run)
         snprintf(run->last_error, sizeof run->last_error, "%s", message);
         atomic_store_explicit(&run->done_runs, started, memory_order_release);
     }
+    run->finishing++;
+    pthread_mutex_unlock(&run->lock);
+    /* The broadcast after the unlock: a waiter it wakes takes the lock at
+     * once. Under the lock, the woken waiter (which the kernel runs at once
+     * on this thread's core, preempting it) blocked on the mutex this
+     * thread still held and was woken a second time by the unlock (issue
+     * 30: 1.5-1.9 wake-ups of the caller per async request). The condition
+     * outlives this call: plugin_run_destroy waits for `finishing`. */
     pthread_cond_broadcast(&run->done);
+    pthread_mutex_lock(&run->lock);
+    /* Only for plugin_run_destroy: a waiter of the next run (which the
+     * woken caller may have started already) would be woken for nothing,
+     * and on a busy core it preempts this thread again. */
+    if (--run->finishing == 0 && run->destroying)
+        pthread_cond_broadcast(&run->done);
     pthread_mutex_unlock(&run->lock);
 }
 
 #define WAIT_SPIN_NS 30000u
 
+/* Whether a waiter at `now` should spin before it sleeps: when the run is
+ * expected to complete within the spin, as long after its start as the
+ * last run took (or when no run has completed yet). */
+bool plugin_run_wait_spins(uint64_t start_ns, uint64_t last_run_ns, uint64_t now)
+{
+    return last_run_ns == 0 || start_ns + last_run_ns <= now + WAIT_SPIN_NS;
+}
+
 /* Waits until the run started last has completed, or until `deadline_ns`
  * (0: no deadline). */
 static rn_status wait_until(plugin_run *run, uint64_t deadline_ns)
 {
-    /* Spin a little first: a short run completes sooner than a sleep and a
-     * wake-up take. */
+    /* Spin a little first where the run should complete within the spin: a
+     * short run completes sooner than a sleep and a wake-up take. A longer
+     * one is waited for asleep at once: the spin would only keep a core
+     * from the threads that run it (on the CPU device under LATENCY the
+     * stream worker and its OpenMP team want every core; a caller spinning
+     * 30 us beside them delayed each async request's first primitive by as
+     * much, issue 30). */
     pthread_mutex_lock(&run->lock);
     uint64_t target = run->started;
+    bool spin = plugin_run_wait_spins(run->start_ns, run->last_run_ns, now_ns());
     pthread_mutex_unlock(&run->lock);
     uint64_t spin_end = now_ns() + WAIT_SPIN_NS;
     if (deadline_ns != 0 && deadline_ns < spin_end)
         spin_end = deadline_ns;
-    for (unsigned i = 1; atomic_load_explicit(&run->done_runs, memory_order_acquire) < target; i++)
+    for (unsigned i = 1;
+         spin && atomic_load_explicit(&run->done_runs, memory_order_acquire) < target; i++)
         if ((i & 63) == 0 && now_ns() >= spin_end)
             break;
     pthread_mutex_lock(&run->lock);

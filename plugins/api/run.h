@@ -54,6 +54,15 @@ typedef struct plugin_run {
      * instance running and its pipeline; a node an inline run waits for. */
     uint64_t started, completed;
     atomic_uint_fast64_t done_runs; /* completed, read by waiters spinning */
+    /* When the run in flight started, and how long the last one took from
+     * its start to its completion (CLOCK_MONOTONIC ns; 0: none yet), for
+     * the waiters' choice to spin (wait_until in run.c). */
+    uint64_t start_ns, last_run_ns;
+    /* plugin_run_finish calls between publishing a completion and their
+     * broadcast, which comes after the unlock (plugin_run_destroy waits
+     * for them). */
+    unsigned finishing;
+    bool destroying; /* plugin_run_destroy waits for the finishers */
     int current;
     sched_instance *instance;
     const executors_pipeline *pipeline;
@@ -150,6 +159,11 @@ void plugin_run_complete_node(plugin_run *run, bool is_stage, uint32_t which, rn
  * (owner, outcome) and the message as the thread's last error, then
  * publishes the outcome and releases waiters. Inline runs do nothing. */
 void plugin_run_finish(plugin_run *run);
+
+/* Whether a waiter at `now` spins before it sleeps, for a run started at
+ * `start_ns` whose previous run took `last_run_ns` (0: none yet): only
+ * when the run is expected to complete within the spin (30 us). */
+bool plugin_run_wait_spins(uint64_t start_ns, uint64_t last_run_ns, uint64_t now);
 
 /* Waits for the run started last; returns its outcome with its message.
  * wait_for: at most timeout_ms (negative: RN_INVALID_ARG). */

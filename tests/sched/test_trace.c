@@ -89,6 +89,13 @@ Test(trace, writes_every_task_as_a_chrome_trace_event, .timeout = 30)
     cr_expect_not_null(strstr(json, "executor callback"));
     /* The callback node ran on the executor's process (pid n_streams + id - 1 = 2). */
     cr_expect_eq(count_substr(json, "\"ph\":\"X\",\"pid\":2,"), 4);
+    /* The instant ts count from, for lining up a program's own clock readings
+     * (bench/latency --stamps): sched_trace_origin_ns, before every event. */
+    char origin[80];
+    snprintf(origin, sizeof(origin), "\"otherData\":{\"origin_ns\":%llu}",
+             (unsigned long long)sched_trace_origin_ns(s));
+    cr_expect_not_null(strstr(json, origin), "no %s in the trace", origin);
+    cr_expect_lt(sched_trace_origin_ns(s), test_now_ns());
     /* Balanced brackets: a crude well-formedness check. */
     cr_expect_eq(count_substr(json, "{"), count_substr(json, "}"));
     cr_expect_eq(count_substr(json, "["), count_substr(json, "]"));
