@@ -370,14 +370,21 @@ static bool winograd_shape(const rn_node *node, const cpu_conv_geometry *g)
  * (Inception-v1's 96->208 and 112->224 at 14x14: 1.7x and 1.1x; 128->176:
  * 2.0x; 128->240: 1.0x), and 0.5-0.82x at 4 to 10, 12 and 16 to 32 blocks
  * (bench/LOG.md "Winograd convolutions on AVX-512"); the 4x3 kernel was
- * faster on every shape measured. */
-static bool winograd_pays(const_dnnl_primitive_desc_t pd, int64_t oc)
+ * faster on every shape measured. And the 2x3 kernel only pays on one
+ * thread: on a team of two (LATENCY) it took 0.53-0.61 of brgconv alone but
+ * more than brgconv in the model (Inception-v1's three at 14x14: 376 / 262
+ * / 225 against 296 / 242 / 196 us; its LATENCY 8.6-8.9 against 7.6-7.7
+ * ms; bench/LOG.md "The suite, Winograd on and off, ..."), so there it
+ * is left for THROUGHPUT's single-core streams. */
+static bool winograd_pays(const_dnnl_primitive_desc_t pd, int64_t oc, int team)
 {
     const char *impl = cpu_pd_impl(pd);
     if (strstr(impl, "wino") == NULL || strncmp(impl, "ref", 3) == 0)
         return false;
+    if (strstr(impl, "2x3") == NULL)
+        return true;
     int64_t blocks = oc / 16;
-    return strstr(impl, "2x3") == NULL || blocks < 11 || blocks == 12 || blocks > 15;
+    return team == 1 && (blocks < 11 || blocks == 12 || blocks > 15);
 }
 
 /* Describes the convolution again as Winograd (winograd_shape); *pd is
@@ -390,7 +397,7 @@ static rn_status conv_desc_winograd(const rn_node *node, cpu_weighted *s, dnnl_d
                                  dnnl_format_tag_any, true, &alt);
     if (st != RN_OK || alt == NULL)
         return st;
-    if (winograd_pays(alt, g->weights_dims[0])) {
+    if (winograd_pays(alt, g->weights_dims[0], cpu_team_size(node, cpu_config_get()->threads))) {
         dnnl_primitive_desc_destroy(*pd);
         *pd = alt;
     } else {
@@ -412,7 +419,7 @@ bool cpu_conv_takes_winograd(const rn_node *node)
     dnnl_primitive_desc_t pd = NULL;
     rn_status st = conv_desc_alg(node, &s, dnnl_f32, dnnl_convolution_winograd, dnnl_format_tag_any,
                                  dnnl_format_tag_any, true, &pd);
-    bool takes = st == RN_OK && pd != NULL && winograd_pays(pd, g.weights_dims[0]);
+    bool takes = st == RN_OK && pd != NULL && winograd_pays(pd, g.weights_dims[0], 2);
     if (pd != NULL)
         dnnl_primitive_desc_destroy(pd);
     if (st != RN_OK)

@@ -384,7 +384,8 @@ rn_status cpu_conv_geometry_read(const rn_node *node, int x, int w, cpu_conv_geo
 #define CPU_ATTR_WINOGRAD_INPUT "runnel_cpu_winograd_input"
 rn_status cpu_mark_winograd_inputs(graph *g, void *ctx, int *changes);
 /* Whether the convolution node (static, f32) would run oneDNN's Winograd
- * kernel here, and one that pays (conv.c). */
+ * kernel here, and one that pays on a team of any size (conv.c: the 4x3
+ * kernel; the passes run before the team sizes are known). */
 bool cpu_conv_takes_winograd(const rn_node *node);
 
 /* Whether f32 3x3 convolutions may run oneDNN's Winograd kernels (conv.c):

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes tests/cpu/winograd.onnx: x [1, 3, 56, 56] -> Conv (64 filters, 3x3, pads 1, bias)
--> Relu -> Conv (64 filters, 3x3, pads 1, bias) -> Relu -> MaxPool 2x2/2 -> Conv (128
-filters, 3x3, pads 1, bias) -> Relu -> y [1, 128, 28, 28], VGG's first block and a half: a
-first convolution of an image's 3 channels, then two stride-1 3x3 convolutions of 64 input
-channels at 56x56 and 28x28, which the CPU device runs as oneDNN's Winograd kernels on
-AVX-512 under EXECUTION_MODE_HINT PERFORMANCE, the first one writing their layout
-(plugins/cpu/conv.c). Weights He-initialised (normal, std sqrt(2 / fan_in), as trained
+-> Relu -> Conv (128 filters, 3x3, pads 1, bias) -> Relu -> MaxPool 2x2/2 -> Conv (128
+filters, 3x3, pads 1, bias) -> Relu -> y [1, 128, 28, 28], VGG's first blocks in small: a
+first convolution of an image's 3 channels, then two stride-1 3x3 convolutions, 64 -> 128 at
+56x56 and 128 -> 128 at 28x28, which the CPU device runs as oneDNN's F(4x4, 3x3) Winograd
+kernel on AVX-512 under EXECUTION_MODE_HINT PERFORMANCE (on a team of any size), the first
+one writing their layout (plugins/cpu/conv.c). Weights He-initialised (normal, std sqrt(2 / fan_in), as trained
 networks start) and biases from numpy's default_rng(0).
 Run with the bench venv's Python:
   .cache/venv-bench/bin/python tests/cpu/make_winograd_model.py"""
@@ -26,8 +26,8 @@ def conv_weights(name, m, c):
 
 
 w0, b0 = conv_weights("c0", 64, 3)
-w1, b1 = conv_weights("c1", 64, 64)
-w2, b2 = conv_weights("c2", 128, 64)
+w1, b1 = conv_weights("c1", 128, 64)
+w2, b2 = conv_weights("c2", 128, 128)
 nodes = [helper.make_node("Conv", ["x", "c0_W", "c0_B"], ["c0"], pads=[1, 1, 1, 1]),
          helper.make_node("Relu", ["c0"], ["r0"]),
          helper.make_node("Conv", ["r0", "c1_W", "c1_B"], ["c1"], pads=[1, 1, 1, 1]),
