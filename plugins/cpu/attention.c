@@ -74,7 +74,7 @@ typedef struct sdpa_state {
     bool y_f32; /* the bf16 policy's tail (TRANSFORMS_ATTR_F32_OUTPUT): y in f32 */
     cpu_layout in_l[3], out_l;
     const rn_layout *in_layout[3], *out_layout;
-    int64_t ldk, ldv, ldp;          /* row strides (elements) of K packed, V packed, P */
+    int64_t ldk, ldv, ldp;             /* row strides (elements) of K packed, V packed, P */
     size_t kp_at, vp_at, sc_at, pb_at; /* offsets in a thread's scratch */
 } sdpa_state;
 
@@ -596,8 +596,7 @@ static void bf16_build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state
  * columns): a_r bf16 rows (pairs read as dwords), b dwords [k2][ldb], each
  * a pair of bf16 of one column, lower element first. */
 BF16_TARGET static inline void tile_bf16(const uint16_t *const a[BF16_ROWS], int64_t k2,
-                                         const uint32_t *b, int64_t ldb,
-                                         __m512 c[BF16_ROWS][2])
+                                         const uint32_t *b, int64_t ldb, __m512 c[BF16_ROWS][2])
 {
 #pragma GCC unroll 8
     for (int r = 0; r < BF16_ROWS; r++)
@@ -653,9 +652,9 @@ BF16_TARGET static void pack_cols(const uint16_t *src, int64_t ld, int64_t k, in
         __m512i rows = _mm512_add_epi32(lane, _mm512_set1_epi32((int)j));
         __m512i at = _mm512_mullo_epi32(rows, _mm512_set1_epi32((int)ld));
         for (int64_t p = 0; p < k / 2; p++)
-            _mm512_storeu_si512(dst + p * ldb + j,
-                                _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, at,
-                                                            src + 2 * p, 2));
+            _mm512_storeu_si512(
+                dst + p * ldb + j,
+                _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, at, src + 2 * p, 2));
     }
 }
 
@@ -705,7 +704,8 @@ BF16_TARGET static float exp_row(const float *x, int64_t n, __m512 max, uint16_t
     __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(max)), sum = _mm512_setzero_ps();
     for (int64_t j = 0; j < n; j += 16) {
         __mmask16 k = cols16(j, n);
-        __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), mx)));
+        __m512 e =
+            _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), mx)));
         sum = _mm512_add_ps(sum, e);
         _mm256_mask_storeu_epi16(y + j, k, (__m256i)_mm512_cvtneps_pbh(e));
     }
@@ -819,10 +819,9 @@ static void heads_work(void *arg, int thread)
                       w->scale, (char *)sc);
             continue;
         }
-        dnnl_status_t ds =
-            dnnl_sgemm('N', s->k_t ? 'T' : 'N', s->S, s->Sk, s->D, w->scale,
-                       (const float *)w->q + qo, s->q_ld, (const float *)w->k + ko, s->k_ld, 0.0f,
-                       sc, s->Sk);
+        dnnl_status_t ds = dnnl_sgemm('N', s->k_t ? 'T' : 'N', s->S, s->Sk, s->D, w->scale,
+                                      (const float *)w->q + qo, s->q_ld, (const float *)w->k + ko,
+                                      s->k_ld, 0.0f, sc, s->Sk);
         for (int64_t i = 0; i < s->S && ds == dnnl_success; i++) {
             const float *m = w->mask != NULL ? w->mask + mo + i * s->m_row : NULL;
             if (w->avx2)

@@ -171,8 +171,7 @@ static rn_compiled_model *compile_bf16(rn_core *core, rn_model *model, const cha
     unsetenv("RN_CPU_ATTENTION_BF16");
     OK(st);
     char precision[32];
-    OK(rn_compiled_model_get_property(cm, "INFERENCE_PRECISION_HINT", precision,
-                                      sizeof precision));
+    OK(rn_compiled_model_get_property(cm, "INFERENCE_PRECISION_HINT", precision, sizeof precision));
     if (strcmp(precision, "bf16") != 0) {
         rn_compiled_model_free(cm);
         return NULL;
@@ -192,15 +191,15 @@ static void check_bf16_plan(rn_compiled_model *cm, int reshape_views, const char
     OK(rn_compiled_model_runtime_model(cm, &nodes, &n));
     int attention = 0, views = 0, reorders = 0;
     for (size_t i = 0; i < n; i++) {
-        cr_log_info("%s %s: %s (%s -> %s)", nodes[i].layer_type, nodes[i].name,
-                    nodes[i].impl_type, nodes[i].input_layouts, nodes[i].output_layouts);
+        cr_log_info("%s %s: %s (%s -> %s)", nodes[i].layer_type, nodes[i].name, nodes[i].impl_type,
+                    nodes[i].input_layouts, nodes[i].output_layouts);
         if (strcmp(nodes[i].layer_type, "ScaledDotProductAttention") == 0) {
             cr_assert_str_eq(nodes[i].impl_type, "avx512_bf16:heads", "%s", nodes[i].name);
             cr_assert_str_eq(nodes[i].output_layouts, output, "%s", nodes[i].name);
             attention++;
         }
-        views += strcmp(nodes[i].layer_type, "Reshape") == 0 &&
-                 strcmp(nodes[i].impl_type, "view") == 0;
+        views +=
+            strcmp(nodes[i].layer_type, "Reshape") == 0 && strcmp(nodes[i].impl_type, "view") == 0;
         reorders += strcmp(nodes[i].layer_type, "Reorder") == 0;
     }
     cr_assert_eq(attention, 1);
