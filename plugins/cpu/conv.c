@@ -12,6 +12,7 @@
 #include "graph/graph.h"
 #include "graph/ops/attr_parse.h"
 #include "plugins/cpu/cpu.h"
+#include "transforms/rewrite.h"
 
 static bool is_fused(const rn_node *node)
 {
@@ -427,14 +428,6 @@ bool cpu_conv_takes_winograd(const rn_node *node)
     return takes;
 }
 
-static bool is_result(const graph *g, const graph_value *v)
-{
-    for (int i = 0; i < g->n_outputs; i++)
-        if (g->outputs[i] == v)
-            return true;
-    return false;
-}
-
 /* The nodes that read v, in readers (at most max), each as its input 0;
  * -1 when there are more, or one reads it as another input. */
 static int value_readers(const graph *g, const graph_value *v, graph_node **readers, int max)
@@ -466,7 +459,8 @@ rn_status cpu_mark_winograd_inputs(graph *g, void *ctx, int *changes)
         const graph_value *w = n->n_inputs > 1 ? n->inputs[1] : NULL;
         if (!is_conv_node(n) || n->n_outputs != 1 || graph_node_attr_int(n, "group", 1) != 1 ||
             w == NULL || w->shape.rank != 4 || w->shape.dims[1] >= 16 ||
-            graph_node_attr_int(n, CPU_ATTR_WINOGRAD_INPUT, 0) != 0 || is_result(g, n->outputs[0]))
+            graph_node_attr_int(n, CPU_ATTR_WINOGRAD_INPUT, 0) != 0 ||
+            transforms_is_result(g, n->outputs[0]))
             continue;
         graph_node *readers[8];
         int r = value_readers(g, n->outputs[0], readers, 8);
