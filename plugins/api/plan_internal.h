@@ -23,6 +23,7 @@
 #include <stdatomic.h>
 
 #include "executors/pipeline.h"
+#include "plugins/api/pages.h"
 #include "plugins/api/plan.h"
 #include "plugins/api/run.h"
 
@@ -128,6 +129,9 @@ struct plan_spec {
     /* Exec values: g's values first (same ids), then conversion outputs. */
     int n_values;
     plan_value *values;
+    /* The converted constants' bytes (values' owned_data), in huge pages
+     * where the kernel lends them (pages.h). */
+    plugin_slab *constants;
     int n_nodes;
     plan_node *nodes; /* topological order */
     int io_total;     /* descriptors per request: inputs, outputs, implicit of every node */

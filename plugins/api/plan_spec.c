@@ -52,8 +52,7 @@ static void spec_free(plan_spec *s)
     for (int i = 0; s->nodes != NULL && i < s->n_nodes; i++)
         free_node(&s->nodes[i]);
     free(s->nodes);
-    for (int v = 0; s->values != NULL && v < s->n_values; v++)
-        free(s->values[v].owned_data);
+    plugin_slab_free(s->constants); /* every value's owned_data */
     free(s->values);
     free(s->results);
     free(s->dynamic);
@@ -554,7 +553,7 @@ static rn_status convert_constant(lowering *L, int src, const rn_layout *to, int
     cv->desc.layout = to;
     cv->nbytes = value_bytes(&cv->desc);
     cv->desc.nbytes = cv->nbytes;
-    cv->owned_data = aligned_alloc(64, (cv->nbytes + 63) / 64 * 64 + 64);
+    cv->owned_data = plugin_slab_alloc(&s->constants, cv->nbytes + 64);
     if (cv->owned_data == NULL)
         return oom();
     cv->desc.data = cv->owned_data;

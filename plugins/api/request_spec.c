@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/api/pages.h"
 #include "plugins/api/plan_internal.h"
 
 static rn_status oom(void)
@@ -153,7 +154,7 @@ static rn_status request_spec_create(plugin_request *r, plan_spec *spec, request
             goto fail;
         }
     } else {
-        rs->arena_buffer = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        rs->arena_buffer = plugin_pages_alloc(bytes);
         if (rs->arena_buffer == NULL) {
             st = rn_set_error(RN_OUT_OF_MEMORY, "infer request: cannot allocate its %zu-byte arena",
                               bytes);
