@@ -305,6 +305,18 @@ def cell(r, width_prec=5):
             f"{r['compile_ms'] / 1000:6.2f} s")
 
 
+def median_round(results, hint):
+    """Of one runtime's rounds (processes) of a case, the one with the median value (FPS under
+    THROUGHPUT, median latency under LATENCY; the lower middle of an even count); an error when
+    every round failed."""
+    ok = [r for r in results if "error" not in r]
+    if not ok:
+        return results[0]
+    key = "fps" if hint == "THROUGHPUT" else "median_ms"
+    ok.sort(key=lambda r: r[key])
+    return ok[(len(ok) - 1) // 2]
+
+
 def ratio(rn, ov, hint):
     if not rn or not ov or "error" in rn or "error" in ov:
         return None
@@ -424,6 +436,10 @@ def main():
     ap.add_argument("--device", help="runnel's device (default: CPU if present, else REF)")
     ap.add_argument("--duration", type=float, default=8.0, help="seconds per case (default 8)")
     ap.add_argument("--quick", action="store_true", help="1 s per case: a check that it runs")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="processes per case and runtime, runnel and OpenVINO alternating; each "
+                    "reports the process with the median value and prints every round's ratio "
+                    "(default 1)")
     ap.add_argument("--models", default="", help="comma-separated names (default: all)")
     ap.add_argument("--hints", default=",".join(HINTS))
     ap.add_argument("--precisions", default=",".join(PRECISIONS))
@@ -453,7 +469,8 @@ def main():
     print(cpu_line())
     print(load_line("at start"))
     versions = ", ".join(f"{p} {metadata.version(p)}" for p in ("openvino", "onnxruntime"))
-    print(f"# runnel on {a.device} (tools/bench), {versions}; {a.duration:g} s per case; "
+    print(f"# runnel on {a.device} (tools/bench), {versions}; {a.duration:g} s per case, "
+          f"{a.repeat} process(es) per case and runtime (the median one reported); "
           f"onnxruntime THROUGHPUT = {len(os.sched_getaffinity(0))} sessions x 1 thread, "
           f"LATENCY = 1 session x {len(os.sched_getaffinity(0))} threads")
     runnel_floor = run_measured([os.path.join(a.tools, "bench"), "-h"])[2]
@@ -473,21 +490,30 @@ def main():
             ort_result = None
             for precision in precisions:
                 results = {}
-                if "runnel" in runtimes:
-                    results["runnel"] = measure_runnel(a, path, inputs, hint, precision)
-                    if "error" not in results["runnel"]:
-                        r = results["runnel"]
-                        r["floor_kib"] = runnel_floor
-                        r["above_kib"] = max(r["peak_kib"] - runnel_floor, 0)
-                if "openvino" in runtimes:
-                    results["openvino"] = measure_child(a, "openvino", path, inputs, hint,
-                                                        precision)
+                rounds = {"runnel": [], "openvino": []}
+                for _ in range(a.repeat):  # alternating processes: runnel, OpenVINO, ...
+                    if "runnel" in runtimes:
+                        r = measure_runnel(a, path, inputs, hint, precision)
+                        if "error" not in r:
+                            r["floor_kib"] = runnel_floor
+                            r["above_kib"] = max(r["peak_kib"] - runnel_floor, 0)
+                        rounds["runnel"].append(r)
+                    if "openvino" in runtimes:
+                        rounds["openvino"].append(
+                            measure_child(a, "openvino", path, inputs, hint, precision))
+                for runtime, got in rounds.items():
+                    if got:
+                        results[runtime] = median_round(got, hint)
                 if "onnxruntime" in runtimes:
                     if ort_result is None:  # no precision hint: the same run for both
                         ort_result = measure_child(a, "onnxruntime", path, inputs, hint,
                                                    "default")
                     results["onnxruntime"] = ort_result
                 print_line(name, hint, precision, a.device, results)
+                if a.repeat > 1 and rounds["runnel"] and rounds["openvino"]:
+                    each = [ratio(r, o, hint) for r, o in zip(rounds["runnel"], rounds["openvino"])]
+                    print(f"{'':18s} {'':10s} {'':7s}   rounds (runnel / OpenVINO, one process "
+                          f"each, in order): " + " ".join(fmt_ratio(v) for v in each), flush=True)
                 rows.append(dict(model=name, hint=hint, precision=precision, **{
                     k: results.get(k) for k in RUNTIMES}))
     print_summary(rows, a.device, light_names)
