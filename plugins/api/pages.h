@@ -2,14 +2,14 @@
  * the constants a plan converts at compile time (a convolution's blocked
  * weights). On x86-64 Linux these are backed by transparent huge pages
  * where the kernel lends them (`/sys/kernel/mm/transparent_hugepage/enabled`
- * `always` or `madvise`): ResNet-50's weights are ~25 MB in bf16, 100 MB in
- * f32, read once an inference, which in 4 KiB pages is 6,000–25,000 TLB
+ * `always` or `madvise`): ResNet-50's weights are ~51 MB in bf16, 102 MB in
+ * f32, read once an inference, which in 4 KiB pages is 12,500–25,000 TLB
  * entries an inference; in 2 MiB pages a few dozen. OpenVINO allocates in
  * 4 KiB pages. Measured on a Zen 4 (docs/performance.md, "Huge pages"):
  * 2–5 % off the LATENCY median of the weight-heavy CNNs, nothing on the light
- * ones. `RN_HUGE_PAGES=0` in the environment when a compiled model is made
- * or a request created turns it off (an A/B switch; the memory is then
- * allocated as before). */
+ * ones. `RN_HUGE_PAGES=0` in the environment (read once per process) turns
+ * the advice off (an A/B switch): arenas are then plain 64-byte-aligned
+ * allocations, and constants are still packed into slab blocks, unadvised. */
 #ifndef RUNNEL_PLUGINS_API_PAGES_H
 #define RUNNEL_PLUGINS_API_PAGES_H
 
