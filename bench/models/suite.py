@@ -30,7 +30,10 @@ printed; the ratios use the part above the floor.
 Each case prints one line: the model, hint and precision, and per runtime its precision, FPS,
 median latency, peak RSS and compile time; then ratio= runnel / OpenVINO of FPS for
 THROUGHPUT (higher is better) and of median latency for LATENCY (lower is better). Then the
-geometric means of the ratios. A case a runtime cannot run prints why on the next line.
+geometric means of the ratios. With --repeat N each case also prints every round's ratio
+(runnel's process and OpenVINO's, run back to back) and their median, and the summary their
+geomean: paired rounds cancel the host's slow phases, which each runtime's median process does
+not. A case a runtime cannot run prints why on the next line.
 Not a test: nothing fails on a number.
 
   bench/models/run --suite [--device D] [--duration S | --quick] [--models a,b]
@@ -373,6 +376,12 @@ def print_summary(rows, device, light_names):
             comp = geomean([r["runnel"]["compile_ms"] / r["openvino"]["compile_ms"]
                             for r, _ in pairs])
             vs_ort = geomean([ratio(r["runnel"], r["onnxruntime"], hint) for r, _ in pairs])
+            paired = [(r["paired"], r["model"]) for r, _ in pairs if r.get("paired") is not None]
+            if paired:
+                worst_round = (min if hint == "THROUGHPUT" else max)(paired)
+                print(f"{hint:10s} {precision:7s} median rounds: geomean "
+                      f"{fmt_ratio(geomean([v for v, _ in paired]))} over {len(paired)} models, "
+                      f"worst {worst_round[1]} {worst_round[0]:.2f}")
             worst_text = f", worst light {worst[1]} {worst[0]:.2f}" if worst else ""
             print(f"{hint:10s} {precision:7s} ratio={fmt_ratio(geomean([v for _, v in pairs]))} "
                   f"over {len(pairs)} models (light {len(light)}: "
@@ -510,11 +519,17 @@ def main():
                                                    "default")
                     results["onnxruntime"] = ort_result
                 print_line(name, hint, precision, a.device, results)
+                paired = None
                 if a.repeat > 1 and rounds["runnel"] and rounds["openvino"]:
                     each = [ratio(r, o, hint) for r, o in zip(rounds["runnel"], rounds["openvino"])]
+                    known = [v for v in each if v is not None]
+                    # Each round's two processes ran back to back: their ratio is free of the
+                    # host's slow phases, which the median processes of each runtime are not.
+                    paired = statistics.median(known) if known else None
                     print(f"{'':18s} {'':10s} {'':7s}   rounds (runnel / OpenVINO, one process "
-                          f"each, in order): " + " ".join(fmt_ratio(v) for v in each), flush=True)
-                rows.append(dict(model=name, hint=hint, precision=precision, **{
+                          f"each, in order): " + " ".join(fmt_ratio(v) for v in each) +
+                          f"; median round {fmt_ratio(paired)}", flush=True)
+                rows.append(dict(model=name, hint=hint, precision=precision, paired=paired, **{
                     k: results.get(k) for k in RUNTIMES}))
     print_summary(rows, a.device, light_names)
     floors = {"runnel": runnel_floor}
