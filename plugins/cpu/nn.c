@@ -3,7 +3,6 @@
  * oneDNN has no implementation for it). */
 #include <math.h>
 #include <omp.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,16 +42,14 @@ typedef struct nn_state {
     bool bn_conv;
     cpu_md bn_wei, bn_bias;
     float *bn_wei_data, *bn_bias_data;
-    /* A Concat of channels-last parts as one reorder per part into its
-     * channel range of the output (concat_by_reorders): part_view[k] is
-     * that range, part_at[k] its byte offset in the output. With
-     * part_fork > 1 the parts run side by side on that many threads, each
-     * on one, the largest first (part_order). */
-    cpu_prim *part;
-    cpu_md *part_view;
-    size_t *part_at;
-    int *part_order;
-    int part_fork;
+    /* A Concat along C of dense channels-last parts (concat_channels_last):
+     * each pixel's channels of a part are one run of part_row[k] bytes at
+     * byte part_at[k] of the output pixel's row_bytes; copied by copy_team
+     * threads, each a range of the pixels. */
+    bool cl_copy;
+    int copy_team;
+    size_t pixels, row_bytes;
+    size_t part_row[MAX_CONCAT], part_at[MAX_CONCAT];
 } nn_state;
 
 static void nn_release(void *state)
@@ -65,12 +62,6 @@ static void nn_release(void *state)
     cpu_prim_release(&s->from_plain);
     free(s->bn_wei_data);
     free(s->bn_bias_data);
-    for (int k = 0; s->part != NULL && k < s->n_src; k++)
-        cpu_prim_release(&s->part[k]);
-    free(s->part);
-    free(s->part_view);
-    free(s->part_at);
-    free(s->part_order);
     free(s);
 }
 
@@ -377,9 +368,8 @@ static bool channel_blocked(const cpu_md *md)
 }
 
 /* A reorder from `from` to `to` as a primitive of the node (its team). */
-/* A reorder from `from` to `to` on `team` threads (0: the node's team). */
-static rn_status reorder_prim_team(const rn_node *node, const cpu_md *from, const cpu_md *to,
-                                   int team, cpu_prim *p)
+static rn_status reorder_prim(const rn_node *node, const cpu_md *from, const cpu_md *to,
+                              cpu_prim *p)
 {
     dnnl_engine_t eng = NULL;
     dnnl_primitive_attr_t attr;
@@ -387,21 +377,13 @@ static rn_status reorder_prim_team(const rn_node *node, const cpu_md *from, cons
     if (st != RN_OK)
         return st;
     dnnl_primitive_desc_t pd = NULL;
-    if (team < 1)
-        team = cpu_team_size(node, cpu_config_get()->threads);
-    int prev = cpu_team_begin_size(team);
+    int prev = cpu_team_begin(node);
     dnnl_status_t ds = cpu_reorder_pd(&pd, from, eng, to, attr);
     cpu_team_end(prev);
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success)
         return cpu_error(node, "creating the reorder", ds);
-    return cpu_prim_init_team(p, node, pd, team);
-}
-
-static rn_status reorder_prim(const rn_node *node, const cpu_md *from, const cpu_md *to,
-                              cpu_prim *p)
-{
-    return reorder_prim_team(node, from, to, 0, p);
+    return cpu_prim_init(p, node, pd);
 }
 
 /* LRN across channels over a channel-blocked producer (a convolution's or
@@ -796,145 +778,82 @@ static bool dense_channels_last(const cpu_md *md)
 }
 
 /* A Concat along C whose parts and output are dense channels-last, where
- * oneDNN runs its generic concat (simple:any), as one jit reorder per part
- * into the part's channel range of the output (a strided view): oneDNN
- * 2.6.3's simple concat copies pixel by pixel and took 1.1-1.6x the
- * reorders' time at one thread on a Zen 4 (64+64 x 55x55 47 against 30 us,
- * 64+96 x 28x28 12.1 against 7.6, 224+32 x 56x56 68 against 53: a memcpy
- * of the output takes 26, 4.4 and 48). The parts' own layouts stay. Left
- * as it is on any failure. */
-static rn_status concat_by_reorders(const rn_node *node, nn_state *s)
+ * oneDNN runs its generic concat (simple:any): every pixel of the output
+ * is its parts' channels end to end, so the node copies them itself, each
+ * part's run of channels per pixel, the pixels split across the node's
+ * team (each thread all the parts of its pixels). oneDNN 2.6.3's simple
+ * concat copies pixel by pixel and took 1.1-1.6x the time of one jit
+ * reorder per part into a strided view of the output (Zen 4, one thread:
+ * 64+64 x 55x55 47 against 30 us), and on a team of two threads such a
+ * reorder was slower than on one; this copy took 70-88 us for SqueezeNet's
+ * 8 Concats where the reorders took 106-124 (OpenVINO's 70), DenseNet-121's
+ * 58 0.67-0.96 ms against 1.1-1.2, Inception-v1's 9 ~285 against ~360 us
+ * (Zen 5, LATENCY, 2 threads). */
+static void concat_channels_last(const rn_node *node, nn_state *s)
 {
-    if (strncmp(s->p.impl, "simple", 6) != 0 || !dense_channels_last(&s->dst))
-        return RN_OK;
-    for (int k = 0; k < s->n_src; k++)
-        if (!dense_channels_last(&s->src[k]) || s->src[k].data_type != s->dst.data_type)
-            return RN_OK;
+    int64_t axis = rn_node_attr_int(node, "axis", 0);
+    if (axis < 0)
+        axis += s->dst.ndims;
+    if (axis != 1 || strncmp(s->p.impl, "simple", 6) != 0 || !dense_channels_last(&s->dst) ||
+        s->n_src > MAX_CONCAT)
+        return;
+    for (int k = 0; k < s->n_src; k++) {
+        if (!dense_channels_last(&s->src[k]) || s->src[k].data_type != s->dst.data_type ||
+            s->src[k].ndims != s->dst.ndims)
+            return;
+        for (int d = 0; d < s->dst.ndims; d++)
+            if (d != 1 && s->src[k].dims[d] != s->dst.dims[d])
+                return;
+    }
     size_t elem = cpu_md_get_size(&s->dst);
     for (int d = 0; d < s->dst.ndims; d++)
         elem /= (size_t)s->dst.dims[d];
-    /* The node's team, if it has one, runs the parts side by side, one
-     * thread each: a part's reorder on a team of two took longer than on
-     * one thread (a 64-channel 55x55 part is ~190 KiB of copying). */
-    int team = cpu_team_size(node, cpu_config_get()->threads);
-    int fork = team < s->n_src ? team : s->n_src;
-    cpu_prim *part = calloc((size_t)s->n_src, sizeof *part);
-    cpu_md *view = calloc((size_t)s->n_src, sizeof *view);
-    size_t *at = calloc((size_t)s->n_src, sizeof *at);
-    int *order = calloc((size_t)s->n_src, sizeof *order);
-    rn_status st = part != NULL && view != NULL && at != NULL && order != NULL
-                       ? RN_OK
-                       : rn_set_error(RN_OUT_OF_MEMORY, "CPU: out of memory");
-    int made = 0;
-    dnnl_dim_t c = 0;
-    bool ok = true;
-    for (int k = 0; k < s->n_src && st == RN_OK && ok; k++) {
-        dnnl_dims_t dims;
-        memcpy(dims, s->dst.dims, sizeof dims);
-        dims[1] = s->src[k].dims[1];
-        ok = cpu_md_init_by_strides(&view[k], s->dst.ndims, dims, s->dst.data_type,
-                                    s->dst.format_desc.blocking.strides) == dnnl_success;
-        at[k] = (size_t)c * elem;
-        c += dims[1];
-        if (ok && (st = reorder_prim_team(node, &s->src[k], &view[k], fork > 1 ? 1 : 0,
-                                          &part[k])) == RN_OK)
-            made++;
+    s->row_bytes = (size_t)s->dst.dims[1] * elem;
+    s->pixels = s->row_bytes > 0 ? cpu_md_get_size(&s->dst) / s->row_bytes : 0;
+    size_t at = 0;
+    for (int k = 0; k < s->n_src; k++) {
+        s->part_row[k] = (size_t)s->src[k].dims[1] * elem;
+        s->part_at[k] = at;
+        at += s->part_row[k];
     }
-    if (st == RN_OK && ok) {
-        size_t pad = s->scratch;
-        for (int k = 0; k < made; k++) {
-            part[k].kind = CPU_TEAM_REORDER;
-            pad = part[k].scratch > pad ? part[k].scratch : pad;
-            /* Side by side the parts would share one scratch. */
-            if (part[k].scratch > 0)
-                fork = 1;
-        }
-        /* The largest parts first: the threads end close together. */
-        for (int k = 0; k < made; k++) {
-            int j = k;
-            for (; j > 0 && s->src[order[j - 1]].dims[1] < s->src[k].dims[1]; j--)
-                order[j] = order[j - 1];
-            order[j] = k;
-        }
-        s->scratch = pad;
-        s->part = part;
-        s->part_view = view;
-        s->part_at = at;
-        s->part_order = order;
-        s->part_fork = fork;
-        const char *how = fork > 1 ? " (reorders side by side)" : " (reorders)";
-        size_t len = strnlen(part[0].impl, sizeof s->p.impl - strlen(how) - 1);
-        memcpy(s->p.impl, part[0].impl, len);
-        memcpy(s->p.impl + len, how, strlen(how) + 1);
-        return RN_OK;
-    }
-    for (int k = 0; k < made; k++)
-        cpu_prim_release(&part[k]);
-    free(part);
-    free(view);
-    free(at);
-    free(order);
-    /* A reorder oneDNN refuses leaves the concat as it was. */
-    return st == RN_OK || plugin_kernel_may_fall_back(st) ? RN_OK : st;
+    s->cl_copy = true;
+    s->copy_team = cpu_team_size(node, cpu_config_get()->threads);
+    s->scratch = 0; /* oneDNN's concat does not run */
+    snprintf(s->p.impl, sizeof s->p.impl, "copy:channels_last");
 }
 
-static rn_status concat_part_run(const nn_state *s, const rn_kernel_args *args, int k)
-{
-    cpu_arg r[2] = {{DNNL_ARG_FROM, &s->src[k], args->inputs[k].data},
-                    {DNNL_ARG_TO, &s->part_view[k], (char *)args->outputs[0].data + s->part_at[k]}};
-    return cpu_execute(&s->part[k], args, r, 2);
-}
-
-/* The parts side by side: each thread of the fork takes the next part. A
- * failure on a thread other than the caller's keeps its message here (the
- * message is per thread). */
-typedef struct concat_fork {
+typedef struct copy_fork {
     const nn_state *s;
     const rn_kernel_args *args;
-    atomic_int next;
-    atomic_int failed; /* 0, or the first failing part + 1 */
-    rn_status status;
-    char why[256];
-} concat_fork;
+    int threads;
+} copy_fork;
 
-static void concat_fork_main(void *arg, int thread)
+/* Thread `thread` of f->threads: every part's channels of its pixels. */
+static void copy_fork_main(void *arg, int thread)
 {
-    concat_fork *f = arg;
-    for (;;) {
-        int i = atomic_fetch_add_explicit(&f->next, 1, memory_order_relaxed);
-        if (i >= f->s->n_src || atomic_load_explicit(&f->failed, memory_order_relaxed) != 0)
-            return;
-        int k = f->s->part_order[i];
-        rn_status st = concat_part_run(f->s, f->args, k);
-        int none = 0;
-        if (st != RN_OK &&
-            atomic_compare_exchange_strong_explicit(&f->failed, &none, k + 1, memory_order_acq_rel,
-                                                    memory_order_relaxed)) {
-            f->status = st;
-            if (thread != 0)
-                snprintf(f->why, sizeof f->why, "%s", rn_last_error());
-            return;
-        }
+    const copy_fork *f = arg;
+    const nn_state *s = f->s;
+    size_t per = (s->pixels + (size_t)f->threads - 1) / (size_t)f->threads;
+    size_t from = per * (size_t)thread, to = from + per < s->pixels ? from + per : s->pixels;
+    char *out = f->args->outputs[0].data;
+    for (int k = 0; k < s->n_src; k++) {
+        const char *in = f->args->inputs[k].data;
+        size_t row = s->part_row[k];
+        for (size_t p = from; p < to; p++)
+            memcpy(out + p * s->row_bytes + s->part_at[k], in + p * row, row);
     }
 }
 
-static rn_status concat_parts_run(const nn_state *s, const rn_kernel_args *args)
+static void concat_copy_run(const nn_state *s, const rn_kernel_args *args)
 {
-    if (s->part_fork <= 1 || omp_in_parallel()) {
-        rn_status st = RN_OK;
-        for (int k = 0; k < s->n_src && st == RN_OK; k++)
-            st = concat_part_run(s, args, k);
-        return st;
+    copy_fork f = {s, args, s->copy_team};
+    cpu_team_count(CPU_TEAM_PRIMITIVE, f.threads > 1 && !omp_in_parallel() ? f.threads : 1);
+    if (f.threads > 1 && !omp_in_parallel()) {
+        cpu_branch_fork(copy_fork_main, &f, f.threads);
+        return;
     }
-    concat_fork f = {.s = s, .args = args};
-    atomic_init(&f.next, 0);
-    atomic_init(&f.failed, 0);
-    cpu_branch_fork(concat_fork_main, &f, s->part_fork);
-    if (atomic_load_explicit(&f.failed, memory_order_acquire) == 0)
-        return RN_OK;
-    if (f.why[0] != '\0')
-        return rn_set_error(f.status, "%s", f.why);
-    return f.status;
+    f.threads = 1;
+    copy_fork_main(&f, 0);
 }
 
 static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void **state)
@@ -979,10 +898,8 @@ static rn_status nn_prepare(const rn_node *node, const rn_kernel_ctx *ctx, void 
     cpu_pd_md(pd, dnnl_query_dst_md, 0, &s->dst);
     cpu_layout_init(&s->dst_l, &s->dst, cpu_io_type(node), &s->dst_layout);
     s->scratch = s->p.scratch;
-    if (is_op(node, "Concat") && (st = concat_by_reorders(node, s)) != RN_OK) {
-        nn_release(s);
-        return st;
-    }
+    if (is_op(node, "Concat"))
+        concat_channels_last(node, s);
     if (is_op(node, "LRN") && channel_blocked(&s->src[0]) &&
         (st = lrn_over_plain(node, s)) != RN_OK) {
         nn_release(s);
@@ -1030,8 +947,10 @@ static rn_status nn_run(rn_kernel_args *args)
             st = cpu_execute(&s->from_plain, args, out, 2);
         return st;
     }
-    if (s->part != NULL)
-        return concat_parts_run(s, args);
+    if (s->cl_copy) {
+        concat_copy_run(s, args);
+        return RN_OK;
+    }
     if (s->bn_conv) {
         cpu_arg c[4] = {{DNNL_ARG_SRC, &s->src[0], args->inputs[0].data},
                         {DNNL_ARG_WEIGHTS, &s->bn_wei, s->bn_wei_data},

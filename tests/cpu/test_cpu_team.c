@@ -48,9 +48,16 @@ Test(cpu_team, small_conversions_and_epilogues_run_on_the_worker_alone, .timeout
                 "%lld / %lld, epilogues %lld / %lld",
                 c.alone[CPU_TEAM_PRIMITIVE], c.team[CPU_TEAM_PRIMITIVE], c.alone[CPU_TEAM_REORDER],
                 c.team[CPU_TEAM_REORDER], c.alone[CPU_TEAM_EPILOGUE], c.team[CPU_TEAM_EPILOGUE]);
-    cr_expect_gt(c.alone[CPU_TEAM_REORDER], 0,
-                 "ShuffleNet's layout conversions: %lld on one thread, %lld on the team",
-                 c.alone[CPU_TEAM_REORDER], c.team[CPU_TEAM_REORDER]);
+    /* Small conversions: 2.6's on AVX2 (its Concats' blocked parts); on
+     * AVX-512 in f32 ShuffleNet converts once (1x136x28x28, on the team),
+     * its channels-last Concats being the device's own copy (nn.c). */
+    if (c.alone[CPU_TEAM_REORDER] + c.team[CPU_TEAM_REORDER] > 1)
+        cr_expect_gt(c.alone[CPU_TEAM_REORDER], 0,
+                     "ShuffleNet's layout conversions: %lld on one thread, %lld on the team",
+                     c.alone[CPU_TEAM_REORDER], c.team[CPU_TEAM_REORDER]);
+    else
+        cr_log_info("ShuffleNet has %lld layout conversion(s): none small to run alone",
+                    c.alone[CPU_TEAM_REORDER] + c.team[CPU_TEAM_REORDER]);
     /* Split epilogues: oneDNN 2.6's gemm grouped convolutions' (32, most
      * small); 3.x's brgemm ones keep their post-ops, leaving the first
      * convolution's one (large: on the team), so none to run alone. */
