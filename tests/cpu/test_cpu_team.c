@@ -40,6 +40,18 @@ static cpu_team_census one_inference(const char *name)
     return after;
 }
 
+/* Where ShuffleNet has more than one run of `kind`, some run alone; one
+ * (a large one, on the team) or none leaves nothing to check. */
+static void expect_small_alone(const cpu_team_census *c, cpu_team_kind kind, const char *what)
+{
+    long long all = c->alone[kind] + c->team[kind];
+    if (all > 1)
+        cr_expect_gt(c->alone[kind], 0, "ShuffleNet's %ss: %lld on one thread, %lld on the team",
+                     what, c->alone[kind], c->team[kind]);
+    else
+        cr_log_info("ShuffleNet has %lld %s(s): none small to run alone", all, what);
+}
+
 Test(cpu_team, small_conversions_and_epilogues_run_on_the_worker_alone, .timeout = 120)
 {
     cpu_testing_skip_without_teams();
@@ -51,23 +63,11 @@ Test(cpu_team, small_conversions_and_epilogues_run_on_the_worker_alone, .timeout
     /* Small conversions: 2.6's on AVX2 (its Concats' blocked parts); on
      * AVX-512 in f32 ShuffleNet converts once (1x136x28x28, on the team),
      * its channels-last Concats being the device's own copy (nn.c). */
-    if (c.alone[CPU_TEAM_REORDER] + c.team[CPU_TEAM_REORDER] > 1)
-        cr_expect_gt(c.alone[CPU_TEAM_REORDER], 0,
-                     "ShuffleNet's layout conversions: %lld on one thread, %lld on the team",
-                     c.alone[CPU_TEAM_REORDER], c.team[CPU_TEAM_REORDER]);
-    else
-        cr_log_info("ShuffleNet has %lld layout conversion(s): none small to run alone",
-                    c.alone[CPU_TEAM_REORDER] + c.team[CPU_TEAM_REORDER]);
+    expect_small_alone(&c, CPU_TEAM_REORDER, "layout conversion");
     /* Split epilogues: oneDNN 2.6's gemm grouped convolutions' (32, most
      * small); 3.x's brgemm ones keep their post-ops, leaving the first
      * convolution's one (large: on the team), so none to run alone. */
-    if (c.alone[CPU_TEAM_EPILOGUE] + c.team[CPU_TEAM_EPILOGUE] > 1)
-        cr_expect_gt(c.alone[CPU_TEAM_EPILOGUE], 0,
-                     "ShuffleNet's split epilogues: %lld on one thread, %lld on the team",
-                     c.alone[CPU_TEAM_EPILOGUE], c.team[CPU_TEAM_EPILOGUE]);
-    else
-        cr_log_info("ShuffleNet has %lld split epilogue(s): none small to run alone",
-                    c.alone[CPU_TEAM_EPILOGUE] + c.team[CPU_TEAM_EPILOGUE]);
+    expect_small_alone(&c, CPU_TEAM_EPILOGUE, "split epilogue");
     cr_expect_gt(c.alone[CPU_TEAM_PRIMITIVE], 0, "ShuffleNet's small nodes on one thread");
     cr_expect_gt(c.team[CPU_TEAM_PRIMITIVE], 0,
                  "ShuffleNet's first convolutions (over 2^20 multiply-adds) on the team");
