@@ -55,6 +55,8 @@ typedef struct sdpa_state {
     int n_batch; /* the output's batch dims: its rank - 2 */
     float scale;
     bool denormals, avx2;
+    plugin_bind_thread bind; /* the compiled model's, as a primitive's (cpu_prim) */
+    int stream_threads;
     int64_t units;                  /* heads of all batches: the product of the batch dims */
     int64_t batch[RN_MAX_RANK - 2]; /* the output's batch dims (r - 2 of them) */
     int64_t S, Sk, D, Dv;
@@ -518,6 +520,8 @@ static bool heads_build(const rn_node *node, sdpa_state *s, bool bshd)
     s->scratch = (size_t)s->team * s->head_scores;
     s->scale = rn_node_attr_float(node, "scale", 1.0f);
     s->denormals = cpu_config_get()->denormals;
+    s->bind = cpu_config_get()->bind;
+    s->stream_threads = cpu_config_get()->threads;
     s->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     s->heads = true;
     return true;
@@ -858,8 +862,7 @@ static rn_status heads_run_node(rn_kernel_args *args)
     };
     atomic_init(&w.next, 0);
     atomic_init(&w.failed, (int)dnnl_success);
-    const cpu_config *c = cpu_config_get();
-    cpu_bind_enter(c->bind, c->threads);
+    cpu_bind_enter(s->bind, s->stream_threads);
     cpu_team_count(CPU_TEAM_PRIMITIVE, s->team);
     /* One thread's OpenMP maximum on the master: dnnl_sgemm forks no team
      * of its own; the fork's own cpu_wait_check / cpu_wait_done (team.c)

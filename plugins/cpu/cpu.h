@@ -126,6 +126,13 @@ typedef struct cpu_layout {
      * axes are in another order than the primitive's (cpu_layout_init_plain). */
     cpu_md plain;
     char name[64];
+    /* The compiled model's stream (cpu_config at prepare): a conversion
+     * into or out of this layout runs on a team of up to `threads` with
+     * its denormals mode. A run's conversions read these, not the running
+     * thread's cpu_config: a stream worker never had the compiling
+     * thread's (its default is one thread). */
+    int threads;
+    bool denormals;
 } cpu_layout;
 
 extern const rn_layout_ops cpu_layout_ops;

@@ -293,6 +293,8 @@ void cpu_layout_init(cpu_layout *l, const cpu_md *md, rn_element_type type, cons
     rn_clear_error();
     memset(l, 0, sizeof *l);
     l->md = *md;
+    l->threads = cpu_config_get()->threads;
+    l->denormals = cpu_config_get()->denormals;
     format_name(md, l->name, sizeof l->name);
     l->base.ops = &cpu_layout_ops;
     l->base.name = l->name;
@@ -375,6 +377,8 @@ void cpu_layout_init_plain(cpu_layout *l, const cpu_md *md, const cpu_md *plain,
 {
     memset(l, 0, sizeof *l);
     l->md = *md;
+    l->threads = cpu_config_get()->threads;
+    l->denormals = cpu_config_get()->denormals;
     l->plain = *plain;
     format_name(md, l->name, sizeof l->name);
     size_t n = strlen(l->name);
@@ -512,6 +516,19 @@ rn_status cpu_convert_mds(const rn_kernel_tensor *src, const rn_kernel_tensor *d
     return st == RN_OK ? tensor_md(dst, src, dmd) : st;
 }
 
+static const cpu_layout *cpu_layout_of(const rn_layout *l)
+{
+    return l != NULL && l->ops == &cpu_layout_ops ? (const cpu_layout *)l : NULL;
+}
+
+static int team_size_md(const cpu_md *md, int threads)
+{
+    int64_t n = 1;
+    for (int d = 0; d < md->ndims; d++)
+        n *= md->dims[d] > 0 ? md->dims[d] : 1;
+    return cpu_team_size_work(cpu_work_elements(n), threads);
+}
+
 static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *dst)
 {
     cpu_md smd, dmd;
@@ -526,7 +543,13 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     size_t scratch = 0;
     uint64_t id = 0;
     bool owned = false;
+    /* The stream's team and mode from the compiled model's layout (the
+     * running thread's cpu_config is a stream worker's default). */
+    const cpu_layout *cl = cpu_layout_of(dst->layout) != NULL ? cpu_layout_of(dst->layout)
+                                                              : cpu_layout_of(src->layout);
     const cpu_config *c = cpu_config_get();
+    int stream_threads = cl != NULL ? cl->threads : c->threads;
+    bool denormals = cl != NULL ? cl->denormals : c->denormals;
     /* At compile time (no node running) on the user's thread (not a stream
      * worker): one thread. A team there would leave libgomp's pool of that
      * thread behind, whose idle threads count among the process's OpenMP
@@ -536,7 +559,7 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     bool compiling = plugin_running_node() == NULL && sched_current_stream() < 0;
     /* Else the team its size pays for (team.c): a small conversion (most
      * of a light model's) on the worker alone. */
-    int sn = cpu_team_size_md(&smd), dn = cpu_team_size_md(&dmd);
+    int sn = team_size_md(&smd, stream_threads), dn = team_size_md(&dmd, stream_threads);
     int threads = compiling ? 1 : sn > dn ? sn : dn;
 #if defined(__SANITIZE_THREAD__)
     threads = 1; /* as cpu_enter: no teams under ThreadSanitizer */
@@ -547,7 +570,7 @@ static rn_status layout_convert(const rn_kernel_tensor *src, rn_kernel_tensor *d
     dnnl_stream_t stream = NULL;
     if ((st = cpu_engine(&eng)) != RN_OK || (st = cpu_stream(&stream)) != RN_OK)
         return st;
-    cpu_thread_state thread = cpu_enter(threads, c->denormals);
+    cpu_thread_state thread = cpu_enter(threads, denormals);
     cpu_team_count(CPU_TEAM_REORDER, omp_in_parallel() ? 1 : omp_get_max_threads());
     void *pad = scratch > 0 ? aligned_alloc(64, (scratch + 63) / 64 * 64) : NULL;
     /* Source and destination through the thread's table (a cached
@@ -623,10 +646,7 @@ const char *cpu_pd_impl(const_dnnl_primitive_desc_t pd)
 
 int cpu_team_size_md(const cpu_md *md)
 {
-    int64_t n = 1;
-    for (int d = 0; d < md->ndims; d++)
-        n *= md->dims[d] > 0 ? md->dims[d] : 1;
-    return cpu_team_size_work(cpu_work_elements(n), cpu_config_get()->threads);
+    return team_size_md(md, cpu_config_get()->threads);
 }
 
 rn_status cpu_prim_init(cpu_prim *p, const rn_node *node, dnnl_primitive_desc_t pd)
