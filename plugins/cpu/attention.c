@@ -73,6 +73,10 @@ typedef struct sdpa_state {
      * write them; per thread K and V packed in pairs for vdpbf16ps, a block
      * of score rows in f32 and as bf16 probabilities. */
     bool bf16;
+    /* f32 heads by runnel's own AVX-512 products (tiles_build), else
+     * per-head dnnl_sgemm: per thread K^T packed (kp_at, [D][ldk]) and a
+     * block of score rows (sc_at, [F32_ROWS][ldk]). */
+    bool tiles;
     bool y_f32; /* the bf16 policy's tail (TRANSFORMS_ATTR_F32_OUTPUT): y in f32 */
     cpu_layout in_l[3], out_l;
     const rn_layout *in_layout[3], *out_layout;
@@ -149,7 +153,11 @@ static size_t sdpa_scratch(const void *state)
 static const char *sdpa_impl(const void *state)
 {
     const sdpa_state *s = state;
-    return s->bf16 ? "avx512_bf16:heads" : s->heads ? "gemm:heads" : s->p[QK].impl;
+    if (s->bf16)
+        return "avx512_bf16:heads";
+    if (s->heads)
+        return s->tiles ? "avx512:heads" : "gemm:heads";
+    return s->p[QK].impl;
 }
 
 static const rn_layout *sdpa_input_layout(const void *state, int i)
@@ -244,6 +252,7 @@ static rn_status qk_prim(const rn_node *node, sdpa_state *s, bool post, bool *do
 }
 
 static bool heads_build(const rn_node *node, sdpa_state *s, bool bshd);
+static void tiles_build(sdpa_state *s);
 static void bf16_build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state *s);
 
 /* RN_CPU_ATTENTION_HEADS=0 keeps the batched primitives below (an A/B
@@ -347,7 +356,7 @@ static rn_status build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state
 
 /* exp of 8 floats (Cephes' polynomial, relative error ~1e-7; below
  * EXP_LO 0, as expf's underflow). */
-__attribute__((target("avx2,fma"))) static __m256 exp8(__m256 x)
+__attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x)
 {
     x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(EXP_HI)), _mm256_set1_ps(EXP_LO));
     __m256 fx = _mm256_floor_ps(
@@ -524,6 +533,7 @@ static bool heads_build(const rn_node *node, sdpa_state *s, bool bshd)
     s->stream_threads = cpu_config_get()->threads;
     s->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     s->heads = true;
+    tiles_build(s);
     return true;
 }
 
@@ -594,7 +604,8 @@ static void bf16_build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state
     s->bf16 = true;
 }
 
-#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define BF16_TARGET   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,fma")))
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
 
 /* c[r][0..1] = sum over p < k2 of a_r's pair p times b's row p (32
  * columns): a_r bf16 rows (pairs read as dwords), b dwords [k2][ldb], each
@@ -667,7 +678,7 @@ BF16_TARGET static void pack_cols(const uint16_t *src, int64_t ld, int64_t k, in
  * ~1e-7, exp8's); x clamped at ln of f32's least normal, so that a masked
  * score (float32 min added) gives ~1e-38, nothing against the row's sum
  * of at least 1. */
-BF16_TARGET static inline __m512 exp16(__m512 x)
+AVX512_TARGET static inline __m512 exp16(__m512 x)
 {
     x = _mm512_max_ps(x, _mm512_set1_ps(-87.33654f));
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
@@ -687,9 +698,9 @@ BF16_TARGET static inline __m512 exp16(__m512 x)
 /* Stores columns j..j+15 of a score row: scale * c plus the mask's (m:
  * the row's mask, m_col 1 a value per column, 0 one for the row; NULL
  * none), and folds them (the row's columns only) into the row's maximum. */
-BF16_TARGET static inline void store_scores(float *row, int64_t j, int64_t n, __m512 c,
-                                            __m512 scale, const float *m, int64_t m_col,
-                                            __m512 *max)
+AVX512_TARGET static inline void store_scores(float *row, int64_t j, int64_t n, __m512 c,
+                                              __m512 scale, const float *m, int64_t m_col,
+                                              __m512 *max)
 {
     __mmask16 k = cols16(j, n);
     __m512 x = _mm512_mul_ps(c, scale);
@@ -782,6 +793,176 @@ BF16_TARGET static void head_bf16(const sdpa_state *s, const uint16_t *q, const 
     }
 }
 
+/* ---- f32 heads: runnel's own products in registers ---- */
+
+/* RN_CPU_ATTENTION_TILES=0 at compile time keeps per-head dnnl_sgemm for
+ * the f32 heads: an A/B switch for bench/models (docs/cpu.md). */
+static bool tiles_enabled(void)
+{
+    const char *v = getenv("RN_CPU_ATTENTION_TILES");
+    return v == NULL || strcmp(v, "0") != 0;
+}
+
+#define F32_ROWS 8  /* score rows a tile computes */
+#define F32_COLS 32 /* columns of a tile: two vectors of 16 */
+
+/* The f32 heads on AVX-512 as one pass per block of rows, as the bf16
+ * heads do: the block's scores (scale * Q @ K^T + mask, each row's maximum
+ * as it is stored) stay in L1, exp(score - maximum) in place, @ V read in
+ * place, each output row scaled by 1 / its sum. The ISA oneDNN dispatches
+ * to decides (ONEDNN_MAX_CPU_ISA=AVX2 keeps dnnl_sgemm on an AVX-512
+ * host). On AVX2 an 8-float version of the same kernel took what
+ * dnnl_sgemm takes (bench/LOG.md, "f32 attention heads in registers"): no
+ * AVX2 kernel. */
+static void tiles_build(sdpa_state *s)
+{
+    s->tiles = false;
+    if (!tiles_enabled() || !cpu_has_avx512() || !__builtin_cpu_supports("avx512f") ||
+        !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl"))
+        return;
+    s->tiles = true;
+    s->ldk = round_up(s->Sk, F32_COLS);
+    s->kp_at = 0;
+    s->sc_at = aligned((size_t)(s->D * s->ldk) * sizeof(float));
+    s->head_scores = s->sc_at + aligned((size_t)(F32_ROWS * s->ldk) * sizeof(float));
+    s->scratch = (size_t)s->team * s->head_scores;
+}
+
+/* In place: rows r[0..8) of an 8x8 block become its columns. */
+AVX512_TARGET static inline void transpose8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* kp [D][ldk] = K^T, 0 past Sk: Kt's rows (K^T [D, Sk] rows k_ld apart)
+ * copied, or (k_t) K's [Sk, D] 8x8 blocks transposed in registers, the
+ * edges one by one (16-row gathers instead took 11 % of a head). */
+AVX512_TARGET static void pack_kt(const sdpa_state *s, const float *k, float *kp)
+{
+    int64_t Sk = s->Sk, D = s->D, ldk = s->ldk;
+    for (int64_t p = 0; p < D; p++) {
+        if (!s->k_t)
+            memcpy(kp + p * ldk, k + p * s->k_ld, (size_t)Sk * sizeof(float));
+        memset(kp + p * ldk + Sk, 0, (size_t)(ldk - Sk) * sizeof(float));
+    }
+    if (!s->k_t)
+        return;
+    int64_t j8 = Sk & ~(int64_t)7, p8 = D & ~(int64_t)7;
+    __m256 r[8];
+    for (int64_t j = 0; j < j8; j += 8)
+        for (int64_t p = 0; p < p8; p += 8) {
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_loadu_ps(k + (j + i) * s->k_ld + p);
+            transpose8(r);
+            for (int i = 0; i < 8; i++)
+                _mm256_storeu_ps(kp + (p + i) * ldk + j, r[i]);
+        }
+    for (int64_t j = 0; j < Sk; j++)
+        for (int64_t p = j < j8 ? p8 : 0; p < D; p++)
+            kp[p * ldk + j] = k[j * s->k_ld + p];
+}
+
+/* c[r][0..1] = sum over p < k of a_r[p] times b's row p (32 columns, the
+ * masks' lanes; rows ldb apart). The sums are a local array (registers):
+ * vector types may alias floats, so sums kept in c would be stored back
+ * at every p. */
+AVX512_TARGET static inline void tile_512(const float *const a[F32_ROWS], int64_t k, const float *b,
+                                          int64_t ldb, __mmask16 m0, __mmask16 m1,
+                                          __m512 c[F32_ROWS][2])
+{
+    __m512 acc[F32_ROWS][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < F32_ROWS; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < k; p++) {
+        __m512 b0 = _mm512_maskz_loadu_ps(m0, b + p * ldb);
+        __m512 b1 = _mm512_maskz_loadu_ps(m1, b + p * ldb + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < F32_ROWS; r++) {
+            __m512 x = _mm512_set1_ps(a[r][p]);
+            acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < F32_ROWS; r++)
+        c[r][0] = acc[r][0], c[r][1] = acc[r][1];
+}
+
+/* Row x[0..n) of masked scores whose maximum is in max's lanes as
+ * exp(x - max), in place; returns 1 / their sum. */
+AVX512_TARGET static float exp_row_512(float *x, int64_t n, __m512 max)
+{
+    __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(max)), sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 k = cols16(j, n);
+        __m512 e =
+            _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), mx)));
+        sum = _mm512_add_ps(sum, e);
+        _mm512_mask_storeu_ps(x + j, k, e);
+    }
+    return 1.0f / _mm512_reduce_add_ps(sum);
+}
+
+/* One head in f32 on AVX-512: Q_h [S, D] rows q_ld apart, K_h (k_t: [Sk,
+ * D], else K^T [D, Sk]), V_h [Sk, Dv], y_h [S, Dv]. A block's rows past S
+ * read the last row again and are not stored. */
+AVX512_TARGET static void head_f32_512(const sdpa_state *s, const float *q, const float *k,
+                                       const float *v, const float *mask, float *y, float scale,
+                                       char *scratch)
+{
+    float *kp = (float *)(scratch + s->kp_at), *sc = (float *)(scratch + s->sc_at);
+    pack_kt(s, k, kp);
+    __m512 vscale = _mm512_set1_ps(scale);
+    __m512 c[F32_ROWS][2], max[F32_ROWS];
+    float inv[F32_ROWS];
+    const float *a[F32_ROWS], *m[F32_ROWS];
+    for (int64_t i0 = 0; i0 < s->S; i0 += F32_ROWS) {
+        int mb = s->S - i0 < F32_ROWS ? (int)(s->S - i0) : F32_ROWS;
+        for (int r = 0; r < F32_ROWS; r++) {
+            a[r] = q + (i0 + (r < mb ? r : mb - 1)) * s->q_ld;
+            m[r] = mask != NULL && r < mb ? mask + (i0 + r) * s->m_row : NULL;
+            max[r] = _mm512_set1_ps(-INFINITY);
+        }
+        for (int64_t j0 = 0; j0 < s->Sk; j0 += F32_COLS) {
+            tile_512(a, s->D, kp + j0, s->ldk, 0xffff, 0xffff, c);
+            for (int r = 0; r < mb; r++) {
+                float *row = sc + r * s->ldk;
+                store_scores(row, j0, s->Sk, c[r][0], vscale, m[r], s->m_col, &max[r]);
+                store_scores(row, j0 + 16, s->Sk, c[r][1], vscale, m[r], s->m_col, &max[r]);
+            }
+        }
+        for (int r = 0; r < mb; r++)
+            inv[r] = exp_row_512(sc + r * s->ldk, s->Sk, max[r]);
+        for (int r = 0; r < F32_ROWS; r++)
+            a[r] = sc + (r < mb ? r : mb - 1) * s->ldk;
+        for (int64_t d0 = 0; d0 < s->Dv; d0 += F32_COLS) {
+            __mmask16 m0 = cols16(d0, s->Dv), m1 = cols16(d0 + 16, s->Dv);
+            tile_512(a, s->Sk, v + d0, s->v_ld, m0, m1, c);
+            for (int r = 0; r < mb; r++) {
+                __m512 f = _mm512_set1_ps(inv[r]);
+                float *row = y + (i0 + r) * s->y_ld + d0;
+                _mm512_mask_storeu_ps(row, m0, _mm512_mul_ps(c[r][0], f));
+                _mm512_mask_storeu_ps(row + 16, m1, _mm512_mul_ps(c[r][1], f));
+            }
+        }
+    }
+}
+
 typedef struct heads_run {
     const sdpa_state *s;
     const void *q, *k, *v; /* f32, or bf16 (s->bf16) */
@@ -821,6 +1002,12 @@ static void heads_work(void *arg, int thread)
                       (const uint16_t *)w->v + vo, w->mask != NULL ? w->mask + mo : NULL,
                       s->y_f32 ? (void *)((float *)w->y + yo) : (void *)((uint16_t *)w->y + yo),
                       w->scale, (char *)sc);
+            continue;
+        }
+        if (s->tiles) {
+            head_f32_512(s, (const float *)w->q + qo, (const float *)w->k + ko,
+                         (const float *)w->v + vo, w->mask != NULL ? w->mask + mo : NULL,
+                         (float *)w->y + yo, w->scale, (char *)sc);
             continue;
         }
         dnnl_status_t ds = dnnl_sgemm('N', s->k_t ? 'T' : 'N', s->S, s->Sk, s->D, w->scale,

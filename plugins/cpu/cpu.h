@@ -53,9 +53,11 @@ rn_status cpu_engine(dnnl_engine_t *out);
 /* The calling thread's stream on the engine (created on first use, freed
  * when the thread exits). */
 rn_status cpu_stream(dnnl_stream_t *out);
-/* The ISA oneDNN dispatches to ("avx512_core_bf16") and whether bf16
- * primitives run natively. */
+/* The ISA oneDNN dispatches to ("avx512_core_bf16"; ONEDNN_MAX_CPU_ISA caps
+ * it, and runnel's own kernels follow it), whether it is AVX-512 (BW, VL,
+ * DQ) and whether bf16 primitives run natively. */
 const char *cpu_isa_name(void);
+bool cpu_has_avx512(void);
 bool cpu_has_bf16(void);
 bool cpu_has_vnni(void);
 /* The device's own read-only properties (info.c): CPU_ISA, and

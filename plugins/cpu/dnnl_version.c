@@ -45,6 +45,11 @@ const char *cpu_dnnl_isa_name(dnnl_cpu_isa_t isa)
     return i >= 0 ? isas[i].name : "any";
 }
 
+bool cpu_dnnl_isa_avx512(dnnl_cpu_isa_t isa)
+{
+    return strncmp(cpu_dnnl_isa_name(isa), "avx512_core", strlen("avx512_core")) == 0;
+}
+
 bool cpu_dnnl_isa_bf16(dnnl_cpu_isa_t isa)
 {
     int i = isa_index(isa);

@@ -144,8 +144,10 @@ static inline dnnl_status_t cpu_concat_pd(dnnl_primitive_desc_t *pd, const cpu_m
 #endif
 
 /* oneDNN's name of an ISA ("avx512_core_bf16"; "any" for none it names),
- * whether it runs bf16 natively, whether it has VNNI (int8 dot products). */
+ * whether it is AVX-512 with BW/VL/DQ (avx512_core and above), whether it
+ * runs bf16 natively, whether it has VNNI (int8 dot products). */
 const char *cpu_dnnl_isa_name(dnnl_cpu_isa_t isa);
+bool cpu_dnnl_isa_avx512(dnnl_cpu_isa_t isa);
 bool cpu_dnnl_isa_bf16(dnnl_cpu_isa_t isa);
 bool cpu_dnnl_isa_vnni(dnnl_cpu_isa_t isa);
 /* What a status means, in words ("invalid arguments"). */

@@ -79,6 +79,11 @@ const char *cpu_isa_name(void)
     return cpu_dnnl_isa_name(dnnl_get_effective_cpu_isa());
 }
 
+bool cpu_has_avx512(void)
+{
+    return cpu_dnnl_isa_avx512(dnnl_get_effective_cpu_isa());
+}
+
 bool cpu_has_bf16(void)
 {
     return cpu_dnnl_isa_bf16(dnnl_get_effective_cpu_isa());
