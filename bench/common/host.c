@@ -1,6 +1,7 @@
 /* The machine a benchmark ran on (see host.h). */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/common/host.h"
@@ -59,4 +60,9 @@ void bench_print_isa(void)
            has_flag(flags, "avx2") ? "yes" : "no", has_flag(flags, "avx512f") ? "yes" : "no",
            has_flag(flags, "avx512_bf16") ? "yes" : "no",
            has_flag(flags, "amx_tile") ? "yes" : "no");
+    const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+    if (cap == NULL || cap[0] == '\0')
+        cap = getenv("DNNL_MAX_CPU_ISA");
+    if (cap != NULL && cap[0] != '\0')
+        printf("# capped: ONEDNN_MAX_CPU_ISA=%s (the ISA oneDNN dispatches to)\n", cap);
 }

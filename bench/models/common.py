@@ -16,7 +16,8 @@ ISA_FLAGS = [("avx2", "avx2"), ("avx512f", "avx512f"), ("avx512_bf16", "avx512_b
 
 
 def cpu_line():
-    """Two lines: '# machine: MODEL, N CPUs, KERNEL' and '# isa: avx2=yes ... amx=no'."""
+    """Two lines: '# machine: MODEL, N CPUs, KERNEL' and '# isa: avx2=yes ... amx=no'; a third,
+    '# capped: ...', where ONEDNN_MAX_CPU_ISA caps the ISA oneDNN dispatches to."""
     model, flags = "unknown CPU", set()
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -26,8 +27,15 @@ def cpu_line():
             elif key.strip() == "flags" and not flags:
                 flags = set(value.split())
     isa = " ".join(f"{n}={'yes' if f in flags else 'no'}" for n, f in ISA_FLAGS)
-    return (f"# machine: {model}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}\n"
-            f"# isa: {isa}")
+    lines = (f"# machine: {model}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}\n"
+             f"# isa: {isa}")
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
+    if cap:
+        # OpenVINO's CPU plugin honours the cap in its oneDNN primitives (at f32: its default
+        # precision still reads bf16 from CPUID) but not in MLAS or some kernels of its own.
+        lines += (f"\n# capped: ONEDNN_MAX_CPU_ISA={cap} (runnel's and OpenVINO's oneDNN primitives;"
+                  " OpenVINO's MLAS products and some of its own kernels read CPUID and ignore it)")
+    return lines
 
 
 def load_line(when):
