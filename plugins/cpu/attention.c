@@ -572,7 +572,7 @@ static void bf16_build(const rn_node *node, const rn_kernel_ctx *ctx, sdpa_state
     if (!cpu_config_get()->bf16 || rn_node_attr_int(node, TRANSFORMS_ATTR_F32, 0) != 0 ||
         !bf16_enabled() || !__builtin_cpu_supports("avx512bf16") ||
         !__builtin_cpu_supports("avx512bw") || ctx == NULL || ctx->n_input_layouts < 3 ||
-        s->D % 2 != 0 || round_up(s->Sk, 16) * s->k_ld >= INT32_MAX)
+        s->D % 2 != 0)
         return;
     for (int k = 0; k < 3; k++) {
         rn_partial_shape x = rn_node_input_shape(node, k);
@@ -636,6 +636,53 @@ static __mmask16 cols16(int64_t j, int64_t n)
     return j + 16 <= n ? (__mmask16)0xffff : j < n ? (__mmask16)((1u << (n - j)) - 1) : 0;
 }
 
+/* In place: rows r[0..8) of an 8x8 block become its columns. */
+AVX512_TARGET static inline void transpose8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+/* dst [c][ldd] = the transpose of src's n rows of c dwords (rows ld bytes
+ * apart), 0 from column n up to ldd: 8x8 blocks transposed in registers,
+ * the edges one by one (16-row gathers instead took 11 % of an f32 head).
+ * A dword is an f32 (K^T for the f32 heads) or a pair of bf16 (K's columns
+ * as vdpbf16ps reads them): only moved, never computed on. */
+AVX512_TARGET static void transpose_dwords(const void *src, int64_t ld, int64_t n, int64_t c,
+                                           void *dst, int64_t ldd)
+{
+    const char *from = src;
+    float *to = dst;
+    for (int64_t p = 0; p < c; p++)
+        memset(to + p * ldd + n, 0, (size_t)(ldd - n) * sizeof(float));
+    int64_t n8 = n & ~(int64_t)7, c8 = c & ~(int64_t)7;
+    __m256 r[8];
+    for (int64_t j = 0; j < n8; j += 8)
+        for (int64_t p = 0; p < c8; p += 8) {
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_loadu_ps((const float *)(from + (j + i) * ld) + p);
+            transpose8(r);
+            for (int i = 0; i < 8; i++)
+                _mm256_storeu_ps(to + (p + i) * ldd + j, r[i]);
+        }
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t p = j < n8 ? c8 : 0; p < c; p++)
+            memcpy(to + p * ldd + j, from + j * ld + p * (int64_t)sizeof(float), sizeof(float));
+}
+
 /* dst[p][j] = (src[2p][j], src[2p + 1][j]) for j < n, 0 up to ldb: rows of
  * src (k of them, ld apart) interleaved in pairs; an odd k's last pair
  * has a 0 above. */
@@ -657,20 +704,11 @@ BF16_TARGET static void pack_rows(const uint16_t *src, int64_t ld, int64_t k, in
 
 /* dst[p][j] = (src[j][2p], src[j][2p + 1]) for j < n rows of src (ld
  * apart, k columns, k even), 0 up to ldb: K's rows as the columns of K^T,
- * 16 rows a gather (bf16_build checks that n * ld fits an int32). */
+ * its dwords transposed. */
 BF16_TARGET static void pack_cols(const uint16_t *src, int64_t ld, int64_t k, int64_t n,
                                   uint32_t *dst, int64_t ldb)
 {
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    for (int64_t j = 0; j < ldb; j += 16) {
-        __mmask16 m = cols16(j, n);
-        __m512i rows = _mm512_add_epi32(lane, _mm512_set1_epi32((int)j));
-        __m512i at = _mm512_mullo_epi32(rows, _mm512_set1_epi32((int)ld));
-        for (int64_t p = 0; p < k / 2; p++)
-            _mm512_storeu_si512(
-                dst + p * ldb + j,
-                _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, at, src + 2 * p, 2));
-    }
+    transpose_dwords(src, ld * (int64_t)sizeof(uint16_t), n, k / 2, dst, ldb);
 }
 
 /* exp of 16 floats x <= 0 (x - the row's maximum): Cephes' polynomial on
@@ -828,52 +866,18 @@ static void tiles_build(sdpa_state *s)
     s->scratch = (size_t)s->team * s->head_scores;
 }
 
-/* In place: rows r[0..8) of an 8x8 block become its columns. */
-AVX512_TARGET static inline void transpose8(__m256 r[8])
-{
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-    }
-}
-
 /* kp [D][ldk] = K^T, 0 past Sk: Kt's rows (K^T [D, Sk] rows k_ld apart)
- * copied, or (k_t) K's [Sk, D] 8x8 blocks transposed in registers, the
- * edges one by one (16-row gathers instead took 11 % of a head). */
+ * copied, or (k_t) K's [Sk, D] transposed. */
 AVX512_TARGET static void pack_kt(const sdpa_state *s, const float *k, float *kp)
 {
-    int64_t Sk = s->Sk, D = s->D, ldk = s->ldk;
-    for (int64_t p = 0; p < D; p++) {
-        if (!s->k_t)
-            memcpy(kp + p * ldk, k + p * s->k_ld, (size_t)Sk * sizeof(float));
-        memset(kp + p * ldk + Sk, 0, (size_t)(ldk - Sk) * sizeof(float));
-    }
-    if (!s->k_t)
+    if (s->k_t) {
+        transpose_dwords(k, s->k_ld * (int64_t)sizeof(float), s->Sk, s->D, kp, s->ldk);
         return;
-    int64_t j8 = Sk & ~(int64_t)7, p8 = D & ~(int64_t)7;
-    __m256 r[8];
-    for (int64_t j = 0; j < j8; j += 8)
-        for (int64_t p = 0; p < p8; p += 8) {
-            for (int i = 0; i < 8; i++)
-                r[i] = _mm256_loadu_ps(k + (j + i) * s->k_ld + p);
-            transpose8(r);
-            for (int i = 0; i < 8; i++)
-                _mm256_storeu_ps(kp + (p + i) * ldk + j, r[i]);
-        }
-    for (int64_t j = 0; j < Sk; j++)
-        for (int64_t p = j < j8 ? p8 : 0; p < D; p++)
-            kp[p * ldk + j] = k[j * s->k_ld + p];
+    }
+    for (int64_t p = 0; p < s->D; p++) {
+        memcpy(kp + p * s->ldk, k + p * s->k_ld, (size_t)s->Sk * sizeof(float));
+        memset(kp + p * s->ldk + s->Sk, 0, (size_t)(s->ldk - s->Sk) * sizeof(float));
+    }
 }
 
 /* c[r][0..1] = sum over p < k of a_r[p] times b's row p (32 columns, the
